@@ -1,0 +1,174 @@
+"""Record the bus to an MCAP file with the protobuf schemas embedded.
+
+One MCAP channel per (topic, source): the channel's topic is the bus topic, its schema the
+payload's protobuf type, and its metadata the envelope fields that are fixed per publisher
+(source, latency, priority, kind). Each message's log time is the simulation time in ns and its
+sequence number the envelope's. Foxglove and PlotJuggler open the file as it is.
+
+Envelopes published at the same instant are written in the bus's total order
+(time, priority, source, sequence), so the stream does not depend on the order in which islands
+or processes happened to reach that instant.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from mcap.reader import make_reader
+from mcap.well_known import MessageEncoding
+from mcap.writer import CompressionType, Writer as McapWriter
+from mcap_protobuf.schema import register_schema
+
+from hopsim.bus.envelope import Envelope
+from hopsim.schemas import Envelope as EnvelopeProto
+
+PROFILE = "hopsim"
+RUN_METADATA = "hopsim.run"
+RESULT_METADATA = "hopsim.result"
+
+
+class StreamDigest:
+    """SHA-256 over the canonical bytes of every envelope, in stream order."""
+
+    def __init__(self):
+        self._h = hashlib.sha256()
+        self.count = 0
+
+    def add(self, env: Envelope) -> None:
+        data = env.to_bytes()
+        self._h.update(len(data).to_bytes(4, "little"))
+        self._h.update(data)
+        self.count += 1
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
+class StreamBuffer:
+    """Holds the envelopes of the current instant and releases them in total order."""
+
+    def __init__(self, sink):
+        self._sink = sink
+        self._t = None
+        self._pending: list[Envelope] = []
+
+    def add(self, env: Envelope) -> None:
+        if self._t is not None and env.t_ns != self._t:
+            if env.t_ns < self._t:
+                raise RuntimeError(f"{env!r} is earlier than the instant being recorded ({self._t} ns)")
+            self.flush()
+        self._t = env.t_ns
+        self._pending.append(env)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._pending.sort(key=Envelope.order_key)
+            for env in self._pending:
+                self._sink(env)
+            self._pending.clear()
+
+
+class McapRecorder:
+    """Writes envelopes to ``path``; call :meth:`close` (or use as a context manager) to finish."""
+
+    def __init__(self, path: str | Path, metadata: dict[str, str] | None = None,
+                 chunk_size: int = 1 << 20):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "wb")
+        self._writer = McapWriter(self._file, chunk_size=chunk_size, compression=CompressionType.ZSTD)
+        self._writer.start(profile=PROFILE, library="hopsim")
+        self._schemas: dict[str, int] = {}
+        self._channels: dict[tuple[str, str], int] = {}
+        self.digest = StreamDigest()
+        self._buffer = StreamBuffer(self._write)
+        if metadata:
+            self._writer.add_metadata(RUN_METADATA, {k: str(v) for k, v in metadata.items()})
+        self._closed = False
+
+    def record(self, env: Envelope, latency_ns: int = 0, queue: bool = False) -> None:
+        key = (env.topic, env.source)
+        if key not in self._channels:
+            type_name = env.type_name
+            if type_name not in self._schemas:
+                self._schemas[type_name] = register_schema(self._writer, type(env.payload))
+            self._channels[key] = self._writer.register_channel(
+                topic=env.topic, message_encoding=MessageEncoding.Protobuf,
+                schema_id=self._schemas[type_name],
+                metadata={"source": env.source, "latency_ns": str(env.deliver_ns - env.t_ns),
+                          "priority": str(env.priority), "kind": "queue" if queue else "signal"})
+        self._buffer.add(env)
+
+    def _write(self, env: Envelope) -> None:
+        self.digest.add(env)
+        self._writer.add_message(self._channels[(env.topic, env.source)], log_time=env.t_ns,
+                                 data=env.payload_bytes(), publish_time=env.t_ns, sequence=env.seq)
+
+    def close(self, result: dict[str, str] | None = None) -> None:
+        if self._closed:
+            return
+        self._buffer.flush()
+        summary = {"message_count": str(self.digest.count), "stream_sha256": self.digest.hexdigest()}
+        summary.update({k: str(v) for k, v in (result or {}).items()})
+        self._writer.add_metadata(RESULT_METADATA, summary)
+        self._writer.finish()
+        self._file.close()
+        self._closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class MemoryRecorder:
+    """Keeps the stream in memory (tests, replay comparisons); same ordering as McapRecorder."""
+
+    def __init__(self):
+        self.envelopes: list[Envelope] = []
+        self.digest = StreamDigest()
+        self._buffer = StreamBuffer(self._keep)
+
+    def record(self, env: Envelope, latency_ns: int = 0, queue: bool = False) -> None:
+        self._buffer.add(env)
+
+    def _keep(self, env: Envelope) -> None:
+        self.envelopes.append(env)
+        self.digest.add(env)
+
+    def close(self, result=None) -> None:
+        self._buffer.flush()
+
+    def stream_bytes(self) -> list[bytes]:
+        self._buffer.flush()
+        return [e.to_bytes() for e in self.envelopes]
+
+
+def read_envelopes(path: str | Path) -> Iterator[EnvelopeProto]:
+    """Yield the recorded envelopes of an MCAP file in stream order (no payload decoding)."""
+    with open(path, "rb") as f:
+        reader = make_reader(f)
+        for schema, channel, message in reader.iter_messages(log_time_order=False):
+            latency = int(channel.metadata.get("latency_ns", "0"))
+            yield EnvelopeProto(t_ns=message.log_time, deliver_ns=message.log_time + latency,
+                                source=channel.metadata.get("source", ""), topic=channel.topic,
+                                seq=message.sequence, priority=int(channel.metadata.get("priority", "0")),
+                                type_name=schema.name if schema else "", payload=message.data)
+
+
+def read_metadata(path: str | Path) -> dict[str, dict[str, str]]:
+    """The file's metadata records by name (run description and result summary)."""
+    with open(path, "rb") as f:
+        reader = make_reader(f)
+        return {m.name: dict(m.metadata) for m in reader.iter_metadata()}
+
+
+def envelope_stream_bytes(envelopes: Iterable[EnvelopeProto]) -> list[bytes]:
+    return [e.SerializeToString(deterministic=True) for e in envelopes]
+
+
+def dumps_params(params: dict) -> str:
+    return json.dumps(params, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,382 @@
+"""The hop executive: a simpy environment, the islands, the bus and the user's controls of time.
+
+simpy's event queue is the single source of global time order: every island barrier is a simpy
+event at the barrier's instant (integer ns). Islands interact only through bus messages, and a
+message crossing islands is seen no earlier than one nanosecond after it was published, so the
+order in which islands process the same instant never changes a result; the recorder writes the
+envelopes of one instant in the bus's total order (time, priority, source, sequence).
+
+Users drive time with :meth:`Simulation.advance_to`, :meth:`Simulation.advance_by`,
+:meth:`Simulation.step` and stop callbacks; a model or event ends a run by setting ``sim.e_stop``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import simpy
+
+from hopsim.bus.envelope import Envelope
+from hopsim.bus.topics import Subscription, TopicRegistry, WiringError
+from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
+from hopsim.kernel.island import Island, Slot, ZeroCrossing
+from hopsim.kernel.model import Model, ModelContext, model_rng
+from hopsim.kernel.runtime import LocalRuntime
+from hopsim.kernel.simtime import NS_PER_S, seconds, to_seconds
+from hopsim.schemas import KernelEvent
+
+SCENARIO_SOURCE = "scenario"
+
+
+@dataclass(frozen=True)
+class Tie:
+    """Where a port is connected: a topic, and for outputs a latency and a priority.
+
+    ``latency_s`` delays delivery to subscribers (0: same instant inside the island; at least
+    1 ns for another island). Lower ``priority`` is delivered first among simultaneous messages.
+    """
+
+    topic: str
+    latency_s: float = 0.0
+    priority: int = 0
+
+
+class Simulation:
+    """A hop executive over islands of models.
+
+    Parameters are the run ``seed`` (every model's generator derives from it and the model's name),
+    the default model rate for models with :class:`~hopsim.kernel.model.DefaultRate` I/O, the
+    runtime (local by default) and an optional recorder that receives every envelope.
+    """
+
+    def __init__(self, seed: int = 0, default_rate_hz: float = 1.0, runtime=None, recorder=None,
+                 record_kernel_events: bool = True):
+        self.seed = int(seed)
+        self.default_rate_hz = float(default_rate_hz)
+        self.runtime = runtime or LocalRuntime()
+        self.recorder = recorder
+        self.record_kernel_events = record_kernel_events
+        self.env = simpy.Environment(initial_time=0)
+        self.islands: dict[str, Island] = {}
+        self.topics = TopicRegistry()
+        self.breaks: set[str] = set()
+        self.e_stop = False
+        self.stop_reason: str | None = None
+        self._slots: dict[str, Slot] = {}
+        self._models: dict[str, Model] = {}
+        self._events: dict[str, TimedEvent] = {}
+        self._stop_callbacks: list[tuple[int, Callable[["Simulation"], bool]]] = []
+        self._stop_ids = 0
+        self._halt_at: int | None = None
+        self._started = False
+        self._scenario_seq = 0
+        self._publish_counts = 0
+
+    # ------------------------------------------------------------------ assembly
+    def add_island(self, name: str, integrator=None, n_integration_steps: int = 1,
+                   end_of_step_derivative: bool = False) -> Island:
+        """Create an island: bodies integrated together, with the models attached to them."""
+        self._check_not_started("add an island")
+        if not name or "/" in name:
+            raise ValueError(f"island name {name!r} must be non-empty and contain no '/'")
+        if name in self.islands:
+            raise ValueError(f"island {name!r} exists already")
+        island = Island(self, name, integrator, n_integration_steps, end_of_step_derivative)
+        self.islands[name] = island
+        return island
+
+    def add_model(self, model: Model, island: str, ties: dict[str, str | Tie] | None = None,
+                  params: dict | None = None) -> Model:
+        """Place a model in an island and tie its ports to topics.
+
+        An untied port uses the topic ``<island>/<port>``. Returns the model (for a local
+        runtime, the object the kernel calls; under Ray, continuous models only).
+        """
+        self._check_not_started("add a model")
+        if island not in self.islands:
+            raise ValueError(f"no island {island!r}; create it with add_island first "
+                             f"(islands: {sorted(self.islands)})")
+        if model.name in self._slots:
+            raise ValueError(f"a model named {model.name!r} exists already")
+        ties = dict(ties or {})
+        unknown = set(ties) - set(model.inputs) - set(model.outputs)
+        if unknown:
+            raise WiringError(f"{model.name} has no port(s) {sorted(unknown)}; inputs "
+                              f"{sorted(model.inputs)}, outputs {sorted(model.outputs)}")
+        ties_in: dict[str, str] = {}
+        for port, spec in model.inputs.items():
+            tie = ties.get(port, f"{island}/{port}")
+            topic = tie.topic if isinstance(tie, Tie) else tie
+            self.topics.add_subscriber(topic, spec.msg_type, spec.queue,
+                                       Subscription(island, model.name, port))
+            ties_in[port] = topic
+        ties_out: dict[str, tuple[str, int, int, bool]] = {}
+        for port, spec in model.outputs.items():
+            tie = ties.get(port, f"{island}/{port}")
+            tie = tie if isinstance(tie, Tie) else Tie(tie)
+            if tie.latency_s < 0:
+                raise WiringError(f"{model.name}.{port}: latency must be >= 0 s, got {tie.latency_s}")
+            self.topics.add_publisher(tie.topic, spec.msg_type, spec.queue, model.name)
+            ties_out[port] = (tie.topic, seconds(tie.latency_s), tie.priority, spec.queue)
+        ctx = ModelContext(model.name, island, self.seed, model_rng(self.seed, model.name),
+                           dict(params or {}))
+        handle = self.runtime.handle(model, ctx)
+        slot = Slot(handle, type(model), self.islands[island], ties_in, ties_out)
+        slot.ctx = ctx
+        self.islands[island].add_slot(slot)
+        self._slots[model.name] = slot
+        self._models[model.name] = model
+        return model
+
+    def add_break(self, topic: str) -> None:
+        """Break an algebraic loop on ``topic``: its readers see it one update late."""
+        self.breaks.add(topic)
+
+    def model(self, name: str) -> Model:
+        return self._models[name]
+
+    # ------------------------------------------------------------------ events
+    def at(self, times: float | Iterable[float], callback: Callable[[TimedEvent], Any],
+           name: str | None = None, island: str | None = None, priority: int = 0) -> list[str]:
+        """Timed event(s) at ``times`` (seconds). A list makes one-shot events named ``name@t``.
+
+        With ``island`` the event is a barrier of that island (it may touch its models); without,
+        the event belongs to the kernel (progress, e_stop) and splits no island's hop.
+        """
+        many = not isinstance(times, (int, float))
+        time_list = list(times) if many else [times]
+        base = name or getattr(callback, "__name__", "event")
+        names = []
+        for t_s in time_list:
+            ev_name = f"{base}@{t_s:g}" if many else base
+            if ev_name in self._events:
+                raise ValueError(f"an event named {ev_name!r} exists already")
+            ev = TimedEvent(ev_name, seconds(t_s), callback, priority, island, sim=self)
+            self._schedule_event(ev)
+            names.append(ev_name)
+        return names
+
+    def _schedule_event(self, ev: TimedEvent) -> None:
+        if ev.t_ns < self.env.now or (self._started and ev.t_ns == self.env.now and ev.island):
+            raise ValueError(f"event {ev.name!r} at {to_seconds(ev.t_ns)} s is not in the future "
+                             f"(now {self.time} s)")
+        self._events[ev.name] = ev
+        if ev.island is None:
+            self.env.timeout(ev.t_ns - self.env.now, value=ev).callbacks.append(self._fire_global)
+        else:
+            if ev.island not in self.islands:
+                raise ValueError(f"event {ev.name!r}: no island {ev.island!r}")
+            self.islands[ev.island].add_event(ev)
+
+    def _fire_global(self, sim_event) -> None:
+        ev: TimedEvent = sim_event.value
+        if ev.cancelled:
+            return
+        ev._next_ns = None
+        ev.callback(ev)
+        if ev._next_ns is not None:
+            ev.t_ns = ev._next_ns
+            self.env.timeout(ev.t_ns - self.env.now, value=ev).callbacks.append(self._fire_global)
+        else:
+            self._forget_event(ev)
+        self._check_stop()
+
+    def _forget_event(self, ev: TimedEvent) -> None:
+        if self._events.get(ev.name) is ev:
+            del self._events[ev.name]
+
+    def find_event(self, name: str) -> TimedEvent | None:
+        return self._events.get(name)
+
+    def delete_event(self, name: str) -> None:
+        ev = self._events.pop(name, None)
+        if ev is None:
+            raise KeyError(f"no event {name!r}; events: {sorted(self._events)}")
+        ev.cancelled = True
+
+    def list_events(self) -> list[str]:
+        return sorted(self._events, key=lambda n: self._events[n].key())
+
+    def add_model_event(self, name: str, model: str, method: str, callback, before: bool = True) -> None:
+        """Run ``callback(event, *args)`` before (or after) every call of ``model.method``."""
+        self._check_not_started("add a model-method event")
+        slot = self._slot(model)
+        if not hasattr(slot.cls, method):
+            raise ValueError(f"{model} has no method {method!r}")
+        slot.method_events.setdefault(method, []).append(MethodEvent(name, model, method, callback, before))
+
+    def add_io_event(self, name: str, model: str, when: str, callback: Callable[[int], Any]) -> None:
+        """Run ``callback(t_ns)`` at the beginning or end of each of ``model``'s I/O steps."""
+        if when not in ("begin", "end"):
+            raise ValueError(f"when must be 'begin' or 'end', not {when!r}")
+        self._slot(model).io_events[when].append(IoStepEvent(name, model, when, callback))
+
+    def add_zero_crossing(self, name: str, island: str, fn: Callable[[int], float],
+                          callback: Callable[[int], Any], direction: str = "falling",
+                          eps_s: float = 1e-6) -> ZeroCrossing:
+        """Watch ``fn(t_ns)`` for a sign change; the hop ends within ``eps_s`` before it.
+
+        The callback runs at that barrier, then the condition is removed. The run goes on unless
+        the callback sets ``sim.e_stop``.
+        """
+        zc = ZeroCrossing(name, fn, callback, direction, max(1, seconds(eps_s)))
+        self.islands[island].add_zero_crossing(zc)
+        return zc
+
+    def add_stop_callback(self, fn: Callable[["Simulation"], bool]) -> int:
+        """``fn(sim)`` is evaluated after every barrier; True ends the run at that instant."""
+        self._stop_ids += 1
+        self._stop_callbacks.append((self._stop_ids, fn))
+        return self._stop_ids
+
+    def inject(self, topic: str, msg: Any, t_s: float, priority: int = 0) -> None:
+        """Publish ``msg`` on ``topic`` at ``t_s`` from outside the models (a command, a fault)."""
+        t_ns = seconds(t_s)
+        if t_ns < self.env.now or (self._started and t_ns <= self.env.now):
+            raise ValueError(f"cannot inject on {topic!r} at {t_s} s: the run is at {self.time} s")
+        topic_obj = self.topics.get(topic)
+        if not isinstance(msg, topic_obj.msg_type):
+            raise TypeError(f"topic {topic!r} carries {topic_obj.type_name}, not {type(msg).__name__}")
+        env = Envelope(t_ns, t_ns, SCENARIO_SOURCE, topic, self._scenario_seq, priority, msg)
+        self._scenario_seq += 1
+        for rank, sub in enumerate(topic_obj.subscribers):
+            island = self.islands[sub.island]
+            island.enqueue(t_ns, env, self._slots[sub.model], sub.port, rank)
+        if self.recorder is not None:
+            self.env.timeout(t_ns - self.env.now, value=env).callbacks.append(
+                lambda e, q=topic_obj.queue: self.recorder.record(e.value, queue=q))
+
+    # ------------------------------------------------------------------ bus
+    def publish(self, env: Envelope, source_island: Island, queue: bool) -> None:
+        """Record an envelope and deliver it to every subscriber of its topic."""
+        self._publish_counts += 1
+        if self.recorder is not None:
+            self.recorder.record(env, queue=queue)
+        topic = self.topics.topics[env.topic]
+        for rank, sub in enumerate(topic.subscribers):
+            island = self.islands[sub.island]
+            slot = self._slots[sub.model]
+            if island is source_island:
+                if env.deliver_ns == env.t_ns:
+                    island.deliver_now(slot, sub.port, env.payload, env.t_ns)
+                else:
+                    island.enqueue(env.deliver_ns, env, slot, sub.port, rank)
+            else:
+                island.enqueue(max(env.deliver_ns, env.t_ns + 1), env, slot, sub.port, rank)
+
+    def record_kernel_event(self, island: Island, kind: int, name: str, detail: str = "") -> None:
+        if self.recorder is None or not self.record_kernel_events:
+            return
+        msg = KernelEvent(t_ns=island.t, kind=kind, island=island.name, name=name, detail=detail)
+        env = Envelope(island.t, island.t, f"kernel.{island.name}", f"kernel/{island.name}",
+                       island._kernel_seq, -1, msg)
+        island._kernel_seq += 1
+        self.recorder.record(env, queue=True)
+
+    # ------------------------------------------------------------------ time
+    @property
+    def now(self) -> int:
+        """Current simulation time (ns)."""
+        return int(self.env.now)
+
+    @property
+    def time(self) -> float:
+        """Current simulation time (s), for display."""
+        return self.env.now / NS_PER_S
+
+    def advance_to(self, t_s: float) -> str:
+        """Run until every island is at ``t_s`` (or a stop callback or e_stop ends it earlier).
+
+        Returns why it returned: "time", "stop_callback" or "e_stop".
+        """
+        return self._run_until(seconds(t_s))
+
+    def advance_by(self, dt_s: float) -> str:
+        return self._run_until(self.now + seconds(dt_s))
+
+    def step(self, n: int = 1) -> str:
+        """Advance by ``n`` default model periods."""
+        return self._run_until(self.now + round(n * NS_PER_S / self.default_rate_hz))
+
+    def start(self) -> None:
+        """Set up every model and run the initial barrier of every island (t = 0)."""
+        if self._started:
+            return
+        for island in self.islands.values():
+            island.finalize(self.now, self.breaks)
+        for island in self.islands.values():
+            for slot in island.slots:
+                slot.call("setup", slot.ctx)
+        self._started = True
+        for island in self.islands.values():
+            island.start()
+
+    def _run_until(self, t_stop: int) -> str:
+        if self.e_stop:
+            return "e_stop"
+        if t_stop < self.now:
+            raise ValueError(f"cannot advance to {to_seconds(t_stop)} s: the run is at {self.time} s")
+        self.start()
+        for island in self.islands.values():
+            island.add_stop(t_stop)
+        self._halt_at = None
+        env = self.env
+        try:
+            while True:
+                nxt = env.peek()
+                if self._halt_at is not None:
+                    if nxt != self._halt_at:
+                        break
+                elif nxt > t_stop:
+                    break
+                env.step()
+        finally:
+            for island in self.islands.values():
+                island.drop_stops_after(self.now)
+        return self.stop_reason if self._halt_at is not None else "time"
+
+    def _after_barrier(self, island: Island, t: int) -> None:
+        self._check_stop()
+
+    def _check_stop(self) -> None:
+        if self._halt_at is not None:
+            return
+        reason = None
+        if self.e_stop:
+            reason = "e_stop"
+        else:
+            fired = [i for i, (_, fn) in enumerate(self._stop_callbacks) if fn(self)]
+            if fired:
+                reason = "stop_callback"
+                for i in reversed(fired):
+                    del self._stop_callbacks[i]
+        if reason is None:
+            return
+        self.stop_reason = reason
+        self._halt_at = self.now
+        for island in self.islands.values():
+            island.add_stop(self._halt_at)
+
+    # ------------------------------------------------------------------ end
+    def close(self) -> None:
+        """Flush the recorder and release the runtime (Ray actors, a local Ray)."""
+        try:
+            if self.recorder is not None:
+                self.recorder.close()
+        finally:
+            self.runtime.shutdown()
+
+    def _slot(self, name: str) -> Slot:
+        try:
+            return self._slots[name]
+        except KeyError:
+            raise KeyError(f"no model {name!r}; models: {sorted(self._slots)}") from None
+
+    def _check_not_started(self, what: str) -> None:
+        if self._started:
+            raise RuntimeError(f"cannot {what} after the run has started")
+
+    def stats(self) -> dict[str, Any]:
+        out = {name: dict(isl.stats) for name, isl in self.islands.items()}
+        return {"islands": out, "published": self._publish_counts, "time_s": self.time}
+

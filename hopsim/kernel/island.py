@@ -1,0 +1,521 @@
+"""An island: a set of models (and their continuous states) with one hop timeline.
+
+The island's timeline is the union of its models' I/O instants, its timed events, the deliveries
+of bus messages to its models, the stops requested by the user and the implicit barriers found by
+its zero-crossing conditions. At each barrier it follows Dshell's order:
+
+1. the zero-crossing callbacks of a condition met at this instant;
+2. ``end_io_step`` of the models whose I/O step ends now, then their next I/O instants;
+3. deliveries and timed events due now, in (time, priority, sequence) order;
+4. ``update_flow_outs`` in feed-through order, for the models that are due, received input, or
+   sit downstream of a fresh feed-through signal;
+5. ``start_io_step`` of the due models;
+
+then the next hop: ``start_hop`` of every model, the integrator over ``n_integration_steps``
+sub-steps (``pre_deriv``/``post_deriv`` at every derivative sample), ``end_hop``.
+
+Hops are propagated *lazily* (when the simpy clock reaches the hop's end) while the island has
+no zero-crossing conditions, and *eagerly* (at the hop's start, so that a crossing is found before
+anything else happens after it) while it has some; an eager hop that a later-arriving message cuts
+short is rolled back and re-propagated, as Dshell rejects a hop when a barrier appears inside it.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from hopsim.bus.envelope import Envelope
+from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
+from hopsim.kernel.integrate import RK4
+from hopsim.kernel.model import ContinuousModel, DefaultRate, FixedRate, Model, NoIo, VariableRate
+from hopsim.kernel.ordering import Node, feed_through_order
+from hopsim.kernel.simtime import NS_PER_S, PeriodicSchedule, seconds
+from hopsim.schemas import KernelEvent
+
+if TYPE_CHECKING:
+    from hopsim.kernel.executive import Simulation
+
+_zc_sequence = itertools.count()
+
+
+class CausalityError(RuntimeError):
+    pass
+
+
+@dataclass(eq=False)
+class ZeroCrossing:
+    """A condition ``fn(t_ns) -> float`` whose sign change ends a hop (Dshell step validation).
+
+    ``direction`` is "falling" (from > 0 to <= 0), "rising" (from < 0 to >= 0) or "either".
+    The hop is cut by bisection to within ``eps_ns`` before the crossing; the callback then runs
+    at that barrier and the condition is removed (register it again to keep watching).
+    """
+
+    name: str
+    fn: Callable[[int], float]
+    callback: Callable[[int], Any]
+    direction: str = "falling"
+    eps_ns: int = 1000
+    seq: int = field(default_factory=lambda: next(_zc_sequence))
+
+    def __post_init__(self):
+        if self.direction not in ("falling", "rising", "either"):
+            raise ValueError(f"zero-crossing {self.name!r}: direction must be 'falling', 'rising' "
+                             f"or 'either', not {self.direction!r}")
+        if self.eps_ns < 1:
+            raise ValueError(f"zero-crossing {self.name!r}: eps must be at least 1 ns")
+
+    def crossed(self, g0: float, g1: float) -> bool:
+        falling = g0 > 0.0 and g1 <= 0.0
+        rising = g0 < 0.0 and g1 >= 0.0
+        if self.direction == "falling":
+            return falling
+        if self.direction == "rising":
+            return rising
+        return falling or rising
+
+
+class Slot:
+    """The island's record of one model: handle, wiring, schedule and per-barrier flags."""
+
+    def __init__(self, handle, model_cls: type[Model], island: "Island", ties_in: dict[str, str],
+                 ties_out: dict[str, tuple[str, int, int, bool]]):
+        self.handle = handle
+        self.name = handle.name
+        self.cls = model_cls
+        self.island = island
+        self.is_continuous = model_cls.is_continuous
+        self.feed_through = model_cls.has_feed_through()
+        self.in_topics = ties_in          # port -> topic
+        self.out_topics = ties_out        # port -> (topic, latency_ns, priority, queue)
+        self.seq = 0
+        self.order = 0
+        self.periodic: PeriodicSchedule | None = None
+        self.io_k = 0
+        self.io_prev: int | None = None
+        self.io_next: int | None = None
+        self.due = False
+        self.fresh = False
+        self.force_ufo = False
+        self.method_events: dict[str, list[MethodEvent]] = {}
+        self.io_events: dict[str, list[IoStepEvent]] = {"begin": [], "end": []}
+        self.model: Model | None = handle.model if not handle.remote else None
+        self.ctx = None
+
+    def overrides(self, method: str) -> bool:
+        """Whether calling ``method`` can do anything (skipping no-op calls changes no result)."""
+        base = ContinuousModel if self.is_continuous else Model
+        return getattr(self.cls, method) is not getattr(base, method, None) or method in self.method_events
+
+    def call(self, method: str, *args):
+        events = self.method_events.get(method)
+        if events:
+            for ev in events:
+                if ev.before:
+                    ev.callback(ev, *args)
+        result, out = self.handle.call(method, *args)
+        if out:
+            self.island.route(self, out)
+        if events:
+            for ev in events:
+                if not ev.before:
+                    ev.callback(ev, *args)
+        return result
+
+
+class Island:
+    """One hop timeline. Created by :meth:`Simulation.add_island`."""
+
+    def __init__(self, sim: "Simulation", name: str, integrator=None, n_integration_steps: int = 1,
+                 end_of_step_derivative: bool = False):
+        if n_integration_steps < 1:
+            raise ValueError(f"island {name!r}: n_integration_steps must be >= 1")
+        self.sim = sim
+        self.name = name
+        self.integrator = integrator if integrator is not None else RK4()
+        self.n_integration_steps = n_integration_steps
+        self.end_of_step_derivative = end_of_step_derivative
+        self.slots: list[Slot] = []
+        self.by_name: dict[str, Slot] = {}
+        self.t = 0
+        self.zero_crossings: list[ZeroCrossing] = []
+        self.trace_steps = False
+        self.step_log: list[tuple[int, int]] = []
+        self.hop_log: list[tuple[int, int]] | None = None
+        self.stats = {"barriers": 0, "hops": 0, "rollbacks": 0, "deliveries": 0}
+        self._io_heap: list = []
+        self._events: list = []
+        self._inbox: list = []
+        self._stops: list[int] = []
+        self._hit: list[ZeroCrossing] = []
+        self._pending_end: int | None = None
+        self._propagated = False
+        self._hop_start_state = None
+        self._gen = 0
+        self._in_barrier = False
+        self._initial = True
+        self._kernel_seq = 0
+        self._x = np.zeros(0)
+        self._xdot = np.zeros(0)
+        self._continuous: list[Slot] = []
+        self._pre: list[Callable[[float], None]] = []
+        self._post: list[Callable[[float], None]] = []
+        self._start_hop: list[Slot] = []
+        self._end_hop: list[Slot] = []
+        self._rollback_slots: list[Slot] = []
+
+    # ------------------------------------------------------------------ assembly
+    def add_slot(self, slot: Slot) -> None:
+        if slot.name in self.by_name:
+            raise ValueError(f"island {self.name!r} already has a model named {slot.name!r}")
+        self.slots.append(slot)
+        self.by_name[slot.name] = slot
+
+    def finalize(self, t0: int, breaks: set[str]) -> None:
+        """Order the models, assemble the continuous state vector and the first I/O instants."""
+        nodes = [Node(s.name, s.feed_through, tuple(s.in_topics.values()),
+                      tuple(t for t, lat, _, _ in s.out_topics.values() if lat == 0))
+                 for s in self.slots]
+        order = feed_through_order(nodes, breaks)
+        self.slots = [self.by_name[n] for n in order]
+        for i, s in enumerate(self.slots):
+            s.order = i
+        self._continuous = [s for s in self.slots if s.is_continuous]
+        sizes = [len(s.model.state_names) for s in self._continuous]
+        self._x = np.zeros(sum(sizes))
+        self._xdot = np.zeros(sum(sizes))
+        offset = 0
+        for s, n in zip(self._continuous, sizes):
+            m = s.model
+            x0 = np.asarray(m.initial_state(), dtype=float)
+            if x0.shape != (n,):
+                raise ValueError(f"{m.name}.initial_state() must have {n} entries "
+                                 f"({', '.join(m.state_names)}), got shape {x0.shape}")
+            self._x[offset:offset + n] = x0
+            m.x = self._x[offset:offset + n]
+            m.xdot = self._xdot[offset:offset + n]
+            offset += n
+        self._pre = [self._with_events(s, "pre_deriv") for s in self._continuous if s.overrides("pre_deriv")]
+        self._post = [self._with_events(s, "post_deriv") for s in self._continuous if s.overrides("post_deriv")]
+        self._start_hop = [s for s in self.slots if s.overrides("start_hop")]
+        self._end_hop = [s for s in self.slots if s.overrides("end_hop")]
+        self._rollback_slots = [s for s in self.slots
+                                if s.is_continuous or s.overrides("start_hop") or s.overrides("end_hop")]
+        self.t = t0
+        for s in self.slots:
+            first = self._first_io(s, t0)
+            if first is not None:
+                heapq.heappush(self._io_heap, (first, s.order, s))
+
+    def _first_io(self, s: Slot, t0: int) -> int | None:
+        sched = s.cls.io_schedule
+        if isinstance(sched, NoIo):
+            return None
+        if isinstance(sched, VariableRate):
+            return t0
+        if isinstance(sched, FixedRate):
+            s.periodic = PeriodicSchedule(sched.rate_hz, t0 + seconds(sched.phase_s))
+        elif isinstance(sched, DefaultRate):
+            s.periodic = PeriodicSchedule(self.sim.default_rate_hz, t0)
+        else:
+            raise TypeError(f"{s.name}: unknown io_schedule {sched!r}")
+        return s.periodic.instant(0)
+
+    @staticmethod
+    def _with_events(slot: Slot, method: str) -> Callable[[float], None]:
+        bound = getattr(slot.model, method)
+        events = slot.method_events.get(method)
+        if not events:
+            return bound
+        before = [e for e in events if e.before]
+        after = [e for e in events if not e.before]
+
+        def wrapped(t_s: float) -> None:
+            for e in before:
+                e.callback(e, t_s)
+            bound(t_s)
+            for e in after:
+                e.callback(e, t_s)
+        return wrapped
+
+    # ------------------------------------------------------------------ timeline
+    def add_event(self, ev: TimedEvent) -> None:
+        heapq.heappush(self._events, (ev.t_ns, ev.priority, ev.seq, ev))
+        self.request_barrier(ev.t_ns)
+
+    def add_stop(self, t_ns: int) -> None:
+        if t_ns > self.t:
+            heapq.heappush(self._stops, t_ns)
+            self.request_barrier(t_ns)
+
+    def drop_stops_after(self, t_ns: int) -> None:
+        kept = [s for s in self._stops if s <= t_ns]
+        if len(kept) != len(self._stops):
+            self._stops = kept
+            heapq.heapify(self._stops)
+            if self._pending_end is not None and self._pending_end > t_ns:
+                self._replan()
+
+    def add_zero_crossing(self, zc: ZeroCrossing) -> None:
+        self.zero_crossings.append(zc)
+        if self._pending_end is not None and not self._in_barrier:
+            self._replan()
+
+    def enqueue(self, deliver_ns: int, env: Envelope, slot: Slot, port: str, rank: int) -> None:
+        """A message for one of this island's models, seen at its barrier at ``deliver_ns``."""
+        heapq.heappush(self._inbox, (deliver_ns, env.priority, env.source, env.seq, rank, env, slot, port))
+        self.request_barrier(deliver_ns)
+
+    def request_barrier(self, t_ns: int) -> None:
+        if t_ns <= self.t and not (self._initial and t_ns == self.t):
+            raise CausalityError(f"island {self.name!r} is at {self.t} ns; a barrier at {t_ns} ns "
+                                 f"would be in its past")
+        if self._in_barrier or self._initial:
+            return      # the plan made at the end of the barrier (or at the start) accounts for it
+        if self._pending_end is None or t_ns < self._pending_end:
+            self._replan()
+
+    def next_explicit_barrier(self) -> int | None:
+        events = self._events
+        while events and events[0][3].cancelled:
+            heapq.heappop(events)
+        heads = [q[0][0] for q in (self._io_heap, events, self._inbox) if q]
+        if self._stops:
+            heads.append(self._stops[0])
+        return min(heads) if heads else None
+
+    # ------------------------------------------------------------------ hops
+    def _plan(self) -> None:
+        """Plan the hop from ``self.t`` to the next barrier and schedule the wake-up in simpy."""
+        t1 = self.next_explicit_barrier()
+        self._hit = []
+        if t1 is None:
+            self._pending_end = None
+            self._propagated = False
+            return
+        if self.zero_crossings:
+            self._hop_start_state = self._capture()
+            t_end, self._hit = self._propagate_checked(self.t, t1)
+            self._propagated = True
+        else:
+            t_end = t1
+            self._propagated = False
+        env = self.sim.env
+        if t_end < env.now:
+            raise CausalityError(
+                f"island {self.name!r}: after a rollback the zero-crossing "
+                f"{[z.name for z in self._hit]} lies at {t_end} ns, before the kernel's time "
+                f"{env.now} ns; use more integration steps per hop or a smaller eps")
+        self._pending_end = t_end
+        self._gen += 1
+        env.timeout(t_end - env.now, value=self._gen).callbacks.append(self._wake)
+
+    def _replan(self) -> None:
+        if self._propagated:
+            self._restore(self._hop_start_state)
+            self.stats["rollbacks"] += 1
+        self._plan()
+
+    def _wake(self, event) -> None:
+        if event.value != self._gen:
+            return                                     # superseded by an earlier barrier
+        t = self.sim.env.now
+        if not self._propagated and t > self.t:
+            self._propagate(self.t, t)
+        self._pending_end = None
+        self._propagated = False
+        self._in_barrier = True
+        try:
+            self._barrier(t)
+        finally:
+            self._in_barrier = False
+            self._initial = False
+        self._plan()
+        self.sim._after_barrier(self, t)
+
+    def start(self) -> None:
+        """Schedule the initial barrier at the island's start time."""
+        self._gen += 1
+        self._pending_end = self.t
+        env = self.sim.env
+        env.timeout(self.t - env.now, value=self._gen).callbacks.append(self._wake)
+
+    def _propagate(self, t0: int, t1: int) -> None:
+        """Propagate every state of the island from t0 to t1 (ns): start_hop, integrate, end_hop."""
+        for s in self._start_hop:
+            s.call("start_hop", t0, t1)
+        if self._x.size:
+            n = self.n_integration_steps
+            span = t1 - t0
+            x = self._x.copy()
+            advance = self.integrator.advance
+            deriv = self._derivative
+            a = t0
+            for j in range(1, n + 1):
+                b = t0 + span * j // n
+                if b == a:
+                    continue
+                x = advance(deriv, a / NS_PER_S, x, b / NS_PER_S)
+                if self.end_of_step_derivative:
+                    deriv(b / NS_PER_S, x)
+                if self.trace_steps:
+                    self.step_log.append((a, b))
+                a = b
+            self._x[:] = x
+        for s in self._end_hop:
+            s.call("end_hop", t0, t1)
+        self.stats["hops"] += 1
+        if self.hop_log is not None:
+            self.hop_log.append((t0, t1))
+
+    def _derivative(self, t_s: float, x: np.ndarray) -> np.ndarray:
+        self._x[:] = x
+        for f in self._pre:
+            f(t_s)
+        for f in self._post:
+            f(t_s)
+        return self._xdot.copy()
+
+    def _propagate_checked(self, t0: int, t1: int) -> tuple[int, list[ZeroCrossing]]:
+        """Propagate to t1 unless a zero-crossing is overstepped; then bisect to the crossing."""
+        conds = list(self.zero_crossings)
+        g0 = [c.fn(t0) for c in conds]
+        start = self._hop_start_state
+
+        def crossed_at(t: int) -> list[ZeroCrossing]:
+            return [c for c, g in zip(conds, g0) if c.crossed(g, c.fn(t))]
+
+        self._propagate(t0, t1)
+        hit = crossed_at(t1)
+        if not hit:
+            return t1, []
+        eps = min(c.eps_ns for c in hit)
+        lo, hi, lo_state = t0, t1, None
+        while hi - lo > eps:
+            mid = (lo + hi) // 2
+            self._restore(start)
+            self._propagate(t0, mid)
+            at_mid = crossed_at(mid)
+            if at_mid:
+                hi, hit = mid, at_mid
+            else:
+                lo, lo_state = mid, self._capture()
+        if lo_state is None:
+            # the crossing lies within eps of the hop's start: end the hop just after it
+            self._restore(start)
+            self._propagate(t0, hi)
+            return hi, hit
+        self._restore(lo_state)
+        return lo, hit
+
+    def _capture(self):
+        return (self._x.copy(), [(s, s.call("snapshot")) for s in self._rollback_slots])
+
+    def _restore(self, state) -> None:
+        x, snaps = state
+        self._x[:] = x
+        for s, snap in snaps:
+            s.call("restore", snap)
+        self.integrator.reset()
+
+    # ------------------------------------------------------------------ barrier
+    def _barrier(self, t: int) -> None:
+        self.stats["barriers"] += 1
+        self.t = t
+        for zc in sorted(self._hit, key=lambda z: z.seq):
+            self.zero_crossings.remove(zc)
+            self.kernel_event(KernelEvent.ZERO_CROSSING, zc.name)
+            zc.callback(t)
+        self._hit = []
+
+        due: list[Slot] = []
+        io = self._io_heap
+        while io and io[0][0] == t:
+            due.append(heapq.heappop(io)[2])
+        for s in due:
+            s.due = True
+            if s.io_prev is not None:
+                for ev in s.io_events["end"]:
+                    ev.callback(t)
+                s.call("end_io_step", s.io_prev, t)
+        for s in due:
+            s.io_next = self._next_io(s, t)
+            if s.io_next is not None:
+                heapq.heappush(io, (s.io_next, s.order, s))
+
+        inbox = self._inbox
+        while inbox and inbox[0][0] == t:
+            _, _, _, _, _, env, slot, port = heapq.heappop(inbox)
+            slot.handle.deliver(port, env.payload, env.t_ns)
+            slot.fresh = True
+            self.stats["deliveries"] += 1
+        events = self._events
+        while events and events[0][0] == t:
+            ev = heapq.heappop(events)[3]
+            if ev.cancelled:
+                continue
+            self.kernel_event(KernelEvent.TIMED_EVENT, ev.name)
+            ev._next_ns = None
+            ev.callback(ev)
+            if ev._next_ns is not None:
+                ev.t_ns = ev._next_ns
+                heapq.heappush(events, (ev.t_ns, ev.priority, ev.seq, ev))
+            else:
+                self.sim._forget_event(ev)
+        while self._stops and self._stops[0] <= t:
+            heapq.heappop(self._stops)
+
+        initial = self._initial
+        for s in self.slots:
+            if initial or s.due or s.force_ufo or (s.fresh and s.feed_through):
+                s.call("update_flow_outs", t)
+        for s in self.slots:
+            s.fresh = False
+            s.force_ufo = False
+
+        for s in due:
+            s.due = False
+            s.io_prev = t
+            s.call("start_io_step", t, s.io_next)
+            for ev in s.io_events["begin"]:
+                ev.callback(t)
+
+    def _next_io(self, s: Slot, t: int) -> int | None:
+        if s.periodic is not None:
+            s.io_k += 1
+            return s.periodic.instant(s.io_k)
+        nxt = s.call("next_io_time", t)
+        if nxt is None:
+            return None
+        nxt = int(nxt)
+        if nxt <= t:
+            raise CausalityError(f"{s.name}.next_io_time({t}) returned {nxt} ns, not after {t} ns")
+        return nxt
+
+    # ------------------------------------------------------------------ bus
+    def route(self, slot: Slot, outputs: list) -> None:
+        """Wrap a model's outputs in envelopes and hand them to the bus."""
+        t = self.t
+        for port, msg in outputs:
+            topic, latency, priority, queue = slot.out_topics[port]
+            env = Envelope(t, t + latency, slot.name, topic, slot.seq, priority, msg)
+            slot.seq += 1
+            self.sim.publish(env, self, queue)
+
+    def deliver_now(self, slot: Slot, port: str, msg: Any, t_ns: int) -> None:
+        slot.handle.deliver(port, msg, t_ns)
+        slot.fresh = True
+        self.stats["deliveries"] += 1
+
+    def kernel_event(self, kind: int, name: str, detail: str = "") -> None:
+        self.sim.record_kernel_event(self, kind, name, detail)
+
+    # ------------------------------------------------------------------ inspection
+    @property
+    def state(self) -> np.ndarray:
+        """The island's continuous state vector at its last barrier (a copy)."""
+        return self._x.copy()

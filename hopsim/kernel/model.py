@@ -1,0 +1,237 @@
+"""Model base classes with the Dshell lifecycle, in Python names.
+
+A model is a plain object; the kernel (or a Ray actor hosting it) calls its methods. Models never
+call simpy or Ray. Each lifecycle method has one job and may set only what its docstring says.
+
+Kinds:
+
+- :class:`Model` is a flow model: called at barriers only (valves, electronics, sensors, controllers).
+- :class:`ContinuousModel` also takes part in the integration of its island: it may own continuous
+  states and is called at every derivative sample (``pre_deriv`` / ``post_deriv``). It always lives
+  in its island's process.
+
+Times given to lifecycle methods are integer nanoseconds, except the derivative-sample instants of
+``pre_deriv``/``post_deriv``, which are float seconds (they are integrator samples, not barriers).
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hopsim.kernel.ports import In, InPort, Out
+from hopsim.kernel.simtime import NS_PER_S
+
+
+# ----------------------------------------------------------------------------- I/O schedules
+@dataclass(frozen=True)
+class FixedRate:
+    """I/O steps at ``t0 + round(k * 1e9 / rate_hz)`` ns."""
+
+    rate_hz: float
+    phase_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class VariableRate:
+    """I/O steps at the instants returned by the model's :meth:`Model.next_io_time`."""
+
+
+@dataclass(frozen=True)
+class NoIo:
+    """The model has no I/O steps (it runs only when messages arrive or in its island's hops)."""
+
+
+@dataclass(frozen=True)
+class DefaultRate:
+    """I/O steps at the simulation's default model period."""
+
+
+IoSchedule = FixedRate | VariableRate | NoIo | DefaultRate
+
+
+def model_rng(run_seed: int, model_name: str) -> np.random.Generator:
+    """The seeded generator of one model: a pure function of (run seed, model name)."""
+    digest = hashlib.sha256(model_name.encode()).digest()
+    name_words = [int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4)]
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(run_seed), *name_words])))
+
+
+@dataclass
+class ModelContext:
+    """What :meth:`Model.setup` receives: the model's name, island, generator and parameters."""
+
+    name: str
+    island: str
+    seed: int
+    rng: np.random.Generator
+    params: dict
+
+
+class OutputOutsideUpdateFlowOuts(RuntimeError):
+    pass
+
+
+# ----------------------------------------------------------------------------- models
+class Model:
+    """A flow model (Dshell FlowModel).
+
+    Subclasses declare their ports and schedule as class attributes::
+
+        class Battery(Model):
+            inputs = {"load": In(Scalar)}
+            outputs = {"state": Out(BatteryState)}
+            io_schedule = FixedRate(1.0)
+            feed_through = False
+
+    ``feed_through`` says whether outputs depend directly on inputs at the same instant; the default
+    (None) means True when the model has both inputs and outputs, as in Dshell.
+    """
+
+    inputs: ClassVar[dict[str, In]] = {}
+    outputs: ClassVar[dict[str, Out]] = {}
+    io_schedule: ClassVar[IoSchedule] = DefaultRate()
+    feed_through: ClassVar[bool | None] = None
+    accepts_faults: ClassVar[tuple[str, ...]] = ()
+    is_continuous: ClassVar[bool] = False
+
+    # Attributes owned by the framework, excluded from the default snapshot.
+    _FRAMEWORK_ATTRS = frozenset({"name", "ctx", "ports", "_outbox", "_may_write", "_t_ns", "x", "xdot"})
+
+    def __init__(self, name: str):
+        if not name or "/" in name:
+            raise ValueError(f"model name {name!r} must be non-empty and contain no '/'")
+        self.name = name
+        self.ctx: ModelContext | None = None
+        self.ports: dict[str, InPort] = {p: InPort(p, spec) for p, spec in self.inputs.items()}
+        self._outbox: list[tuple[str, Any]] = []
+        self._may_write = False
+        self._t_ns = 0
+
+    # ------------------------------------------------------------------ framework side
+    @classmethod
+    def has_feed_through(cls) -> bool:
+        if cls.feed_through is not None:
+            return bool(cls.feed_through)
+        return bool(cls.inputs) and bool(cls.outputs)
+
+    def bind(self, ctx: ModelContext) -> None:
+        """Called by the runtime once, before :meth:`setup`."""
+        self.ctx = ctx
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """This model's own seeded generator (the only source of randomness a model may use)."""
+        return self.ctx.rng
+
+    # ------------------------------------------------------------------ port helpers
+    def read(self, port: str) -> Any:
+        """Latest message on an input port (signal semantics), or None."""
+        return self.ports[port].read()
+
+    def take(self, port: str) -> Any:
+        """Latest message on an input port if new since the last take (a command is seen once)."""
+        return self.ports[port].take()
+
+    def drain(self, port: str) -> list:
+        """Every message queued on an input port since the last drain, oldest first."""
+        return self.ports[port].drain()
+
+    def write(self, port: str, msg: Any) -> None:
+        """Publish a message on an output port. Only allowed inside :meth:`update_flow_outs`."""
+        if not self._may_write:
+            raise OutputOutsideUpdateFlowOuts(
+                f"{self.name}: outputs are written only in update_flow_outs (Dshell rule); "
+                f"move the write of {port!r} there")
+        spec = self.outputs.get(port)
+        if spec is None:
+            raise KeyError(f"{self.name} has no output port {port!r}; it has {sorted(self.outputs)}")
+        if not isinstance(msg, spec.msg_type):
+            raise TypeError(f"{self.name}.{port} carries {spec.msg_type.DESCRIPTOR.full_name}, "
+                            f"got {type(msg).__name__}")
+        self._outbox.append((port, msg))
+
+    # ------------------------------------------------------------------ lifecycle (override)
+    def setup(self, ctx: ModelContext) -> None:
+        """After wiring: size buffers and derive parameters from ``ctx.params``. Sets parameters only."""
+
+    def next_io_time(self, t_ns: int) -> int | None:
+        """Variable-rate models: the next I/O instant after t_ns (ns), or None for no future trigger."""
+        return None
+
+    def start_io_step(self, t0_ns: int, t1_ns: int | None) -> None:
+        """Start of this model's own I/O step [t0, t1]: reset counters, latch inputs."""
+
+    def start_hop(self, t0_ns: int, t1_ns: int) -> None:
+        """Discrete-state update across the hop [t0, t1]; every model of the island, in unison."""
+
+    def update_flow_outs(self, t_ns: int) -> None:
+        """Compute and :meth:`write` outputs from states and inputs. The only method that writes."""
+
+    def end_hop(self, t0_ns: int, t1_ns: int) -> None:
+        """After the island has propagated over [t0, t1]."""
+
+    def end_io_step(self, t0_ns: int, t1_ns: int) -> None:
+        """End of this model's own I/O step [t0, t1]: sensor measurements, control laws."""
+
+    def on_fault(self, fault: Any, t_ns: int) -> None:
+        """Apply a fault addressed to this model (only kinds listed in ``accepts_faults``)."""
+        raise NotImplementedError(f"{self.name} accepts no faults")
+
+    # ------------------------------------------------------------------ rollback and checkpoints
+    def snapshot(self) -> Any:
+        """Everything needed to return to this instant: own attributes, port states, generator."""
+        own = {k: v for k, v in vars(self).items() if k not in self._FRAMEWORK_ATTRS}
+        rng_state = self.ctx.rng.bit_generator.state if self.ctx else None
+        ports = {k: p.state() for k, p in self.ports.items()}
+        return copy.deepcopy((own, ports, rng_state))
+
+    def restore(self, snapshot: Any) -> None:
+        """Return to a state returned by :meth:`snapshot`."""
+        own, ports, rng_state = copy.deepcopy(snapshot)
+        self.__dict__.update(own)
+        for k, s in ports.items():
+            self.ports[k].set_state(s)
+        if rng_state is not None:
+            self.ctx.rng.bit_generator.state = rng_state
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+class ContinuousModel(Model):
+    """A model that takes part in the integration of its island (Dshell ContinuousModel).
+
+    ``state_names`` lists the continuous states ``x_c``; during a hop ``self.x`` is a view of them at
+    the current derivative sample and ``post_deriv`` writes their time derivatives into ``self.xdot``.
+    Between hops ``self.x`` holds the committed state, which events may change.
+    """
+
+    is_continuous: ClassVar[bool] = True
+    state_names: ClassVar[tuple[str, ...]] = ()
+    io_schedule: ClassVar[IoSchedule] = NoIo()
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.x = np.zeros(len(self.state_names))
+        self.xdot = np.zeros(len(self.state_names))
+
+    def initial_state(self) -> np.ndarray:
+        """Initial value of the continuous states (same order as ``state_names``)."""
+        return np.zeros(len(self.state_names))
+
+    def pre_deriv(self, t_s: float) -> None:
+        """Forces and other inputs into the dynamics, at a derivative sample (t in seconds)."""
+
+    def post_deriv(self, t_s: float) -> None:
+        """Derivatives of own continuous states into ``self.xdot``, at a derivative sample."""
+
+    def state(self, name: str) -> float:
+        return float(self.x[self.state_names.index(name)])
+
+
+def period_ns(rate_hz: float) -> float:
+    return NS_PER_S / rate_hz

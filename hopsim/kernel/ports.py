@@ -1,0 +1,76 @@
+"""Typed input and output ports of a model.
+
+A port carries one protobuf message type. An input port is either a *signal* (latest value wins,
+with a freshness counter, as Dshell signals: a command is seen once through :meth:`InPort.take`)
+or a *queue* (every message delivered once, in order, through :meth:`InPort.drain`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class In:
+    """Declares an input port: ``inputs = {"cmd": In(ThrottleCommand)}``."""
+
+    msg_type: type
+    queue: bool = False
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Out:
+    """Declares an output port: ``outputs = {"state": Out(BatteryState)}``."""
+
+    msg_type: type
+    queue: bool = False
+    doc: str = ""
+
+
+@dataclass
+class InPort:
+    """Run-time state of one input port (lives with the model, so it is part of its snapshot)."""
+
+    name: str
+    spec: In
+    value: Any = None            # latest message (signal) or None
+    t_ns: int = -1               # publish time of the latest message
+    freshness: int = 0           # incremented on every delivery
+    seen: int = 0                # freshness value last returned by take()
+    queued: list = field(default_factory=list)
+
+    def deliver(self, msg: Any, t_ns: int) -> None:
+        if not isinstance(msg, self.spec.msg_type):
+            raise TypeError(
+                f"port {self.name!r} takes {self.spec.msg_type.DESCRIPTOR.full_name}, "
+                f"got {type(msg).__name__}; tie it to a topic of that type")
+        self.freshness += 1
+        self.value = msg
+        self.t_ns = t_ns
+        if self.spec.queue:
+            self.queued.append(msg)
+
+    def read(self) -> Any:
+        """The latest message, or None if nothing was ever delivered."""
+        return self.value
+
+    def take(self) -> Any:
+        """The latest message if it is new since the last take(), else None."""
+        if self.freshness == self.seen:
+            return None
+        self.seen = self.freshness
+        return self.value
+
+    def drain(self) -> list:
+        """Every queued message since the last drain, oldest first."""
+        items, self.queued = self.queued, []
+        self.seen = self.freshness
+        return items
+
+    def state(self) -> tuple:
+        return (self.value, self.t_ns, self.freshness, self.seen, list(self.queued))
+
+    def set_state(self, s: tuple) -> None:
+        self.value, self.t_ns, self.freshness, self.seen, queued = s
+        self.queued = list(queued)

@@ -1,0 +1,152 @@
+"""Runtimes: where a model's methods run.
+
+The kernel talks to every model through a handle with two operations, ``deliver`` (an input
+message) and ``call`` (a lifecycle method, returning its result and the outputs it wrote). The
+local runtime calls the object directly; the Ray runtime hosts each flow model in its own Ray
+actor (per-model placement) and ships pending deliveries with the next call, so a model sees
+exactly the same inputs at the same lifecycle calls in both runtimes. Continuous models always
+stay in their island's process (the integrator samples them many times per step).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from hopsim.kernel.model import Model, ModelContext
+
+
+def invoke(model: Model, method: str, args: tuple, deliveries=()) -> tuple[Any, list]:
+    """Apply pending deliveries, run one lifecycle method, return (result, outputs written)."""
+    for port, msg, t_ns in deliveries:
+        model.ports[port].deliver(msg, t_ns)
+    writing = method == "update_flow_outs"
+    model._may_write = writing
+    try:
+        result = getattr(model, method)(*args)
+    finally:
+        model._may_write = False
+    out = model._outbox
+    if out:
+        model._outbox = []
+    return result, out
+
+
+class LocalHandle:
+    """A model in the kernel's own process."""
+
+    remote = False
+
+    def __init__(self, model: Model):
+        self.model = model
+        self.name = model.name
+
+    def deliver(self, port: str, msg: Any, t_ns: int) -> None:
+        self.model.ports[port].deliver(msg, t_ns)
+
+    def call(self, method: str, *args) -> tuple[Any, list]:
+        return invoke(self.model, method, args)
+
+    def close(self) -> None:
+        pass
+
+
+class ModelHost:
+    """The Ray actor that hosts one model (per-model placement)."""
+
+    def __init__(self, model: Model):
+        self.model = model
+
+    def invoke(self, method: str, args: tuple, deliveries: list) -> tuple[Any, list]:
+        return invoke(self.model, method, args, deliveries)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+class RayHandle:
+    """A model hosted by a :class:`ModelHost` Ray actor."""
+
+    remote = True
+
+    def __init__(self, model: Model, actor_cls):
+        import ray
+        self._ray = ray
+        self.name = model.name
+        self.actor = actor_cls.options(name=None).remote(model)
+        self._pending: list = []
+
+    def deliver(self, port: str, msg: Any, t_ns: int) -> None:
+        self._pending.append((port, msg, t_ns))
+
+    def call(self, method: str, *args) -> tuple[Any, list]:
+        pending, self._pending = self._pending, []
+        return self._ray.get(self.actor.invoke.remote(method, args, pending))
+
+    def close(self) -> None:
+        self._ray.kill(self.actor)
+
+
+class LocalRuntime:
+    """Every model is an ordinary object in this process (the default, embedded backend)."""
+
+    name = "local"
+    placement = "in-process"
+
+    def handle(self, model: Model, ctx: ModelContext) -> LocalHandle:
+        h = LocalHandle(model)
+        h.call("bind", ctx)
+        return h
+
+    def shutdown(self) -> None:
+        pass
+
+
+class RayRuntime:
+    """Per-model placement: every flow model is its own Ray actor.
+
+    ``address`` connects to an existing cluster (``ray start --head`` prints it); without it a
+    local Ray is started for the run and shut down at the end.
+    """
+
+    name = "ray"
+    placement = "per-model"
+
+    def __init__(self, address: str | None = None, num_cpus: int | None = None):
+        import ray
+        self._ray = ray
+        self._started_here = not ray.is_initialized()
+        if self._started_here:
+            kwargs = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
+            if address:
+                ray.init(address=address, **kwargs)
+            else:
+                ray.init(num_cpus=num_cpus or os.cpu_count(), **kwargs)
+        self._host_cls = ray.remote(num_cpus=0)(ModelHost)
+        self._handles: list[RayHandle] = []
+
+    def handle(self, model: Model, ctx: ModelContext):
+        if model.is_continuous:
+            h = LocalHandle(model)       # continuous models stay with their integrator
+        else:
+            h = RayHandle(model, self._host_cls)
+            self._handles.append(h)
+        h.call("bind", ctx)
+        return h
+
+    def shutdown(self) -> None:
+        for h in self._handles:
+            try:
+                h.close()
+            except Exception:   # an actor already gone is fine at shutdown
+                pass
+        self._handles.clear()
+        if self._started_here and self._ray.is_initialized():
+            self._ray.shutdown()
+
+
+def make_runtime(backend: str = "local", **options):
+    if backend == "local":
+        return LocalRuntime()
+    if backend == "ray":
+        return RayRuntime(**options)
+    raise ValueError(f"unknown backend {backend!r}; choose 'local' or 'ray'")

@@ -1,0 +1,57 @@
+"""Simulation time: an integer number of nanoseconds everywhere inside hopsim.
+
+Floats in seconds appear only at the user-facing edges (CLI, scenario parameters, plots).
+A periodic schedule computes its k-th instant as ``t0 + round(k * 1e9 / f)`` so that rates such
+as 3 Hz or 2.5 Hz never drift, however long the run.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+NS_PER_S = 1_000_000_000
+
+
+def seconds(t_s: float) -> int:
+    """Convert seconds (float) to integer nanoseconds, rounding to the nearest nanosecond."""
+    return int(round(t_s * NS_PER_S))
+
+
+def to_seconds(t_ns: int) -> float:
+    """Convert integer nanoseconds to float seconds (for display and user-facing output only)."""
+    return t_ns / NS_PER_S
+
+
+class PeriodicSchedule:
+    """Instants ``t0 + round(k * 1e9 / rate_hz)`` for k = 0, 1, 2, ... (ns).
+
+    The rate is held as an exact fraction so that the k-th instant has no accumulated error.
+    """
+
+    __slots__ = ("t0_ns", "_period_ns", "rate_hz")
+
+    def __init__(self, rate_hz: float, t0_ns: int = 0):
+        if not rate_hz > 0:
+            raise ValueError(f"a periodic schedule needs a positive rate, got {rate_hz!r} Hz")
+        self.rate_hz = rate_hz
+        self.t0_ns = int(t0_ns)
+        self._period_ns = Fraction(NS_PER_S) / Fraction(rate_hz).limit_denominator(10**9)
+
+    def instant(self, k: int) -> int:
+        """The k-th instant of the schedule (ns)."""
+        return self.t0_ns + round(k * self._period_ns)
+
+    def index_at_or_after(self, t_ns: int) -> int:
+        """The smallest k whose instant is >= t_ns."""
+        if t_ns <= self.t0_ns:
+            return 0
+        k = int((t_ns - self.t0_ns) / self._period_ns)
+        k = max(k - 1, 0)
+        while self.instant(k) < t_ns:
+            k += 1
+        return k
+
+    def next_after(self, t_ns: int) -> int:
+        """The first instant strictly after t_ns (ns)."""
+        k = self.index_at_or_after(t_ns)
+        t = self.instant(k)
+        return t if t > t_ns else self.instant(k + 1)
