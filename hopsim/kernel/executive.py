@@ -121,7 +121,7 @@ class Simulation:
         ctx = ModelContext(model.name, island, self.seed, model_rng(self.seed, model.name),
                            dict(params or {}))
         handle = self.runtime.handle(model, ctx)
-        slot = Slot(handle, type(model), self.islands[island], ties_in, ties_out)
+        slot = Slot(handle, model, self.islands[island], ties_in, ties_out)
         slot.ctx = ctx
         self.islands[island].add_slot(slot)
         self._slots[model.name] = slot

@@ -82,14 +82,15 @@ class ZeroCrossing:
 class Slot:
     """The island's record of one model: handle, wiring, schedule and per-barrier flags."""
 
-    def __init__(self, handle, model_cls: type[Model], island: "Island", ties_in: dict[str, str],
+    def __init__(self, handle, model: Model, island: "Island", ties_in: dict[str, str],
                  ties_out: dict[str, tuple[str, int, int, bool]]):
         self.handle = handle
         self.name = handle.name
-        self.cls = model_cls
+        self.cls = type(model)
         self.island = island
-        self.is_continuous = model_cls.is_continuous
-        self.feed_through = model_cls.has_feed_through()
+        self.is_continuous = model.is_continuous
+        self.feed_through = model.has_feed_through()
+        self.io_schedule = model.io_schedule
         self.in_topics = ties_in          # port -> topic
         self.out_topics = ties_out        # port -> (topic, latency_ns, priority, queue)
         self.seq = 0
@@ -104,6 +105,7 @@ class Slot:
         self.method_events: dict[str, list[MethodEvent]] = {}
         self.io_events: dict[str, list[IoStepEvent]] = {"begin": [], "end": []}
         self.model: Model | None = handle.model if not handle.remote else None
+        self.message_driven = isinstance(model.io_schedule, NoIo) and bool(model.inputs)
         self.ctx = None
 
     def overrides(self, method: str) -> bool:
@@ -146,7 +148,8 @@ class Island:
         self.trace_steps = False
         self.step_log: list[tuple[int, int]] = []
         self.hop_log: list[tuple[int, int]] | None = None
-        self.stats = {"barriers": 0, "hops": 0, "rollbacks": 0, "deliveries": 0}
+        self.stats = {"barriers": 0, "hops": 0, "propagations": 0, "rollbacks": 0, "deliveries": 0}
+        self._hop_steps: list[tuple[int, int]] = []
         self._io_heap: list = []
         self._events: list = []
         self._inbox: list = []
@@ -212,7 +215,7 @@ class Island:
                 heapq.heappush(self._io_heap, (first, s.order, s))
 
     def _first_io(self, s: Slot, t0: int) -> int | None:
-        sched = s.cls.io_schedule
+        sched = s.io_schedule
         if isinstance(sched, NoIo):
             return None
         if isinstance(sched, VariableRate):
@@ -324,8 +327,14 @@ class Island:
         if event.value != self._gen:
             return                                     # superseded by an earlier barrier
         t = self.sim.env.now
-        if not self._propagated and t > self.t:
-            self._propagate(self.t, t)
+        if t > self.t:
+            if not self._propagated:
+                self._propagate(self.t, t)
+            self.stats["hops"] += 1
+            if self.hop_log is not None:
+                self.hop_log.append((self.t, t))
+            if self.trace_steps:
+                self.step_log.extend(self._hop_steps)
         self._pending_end = None
         self._propagated = False
         self._in_barrier = True
@@ -346,6 +355,7 @@ class Island:
 
     def _propagate(self, t0: int, t1: int) -> None:
         """Propagate every state of the island from t0 to t1 (ns): start_hop, integrate, end_hop."""
+        self._hop_steps = []
         for s in self._start_hop:
             s.call("start_hop", t0, t1)
         if self._x.size:
@@ -363,14 +373,12 @@ class Island:
                 if self.end_of_step_derivative:
                     deriv(b / NS_PER_S, x)
                 if self.trace_steps:
-                    self.step_log.append((a, b))
+                    self._hop_steps.append((a, b))
                 a = b
             self._x[:] = x
         for s in self._end_hop:
             s.call("end_hop", t0, t1)
-        self.stats["hops"] += 1
-        if self.hop_log is not None:
-            self.hop_log.append((t0, t1))
+        self.stats["propagations"] += 1
 
     def _derivative(self, t_s: float, x: np.ndarray) -> np.ndarray:
         self._x[:] = x
@@ -413,10 +421,10 @@ class Island:
         return lo, hit
 
     def _capture(self):
-        return (self._x.copy(), [(s, s.call("snapshot")) for s in self._rollback_slots])
+        return (self._x.copy(), [(s, s.call("snapshot")) for s in self._rollback_slots], self._hop_steps)
 
     def _restore(self, state) -> None:
-        x, snaps = state
+        x, snaps, self._hop_steps = state
         self._x[:] = x
         for s, snap in snaps:
             s.call("restore", snap)
@@ -468,6 +476,12 @@ class Island:
                 self.sim._forget_event(ev)
         while self._stops and self._stops[0] <= t:
             heapq.heappop(self._stops)
+        for s in self.slots:
+            if s.fresh and s.message_driven and not s.due:
+                # a model with no periodic I/O runs an I/O step whenever messages reach it
+                s.due = True
+                due.append(s)
+                s.call("end_io_step", t if s.io_prev is None else s.io_prev, t)
 
         initial = self._initial
         for s in self.slots:

@@ -42,7 +42,7 @@ class VariableRate:
 
 @dataclass(frozen=True)
 class NoIo:
-    """The model has no I/O steps (it runs only when messages arrive or in its island's hops)."""
+    """No periodic I/O: the model's I/O steps happen at the barriers where messages reach it."""
 
 
 @dataclass(frozen=True)
@@ -112,11 +112,11 @@ class Model:
         self._t_ns = 0
 
     # ------------------------------------------------------------------ framework side
-    @classmethod
-    def has_feed_through(cls) -> bool:
-        if cls.feed_through is not None:
-            return bool(cls.feed_through)
-        return bool(cls.inputs) and bool(cls.outputs)
+    def has_feed_through(self) -> bool:
+        """Dshell's default: feed-through unless the model lacks inputs or outputs."""
+        if self.feed_through is not None:
+            return bool(self.feed_through)
+        return bool(self.inputs) and bool(self.outputs)
 
     def bind(self, ctx: ModelContext) -> None:
         """Called by the runtime once, before :meth:`setup`."""

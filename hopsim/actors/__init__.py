@@ -1,0 +1,1 @@
+"""Concrete actors: models placed on a runtime (thrusters, sensors, controllers, environment...)."""
