@@ -95,10 +95,16 @@ class Source(Model):
 
     outputs = {"y": Out(Scalar)}
 
-    def __init__(self, name, value, rate_hz=1.0, queue=False):
+    def __init__(self, name, value, rate_hz=1.0):
         super().__init__(name)
         self.value = value
         self.io_schedule = FixedRate(rate_hz)
 
     def update_flow_outs(self, t):
         self.write("y", Scalar(value=self.value(t) if callable(self.value) else self.value))
+
+
+class QueueSource(Source):
+    """Like Source, on a queue topic (every message delivered once)."""
+
+    outputs = {"y": Out(Scalar, queue=True)}

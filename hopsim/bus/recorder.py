@@ -101,6 +101,10 @@ class McapRecorder:
                           "priority": str(env.priority), "kind": "queue" if queue else "signal"})
         self._buffer.add(env)
 
+    def flush(self) -> None:
+        """Write out the envelopes of the current instant (call only when it is complete)."""
+        self._buffer.flush()
+
     def _write(self, env: Envelope) -> None:
         self.digest.add(env)
         self._writer.add_message(self._channels[(env.topic, env.source)], log_time=env.t_ns,
@@ -134,6 +138,9 @@ class MemoryRecorder:
 
     def record(self, env: Envelope, latency_ns: int = 0, queue: bool = False) -> None:
         self._buffer.add(env)
+
+    def flush(self) -> None:
+        self._buffer.flush()
 
     def _keep(self, env: Envelope) -> None:
         self.envelopes.append(env)

@@ -333,6 +333,8 @@ class Simulation:
         finally:
             for island in self.islands.values():
                 island.drop_stops_after(self.now)
+            if self.recorder is not None:
+                self.recorder.flush()    # every event of this instant is done: it is final
         return self.stop_reason if self._halt_at is not None else "time"
 
     def _after_barrier(self, island: Island, t: int) -> None:

@@ -180,7 +180,8 @@ class Island:
 
     def finalize(self, t0: int, breaks: set[str]) -> None:
         """Order the models, assemble the continuous state vector and the first I/O instants."""
-        nodes = [Node(s.name, s.feed_through, tuple(s.in_topics.values()),
+        # message-driven models run when their inputs arrive, so they too follow their producers
+        nodes = [Node(s.name, s.feed_through or s.message_driven, tuple(s.in_topics.values()),
                       tuple(t for t, lat, _, _ in s.out_topics.values() if lat == 0))
                  for s in self.slots]
         order = feed_through_order(nodes, breaks)
@@ -476,15 +477,14 @@ class Island:
                 self.sim._forget_event(ev)
         while self._stops and self._stops[0] <= t:
             heapq.heappop(self._stops)
+
+        initial = self._initial
         for s in self.slots:
             if s.fresh and s.message_driven and not s.due:
                 # a model with no periodic I/O runs an I/O step whenever messages reach it
                 s.due = True
                 due.append(s)
                 s.call("end_io_step", t if s.io_prev is None else s.io_prev, t)
-
-        initial = self._initial
-        for s in self.slots:
             if initial or s.due or s.force_ufo or (s.fresh and s.feed_through):
                 s.call("update_flow_outs", t)
         for s in self.slots:

@@ -1,0 +1,103 @@
+"""Signals (latest value, freshness: a command is seen once), queues (every message, in order),
+the total order of a recorded instant, and wiring errors that name the fix."""
+import pytest
+
+from hopsim.bus import MemoryRecorder, WiringError
+from hopsim.kernel import FixedRate, In, Model, NoIo, Out, Simulation, Tie
+from hopsim.schemas import Scalar, ThrottleCommand
+from models_for_tests import QueueSource, Source
+
+S = 1_000_000_000
+
+
+class CommandCounter(Model):
+    """Counts commands with take() (seen once) at 4 Hz; keeps every read() too."""
+
+    inputs = {"cmd": In(Scalar)}
+    io_schedule = FixedRate(4.0)
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.taken, self.read_values = [], []
+
+    def end_io_step(self, t0, t1):
+        cmd = self.take("cmd")
+        if cmd is not None:
+            self.taken.append((t1, cmd.value))
+        latest = self.read("cmd")
+        self.read_values.append(latest.value if latest else None)
+
+
+def test_signal_command_is_taken_once_while_read_keeps_the_latest():
+    sim = Simulation()
+    sim.add_island("a")
+    sim.add_model(Source("commander", lambda t: t / S, rate_hz=1.0), "a", ties={"y": "a/cmd"})
+    counter = sim.add_model(CommandCounter("counter"), "a", ties={"cmd": "a/cmd"})
+    sim.advance_to(3.0)
+    assert counter.taken == [(S // 4, 0.0), (S + S // 4, 1.0), (2 * S + S // 4, 2.0)]
+    assert counter.read_values[:6] == [0.0, 0.0, 0.0, 0.0, 1.0, 1.0]
+
+
+class Collector(Model):
+    inputs = {"q": In(Scalar, queue=True)}
+    io_schedule = FixedRate(1.0)
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.got = []
+
+    def end_io_step(self, t0, t1):
+        self.got.append([m.value for m in self.drain("q")])
+
+
+def test_queue_delivers_every_message_once_in_order():
+    sim = Simulation()
+    sim.add_island("a")
+    sim.add_model(QueueSource("fast", lambda t: t / S, rate_hz=4.0), "a", ties={"y": "a/q"})
+    c = sim.add_model(Collector("collector"), "a", ties={"q": "a/q"})
+    sim.advance_to(2.0)
+    assert c.got == [[0.0, 0.25, 0.5, 0.75], [1.0, 1.25, 1.5, 1.75]]
+
+
+def test_recorded_instant_is_in_time_priority_source_sequence_order():
+    rec = MemoryRecorder()
+    sim = Simulation(recorder=rec, record_kernel_events=False)
+    for island, name, prio in (("i1", "zeta", 0), ("i2", "alpha", 0), ("i3", "mid", -2)):
+        sim.add_island(island)
+        sim.add_model(QueueSource(name, 1.0, rate_hz=1.0), island, ties={"y": Tie(f"{island}/y", priority=prio)})
+    sim.advance_to(1.0)
+    order = [(e.t_ns, e.source) for e in rec.envelopes]
+    assert order == [(0, "mid"), (0, "alpha"), (0, "zeta"), (S, "mid"), (S, "alpha"), (S, "zeta")]
+
+
+def test_type_and_kind_mismatches_name_the_topic_and_the_fix():
+    sim = Simulation()
+    sim.add_island("a")
+    sim.add_model(Source("src", 1.0), "a", ties={"y": "a/sig"})
+
+    class Wrong(Model):
+        inputs = {"cmd": In(ThrottleCommand)}
+
+    with pytest.raises(WiringError, match=r"a/sig.*hopsim.Scalar.*another topic"):
+        sim.add_model(Wrong("w"), "a", ties={"cmd": "a/sig"})
+    with pytest.raises(WiringError, match="already has publisher 'src'"):
+        sim.add_model(Source("src2", 2.0), "a", ties={"y": "a/sig"})
+    with pytest.raises(WiringError, match="no port"):
+        sim.add_model(Source("src3", 2.0), "a", ties={"nope": "a/x"})
+    with pytest.raises(WiringError, match="<island-or-vehicle>/<signal>"):
+        sim.add_model(Source("src4", 2.0), "a", ties={"y": "flat"})
+
+
+def test_injected_message_reaches_subscribers_and_the_recording():
+    rec = MemoryRecorder()
+    sim = Simulation(recorder=rec)
+    sim.add_island("a")
+    c = sim.add_model(Collector("collector"), "a", ties={"q": "a/q"})
+    sim.add_model(QueueSource("fast", 9.0, rate_hz=0.25), "a", ties={"y": "a/q"})
+    sim.inject("a/q", Scalar(value=42.0), 1.5)
+    sim.advance_to(3.0)
+    assert c.got == [[9.0], [42.0], [], ]
+    injected = [e for e in rec.envelopes if e.source == "scenario"]
+    assert [(e.t_ns, e.payload.value) for e in injected] == [(S + S // 2, 42.0)]
+    with pytest.raises(ValueError, match="the run is at"):
+        sim.inject("a/q", Scalar(value=1.0), 2.0)
