@@ -71,6 +71,7 @@ class Simulation:
         self._started = False
         self._scenario_seq = 0
         self._publish_counts = 0
+        self._routes: dict[str, list] = {}
 
     # ------------------------------------------------------------------ assembly
     def add_island(self, name: str, integrator=None, n_integration_steps: int = 1,
@@ -252,17 +253,14 @@ class Simulation:
         self._publish_counts += 1
         if self.recorder is not None:
             self.recorder.record(env, queue=queue)
-        topic = self.topics.topics[env.topic]
-        for rank, sub in enumerate(topic.subscribers):
-            island = self.islands[sub.island]
-            slot = self._slots[sub.model]
+        for rank, (island, slot, port) in enumerate(self._routes[env.topic]):
             if island is source_island:
                 if env.deliver_ns == env.t_ns:
-                    island.deliver_now(slot, sub.port, env.payload, env.t_ns)
+                    island.deliver_now(slot, port, env.payload, env.t_ns)
                 else:
-                    island.enqueue(env.deliver_ns, env, slot, sub.port, rank)
+                    island.enqueue(env.deliver_ns, env, slot, port, rank)
             else:
-                island.enqueue(max(env.deliver_ns, env.t_ns + 1), env, slot, sub.port, rank)
+                island.enqueue(max(env.deliver_ns, env.t_ns + 1), env, slot, port, rank)
 
     def record_kernel_event(self, island: Island, kind: int, name: str, detail: str = "") -> None:
         if self.recorder is None or not self.record_kernel_events:
@@ -307,6 +305,9 @@ class Simulation:
         for island in self.islands.values():
             for slot in island.slots:
                 slot.call("setup", slot.ctx)
+        self._routes = {name: [(self.islands[sub.island], self._slots[sub.model], sub.port)
+                               for sub in topic.subscribers]
+                        for name, topic in self.topics.topics.items()}
         self._started = True
         for island in self.islands.values():
             island.start()

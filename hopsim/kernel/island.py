@@ -107,6 +107,7 @@ class Slot:
         self.model: Model | None = handle.model if not handle.remote else None
         self.message_driven = isinstance(model.io_schedule, NoIo) and bool(model.inputs)
         self.ctx = None
+        self.does_end_io = self.does_start_io = True
 
     def overrides(self, method: str) -> bool:
         """Whether calling ``method`` can do anything (skipping no-op calls changes no result)."""
@@ -114,7 +115,10 @@ class Slot:
         return getattr(self.cls, method) is not getattr(base, method, None) or method in self.method_events
 
     def call(self, method: str, *args):
-        events = self.method_events.get(method)
+        events = self.method_events.get(method) if self.method_events else None
+        if events is None and not self.handle.remote and method != "update_flow_outs":
+            # fast path: a local method that cannot write outputs
+            return getattr(self.model, method)(*args)
         if events:
             for ev in events:
                 if ev.before:
@@ -205,6 +209,9 @@ class Island:
             offset += n
         self._pre = [self._with_events(s, "pre_deriv") for s in self._continuous if s.overrides("pre_deriv")]
         self._post = [self._with_events(s, "post_deriv") for s in self._continuous if s.overrides("post_deriv")]
+        for s in self.slots:
+            s.does_end_io = s.overrides("end_io_step")
+            s.does_start_io = s.overrides("start_io_step")
         self._start_hop = [s for s in self.slots if s.overrides("start_hop")]
         self._end_hop = [s for s in self.slots if s.overrides("end_hop")]
         self._rollback_slots = [s for s in self.slots
@@ -435,11 +442,12 @@ class Island:
     def _barrier(self, t: int) -> None:
         self.stats["barriers"] += 1
         self.t = t
-        for zc in sorted(self._hit, key=lambda z: z.seq):
-            self.zero_crossings.remove(zc)
-            self.kernel_event(KernelEvent.ZERO_CROSSING, zc.name)
-            zc.callback(t)
-        self._hit = []
+        if self._hit:
+            for zc in sorted(self._hit, key=lambda z: z.seq):
+                self.zero_crossings.remove(zc)
+                self.kernel_event(KernelEvent.ZERO_CROSSING, zc.name)
+                zc.callback(t)
+            self._hit = []
 
         due: list[Slot] = []
         io = self._io_heap
@@ -450,7 +458,8 @@ class Island:
             if s.io_prev is not None:
                 for ev in s.io_events["end"]:
                     ev.callback(t)
-                s.call("end_io_step", s.io_prev, t)
+                if s.does_end_io:
+                    s.call("end_io_step", s.io_prev, t)
         for s in due:
             s.io_next = self._next_io(s, t)
             if s.io_next is not None:
@@ -480,21 +489,24 @@ class Island:
 
         initial = self._initial
         for s in self.slots:
-            if s.fresh and s.message_driven and not s.due:
-                # a model with no periodic I/O runs an I/O step whenever messages reach it
-                s.due = True
-                due.append(s)
-                s.call("end_io_step", t if s.io_prev is None else s.io_prev, t)
-            if initial or s.due or s.force_ufo or (s.fresh and s.feed_through):
+            fresh = s.fresh
+            if fresh:
+                s.fresh = False   # a later model's write (across a break) stays fresh for next time
+                if s.message_driven and not s.due:
+                    # a model with no periodic I/O runs an I/O step whenever messages reach it
+                    s.due = True
+                    due.append(s)
+                    if s.does_end_io:
+                        s.call("end_io_step", t if s.io_prev is None else s.io_prev, t)
+            if initial or s.due or s.force_ufo or (fresh and s.feed_through):
+                s.force_ufo = False
                 s.call("update_flow_outs", t)
-        for s in self.slots:
-            s.fresh = False
-            s.force_ufo = False
 
         for s in due:
             s.due = False
             s.io_prev = t
-            s.call("start_io_step", t, s.io_next)
+            if s.does_start_io:
+                s.call("start_io_step", t, s.io_next)
             for ev in s.io_events["begin"]:
                 ev.callback(t)
 

@@ -24,28 +24,34 @@ def to_seconds(t_ns: int) -> float:
 class PeriodicSchedule:
     """Instants ``t0 + round(k * 1e9 / rate_hz)`` for k = 0, 1, 2, ... (ns).
 
-    The rate is held as an exact fraction so that the k-th instant has no accumulated error.
+    The period is held as an exact fraction num/den of nanoseconds (the decimal rate the user
+    wrote, e.g. 0.1 Hz is exactly 10 s), so the k-th instant carries no accumulated error.
+    Rounding is half-to-even, in integer arithmetic.
     """
 
-    __slots__ = ("t0_ns", "_period_ns", "rate_hz")
+    __slots__ = ("t0_ns", "_num", "_den", "rate_hz")
 
     def __init__(self, rate_hz: float, t0_ns: int = 0):
         if not rate_hz > 0:
             raise ValueError(f"a periodic schedule needs a positive rate, got {rate_hz!r} Hz")
         self.rate_hz = rate_hz
         self.t0_ns = int(t0_ns)
-        self._period_ns = Fraction(NS_PER_S) / Fraction(rate_hz).limit_denominator(10**9)
+        period = Fraction(NS_PER_S) / Fraction(rate_hz).limit_denominator(10**9)
+        self._num, self._den = period.numerator, period.denominator
 
     def instant(self, k: int) -> int:
         """The k-th instant of the schedule (ns)."""
-        return self.t0_ns + round(k * self._period_ns)
+        q, r = divmod(k * self._num, self._den)
+        twice = 2 * r
+        if twice > self._den or (twice == self._den and q & 1):
+            q += 1
+        return self.t0_ns + q
 
     def index_at_or_after(self, t_ns: int) -> int:
         """The smallest k whose instant is >= t_ns."""
         if t_ns <= self.t0_ns:
             return 0
-        k = int((t_ns - self.t0_ns) / self._period_ns)
-        k = max(k - 1, 0)
+        k = max((t_ns - self.t0_ns) * self._den // self._num - 1, 0)
         while self.instant(k) < t_ns:
             k += 1
         return k

@@ -1,0 +1,54 @@
+"""Run every benchmark and write its table into README.md between the performance markers.
+
+    make bench        (or: .venv/bin/python bench/run_all.py [--no-readme])
+
+Each benchmark prints a markdown table of ratios against a peer measured in the same run.
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHES = ["bench_kernel.py", "bench_dynamics.py"]
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def run(script: str) -> str:
+    path = ROOT / "bench" / script
+    if not path.exists():
+        return f"_{script}: not present_\n"
+    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode != 0:
+        return f"_{script} failed:_\n\n```\n{proc.stderr[-2000:]}\n```\n"
+    return proc.stdout
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--no-readme", action="store_true", help="print only")
+    opts = ap.parse_args()
+    machine = f"{platform.processor() or platform.machine()}, Python {platform.python_version()}"
+    sections = [f"Measured by `make bench` on {machine}.\n"]
+    for script in BENCHES:
+        out = run(script)
+        print(out)
+        sections.append(f"`bench/{script}`:\n\n{out}")
+    if opts.no_readme:
+        return
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    block = f"{BEGIN}\n" + "\n".join(sections) + f"\n{END}"
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        raise SystemExit(f"README.md has no {BEGIN} ... {END} block to fill")
+    readme.write_text(pattern.sub(lambda m: block, text))
+    print("README.md performance table updated")
+
+
+if __name__ == "__main__":
+    main()
