@@ -320,6 +320,7 @@ class Simulation:
         self.start()
         for island in self.islands.values():
             island.add_stop(t_stop)
+            island.resume()
         self._halt_at = None
         env = self.env
         try:
@@ -333,7 +334,7 @@ class Simulation:
                 env.step()
         finally:
             for island in self.islands.values():
-                island.drop_stops_after(self.now)
+                island.settle(self.now)
             if self.recorder is not None:
                 self.recorder.flush()    # every event of this instant is done: it is final
         return self.stop_reason if self._halt_at is not None else "time"

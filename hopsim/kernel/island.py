@@ -263,13 +263,23 @@ class Island:
             heapq.heappush(self._stops, t_ns)
             self.request_barrier(t_ns)
 
-    def drop_stops_after(self, t_ns: int) -> None:
-        kept = [s for s in self._stops if s <= t_ns]
-        if len(kept) != len(self._stops):
-            self._stops = kept
-            heapq.heapify(self._stops)
-            if self._pending_end is not None and self._pending_end > t_ns:
-                self._replan()
+    def settle(self, t_ns: int) -> None:
+        """The run returns at t_ns: forget later stops and undo a hop propagated ahead of time,
+        so that the island's state is the state at its last barrier. :meth:`resume` re-plans."""
+        self._stops = [s for s in self._stops if s <= t_ns]
+        heapq.heapify(self._stops)
+        if self._initial:
+            return
+        if self._propagated:
+            self._restore(self._hop_start_state)
+        self._propagated = False
+        self._pending_end = None
+        self._hit = []
+        self._gen += 1            # the scheduled wake-up is void; resume() schedules a new one
+
+    def resume(self) -> None:
+        if not self._initial and self._pending_end is None:
+            self._plan()
 
     def add_zero_crossing(self, zc: ZeroCrossing) -> None:
         self.zero_crossings.append(zc)
