@@ -184,7 +184,9 @@ class Model:
     # ------------------------------------------------------------------ rollback and checkpoints
     def snapshot(self) -> Any:
         """Everything needed to return to this instant: own attributes, port states, generator."""
-        own = {k: v for k, v in vars(self).items() if k not in self._FRAMEWORK_ATTRS}
+        # references to other models (a force model's body) are links, restored by their owners
+        own = {k: v for k, v in vars(self).items()
+               if k not in self._FRAMEWORK_ATTRS and not isinstance(v, Model)}
         rng_state = self.ctx.rng.bit_generator.state if self.ctx else None
         ports = {k: p.state() for k, p in self.ports.items()}
         return copy.deepcopy((own, ports, rng_state))
