@@ -1,0 +1,260 @@
+"""Articulated multibody trees: a Python builder over compiled array representations.
+
+Bodies are numbered so that every parent comes before its children; parent ``-1`` is the
+inertial (world) frame N. Body ``i``'s pose relative to its parent P is::
+
+    T_PB = T_PO(inb_to_joint) * T_OJ(joint coordinates) * inverse(T_BJ(body_to_joint))
+
+where ``inb_to_joint`` is the pose of the inboard joint frame O in the parent body frame and
+``body_to_joint`` the pose of the outboard joint frame J in the body frame (see
+:mod:`hopsim.dynamics.joints`). Mass properties are the mass [kg], the centre of mass
+``r_CB_B`` [m] and the inertia about the centre of mass ``inertia_C_B`` [kg m^2], in the body
+frame. Gravity ``gravity_N`` [m/s^2] is uniform, in N (zero for free space).
+
+:class:`TreeArrays` is the compiled representation (a named tuple of arrays) that every
+algorithm in :mod:`hopsim.dynamics.algorithms` takes.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hopsim.dynamics import joints as jt
+from hopsim.dynamics.spatial import dcm_to_quat, quat_to_dcm, spatial_inertia
+
+TreeArrays = namedtuple("TreeArrays", [
+    "parent",         # (nb,) int64, -1 for the world
+    "joint_type",     # (nb,) int64 joint codes
+    "q_start",        # (nb,) int64 first index of the joint's coordinates in Q
+    "v_start",        # (nb,) int64 first index of the joint's velocities in U
+    "joint_axis",     # (nb, 3) unit axis of pin and slider joints
+    "R_inb",          # (nb, 3, 3) rotation of O in the parent body frame
+    "p_inb",          # (nb, 3) origin of O in the parent body frame [m]
+    "R_bj",           # (nb, 3, 3) rotation of J in the body frame
+    "p_bj",           # (nb, 3) origin of J in the body frame [m]
+    "mass",           # (nb,) [kg]
+    "com",            # (nb, 3) r_CB_B [m]
+    "inertia_C",      # (nb, 3, 3) inertia about the centre of mass, body frame [kg m^2]
+    "inertia",        # (nb, 6, 6) spatial inertia about the body origin, body frame
+    "prescribed",     # (nb,) bool: joint acceleration given (hybrid dynamics)
+    "gravity",        # (3,) uniform gravity in N [m/s^2]
+    "nq",             # (1,) int64
+    "nv",             # (1,) int64
+])
+
+
+def _rotation_matrix(rotation) -> np.ndarray:
+    if rotation is None:
+        return np.eye(3)
+    r = np.asarray(rotation, dtype=np.float64)
+    if r.shape == (4,):
+        return quat_to_dcm(r / np.linalg.norm(r))
+    if r.shape == (3, 3):
+        return r.copy()
+    raise ValueError(f"a rotation is a quaternion (x, y, z, w) or a 3x3 matrix, got shape {r.shape}")
+
+
+@dataclass
+class Pose:
+    """Pose of a frame F in a frame A: ``rotation`` R_AF (3x3; maps F to A components) and
+    ``translation`` r_FA_A [m]. Build it from a quaternion or a matrix with :func:`pose`."""
+
+    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
+    translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+
+def pose(rotation=None, translation=None) -> Pose:
+    """Pose from a rotation (quaternion ``(x, y, z, w)`` or 3x3 matrix) and a translation [m]."""
+    t = np.zeros(3) if translation is None else np.asarray(translation, dtype=np.float64).copy()
+    return Pose(_rotation_matrix(rotation), t)
+
+
+@dataclass
+class Body:
+    """One body of a :class:`MultibodyTree` and the joint to its parent."""
+
+    name: str
+    parent: int
+    joint_type: int
+    mass: float
+    r_CB_B: np.ndarray
+    inertia_C_B: np.ndarray
+    axis: np.ndarray
+    inb_to_joint: Pose
+    body_to_joint: Pose
+    prescribed: bool = False
+
+
+class MultibodyTree:
+    """Builder of an articulated tree; ``tree.arrays`` is the compiled representation.
+
+    Example::
+
+        tree = MultibodyTree()
+        hub = tree.add_body("hub", joint="free", mass=50.0, inertia_C_B=np.diag([5, 6, 7]))
+        tree.add_body("arm", parent="hub", joint="pin", axis=(0, 0, 1), mass=2.0,
+                      inertia_C_B=np.diag([0.1, 0.1, 0.01]),
+                      inb_to_joint=pose(translation=(0.5, 0, 0)),
+                      body_to_joint=pose(translation=(-0.3, 0, 0)))
+    """
+
+    def __init__(self, gravity_N=(0.0, 0.0, 0.0)):
+        self.bodies: list[Body] = []
+        self.gravity_N = np.asarray(gravity_N, dtype=np.float64).copy()
+        self._arrays = None
+
+    # -- building ------------------------------------------------------------------------
+    def add_body(self, name: str, parent=None, joint="free", mass: float = 1.0, r_CB_B=None,
+                 inertia_C_B=None, axis=(0.0, 0.0, 1.0), inb_to_joint: Pose | None = None,
+                 body_to_joint: Pose | None = None, prescribed: bool = False) -> int:
+        """Add a body hinged to ``parent`` (a name, an index, or None for the world); returns
+        its index. ``mass`` [kg] > 0, ``inertia_C_B`` [kg m^2] symmetric positive definite
+        (default: identity)."""
+        if any(b.name == name for b in self.bodies):
+            raise ValueError(f"a body named {name!r} already exists")
+        parent_index = self.body_index(parent) if parent is not None else -1
+        code = jt.joint_code(joint)
+        inertia = np.eye(3) if inertia_C_B is None else np.asarray(inertia_C_B, dtype=np.float64)
+        if inertia.shape != (3, 3) or not np.allclose(inertia, inertia.T):
+            raise ValueError(f"inertia_C_B of {name!r} must be a symmetric 3x3 matrix")
+        if mass <= 0.0 or np.any(np.linalg.eigvalsh(inertia) <= 0.0):
+            raise ValueError(f"body {name!r} needs a positive mass and a positive definite "
+                             f"inertia (zero-mass bodies make the articulated inertia singular)")
+        ax = np.asarray(axis, dtype=np.float64)
+        n = np.linalg.norm(ax)
+        if n == 0.0:
+            raise ValueError(f"joint axis of {name!r} must be non-zero")
+        self.bodies.append(Body(
+            name=name, parent=parent_index, joint_type=code, mass=float(mass),
+            r_CB_B=np.zeros(3) if r_CB_B is None else np.asarray(r_CB_B, dtype=np.float64).copy(),
+            inertia_C_B=inertia.copy(), axis=ax / n,
+            inb_to_joint=inb_to_joint if inb_to_joint is not None else Pose(),
+            body_to_joint=body_to_joint if body_to_joint is not None else Pose(),
+            prescribed=bool(prescribed)))
+        self._arrays = None
+        return len(self.bodies) - 1
+
+    def set_prescribed(self, body, prescribed: bool = True) -> None:
+        """Mark a body's joint as prescribed (acceleration given) or free (force given)."""
+        i = self.body_index(body)
+        self.bodies[i].prescribed = bool(prescribed)
+        if self._arrays is not None:
+            self._arrays.prescribed[i] = bool(prescribed)
+
+    # -- queries -------------------------------------------------------------------------
+    def body_index(self, body) -> int:
+        """Index of a body given by name or index."""
+        if isinstance(body, (int, np.integer)):
+            if not 0 <= int(body) < len(self.bodies):
+                raise IndexError(f"no body {body}")
+            return int(body)
+        for i, b in enumerate(self.bodies):
+            if b.name == body:
+                return i
+        raise KeyError(f"no body named {body!r}")
+
+    @property
+    def names(self) -> list[str]:
+        return [b.name for b in self.bodies]
+
+    @property
+    def n_bodies(self) -> int:
+        return len(self.bodies)
+
+    @property
+    def nq(self) -> int:
+        return int(sum(jt.JOINT_NQ[b.joint_type] for b in self.bodies))
+
+    @property
+    def nv(self) -> int:
+        return int(sum(jt.JOINT_NV[b.joint_type] for b in self.bodies))
+
+    def q_slice(self, body) -> slice:
+        a = self.arrays
+        i = self.body_index(body)
+        return slice(int(a.q_start[i]), int(a.q_start[i] + jt.JOINT_NQ[a.joint_type[i]]))
+
+    def v_slice(self, body) -> slice:
+        a = self.arrays
+        i = self.body_index(body)
+        return slice(int(a.v_start[i]), int(a.v_start[i] + jt.JOINT_NV[a.joint_type[i]]))
+
+    def zero_configuration(self) -> np.ndarray:
+        """Q of the zero configuration (identity quaternions)."""
+        return np.concatenate([jt.zero_configuration(b.joint_type) for b in self.bodies]
+                              or [np.zeros(0)])
+
+    def subtree(self, body) -> list[int]:
+        """Indices of ``body`` and all its descendants, in tree order."""
+        root = self.body_index(body)
+        inside = {root}
+        for i in range(root + 1, len(self.bodies)):
+            if self.bodies[i].parent in inside:
+                inside.add(i)
+        return sorted(inside)
+
+    # -- compiled representation --------------------------------------------------------
+    @property
+    def arrays(self) -> TreeArrays:
+        """The compiled representation (rebuilt after the tree changes)."""
+        if self._arrays is None:
+            self._arrays = self._build_arrays()
+        return self._arrays
+
+    def _build_arrays(self) -> TreeArrays:
+        nb = len(self.bodies)
+        for i, b in enumerate(self.bodies):
+            if b.parent >= i:
+                raise ValueError("bodies must be added after their parent")
+        parent = np.array([b.parent for b in self.bodies], dtype=np.int64)
+        jtype = np.array([b.joint_type for b in self.bodies], dtype=np.int64)
+        nqs = jt.JOINT_NQ[jtype] if nb else np.zeros(0, dtype=np.int64)
+        nvs = jt.JOINT_NV[jtype] if nb else np.zeros(0, dtype=np.int64)
+        q_start = np.concatenate([[0], np.cumsum(nqs)[:-1]]).astype(np.int64) if nb else nqs
+        v_start = np.concatenate([[0], np.cumsum(nvs)[:-1]]).astype(np.int64) if nb else nvs
+        inertia = np.zeros((nb, 6, 6))
+        for i, b in enumerate(self.bodies):
+            inertia[i] = spatial_inertia(b.mass, b.r_CB_B, b.inertia_C_B)
+        return TreeArrays(
+            parent=parent, joint_type=jtype, q_start=q_start, v_start=v_start,
+            joint_axis=np.array([b.axis for b in self.bodies]).reshape(nb, 3),
+            R_inb=np.array([b.inb_to_joint.rotation for b in self.bodies]).reshape(nb, 3, 3),
+            p_inb=np.array([b.inb_to_joint.translation for b in self.bodies]).reshape(nb, 3),
+            R_bj=np.array([b.body_to_joint.rotation for b in self.bodies]).reshape(nb, 3, 3),
+            p_bj=np.array([b.body_to_joint.translation for b in self.bodies]).reshape(nb, 3),
+            mass=np.array([b.mass for b in self.bodies], dtype=np.float64),
+            com=np.array([b.r_CB_B for b in self.bodies]).reshape(nb, 3),
+            inertia_C=np.array([b.inertia_C_B for b in self.bodies]).reshape(nb, 3, 3),
+            inertia=inertia,
+            prescribed=np.array([b.prescribed for b in self.bodies], dtype=np.bool_),
+            gravity=self.gravity_N.copy(),
+            nq=np.array([int(nqs.sum())], dtype=np.int64),
+            nv=np.array([int(nvs.sum())], dtype=np.int64),
+        )
+
+    def copy(self) -> "MultibodyTree":
+        new = MultibodyTree(self.gravity_N)
+        for b in self.bodies:
+            new.bodies.append(Body(b.name, b.parent, b.joint_type, b.mass, b.r_CB_B.copy(),
+                                   b.inertia_C_B.copy(), b.axis.copy(),
+                                   Pose(b.inb_to_joint.rotation.copy(),
+                                        b.inb_to_joint.translation.copy()),
+                                   Pose(b.body_to_joint.rotation.copy(),
+                                        b.body_to_joint.translation.copy()),
+                                   b.prescribed))
+        return new
+
+    def __repr__(self):
+        parts = [f"{b.name}<-{self.bodies[b.parent].name if b.parent >= 0 else 'N'}"
+                 f"[{jt.JOINT_NAMES[b.joint_type]}]" for b in self.bodies]
+        return f"MultibodyTree(nq={self.nq}, nv={self.nv}: {', '.join(parts)})"
+
+
+def as_arrays(tree) -> TreeArrays:
+    """The :class:`TreeArrays` of a :class:`MultibodyTree` (or the arrays themselves)."""
+    return tree.arrays if isinstance(tree, MultibodyTree) else tree
+
+
+__all__ = ["MultibodyTree", "TreeArrays", "Pose", "pose", "Body", "as_arrays", "dcm_to_quat"]
