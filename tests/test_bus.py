@@ -101,3 +101,42 @@ def test_injected_message_reaches_subscribers_and_the_recording():
     assert [(e.t_ns, e.payload.value) for e in injected] == [(S + S // 2, 42.0)]
     with pytest.raises(ValueError, match="the run is at"):
         sim.inject("a/q", Scalar(value=1.0), 2.0)
+
+
+class Valve(Model):
+    """Accepts 'stuck_off': its output goes to zero until cleared."""
+
+    outputs = {"flow": Out(Scalar)}
+    accepts_faults = ("stuck_off",)
+    io_schedule = FixedRate(1.0)
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.stuck = False
+
+    def on_fault(self, fault, t_ns):
+        self.stuck = not fault.clear
+
+    def update_flow_outs(self, t):
+        self.write("flow", Scalar(value=0.0 if self.stuck else 1.0))
+
+
+def test_faults_are_bus_messages_checked_when_scheduled():
+    from hopsim.schemas import Fault
+
+    rec = MemoryRecorder()
+    sim = Simulation(recorder=rec)
+    sim.add_island("a")
+    sim.add_model(Valve("valve"), "a", ties={"flow": "a/flow"})
+    sim.schedule_fault(Fault(target="valve", kind="stuck_off"), 1.5)
+    sim.schedule_fault(Fault(target="valve", kind="stuck_off", clear=True), 3.0)
+    with pytest.raises(ValueError, match=r"unknown target 'pump'.*valve"):
+        sim.schedule_fault(Fault(target="pump", kind="stuck_off"), 2.0)
+    with pytest.raises(ValueError, match=r"does not accept fault 'stuck_on'.*stuck_off"):
+        sim.schedule_fault(Fault(target="valve", kind="stuck_on"), 2.0)
+    sim.advance_to(4.0)
+    flows = [(e.t_ns, e.payload.value) for e in rec.envelopes if e.topic == "a/flow"]
+    # the fault is applied at its instant and the output refreshed there
+    assert flows == [(0, 1.0), (S, 1.0), (S + S // 2, 0.0), (2 * S, 0.0), (3 * S, 1.0), (4 * S, 1.0)]
+    faults = [e for e in rec.envelopes if e.topic == "faults/valve"]
+    assert [(e.t_ns, e.payload.clear) for e in faults] == [(S + S // 2, False), (3 * S, True)]

@@ -23,9 +23,15 @@ from hopsim.kernel.island import Island, Slot, ZeroCrossing
 from hopsim.kernel.model import Model, ModelContext, model_rng
 from hopsim.kernel.runtime import LocalRuntime
 from hopsim.kernel.simtime import NS_PER_S, seconds, to_seconds
-from hopsim.schemas import KernelEvent
+from hopsim.schemas import Fault, KernelEvent
 
 SCENARIO_SOURCE = "scenario"
+FAULT_PORT = "__faults__"
+
+
+def fault_topic(model_name: str) -> str:
+    """The queue on which a model receives its faults."""
+    return f"faults/{model_name}"
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,9 @@ class Simulation:
                 raise WiringError(f"{model.name}.{port}: latency must be >= 0 s, got {tie.latency_s}")
             self.topics.add_publisher(tie.topic, spec.msg_type, spec.queue, model.name)
             ties_out[port] = (tie.topic, seconds(tie.latency_s), tie.priority, spec.queue)
+        if model.accepts_faults:
+            self.topics.add_subscriber(fault_topic(model.name), Fault, True,
+                                       Subscription(island, model.name, FAULT_PORT))
         ctx = ModelContext(model.name, island, self.seed, model_rng(self.seed, model.name),
                            dict(params or {}))
         handle = self.runtime.handle(model, ctx)
@@ -246,6 +255,22 @@ class Simulation:
         if self.recorder is not None:
             self.env.timeout(t_ns - self.env.now, value=env).callbacks.append(
                 lambda e, q=topic_obj.queue: self.recorder.record(e.value, queue=q))
+
+    def schedule_fault(self, fault: Fault, t_s: float) -> None:
+        """Send ``fault`` to its target model at ``t_s`` (a message on ``faults/<target>``).
+
+        The target must exist and accept the fault's kind; otherwise this raises at once, naming
+        the models that accept faults or the kinds the target accepts.
+        """
+        slot = self._slots.get(fault.target)
+        if slot is None:
+            takers = {n: s.accepts_faults for n, s in self._slots.items() if s.accepts_faults}
+            raise ValueError(f"fault {fault.kind!r} for unknown target {fault.target!r}; models that "
+                             f"accept faults: {takers or 'none'}")
+        if fault.kind not in slot.accepts_faults:
+            raise ValueError(f"{fault.target} does not accept fault {fault.kind!r}; it accepts "
+                             f"{list(slot.accepts_faults) or 'no faults'}")
+        self.inject(fault_topic(fault.target), fault, t_s)
 
     # ------------------------------------------------------------------ bus
     def publish(self, env: Envelope, source_island: Island, queue: bool) -> None:

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from hopsim.kernel.executive import Simulation
 
 _zc_sequence = itertools.count()
+FAULT_PORT = "__faults__"   # the hidden input on which a model receives its faults
 
 
 class CausalityError(RuntimeError):
@@ -91,6 +92,7 @@ class Slot:
         self.is_continuous = model.is_continuous
         self.feed_through = model.has_feed_through()
         self.io_schedule = model.io_schedule
+        self.accepts_faults = tuple(model.accepts_faults)
         self.in_topics = ties_in          # port -> topic
         self.out_topics = ties_out        # port -> (topic, latency_ns, priority, queue)
         self.seq = 0
@@ -478,9 +480,14 @@ class Island:
         inbox = self._inbox
         while inbox and inbox[0][0] == t:
             _, _, _, _, _, env, slot, port = heapq.heappop(inbox)
+            self.stats["deliveries"] += 1
+            if port == FAULT_PORT:
+                self.kernel_event(KernelEvent.FAULT, slot.name, f"{env.payload.kind}")
+                slot.call("on_fault", env.payload, t)
+                slot.force_ufo = True
+                continue
             slot.handle.deliver(port, env.payload, env.t_ns)
             slot.fresh = True
-            self.stats["deliveries"] += 1
         events = self._events
         while events and events[0][0] == t:
             ev = heapq.heappop(events)[3]
