@@ -267,3 +267,22 @@ def test_fsm_drives_a_model_from_its_io_steps():
     seq = sim.add_model(Sequencer(), "a")
     sim.add_stop_callback(lambda s: seq.fsm.in_state("done"))
     assert sim.advance_to(100.0) == "stop_callback" and sim.time == 4.0
+
+
+def test_cpu_accounting_attributes_time_to_the_busy_model():
+    import time as _time
+
+    class Busy(IoRecorder):
+        def end_io_step(self, t0, t1):
+            end = _time.thread_time_ns() + 2_000_000      # 2 ms of CPU per I/O step
+            while _time.thread_time_ns() < end:
+                pass
+
+    sim = Simulation(cpu_accounting=True, default_rate_hz=10.0)
+    sim.add_island("a")
+    sim.add_model(Busy("busy"), "a")
+    sim.add_model(IoRecorder("idle"), "a")
+    sim.advance_to(2.0)
+    report = sim.cpu_report()
+    assert report["busy"]["cpu_s"] >= 0.04 and report["busy"]["share"] > 0.5
+    assert report["idle"]["cpu_s"] < report["busy"]["cpu_s"] / 20

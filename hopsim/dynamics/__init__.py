@@ -9,3 +9,37 @@ This subpackage imports nothing else of hopsim. Conventions (see DESIGN.md):
   force ``[moment; force]``.
 * Inertia tensors are positive definite (products of inertia as they appear in the tensor).
 """
+
+from hopsim.dynamics.algorithms import (aba, aba_batch, center_of_mass,
+                                        composite_body_inertias, configuration_rate, crba,
+                                        forward_kinematics, frame_jacobian, hybrid_dynamics,
+                                        jacobian_transpose_times, joint_reaction_forces,
+                                        kinetic_energy, mass_properties, minv,
+                                        normalize_configuration, rnea, spatial_momentum,
+                                        state_derivative, station_jacobian)
+from hopsim.dynamics.integrators import (DOP853, RK4, DormandPrince54, Euler, IntegratorStats,
+                                         StepSizeError, make_integrator)
+from hopsim.dynamics.profiles import (MoveProfile, ProfileTiming, profile_timing,
+                                      rotation_profile, translation_profile)
+from hopsim.dynamics.rigid_body import (pack_state, rigid_body_derivative,
+                                        rigid_body_derivatives_batch, rigid_body_kinetic_energy,
+                                        rigid_body_momentum, rigid_body_rk4_step,
+                                        rigid_body_rk4_step_batch)
+from hopsim.dynamics.topology import attach_subtree, detach_subtree
+from hopsim.dynamics.tree import MultibodyTree, Pose, TreeArrays, pose
+
+__all__ = [
+    "aba", "aba_batch", "center_of_mass", "composite_body_inertias", "configuration_rate",
+    "crba", "forward_kinematics", "frame_jacobian", "hybrid_dynamics",
+    "jacobian_transpose_times", "joint_reaction_forces", "kinetic_energy", "mass_properties",
+    "minv", "normalize_configuration", "rnea", "spatial_momentum", "state_derivative",
+    "station_jacobian",
+    "DOP853", "RK4", "DormandPrince54", "Euler", "IntegratorStats", "StepSizeError",
+    "make_integrator",
+    "MoveProfile", "ProfileTiming", "profile_timing", "rotation_profile", "translation_profile",
+    "pack_state", "rigid_body_derivative", "rigid_body_derivatives_batch",
+    "rigid_body_kinetic_energy", "rigid_body_momentum", "rigid_body_rk4_step",
+    "rigid_body_rk4_step_batch",
+    "attach_subtree", "detach_subtree",
+    "MultibodyTree", "Pose", "TreeArrays", "pose",
+]

@@ -11,6 +11,7 @@ Users drive time with :meth:`Simulation.advance_to`, :meth:`Simulation.advance_b
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -56,12 +57,14 @@ class Simulation:
     """
 
     def __init__(self, seed: int = 0, default_rate_hz: float = 1.0, runtime=None, recorder=None,
-                 record_kernel_events: bool = True):
+                 record_kernel_events: bool = True, cpu_accounting: bool = False):
         self.seed = int(seed)
         self.default_rate_hz = float(default_rate_hz)
         self.runtime = runtime or LocalRuntime()
         self.recorder = recorder
         self.record_kernel_events = record_kernel_events
+        self.cpu_accounting = cpu_accounting
+        self._cpu_start_ns: int | None = None
         self.env = simpy.Environment(initial_time=0)
         self.islands: dict[str, Island] = {}
         self.topics = TopicRegistry()
@@ -326,7 +329,10 @@ class Simulation:
         if self._started:
             return
         for island in self.islands.values():
+            for slot in island.slots:
+                slot.accounting = self.cpu_accounting
             island.finalize(self.now, self.breaks)
+        self._cpu_start_ns = time.process_time_ns()
         for island in self.islands.values():
             for slot in island.slots:
                 slot.call("setup", slot.ctx)
@@ -404,6 +410,15 @@ class Simulation:
     def _check_not_started(self, what: str) -> None:
         if self._started:
             raise RuntimeError(f"cannot {what} after the run has started")
+
+    def cpu_report(self) -> dict[str, dict[str, float]]:
+        """CPU seconds each model used, and its share of this process's CPU time since the start
+        (needs ``cpu_accounting=True``; on Ray, a remote model's figure is its call round trip)."""
+        if not self.cpu_accounting or self._cpu_start_ns is None:
+            raise RuntimeError("create the Simulation with cpu_accounting=True to measure CPU per model")
+        total = max(time.process_time_ns() - self._cpu_start_ns, 1)
+        return {name: {"cpu_s": slot.cpu_ns / 1e9, "share": slot.cpu_ns / total}
+                for name, slot in sorted(self._slots.items())}
 
     def stats(self) -> dict[str, Any]:
         out = {name: dict(isl.stats) for name, isl in self.islands.items()}

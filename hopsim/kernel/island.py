@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from time import thread_time_ns
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -80,6 +81,14 @@ class ZeroCrossing:
         return falling or rising
 
 
+def _timed(slot: "Slot", fn: Callable[[float], None]) -> Callable[[float], None]:
+    def timed(t_s: float) -> None:
+        t0 = thread_time_ns()
+        fn(t_s)
+        slot.cpu_ns += thread_time_ns() - t0
+    return timed
+
+
 class Slot:
     """The island's record of one model: handle, wiring, schedule and per-barrier flags."""
 
@@ -110,6 +119,8 @@ class Slot:
         self.message_driven = isinstance(model.io_schedule, NoIo) and bool(model.inputs)
         self.ctx = None
         self.does_end_io = self.does_start_io = True
+        self.accounting = False
+        self.cpu_ns = 0            # CPU time spent in this model's methods (thread time, ns)
 
     def overrides(self, method: str) -> bool:
         """Whether calling ``method`` can do anything (skipping no-op calls changes no result)."""
@@ -117,6 +128,15 @@ class Slot:
         return getattr(self.cls, method) is not getattr(base, method, None) or method in self.method_events
 
     def call(self, method: str, *args):
+        if self.accounting:
+            t0 = thread_time_ns()
+            try:
+                return self._call(method, *args)
+            finally:
+                self.cpu_ns += thread_time_ns() - t0
+        return self._call(method, *args)
+
+    def _call(self, method: str, *args):
         events = self.method_events.get(method) if self.method_events else None
         if events is None and not self.handle.remote and method != "update_flow_outs":
             # fast path: a local method that cannot write outputs
@@ -241,6 +261,8 @@ class Island:
     @staticmethod
     def _with_events(slot: Slot, method: str) -> Callable[[float], None]:
         bound = getattr(slot.model, method)
+        if slot.accounting:
+            bound = _timed(slot, bound)
         events = slot.method_events.get(method)
         if not events:
             return bound
