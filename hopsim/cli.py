@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="hopsim: formations of small spacecraft as a discrete-event actor simulation.")
 console = Console()
 err = Console(stderr=True)
@@ -64,6 +64,50 @@ def run_cmd(
                       f"{s['deliveries']} deliveries, {s['rollbacks']} rollbacks")
     if result.out:
         console.print(f"recording: {result.out.resolve()}  (sha256 of stream {result.stream_sha256[:16]}...)")
+
+
+@app.command("replay")
+def replay_cmd(
+    file: Path = typer.Argument(..., help="a recording made by `hopsim run --out`"),
+    live: Optional[str] = typer.Option(None, help="partial replay: only these actors run (comma-separated); "
+                                                  "every other input comes from the recording"),
+    playback_only: bool = typer.Option(False, help="nothing live: republish the recorded outputs"),
+    set_: list[str] = typer.Option([], "--set", help="change a scenario parameter for the replay"),
+) -> None:
+    """Re-run a recording and compare: prints 'identical' or the first envelope that differs."""
+    from hopsim.scenarios.replay import ReplayError, replay_recording
+
+    live_names = [] if playback_only else ([n.strip() for n in live.split(",") if n.strip()] if live else None)
+    try:
+        result = replay_recording(file, live_names, _parse_sets(set_))
+    except ReplayError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2)
+    if not result.report.complete:
+        console.print(f"[yellow]{result.report.summary()}[/yellow]")
+    if result.identical:
+        console.print(f"identical: {result.compared} envelopes ({result.mode} replay, {result.wall_s:.2f} s wall)")
+        return
+    console.print(f"[red]diverged[/red] ({result.mode} replay): {result.difference}")
+    raise typer.Exit(1)
+
+
+@app.command("inspect")
+def inspect_cmd(file: Path = typer.Argument(..., help="a recording")) -> None:
+    """Say what a recording holds and whether it is complete (reads damaged files too)."""
+    from hopsim.bus.reading import read_recording
+
+    envelopes, report = read_recording(file)
+    console.print(report.summary())
+    for name, meta in report.metadata.items():
+        console.print(f"  {name}: " + ", ".join(f"{k}={v}" for k, v in meta.items() if k != "versions"))
+    topics: dict[str, int] = {}
+    for e in envelopes:
+        topics[e.topic] = topics.get(e.topic, 0) + 1
+    for topic, n in sorted(topics.items()):
+        console.print(f"  {topic}: {n}")
+    if not report.complete:
+        raise typer.Exit(1)
 
 
 def main() -> None:

@@ -30,6 +30,10 @@ SCENARIO_SOURCE = "scenario"
 FAULT_PORT = "__faults__"
 
 
+def _topic_of(tie) -> str:
+    return tie.topic if isinstance(tie, Tie) else tie
+
+
 def fault_topic(model_name: str) -> str:
     """The queue on which a model receives its faults."""
     return f"faults/{model_name}"
@@ -81,6 +85,7 @@ class Simulation:
         self._scenario_seq = 0
         self._publish_counts = 0
         self._routes: dict[str, list] = {}
+        self.playback = None       # a PlaybackPlan during partial replay
 
     # ------------------------------------------------------------------ assembly
     def add_island(self, name: str, integrator=None, n_integration_steps: int = 1,
@@ -109,6 +114,11 @@ class Simulation:
         if model.name in self._slots:
             raise ValueError(f"a model named {model.name!r} exists already")
         ties = dict(ties or {})
+        original = model
+        if self.playback is not None:
+            out_topics = {port: _topic_of(ties.get(port, f"{island}/{port}")) for port in model.outputs}
+            model = self.playback.stand_in(model, out_topics)
+            ties = {k: v for k, v in ties.items() if k in model.inputs or k in model.outputs}
         unknown = set(ties) - set(model.inputs) - set(model.outputs)
         if unknown:
             raise WiringError(f"{model.name} has no port(s) {sorted(unknown)}; inputs "
@@ -139,7 +149,7 @@ class Simulation:
         self.islands[island].add_slot(slot)
         self._slots[model.name] = slot
         self._models[model.name] = model
-        return model
+        return original      # during partial replay the scenario keeps its (detached) object
 
     def add_break(self, topic: str) -> None:
         """Break an algebraic loop on ``topic``: its readers see it one update late."""

@@ -26,6 +26,7 @@ class LanderParams(ScenarioParams):
     altimeter_noise_m: float = Field(0.05, ge=0)
     altimeter_rate_hz: float = Field(20.0, gt=0)
     control_rate_hz: float = Field(10.0, gt=0)
+    control_gain: float = Field(0.8, gt=0, description="throttle per m/s of descent-rate error")
     telemetry_rate_hz: float = Field(2.0, gt=0)
     radio_latency_s: float = Field(0.05, ge=0)
     integrator: str = Field("rk4", pattern="^(euler|rk4)$")
@@ -46,7 +47,8 @@ def build_lander(sim: Simulation, p: LanderParams) -> None:
     sim.add_model(Altimeter("altimeter", p.altimeter_noise_m, rate_hz=p.altimeter_rate_hz), "lander",
                   ties={"state": "lander/state", "altitude": "lander/altitude"})
     hover = p.mass_kg * p.gravity_mps2 / p.max_thrust_N
-    sim.add_model(DescentController("controller", hover_throttle=hover, rate_hz=p.control_rate_hz), "lander",
+    sim.add_model(DescentController("controller", hover_throttle=hover, gain=p.control_gain,
+                                    rate_hz=p.control_rate_hz), "lander",
                   ties={"altitude": "lander/altitude", "battery": "lander/battery",
                         "throttle": "lander/throttle"})
     sim.add_model(Battery("battery", p.battery_Wh), "lander",

@@ -45,7 +45,8 @@ class RunResult:
 
 def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int = 0,
                  duration_s: float | None = None, out: str | Path | None = None, backend: str = "local",
-                 progress: bool = False, keep_stream: bool = False, ray_address: str | None = None) -> RunResult:
+                 progress: bool = False, keep_stream: bool = False, ray_address: str | None = None,
+                 playback=None) -> RunResult:
     """Run scenario ``name``; record to ``out`` (MCAP) or, with keep_stream, to memory."""
     spec = get_scenario(name)
     params = spec.make_params(overrides)
@@ -59,12 +60,16 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
                 "backend": runtime.name, "placement": runtime.placement}
     recorder = McapRecorder(out, metadata) if out else (MemoryRecorder() if keep_stream else None)
     sim = Simulation(seed=seed, runtime=runtime, recorder=recorder)
+    sim.playback = playback
     wall0 = time.perf_counter()
     try:
         spec.build(sim, params)
         reason = _advance(sim, duration_s, progress)
-    except BaseException:
-        sim.close()
+    except BaseException as err:
+        # keep everything recorded so far, and say in the file why it ends there
+        if recorder is not None:
+            recorder.close({"end_time_s": sim.time, "stop_reason": f"crashed: {type(err).__name__}: {err}"})
+        sim.runtime.shutdown()
         raise
     wall = time.perf_counter() - wall0
     stats = sim.stats()

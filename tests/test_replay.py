@@ -1,0 +1,113 @@
+"""Replay: a recording re-runs identically; a changed seed or parameter is reported at the first
+affected envelope; partial replay feeds the live actor its recorded inputs; damaged files are
+read up to the damage with a clear report."""
+import pytest
+
+from hopsim.bus.reading import read_recording
+from hopsim.bus.recorder import McapRecorder
+from hopsim.scenarios.replay import ReplayError, replay_recording
+from hopsim.scenarios.runner import run_scenario
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    path = tmp_path_factory.mktemp("rec") / "lander.mcap"
+    run_scenario("lander", {}, seed=4, duration_s=20.0, out=path)
+    return path
+
+
+def test_full_replay_is_identical(recording):
+    r = replay_recording(recording)
+    assert r.identical and r.compared > 1000 and r.mode == "full"
+
+
+def test_changed_parameter_diverges_at_the_first_affected_envelope(recording):
+    r = replay_recording(recording, overrides={"control_gain": 0.9})
+    d = r.difference
+    assert d is not None and d.topic == "lander/throttle" and d.field == "payload.throttle"
+    # every envelope before it was identical, and the controller had commanded before then
+    recorded, _ = read_recording(recording)
+    assert d.index > 0 and any(e.source == "controller" for e in recorded[:d.index])
+
+
+def test_partial_replay_reproduces_the_live_actor_and_reports_a_changed_gain(recording):
+    same = replay_recording(recording, live=["controller"])
+    assert same.identical and same.mode == "partial" and same.compared == 201   # 10 Hz for 20 s
+    changed = replay_recording(recording, live=["controller"], overrides={"control_gain": 1.2})
+    assert changed.difference is not None and changed.difference.source == "controller"
+
+
+def test_partial_replay_of_the_sensor_keeps_its_noise(recording):
+    assert replay_recording(recording, live=["altimeter", "battery"]).identical
+
+
+def test_playback_only_republishes_every_model_output(recording):
+    r = replay_recording(recording, live=[])
+    recorded, _ = read_recording(recording)
+    models = [e for e in recorded if not e.source.startswith("kernel")]
+    assert r.identical and r.compared == len(models)
+
+
+def test_unknown_live_actor_is_named(recording):
+    with pytest.raises(ReplayError, match=r"unknown actor\(s\) \['pilot'\].*controller"):
+        replay_recording(recording, live=["pilot"])
+
+
+def test_another_seed_is_detected(recording, tmp_path):
+    other = tmp_path / "other.mcap"
+    run_scenario("lander", {}, seed=5, duration_s=20.0, out=other)
+    a, _ = read_recording(recording)
+    b, _ = read_recording(other)
+    from hopsim.bus.compare import first_difference
+    d = first_difference(a, b)
+    assert d is not None and d.source == "altimeter" and d.field == "payload.value"
+
+
+def long_recording(path, chunk_size):
+    rec = McapRecorder(path, {"scenario": "lander"}, chunk_size=chunk_size)
+    from hopsim.kernel import Simulation
+    from hopsim.scenarios.registry import get_scenario
+    spec = get_scenario("lander")
+    sim = Simulation(seed=1, recorder=rec)
+    spec.build(sim, spec.make_params({}))
+    sim.advance_to(30.0)
+    rec.close()
+    return rec.digest.count
+
+
+@pytest.mark.parametrize("fraction", [0.0005, 0.3, 0.61, 0.9, 0.999])
+def test_truncated_file_is_read_up_to_the_last_complete_chunk(tmp_path, fraction):
+    path = tmp_path / "full.mcap"
+    total = long_recording(path, chunk_size=16 * 1024)
+    full, report = read_recording(path)
+    assert report.complete and len(full) == total
+    data = path.read_bytes()
+    cut = tmp_path / "cut.mcap"
+    cut.write_bytes(data[: int(len(data) * fraction)])
+    got, rep = read_recording(cut)
+    assert not rep.complete and "interrupted" in rep.problem
+    assert [e.SerializeToString() for e in got] == [e.SerializeToString() for e in full[: len(got)]]
+    if fraction > 0.2:
+        assert len(got) > 0.5 * fraction * total     # most of what lies before the cut comes back
+    assert f"recovered {len(got)} messages" in rep.summary()
+
+
+def test_flipped_bytes_stop_reading_at_the_damaged_chunk(tmp_path):
+    path = tmp_path / "full.mcap"
+    long_recording(path, chunk_size=16 * 1024)
+    full, _ = read_recording(path)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x5A
+    bad = tmp_path / "bad.mcap"
+    bad.write_bytes(bytes(data))
+    got, rep = read_recording(bad)
+    assert not rep.complete and rep.problem
+    assert 0 < len(got) < len(full)
+    assert [e.SerializeToString() for e in got] == [e.SerializeToString() for e in full[: len(got)]]
+
+
+def test_not_a_recording_is_reported_not_raised(tmp_path):
+    junk = tmp_path / "junk.mcap"
+    junk.write_bytes(b"hello, not an mcap file at all")
+    got, rep = read_recording(junk)
+    assert got == [] and "not an MCAP file" in rep.problem
