@@ -46,22 +46,59 @@ def run_cmd(
     backend: str = typer.Option("local", help="runtime: local (in-process) or ray"),
     ray_address: Optional[str] = typer.Option(None, help="connect to an existing Ray cluster"),
     progress: bool = typer.Option(True, help="show a progress bar"),
+    fault: list[str] = typer.Option([], help="t=S,target=MODEL,kind=KIND[,index=I,value=V,duration=S] "
+                                             "(repeatable)"),
+    checkpoint_every: Optional[float] = typer.Option(None, help="write a checkpoint every S simulated seconds"),
+    checkpoint_dir: Path = typer.Option(Path("checkpoints"), help="where checkpoints go"),
+    cpu: bool = typer.Option(False, help="measure and print each actor's share of CPU time"),
 ) -> None:
     """Run a scenario and, with --out, record it."""
     from hopsim.scenarios import ScenarioError, run_scenario
+    from hopsim.scenarios.registry import FaultSpec
 
+    overrides: dict = _parse_sets(set_)
     try:
-        result = run_scenario(name, _parse_sets(set_), seed=seed, duration_s=duration, out=out,
-                              backend=backend, progress=progress, ray_address=ray_address)
-    except ScenarioError as e:
+        if fault:
+            overrides["faults"] = [FaultSpec.parse(f).model_dump() for f in fault]
+        result = run_scenario(name, overrides, seed=seed, duration_s=duration, out=out,
+                              backend=backend, progress=progress, ray_address=ray_address,
+                              checkpoint_every_s=checkpoint_every, checkpoint_dir=checkpoint_dir,
+                              cpu_accounting=cpu)
+    except (ScenarioError, ValueError) as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2)
+    _report(result)
+
+
+@app.command("resume")
+def resume_cmd(
+    checkpoint_file: Path = typer.Argument(..., help="a checkpoint written by `hopsim run --checkpoint-every`"),
+    out: Optional[Path] = typer.Option(None, help="record the rest of the run to this MCAP file"),
+    duration: Optional[float] = typer.Option(None, help="end time (default: the original run's)"),
+    progress: bool = typer.Option(True, help="show a progress bar"),
+) -> None:
+    """Continue a run from a checkpoint; the stream equals the uninterrupted run's from there on."""
+    from hopsim.kernel.checkpoint import CheckpointError
+    from hopsim.scenarios.runner import resume_run
+
+    try:
+        result = resume_run(checkpoint_file, out=out, duration_s=duration, progress=progress)
+    except CheckpointError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2)
+    _report(result)
+
+
+def _report(result) -> None:
     speed = result.end_time_s / result.wall_s if result.wall_s > 0 else float("inf")
     console.print(f"{result.scenario}: {result.end_time_s:g} s simulated in {result.wall_s:.2f} s wall "
                   f"({speed:.0f}x real time), stop: {result.stop_reason}, {result.message_count} messages")
     for island, s in result.stats["islands"].items():
         console.print(f"  island {island}: {s['barriers']} barriers, {s['hops']} hops, "
                       f"{s['deliveries']} deliveries, {s['rollbacks']} rollbacks")
+    if result.cpu:
+        console.print("CPU share per actor: " + ", ".join(
+            f"{n} {v['share']:.1%}" for n, v in sorted(result.cpu.items(), key=lambda kv: -kv[1]["share"])))
     if result.out:
         console.print(f"recording: {result.out.resolve()}  (sha256 of stream {result.stream_sha256[:16]}...)")
 

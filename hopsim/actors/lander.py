@@ -24,6 +24,7 @@ class LanderBody(ContinuousModel):
     outputs = {"state": Out(VehicleState), "power_draw": Out(Scalar)}
     io_schedule = FixedRate(20.0)
     feed_through = False
+    accepts_faults = ("thrust_scale", "disturbance")
 
     def __init__(self, name: str, h0_m: float, v0_mps: float = 0.0, mass_kg: float = 50.0,
                  gravity_mps2: float = 1.62, max_thrust_N: float = 150.0, engine_power_W: float = 60.0,
@@ -37,21 +38,41 @@ class LanderBody(ContinuousModel):
         self.throttle = 0.0
         self.touched_down = False
         self.io_schedule = FixedRate(rate_hz)
+        self.thrust_scale = 1.0
+        self.disturbance_N = 0.0               # vertical force, up positive, while active
+        self.disturbance_until_ns = 0
+        self.disturbance_on = False            # latched per hop: a step input never splits a hop
 
     def initial_state(self):
         return [self.h0, self.v0]
+
+    def on_fault(self, fault, t_ns: int) -> None:
+        """thrust_scale: engine thrust times ``value``; disturbance: ``force_N.z`` for ``duration_s``."""
+        if fault.kind == "thrust_scale":
+            self.thrust_scale = 1.0 if fault.clear else fault.value
+        elif fault.kind == "disturbance":
+            self.disturbance_N = 0.0 if fault.clear else fault.force_N.z
+            if fault.duration_s > 0 and not fault.clear:
+                self.disturbance_until_ns = t_ns + round(fault.duration_s * 1e9)
+                self.request_barrier(self.disturbance_until_ns)
+            else:
+                self.disturbance_until_ns = 2**62
 
     def start_hop(self, t0_ns: int, t1_ns: int) -> None:
         """Latch the throttle command for the hop (discrete state)."""
         cmd = self.read("throttle")
         self.throttle = 0.0 if (cmd is None or self.touched_down) else min(max(cmd.throttle, 0.0), 1.0)
+        self.disturbance_on = t0_ns < self.disturbance_until_ns
 
     def post_deriv(self, t_s: float) -> None:
         if self.touched_down:
             self.xdot[:] = 0.0
             return
+        force = self.throttle * self.max_thrust_N * self.thrust_scale
+        if self.disturbance_on:
+            force += self.disturbance_N
         self.xdot[0] = self.x[1]
-        self.xdot[1] = self.throttle * self.max_thrust_N / self.mass_kg - self.gravity
+        self.xdot[1] = force / self.mass_kg - self.gravity
 
     def touch_down(self) -> None:
         """Called by the touchdown zero-crossing: the lander stops on the ground."""
@@ -60,7 +81,7 @@ class LanderBody(ContinuousModel):
 
     def update_flow_outs(self, t_ns: int) -> None:
         h, v = float(self.x[0]), float(self.x[1])
-        a = 0.0 if self.touched_down else self.throttle * self.max_thrust_N / self.mass_kg - self.gravity
+        a = 0.0 if self.touched_down else float(self.xdot[1])
         self.write("state", VehicleState(
             vehicle=self.name, t_ns=t_ns, r_BN_N=Vector3(z=h), v_BN_N=Vector3(z=v),
             q_BN=Quaternion(w=1.0), omega_BN_B=Vector3(), a_BN_N=Vector3(z=a), mass=self.mass_kg))
@@ -75,21 +96,36 @@ class Altimeter(Model):
     outputs = {"altitude": Out(Scalar)}
     io_schedule = FixedRate(20.0)
     feed_through = False
+    accepts_faults = ("sensor_bias", "noise_scale", "dropout")
 
     def __init__(self, name: str, noise_m: float = 0.05, bias_m: float = 0.0, rate_hz: float = 20.0):
         super().__init__(name)
         self.noise_m, self.bias_m = noise_m, bias_m
+        self.fault_bias_m = 0.0
+        self.noise_scale = 1.0
+        self.dropout = False
         self.measured_m = float("nan")
         self.io_schedule = FixedRate(rate_hz)
+
+    def on_fault(self, fault, t_ns: int) -> None:
+        """sensor_bias adds ``value`` m; noise_scale multiplies the noise; dropout stops the samples."""
+        if fault.kind == "sensor_bias":
+            self.fault_bias_m = 0.0 if fault.clear else fault.value
+        elif fault.kind == "noise_scale":
+            self.noise_scale = 1.0 if fault.clear else fault.value
+        elif fault.kind == "dropout":
+            self.dropout = not fault.clear
 
     def end_io_step(self, t0_ns: int, t1_ns: int) -> None:
         """Sample the true height at the end of the step (sets measured_m)."""
         state = self.read("state")
         if state is not None:
-            self.measured_m = state.r_BN_N.z + self.bias_m + self.noise_m * self.rng.standard_normal()
+            noise = self.noise_m * self.noise_scale * self.rng.standard_normal()
+            self.measured_m = state.r_BN_N.z + self.bias_m + self.fault_bias_m + noise
 
     def update_flow_outs(self, t_ns: int) -> None:
-        self.write("altitude", Scalar(value=self.measured_m, unit="m"))
+        if not self.dropout:
+            self.write("altitude", Scalar(value=self.measured_m, unit="m"))
 
 
 class DescentController(Model):

@@ -105,6 +105,12 @@ class McapRecorder:
         """Write out the envelopes of the current instant (call only when it is complete)."""
         self._buffer.flush()
 
+    def flush_chunk(self) -> None:
+        """Close the current chunk and push it to disk (at checkpoints: a crash loses nothing before)."""
+        self._buffer.flush()
+        self._writer.flush()
+        self._file.flush()
+
     def _write(self, env: Envelope) -> None:
         self.digest.add(env)
         self._writer.add_message(self._channels[(env.topic, env.source)], log_time=env.t_ns,
@@ -140,6 +146,9 @@ class MemoryRecorder:
         self._buffer.add(env)
 
     def flush(self) -> None:
+        self._buffer.flush()
+
+    def flush_chunk(self) -> None:
         self._buffer.flush()
 
     def _keep(self, env: Envelope) -> None:

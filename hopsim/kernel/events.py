@@ -23,6 +23,8 @@ class TimedEvent:
     seq: int = field(default_factory=lambda: next(_sequence))
     cancelled: bool = False
     sim: Any = None
+    transient: bool = False     # display only (progress): not part of the simulation's state
+    from_build: bool = True     # registered while the scenario was built (restorable by name)
     _next_ns: int | None = None
 
     def key(self) -> tuple:

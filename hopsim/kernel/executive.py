@@ -86,6 +86,7 @@ class Simulation:
         self._publish_counts = 0
         self._routes: dict[str, list] = {}
         self.playback = None       # a PlaybackPlan during partial replay
+        self._injections: list[tuple[Envelope, bool]] = []   # injected, not yet recorded
 
     # ------------------------------------------------------------------ assembly
     def add_island(self, name: str, integrator=None, n_integration_steps: int = 1,
@@ -160,11 +161,14 @@ class Simulation:
 
     # ------------------------------------------------------------------ events
     def at(self, times: float | Iterable[float], callback: Callable[[TimedEvent], Any],
-           name: str | None = None, island: str | None = None, priority: int = 0) -> list[str]:
+           name: str | None = None, island: str | None = None, priority: int = 0,
+           transient: bool = False) -> list[str]:
         """Timed event(s) at ``times`` (seconds). A list makes one-shot events named ``name@t``.
 
         With ``island`` the event is a barrier of that island (it may touch its models); without,
         the event belongs to the kernel (progress, e_stop) and splits no island's hop.
+        A ``transient`` event (a progress display) is not part of the simulation's state: it is
+        left out of checkpoints.
         """
         many = not isinstance(times, (int, float))
         time_list = list(times) if many else [times]
@@ -175,6 +179,8 @@ class Simulation:
             if ev_name in self._events:
                 raise ValueError(f"an event named {ev_name!r} exists already")
             ev = TimedEvent(ev_name, seconds(t_s), callback, priority, island, sim=self)
+            ev.transient = transient
+            ev.from_build = not self._started
             self._schedule_event(ev)
             names.append(ev_name)
         return names
@@ -265,9 +271,19 @@ class Simulation:
         for rank, sub in enumerate(topic_obj.subscribers):
             island = self.islands[sub.island]
             island.enqueue(t_ns, env, self._slots[sub.model], sub.port, rank)
-        if self.recorder is not None:
-            self.env.timeout(t_ns - self.env.now, value=env).callbacks.append(
-                lambda e, q=topic_obj.queue: self.recorder.record(e.value, queue=q))
+        self._schedule_injection_record(env, topic_obj.queue)
+
+    def _schedule_injection_record(self, env: Envelope, queue: bool) -> None:
+        """Record an injected envelope when the run reaches its instant."""
+        entry = (env, queue)
+        self._injections.append(entry)
+
+        def record(_event) -> None:
+            self._injections.remove(entry)
+            if self.recorder is not None:
+                self.recorder.record(env, queue=queue)
+
+        self.env.timeout(env.t_ns - self.env.now).callbacks.append(record)
 
     def schedule_fault(self, fault: Fault, t_s: float) -> None:
         """Send ``fault`` to its target model at ``t_s`` (a message on ``faults/<target>``).
@@ -338,6 +354,12 @@ class Simulation:
         """Set up every model and run the initial barrier of every island (t = 0)."""
         if self._started:
             return
+        self._prepare()
+        for island in self.islands.values():
+            island.start()
+
+    def _prepare(self) -> None:
+        """Order the islands, set up the models and the routes; the run counts as started."""
         for island in self.islands.values():
             for slot in island.slots:
                 slot.accounting = self.cpu_accounting
@@ -350,8 +372,6 @@ class Simulation:
                                for sub in topic.subscribers]
                         for name, topic in self.topics.topics.items()}
         self._started = True
-        for island in self.islands.values():
-            island.start()
 
     def _run_until(self, t_stop: int) -> str:
         if self.e_stop:

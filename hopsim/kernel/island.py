@@ -32,7 +32,7 @@ import numpy as np
 from hopsim.bus.envelope import Envelope
 from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
 from hopsim.kernel.integrate import RK4
-from hopsim.kernel.model import ContinuousModel, DefaultRate, FixedRate, Model, NoIo, VariableRate
+from hopsim.kernel.model import BARRIER_REQUEST, ContinuousModel, DefaultRate, FixedRate, Model, NoIo, VariableRate
 from hopsim.kernel.ordering import Node, feed_through_order
 from hopsim.kernel.simtime import NS_PER_S, PeriodicSchedule, seconds
 from hopsim.schemas import KernelEvent
@@ -139,8 +139,12 @@ class Slot:
     def _call(self, method: str, *args):
         events = self.method_events.get(method) if self.method_events else None
         if events is None and not self.handle.remote and method != "update_flow_outs":
-            # fast path: a local method that cannot write outputs
-            return getattr(self.model, method)(*args)
+            # fast path: a local method that cannot write outputs (it may request barriers)
+            result = getattr(self.model, method)(*args)
+            if self.model._outbox:
+                out, self.model._outbox = self.model._outbox, []
+                self.island.route(self, out)
+            return result
         if events:
             for ev in events:
                 if ev.before:
@@ -566,6 +570,12 @@ class Island:
         """Wrap a model's outputs in envelopes and hand them to the bus."""
         t = self.t
         for port, msg in outputs:
+            if port == BARRIER_REQUEST:
+                if msg <= t:
+                    raise CausalityError(f"{slot.name} requested a barrier at {msg} ns, not after {t} ns")
+                heapq.heappush(self._stops, msg)
+                self.request_barrier(msg)
+                continue
             topic, latency, priority, queue = slot.out_topics[port]
             env = Envelope(t, t + latency, slot.name, topic, slot.seq, priority, msg)
             slot.seq += 1

@@ -71,6 +71,9 @@ class ModelContext:
     params: dict
 
 
+BARRIER_REQUEST = "__barrier__"   # outbox marker: (BARRIER_REQUEST, t_ns)
+
+
 class OutputOutsideUpdateFlowOuts(RuntimeError):
     pass
 
@@ -153,6 +156,11 @@ class Model:
             raise TypeError(f"{self.name}.{port} carries {spec.msg_type.DESCRIPTOR.full_name}, "
                             f"got {type(msg).__name__}")
         self._outbox.append((port, msg))
+
+    def request_barrier(self, t_ns: int) -> None:
+        """Ask for a barrier of this model's island at ``t_ns`` (a discontinuity ahead, e.g. the
+        end of a pulse). Call it at barriers (I/O steps, update_flow_outs, on_fault), not in a hop."""
+        self._outbox.append((BARRIER_REQUEST, int(t_ns)))
 
     # ------------------------------------------------------------------ lifecycle (override)
     def setup(self, ctx: ModelContext) -> None:
