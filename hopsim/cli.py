@@ -129,6 +129,34 @@ def replay_cmd(
     raise typer.Exit(1)
 
 
+@app.command("campaign")
+def campaign_cmd(
+    name: str = typer.Argument(..., help="scenario name"),
+    fault: list[str] = typer.Option(..., help="one run per fault: t=S,target=MODEL,kind=KIND[,...]"),
+    seed: int = typer.Option(0),
+    duration: Optional[float] = typer.Option(None),
+    set_: list[str] = typer.Option([], "--set", help="scenario parameter, key=value"),
+    table: Path = typer.Option(Path("runs/campaign.md"), help="where the table goes (.md or .csv)"),
+) -> None:
+    """Run a scenario once without faults and once per --fault; tabulate the outcomes."""
+    from hopsim.scenarios import ScenarioError
+    from hopsim.scenarios.campaign import run_campaign, write_table
+    from hopsim.scenarios.registry import FaultSpec
+
+    try:
+        specs = [FaultSpec.parse(f) for f in fault]
+        rows = run_campaign(name, specs, seed=seed, duration_s=duration, overrides=_parse_sets(set_))
+    except (ScenarioError, ValueError) as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2)
+    out = Table("run", *rows[0].outcome)
+    for r in rows:
+        out.add_row(r.label, *[str(v if not isinstance(v, float) else f"{v:.4g}") for v in r.outcome.values()])
+    console.print(out)
+    write_table(rows, table)
+    console.print(f"table: {table.resolve()}")
+
+
 @app.command("inspect")
 def inspect_cmd(file: Path = typer.Argument(..., help="a recording")) -> None:
     """Say what a recording holds and whether it is complete (reads damaged files too)."""

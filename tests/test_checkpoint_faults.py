@@ -92,3 +92,16 @@ def test_bad_faults_are_rejected_before_the_run():
         run_with([{"t_s": 1.0, "target": "pilot", "kind": "dropout"}])
     with pytest.raises(ValueError, match="key=value"):
         FaultSpec.parse("t=1,target")
+
+
+def test_campaign_rows_are_separate_seeded_runs_with_their_fault():
+    from hopsim.scenarios.campaign import run_campaign, write_table
+
+    faults = [FaultSpec(t_s=10.0, target="body", kind="thrust_scale", value=0.5),
+              FaultSpec(t_s=60.0, target="altimeter", kind="dropout")]          # after touchdown
+    rows = run_campaign("lander", faults, seed=2, duration_s=90.0)
+    plain = run_scenario("lander", {}, seed=2, duration_s=90.0, keep_stream=True)
+    base, weak, late = rows
+    assert base.stream_sha256 == plain.stream_sha256 and base.outcome["safe"]
+    assert not weak.outcome["safe"] and weak.outcome["touchdown_speed_mps"] > 2.0
+    assert late.outcome == base.outcome and late.stream_sha256 != base.stream_sha256

@@ -37,6 +37,8 @@ class LanderBody(ContinuousModel):
         self.max_thrust_N, self.engine_power_W, self.avionics_power_W = max_thrust_N, engine_power_W, avionics_power_W
         self.throttle = 0.0
         self.touched_down = False
+        self.touchdown_t_ns = -1
+        self.touchdown_speed_mps = float("nan")
         self.io_schedule = FixedRate(rate_hz)
         self.thrust_scale = 1.0
         self.disturbance_N = 0.0               # vertical force, up positive, while active
@@ -74,9 +76,11 @@ class LanderBody(ContinuousModel):
         self.xdot[0] = self.x[1]
         self.xdot[1] = force / self.mass_kg - self.gravity
 
-    def touch_down(self) -> None:
+    def touch_down(self, t_ns: int) -> None:
         """Called by the touchdown zero-crossing: the lander stops on the ground."""
         self.touched_down = True
+        self.touchdown_t_ns = t_ns
+        self.touchdown_speed_mps = abs(float(self.x[1]))
         self.x[1] = 0.0
 
     def update_flow_outs(self, t_ns: int) -> None:

@@ -35,8 +35,22 @@ class LanderParams(ScenarioParams):
     stop_on_touchdown: bool = False
 
 
+SAFE_TOUCHDOWN_MPS = 2.0
+
+
+def lander_outcome(sim: Simulation) -> dict:
+    """Touchdown time and speed, energy used, and whether the landing was safe."""
+    body, battery = sim.model("body"), sim.model("battery")
+    landed = body.touched_down
+    return {"landed": landed,
+            "touchdown_s": body.touchdown_t_ns / 1e9 if landed else None,
+            "touchdown_speed_mps": body.touchdown_speed_mps if landed else None,
+            "energy_used_Wh": battery.total_power_Wh - battery.power_level_Wh,
+            "safe": landed and body.touchdown_speed_mps <= SAFE_TOUCHDOWN_MPS}
+
+
 @scenario("lander", LanderParams, "1-D lunar lander: controller, sensor, battery, touchdown zero-crossing, "
-          "telemetry to a ground station", default_duration_s=60.0)
+          "telemetry to a ground station", default_duration_s=60.0, outcome=lander_outcome)
 def build_lander(sim: Simulation, p: LanderParams) -> None:
     sim.add_island("lander", integrator=INTEGRATORS[p.integrator](), n_integration_steps=p.n_integration_steps)
     sim.add_island("ground")
@@ -59,7 +73,7 @@ def build_lander(sim: Simulation, p: LanderParams) -> None:
     sim.add_model(GroundStation("ground_station"), "ground", ties={"telemetry": "lander/telemetry"})
 
     def touchdown(t_ns: int) -> None:
-        body.touch_down()
+        body.touch_down(t_ns)
         if p.stop_on_touchdown:
             sim.e_stop = True
 

@@ -73,6 +73,7 @@ class ScenarioSpec:
     params: type[ScenarioParams]
     build: Callable[[Any, ScenarioParams], Any]
     default_duration_s: float
+    outcome: Callable[[Any], dict[str, Any]] | None = None   # sim -> metrics, for campaigns
 
     def make_params(self, overrides: dict[str, Any] | None = None) -> ScenarioParams:
         """Validate ``overrides`` (strings from the command line are converted) into parameters."""
@@ -94,12 +95,16 @@ class ScenarioSpec:
 _REGISTRY: dict[str, ScenarioSpec] = {}
 
 
-def scenario(name: str, params: type[ScenarioParams], summary: str, default_duration_s: float):
-    """Decorator registering ``build(sim, params)`` as scenario ``name``."""
+def scenario(name: str, params: type[ScenarioParams], summary: str, default_duration_s: float,
+             outcome: Callable[[Any], dict[str, Any]] | None = None):
+    """Decorator registering ``build(sim, params)`` as scenario ``name``.
+
+    ``outcome(sim)`` returns the metrics a fault campaign tabulates after each run.
+    """
     def register(build):
         if name in _REGISTRY:
             raise ValueError(f"scenario {name!r} is registered twice")
-        _REGISTRY[name] = ScenarioSpec(name, summary, params, build, default_duration_s)
+        _REGISTRY[name] = ScenarioSpec(name, summary, params, build, default_duration_s, outcome)
         return build
     return register
 
