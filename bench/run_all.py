@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHES = ["bench_kernel.py", "bench_dynamics.py"]
+BENCHES = ["bench_kernel.py", "bench_recording.py", "bench_dynamics.py", "bench_spheres.py"]
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 

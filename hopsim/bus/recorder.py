@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -29,17 +30,26 @@ RUN_METADATA = "hopsim.run"
 RESULT_METADATA = "hopsim.result"
 
 
+_HEADER = struct.Struct("<qqiQ")
+
+
 class StreamDigest:
-    """SHA-256 over the canonical bytes of every envelope, in stream order."""
+    """SHA-256 over every envelope (header fields and payload bytes), in stream order."""
 
     def __init__(self):
         self._h = hashlib.sha256()
         self.count = 0
 
-    def add(self, env: Envelope) -> None:
-        data = env.to_bytes()
-        self._h.update(len(data).to_bytes(4, "little"))
-        self._h.update(data)
+    def add(self, env: Envelope, payload: bytes | None = None) -> None:
+        if payload is None:
+            payload = env.payload_bytes()
+        names = f"{env.source}\0{env.topic}\0{env.type_name}\0".encode()
+        update = self._h.update
+        update(_HEADER.pack(env.t_ns, env.deliver_ns, env.priority, env.seq))
+        update(len(names).to_bytes(4, "little"))
+        update(names)
+        update(len(payload).to_bytes(4, "little"))
+        update(payload)
         self.count += 1
 
     def hexdigest(self) -> str:
@@ -112,9 +122,10 @@ class McapRecorder:
         self._file.flush()
 
     def _write(self, env: Envelope) -> None:
-        self.digest.add(env)
+        payload = env.payload_bytes()
+        self.digest.add(env, payload)
         self._writer.add_message(self._channels[(env.topic, env.source)], log_time=env.t_ns,
-                                 data=env.payload_bytes(), publish_time=env.t_ns, sequence=env.seq)
+                                 data=payload, publish_time=env.t_ns, sequence=env.seq)
 
     def close(self, result: dict[str, str] | None = None) -> None:
         if self._closed:
