@@ -24,8 +24,11 @@ import numpy as np
 from hopsim.dynamics._jit import compiled
 from hopsim.dynamics.joints import (JOINT_NQ, JOINT_NV, joint_configuration_rate, joint_motion,
                                     joint_normalize)
-from hopsim.dynamics.spatial import (congruence6, force_cross, force_to_parent, mat3_mat3,
-                                     mat3_vec, mat6_vec,
+from hopsim.dynamics.spatial import (congruence6, force_cross, force_cross_into,
+                                     force_to_parent, force_to_parent_add,
+                                     inertia_to_parent_add, mat3_mat3, mat3_vec, mat6_vec,
+                                     mat6_vec_into, motion_cross_into, motion_to_child_into,
+                                     motion_to_parent_into,
                                      motion_cross, motion_to_child, motion_to_parent,
                                      motion_transform_matrix, skew)
 from hopsim.dynamics.tree import as_arrays
@@ -34,9 +37,9 @@ from hopsim.dynamics.tree import as_arrays
 
 
 @compiled
-def _spd_inverse(D, n):
-    """Inverse of the leading n x n block of a symmetric positive definite matrix (Cholesky)."""
-    L = np.zeros((n, n))
+def _spd_inverse_into(D, n, inv, L):
+    """Inverse of the leading n x n block of a symmetric positive definite matrix ``D`` into
+    ``inv`` (Cholesky; ``L`` is scratch)."""
     for j in range(n):
         s = D[j, j]
         for k in range(j):
@@ -47,23 +50,18 @@ def _spd_inverse(D, n):
             for k in range(j):
                 s -= L[i, k] * L[j, k]
             L[i, j] = s / L[j, j]
-    inv = np.zeros((n, n))
-    e = np.zeros(n)
-    y = np.zeros(n)
-    for c in range(n):
-        e[:] = 0.0
-        e[c] = 1.0
+    # inv = L^-T L^-1, column by column: forward then backward substitution of e_c
+    for col in range(n):
         for i in range(n):
-            s = e[i]
+            s = 1.0 if i == col else 0.0
             for k in range(i):
-                s -= L[i, k] * y[k]
-            y[i] = s / L[i, i]
+                s -= L[i, k] * inv[k, col]
+            inv[i, col] = s / L[i, i]
         for i in range(n - 1, -1, -1):
-            s = y[i]
+            s = inv[i, col]
             for k in range(i + 1, n):
-                s -= L[k, i] * inv[k, c]
-            inv[i, c] = s / L[i, i]
-    return inv
+                s -= L[k, i] * inv[k, col]
+            inv[i, col] = s / L[i, i]
 
 
 # --------------------------------------------------------------------------- kinematics
@@ -82,6 +80,11 @@ def _kinematics(tree, Q, U):
     v = np.zeros((nb, 6))
     Sj = np.zeros((6, 6))
     cj = np.zeros(6)
+    R_OJ = np.empty((3, 3))
+    p_JO = np.empty(3)
+    R_OB = np.empty((3, 3))
+    p_BO = np.empty(3)
+    col = np.empty(6)
     for i in range(nb):
         jtype = tree.joint_type[i]
         qs = tree.q_start[i]
@@ -89,26 +92,38 @@ def _kinematics(tree, Q, U):
         nvj = JOINT_NV[jtype]
         q = Q[qs:qs + JOINT_NQ[jtype]]
         u = U[vs:vs + nvj]
-        R_OJ, p_JO_O = joint_motion(jtype, tree.joint_axis[i], q, u, Sj, cj)
+        joint_motion(jtype, tree.joint_axis[i], q, u, Sj, cj, R_OJ, p_JO)
         R_bj = tree.R_bj[i]
         p_bj = tree.p_bj[i]
+        R_inb = tree.R_inb[i]
         # T_PB = T_PO * T_OJ * T_BJ^-1
-        R_OB = mat3_mat3(R_OJ, R_bj.T)
-        p_BO_O = p_JO_O - mat3_vec(R_OB, p_bj)
-        R_rel[i] = mat3_mat3(tree.R_inb[i], R_OB)
-        p_rel[i] = tree.p_inb[i] + mat3_vec(tree.R_inb[i], p_BO_O)
+        for r in range(3):
+            for c in range(3):
+                R_OB[r, c] = R_OJ[r, 0] * R_bj[c, 0] + R_OJ[r, 1] * R_bj[c, 1] + \
+                    R_OJ[r, 2] * R_bj[c, 2]
+        for r in range(3):
+            p_BO[r] = p_JO[r] - (R_OB[r, 0] * p_bj[0] + R_OB[r, 1] * p_bj[1]
+                                 + R_OB[r, 2] * p_bj[2])
+        for r in range(3):
+            for c in range(3):
+                R_rel[i, r, c] = R_inb[r, 0] * R_OB[0, c] + R_inb[r, 1] * R_OB[1, c] + \
+                    R_inb[r, 2] * R_OB[2, c]
+            p_rel[i, r] = tree.p_inb[i, r] + (R_inb[r, 0] * p_BO[0] + R_inb[r, 1] * p_BO[1]
+                                              + R_inb[r, 2] * p_BO[2])
         for k in range(nvj):
-            S[i, :, k] = motion_to_parent(R_bj, p_bj, Sj[:, k])
-        cJ[i] = motion_to_parent(R_bj, p_bj, cj)
-        vj = np.zeros(6)
-        for k in range(nvj):
-            vj += S[i, :, k] * u[k]
-        vJ[i] = vj
+            motion_to_parent_into(col, R_bj, p_bj, Sj[:, k])
+            for r in range(6):
+                S[i, r, k] = col[r]
+                vJ[i, r] += col[r] * u[k]
+        motion_to_parent_into(cJ[i], R_bj, p_bj, cj)
         par = tree.parent[i]
         if par >= 0:
-            v[i] = motion_to_child(R_rel[i], p_rel[i], v[par]) + vj
+            motion_to_child_into(v[i], R_rel[i], p_rel[i], v[par])
+            for r in range(6):
+                v[i, r] += vJ[i, r]
         else:
-            v[i] = vj
+            for r in range(6):
+                v[i, r] = vJ[i, r]
     return R_rel, p_rel, S, cJ, vJ, v
 
 
@@ -159,85 +174,104 @@ def _aba_core(tree, Q, U, tau, udot_prescribed, f_ext, prescribed, a_world):
     IA = tree.inertia.copy()
     pA = np.zeros((nb, 6))
     c = np.zeros((nb, 6))
+    tmp = np.empty(6)
+    tmp2 = np.empty(6)
     for i in range(nb):
-        c[i] = cJ[i] + motion_cross(v[i], vJ[i])
-        pA[i] = force_cross(v[i], mat6_vec(tree.inertia[i], v[i])) - f_ext[i]
+        motion_cross_into(tmp, v[i], vJ[i])
+        mat6_vec_into(tmp2, tree.inertia[i], v[i])
+        force_cross_into(pA[i], v[i], tmp2)
+        for r in range(6):
+            c[i, r] = cJ[i, r] + tmp[r]
+            pA[i, r] -= f_ext[i, r]
     Ust = np.zeros((nb, 6, 6))
     Dinv = np.zeros((nb, 6, 6))
     uprime = np.zeros((nb, 6))
+    D = np.empty((6, 6))
+    L = np.empty((6, 6))
+    UD = np.empty((6, 6))
+    Ia = np.empty((6, 6))
+    pa = np.empty(6)
+    known = np.empty(6)
+    X = np.empty((6, 6))
+    Y = np.empty((6, 6))
     for i in range(nb - 1, -1, -1):
-        jtype = tree.joint_type[i]
-        nvj = JOINT_NV[jtype]
+        nvj = JOINT_NV[tree.joint_type[i]]
         vs = tree.v_start[i]
         I_i = IA[i]
+        Ui = Ust[i]
+        for r in range(6):
+            for col in range(6):
+                Ia[r, col] = I_i[r, col]
         if nvj > 0 and not prescribed[i]:
-            Ui = np.zeros((6, nvj))
             for k in range(nvj):
-                Ui[:, k] = mat6_vec(I_i, S[i, :, k])
-            D = np.zeros((nvj, nvj))
+                for r in range(6):
+                    s = 0.0
+                    for m in range(6):
+                        s += I_i[r, m] * S[i, m, k]
+                    Ui[r, k] = s
             for a in range(nvj):
                 for b in range(nvj):
                     s = 0.0
                     for r in range(6):
                         s += S[i, r, a] * Ui[r, b]
                     D[a, b] = s
-            Di = _spd_inverse(D, nvj)
+            _spd_inverse_into(D, nvj, Dinv[i], L)
+            Di = Dinv[i]
             for a in range(nvj):
                 s = tau[vs + a]
                 for r in range(6):
                     s -= S[i, r, a] * pA[i, r]
                 uprime[i, a] = s
-            # UD = U D^-1
-            UD = np.zeros((6, nvj))
             for r in range(6):
                 for b in range(nvj):
                     s = 0.0
                     for a in range(nvj):
                         s += Ui[r, a] * Di[a, b]
                     UD[r, b] = s
-            Ia = I_i.copy()
             for r in range(6):
                 for col in range(6):
                     s = 0.0
                     for a in range(nvj):
                         s += UD[r, a] * Ui[col, a]
                     Ia[r, col] -= s
-            pa = pA[i] + mat6_vec(Ia, c[i])
+            for r in range(6):
+                known[r] = c[i, r]
+            mat6_vec_into(pa, Ia, known)
             for r in range(6):
                 s = 0.0
                 for a in range(nvj):
                     s += UD[r, a] * uprime[i, a]
-                pa[r] += s
-            for r in range(6):
-                for a in range(nvj):
-                    Ust[i, r, a] = Ui[r, a]
-            for a in range(nvj):
-                for b in range(nvj):
-                    Dinv[i, a, b] = Di[a, b]
+                pa[r] += pA[i, r] + s
         else:
-            Ia = I_i.copy()
-            known = c[i].copy()
-            if nvj > 0:
-                for k in range(nvj):
-                    known += S[i, :, k] * udot_prescribed[vs + k]
-            pa = pA[i] + mat6_vec(Ia, known)
+            for r in range(6):
+                known[r] = c[i, r]
+            for k in range(nvj):
+                for r in range(6):
+                    known[r] += S[i, r, k] * udot_prescribed[vs + k]
+            mat6_vec_into(pa, Ia, known)
+            for r in range(6):
+                pa[r] += pA[i, r]
         par = tree.parent[i]
         if par >= 0:
-            X = motion_transform_matrix(R_rel[i], p_rel[i])
-            IA[par] += congruence6(X, Ia)
-            pA[par] += force_to_parent(R_rel[i], p_rel[i], pa)
+            inertia_to_parent_add(IA[par], R_rel[i], p_rel[i], Ia, X, Y)
+            force_to_parent_add(pA[par], R_rel[i], p_rel[i], pa)
     udot = np.zeros(nv)
     tau_out = tau.copy()
     a = np.zeros((nb, 6))
+    ap = np.empty(6)
+    f = np.empty(6)
+    rhs = np.empty(6)
     for i in range(nb):
-        jtype = tree.joint_type[i]
-        nvj = JOINT_NV[jtype]
+        nvj = JOINT_NV[tree.joint_type[i]]
         vs = tree.v_start[i]
         par = tree.parent[i]
-        a_par = a[par] if par >= 0 else a_world
-        ap = motion_to_child(R_rel[i], p_rel[i], a_par) + c[i]
+        if par >= 0:
+            motion_to_child_into(ap, R_rel[i], p_rel[i], a[par])
+        else:
+            motion_to_child_into(ap, R_rel[i], p_rel[i], a_world)
+        for r in range(6):
+            ap[r] += c[i, r]
         if nvj > 0 and not prescribed[i]:
-            rhs = np.zeros(nvj)
             for k in range(nvj):
                 s = uprime[i, k]
                 for r in range(6):
@@ -252,14 +286,16 @@ def _aba_core(tree, Q, U, tau, udot_prescribed, f_ext, prescribed, a_world):
             for k in range(nvj):
                 udot[vs + k] = udot_prescribed[vs + k]
         for k in range(nvj):
-            ap += S[i, :, k] * udot[vs + k]
-        a[i] = ap
+            for r in range(6):
+                ap[r] += S[i, r, k] * udot[vs + k]
+        for r in range(6):
+            a[i, r] = ap[r]
         if nvj > 0 and prescribed[i]:
-            f = mat6_vec(IA[i], ap) + pA[i]
+            mat6_vec_into(f, IA[i], ap)
             for k in range(nvj):
                 s = 0.0
                 for r in range(6):
-                    s += S[i, r, k] * f[r]
+                    s += S[i, r, k] * (f[r] + pA[i, r])
                 tau_out[vs + k] = s
     return udot, tau_out
 
@@ -700,7 +736,8 @@ def state_derivative(tree, x, tau=None, f_ext=None, udot_prescribed=None):
 
 
 __all__ = [
-    "aba", "aba_batch", "hybrid_dynamics", "rnea", "crba", "jacobian_transpose_times", "minv", "composite_body_inertias",
+    "aba", "aba_batch", "hybrid_dynamics", "rnea", "crba", "jacobian_transpose_times", "minv",
+    "composite_body_inertias",
     "forward_kinematics", "mass_properties", "spatial_momentum", "center_of_mass",
     "kinetic_energy", "frame_jacobian", "station_jacobian", "joint_reaction_forces",
     "configuration_rate", "normalize_configuration", "state_derivative",

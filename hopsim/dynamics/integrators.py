@@ -378,5 +378,6 @@ def make_integrator(name: str, **options):
     try:
         cls = INTEGRATORS[name]
     except KeyError:
-        raise ValueError(f"unknown integrator {name!r}; choose one of {sorted(INTEGRATORS)}") from None
+        raise ValueError(f"unknown integrator {name!r}; "
+                         f"choose one of {sorted(INTEGRATORS)}") from None
     return cls(**options)

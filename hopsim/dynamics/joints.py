@@ -27,8 +27,7 @@ The motion subspace ``S`` (6 x nv) maps U to the spatial velocity of J relative 
 import numpy as np
 
 from hopsim.dynamics._jit import compiled
-from hopsim.dynamics.spatial import (axis_angle_to_dcm, mat3_vec, quat_normalize, quat_rate,
-                                     quat_to_dcm)
+from hopsim.dynamics.spatial import mat3_vec, quat_normalize, quat_rate, quat_to_dcm
 
 LOCKED, PIN, SLIDER, UNIVERSAL, PLANAR, BALL, FREE = range(7)
 
@@ -65,23 +64,38 @@ def zero_configuration(joint_type) -> np.ndarray:
 
 
 @compiled
-def joint_motion(jtype, axis, q, u, S, c_J):
-    """Pose of J in O for joint coordinates ``q``; fills ``S`` (6 x 6, first nv columns used)
-    and ``c_J`` (6) in J components. Returns ``(R_OJ, p_JO_O)``."""
-    S[:, :] = 0.0
-    c_J[:] = 0.0
-    R = np.eye(3)
-    p = np.zeros(3)
+def joint_motion(jtype, axis, q, u, S, c_J, R, p):
+    """Fill the pose of J in O (``R`` = R_OJ, ``p`` = p_JO_O [m]) for joint coordinates ``q``,
+    and ``S`` (6 x 6, first nv columns used) and ``c_J`` (6) in J components."""
+    for i in range(6):
+        c_J[i] = 0.0
+        for j in range(6):
+            S[i, j] = 0.0
+    for i in range(3):
+        p[i] = 0.0
+        for j in range(3):
+            R[i, j] = 1.0 if i == j else 0.0
     if jtype == PIN:
-        R = axis_angle_to_dcm(axis, q[0])
-        S[0, 0] = axis[0]
-        S[1, 0] = axis[1]
-        S[2, 0] = axis[2]
+        c = np.cos(q[0])
+        s = np.sin(q[0])
+        t = 1.0 - c
+        x, y, z = axis[0], axis[1], axis[2]
+        R[0, 0] = t * x * x + c
+        R[0, 1] = t * x * y - s * z
+        R[0, 2] = t * x * z + s * y
+        R[1, 0] = t * x * y + s * z
+        R[1, 1] = t * y * y + c
+        R[1, 2] = t * y * z - s * x
+        R[2, 0] = t * x * z - s * y
+        R[2, 1] = t * y * z + s * x
+        R[2, 2] = t * z * z + c
+        S[0, 0] = x
+        S[1, 0] = y
+        S[2, 0] = z
     elif jtype == SLIDER:
-        p = axis * q[0]
-        S[3, 0] = axis[0]
-        S[4, 0] = axis[1]
-        S[5, 0] = axis[2]
+        for k in range(3):
+            p[k] = axis[k] * q[0]
+            S[3 + k, 0] = axis[k]
     elif jtype == UNIVERSAL:
         c1 = np.cos(q[0])
         s1 = np.sin(q[0])
@@ -119,17 +133,27 @@ def joint_motion(jtype, axis, q, u, S, c_J):
         S[2, 2] = 1.0
         c_J[3] = u[2] * (-s * u[0] + c * u[1])
         c_J[4] = u[2] * (-c * u[0] - s * u[1])
-    elif jtype == BALL:
-        R = quat_to_dcm(q[0:4])
-        S[0, 0] = 1.0
-        S[1, 1] = 1.0
-        S[2, 2] = 1.0
-    elif jtype == FREE:
-        R = quat_to_dcm(q[0:4])
-        p = q[4:7].copy()
-        for k in range(6):
-            S[k, k] = 1.0
-    return R, p
+    elif jtype == BALL or jtype == FREE:
+        x, y, z, w = q[0], q[1], q[2], q[3]
+        R[0, 0] = 1.0 - 2.0 * (y * y + z * z)
+        R[0, 1] = 2.0 * (x * y - z * w)
+        R[0, 2] = 2.0 * (x * z + y * w)
+        R[1, 0] = 2.0 * (x * y + z * w)
+        R[1, 1] = 1.0 - 2.0 * (x * x + z * z)
+        R[1, 2] = 2.0 * (y * z - x * w)
+        R[2, 0] = 2.0 * (x * z - y * w)
+        R[2, 1] = 2.0 * (y * z + x * w)
+        R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
+        if jtype == BALL:
+            S[0, 0] = 1.0
+            S[1, 1] = 1.0
+            S[2, 2] = 1.0
+        else:
+            p[0] = q[4]
+            p[1] = q[5]
+            p[2] = q[6]
+            for k in range(6):
+                S[k, k] = 1.0
 
 
 @compiled

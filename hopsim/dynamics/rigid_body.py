@@ -32,8 +32,7 @@ functions, so batched and single results are identical bit for bit.
 import numpy as np
 
 from hopsim.dynamics._jit import compiled
-from hopsim.dynamics.spatial import (cross3, inverse3, mat3_vec, mat3T_vec, quat_normalize,
-                                     quat_rate, quat_to_dcm)
+from hopsim.dynamics.spatial import inverse3, quat_normalize, quat_to_dcm
 
 STATE_SIZE = 13
 R_SLICE = slice(0, 3)
@@ -53,44 +52,84 @@ def pack_state(r_BN_N, v_BN_N, q_BN, omega_BN_B) -> np.ndarray:
 
 
 @compiled
-def _derivative_into(out, x, mass, inertia_C_B, inertia_inv, r_CB_B, force_N, force_B,
-                     torque_B, point_B, mu):
-    q = x[6:10]
-    omega = x[10:13]
-    R = quat_to_dcm(q)
-    applied_N = force_N + mat3_vec(R, force_B)
-    applied_B = mat3T_vec(R, applied_N)
-    lever = point_B - r_CB_B
-    Iw = mat3_vec(inertia_C_B, omega)
-    torque = torque_B + cross3(lever, applied_B) - cross3(omega, Iw)
-    omega_dot = mat3_vec(inertia_inv, torque)
-    a_C = applied_N / mass
+def _derivative_into(out, x, mass, I, Iinv, c, force_N, force_B, torque_B, point_B, mu):
+    """Write the state derivative of one vehicle into ``out`` (scalar code: no allocation)."""
+    qx, qy, qz, qw = x[6], x[7], x[8], x[9]
+    wx, wy, wz = x[10], x[11], x[12]
+    # R = R(q): body -> inertial
+    r00 = 1.0 - 2.0 * (qy * qy + qz * qz)
+    r01 = 2.0 * (qx * qy - qz * qw)
+    r02 = 2.0 * (qx * qz + qy * qw)
+    r10 = 2.0 * (qx * qy + qz * qw)
+    r11 = 1.0 - 2.0 * (qx * qx + qz * qz)
+    r12 = 2.0 * (qy * qz - qx * qw)
+    r20 = 2.0 * (qx * qz - qy * qw)
+    r21 = 2.0 * (qy * qz + qx * qw)
+    r22 = 1.0 - 2.0 * (qx * qx + qy * qy)
+    # applied force in N and in B
+    fx = force_N[0] + r00 * force_B[0] + r01 * force_B[1] + r02 * force_B[2]
+    fy = force_N[1] + r10 * force_B[0] + r11 * force_B[1] + r12 * force_B[2]
+    fz = force_N[2] + r20 * force_B[0] + r21 * force_B[1] + r22 * force_B[2]
+    bx = r00 * fx + r10 * fy + r20 * fz
+    by = r01 * fx + r11 * fy + r21 * fz
+    bz = r02 * fx + r12 * fy + r22 * fz
+    lx = point_B[0] - c[0]
+    ly = point_B[1] - c[1]
+    lz = point_B[2] - c[2]
+    hx = I[0, 0] * wx + I[0, 1] * wy + I[0, 2] * wz
+    hy = I[1, 0] * wx + I[1, 1] * wy + I[1, 2] * wz
+    hz = I[2, 0] * wx + I[2, 1] * wy + I[2, 2] * wz
+    tx = torque_B[0] + (ly * bz - lz * by) - (wy * hz - wz * hy)
+    ty = torque_B[1] + (lz * bx - lx * bz) - (wz * hx - wx * hz)
+    tz = torque_B[2] + (lx * by - ly * bx) - (wx * hy - wy * hx)
+    dwx = Iinv[0, 0] * tx + Iinv[0, 1] * ty + Iinv[0, 2] * tz
+    dwy = Iinv[1, 0] * tx + Iinv[1, 1] * ty + Iinv[1, 2] * tz
+    dwz = Iinv[2, 0] * tx + Iinv[2, 1] * ty + Iinv[2, 2] * tz
+    ax = fx / mass
+    ay = fy / mass
+    az = fz / mass
     if mu != 0.0:
-        r_C = x[0:3] + mat3_vec(R, r_CB_B)
-        rn = np.sqrt(r_C[0] * r_C[0] + r_C[1] * r_C[1] + r_C[2] * r_C[2])
-        a_C = a_C - (mu / (rn * rn * rn)) * r_C
-    w_c = cross3(omega, r_CB_B)
-    rel_B = cross3(omega_dot, r_CB_B) + cross3(omega, w_c)
-    a_B = a_C - mat3_vec(R, rel_B)
-    qdot = quat_rate(q, omega)
-    for k in range(3):
-        out[k] = x[3 + k]
-        out[3 + k] = a_B[k]
-        out[10 + k] = omega_dot[k]
-    for k in range(4):
-        out[6 + k] = qdot[k]
+        cx = x[0] + r00 * c[0] + r01 * c[1] + r02 * c[2]
+        cy = x[1] + r10 * c[0] + r11 * c[1] + r12 * c[2]
+        cz = x[2] + r20 * c[0] + r21 * c[1] + r22 * c[2]
+        rn = np.sqrt(cx * cx + cy * cy + cz * cz)
+        k = mu / (rn * rn * rn)
+        ax = ax - k * cx
+        ay = ay - k * cy
+        az = az - k * cz
+    # a_B = a_C - R (omegadot x c + omega x (omega x c))
+    ux = wy * c[2] - wz * c[1]
+    uy = wz * c[0] - wx * c[2]
+    uz = wx * c[1] - wy * c[0]
+    ex = (dwy * c[2] - dwz * c[1]) + (wy * uz - wz * uy)
+    ey = (dwz * c[0] - dwx * c[2]) + (wz * ux - wx * uz)
+    ez = (dwx * c[1] - dwy * c[0]) + (wx * uy - wy * ux)
+    out[0] = x[3]
+    out[1] = x[4]
+    out[2] = x[5]
+    out[3] = ax - (r00 * ex + r01 * ey + r02 * ez)
+    out[4] = ay - (r10 * ex + r11 * ey + r12 * ez)
+    out[5] = az - (r20 * ex + r21 * ey + r22 * ez)
+    out[6] = 0.5 * (qw * wx + qy * wz - qz * wy)
+    out[7] = 0.5 * (qw * wy + qz * wx - qx * wz)
+    out[8] = 0.5 * (qw * wz + qx * wy - qy * wx)
+    out[9] = -0.5 * (qx * wx + qy * wy + qz * wz)
+    out[10] = dwx
+    out[11] = dwy
+    out[12] = dwz
 
 
 @compiled
-def _rk4_step_into(out, x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, point_B,
-                   mu):
+def _rk4_step_into(out, work, x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B,
+                   point_B, mu):
+    """One RK4 step of one vehicle into ``out``; ``work`` is a (5, 13) scratch array."""
     inertia_inv = inverse3(inertia_C_B)
-    n = x.shape[0]
-    k1 = np.empty(n)
-    k2 = np.empty(n)
-    k3 = np.empty(n)
-    k4 = np.empty(n)
-    xs = np.empty(n)
+    n = STATE_SIZE
+    k1 = work[0]
+    k2 = work[1]
+    k3 = work[2]
+    k4 = work[3]
+    xs = work[4]
     half = 0.5 * h
     _derivative_into(k1, x, mass, inertia_C_B, inertia_inv, r_CB_B, force_N, force_B, torque_B,
                      point_B, mu)
@@ -109,9 +148,11 @@ def _rk4_step_into(out, x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torqu
     sixth = h / 6.0
     for k in range(n):
         out[k] = x[k] + sixth * (k1[k] + 2.0 * k2[k] + 2.0 * k3[k] + k4[k])
-    qn = quat_normalize(out[6:10])
-    for k in range(4):
-        out[6 + k] = qn[k]
+    norm = np.sqrt(out[6] * out[6] + out[7] * out[7] + out[8] * out[8] + out[9] * out[9])
+    if out[9] < 0.0:
+        norm = -norm
+    for k in range(6, 10):
+        out[k] = out[k] / norm
 
 
 @compiled
@@ -127,7 +168,9 @@ def derivative_single(x, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, 
 def rk4_step_single(x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, point_B, mu):
     """One RK4 step of size ``h`` [s] of one vehicle, quaternion renormalized (compiled)."""
     out = np.empty(STATE_SIZE)
-    _rk4_step_into(out, x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, point_B, mu)
+    work = np.empty((5, STATE_SIZE))
+    _rk4_step_into(out, work, x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B,
+                   point_B, mu)
     return out
 
 
@@ -147,8 +190,9 @@ def rk4_step_batch(X, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, 
     """One RK4 step of size ``h`` [s] for N vehicles in one call; ``X`` is (N, 13)."""
     n = X.shape[0]
     out = np.empty((n, STATE_SIZE))
+    work = np.empty((5, STATE_SIZE))
     for i in range(n):
-        _rk4_step_into(out[i], X[i], h, mass[i], inertia_C_B[i], r_CB_B[i], force_N[i],
+        _rk4_step_into(out[i], work, X[i], h, mass[i], inertia_C_B[i], r_CB_B[i], force_N[i],
                        force_B[i], torque_B[i], point_B[i], mu)
     return out
 

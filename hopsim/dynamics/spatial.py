@@ -368,3 +368,114 @@ def compose_poses(R_AB, p_BA_A, R_BC, p_CB_B):
 def invert_pose(R_AB, p_BA_A):
     """Pose of A in B from the pose of B in A."""
     return R_AB.T.copy(), -mat3T_vec(R_AB, p_BA_A)
+
+
+# --------------------------------------------------------------------------- in-place variants
+# Used in the inner loops of the recursive algorithms: they write into caller-owned buffers
+# instead of allocating.
+
+
+@compiled
+def motion_to_child_into(out, R, p, m):
+    """``out = X m``: motion vector ``m`` of parent A re-expressed in child B (pose (R, p))."""
+    wx, wy, wz = m[0], m[1], m[2]
+    vx = m[3] - (p[1] * wz - p[2] * wy)
+    vy = m[4] - (p[2] * wx - p[0] * wz)
+    vz = m[5] - (p[0] * wy - p[1] * wx)
+    out[0] = R[0, 0] * wx + R[1, 0] * wy + R[2, 0] * wz
+    out[1] = R[0, 1] * wx + R[1, 1] * wy + R[2, 1] * wz
+    out[2] = R[0, 2] * wx + R[1, 2] * wy + R[2, 2] * wz
+    out[3] = R[0, 0] * vx + R[1, 0] * vy + R[2, 0] * vz
+    out[4] = R[0, 1] * vx + R[1, 1] * vy + R[2, 1] * vz
+    out[5] = R[0, 2] * vx + R[1, 2] * vy + R[2, 2] * vz
+
+
+@compiled
+def motion_to_parent_into(out, R, p, m):
+    """``out``: motion vector ``m`` of child B re-expressed in parent A (pose (R, p))."""
+    wx = R[0, 0] * m[0] + R[0, 1] * m[1] + R[0, 2] * m[2]
+    wy = R[1, 0] * m[0] + R[1, 1] * m[1] + R[1, 2] * m[2]
+    wz = R[2, 0] * m[0] + R[2, 1] * m[1] + R[2, 2] * m[2]
+    out[0] = wx
+    out[1] = wy
+    out[2] = wz
+    out[3] = R[0, 0] * m[3] + R[0, 1] * m[4] + R[0, 2] * m[5] + (p[1] * wz - p[2] * wy)
+    out[4] = R[1, 0] * m[3] + R[1, 1] * m[4] + R[1, 2] * m[5] + (p[2] * wx - p[0] * wz)
+    out[5] = R[2, 0] * m[3] + R[2, 1] * m[4] + R[2, 2] * m[5] + (p[0] * wy - p[1] * wx)
+
+
+@compiled
+def force_to_parent_add(out, R, p, f):
+    """``out += X^T f``: force ``f`` of child B re-expressed in parent A and accumulated."""
+    fx = R[0, 0] * f[3] + R[0, 1] * f[4] + R[0, 2] * f[5]
+    fy = R[1, 0] * f[3] + R[1, 1] * f[4] + R[1, 2] * f[5]
+    fz = R[2, 0] * f[3] + R[2, 1] * f[4] + R[2, 2] * f[5]
+    out[0] += R[0, 0] * f[0] + R[0, 1] * f[1] + R[0, 2] * f[2] + (p[1] * fz - p[2] * fy)
+    out[1] += R[1, 0] * f[0] + R[1, 1] * f[1] + R[1, 2] * f[2] + (p[2] * fx - p[0] * fz)
+    out[2] += R[2, 0] * f[0] + R[2, 1] * f[1] + R[2, 2] * f[2] + (p[0] * fy - p[1] * fx)
+    out[3] += fx
+    out[4] += fy
+    out[5] += fz
+
+
+@compiled
+def motion_cross_into(out, v, m):
+    """``out = v x m`` for motion vectors."""
+    out[0] = v[1] * m[2] - v[2] * m[1]
+    out[1] = v[2] * m[0] - v[0] * m[2]
+    out[2] = v[0] * m[1] - v[1] * m[0]
+    out[3] = (v[1] * m[5] - v[2] * m[4]) + (v[4] * m[2] - v[5] * m[1])
+    out[4] = (v[2] * m[3] - v[0] * m[5]) + (v[5] * m[0] - v[3] * m[2])
+    out[5] = (v[0] * m[4] - v[1] * m[3]) + (v[3] * m[1] - v[4] * m[0])
+
+
+@compiled
+def force_cross_into(out, v, f):
+    """``out = v x* f`` for a motion vector ``v`` and a force vector ``f``."""
+    out[0] = (v[1] * f[2] - v[2] * f[1]) + (v[4] * f[5] - v[5] * f[4])
+    out[1] = (v[2] * f[0] - v[0] * f[2]) + (v[5] * f[3] - v[3] * f[5])
+    out[2] = (v[0] * f[1] - v[1] * f[0]) + (v[3] * f[4] - v[4] * f[3])
+    out[3] = v[1] * f[5] - v[2] * f[4]
+    out[4] = v[2] * f[3] - v[0] * f[5]
+    out[5] = v[0] * f[4] - v[1] * f[3]
+
+
+@compiled
+def mat6_vec_into(out, M, v):
+    """``out = M v`` for a 6x6 matrix."""
+    for i in range(6):
+        s = 0.0
+        for j in range(6):
+            s += M[i, j] * v[j]
+        out[i] = s
+
+
+@compiled
+def inertia_to_parent_add(dst, R, p, M, X, Y):
+    """``dst += X^T M X`` with X the child-from-parent motion transform of pose (R, p): moves a
+    spatial inertia from child to parent frame and accumulates it. ``X``, ``Y`` are 6x6
+    scratch buffers."""
+    for i in range(6):
+        for j in range(6):
+            X[i, j] = 0.0
+    for i in range(3):
+        for j in range(3):
+            X[i, j] = R[j, i]
+            X[3 + i, 3 + j] = R[j, i]
+    # lower-left block: -R^T skew(p)
+    for i in range(3):
+        X[3 + i, 0] = -(R[1, i] * p[2] - R[2, i] * p[1])
+        X[3 + i, 1] = -(R[2, i] * p[0] - R[0, i] * p[2])
+        X[3 + i, 2] = -(R[0, i] * p[1] - R[1, i] * p[0])
+    for i in range(6):
+        for j in range(6):
+            s = 0.0
+            for k in range(6):
+                s += M[i, k] * X[k, j]
+            Y[i, j] = s
+    for i in range(6):
+        for j in range(6):
+            s = 0.0
+            for k in range(6):
+                s += X[k, i] * Y[k, j]
+            dst[i, j] += s

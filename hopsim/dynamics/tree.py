@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hopsim.dynamics import joints as jt
-from hopsim.dynamics.spatial import dcm_to_quat, quat_to_dcm, spatial_inertia
+from hopsim.dynamics.spatial import quat_to_dcm, spatial_inertia
 
 TreeArrays = namedtuple("TreeArrays", [
     "parent",         # (nb,) int64, -1 for the world
@@ -53,7 +53,8 @@ def _rotation_matrix(rotation) -> np.ndarray:
         return quat_to_dcm(r / np.linalg.norm(r))
     if r.shape == (3, 3):
         return r.copy()
-    raise ValueError(f"a rotation is a quaternion (x, y, z, w) or a 3x3 matrix, got shape {r.shape}")
+    raise ValueError(f"a rotation is a quaternion (x, y, z, w) or a 3x3 matrix, "
+                     f"got shape {r.shape}")
 
 
 @dataclass
@@ -257,4 +258,4 @@ def as_arrays(tree) -> TreeArrays:
     return tree.arrays if isinstance(tree, MultibodyTree) else tree
 
 
-__all__ = ["MultibodyTree", "TreeArrays", "Pose", "pose", "Body", "as_arrays", "dcm_to_quat"]
+__all__ = ["MultibodyTree", "TreeArrays", "Pose", "pose", "Body", "as_arrays"]
