@@ -96,6 +96,9 @@ def _report(result) -> None:
     for island, s in result.stats["islands"].items():
         console.print(f"  island {island}: {s['barriers']} barriers, {s['hops']} hops, "
                       f"{s['deliveries']} deliveries, {s['rollbacks']} rollbacks")
+    for rec in result.stats.get("recoveries", []):
+        console.print(f"  recovered: actor {rec['actor']} killed at {rec['t_s']:g} s, run resumed from "
+                      f"the checkpoint at {rec['resumed_from_s']:g} s")
     if result.cpu:
         console.print("CPU share per actor: " + ", ".join(
             f"{n} {v['share']:.1%}" for n, v in sorted(result.cpu.items(), key=lambda kv: -kv[1]["share"])))

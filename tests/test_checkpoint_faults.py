@@ -105,3 +105,34 @@ def test_campaign_rows_are_separate_seeded_runs_with_their_fault():
     assert base.stream_sha256 == plain.stream_sha256 and base.outcome["safe"]
     assert not weak.outcome["safe"] and weak.outcome["touchdown_speed_mps"] > 2.0
     assert late.outcome == base.outcome and late.stream_sha256 != base.stream_sha256
+
+
+def model_stream(result):
+    """The envelopes of the models (the fault messages themselves left out)."""
+    return [e.to_bytes() for e in result.recorder.envelopes if not e.topic.startswith("faults/")]
+
+
+@pytest.mark.parametrize("every_s", [None, 5.0])
+def test_killed_actor_is_recovered_and_the_run_equals_the_run_without_the_kill(tmp_path, every_s):
+    plain = run_scenario("lander", {}, seed=2, duration_s=25.0, keep_stream=True)
+    kill = [FaultSpec(t_s=12.3, target="controller", kind="kill").model_dump()]
+    killed = run_scenario("lander", {"faults": kill}, seed=2, duration_s=25.0, keep_stream=True,
+                          checkpoint_every_s=every_s, checkpoint_dir=tmp_path)
+    assert killed.stats["recoveries"] == [{"actor": "controller", "t_s": 12.3,
+                                           "resumed_from_s": 10.0 if every_s else 0.0}]
+    assert model_stream(killed) == model_stream(plain)
+    kills = [e for e in killed.recorder.envelopes if e.topic == "faults/controller"]
+    assert len(kills) == 1 and kills[0].t_ns == 12_300_000_000
+
+
+@pytest.mark.ray
+def test_killed_ray_actor_is_recovered_with_the_same_stream(tmp_path):
+    import ray
+
+    plain = run_scenario("lander", {}, seed=6, duration_s=4.0, keep_stream=True)
+    kill = [FaultSpec(t_s=2.05, target="altimeter", kind="kill").model_dump()]
+    killed = run_scenario("lander", {"faults": kill}, seed=6, duration_s=4.0, keep_stream=True,
+                          backend="ray", checkpoint_every_s=1.0, checkpoint_dir=tmp_path)
+    assert killed.stats["recoveries"][0]["actor"] == "altimeter"
+    assert model_stream(killed) == model_stream(plain)
+    assert not ray.is_initialized()

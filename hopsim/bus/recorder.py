@@ -94,6 +94,8 @@ class McapRecorder:
         self._channels: dict[tuple[str, str], int] = {}
         self.digest = StreamDigest()
         self._buffer = StreamBuffer(self._write)
+        self.segmented = False              # hold envelopes until commit() (runs that can recover)
+        self._segment: list[Envelope] = []
         if metadata:
             self._writer.add_metadata(RUN_METADATA, {k: str(v) for k, v in metadata.items()})
         self._closed = False
@@ -117,11 +119,29 @@ class McapRecorder:
 
     def flush_chunk(self) -> None:
         """Close the current chunk and push it to disk (at checkpoints: a crash loses nothing before)."""
-        self._buffer.flush()
+        self.commit()
         self._writer.flush()
         self._file.flush()
 
+    def commit(self) -> None:
+        """Everything recorded so far is final (a checkpoint was taken)."""
+        self._buffer.flush()
+        segment, self._segment = self._segment, []
+        for env in segment:
+            self._write_final(env)
+
+    def rollback(self) -> None:
+        """Forget what was recorded since the last commit (the run goes back to its checkpoint)."""
+        self._buffer = StreamBuffer(self._write)
+        self._segment = []
+
     def _write(self, env: Envelope) -> None:
+        if self.segmented:
+            self._segment.append(env)
+        else:
+            self._write_final(env)
+
+    def _write_final(self, env: Envelope) -> None:
         payload = env.payload_bytes()
         self.digest.add(env, payload)
         self._writer.add_message(self._channels[(env.topic, env.source)], log_time=env.t_ns,
@@ -130,7 +150,7 @@ class McapRecorder:
     def close(self, result: dict[str, str] | None = None) -> None:
         if self._closed:
             return
-        self._buffer.flush()
+        self.commit()
         summary = {"message_count": str(self.digest.count), "stream_sha256": self.digest.hexdigest()}
         summary.update({k: str(v) for k, v in (result or {}).items()})
         self._writer.add_metadata(RESULT_METADATA, summary)
@@ -152,6 +172,8 @@ class MemoryRecorder:
         self.envelopes: list[Envelope] = []
         self.digest = StreamDigest()
         self._buffer = StreamBuffer(self._keep)
+        self.segmented = False
+        self._committed = (0, 0, self.digest._h.copy())
 
     def record(self, env: Envelope, latency_ns: int = 0, queue: bool = False) -> None:
         self._buffer.add(env)
@@ -160,7 +182,17 @@ class MemoryRecorder:
         self._buffer.flush()
 
     def flush_chunk(self) -> None:
+        self.commit()
+
+    def commit(self) -> None:
         self._buffer.flush()
+        self._committed = (len(self.envelopes), self.digest.count, self.digest._h.copy())
+
+    def rollback(self) -> None:
+        n, count, h = self._committed
+        del self.envelopes[n:]
+        self.digest.count, self.digest._h = count, h.copy()
+        self._buffer = StreamBuffer(self._keep)
 
     def _keep(self, env: Envelope) -> None:
         self.envelopes.append(env)

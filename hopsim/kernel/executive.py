@@ -20,7 +20,7 @@ import simpy
 from hopsim.bus.envelope import Envelope
 from hopsim.bus.topics import Subscription, TopicRegistry, WiringError
 from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
-from hopsim.kernel.island import Island, Slot, ZeroCrossing
+from hopsim.kernel.island import KILL, Island, Slot, ZeroCrossing
 from hopsim.kernel.model import Model, ModelContext, model_rng
 from hopsim.kernel.runtime import LocalRuntime
 from hopsim.kernel.simtime import NS_PER_S, seconds, to_seconds
@@ -87,6 +87,7 @@ class Simulation:
         self._routes: dict[str, list] = {}
         self.playback = None       # a PlaybackPlan during partial replay
         self._injections: list[tuple[Envelope, bool]] = []   # injected, not yet recorded
+        self.handled_kills: set = set()      # kill faults already recovered from (kept across restores)
 
     # ------------------------------------------------------------------ assembly
     def add_island(self, name: str, integrator=None, n_integration_steps: int = 1,
@@ -139,9 +140,9 @@ class Simulation:
                 raise WiringError(f"{model.name}.{port}: latency must be >= 0 s, got {tie.latency_s}")
             self.topics.add_publisher(tie.topic, spec.msg_type, spec.queue, model.name)
             ties_out[port] = (tie.topic, seconds(tie.latency_s), tie.priority, spec.queue)
-        if model.accepts_faults:
-            self.topics.add_subscriber(fault_topic(model.name), Fault, True,
-                                       Subscription(island, model.name, FAULT_PORT))
+        # every model takes faults: at least ``kill``, plus the kinds it lists in accepts_faults
+        self.topics.add_subscriber(fault_topic(model.name), Fault, True,
+                                   Subscription(island, model.name, FAULT_PORT))
         ctx = ModelContext(model.name, island, self.seed, model_rng(self.seed, model.name),
                            dict(params or {}))
         handle = self.runtime.handle(model, ctx)
@@ -293,12 +294,11 @@ class Simulation:
         """
         slot = self._slots.get(fault.target)
         if slot is None:
-            takers = {n: s.accepts_faults for n, s in self._slots.items() if s.accepts_faults}
-            raise ValueError(f"fault {fault.kind!r} for unknown target {fault.target!r}; models that "
-                             f"accept faults: {takers or 'none'}")
-        if fault.kind not in slot.accepts_faults:
+            raise ValueError(f"fault {fault.kind!r} for unknown target {fault.target!r}; the models are "
+                             f"{sorted(self._slots)}")
+        if fault.kind not in slot.accepts_faults and fault.kind != KILL:
             raise ValueError(f"{fault.target} does not accept fault {fault.kind!r}; it accepts "
-                             f"{list(slot.accepts_faults) or 'no faults'}")
+                             f"{list(slot.accepts_faults) + [KILL]}")
         self.inject(fault_topic(fault.target), fault, t_s)
 
     # ------------------------------------------------------------------ bus
@@ -423,6 +423,10 @@ class Simulation:
             island.add_stop(self._halt_at)
 
     # ------------------------------------------------------------------ end
+    def release_models(self) -> None:
+        """Let go of this simulation's actors (it is being replaced by a restored one)."""
+        self.runtime.release([slot.handle for slot in self._slots.values()])
+
     def close(self) -> None:
         """Flush the recorder and release the runtime (Ray actors, a local Ray)."""
         try:

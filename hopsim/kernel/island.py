@@ -42,10 +42,20 @@ if TYPE_CHECKING:
 
 _zc_sequence = itertools.count()
 FAULT_PORT = "__faults__"   # the hidden input on which a model receives its faults
+KILL = "kill"               # the fault every model accepts: its process dies
 
 
 class CausalityError(RuntimeError):
     pass
+
+
+class ActorKilled(RuntimeError):
+    """An actor's process died during the run (the ``kill`` fault, or a Ray worker lost)."""
+
+    def __init__(self, actor: str, t_ns: int, key=None):
+        self.actor, self.t_ns, self.key = actor, t_ns, key
+        super().__init__(f"actor {actor!r} was killed at t = {t_ns / 1e9:.9g} s; recover it from a "
+                         f"checkpoint (the runner does this for `hopsim run`)")
 
 
 @dataclass(eq=False)
@@ -508,6 +518,9 @@ class Island:
             _, _, _, _, _, env, slot, port = heapq.heappop(inbox)
             self.stats["deliveries"] += 1
             if port == FAULT_PORT:
+                if env.payload.kind == KILL:
+                    self._kill(slot, env, t)
+                    continue
                 self.kernel_event(KernelEvent.FAULT, slot.name, f"{env.payload.kind}")
                 slot.call("on_fault", env.payload, t)
                 slot.force_ufo = True
@@ -552,6 +565,19 @@ class Island:
                 s.call("start_io_step", t, s.io_next)
             for ev in s.io_events["begin"]:
                 ev.callback(t)
+
+    def _kill(self, slot: Slot, env: Envelope, t: int) -> None:
+        """The ``kill`` fault: the actor's process dies (a Ray actor is really killed).
+
+        The run cannot go on past this instant without the actor; the runner recovers it from
+        the last checkpoint. A kill already recovered from is recorded and passed over.
+        """
+        key = (slot.name, t, env.seq)
+        if key in self.sim.handled_kills:
+            return
+        self.sim.handled_kills.add(key)
+        slot.handle.kill()
+        raise ActorKilled(slot.name, t, key)
 
     def _next_io(self, s: Slot, t: int) -> int | None:
         if s.periodic is not None:

@@ -46,6 +46,10 @@ class LocalHandle:
     def call(self, method: str, *args) -> tuple[Any, list]:
         return invoke(self.model, method, args)
 
+    def kill(self) -> None:
+        """An in-process actor dies with its state: nothing of it is used again."""
+        self.model = None
+
     def close(self) -> None:
         pass
 
@@ -80,7 +84,14 @@ class RayHandle:
 
     def call(self, method: str, *args) -> tuple[Any, list]:
         pending, self._pending = self._pending, []
-        return self._ray.get(self.actor.invoke.remote(method, args, pending))
+        try:
+            return self._ray.get(self.actor.invoke.remote(method, args, pending))
+        except self._ray.exceptions.RayActorError as err:
+            from hopsim.kernel.island import ActorKilled
+            raise ActorKilled(self.name, -1) from err
+
+    def kill(self) -> None:
+        self._ray.kill(self.actor, no_restart=True)
 
     def close(self) -> None:
         self._ray.kill(self.actor)
@@ -96,6 +107,9 @@ class LocalRuntime:
         h = LocalHandle(model)
         h.call("bind", ctx)
         return h
+
+    def release(self, handles) -> None:
+        pass
 
     def shutdown(self) -> None:
         pass
@@ -132,6 +146,16 @@ class RayRuntime:
             self._handles.append(h)
         h.call("bind", ctx)
         return h
+
+    def release(self, handles) -> None:
+        """Stop the actors of a simulation that is being replaced (recovery); Ray stays up."""
+        for h in handles:
+            if h in self._handles:
+                self._handles.remove(h)
+                try:
+                    h.close()
+                except Exception:   # already dead
+                    pass
 
     def shutdown(self) -> None:
         for h in self._handles:

@@ -11,6 +11,7 @@ from typing import Any
 
 from hopsim.bus.recorder import McapRecorder, MemoryRecorder, dumps_params
 from hopsim.kernel import Simulation, checkpoint, make_runtime
+from hopsim.kernel.island import KILL, ActorKilled
 from hopsim.kernel.simtime import seconds
 from hopsim.scenarios.registry import ScenarioError, get_scenario
 
@@ -69,7 +70,8 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
 
     With ``checkpoint_every_s`` a checkpoint is written to ``checkpoint_dir`` at every multiple
     of that period (each one a barrier of every island). ``resume_from`` is a checkpoint's state
-    to continue from (see :func:`resume_run`).
+    to continue from (see :func:`resume_run`). A run with a ``kill`` fault, or on Ray, keeps its
+    last checkpoint in memory and recovers a killed actor from it.
     """
     spec = get_scenario(name)
     params = spec.make_params(overrides)
@@ -86,39 +88,37 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
                 "platform": platform.platform(), "python": platform.python_version(),
                 "backend": runtime.name, "placement": runtime.placement}
     recorder = McapRecorder(out, metadata) if out else (MemoryRecorder() if keep_stream else None)
-    sim = Simulation(seed=seed, runtime=runtime, recorder=recorder, cpu_accounting=cpu_accounting)
-    sim.playback = playback
+    run = ScenarioRun(spec, params, seed, runtime, recorder, playback, cpu_accounting,
+                      duration_s if progress else None)
+    description = {"scenario": name, "overrides": params.model_dump(), "seed": seed,
+                   "duration_s": duration_s, "checkpoint_every_s": checkpoint_every_s,
+                   "versions": package_versions()}
     wall0 = time.perf_counter()
     try:
-        spec.build(sim, params)
-        for fault in params.faults:
-            try:
-                sim.schedule_fault(fault.message(), fault.t_s)
-            except ValueError as err:
-                raise ScenarioError(str(err)) from None
-        if resume_from is not None:
-            checkpoint.restore(sim, resume_from)
-        description = {"scenario": name, "overrides": params.model_dump(), "seed": seed,
-                       "duration_s": duration_s, "checkpoint_every_s": checkpoint_every_s,
-                       "versions": package_versions()}
-        reason = _advance(sim, duration_s, progress, checkpoint_every_s,
-                          Path(checkpoint_dir or "checkpoints"), description)
+        run.build(resume_from)
+        reason = run.advance(duration_s, checkpoint_every_s, Path(checkpoint_dir or "checkpoints"), description)
     except BaseException as err:
         # keep everything recorded so far, and say in the file why it ends there
         if recorder is not None:
-            recorder.close({"end_time_s": sim.time, "stop_reason": f"crashed: {type(err).__name__}: {err}"})
-        sim.runtime.shutdown()
+            recorder.close({"end_time_s": run.sim.time if run.sim else 0.0,
+                            "stop_reason": f"crashed: {type(err).__name__}: {err}"})
+        runtime.shutdown()
         raise
+    finally:
+        run.close_progress()
+    sim = run.sim
     wall = time.perf_counter() - wall0
     stats = sim.stats()
+    stats["recoveries"] = run.recoveries
     cpu = sim.cpu_report() if cpu_accounting else {}
     if recorder is not None:
         recorder.close({"end_time_s": sim.time, "stop_reason": reason, "final_state_sha256": state_hash(sim),
-                        "cpu_json": json.dumps(cpu, sort_keys=True)})
+                        "cpu_json": json.dumps(cpu, sort_keys=True),
+                        "recoveries_json": json.dumps(run.recoveries)})
         count, digest = recorder.digest.count, recorder.digest.hexdigest()
     else:
         count, digest = stats["published"], ""
-    sim.runtime.shutdown()
+    runtime.shutdown()
     return RunResult(name, seed, duration_s, sim.time, reason, wall, count, digest,
                      Path(out) if out else None, stats, sim if keep_stream else None,
                      recorder if keep_stream else None, cpu)
@@ -138,41 +138,106 @@ def checkpoint_path(directory: Path, scenario: str, t_ns: int) -> Path:
     return directory / f"{scenario}_t{t_ns / 1e9:012.3f}.ckpt"
 
 
-def _advance(sim: Simulation, duration_s: float, progress: bool, every_s: float | None = None,
-             directory: Path = Path("checkpoints"), description: dict | None = None) -> str:
-    def run_to_end() -> str:
+class ScenarioRun:
+    """One run: builds the simulation, advances it from checkpoint to checkpoint, and recovers
+    from a killed actor by rebuilding the scenario from the last checkpoint (the recording goes
+    back to that checkpoint too, so the stream is the one of a run where nothing died)."""
+
+    def __init__(self, spec, params, seed, runtime, recorder, playback, cpu_accounting,
+                 progress_total_s: float | None):
+        self.spec, self.params, self.seed = spec, params, seed
+        self.runtime, self.recorder, self.playback = runtime, recorder, playback
+        self.cpu_accounting = cpu_accounting
+        self.recoverable = runtime.name == "ray" or any(f.kind == KILL for f in params.faults)
+        self.sim: Simulation | None = None
+        self.last_state: dict | None = None
+        self.recoveries: list[dict] = []
+        self._bar = None
+        self._progress_total_s = progress_total_s     # None: no progress bar
+
+    def build(self, state: dict | None = None) -> Simulation:
+        handled = self.sim.handled_kills if self.sim is not None else set()
+        sim = Simulation(seed=self.seed, runtime=self.runtime, recorder=self.recorder,
+                         cpu_accounting=self.cpu_accounting)
+        sim.playback = self.playback
+        self.spec.build(sim, self.params)
+        for fault in self.params.faults:
+            try:
+                sim.schedule_fault(fault.message(), fault.t_s)
+            except ValueError as err:
+                raise ScenarioError(str(err)) from None
+        if state is not None:
+            checkpoint.restore(sim, state)
+        sim.handled_kills = handled
+        self.sim = sim
+        self._show_progress()
+        return sim
+
+    def advance(self, duration_s: float, every_s: float | None, directory: Path, description: dict) -> str:
+        end = seconds(duration_s)
+        if self.recoverable:
+            self.sim.advance_to(self.sim.time)            # the initial barrier: a state to go back to
+            self._keep_state()
         reason = "time"
-        for t in checkpoint_times(sim.now, duration_s, every_s):
-            reason = sim.advance_to(t / 1e9)
+        for t in checkpoint_times(self.sim.now, duration_s, every_s):
+            reason = self._advance_recovering(t)
             if reason != "time":
                 return reason
-            if every_s and t < seconds(duration_s):
+            if self.recoverable:
+                self._keep_state()
+            if every_s and t < end:
                 directory.mkdir(parents=True, exist_ok=True)
-                checkpoint.save(checkpoint.capture(sim), checkpoint_path(directory, description["scenario"], t),
-                                description)
-                if sim.recorder is not None:
-                    sim.recorder.flush_chunk()
+                state = self.last_state if self.recoverable else checkpoint.capture(self.sim)
+                checkpoint.save(state, checkpoint_path(directory, description["scenario"], t), description)
+                if self.recorder is not None:
+                    self.recorder.flush_chunk()
         return reason
 
-    if not progress:
-        return run_to_end()
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    def _advance_recovering(self, t_ns: int) -> str:
+        while True:
+            try:
+                return self.sim.advance_to(t_ns / 1e9)
+            except ActorKilled as killed:
+                if not self.recoverable or self.last_state is None:
+                    raise
+                self.recoveries.append({"actor": killed.actor, "t_s": killed.t_ns / 1e9,
+                                        "resumed_from_s": self.last_state["t_ns"] / 1e9})
+                if self.recorder is not None:
+                    self.recorder.rollback()
+                self.sim.release_models()
+                self.build(self.last_state)
 
-    columns = (TextColumn("[bold]sim"), BarColumn(), TextColumn("{task.completed:.1f}/{task.total:.1f} s"),
-               TimeRemainingColumn())
-    with Progress(*columns, transient=False) as bar:
-        task = bar.add_task("run", total=duration_s)
-        tick = max(seconds(duration_s / 100), 1)
+    def _keep_state(self) -> None:
+        self.last_state = checkpoint.capture(self.sim)
+        if self.recorder is not None:
+            self.recorder.segmented = True
+            self.recorder.commit()
+
+    # ------------------------------------------------------------------ progress display
+    def _show_progress(self) -> None:
+        if self._progress_total_s is None:
+            return
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+        if self._bar is None:
+            columns = (TextColumn("[bold]sim"), BarColumn(),
+                       TextColumn("{task.completed:.1f}/{task.total:.1f} s"), TimeRemainingColumn())
+            self._bar = Progress(*columns, transient=False)
+            self._bar.start()
+            self._task = self._bar.add_task("run", total=self._progress_total_s)
+        sim, bar, task = self.sim, self._bar, self._task
 
         def show(ev) -> None:
             bar.update(task, completed=sim.time)
-            if ev.t_ns + tick < seconds(duration_s):
-                ev.reschedule(ev.t_ns + tick)
+            ev.reschedule(ev.t_ns + 100_000_000)
 
         sim.at(sim.time, show, name="progress", transient=True)
-        reason = run_to_end()
-        bar.update(task, completed=sim.time)
-    return reason
+
+    def close_progress(self) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, completed=self.sim.time if self.sim else 0.0)
+            self._bar.stop()
+            self._bar = None
 
 
 def resume_run(checkpoint_file: str | Path, out: str | Path | None = None, duration_s: float | None = None,
