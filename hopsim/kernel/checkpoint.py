@@ -56,7 +56,7 @@ def capture(sim) -> dict[str, Any]:
             "integrator": copy.deepcopy(isl.integrator),
             "stats": dict(isl.stats),
             "kernel_seq": isl._kernel_seq,
-            "slots": {s.name: (s.seq, s.io_k, s.io_prev, s.io_next, s.fresh, s.force_ufo)
+            "slots": {s.name: (s.seq, s.io_k, s.io_prev, s.io_next, s.fresh, s.force_ufo, s.triggered)
                       for s in isl.slots},
         }
     return {
@@ -130,9 +130,10 @@ def restore(sim, state: dict[str, Any]) -> None:
             raise CheckpointError(f"island {name!r}: zero-crossing(s) {sorted(lost)} were registered "
                                   f"during the run and cannot be restored")
         isl.zero_crossings = [zcs[n] for n in st["zero_crossings"]]
-        for sname, (seq, io_k, io_prev, io_next, fresh, force) in st["slots"].items():
+        for sname, (seq, io_k, io_prev, io_next, fresh, force, triggered) in st["slots"].items():
             s = by_name[sname]
             s.seq, s.io_k, s.io_prev, s.io_next, s.fresh, s.force_ufo = seq, io_k, io_prev, io_next, fresh, force
+            s.triggered = triggered
         isl._events = [(ev.t_ns, ev.priority, ev.seq, ev) for ev in sim._events.values() if ev.island == name]
         heapq.heapify(isl._events)
 

@@ -126,7 +126,12 @@ class Slot:
         self.method_events: dict[str, list[MethodEvent]] = {}
         self.io_events: dict[str, list[IoStepEvent]] = {"begin": [], "end": []}
         self.model: Model | None = handle.model if not handle.remote else None
-        self.message_driven = isinstance(model.io_schedule, NoIo) and bool(model.inputs)
+        # inputs whose messages start an I/O step of the model at the barrier where they arrive:
+        # every input of a model without periodic I/O, and inputs declared In(..., trigger=True)
+        no_io = isinstance(model.io_schedule, NoIo)
+        self.trigger_ports = frozenset(p for p, spec in model.inputs.items() if no_io or spec.trigger)
+        self.message_driven = bool(self.trigger_ports)
+        self.triggered = False
         self.ctx = None
         self.does_end_io = self.does_start_io = True
         self.accounting = False
@@ -527,6 +532,8 @@ class Island:
                 continue
             slot.handle.deliver(port, env.payload, env.t_ns)
             slot.fresh = True
+            if port in slot.trigger_ports:
+                slot.triggered = True
         events = self._events
         while events and events[0][0] == t:
             ev = heapq.heappop(events)[3]
@@ -548,12 +555,14 @@ class Island:
             fresh = s.fresh
             if fresh:
                 s.fresh = False   # a later model's write (across a break) stays fresh for next time
-                if s.message_driven and not s.due:
-                    # a model with no periodic I/O runs an I/O step whenever messages reach it
-                    s.due = True
-                    due.append(s)
-                    if s.does_end_io:
-                        s.call("end_io_step", t if s.io_prev is None else s.io_prev, t)
+                if s.triggered:
+                    s.triggered = False
+                    if not s.due:
+                        # a triggering message starts an I/O step of the model here
+                        s.due = True
+                        due.append(s)
+                        if s.does_end_io:
+                            s.call("end_io_step", t if s.io_prev is None else s.io_prev, t)
             if initial or s.due or s.force_ufo or (fresh and s.feed_through):
                 s.force_ufo = False
                 s.call("update_flow_outs", t)
@@ -610,6 +619,8 @@ class Island:
     def deliver_now(self, slot: Slot, port: str, msg: Any, t_ns: int) -> None:
         slot.handle.deliver(port, msg, t_ns)
         slot.fresh = True
+        if port in slot.trigger_ports:
+            slot.triggered = True
         self.stats["deliveries"] += 1
 
     def kernel_event(self, kind: int, name: str, detail: str = "") -> None:

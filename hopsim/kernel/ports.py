@@ -12,11 +12,17 @@ from typing import Any
 
 @dataclass(frozen=True)
 class In:
-    """Declares an input port: ``inputs = {"cmd": In(ThrottleCommand)}``."""
+    """Declares an input port: ``inputs = {"cmd": In(ThrottleCommand)}``.
+
+    ``trigger=True``: a message arriving on this port starts an I/O step of the model at the
+    barrier where it arrives (end_io_step, update_flow_outs, start_io_step), besides its own
+    schedule. Every input of a model with ``NoIo()`` triggers.
+    """
 
     msg_type: type
     queue: bool = False
     doc: str = ""
+    trigger: bool = False
 
 
 @dataclass(frozen=True)

@@ -124,4 +124,4 @@ def all_scenarios() -> list[ScenarioSpec]:
 
 
 def _load_builtin() -> None:
-    from hopsim.scenarios import lander  # noqa: F401  (registers on import)
+    from hopsim.scenarios import deploy_boom, lander  # noqa: F401  (register on import)
