@@ -21,10 +21,20 @@ run: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q
 
-## benchmarks: print ratios against peers measured in the same run
-bench: $(STAMP)
+BSK_VENV := .venv-bsk
+BSK_STAMP := $(BSK_VENV)/.installed-stamp
+
+# Basilisk's wheel pins an older protobuf than hopsim, so it gets an environment of its own
+$(BSK_STAMP):
+	$(PYTHON) -m venv $(BSK_VENV)
+	$(BSK_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BSK_VENV)/bin/python -m pip install --quiet 'bsk==2.12.1' numpy
+	touch $(BSK_STAMP)
+
+## benchmarks: print ratios against peers measured in the same run, and update README.md
+bench: $(STAMP) $(BSK_STAMP)
 	$(PY) -m pip install --quiet -e '.[test,bench]'
-	$(PY) bench/run_all.py
+	HOPSIM_BSK_PYTHON=$(CURDIR)/$(BSK_VENV)/bin/python $(PY) bench/run_all.py
 
 ## regenerate the protobuf modules from hopsim/schemas/*.proto
 schemas: $(STAMP)
@@ -34,4 +44,4 @@ check-schemas: $(STAMP)
 	$(PY) hopsim/schemas/generate.py --check
 
 clean:
-	rm -rf $(VENV) $(OUT) .pytest_cache
+	rm -rf $(VENV) $(BSK_VENV) $(OUT) .pytest_cache

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_kernel import Stage  # noqa: E402
-from hopsim.kernel import Simulation  # noqa: E402
+from bench_kernel import Stage, hop_cost, print_table  # noqa: E402
 from hopsim.scenarios.replay import replay_recording  # noqa: E402
 from hopsim.scenarios.runner import run_scenario  # noqa: E402
 
@@ -39,18 +37,6 @@ class FaultyStage(Stage):
         pass
 
 
-def hops_wall(cls, n=20_000) -> float:
-    sim = Simulation()
-    sim.add_island("a")
-    names = [f"m{i}" for i in range(5)]
-    for i, name in enumerate(names):
-        sim.add_model(cls(name), "a", ties={"u": f"a/{names[i - 1]}", "y": f"a/{name}"})
-    sim.start()
-    t0 = time.perf_counter()
-    sim.advance_to(n / 100.0)
-    return time.perf_counter() - t0
-
-
 def main() -> list[tuple[str, str, str, str]]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -64,19 +50,12 @@ def main() -> list[tuple[str, str, str, str]]:
         playback = best(lambda: replay_recording(path, live=[]).wall_s)
         rows.append(("playback-only replay of that recording (s)", f"{playback:.3f}", f"{bare:.3f}",
                      f"{bare / playback:.2f}x faster"))
-    with_faults = best(lambda: hops_wall(FaultyStage))
-    without = best(lambda: hops_wall(Stage))
-    rows.append(("20,000 hops, 5 models accepting faults, none sent (s)", f"{with_faults:.3f}",
-                 f"{without:.3f}", f"{(with_faults / without - 1) * 100:+.1f} %"))
+    with_faults = best(lambda: hop_cost(20_000, FaultyStage), repeat=5)
+    without = best(lambda: hop_cost(20_000, Stage), repeat=5)
+    rows.append(("hop of 5 models that accept faults, none sent (us)", f"{with_faults * 1e6:.1f}",
+                 f"{without * 1e6:.1f}", f"{(with_faults / without - 1) * 100:+.1f} %"))
     return rows
 
 
-def print_table(rows) -> None:
-    print("| recording, replay, faults | with | without (same run) | cost |")
-    print("|---|---|---|---|")
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
-
-
 if __name__ == "__main__":
-    print_table(main())
+    print_table(main(), ("recording, replay, faults", "with", "without (same run)", "cost"))

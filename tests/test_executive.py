@@ -3,7 +3,8 @@ import math
 
 import pytest
 
-from hopsim.kernel import (Euler, FixedRate, FSM, RK4, AlgebraicLoopError, Simulation)
+from hopsim.dynamics import RK4, Euler
+from hopsim.kernel import FixedRate, FSM, AlgebraicLoopError, Simulation
 from hopsim.kernel.model import OutputOutsideUpdateFlowOuts
 from hopsim.kernel.simtime import PeriodicSchedule, seconds
 from models_for_tests import FallingBody, Gain, IoRecorder, VariableStepper

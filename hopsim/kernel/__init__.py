@@ -2,7 +2,6 @@
 from hopsim.kernel.events import TimedEvent
 from hopsim.kernel.executive import Simulation, Tie
 from hopsim.kernel.fsm import FSM
-from hopsim.kernel.integrate import RK4, Euler
 from hopsim.kernel.island import CausalityError, Island, ZeroCrossing
 from hopsim.kernel.model import (ContinuousModel, DefaultRate, FixedRate, Model, ModelContext, NoIo,
                                  VariableRate)
@@ -12,7 +11,7 @@ from hopsim.kernel.runtime import LocalRuntime, RayRuntime, make_runtime
 from hopsim.kernel.simtime import NS_PER_S, PeriodicSchedule, seconds, to_seconds
 
 __all__ = [
-    "TimedEvent", "Simulation", "Tie", "FSM", "RK4", "Euler", "CausalityError", "Island", "ZeroCrossing",
+    "TimedEvent", "Simulation", "Tie", "FSM", "CausalityError", "Island", "ZeroCrossing",
     "ContinuousModel", "DefaultRate", "FixedRate", "Model", "ModelContext", "NoIo", "VariableRate",
     "AlgebraicLoopError", "In", "Out", "LocalRuntime", "RayRuntime", "make_runtime", "NS_PER_S",
     "PeriodicSchedule", "seconds", "to_seconds",

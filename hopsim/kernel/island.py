@@ -31,7 +31,7 @@ import numpy as np
 
 from hopsim.bus.envelope import Envelope
 from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
-from hopsim.kernel.integrate import RK4
+from hopsim.kernel.integrate import default_integrator
 from hopsim.kernel.model import BARRIER_REQUEST, ContinuousModel, DefaultRate, FixedRate, Model, NoIo, VariableRate
 from hopsim.kernel.ordering import Node, feed_through_order
 from hopsim.kernel.simtime import NS_PER_S, PeriodicSchedule, seconds
@@ -183,7 +183,7 @@ class Island:
             raise ValueError(f"island {name!r}: n_integration_steps must be >= 1")
         self.sim = sim
         self.name = name
-        self.integrator = integrator if integrator is not None else RK4()
+        self.integrator = integrator if integrator is not None else default_integrator()
         self.n_integration_steps = n_integration_steps
         self.end_of_step_derivative = end_of_step_derivative
         self.slots: list[Slot] = []

@@ -12,7 +12,7 @@ from pydantic import Field
 from hopsim.actors.battery import Battery
 from hopsim.actors.lander import Altimeter, DescentController, GroundStation, LanderBody, TelemetryDownlink
 from hopsim.kernel import Simulation, Tie
-from hopsim.kernel.integrate import INTEGRATORS
+from hopsim.dynamics.integrators import make_integrator
 from hopsim.scenarios.registry import ScenarioParams, scenario
 
 
@@ -52,7 +52,7 @@ def lander_outcome(sim: Simulation) -> dict:
 @scenario("lander", LanderParams, "1-D lunar lander: controller, sensor, battery, touchdown zero-crossing, "
           "telemetry to a ground station", default_duration_s=60.0, outcome=lander_outcome)
 def build_lander(sim: Simulation, p: LanderParams) -> None:
-    sim.add_island("lander", integrator=INTEGRATORS[p.integrator](), n_integration_steps=p.n_integration_steps)
+    sim.add_island("lander", integrator=make_integrator(p.integrator), n_integration_steps=p.n_integration_steps)
     sim.add_island("ground")
     body = sim.add_model(LanderBody("body", p.altitude_m, p.vertical_speed_mps, p.mass_kg, p.gravity_mps2,
                                     p.max_thrust_N), "lander",
