@@ -361,7 +361,8 @@ class Island:
             self._pending_end = None
             self._propagated = False
             return
-        if self.zero_crossings:
+        if self.zero_crossings and self._x.size:
+            # zero-crossings watch continuous states; an island without any cannot overstep one
             self._hop_start_state = self._capture()
             t_end, self._hit = self._propagate_checked(self.t, t1)
             self._propagated = True

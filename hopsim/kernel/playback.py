@@ -27,6 +27,13 @@ class Playback(Model):
         self._times = sorted({t for t, _, _ in messages})
         self._next = 0
 
+    def snapshot(self):
+        """A playback's only state is how far it has got (the messages are fixed data)."""
+        return self._next
+
+    def restore(self, snapshot) -> None:
+        self._next = snapshot
+
     def on_fault(self, fault, t_ns: int) -> None:
         """The recorded outputs already carry the fault's effect."""
 
