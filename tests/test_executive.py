@@ -287,3 +287,38 @@ def test_cpu_accounting_attributes_time_to_the_busy_model():
     report = sim.cpu_report()
     assert report["busy"]["cpu_s"] >= 0.04 and report["busy"]["share"] > 0.5
     assert report["idle"]["cpu_s"] < report["busy"]["cpu_s"] / 20
+
+
+def test_variable_rate_model_is_asked_again_when_a_triggering_message_arrives():
+    """A model learns from a message when it next needs an I/O step (a valve's switch time)."""
+    from hopsim.kernel import In, Out, VariableRate
+    from hopsim.kernel.model import Model as _Model
+    from hopsim.schemas import Scalar
+    from models_for_tests import QueueSource
+
+    class Alarm(_Model):
+        inputs = {"at": In(Scalar, queue=True, trigger=True)}
+        io_schedule = VariableRate()
+
+        def __init__(self):
+            super().__init__("alarm")
+            self.wake_at, self.rang = None, []
+
+        def next_io_time(self, t):
+            return self.wake_at if self.wake_at is not None and self.wake_at > t else None
+
+        def end_io_step(self, t0, t1):
+            if self.wake_at == t1:
+                self.rang.append(t1)
+
+        def start_io_step(self, t0, t1):
+            # inputs that arrived at this barrier are taken up here (after every output of it)
+            for m in self.drain("at"):
+                self.wake_at = int(m.value * S)
+
+    sim = Simulation()
+    sim.add_island("a")
+    sim.add_model(QueueSource("clock", lambda t: t / S + 0.37, rate_hz=1.0), "a", ties={"y": "a/at"})
+    alarm = sim.add_model(Alarm(), "a", ties={"at": "a/at"})
+    sim.advance_to(3.0)
+    assert alarm.rang == [370_000_000, 1_370_000_000, 2_370_000_000]

@@ -41,24 +41,11 @@ def capture(sim) -> dict[str, Any]:
             raise CheckpointError(f"timed event {name!r} was created during the run; only events the "
                                   f"scenario registers can be restored from a checkpoint")
         events[name] = ev.t_ns
-    islands = {}
+    islands, models = {}, {}
     for name, isl in sim.islands.items():
-        if isl.t != now or isl._propagated:
-            raise CheckpointError(f"island {name!r} is not settled at {now} ns (at {isl.t} ns)")
-        islands[name] = {
-            "t": isl.t,
-            "x": isl._x.copy(),
-            "io": [(t, slot.name) for t, _, slot in isl._io_heap],
-            "inbox": [(d, p, src, seq, rank, env, slot.name, port)
-                      for d, p, src, seq, rank, env, slot, port in isl._inbox],
-            "stops": list(isl._stops),
-            "zero_crossings": [zc.name for zc in isl.zero_crossings],
-            "integrator": copy.deepcopy(isl.integrator),
-            "stats": dict(isl.stats),
-            "kernel_seq": isl._kernel_seq,
-            "slots": {s.name: (s.seq, s.io_k, s.io_prev, s.io_next, s.fresh, s.force_ufo, s.triggered)
-                      for s in isl.slots},
-        }
+        part = isl.capture_state() if getattr(isl, "remote", False) else capture_island(isl, now)
+        islands[name] = part["island"]
+        models.update(part["models"])
     return {
         "format": FORMAT,
         "t_ns": now,
@@ -70,8 +57,31 @@ def capture(sim) -> dict[str, Any]:
         "stop_callbacks": [i for i, _ in sim._stop_callbacks],
         "injections": [(env, queue) for env, queue in sim._injections],
         "islands": islands,
-        "models": {name: slot.call("snapshot") for name, slot in sim._slots.items()},
+        "models": models,
     }
+
+
+def capture_island(isl, now: int | None = None) -> dict[str, Any]:
+    """One island's part of a checkpoint: its timeline and state, and its models' snapshots."""
+    now = isl.sim.now if now is None else now
+    if isl.t != now or isl._propagated:
+        raise CheckpointError(f"island {isl.name!r} is not settled at {now} ns (at {isl.t} ns)")
+    island = {
+        "t": isl.t,
+        "x": isl._x.copy(),
+        "io": [(t, slot.name) for t, _, slot in isl._io_heap],
+        "inbox": [(d, p, src, seq, rank, env, slot.name, port)
+                  for d, p, src, seq, rank, env, slot, port in isl._inbox],
+        "stops": list(isl._stops),
+        "requested": list(isl._requested),
+        "zero_crossings": [zc.name for zc in isl.zero_crossings],
+        "integrator": copy.deepcopy(isl.integrator),
+        "stats": dict(isl.stats),
+        "kernel_seq": isl._kernel_seq,
+        "slots": {s.name: (s.seq, s.io_k, s.io_prev, s.io_next, s.fresh, s.force_ufo, s.triggered)
+                  for s in isl.slots},
+    }
+    return {"island": island, "models": {s.name: s.call("snapshot") for s in isl.slots}}
 
 
 def restore(sim, state: dict[str, Any]) -> None:
@@ -118,6 +128,8 @@ def restore(sim, state: dict[str, Any]) -> None:
         isl._kernel_seq = st["kernel_seq"]
         isl._stops = list(st["stops"])
         heapq.heapify(isl._stops)
+        isl._requested = list(st["requested"])
+        heapq.heapify(isl._requested)
         by_name = isl.by_name
         isl._io_heap = [(t, by_name[n].order, by_name[n]) for t, n in st["io"]]
         heapq.heapify(isl._io_heap)
@@ -143,6 +155,7 @@ def restore(sim, state: dict[str, Any]) -> None:
     sim._injections = []
     for env, queue in state["injections"]:
         sim._schedule_injection_record(env, queue)
+    sim._place()
     for isl in sim.islands.values():
         isl.resume()
 

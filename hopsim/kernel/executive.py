@@ -30,6 +30,15 @@ SCENARIO_SOURCE = "scenario"
 FAULT_PORT = "__faults__"
 
 
+def kernel_event_envelope(island, kind: int, name: str, detail: str = "") -> Envelope:
+    """A kernel event of ``island`` at its current time, on topic ``kernel/<island>``."""
+    msg = KernelEvent(t_ns=island.t, kind=kind, island=island.name, name=name, detail=detail)
+    env = Envelope(island.t, island.t, f"kernel.{island.name}", f"kernel/{island.name}",
+                   island._kernel_seq, -1, msg)
+    island._kernel_seq += 1
+    return env
+
+
 def _topic_of(tie) -> str:
     return tie.topic if isinstance(tie, Tie) else tie
 
@@ -85,6 +94,7 @@ class Simulation:
         self._scenario_seq = 0
         self._publish_counts = 0
         self._routes: dict[str, list] = {}
+        self._pulled: set[str] = set()        # models copied back from hosts at the end of a run
         self.playback = None       # a PlaybackPlan during partial replay
         self._injections: list[tuple[Envelope, bool]] = []   # injected, not yet recorded
         self.handled_kills: set = set()      # kill faults already recovered from (kept across restores)
@@ -158,7 +168,19 @@ class Simulation:
         self.breaks.add(topic)
 
     def model(self, name: str) -> Model:
+        """The model called ``name`` (for an island in another process, a copy of it now)."""
+        island = self.islands[self._slots[name].island.name]
+        if getattr(island, "remote", False) and name not in self._pulled:
+            return island.model(name)
         return self._models[name]
+
+    def pull_models(self) -> None:
+        """Copy every model of the islands in other processes here (before they stop)."""
+        for name, slot in self._slots.items():
+            island = self.islands[slot.island.name]
+            if getattr(island, "remote", False):
+                self._models[name] = island.model(name)
+                self._pulled.add(name)
 
     # ------------------------------------------------------------------ events
     def at(self, times: float | Iterable[float], callback: Callable[[TimedEvent], Any],
@@ -302,15 +324,20 @@ class Simulation:
         self.inject(fault_topic(fault.target), fault, t_s)
 
     # ------------------------------------------------------------------ bus
-    def publish(self, env: Envelope, source_island: Island, queue: bool) -> None:
-        """Record an envelope and deliver it to every subscriber of its topic."""
+    def publish(self, env: Envelope, source_island: Island, queue: bool, served_in_island: bool = False) -> None:
+        """Record an envelope and deliver it to every subscriber of its topic.
+
+        ``served_in_island``: the source island (in a host process) already delivered it to its
+        own zero-latency subscribers.
+        """
         self._publish_counts += 1
         if self.recorder is not None:
             self.recorder.record(env, queue=queue)
-        for rank, (island, slot, port) in enumerate(self._routes[env.topic]):
+        for rank, (island, slot, port) in enumerate(self._routes.get(env.topic, ())):
             if island is source_island:
                 if env.deliver_ns == env.t_ns:
-                    island.deliver_now(slot, port, env.payload, env.t_ns)
+                    if not served_in_island:
+                        island.deliver_now(slot, port, env.payload, env.t_ns)
                 else:
                     island.enqueue(env.deliver_ns, env, slot, port, rank)
             else:
@@ -319,17 +346,17 @@ class Simulation:
     def record_kernel_event(self, island: Island, kind: int, name: str, detail: str = "") -> None:
         if self.recorder is None or not self.record_kernel_events:
             return
-        msg = KernelEvent(t_ns=island.t, kind=kind, island=island.name, name=name, detail=detail)
-        env = Envelope(island.t, island.t, f"kernel.{island.name}", f"kernel/{island.name}",
-                       island._kernel_seq, -1, msg)
-        island._kernel_seq += 1
-        self.recorder.record(env, queue=True)
+        self.recorder.record(kernel_event_envelope(island, kind, name, detail), queue=True)
 
     # ------------------------------------------------------------------ time
     @property
     def now(self) -> int:
         """Current simulation time (ns)."""
         return int(self.env.now)
+
+    def schedule_wake(self, island, t_ns: int, gen: int) -> None:
+        """A simpy event at ``t_ns`` that wakes ``island`` for the barrier it planned there."""
+        self.env.timeout(t_ns - self.env.now, value=gen).callbacks.append(island._wake)
 
     @property
     def time(self) -> float:
@@ -355,8 +382,23 @@ class Simulation:
         if self._started:
             return
         self._prepare()
+        self._place()
         for island in self.islands.values():
             island.start()
+
+    def _place(self) -> None:
+        """Let the runtime move islands to other processes (Ray per-island or shards)."""
+        place = getattr(self.runtime, "place", None)
+        if place is None or not place(self):
+            return
+        self._routes = {name: [(self.islands[sub.island], self._slots[sub.model], sub.port)
+                               for sub in topic.subscribers]
+                        for name, topic in self.topics.topics.items()}
+
+    def __reduce__(self):
+        # islands shipped to a host may hold the simulation in closures: there it is the host's
+        from hopsim.kernel.host import _services_in_this_host
+        return (_services_in_this_host, ())
 
     def _prepare(self) -> None:
         """Order the islands, set up the models and the routes; the run counts as started."""
@@ -426,6 +468,9 @@ class Simulation:
     def release_models(self) -> None:
         """Let go of this simulation's actors (it is being replaced by a restored one)."""
         self.runtime.release([slot.handle for slot in self._slots.values()])
+        hosts = {id(isl.host): isl.host for isl in self.islands.values() if getattr(isl, "remote", False)}
+        if hosts:
+            self.runtime.release_hosts(list(hosts.values()))
 
     def close(self) -> None:
         """Flush the recorder and release the runtime (Ray actors, a local Ray)."""

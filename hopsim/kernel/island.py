@@ -111,6 +111,7 @@ class Slot:
         self.is_continuous = model.is_continuous
         self.feed_through = model.has_feed_through()
         self.io_schedule = model.io_schedule
+        self.variable_rate = isinstance(model.io_schedule, VariableRate)
         self.accepts_faults = tuple(model.accepts_faults)
         self.in_topics = ties_in          # port -> topic
         self.out_topics = ties_out        # port -> (topic, latency_ns, priority, queue)
@@ -198,7 +199,8 @@ class Island:
         self._io_heap: list = []
         self._events: list = []
         self._inbox: list = []
-        self._stops: list[int] = []
+        self._stops: list[int] = []          # the user's stops (dropped when a run returns)
+        self._requested: list[int] = []      # barriers models asked for (kept across runs)
         self._hit: list[ZeroCrossing] = []
         self._pending_end: int | None = None
         self._propagated = False
@@ -245,9 +247,8 @@ class Island:
                 raise ValueError(f"{m.name}.initial_state() must have {n} entries "
                                  f"({', '.join(m.state_names)}), got shape {x0.shape}")
             self._x[offset:offset + n] = x0
-            m.x = self._x[offset:offset + n]
-            m.xdot = self._xdot[offset:offset + n]
             offset += n
+        self.link_states()
         self._pre = [self._with_events(s, "pre_deriv") for s in self._continuous if s.overrides("pre_deriv")]
         self._post = [self._with_events(s, "post_deriv") for s in self._continuous if s.overrides("post_deriv")]
         for s in self.slots:
@@ -259,9 +260,9 @@ class Island:
                                 if s.is_continuous or s.overrides("start_hop") or s.overrides("end_hop")]
         self.t = t0
         for s in self.slots:
-            first = self._first_io(s, t0)
-            if first is not None:
-                heapq.heappush(self._io_heap, (first, s.order, s))
+            s.io_next = self._first_io(s, t0)
+            if s.io_next is not None:
+                heapq.heappush(self._io_heap, (s.io_next, s.order, s))
 
     def _first_io(self, s: Slot, t0: int) -> int | None:
         sched = s.io_schedule
@@ -276,6 +277,21 @@ class Island:
         else:
             raise TypeError(f"{s.name}: unknown io_schedule {sched!r}")
         return s.periodic.instant(0)
+
+    def link_states(self) -> None:
+        """Point every continuous model's ``x``/``xdot`` at its slice of the island's vectors
+        (after assembly, and again after the island was unpickled in another process, since
+        pickling copies views)."""
+        offset = 0
+        for s in self._continuous:
+            n = len(s.model.state_names)
+            s.model.x = self._x[offset:offset + n]
+            s.model.xdot = self._xdot[offset:offset + n]
+            offset += n
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.link_states()
 
     @staticmethod
     def _with_events(slot: Slot, method: str) -> Callable[[float], None]:
@@ -347,9 +363,13 @@ class Island:
         events = self._events
         while events and events[0][3].cancelled:
             heapq.heappop(events)
-        heads = [q[0][0] for q in (self._io_heap, events, self._inbox) if q]
-        if self._stops:
-            heads.append(self._stops[0])
+        io = self._io_heap
+        while io and io[0][0] != io[0][2].io_next:
+            heapq.heappop(io)                          # superseded by a re-asked next_io_time
+        heads = [q[0][0] for q in (io, events, self._inbox) if q]
+        for q in (self._stops, self._requested):
+            if q:
+                heads.append(q[0])
         return min(heads) if heads else None
 
     # ------------------------------------------------------------------ hops
@@ -369,15 +389,15 @@ class Island:
         else:
             t_end = t1
             self._propagated = False
-        env = self.sim.env
-        if t_end < env.now:
+        now = self.sim.now
+        if t_end < now:
             raise CausalityError(
                 f"island {self.name!r}: after a rollback the zero-crossing "
                 f"{[z.name for z in self._hit]} lies at {t_end} ns, before the kernel's time "
-                f"{env.now} ns; use more integration steps per hop or a smaller eps")
+                f"{now} ns; use more integration steps per hop or a smaller eps")
         self._pending_end = t_end
         self._gen += 1
-        env.timeout(t_end - env.now, value=self._gen).callbacks.append(self._wake)
+        self.sim.schedule_wake(self, t_end, self._gen)
 
     def _replan(self) -> None:
         if self._propagated:
@@ -386,9 +406,10 @@ class Island:
         self._plan()
 
     def _wake(self, event) -> None:
+        """The barrier at the planned hop end; ``event.value`` is the plan's generation."""
         if event.value != self._gen:
             return                                     # superseded by an earlier barrier
-        t = self.sim.env.now
+        t = self.sim.now
         if t > self.t:
             if not self._propagated:
                 self._propagate(self.t, t)
@@ -412,8 +433,7 @@ class Island:
         """Schedule the initial barrier at the island's start time."""
         self._gen += 1
         self._pending_end = self.t
-        env = self.sim.env
-        env.timeout(self.t - env.now, value=self._gen).callbacks.append(self._wake)
+        self.sim.schedule_wake(self, self.t, self._gen)
 
     def _propagate(self, t0: int, t1: int) -> None:
         """Propagate every state of the island from t0 to t1 (ns): start_hop, integrate, end_hop."""
@@ -505,10 +525,12 @@ class Island:
 
         due: list[Slot] = []
         io = self._io_heap
-        while io and io[0][0] == t:
-            due.append(heapq.heappop(io)[2])
+        while io and io[0][0] <= t:
+            _, _, slot = heapq.heappop(io)
+            if slot.io_next == t and not slot.due:
+                slot.due = True
+                due.append(slot)
         for s in due:
-            s.due = True
             if s.io_prev is not None:
                 for ev in s.io_events["end"]:
                     ev.callback(t)
@@ -548,16 +570,20 @@ class Island:
                 heapq.heappush(events, (ev.t_ns, ev.priority, ev.seq, ev))
             else:
                 self.sim._forget_event(ev)
-        while self._stops and self._stops[0] <= t:
-            heapq.heappop(self._stops)
+        for q in (self._stops, self._requested):
+            while q and q[0] <= t:
+                heapq.heappop(q)
 
         initial = self._initial
+        asked_again: list[Slot] = []
         for s in self.slots:
             fresh = s.fresh
             if fresh:
                 s.fresh = False   # a later model's write (across a break) stays fresh for next time
                 if s.triggered:
                     s.triggered = False
+                    if s.variable_rate:
+                        asked_again.append(s)
                     if not s.due:
                         # a triggering message starts an I/O step of the model here
                         s.due = True
@@ -575,6 +601,13 @@ class Island:
                 s.call("start_io_step", t, s.io_next)
             for ev in s.io_events["begin"]:
                 ev.callback(t)
+        for s in asked_again:
+            # a message reached a variable-rate model: it may need its next step at another time
+            nxt = self._next_io(s, t)
+            if nxt != s.io_next:
+                s.io_next = nxt
+                if nxt is not None:
+                    heapq.heappush(io, (nxt, s.order, s))
 
     def _kill(self, slot: Slot, env: Envelope, t: int) -> None:
         """The ``kill`` fault: the actor's process dies (a Ray actor is really killed).
@@ -609,7 +642,7 @@ class Island:
             if port == BARRIER_REQUEST:
                 if msg <= t:
                     raise CausalityError(f"{slot.name} requested a barrier at {msg} ns, not after {t} ns")
-                heapq.heappush(self._stops, msg)
+                heapq.heappush(self._requested, msg)
                 self.request_barrier(msg)
                 continue
             topic, latency, priority, queue = slot.out_topics[port]

@@ -115,17 +115,24 @@ class LocalRuntime:
         pass
 
 
-class RayRuntime:
-    """Per-model placement: every flow model is its own Ray actor.
+PLACEMENTS = ("per-model", "per-island", "shards:K")
 
+
+class RayRuntime:
+    """Models and islands as Ray actors.
+
+    ``placement``: ``per-model`` (every flow model its own Ray actor; continuous models stay with
+    their island in the driver), ``per-island`` (each island with all its models in one Ray actor)
+    or ``shards:K`` (the islands dealt round-robin, by name, to K Ray actors).
     ``address`` connects to an existing cluster (``ray start --head`` prints it); without it a
     local Ray is started for the run and shut down at the end.
     """
 
     name = "ray"
-    placement = "per-model"
 
-    def __init__(self, address: str | None = None, num_cpus: int | None = None):
+    def __init__(self, address: str | None = None, num_cpus: int | None = None, placement: str = "per-model"):
+        self.placement = placement
+        self.shards = parse_placement(placement)
         import ray
         self._ray = ray
         self._started_here = not ray.is_initialized()
@@ -137,10 +144,11 @@ class RayRuntime:
                 ray.init(num_cpus=num_cpus or os.cpu_count(), **kwargs)
         self._host_cls = ray.remote(num_cpus=0)(ModelHost)
         self._handles: list[RayHandle] = []
+        self._island_hosts: list = []
 
     def handle(self, model: Model, ctx: ModelContext):
-        if model.is_continuous:
-            h = LocalHandle(model)       # continuous models stay with their integrator
+        if model.is_continuous or self.shards is not None:
+            h = LocalHandle(model)       # with its integrator, or shipped with its island
         else:
             h = RayHandle(model, self._host_cls)
             self._handles.append(h)
@@ -157,7 +165,32 @@ class RayRuntime:
                 except Exception:   # already dead
                     pass
 
+    def place(self, sim) -> bool:
+        """Ship the islands to their hosts (per-island, shards); False when nothing moves."""
+        if self.shards is None:
+            return False
+        from hopsim.kernel.host import IslandHost, place_islands
+
+        names = sorted(sim.islands)
+        k = len(names) if self.shards == 0 else min(self.shards, len(names))
+        groups = [names[i::k] for i in range(k)]
+        cls = self._ray.remote(num_cpus=0)(IslandHost)
+        proxies = place_islands(sim, sim.islands, groups, cls)
+        self._island_hosts += list({id(p.host): p.host for p in proxies.values()}.values())
+        sim.islands = {name: proxies[name] for name in sim.islands}
+        return True
+
+    def release_hosts(self, hosts) -> None:
+        for host in hosts:
+            try:
+                self._ray.kill(host)
+            except Exception:   # already dead
+                pass
+            if host in self._island_hosts:
+                self._island_hosts.remove(host)
+
     def shutdown(self) -> None:
+        self.release_hosts(list(self._island_hosts))
         for h in self._handles:
             try:
                 h.close()
@@ -168,8 +201,27 @@ class RayRuntime:
             self._ray.shutdown()
 
 
+def parse_placement(placement: str) -> int | None:
+    """None for per-model, 0 for per-island, K for shards:K; a clear error otherwise."""
+    if placement == "per-model":
+        return None
+    if placement == "per-island":
+        return 0
+    if placement.startswith("shards:"):
+        try:
+            k = int(placement.split(":", 1)[1])
+        except ValueError:
+            k = 0
+        if k >= 1:
+            return k
+    raise ValueError(f"unknown placement {placement!r}; choose one of per-model, per-island, shards:K "
+                     f"(K a positive number of Ray actors)")
+
+
 def make_runtime(backend: str = "local", **options):
     if backend == "local":
+        if options.get("placement") not in (None, "in-process"):
+            raise ValueError(f"placement {options['placement']!r} needs --backend ray")
         return LocalRuntime()
     if backend == "ray":
         return RayRuntime(**options)

@@ -125,3 +125,4 @@ def all_scenarios() -> list[ScenarioSpec]:
 
 def _load_builtin() -> None:
     from hopsim.scenarios import deploy_boom, lander  # noqa: F401  (register on import)
+    from hopsim.scenarios import spheres  # noqa: F401

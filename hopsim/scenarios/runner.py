@@ -50,13 +50,14 @@ def state_hash(sim: Simulation) -> str:
     import hashlib
     import pickle
 
+    state = checkpoint.capture(sim)
     h = hashlib.sha256()
-    for name, slot in sorted(sim._slots.items()):
+    for name, snap in sorted(state["models"].items()):
         h.update(name.encode())
-        h.update(pickle.dumps(slot.call("snapshot"), protocol=5))
-    for name, isl in sorted(sim.islands.items()):
+        h.update(pickle.dumps(snap, protocol=5))
+    for name, isl in sorted(state["islands"].items()):
         h.update(name.encode())
-        h.update(isl.state.tobytes())
+        h.update(isl["x"].tobytes())
     return h.hexdigest()
 
 
@@ -65,7 +66,7 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
                  progress: bool = False, keep_stream: bool = False, ray_address: str | None = None,
                  playback=None, checkpoint_every_s: float | None = None,
                  checkpoint_dir: str | Path | None = None, resume_from: dict | None = None,
-                 cpu_accounting: bool = False) -> RunResult:
+                 cpu_accounting: bool = False, placement: str | None = None) -> RunResult:
     """Run scenario ``name``; record to ``out`` (MCAP) or, with keep_stream, to memory.
 
     With ``checkpoint_every_s`` a checkpoint is written to ``checkpoint_dir`` at every multiple
@@ -80,7 +81,16 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
         raise ScenarioError(f"duration must be positive, got {duration_s} s")
     if checkpoint_every_s is not None and not checkpoint_every_s > 0:
         raise ScenarioError(f"--checkpoint-every must be positive, got {checkpoint_every_s} s")
-    runtime = make_runtime(backend, **({"address": ray_address} if ray_address else {}))
+    options = {"address": ray_address} if ray_address else {}
+    if placement is not None:
+        options["placement"] = placement
+    if placement not in (None, "per-model") and any(f.kind == KILL for f in params.faults):
+        raise ScenarioError(f"a 'kill' fault is recovered with placement per-model only; recovery of a killed "
+                            f"island host ({placement}) is not implemented yet")
+    try:
+        runtime = make_runtime(backend, **options)
+    except ValueError as err:
+        raise ScenarioError(str(err)) from None
     metadata = {"scenario": name, "parameters_json": dumps_params(params.model_dump()), "seed": seed,
                 "duration_s": duration_s, "checkpoint_every_s": checkpoint_every_s or "",
                 "resumed_at_s": (resume_from["t_ns"] / 1e9) if resume_from else "",
@@ -118,6 +128,8 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
         count, digest = recorder.digest.count, recorder.digest.hexdigest()
     else:
         count, digest = stats["published"], ""
+    if keep_stream:
+        sim.pull_models()
     runtime.shutdown()
     return RunResult(name, seed, duration_s, sim.time, reason, wall, count, digest,
                      Path(out) if out else None, stats, sim if keep_stream else None,

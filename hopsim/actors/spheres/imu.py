@@ -1,0 +1,131 @@
+"""The IMU simulator of one SPHERES vehicle: three rate gyros and a three-axis accelerometer.
+
+Each sample follows the metrology simulator's processing, in SI units: the true body rate and
+specific force are clipped at the sensor ranges (50 deg/s, 20 g), white noise of the band RMS is
+added (when enabled), the value is quantized (1 mV of gyro output, 5 micro-g), and scale-factor
+errors and biases are applied. Samples are 18 ms apart; the noise bands (100 Hz, 500 Hz) are far
+wider than the sampling rate, so successive samples' noise is independent.
+
+The truth comes from the vehicle's dynamics actor at the end of every hop: within a hop every
+force and torque is constant in body axes, so the specific force is constant and the body rate
+varies at the hop's angular acceleration. A sample inside a hop is therefore taken from the
+hop's end state, ``omega(t) = omega(t1) - omega_dot(t1) * (t1 - t)`` (exact up to the gyroscopic
+term's change over the hop). Samples are delivered in batches at the delivery period, each with
+its own time stamp.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from hopsim.actors.spheres.frames import dcm_c
+from hopsim.actors.spheres.params import G0, ImuParams
+from hopsim.actors.spheres.sensor_faults import SENSOR_FAULTS, SensorFaults
+from hopsim.kernel import ContinuousModel, FixedRate, Out
+from hopsim.kernel.simtime import NS_PER_S, seconds
+from hopsim.schemas.spheres_pb2 import ImuSamples
+
+
+class ImuSimulator(ContinuousModel):
+    """Gyro and accelerometer samples of one vehicle.
+
+    Output ``imu`` (ImuSamples): the samples taken since the previous delivery, in time order;
+    the noise of a batch is drawn at its delivery, in sample order.
+    Axes 0-2 are the gyros (rad/s), 3-5 the accelerometer axes (m/s^2).
+
+    Faults: ``sensor_bias`` (index = axis 0..5 or -1 for all, value added in SI units),
+    ``noise_scale`` (value multiplies the noise RMS), ``dropout`` (value = probability that a
+    sample is lost; 1 loses them all); each for ``duration_s`` (0: until cleared).
+    """
+
+    outputs = {"imu": Out(ImuSamples, queue=True)}
+    accepts_faults = SENSOR_FAULTS
+
+    def __init__(self, name: str, body, params: ImuParams, vehicle: str | None = None):
+        super().__init__(name)
+        self.body = body
+        self.params = params
+        self.vehicle = vehicle or body.name
+        self.io_schedule = FixedRate(1.0 / params.delivery_period_s)
+        self.spacing_ns = seconds(params.sample_spacing_s)
+        self.next_sample_ns = self.spacing_ns
+        self.limit = np.array([np.radians(params.gyro_range_deg_s)] * 3 + [params.accel_range_g * G0] * 3)
+        self.step = np.array([params.gyro_step_rad_s] * 3 + [params.accel_step_mps2] * 3)
+        self.noise_rms = np.array([params.gyro_noise_rms_rad_s] * 3 + [params.accel_noise_rms_mps2] * 3)
+        self.bias = np.zeros(6)
+        self.scale_error = np.zeros(6)
+        self.faults = SensorFaults(6)
+        self.support_N = np.array([0.0, 0.0, params.gravity_mps2])
+        self.pending_t: list[int] = []
+        self.pending_true: list[np.ndarray] = []
+        self.ready_t: list[int] = []
+        self.ready: list[np.ndarray] = []
+        self.samples_taken = 0
+
+    def setup(self, ctx) -> None:
+        p = self.params
+        if p.randomize_errors:
+            rng = self.rng
+            self.bias = np.concatenate([
+                rng.uniform(-1, 1, 3) * np.radians(p.gyro_bias_deg_s),
+                rng.uniform(-1, 1, 3) * p.accel_bias_g * G0])
+            self.scale_error = np.concatenate([rng.uniform(-1, 1, 3) * p.gyro_scale_error,
+                                               rng.uniform(-1, 1, 3) * p.accel_scale_error])
+
+    def measure(self, true: np.ndarray) -> np.ndarray:
+        """Samples (rows: gyro x y z, accel x y z) from true values: clip, noise, quantize, then
+        scale-factor errors and biases."""
+        y = np.clip(true, -self.limit, self.limit)
+        if self.params.noise_on:
+            y = y + self.noise_rms * self.faults.noise_scale * self.rng.standard_normal(y.shape)
+        y = np.round(y / self.step) * self.step
+        return y * (1.0 + self.scale_error) + self.bias + self.faults.bias
+
+    def end_hop(self, t0_ns: int, t1_ns: int) -> None:
+        """Record the true values at the sample instants inside the hop (t0, t1]."""
+        if self.next_sample_ns > t1_ns:
+            return
+        x, xd = self.body.x, self.body.xdot_last
+        accel_B = dcm_c(x[6:10]).T @ (xd[3:6] + self.support_N)
+        omega1, omega_dot = x[10:13], xd[10:13]
+        while self.next_sample_ns <= t1_ns:
+            t = self.next_sample_ns
+            self.next_sample_ns += self.spacing_ns
+            if t <= t0_ns:
+                continue
+            self.pending_t.append(t)
+            self.pending_true.append(np.concatenate([omega1 - omega_dot * ((t1_ns - t) / NS_PER_S), accel_B]))
+
+    def _measure_pending(self) -> None:
+        """Turn the recorded true values into samples, with the faults active at their instants."""
+        if not self.pending_t:
+            return
+        times, true = self.pending_t, np.array(self.pending_true)
+        self.pending_t, self.pending_true = [], []
+        if self.faults.active():
+            rows = []
+            for t, row in zip(times, true):
+                self.faults.expire(t)
+                rows.append(self.measure(row[None, :])[0])
+            y = np.array(rows)
+        else:
+            y = self.measure(true)
+        self.samples_taken += len(times)
+        if self.faults.dropout > 0.0:
+            keep = self.rng.random(len(times)) >= self.faults.dropout
+            times = [t for t, k in zip(times, keep) if k]
+            y = y[keep]
+        self.ready_t += times
+        self.ready.append(y)
+
+    def update_flow_outs(self, t_ns: int) -> None:
+        self._measure_pending()
+        if not self.ready_t:
+            return
+        y = np.vstack(self.ready)
+        self.write("imu", ImuSamples(vehicle=self.vehicle, t_ns=self.ready_t, omega_B=y[:, :3].ravel().tolist(),
+                                     accel_B=y[:, 3:].ravel().tolist()))
+        self.ready_t, self.ready = [], []
+
+    def on_fault(self, fault, t_ns: int) -> None:
+        self._measure_pending()         # samples taken before the fault are not affected by it
+        self.faults.apply(fault, t_ns)

@@ -1,0 +1,206 @@
+"""Position and attitude of a vehicle from its ultrasound ranges (Gauss-Newton).
+
+Unknowns: the geometric centre ``r_N`` and the attitude ``q_BN`` at a reference instant. The
+receiver j of the reading from beacon k is modelled at ``r_N + dr_k + dR_k R(q_BN) s_j``, where
+``(dr_k, dR_k)`` is the vehicle's own rigid motion from the reference instant to that reading
+(known from the inertial propagation; identity when the readings are simultaneous). Each
+iteration linearizes ``|p_k - p_j|`` in the position and a small inertial rotation ``dtheta``
+(``q <- exp(dtheta) (x) q``) and solves the least-squares step.
+
+The iterations are compiled with numba (cached on disk). Without a starting point the position comes from linear trilateration of the beacon-to-centre
+distances (each beacon's mean reading plus the face offset) and the attitude from the 24
+axis-aligned rotations, keeping the start that fits best.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from hopsim.actors.spheres.frames import normalized
+
+
+@dataclass
+class PoseFix:
+    r_N: np.ndarray
+    q_BN: np.ndarray
+    rms_m: float          # RMS range residual (m)
+    n_ranges: int
+    iterations: int
+    converged: bool
+
+
+def _measurements(ranges, beacons_N, receivers_B):
+    """Flatten the valid readings: (beacon index, receiver offset in B, measured range)."""
+    ranges = np.asarray(ranges, dtype=float)
+    n_b = ranges.shape[0]
+    flat = ranges.reshape(n_b, -1)
+    s_B = np.asarray(receivers_B, dtype=float).reshape(-1, 3)
+    k_idx, j_idx = np.nonzero(flat >= 0.0)
+    return k_idx, s_B[j_idx], flat[k_idx, j_idx]
+
+
+def solve_pose(ranges, beacons_N, receivers_B, r0_N=None, q0_BN=None, motion=None,
+               max_iterations: int = 12, tol: float = 1e-8) -> PoseFix:
+    """Least-squares pose from ``ranges[beacon][face][receiver]`` (m, negative = no reading).
+
+    ``receivers_B`` is [face][receiver][3] (m, in B); ``motion`` an optional list, per beacon,
+    of ``(dr_N, dR)`` from the reference instant to that beacon's readings.
+    """
+    beacons_N = np.asarray(beacons_N, dtype=float)
+    k_idx, s_B, rho = _measurements(ranges, beacons_N, receivers_B)
+    n = rho.size
+    if n < 6:
+        return PoseFix(np.full(3, np.nan), np.array([0, 0, 0, 1.0]), np.inf, n, 0, False)
+    if motion is None:
+        dr = np.zeros((n, 3))
+        dR = None
+    else:
+        dr = np.array([motion[k][0] for k in k_idx], dtype=float)
+        dR = np.array([motion[k][1] for k in k_idx], dtype=float)
+    p_b = beacons_N[k_idx]
+    if r0_N is None:
+        r0_N = trilaterate(ranges, beacons_N, receivers_B)
+    if q0_BN is None:
+        starts = [np.asarray(q, float) for q in cube_rotations()]
+        fixes = [_gauss_newton(p_b, s_B, rho, dr, dR, np.array(r0_N, float), q, max_iterations, tol)
+                 for q in starts]
+        return min(fixes, key=lambda f: f.rms_m)
+    return _gauss_newton(p_b, s_B, rho, dr, dR, np.array(r0_N, float), np.asarray(q0_BN, float),
+                         max_iterations, tol)
+
+
+def _gauss_newton(p_b, s_B, rho, dr, dR, r, q, max_iterations, tol) -> PoseFix:
+    if dR is None:
+        dR = np.broadcast_to(np.eye(3), (rho.size, 3, 3))
+    r_out, q_out, rms, it, converged = _gauss_newton_compiled(
+        np.ascontiguousarray(p_b), np.ascontiguousarray(s_B), np.ascontiguousarray(rho),
+        np.ascontiguousarray(dr), np.ascontiguousarray(dR), np.array(r, dtype=float),
+        normalized(q), int(max_iterations), float(tol))
+    return PoseFix(r_out, q_out, float(rms), rho.size, int(it), bool(converged))
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _dcm(q):
+    x, y, z, w = q[0], q[1], q[2], q[3]
+    R = np.empty((3, 3))
+    R[0, 0] = 1 - 2 * (y * y + z * z)
+    R[0, 1] = 2 * (x * y - z * w)
+    R[0, 2] = 2 * (x * z + y * w)
+    R[1, 0] = 2 * (x * y + z * w)
+    R[1, 1] = 1 - 2 * (x * x + z * z)
+    R[1, 2] = 2 * (y * z - x * w)
+    R[2, 0] = 2 * (x * z - y * w)
+    R[2, 1] = 2 * (y * z + x * w)
+    R[2, 2] = 1 - 2 * (x * x + y * y)
+    return R
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _residuals(p_b, s_B, rho, dr, dR, r, q, J, res):
+    """Fill the range residuals (measured - predicted) and, if J has rows, their Jacobian."""
+    R = _dcm(q)
+    n = rho.size
+    for k in range(n):
+        m = R @ s_B[k]
+        moved = dR[k] @ m
+        d0 = p_b[k, 0] - (r[0] + dr[k, 0] + moved[0])
+        d1 = p_b[k, 1] - (r[1] + dr[k, 1] + moved[1])
+        d2 = p_b[k, 2] - (r[2] + dr[k, 2] + moved[2])
+        pred = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        res[k] = rho[k] - pred
+        if J.shape[0] == n:
+            u = np.array([d0 / pred, d1 / pred, d2 / pred])
+            a = dR[k].T @ u
+            J[k, 0] = -u[0]
+            J[k, 1] = -u[1]
+            J[k, 2] = -u[2]
+            J[k, 3] = a[1] * m[2] - a[2] * m[1]
+            J[k, 4] = a[2] * m[0] - a[0] * m[2]
+            J[k, 5] = a[0] * m[1] - a[1] * m[0]
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _gauss_newton_compiled(p_b, s_B, rho, dr, dR, r, q, max_iterations, tol):
+    n = rho.size
+    J = np.empty((n, 6))
+    res = np.empty(n)
+    converged = False
+    it = 0
+    for it in range(1, max_iterations + 1):
+        _residuals(p_b, s_B, rho, dr, dR, r, q, J, res)
+        step = np.linalg.solve(J.T @ J, J.T @ res)
+        r = r + step[:3]
+        # q <- exp(dtheta) (x) q, dtheta in N
+        th = step[3:]
+        ang = np.sqrt(th[0] * th[0] + th[1] * th[1] + th[2] * th[2])
+        if ang < 1e-12:
+            e = np.array([0.5 * th[0], 0.5 * th[1], 0.5 * th[2], 1.0])
+        else:
+            sn = np.sin(0.5 * ang) / ang
+            e = np.array([th[0] * sn, th[1] * sn, th[2] * sn, np.cos(0.5 * ang)])
+        qn = np.array([
+            e[3] * q[0] + e[0] * q[3] + e[1] * q[2] - e[2] * q[1],
+            e[3] * q[1] - e[0] * q[2] + e[1] * q[3] + e[2] * q[0],
+            e[3] * q[2] + e[0] * q[1] - e[1] * q[0] + e[2] * q[3],
+            e[3] * q[3] - e[0] * q[0] - e[1] * q[1] - e[2] * q[2]])
+        qn = qn / np.sqrt(qn @ qn)
+        if qn[3] < 0:
+            qn = -qn
+        q = qn
+        if step @ step < tol * tol:
+            converged = True
+            break
+    _residuals(p_b, s_B, rho, dr, dR, r, q, np.empty((0, 6)), res)
+    return r, q, np.sqrt(np.mean(res * res)), it, converged
+
+
+def trilaterate(ranges, beacons_N, receivers_B) -> np.ndarray:
+    """Rough centre position from each beacon's mean reading (linear least squares, m)."""
+    ranges = np.asarray(ranges, dtype=float)
+    face_offset = float(np.mean(np.linalg.norm(np.asarray(receivers_B, float).reshape(-1, 3), axis=1)))
+    rows, rhs, seen = [], [], []
+    for k in range(ranges.shape[0]):
+        vals = ranges[k][ranges[k] >= 0.0]
+        if vals.size:
+            seen.append((np.asarray(beacons_N[k], float), float(vals.mean()) + 0.7 * face_offset))
+    if len(seen) < 4:
+        return np.mean([b for b, _ in seen], axis=0) if seen else np.zeros(3)
+    b0, d0 = seen[0]
+    for b, d in seen[1:]:
+        rows.append(2.0 * (b - b0))
+        rhs.append(d0 * d0 - d * d + b @ b - b0 @ b0)
+    sol, *_ = np.linalg.lstsq(np.array(rows), np.array(rhs), rcond=None)
+    return sol
+
+
+def cube_rotations() -> list[np.ndarray]:
+    """The 24 rotations that map the coordinate axes onto themselves, as quaternions."""
+    out = []
+    for perm in itertools.permutations(range(3)):
+        for signs in itertools.product((1.0, -1.0), repeat=3):
+            M = np.zeros((3, 3))
+            for row, (col, sgn) in enumerate(zip(perm, signs)):
+                M[row, col] = sgn
+            if np.linalg.det(M) > 0:
+                out.append(_quat_from_dcm(M))
+    return out
+
+
+def _quat_from_dcm(M) -> np.ndarray:
+    tr = np.trace(M)
+    if tr > 0:
+        s = 2.0 * np.sqrt(tr + 1.0)
+        q = [(M[2, 1] - M[1, 2]) / s, (M[0, 2] - M[2, 0]) / s, (M[1, 0] - M[0, 1]) / s, 0.25 * s]
+    else:
+        i = int(np.argmax(np.diag(M)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(1.0 + M[i, i] - M[j, j] - M[k, k])
+        q = [0.0] * 4
+        q[i] = 0.25 * s
+        q[j] = (M[j, i] + M[i, j]) / s
+        q[k] = (M[k, i] + M[i, k]) / s
+        q[3] = (M[k, j] - M[j, k]) / s
+    return normalized(np.array(q))

@@ -1,0 +1,59 @@
+"""Fault state shared by the SPHERES sensors: bias, noise scale and dropout, with expiry.
+
+A fault lasts ``duration_s`` from its instant (0: until a fault with ``clear`` arrives). Expiry is
+checked at each measurement instant, so a sensor needs no barrier for it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from hopsim.kernel.simtime import seconds
+
+SENSOR_FAULTS = ("sensor_bias", "noise_scale", "dropout")
+
+
+class SensorFaults:
+    """Active sensor faults of one sensor with ``n_axes`` channels."""
+
+    def __init__(self, n_axes: int):
+        self.n_axes = n_axes
+        self.bias = np.zeros(n_axes)
+        self.noise_scale = 1.0
+        self.dropout = 0.0
+        self._expiry: dict[tuple[str, int], int] = {}
+
+    def apply(self, fault, t_ns: int) -> None:
+        """Set or clear one fault (index = channel for sensor_bias, -1 for all)."""
+        if fault.kind not in SENSOR_FAULTS:
+            raise ValueError(f"not a sensor fault: {fault.kind!r}; sensors accept {SENSOR_FAULTS}")
+        self._set(fault.kind, fault.index, None if fault.clear else fault.value)
+        key = (fault.kind, fault.index)
+        if not fault.clear and fault.duration_s > 0:
+            self._expiry[key] = t_ns + seconds(fault.duration_s)
+        else:
+            self._expiry.pop(key, None)
+
+    def _set(self, kind: str, index: int, value: float | None) -> None:
+        if kind == "sensor_bias":
+            channels = range(self.n_axes) if index == -1 else [index]
+            for c in channels:
+                if not 0 <= c < self.n_axes:
+                    raise ValueError(f"sensor channel must be 0..{self.n_axes - 1} or -1, got {c}")
+                self.bias[c] = 0.0 if value is None else value
+        elif kind == "noise_scale":
+            self.noise_scale = 1.0 if value is None else value
+        else:
+            self.dropout = 0.0 if value is None else value
+
+    def active(self) -> bool:
+        """Whether any fault with a duration is pending expiry."""
+        return bool(self._expiry)
+
+    def expire(self, t_ns: int) -> None:
+        """Remove the faults whose duration has run out by t_ns."""
+        if not self._expiry:
+            return
+        for key, t_end in list(self._expiry.items()):
+            if t_end <= t_ns:
+                del self._expiry[key]
+                self._set(key[0], key[1], None)

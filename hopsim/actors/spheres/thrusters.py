@@ -1,0 +1,260 @@
+"""The thruster simulator of one SPHERES vehicle: 12 valves, their delays, thrust and propellant.
+
+Geometry (body frame B, from the geometric centre): thruster i sits at ``positions_B[i]`` and
+pushes the vehicle along ``directions_B[i]``. Its torque about the centre of mass C is
+``(r_i - r_CB_B) x d_i`` per newton. Thrust per open valve comes from the tank pressure law, a
+per-thruster override, per-firing noise (drawn from the actor's own generator when a valve
+opens) and ``thrust_scale`` faults.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from hopsim.actors.spheres.params import G0, ThrusterParams
+from hopsim.actors.spheres.valves import NUM_THRUSTERS, ValveTimeline
+from hopsim.kernel import ContinuousModel, In, Out, VariableRate
+from hopsim.kernel.simtime import NS_PER_S, seconds
+from hopsim.schemas import Vector3
+from hopsim.schemas.spheres_pb2 import ThrusterCommand, ValveState, ValveSwitch
+
+
+class ThrusterGeometry:
+    """Positions, directions and torque arms of the 12 thrusters as numpy arrays (m, unit, m)."""
+
+    def __init__(self, params: ThrusterParams, r_CB_B=(0.0, 0.0, 0.0)):
+        self.positions_B = np.array(params.positions_B, dtype=float)
+        self.directions_B = np.array(params.directions_B, dtype=float)
+        self.directions_B /= np.linalg.norm(self.directions_B, axis=1)[:, None]
+        self.set_centre_of_mass(r_CB_B)
+
+    def set_centre_of_mass(self, r_CB_B) -> None:
+        self.r_CB_B = np.array(r_CB_B, dtype=float)
+        self.torque_per_N = np.cross(self.positions_B - self.r_CB_B, self.directions_B)
+
+    def wrench(self, thrust_N) -> tuple[np.ndarray, np.ndarray]:
+        """Net force (N, B) and torque about the CM (N m, B) for per-thruster thrust levels."""
+        thrust = np.asarray(thrust_N, dtype=float)
+        return thrust @ self.directions_B, thrust @ self.torque_per_N
+
+
+class ThrusterSimulator(ContinuousModel):
+    """Valves, thrust and propellant of one vehicle, applying its wrench to the dynamics actor.
+
+    Input ``cmd`` (ThrusterCommand, queue): the propulsion task's valve commands; a command takes
+    effect at its own ``t_ns`` (the propulsion tick it was stamped with), which may be later than
+    its arrival.
+    Output ``valves`` (ValveState): valve states, wrench, propellant and the planned transitions,
+    written when a command arrives and at the model's own I/O steps.
+
+    I/O is variable-rate: ``next_io_time`` is the next valve transition, or None when every valve
+    is at rest, so a quiet vehicle adds no barrier. A command also asks for a barrier at each
+    transition it plans, so the island never integrates across a valve switch. Valve states
+    change in ``start_hop`` and hold over the hop; ``pre_deriv`` applies the net force at the CM
+    and the net torque about it (precomputed from every open thruster's force at its position).
+
+    Faults: ``thruster_stuck_off`` and ``thruster_stuck_on`` (index 0..11, or -1 for all),
+    ``thrust_scale`` (index, value = scale), each for ``duration_s`` (0: until cleared).
+    """
+
+    inputs = {"cmd": In(ThrusterCommand, queue=True, trigger=True)}
+    outputs = {"valves": Out(ValveState)}
+    io_schedule = VariableRate()
+    feed_through = True
+    accepts_faults = ("thruster_stuck_off", "thruster_stuck_on", "thrust_scale")
+
+    def __init__(self, name: str, body, params: ThrusterParams, vehicle: str | None = None):
+        super().__init__(name)
+        self.body = body
+        self.params = params
+        self.vehicle = vehicle or body.name
+        self.geometry = ThrusterGeometry(params, body.r_CB_B)
+        self.levels_N = np.array(params.levels_N(), dtype=float)
+        self.noise_factor = np.ones(NUM_THRUSTERS)
+        self.scale = np.ones(NUM_THRUSTERS)
+        self.stuck_open = np.zeros(NUM_THRUSTERS, dtype=bool)        # faults
+        self.stuck_closed = np.zeros(NUM_THRUSTERS, dtype=bool)
+        self.fault_clears: list[tuple[int, str, int]] = []          # (t_ns, kind, index)
+        self.timeline = ValveTimeline(seconds(params.on_delay_s), seconds(params.off_delay_s))
+        self.thrust_N = np.zeros(NUM_THRUSTERS)        # of each thruster over the current hop
+        self.force_B = np.zeros(3)
+        self.torque_B = np.zeros(3)
+        self.firing = False
+        self.impulse_Ns = np.zeros(NUM_THRUSTERS)      # per thruster since the start
+        self.propellant_used_kg = np.zeros(NUM_THRUSTERS)
+        self.mass0_kg = body.mass_kg
+        self.t_flow_ns = 0
+        self.io_pending: int | None = None
+        self.pending_cmds: list[tuple[int, int, list[int] | None]] = []   # (t_ns, mask, on-times)
+        self.hops_across_events = 0
+        self.switch_log: list[tuple[int, int, bool]] | None = None   # set to a list to record
+        self._stale = True
+        self._ahead: list | None = None      # planned() while commands wait for their tick
+
+    # ------------------------------------------------------------------ valve bookkeeping
+    def _switched(self, transitions) -> None:
+        """Draw each opening valve's thrust noise; log the transitions if asked to."""
+        for t_ns, i, is_open in transitions:
+            if is_open and self.params.noise_fraction > 0.0:
+                self.noise_factor[i] = 1.0 + self.params.noise_fraction * self.rng.standard_normal()
+            if self.switch_log is not None:
+                self.switch_log.append((t_ns, i + 1, is_open))
+
+    def _effective_thrust(self) -> np.ndarray:
+        open_ = (np.array(self.timeline.valve_open, dtype=bool) | self.stuck_open) & ~self.stuck_closed
+        if self.propellant_used_kg.sum() >= self.params.propellant_kg:
+            open_[:] = False
+        return np.where(open_, self.levels_N * self.scale * self.noise_factor, 0.0)
+
+    def _update_wrench(self) -> None:
+        thrust = self._effective_thrust()
+        self.thrust_N = thrust
+        self.firing = bool(thrust.any())
+        if self.firing:
+            if not np.array_equal(self.geometry.r_CB_B, self.body.r_CB_B):
+                self.geometry.set_centre_of_mass(self.body.r_CB_B)
+            force, torque = self.geometry.wrench(thrust)
+            if self.params.planar:
+                force[2] = 0.0
+                torque[0] = torque[1] = 0.0
+            self.force_B, self.torque_B = force, torque
+        else:
+            self.force_B = np.zeros(3)
+            self.torque_B = np.zeros(3)
+
+    def _account_propellant(self, t_ns: int) -> None:
+        """Propellant burnt since the last account at the thrust held meanwhile; updates the mass."""
+        if t_ns > self.t_flow_ns and self.firing:
+            dt = (t_ns - self.t_flow_ns) / NS_PER_S
+            self.impulse_Ns += self.thrust_N * dt
+            self.propellant_used_kg = self.impulse_Ns / (self.params.isp_s * G0)
+            self.body.mass_kg = self.mass0_kg - float(self.propellant_used_kg.sum())
+        self.t_flow_ns = t_ns
+
+    def planned(self) -> list[tuple[int, int, bool]]:
+        """Valve transitions (t_ns, thruster index, opens) that the commands received so far imply."""
+        if not self.pending_cmds:
+            return self.timeline.planned()
+        if self._ahead is None:
+            ahead = self.timeline.clone()
+            out = []
+            for t_cmd, mask, on_times in self.pending_cmds:
+                out += ahead.command(t_cmd, mask, on_times)
+            self._ahead = sorted(out + ahead.planned())
+        return self._ahead
+
+    def _switch_times(self) -> list[int]:
+        times = {t for t, _, _ in self.planned()}
+        times.update(t for t, _, _ in self.fault_clears)
+        return sorted(times)
+
+    def _ask_barriers(self, t_ns: int) -> None:
+        """Barriers at every planned transition before the I/O instant the kernel already has."""
+        for ts in self._switch_times():
+            if ts > t_ns and (self.io_pending is None or ts < self.io_pending):
+                self.request_barrier(ts)
+
+    # ------------------------------------------------------------------ lifecycle
+    def next_io_time(self, t_ns: int) -> int | None:
+        times = [ts for ts in self._switch_times() if ts > t_ns]
+        self.io_pending = min(times) if times else None
+        return self.io_pending
+
+    def _settle(self, t_ns: int, before_activations: bool = False) -> None:
+        """Bring valves, fault ends, propellant and wrench to ``t_ns`` (idempotent at one instant);
+        ``before_activations`` leaves the valve switches due at t_ns for commands arriving now."""
+        self._account_propellant(t_ns)
+        if (not self._stale and self.timeline.next_event_ns > t_ns
+                and not (self.pending_cmds and self.pending_cmds[0][0] <= t_ns)
+                and not (self.fault_clears and self.fault_clears[0][0] <= t_ns)):
+            self.timeline.t_ns = t_ns
+            return
+        changed = self._stale
+        while self.pending_cmds and self.pending_cmds[0][0] <= t_ns:
+            t_cmd, mask, on_times = self.pending_cmds.pop(0)
+            self._switched(self.timeline.command(t_cmd, mask, on_times))
+            self._ahead = None
+            changed = True
+        while self.fault_clears and self.fault_clears[0][0] <= t_ns:
+            _, kind, index = self.fault_clears.pop(0)
+            self._clear_fault(kind, index)
+            changed = True
+        switched = self.timeline.advance(t_ns, before_activations)
+        if switched:
+            self._switched(switched)
+            self._ahead = None
+        if changed or switched:
+            self._update_wrench()
+            self._stale = False
+
+    def start_hop(self, t0_ns: int, t1_ns: int) -> None:
+        """Valve states for the hop [t0, t1): transitions and fault ends up to t0 take effect."""
+        self._settle(t0_ns)
+        if self.timeline.next_event_ns < t1_ns or (self.pending_cmds and self.pending_cmds[0][0] < t1_ns):
+            switches = self.planned()
+            if switches and switches[0][0] < t1_ns:
+                self.hops_across_events += 1    # only if nothing asked for a barrier at a switch
+
+    def pre_deriv(self, t_s: float) -> None:
+        if self.firing:
+            self.body.add_force_B(self.force_B)
+            self.body.add_torque_B(self.torque_B)
+
+    def update_flow_outs(self, t_ns: int) -> None:
+        self._settle(t_ns, before_activations=True)
+        commands = self.drain("cmd")
+        for cmd in commands:
+            self.pending_cmds.append((max(cmd.t_ns, t_ns), cmd.mask, list(cmd.on_time_ns) or None))
+        self.pending_cmds.sort(key=lambda c: c[0])
+        if commands:
+            self._ahead = None
+            self._stale = True
+            self._ask_barriers(t_ns)
+        self._settle(t_ns)
+        self.write("valves", self._valve_state(t_ns))
+
+    def _valve_state(self, t_ns: int) -> ValveState:
+        f, tq = self.force_B, self.torque_B
+        return ValveState(
+            vehicle=self.vehicle, t_ns=t_ns, open_mask=self.timeline.open_mask,
+            thrust_N=self.thrust_N.tolist(),
+            force_B=Vector3(x=float(f[0]), y=float(f[1]), z=float(f[2])),
+            torque_B=Vector3(x=float(tq[0]), y=float(tq[1]), z=float(tq[2])),
+            propellant_used_kg=self.propellant_used_kg.tolist(), mass_kg=self.body.mass_kg,
+            planned=[ValveSwitch(t_ns=t, thruster=i + 1, open=o) for t, i, o in self.planned()])
+
+    # ------------------------------------------------------------------ faults
+    def _indices(self, index: int) -> range:
+        if index == -1:
+            return range(NUM_THRUSTERS)
+        if not 0 <= index < NUM_THRUSTERS:
+            raise ValueError(f"{self.name}: thruster index must be 0..11 or -1, got {index}")
+        return range(index, index + 1)
+
+    def _clear_fault(self, kind: str, index: int) -> None:
+        for i in self._indices(index):
+            if kind == "thrust_scale":
+                self.scale[i] = 1.0
+            elif kind == "thruster_stuck_on":
+                self.stuck_open[i] = False
+            else:
+                self.stuck_closed[i] = False
+
+    def on_fault(self, fault, t_ns: int) -> None:
+        self._settle(t_ns)
+        if fault.clear:
+            self._clear_fault(fault.kind, fault.index)
+        else:
+            for i in self._indices(fault.index):
+                if fault.kind == "thruster_stuck_off":
+                    self.stuck_closed[i] = True
+                elif fault.kind == "thruster_stuck_on":
+                    self.stuck_open[i] = True
+                else:
+                    self.scale[i] = fault.value
+            if fault.duration_s > 0:
+                t_clear = t_ns + seconds(fault.duration_s)
+                self.fault_clears.append((t_clear, fault.kind, fault.index))
+                self.fault_clears.sort()
+                self._ask_barriers(t_ns)
+        self._stale = True
+        self._settle(t_ns)

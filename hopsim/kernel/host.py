@@ -1,0 +1,220 @@
+"""Per-island placement: each island, with all its models, lives in a Ray actor of its own.
+
+The driver keeps the simpy clock, the bus routing between islands and the recorder; a
+:class:`RemoteIsland` stands in for each island there. An island's barrier is one remote call
+(:meth:`IslandHost.call`), which returns everything the island published, the barrier it plans
+next and whether it set ``e_stop``; deliveries into it are remote calls too. Inside the host the
+very same :class:`~hopsim.kernel.island.Island` code runs, with :class:`HostServices` in the
+place of the simulation, so every placement gives the same stream, byte for byte.
+
+Scenario code that captured the simulation in a closure (``sim.e_stop = True`` in a
+zero-crossing callback) keeps working: when a host unpickles its islands, the simulation
+becomes that host's services.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import cloudpickle
+
+from hopsim.kernel.checkpoint import capture_island
+from hopsim.kernel.executive import kernel_event_envelope
+from hopsim.kernel.island import ActorKilled, Island
+
+_unpickling_services = None
+
+
+def _services_in_this_host():
+    """Where a pickled Simulation lands in a host: that host's services."""
+    if _unpickling_services is None:
+        raise TypeError("a Simulation is not sent between processes; only its islands are")
+    return _unpickling_services
+
+
+class HostServices:
+    """What an island needs from its owner, inside a host process."""
+
+    def __init__(self, default_rate_hz: float, record_kernel_events: bool, routes: dict, handled_kills: set):
+        self.now = 0
+        self.default_rate_hz = default_rate_hz
+        self.record_kernel_events = record_kernel_events
+        self.routes = routes               # topic -> [(island name, model name, port)]
+        self.handled_kills = set(handled_kills)
+        self.islands: dict[str, Island] = {}
+        self.e_stop = False
+        self._reset()
+
+    def _reset(self) -> None:
+        self.outbox: list[tuple[Any, bool, str]] = []     # (envelope, queue, source island)
+        self.wakes: dict[str, tuple[int, int]] = {}       # island -> (t_ns, generation)
+        self.forgotten: list[str] = []
+
+    def schedule_wake(self, island: Island, t_ns: int, gen: int) -> None:
+        self.wakes[island.name] = (t_ns, gen)
+
+    def publish(self, env, island: Island, queue: bool) -> None:
+        for target, model, port in self.routes.get(env.topic, ()):
+            if target == island.name and env.deliver_ns == env.t_ns:
+                island.deliver_now(island.by_name[model], port, env.payload, env.t_ns)
+        self.outbox.append((env, queue, island.name))
+
+    def record_kernel_event(self, island: Island, kind: int, name: str, detail: str = "") -> None:
+        if self.record_kernel_events:
+            self.outbox.append((kernel_event_envelope(island, kind, name, detail), True, island.name))
+
+    def _after_barrier(self, island: Island, t: int) -> None:
+        """Stop callbacks run in the driver, after the call returns."""
+
+    def _forget_event(self, ev) -> None:
+        self.forgotten.append(ev.name)
+
+
+class _Generation:
+    __slots__ = ("value",)
+
+    def __init__(self, gen: int):
+        self.value = gen
+
+
+class IslandHost:
+    """The Ray actor hosting one or more islands (with their models)."""
+
+    def __init__(self, blob: bytes, default_rate_hz: float, record_kernel_events: bool, routes: dict,
+                 handled_kills: set):
+        global _unpickling_services
+        self.services = HostServices(default_rate_hz, record_kernel_events, routes, handled_kills)
+        _unpickling_services = self.services
+        try:
+            islands = cloudpickle.loads(blob)
+        finally:
+            _unpickling_services = None
+        for island in islands:
+            island.sim = self.services
+            self.services.islands[island.name] = island
+
+    def call(self, now: int, ops: list[tuple[str, str, tuple]]):
+        """Run ``ops`` [(island, operation, args)] in order at kernel time ``now`` (ns)."""
+        svc = self.services
+        svc.now = now
+        results = []
+        try:
+            for name, op, args in ops:
+                results.append(self._apply(svc.islands[name], op, args))
+        except ActorKilled as killed:
+            return ("killed", killed.actor, killed.t_ns, killed.key)
+        out = (svc.outbox, svc.wakes, svc.e_stop, svc.forgotten, results)
+        svc._reset()
+        return out
+
+    def _apply(self, island: Island, op: str, args: tuple):
+        if op == "wake":
+            island._wake(_Generation(args[0]))
+        elif op == "enqueue":
+            deliver_ns, env, model, port, rank = args
+            island.enqueue(deliver_ns, env, island.by_name[model], port, rank)
+        elif op == "capture":
+            return capture_island(island, self.services.now)
+        elif op == "model":
+            return island.by_name[args[0]].model
+        elif op == "stats":
+            return dict(island.stats)
+        elif op == "t":
+            return island.t
+        else:   # start, add_stop, resume, settle, add_event, add_zero_crossing
+            getattr(island, op)(*args)
+        return None
+
+
+class RemoteIsland:
+    """The driver's stand-in for an island that lives in an :class:`IslandHost`."""
+
+    remote = True
+
+    def __init__(self, sim, island: Island, host):
+        self.sim = sim
+        self.name = island.name
+        self.host = host
+        self.slots = island.slots              # names and wiring only; the live ones are remote
+        self.by_name = island.by_name
+        self.t = island.t
+        self._gen = 0
+
+    def _call(self, *ops):
+        import ray
+
+        reply = ray.get(self.host.call.remote(self.sim.now, list(ops)))
+        if reply[0] == "killed":
+            _, actor, t_ns, key = reply
+            self.sim.handled_kills.add(key)
+            raise ActorKilled(actor, t_ns, key)
+        outbox, wakes, e_stop, forgotten, results = reply
+        for env, queue, source in outbox:
+            self.sim.publish(env, self.sim.islands[source], queue, served_in_island=True)
+        for name, (t_ns, gen) in wakes.items():
+            self.sim.islands[name]._schedule(t_ns, gen)
+        for ev_name in forgotten:
+            ev = self.sim._events.get(ev_name)
+            if ev is not None:
+                self.sim._forget_event(ev)
+        if e_stop and not self.sim.e_stop:
+            self.sim.e_stop = True
+        return results
+
+    def _schedule(self, t_ns: int, gen: int) -> None:
+        self._gen = gen
+        self.sim.env.timeout(t_ns - self.sim.now, value=gen).callbacks.append(self._wake)
+
+    def _wake(self, event) -> None:
+        if event.value != self._gen:
+            return                                 # superseded; the host would ignore it too
+        self._call((self.name, "wake", (event.value,)))
+        self.t = self.sim.now
+        self.sim._after_barrier(self, self.t)
+
+    # the operations the simulation performs on its islands
+    def start(self) -> None:
+        self._call((self.name, "start", ()))
+
+    def add_stop(self, t_ns: int) -> None:
+        self._call((self.name, "add_stop", (t_ns,)))
+
+    def resume(self) -> None:
+        self._call((self.name, "resume", ()))
+
+    def settle(self, t_ns: int) -> None:
+        self._call((self.name, "settle", (t_ns,)))
+        self._gen = -1                              # the host voided its plan
+
+    def enqueue(self, deliver_ns: int, env, slot, port: str, rank: int) -> None:
+        self._call((self.name, "enqueue", (deliver_ns, env, slot.name, port, rank)))
+
+    def add_event(self, ev) -> None:
+        self._call((self.name, "add_event", (ev,)))
+
+    def add_zero_crossing(self, zc) -> None:
+        self._call((self.name, "add_zero_crossing", (zc,)))
+
+    def capture_state(self) -> dict:
+        return self._call((self.name, "capture", ()))[0]
+
+    def model(self, name: str):
+        return self._call((self.name, "model", (name,)))[0]
+
+    @property
+    def stats(self) -> dict:
+        return self._call((self.name, "stats", ()))[0]
+
+
+def place_islands(sim, islands: dict[str, Island], groups: list[list[str]], ray_remote_cls) -> dict[str, RemoteIsland]:
+    """Ship ``islands`` to hosts, one host per group of island names; return their stand-ins."""
+    routes = {topic: [(sub.island, sub.model, sub.port) for sub in t.subscribers]
+              for topic, t in sim.topics.topics.items()}
+    proxies = {}
+    for group in groups:
+        members = [islands[n] for n in group]
+        blob = cloudpickle.dumps(members)
+        host = ray_remote_cls.remote(blob, sim.default_rate_hz, sim.record_kernel_events, routes,
+                                     set(sim.handled_kills))
+        for island in members:
+            proxies[island.name] = RemoteIsland(sim, island, host)
+    return proxies

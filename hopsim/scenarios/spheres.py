@@ -1,0 +1,121 @@
+"""SPHERES sample runs of the MIT simulator (seed 001, sections 4.1 and 4.4).
+
+``leader_follower``: the leader (sph1) holds 5 s, then flies a 40 cm square parallel to XY with
+10 s raised-cosine sides and 10 s holds at the corners, broadcasting its state over STS at 10 Hz;
+the follower (sph2) tracks the leader's broadcast state minus 30 cm in X. Both start on the
+laptop's START command (acknowledged, then GO over STL). No noise, as in the seed's run.
+
+``cooperative_docking``: on the air table (1-g mode, 3 DOF), the leader holds station and
+broadcasts its state (OFF for 5 s, then ON); the follower rotates 90 degrees about Z in 6 s, then
+closes in Y to 21 cm between centres in 10 s while tracking the leader in X; at 25 s both move
+-30 cm in X.
+
+Islands: one per vehicle (dynamics, thrusters, IMU, global metrology, flight software), ``comm``
+(the STS and STL channels) and ``ground`` (the laptop).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import Field
+
+from hopsim.actors.spheres import packets
+from hopsim.actors.spheres.assembly import LAPTOP_NAME, add_comm, add_vehicle
+from hopsim.actors.spheres.frames import from_yaw
+from hopsim.actors.spheres.params import TestbedParams, vehicle_params
+from hopsim.actors.spheres.programs import DockingFollower, DockingLeader, Follower, LeaderSquare, square_maneuvers
+from hopsim.kernel import Simulation
+from hopsim.scenarios.registry import ScenarioParams, scenario
+from hopsim.schemas.spheres_pb2 import GroundCommand
+
+Vec3 = tuple[float, float, float]
+NODE_IDS = {LAPTOP_NAME: packets.LAPTOP, "sph1": 1, "sph2": 2}
+
+
+class SpheresCommon(ScenarioParams):
+    vehicle_type: str = Field("spheres_6dof", description="spheres_6dof (ISS) or spheres_air_table (1 g)")
+    vehicle_overrides: dict[str, Any] = Field(default_factory=dict, description=(
+        "dotted-key overrides of the vehicle parameter set, e.g. {'thrusters.pressure_psig': 40}"))
+    testbed_overrides: dict[str, Any] = Field(default_factory=dict, description=(
+        "overrides of the test bed (beacon_positions_N, volume_min_N, volume_max_N, ...)"))
+    perfect_state: bool = Field(False, description="the controller uses the truth, bypassing the estimator")
+    sensors: bool | None = Field(None, description="simulate the IMU and metrology (default: not perfect_state)")
+    thrust_noise: float = Field(0.0, ge=0, description="per-firing 1-sigma thrust noise fraction (0.01 in the seed)")
+    imu_noise: bool = Field(False, description="IMU noise on (NOISE_ON)")
+    range_noise_m: float = Field(0.0, ge=0, description="1-sigma noise per ultrasound range (m)")
+    radio_loss: float = Field(0.0, ge=0, le=1, description="probability that a receiver misses a frame")
+    start_command_s: float | None = Field(0.5, description="when the laptop sends START; None: start at once")
+    n_integration_steps: int = Field(1, ge=1)
+
+    def params_for(self):
+        overrides = {"thrusters.noise_fraction": self.thrust_noise, "imu.noise_on": self.imu_noise,
+                     "radio.loss_probability": self.radio_loss, **self.vehicle_overrides}
+        testbed = TestbedParams(range_noise_m=self.range_noise_m).with_overrides(self.testbed_overrides)
+        return vehicle_params(self.vehicle_type, overrides), testbed
+
+    def schedule(self):
+        if self.start_command_s is None:
+            return None
+        return [(self.start_command_s, GroundCommand(vehicle=v, command=packets.CMD_START_TEST, args=b"\x01"))
+                for v in ("sph1", "sph2")]
+
+
+class LeaderFollowerParams(SpheresCommon):
+    leader_start_m: Vec3 = Field((1.30, 1.15, 1.15), description="seed: MASTER at (1.30, 1.15, 1.15) m")
+    follower_start_m: Vec3 = Field((1.00, 1.15, 1.15), description="seed: SLAVE at (1.00, 1.15, 1.15) m")
+    follower_offset_m: Vec3 = Field((-0.30, 0.0, 0.0), description="follower target = leader state + this")
+    square_side_m: float = Field(0.40, gt=0)
+    move_s: float = Field(10.0, gt=0)
+    hold_s: float = Field(10.0, ge=0)
+    first_hold_s: float = Field(5.0, ge=0)
+    attitude_control: bool = Field(False, description=(
+        "hold the start attitude too; the seed's run controlled position only (thrust noise off, "
+        "the opposing pairs apply no torque)"))
+
+
+@scenario("leader_follower", LeaderFollowerParams,
+          "SPHERES leader flies a 40 cm square, follower tracks its broadcast state minus 30 cm (seed 4.1)",
+          default_duration_s=85.0)
+def build_leader_follower(sim: Simulation, p: LeaderFollowerParams) -> None:
+    params, testbed = p.params_for()
+    sensors = (not p.perfect_state) if p.sensors is None else p.sensors
+    wait = p.start_command_s is not None
+    leader = LeaderSquare(square_maneuvers(p.square_side_m, p.move_s, p.hold_s, p.first_hold_s),
+                          broadcast_to=("sph2",), control_attitude=p.attitude_control)
+    follower = Follower("sph1", p.follower_offset_m, control_attitude=p.attitude_control)
+    for name, program, r0 in (("sph1", leader, p.leader_start_m), ("sph2", follower, p.follower_start_m)):
+        add_vehicle(sim, name, NODE_IDS[name], params, testbed, program, r0, perfect_state=p.perfect_state,
+                    wait_for_start=wait, node_ids=NODE_IDS, sensors=sensors,
+                    n_integration_steps=p.n_integration_steps)
+    add_comm(sim, ["sph1", "sph2"], NODE_IDS, params, p.schedule())
+
+
+class CooperativeDockingParams(SpheresCommon):
+    vehicle_type: str = Field("spheres_air_table", description="the seed's run was on the air table (1 g)")
+    leader_start_m: Vec3 = Field((1.30, 1.40, 1.15))
+    leader_yaw_deg: float = Field(-90.0, description="the leader's port (+x body) faces -Y, the follower")
+    follower_start_m: Vec3 = Field((1.30, 0.90, 1.15), description="Y offset: 50 cm below the leader")
+    follower_yaw_deg: float = Field(0.0, description="yaw offset: the follower turns +90 deg to face the leader")
+    yaw_change_deg: float = Field(90.0)
+    gap_m: float = Field(0.21, gt=0, description="final distance between centres")
+    x_step_m: float = Field(-0.30, description="both move this far in X at 25 s")
+
+
+@scenario("cooperative_docking", CooperativeDockingParams,
+          "SPHERES follower turns 90 deg and closes to 21 cm of a station-keeping leader (seed 4.4)",
+          default_duration_s=40.0)
+def build_cooperative_docking(sim: Simulation, p: CooperativeDockingParams) -> None:
+    params, testbed = p.params_for()
+    sensors = (not p.perfect_state) if p.sensors is None else p.sensors
+    wait = p.start_command_s is not None
+    leader = DockingLeader(broadcast_to=("sph2",), x_step_m=p.x_step_m)
+    follower = DockingFollower("sph1", yaw_change_rad=math.radians(p.yaw_change_deg), gap_m=p.gap_m,
+                               x_step_m=p.x_step_m)
+    for name, program, r0, yaw_deg in (("sph1", leader, p.leader_start_m, p.leader_yaw_deg),
+                                       ("sph2", follower, p.follower_start_m, p.follower_yaw_deg)):
+        add_vehicle(sim, name, NODE_IDS[name], params, testbed, program, r0,
+                    q0_BN=tuple(from_yaw(math.radians(yaw_deg))), perfect_state=p.perfect_state,
+                    wait_for_start=wait, node_ids=NODE_IDS, sensors=sensors,
+                    n_integration_steps=p.n_integration_steps)
+    add_comm(sim, ["sph1", "sph2"], NODE_IDS, params, p.schedule())

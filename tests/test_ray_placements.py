@@ -1,0 +1,70 @@
+"""The Ray backend: every placement gives the local backend's stream, byte for byte; a killed
+actor is recovered; no Ray process outlives the run."""
+import os
+
+import pytest
+
+from hopsim.scenarios import ScenarioError
+from hopsim.scenarios.registry import FaultSpec
+from hopsim.scenarios.runner import run_scenario
+
+pytestmark = pytest.mark.ray
+
+PLACEMENTS = ["per-model", "per-island", "shards:2"]
+
+
+def ray_processes() -> list[str]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if "raylet" in cmd or "gcs_server" in cmd or "ray::" in cmd:
+                found.append(cmd[:80])
+    return found
+
+
+@pytest.fixture(scope="module")
+def shared_ray():
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray
+    ray.shutdown()
+    assert ray_processes() == []
+
+
+def stream(result):
+    return result.recorder.stream_bytes()
+
+
+@pytest.mark.parametrize("scenario, seconds", [("lander", 4.0), ("deploy_boom", 15.0)])
+def test_every_placement_gives_the_local_stream(shared_ray, scenario, seconds):
+    local = run_scenario(scenario, {}, seed=5, duration_s=seconds, keep_stream=True)
+    for placement in PLACEMENTS:
+        remote = run_scenario(scenario, {}, seed=5, duration_s=seconds, keep_stream=True, backend="ray",
+                              placement=placement)
+        assert stream(remote) == stream(local), placement
+        assert remote.stream_sha256 == local.stream_sha256
+
+
+def test_models_in_another_process_are_read_live(shared_ray):
+    r = run_scenario("lander", {}, seed=1, duration_s=3.0, keep_stream=True, backend="ray",
+                     placement="per-island")
+    local = run_scenario("lander", {}, seed=1, duration_s=3.0, keep_stream=True)
+    assert r.sim.model("body").x.tolist() == local.sim.model("body").x.tolist() != [100.0, 0.0]
+
+
+def test_a_kill_under_per_island_placement_is_refused_not_hung():
+    kill = [FaultSpec(t_s=2.05, target="controller", kind="kill").model_dump()]
+    with pytest.raises(ScenarioError, match="per-model only"):
+        run_scenario("lander", {"faults": kill}, duration_s=4.0, backend="ray", placement="per-island")
+
+
+def test_unknown_placement_is_a_clear_error():
+    with pytest.raises(ScenarioError, match="per-model, per-island, shards:K"):
+        run_scenario("lander", {}, duration_s=1.0, backend="ray", placement="shards:zero")
+    with pytest.raises(ScenarioError, match="needs --backend ray"):
+        run_scenario("lander", {}, duration_s=1.0, placement="per-island")
