@@ -13,9 +13,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-## run the flagship scenario on the embedded local backend and write a recording
+## run the flagship scenario (SPHERES leader-follower) on the embedded local backend, record it
 run: $(STAMP)
-	$(VENV)/bin/hopsim run lander --out $(OUT)/lander.mcap
+	$(VENV)/bin/hopsim run leader_follower --out $(OUT)/leader_follower.mcap
 
 ## the whole test suite
 test: $(STAMP)
