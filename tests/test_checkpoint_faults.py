@@ -114,7 +114,9 @@ def model_stream(result):
 
 @pytest.mark.parametrize("every_s", [None, 5.0])
 def test_killed_actor_is_recovered_and_the_run_equals_the_run_without_the_kill(tmp_path, every_s):
-    plain = run_scenario("lander", {}, seed=2, duration_s=25.0, keep_stream=True)
+    # the same run (checkpoint barriers included) without the kill
+    plain = run_scenario("lander", {}, seed=2, duration_s=25.0, keep_stream=True,
+                         checkpoint_every_s=every_s, checkpoint_dir=tmp_path / "plain")
     kill = [FaultSpec(t_s=12.3, target="controller", kind="kill").model_dump()]
     killed = run_scenario("lander", {"faults": kill}, seed=2, duration_s=25.0, keep_stream=True,
                           checkpoint_every_s=every_s, checkpoint_dir=tmp_path)
@@ -129,7 +131,8 @@ def test_killed_actor_is_recovered_and_the_run_equals_the_run_without_the_kill(t
 def test_killed_ray_actor_is_recovered_with_the_same_stream(tmp_path):
     import ray
 
-    plain = run_scenario("lander", {}, seed=6, duration_s=4.0, keep_stream=True)
+    plain = run_scenario("lander", {}, seed=6, duration_s=4.0, keep_stream=True,
+                         checkpoint_every_s=1.0, checkpoint_dir=tmp_path / "plain")
     kill = [FaultSpec(t_s=2.05, target="altimeter", kind="kill").model_dump()]
     killed = run_scenario("lander", {"faults": kill}, seed=6, duration_s=4.0, keep_stream=True,
                           backend="ray", checkpoint_every_s=1.0, checkpoint_dir=tmp_path)

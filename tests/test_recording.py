@@ -33,8 +33,13 @@ def test_another_seed_changes_the_stream_first_at_the_noisy_sensor():
 
 def test_touchdown_is_recorded_as_a_kernel_event():
     r, _ = lander_stream(duration_s=60.0, stop_on_touchdown=True)
-    kernel = [e for e in r.recorder.envelopes if e.topic == "kernel/lander"]
+    from hopsim.schemas import KernelEvent
+    kernel = [e for e in r.recorder.envelopes if e.topic == "kernel/lander" and e.payload.kind != KernelEvent.BARRIER]
     assert [k.payload.name for k in kernel] == ["touchdown"]
+    stops = [e.payload for e in r.recorder.envelopes if e.topic == "kernel/sim"]
+    assert [(s.kind, s.name, s.t_ns) for s in stops] == [(KernelEvent.STOP, "e_stop", kernel[0].t_ns)]
+    barriers = [e for e in r.recorder.envelopes if e.topic == "kernel/lander" and e.payload.kind == KernelEvent.BARRIER]
+    assert len(barriers) == r.stats["islands"]["lander"]["barriers"]
     assert r.stop_reason == "e_stop" and r.end_time_s == kernel[0].t_ns / 1e9
     body = r.sim.model("body")
     assert body.touched_down and 0.0 <= body.x[0] < 1e-3

@@ -96,6 +96,8 @@ class Simulation:
         self._routes: dict[str, list] = {}
         self._pulled: set[str] = set()        # models copied back from hosts at the end of a run
         self.playback = None       # a PlaybackPlan during partial replay
+        self.scenario_params = None  # the validated parameters, when built by a scenario
+        self._stop_seq = 0
         self._injections: list[tuple[Envelope, bool]] = []   # injected, not yet recorded
         self.handled_kills: set = set()      # kill faults already recovered from (kept across restores)
 
@@ -461,6 +463,11 @@ class Simulation:
             return
         self.stop_reason = reason
         self._halt_at = self.now
+        if self.recorder is not None and self.record_kernel_events:
+            msg = KernelEvent(t_ns=self.now, kind=KernelEvent.STOP, name=reason)
+            self.recorder.record(Envelope(self.now, self.now, "kernel", "kernel/sim", self._stop_seq, -1, msg),
+                                 queue=True)
+            self._stop_seq += 1
         for island in self.islands.values():
             island.add_stop(self._halt_at)
 

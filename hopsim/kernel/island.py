@@ -516,6 +516,7 @@ class Island:
     def _barrier(self, t: int) -> None:
         self.stats["barriers"] += 1
         self.t = t
+        self.kernel_event(KernelEvent.BARRIER, "")
         if self._hit:
             for zc in sorted(self._hit, key=lambda z: z.seq):
                 self.zero_crossings.remove(zc)

@@ -172,6 +172,7 @@ class ScenarioRun:
         sim = Simulation(seed=self.seed, runtime=self.runtime, recorder=self.recorder,
                          cpu_accounting=self.cpu_accounting)
         sim.playback = self.playback
+        sim.scenario_params = self.params
         self.spec.build(sim, self.params)
         for fault in self.params.faults:
             try:

