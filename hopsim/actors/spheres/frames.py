@@ -12,6 +12,8 @@ import math
 import numpy as np
 from numba import njit
 
+from hopsim.dynamics.spatial import quat_to_dcm
+
 
 def normalized(q) -> np.ndarray:
     """Unit quaternion with w >= 0."""
@@ -85,20 +87,7 @@ def yaw(q) -> float:
 _JIT = dict(cache=True, fastmath=False, error_model="numpy")
 
 
-@njit(**_JIT)
-def dcm_c(q):
-    x, y, z, w = q[0], q[1], q[2], q[3]
-    R = np.empty((3, 3))
-    R[0, 0] = 1 - 2 * (y * y + z * z)
-    R[0, 1] = 2 * (x * y - z * w)
-    R[0, 2] = 2 * (x * z + y * w)
-    R[1, 0] = 2 * (x * y + z * w)
-    R[1, 1] = 1 - 2 * (x * x + z * z)
-    R[1, 2] = 2 * (y * z - x * w)
-    R[2, 0] = 2 * (x * z - y * w)
-    R[2, 1] = 2 * (y * z + x * w)
-    R[2, 2] = 1 - 2 * (x * x + y * y)
-    return R
+dcm_c = quat_to_dcm     # compiled direction cosine matrix (shared with hopsim.dynamics)
 
 
 @njit(**_JIT)

@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit
 
 from hopsim.actors.spheres.frames import normalized
+from hopsim.dynamics.spatial import quat_to_dcm
 
 
 @dataclass
@@ -83,25 +84,9 @@ def _gauss_newton(p_b, s_B, rho, dr, dR, r, q, max_iterations, tol) -> PoseFix:
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")
-def _dcm(q):
-    x, y, z, w = q[0], q[1], q[2], q[3]
-    R = np.empty((3, 3))
-    R[0, 0] = 1 - 2 * (y * y + z * z)
-    R[0, 1] = 2 * (x * y - z * w)
-    R[0, 2] = 2 * (x * z + y * w)
-    R[1, 0] = 2 * (x * y + z * w)
-    R[1, 1] = 1 - 2 * (x * x + z * z)
-    R[1, 2] = 2 * (y * z - x * w)
-    R[2, 0] = 2 * (x * z - y * w)
-    R[2, 1] = 2 * (y * z + x * w)
-    R[2, 2] = 1 - 2 * (x * x + y * y)
-    return R
-
-
-@njit(cache=True, fastmath=False, error_model="numpy")
 def _residuals(p_b, s_B, rho, dr, dR, r, q, J, res):
     """Fill the range residuals (measured - predicted) and, if J has rows, their Jacobian."""
-    R = _dcm(q)
+    R = quat_to_dcm(q)
     n = rho.size
     for k in range(n):
         m = R @ s_B[k]
