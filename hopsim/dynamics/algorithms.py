@@ -336,30 +336,24 @@ def _rnea(tree, Q, U, Udot, f_ext):
         a[i] = ai
         I = tree.inertia[i]
         f[i] = mat6_vec(I, ai) + force_cross(v[i], mat6_vec(I, v[i])) - f_ext[i]
-    tau = np.zeros(nv)
-    for i in range(nb - 1, -1, -1):
-        nvj = JOINT_NV[tree.joint_type[i]]
-        vs = tree.v_start[i]
-        for k in range(nvj):
-            s = 0.0
-            for r in range(6):
-                s += S[i, r, k] * f[i, r]
-            tau[vs + k] = s
-        par = tree.parent[i]
-        if par >= 0:
-            f[par] += force_to_parent(R_rel[i], p_rel[i], f[i])
-    return tau, f
+    return _project_forces_to_joints(tree, R_rel, p_rel, S, f), f
 
 
 @compiled
 def _jacobian_transpose_times(tree, Q, f_body):
     """Generalized forces ``sum_i J_i^T f_i`` of body spatial forces ``f_body`` (nb, 6), each
     in its body frame about the body origin."""
+    R_rel, p_rel, S, cJ, vJ, v = _kinematics(tree, Q, np.zeros(tree.nv[0]))
+    return _project_forces_to_joints(tree, R_rel, p_rel, S, f_body.copy())
+
+
+@compiled
+def _project_forces_to_joints(tree, R_rel, p_rel, S, f):
+    """The backward pass of Newton-Euler: from the leaves in, each body's spatial force ``f[i]``
+    (body frame, about its origin) is projected on its joint's motion subspace (the generalized
+    force) and added to its parent's. ``f`` is accumulated in place; returns the generalized forces."""
     nb = tree.parent.shape[0]
-    nv = tree.nv[0]
-    R_rel, p_rel, S, cJ, vJ, v = _kinematics(tree, Q, np.zeros(nv))
-    f = f_body.copy()
-    tau = np.zeros(nv)
+    tau = np.zeros(tree.nv[0])
     for i in range(nb - 1, -1, -1):
         nvj = JOINT_NV[tree.joint_type[i]]
         vs = tree.v_start[i]
