@@ -136,7 +136,7 @@ def bench_forward_dynamics():
     rows = []
     for n_app in sizes:
         tree = depth_first(spacecraft_tree(n_app, rng))
-        nq, nv = tree.nq, tree.nv
+        nv = tree.nv
         Q = tree.zero_configuration()
         Q[3] = 0.0
         Q[0:4] = np.array([0.1, 0.2, 0.3, 0.9]) / np.linalg.norm([0.1, 0.2, 0.3, 0.9])

@@ -3,7 +3,7 @@ the total order of a recorded instant, and wiring errors that name the fix."""
 import pytest
 
 from hopsim.bus import MemoryRecorder, WiringError
-from hopsim.kernel import FixedRate, In, Model, NoIo, Out, Simulation, Tie
+from hopsim.kernel import FixedRate, In, Model, Out, Simulation, Tie
 from hopsim.schemas import Scalar, ThrottleCommand
 from models_for_tests import QueueSource, Source
 

@@ -95,7 +95,7 @@ def test_bad_faults_are_rejected_before_the_run():
 
 
 def test_campaign_rows_are_separate_seeded_runs_with_their_fault():
-    from hopsim.scenarios.campaign import run_campaign, write_table
+    from hopsim.scenarios.campaign import run_campaign
 
     faults = [FaultSpec(t_s=10.0, target="body", kind="thrust_scale", value=0.5),
               FaultSpec(t_s=60.0, target="altimeter", kind="dropout")]          # after touchdown

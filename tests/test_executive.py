@@ -291,7 +291,7 @@ def test_cpu_accounting_attributes_time_to_the_busy_model():
 
 def test_variable_rate_model_is_asked_again_when_a_triggering_message_arrives():
     """A model learns from a message when it next needs an I/O step (a valve's switch time)."""
-    from hopsim.kernel import In, Out, VariableRate
+    from hopsim.kernel import In, VariableRate
     from hopsim.kernel.model import Model as _Model
     from hopsim.schemas import Scalar
     from models_for_tests import QueueSource

@@ -2,7 +2,7 @@
 late-arriving message leave no trace."""
 import numpy as np
 
-from hopsim.kernel import FixedRate, In, Model, NoIo, Simulation, Tie
+from hopsim.kernel import In, Model, NoIo, Simulation, Tie
 from hopsim.schemas import Scalar
 from models_for_tests import FallingBody, QueueSource
 

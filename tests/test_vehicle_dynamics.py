@@ -6,7 +6,7 @@ from scipy.spatial.transform import Rotation
 
 from hopsim.actors.vehicle_dynamics import RigidVehicleDynamics
 from hopsim.bus import MemoryRecorder
-from hopsim.kernel import ContinuousModel, FixedRate, NoIo, Simulation
+from hopsim.kernel import ContinuousModel, NoIo, Simulation
 
 INERTIA = np.diag([0.0229, 0.0242, 0.0214])   # SPHERES-like (kg m^2)
 
@@ -75,7 +75,7 @@ def test_off_centre_force_spins_the_body_about_its_centre_of_mass():
     sim = Simulation()
     rec = MemoryRecorder()
     sim.recorder = rec
-    island = sim.add_island("v", n_integration_steps=1, end_of_step_derivative=True)
+    sim.add_island("v", n_integration_steps=1, end_of_step_derivative=True)
     body = sim.add_model(RigidVehicleDynamics("sph", 4.3, INERTIA, r_CB_B=c, rate_hz=100.0), "v")
     F, p = np.array([0.0, 0.13, 0.0]), np.array([0.0965, 0.0, 0.0])
     sim.add_model(Push("thruster", body, F, point_B=p), "v")

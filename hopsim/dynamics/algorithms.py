@@ -320,7 +320,6 @@ def _rnea(tree, Q, U, Udot, f_ext):
     spatial force ``f`` (nb, 6) each joint transmits from the parent to the body (body frame,
     about the body origin)."""
     nb = tree.parent.shape[0]
-    nv = tree.nv[0]
     R_rel, p_rel, S, cJ, vJ, v = _kinematics(tree, Q, U)
     a = np.zeros((nb, 6))
     f = np.zeros((nb, 6))

@@ -213,7 +213,8 @@ def place_islands(sim, islands: dict[str, Island], groups: list[list[str]], ray_
     for group in groups:
         members = [islands[n] for n in group]
         blob = cloudpickle.dumps(members)
-        host = ray_remote_cls.remote(blob, sim.default_rate_hz, sim.record_kernel_events, routes,
+        recording = sim.record_kernel_events and sim.recorder is not None
+        host = ray_remote_cls.remote(blob, sim.default_rate_hz, recording, routes,
                                      set(sim.handled_kills))
         for island in members:
             proxies[island.name] = RemoteIsland(sim, island, host)

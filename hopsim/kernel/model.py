@@ -23,7 +23,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hopsim.kernel.ports import In, InPort, Out
-from hopsim.kernel.simtime import NS_PER_S
 
 
 # ----------------------------------------------------------------------------- I/O schedules
@@ -242,6 +241,3 @@ class ContinuousModel(Model):
     def state(self, name: str) -> float:
         return float(self.x[self.state_names.index(name)])
 
-
-def period_ns(rate_hz: float) -> float:
-    return NS_PER_S / rate_hz

@@ -63,9 +63,6 @@ class ModelHost:
     def invoke(self, method: str, args: tuple, deliveries: list) -> tuple[Any, list]:
         return invoke(self.model, method, args, deliveries)
 
-    def pid(self) -> int:
-        return os.getpid()
-
 
 class RayHandle:
     """A model hosted by a :class:`ModelHost` Ray actor."""
@@ -113,9 +110,6 @@ class LocalRuntime:
 
     def shutdown(self) -> None:
         pass
-
-
-PLACEMENTS = ("per-model", "per-island", "shards:K")
 
 
 class RayRuntime:
