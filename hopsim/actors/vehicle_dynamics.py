@@ -10,15 +10,30 @@ Force models hold a reference to this actor (continuous models always share thei
 process) and call :meth:`add_force_B`, :meth:`add_force_N` or :meth:`add_torque_B` in pre_deriv.
 The accumulator is emptied after every derivative sample, so the order of pre_deriv calls does
 not matter.
+
+Docking welds vehicles into one rigid composite (:meth:`weld`): the *primary* integrates the
+composite (mass, centre of mass and inertia of all its parts, recomputed at every derivative
+sample so that propellant use stays exact), a *follower* forwards every load it receives to the
+primary at its place on the composite, and its own state follows the primary's kinematically
+(:mod:`hopsim.dynamics.weld`). Every vehicle keeps publishing its own state.
+
+Fault ``disturbance``: ``force_N`` (N, inertial) at the centre of mass and ``torque_B`` (N m) for
+``duration_s`` (0: until a fault with ``clear``), the viewer's disturbance command of the seed.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from hopsim.dynamics.contact import composite_mass_properties, welded_follower_state
 from hopsim.dynamics.rigid_body import STATE_SIZE, derivative_single, pack_state
 from hopsim.dynamics.spatial import quat_normalize, quat_to_dcm
+from hopsim.dynamics.weld import welded_follower_derivative
 from hopsim.kernel import ContinuousModel, FixedRate, Out
 from hopsim.schemas import Quaternion, Vector3, VehicleState
+
+FOREVER_NS = 2**62
 
 STATE_NAMES = ("r_x", "r_y", "r_z", "v_x", "v_y", "v_z", "q_x", "q_y", "q_z", "q_w",
                "omega_x", "omega_y", "omega_z")
@@ -28,11 +43,27 @@ def vector3(v) -> Vector3:
     return Vector3(x=float(v[0]), y=float(v[1]), z=float(v[2]))
 
 
+@dataclass(eq=False)
+class Weld:
+    """A follower fixed to a primary: its origin at ``r_FP_P`` (m, in P), attitude ``q_FP``."""
+
+    follower: "RigidVehicleDynamics"
+    r_FP_P: np.ndarray
+    q_FP: np.ndarray
+
+    @property
+    def R_PF(self) -> np.ndarray:
+        return quat_to_dcm(self.q_FP)
+
+
 class RigidVehicleDynamics(ContinuousModel):
     """Rigid-body dynamics of one vehicle (mass kg, inertia about the CM in B kg m^2, CM offset m)."""
 
     state_names = STATE_NAMES
     outputs = {"state": Out(VehicleState)}
+    accepts_faults = ("disturbance",)
+    # welds are links between models, made and broken at barriers only (never inside a hop)
+    _FRAMEWORK_ATTRS = ContinuousModel._FRAMEWORK_ATTRS | {"_welds", "_primary_weld"}
 
     def __init__(self, name: str, mass_kg: float, inertia_C_B, r_CB_B=(0.0, 0.0, 0.0),
                  r_BN_N=(0.0, 0.0, 0.0), v_BN_N=(0.0, 0.0, 0.0), q_BN=(0.0, 0.0, 0.0, 1.0),
@@ -53,6 +84,13 @@ class RigidVehicleDynamics(ContinuousModel):
         self._force_B = np.zeros(3)
         self._torque_B = np.zeros(3)
         self.xdot_last = np.zeros(STATE_SIZE)
+        self.disturbance_force_N = np.zeros(3)
+        self.disturbance_torque_B = np.zeros(3)
+        self.disturbance_until_ns = 0
+        self._disturbed = False
+        self._welds: list[Weld] = []               # followers welded to this vehicle (primary)
+        self._primary: RigidVehicleDynamics | None = None
+        self._primary_weld: Weld | None = None     # this vehicle's weld, when it is a follower
 
     def initial_state(self):
         return self.x0.copy()
@@ -61,6 +99,10 @@ class RigidVehicleDynamics(ContinuousModel):
     def add_force_B(self, force_B, point_B=None) -> None:
         """A force (N) with body-fixed direction, applied at ``point_B`` (m from B, in B; CM if None)."""
         f = np.asarray(force_B, dtype=float)
+        if self._primary is not None:
+            w = self._primary_weld
+            self._primary.add_force_B(w.R_PF @ f, self._on_primary(point_B))
+            return
         self._force_B += f
         if point_B is not None:
             self._torque_B += np.cross(np.asarray(point_B, dtype=float) - self.r_CB_B, f)
@@ -68,6 +110,9 @@ class RigidVehicleDynamics(ContinuousModel):
     def add_force_N(self, force_N, point_B=None) -> None:
         """A force (N) fixed in inertial directions, applied at ``point_B`` (CM if None)."""
         f = np.asarray(force_N, dtype=float)
+        if self._primary is not None:
+            self._primary.add_force_N(f, self._on_primary(point_B))
+            return
         self._force_N += f
         if point_B is not None:
             f_B = quat_to_dcm(self.x[6:10]).T @ f
@@ -75,22 +120,106 @@ class RigidVehicleDynamics(ContinuousModel):
 
     def add_torque_B(self, torque_B) -> None:
         """A pure torque (N m) in body components."""
+        if self._primary is not None:
+            self._primary.add_torque_B(self._primary_weld.R_PF @ np.asarray(torque_B, dtype=float))
+            return
         self._torque_B += np.asarray(torque_B, dtype=float)
 
+    def _on_primary(self, point_B) -> np.ndarray:
+        """A point of this (follower) body, in the primary's frame from the primary's origin."""
+        w = self._primary_weld
+        p = self.r_CB_B if point_B is None else np.asarray(point_B, dtype=float)
+        return w.r_FP_P + w.R_PF @ p
+
+    # ------------------------------------------------------------------ docking
+    @property
+    def primary(self) -> "RigidVehicleDynamics | None":
+        """The vehicle this one is welded to (None when free or itself a primary)."""
+        return self._primary
+
+    @property
+    def followers(self) -> list["RigidVehicleDynamics"]:
+        return [w.follower for w in self._welds]
+
+    def weld(self, follower: "RigidVehicleDynamics", r_FP_P, q_FP) -> None:
+        """Fix ``follower`` to this vehicle at ``r_FP_P`` (m, in this body's frame) with attitude
+        ``q_FP`` relative to it; velocities must already be on one rigid field (set this vehicle's
+        state to the composite's first: :func:`hopsim.dynamics.contact.weld_state`)."""
+        if follower is self or follower._primary is not None or follower._welds or self._primary is not None:
+            raise ValueError(f"cannot weld {follower.name} to {self.name}: weld free vehicles to a primary")
+        w = Weld(follower, np.asarray(r_FP_P, dtype=float), quat_normalize(np.asarray(q_FP, dtype=float)))
+        self._welds.append(w)
+        follower._primary, follower._primary_weld = self, w
+        follower.x[:] = welded_follower_state(self.x, w.r_FP_P, w.q_FP)
+
+    def unweld(self, follower: "RigidVehicleDynamics") -> None:
+        """Free ``follower``: it keeps its current state (on the composite's velocity field)."""
+        self._welds = [w for w in self._welds if w.follower is not follower]
+        follower._primary = follower._primary_weld = None
+
+    def composite(self) -> tuple[float, np.ndarray, np.ndarray]:
+        """(mass kg, inertia about the CM in this body's frame kg m^2, CM from this body's origin
+        in this frame m) of this vehicle and everything welded to it."""
+        M, I_C, r_C = self.mass_kg, self.inertia_C_B, self.r_CB_B
+        for w in self._welds:
+            f = w.follower
+            M, I_C, r_C = composite_mass_properties(M, I_C, r_C, f.mass_kg, f.inertia_C_B, f.r_CB_B,
+                                                    w.r_FP_P, w.R_PF)
+        return M, I_C, r_C
+
+    # ------------------------------------------------------------------ faults
+    def on_fault(self, fault, t_ns: int) -> None:
+        """``disturbance``: ``force_N`` at the CM and ``torque_B`` for ``duration_s`` (0: until cleared)."""
+        if fault.clear:
+            self.disturbance_until_ns = 0
+            return
+        self.disturbance_force_N = np.array([fault.force_N.x, fault.force_N.y, fault.force_N.z])
+        self.disturbance_torque_B = np.array([fault.torque_B.x, fault.torque_B.y, fault.torque_B.z])
+        if fault.duration_s > 0:
+            self.disturbance_until_ns = t_ns + round(fault.duration_s * 1e9)
+            self.request_barrier(self.disturbance_until_ns)
+        else:
+            self.disturbance_until_ns = FOREVER_NS
+
     # ------------------------------------------------------------------ lifecycle
+    def start_hop(self, t0_ns: int, t1_ns: int) -> None:
+        """Whether the disturbance acts across this hop (it starts and ends at barriers)."""
+        self._disturbed = t0_ns < self.disturbance_until_ns
+
+    def pre_deriv(self, t_s: float) -> None:
+        if self._disturbed:
+            self.add_force_N(self.disturbance_force_N)
+            self.add_torque_B(self.disturbance_torque_B)
+
     def post_deriv(self, t_s: float) -> None:
-        """Derivatives of the 13 states from the gathered loads; empties the accumulator."""
-        xdot = derivative_single(self.x.copy(), self.mass_kg, self.inertia_C_B, self.r_CB_B,
+        """Derivatives of the 13 states from the gathered loads; empties the accumulator.
+        A primary integrates its composite and writes its followers' derivatives too."""
+        if self._primary is not None:
+            return                      # the primary wrote this follower's derivative
+        if self._welds:
+            mass, inertia, r_CB_B = self.composite()
+        else:
+            mass, inertia, r_CB_B = self.mass_kg, self.inertia_C_B, self.r_CB_B
+        xdot = derivative_single(self.x.copy(), mass, inertia, r_CB_B,
                                  self._force_N, self._force_B, self._torque_B, self.r_CB_B, 0.0)
         self.xdot[:] = xdot
         self.xdot_last = xdot
         self._force_N[:] = 0.0
         self._force_B[:] = 0.0
         self._torque_B[:] = 0.0
+        for w in self._welds:
+            f = w.follower
+            f.xdot_last = welded_follower_derivative(self.x, xdot, w.r_FP_P, w.q_FP)
+            f.xdot[:] = f.xdot_last
 
     def end_hop(self, t0_ns: int, t1_ns: int) -> None:
-        """Keep the quaternion on the unit sphere with w >= 0 (a state fix between hops)."""
+        """Keep the quaternion on the unit sphere with w >= 0 (a state fix between hops); put
+        welded followers back exactly on the composite."""
+        if self._primary is not None:
+            return                      # the primary puts this follower on the composite
         self.x[6:10] = quat_normalize(self.x[6:10].copy())
+        for w in self._welds:
+            w.follower.x[:] = welded_follower_state(self.x, w.r_FP_P, w.q_FP)
 
     def update_flow_outs(self, t_ns: int) -> None:
         x, xd = self.x, self.xdot_last

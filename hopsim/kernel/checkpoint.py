@@ -28,11 +28,27 @@ class CheckpointError(RuntimeError):
     pass
 
 
-def capture(sim) -> dict[str, Any]:
-    """The dynamic state of ``sim`` (started, not running) at its current barrier."""
+class ContactInProgress(CheckpointError):
+    """No checkpoint now: islands are merged or watching a contact; try at a later barrier."""
+
+
+def capture(sim, allow_contact: bool = False) -> dict[str, Any]:
+    """The dynamic state of ``sim`` (started, not running) at its current barrier.
+
+    While contact is being resolved (islands merged, or contact conditions armed) the state
+    cannot be restored yet: this raises :class:`ContactInProgress`, unless ``allow_contact``
+    (for a state hash), in which case merged islands are captured as one.
+    """
     if not sim._started:
         raise CheckpointError("a checkpoint needs a started run; advance it first")
     now = sim.now
+    busy = sorted(isl.name for isl in sim.islands.values()
+                  if not getattr(isl, "remote", False)
+                  and (isl.absorbed_into is not None or len(isl.members) > 1
+                       or any(not zc.restorable for zc in isl.zero_crossings)))
+    if busy and not allow_contact:
+        raise ContactInProgress(f"islands {busy} are resolving contact at {now / 1e9:.9g} s (merged, or "
+                                f"watching a contact); checkpoints of contact in progress are not supported yet")
     events = {}
     for name, ev in sim._events.items():
         if ev.transient or ev.cancelled:
@@ -43,6 +59,8 @@ def capture(sim) -> dict[str, Any]:
         events[name] = ev.t_ns
     islands, models = {}, {}
     for name, isl in sim.islands.items():
+        if getattr(isl, "absorbed_into", None) is not None:
+            continue                     # its models and states are part of the island it merged into
         part = isl.capture_state() if getattr(isl, "remote", False) else capture_island(isl, now)
         islands[name] = part["island"]
         models.update(part["models"])

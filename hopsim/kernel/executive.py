@@ -22,6 +22,7 @@ from hopsim.bus.topics import Subscription, TopicRegistry, WiringError
 from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
 from hopsim.kernel.island import KILL, Island, Slot, ZeroCrossing
 from hopsim.kernel.model import Model, ModelContext, model_rng
+from hopsim.kernel.monitor import Monitor
 from hopsim.kernel.runtime import LocalRuntime
 from hopsim.kernel.simtime import NS_PER_S, seconds, to_seconds
 from hopsim.schemas import Fault, KernelEvent
@@ -100,6 +101,7 @@ class Simulation:
         self._stop_seq = 0
         self._injections: list[tuple[Envelope, bool]] = []   # injected, not yet recorded
         self.handled_kills: set = set()      # kill faults already recovered from (kept across restores)
+        self._monitors: list[Monitor] = []
 
     # ------------------------------------------------------------------ assembly
     def add_island(self, name: str, integrator=None, n_integration_steps: int = 1,
@@ -273,9 +275,24 @@ class Simulation:
         The callback runs at that barrier, then the condition is removed. The run goes on unless
         the callback sets ``sim.e_stop``.
         """
-        zc = ZeroCrossing(name, fn, callback, direction, max(1, seconds(eps_s)))
+        zc = ZeroCrossing(name, fn, callback, direction, max(1, seconds(eps_s)), island=island)
         self.islands[island].add_zero_crossing(zc)
         return zc
+
+    def add_monitor(self, name: str, rate_hz: float, islands: Iterable[str],
+                    check: Callable[[int], None]) -> Monitor:
+        """Run ``check(t_ns)`` at ``rate_hz`` at a barrier shared by ``islands``, after each of them
+        has processed the instant and before any plans its next hop (see :mod:`hopsim.kernel.monitor`).
+        Only the check may merge or split islands (:func:`hopsim.kernel.merge.regroup`)."""
+        self._check_not_started("add a monitor")
+        if any(m.name == name for m in self._monitors):
+            raise ValueError(f"a monitor named {name!r} exists already")
+        unknown = [i for i in islands if i not in self.islands]
+        if unknown:
+            raise ValueError(f"monitor {name!r}: no island(s) {unknown}; islands: {sorted(self.islands)}")
+        monitor = Monitor(self, name, rate_hz, [self.islands[i] for i in islands], check, self.now)
+        self._monitors.append(monitor)
+        return monitor
 
     def add_stop_callback(self, fn: Callable[["Simulation"], bool]) -> int:
         """``fn(sim)`` is evaluated after every barrier; True ends the run at that instant."""
@@ -329,14 +346,16 @@ class Simulation:
     def publish(self, env: Envelope, source_island: Island, queue: bool, served_in_island: bool = False) -> None:
         """Record an envelope and deliver it to every subscriber of its topic.
 
-        ``served_in_island``: the source island (in a host process) already delivered it to its
-        own zero-latency subscribers.
+        ``source_island`` is the publisher's home island: messages between different home islands
+        arrive at least 1 ns later even while the islands are merged (contact), so that merging
+        changes no message's timing. ``served_in_island``: the source island (in a host process)
+        already delivered it to its own zero-latency subscribers.
         """
         self._publish_counts += 1
         if self.recorder is not None:
             self.recorder.record(env, queue=queue)
         for rank, (island, slot, port) in enumerate(self._routes.get(env.topic, ())):
-            if island is source_island:
+            if slot.home.name == source_island.name:    # same home island (merged or not)
                 if env.deliver_ns == env.t_ns:
                     if not served_in_island:
                         island.deliver_now(slot, port, env.payload, env.t_ns)
@@ -387,13 +406,19 @@ class Simulation:
         self._place()
         for island in self.islands.values():
             island.start()
+        for monitor in self._monitors:
+            monitor.arm()
 
     def _place(self) -> None:
         """Let the runtime move islands to other processes (Ray per-island or shards)."""
         place = getattr(self.runtime, "place", None)
         if place is None or not place(self):
             return
-        self._routes = {name: [(self.islands[sub.island], self._slots[sub.model], sub.port)
+        self._rebuild_routes()
+
+    def _rebuild_routes(self) -> None:
+        """topic -> [(island integrating the subscriber now, slot, port)]."""
+        self._routes = {name: [(self.islands[sub.island].current, self._slots[sub.model], sub.port)
                                for sub in topic.subscribers]
                         for name, topic in self.topics.topics.items()}
 
@@ -412,9 +437,7 @@ class Simulation:
         for island in self.islands.values():
             for slot in island.slots:
                 slot.call("setup", slot.ctx)
-        self._routes = {name: [(self.islands[sub.island], self._slots[sub.model], sub.port)
-                               for sub in topic.subscribers]
-                        for name, topic in self.topics.topics.items()}
+        self._rebuild_routes()
         self._started = True
 
     def _run_until(self, t_stop: int) -> str:

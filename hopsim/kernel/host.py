@@ -130,6 +130,10 @@ class RemoteIsland:
 
     remote = True
 
+    @property
+    def current(self) -> "RemoteIsland":
+        return self          # islands in hosts are never merged
+
     def __init__(self, sim, island: Island, host):
         self.sim = sim
         self.name = island.name

@@ -73,6 +73,8 @@ class ZeroCrossing:
     direction: str = "falling"
     eps_ns: int = 1000
     seq: int = field(default_factory=lambda: next(_zc_sequence))
+    island: str | None = None     # the (home) island it was registered with
+    restorable: bool = True       # False: made during the run (contact), not by the scenario build
 
     def __post_init__(self):
         if self.direction not in ("falling", "rising", "either"):
@@ -107,7 +109,8 @@ class Slot:
         self.handle = handle
         self.name = handle.name
         self.cls = type(model)
-        self.island = island
+        self.island = island              # the island that integrates it now
+        self.home = island                # the island it was placed in (they differ while merged)
         self.is_continuous = model.is_continuous
         self.feed_through = model.has_feed_through()
         self.io_schedule = model.io_schedule
@@ -200,7 +203,7 @@ class Island:
         self._events: list = []
         self._inbox: list = []
         self._stops: list[int] = []          # the user's stops (dropped when a run returns)
-        self._requested: list[int] = []      # barriers models asked for (kept across runs)
+        self._requested: list[tuple[int, str]] = []   # (t, home island) barriers models asked for
         self._hit: list[ZeroCrossing] = []
         self._pending_end: int | None = None
         self._propagated = False
@@ -217,6 +220,14 @@ class Island:
         self._start_hop: list[Slot] = []
         self._end_hop: list[Slot] = []
         self._rollback_slots: list[Slot] = []
+        # merging (contact): the island this one is merged into, the home islands this one
+        # integrates, and the periodic monitors whose checks are barriers of this island
+        self.home_slots: list[Slot] = []
+        self.absorbed_into: Island | None = None
+        self.members: list[Island] = [self]
+        self._monitors: list = []           # monitors of every member
+        self._home_monitors: list = []      # monitors of this home island
+        self._deferred = False
 
     # ------------------------------------------------------------------ assembly
     def add_slot(self, slot: Slot) -> None:
@@ -233,21 +244,34 @@ class Island:
                  for s in self.slots]
         order = feed_through_order(nodes, breaks)
         self.slots = [self.by_name[n] for n in order]
-        for i, s in enumerate(self.slots):
-            s.order = i
-        self._continuous = [s for s in self.slots if s.is_continuous]
-        sizes = [len(s.model.state_names) for s in self._continuous]
-        self._x = np.zeros(sum(sizes))
-        self._xdot = np.zeros(sum(sizes))
-        offset = 0
-        for s, n in zip(self._continuous, sizes):
-            m = s.model
+        self.home_slots = list(self.slots)
+        states = []
+        for s in self.slots:
+            if not s.is_continuous:
+                continue
+            m, n = s.model, len(s.model.state_names)
             x0 = np.asarray(m.initial_state(), dtype=float)
             if x0.shape != (n,):
                 raise ValueError(f"{m.name}.initial_state() must have {n} entries "
                                  f"({', '.join(m.state_names)}), got shape {x0.shape}")
-            self._x[offset:offset + n] = x0
-            offset += n
+            states.append(x0)
+        self.assemble(np.concatenate(states) if states else np.zeros(0))
+        self.t = t0
+        for s in self.slots:
+            s.io_next = self._first_io(s, t0)
+            if s.io_next is not None:
+                heapq.heappush(self._io_heap, (s.io_next, s.order, s))
+
+    def assemble(self, x: np.ndarray) -> None:
+        """Number ``self.slots`` in their call order, take ``x`` as the continuous state (the
+        continuous models' states in that order) and index the per-hop call lists."""
+        for i, s in enumerate(self.slots):
+            s.order = i
+            s.island = self
+        self.by_name = {s.name: s for s in self.slots}
+        self._continuous = [s for s in self.slots if s.is_continuous]
+        self._x = np.array(x, dtype=float)
+        self._xdot = np.zeros(self._x.size)
         self.link_states()
         self._pre = [self._with_events(s, "pre_deriv") for s in self._continuous if s.overrides("pre_deriv")]
         self._post = [self._with_events(s, "post_deriv") for s in self._continuous if s.overrides("post_deriv")]
@@ -258,11 +282,16 @@ class Island:
         self._end_hop = [s for s in self.slots if s.overrides("end_hop")]
         self._rollback_slots = [s for s in self.slots
                                 if s.is_continuous or s.overrides("start_hop") or s.overrides("end_hop")]
-        self.t = t0
-        for s in self.slots:
-            s.io_next = self._first_io(s, t0)
-            if s.io_next is not None:
-                heapq.heappush(self._io_heap, (s.io_next, s.order, s))
+        self._io_heap = [(s.io_next, s.order, s) for s in self.slots if s.io_next is not None]
+        heapq.heapify(self._io_heap)
+
+    @property
+    def current(self) -> "Island":
+        """The island that integrates this one's models now (itself unless merged)."""
+        isl = self
+        while isl.absorbed_into is not None:
+            isl = isl.absorbed_into
+        return isl
 
     def _first_io(self, s: Slot, t0: int) -> int | None:
         sched = s.io_schedule
@@ -314,10 +343,14 @@ class Island:
 
     # ------------------------------------------------------------------ timeline
     def add_event(self, ev: TimedEvent) -> None:
+        if self.absorbed_into is not None:
+            return self.current.add_event(ev)
         heapq.heappush(self._events, (ev.t_ns, ev.priority, ev.seq, ev))
         self.request_barrier(ev.t_ns)
 
     def add_stop(self, t_ns: int) -> None:
+        if self.absorbed_into is not None:
+            return
         if t_ns > self.t:
             heapq.heappush(self._stops, t_ns)
             self.request_barrier(t_ns)
@@ -325,6 +358,8 @@ class Island:
     def settle(self, t_ns: int) -> None:
         """The run returns at t_ns: forget later stops and undo a hop propagated ahead of time,
         so that the island's state is the state at its last barrier. :meth:`resume` re-plans."""
+        if self.absorbed_into is not None:
+            return
         self._stops = [s for s in self._stops if s <= t_ns]
         heapq.heapify(self._stops)
         if self._initial:
@@ -337,16 +372,24 @@ class Island:
         self._gen += 1            # the scheduled wake-up is void; resume() schedules a new one
 
     def resume(self) -> None:
+        if self.absorbed_into is not None or self._deferred:
+            return
         if not self._initial and self._pending_end is None:
             self._plan()
 
     def add_zero_crossing(self, zc: ZeroCrossing) -> None:
+        if zc.island is None:
+            zc.island = self.name
+        if self.absorbed_into is not None:
+            return self.current.add_zero_crossing(zc)
         self.zero_crossings.append(zc)
         if self._pending_end is not None and not self._in_barrier:
             self._replan()
 
     def enqueue(self, deliver_ns: int, env: Envelope, slot: Slot, port: str, rank: int) -> None:
         """A message for one of this island's models, seen at its barrier at ``deliver_ns``."""
+        if self.absorbed_into is not None:
+            return self.current.enqueue(deliver_ns, env, slot, port, rank)
         heapq.heappush(self._inbox, (deliver_ns, env.priority, env.source, env.seq, rank, env, slot, port))
         self.request_barrier(deliver_ns)
 
@@ -354,7 +397,7 @@ class Island:
         if t_ns <= self.t and not (self._initial and t_ns == self.t):
             raise CausalityError(f"island {self.name!r} is at {self.t} ns; a barrier at {t_ns} ns "
                                  f"would be in its past")
-        if self._in_barrier or self._initial:
+        if self._in_barrier or self._initial or self._deferred:
             return      # the plan made at the end of the barrier (or at the start) accounts for it
         if self._pending_end is None or t_ns < self._pending_end:
             self._replan()
@@ -366,10 +409,11 @@ class Island:
         io = self._io_heap
         while io and io[0][0] != io[0][2].io_next:
             heapq.heappop(io)                          # superseded by a re-asked next_io_time
-        heads = [q[0][0] for q in (io, events, self._inbox) if q]
-        for q in (self._stops, self._requested):
-            if q:
-                heads.append(q[0])
+        heads = [q[0][0] for q in (io, events, self._inbox, self._requested) if q]
+        if self._stops:
+            heads.append(self._stops[0])
+        for m in self._monitors:
+            heads.append(m.next_ns)
         return min(heads) if heads else None
 
     # ------------------------------------------------------------------ hops
@@ -426,7 +470,10 @@ class Island:
         finally:
             self._in_barrier = False
             self._initial = False
-        self._plan()
+        if any(m.next_ns == t for m in self._monitors):
+            self._deferred = True          # the monitor's check at t plans the next hop
+        else:
+            self._plan()
         self.sim._after_barrier(self, t)
 
     def start(self) -> None:
@@ -571,9 +618,10 @@ class Island:
                 heapq.heappush(events, (ev.t_ns, ev.priority, ev.seq, ev))
             else:
                 self.sim._forget_event(ev)
-        for q in (self._stops, self._requested):
-            while q and q[0] <= t:
-                heapq.heappop(q)
+        while self._stops and self._stops[0] <= t:
+            heapq.heappop(self._stops)
+        while self._requested and self._requested[0][0] <= t:
+            heapq.heappop(self._requested)
 
         initial = self._initial
         asked_again: list[Slot] = []
@@ -643,13 +691,13 @@ class Island:
             if port == BARRIER_REQUEST:
                 if msg <= t:
                     raise CausalityError(f"{slot.name} requested a barrier at {msg} ns, not after {t} ns")
-                heapq.heappush(self._requested, msg)
+                heapq.heappush(self._requested, (msg, slot.home.name))
                 self.request_barrier(msg)
                 continue
             topic, latency, priority, queue = slot.out_topics[port]
             env = Envelope(t, t + latency, slot.name, topic, slot.seq, priority, msg)
             slot.seq += 1
-            self.sim.publish(env, self, queue)
+            self.sim.publish(env, slot.home, queue)
 
     def deliver_now(self, slot: Slot, port: str, msg: Any, t_ns: int) -> None:
         slot.handle.deliver(port, msg, t_ns)

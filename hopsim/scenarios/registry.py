@@ -124,5 +124,6 @@ def all_scenarios() -> list[ScenarioSpec]:
 
 
 def _load_builtin() -> None:
-    from hopsim.scenarios import deploy_boom, lander  # noqa: F401  (register on import)
+    from hopsim.scenarios import contact, deploy_boom, lander  # noqa: F401  (register on import)
     from hopsim.scenarios import spheres  # noqa: F401
+    from hopsim.scenarios import formation  # noqa: F401

@@ -50,7 +50,7 @@ def state_hash(sim: Simulation) -> str:
     import hashlib
     import pickle
 
-    state = checkpoint.capture(sim)
+    state = checkpoint.capture(sim, allow_contact=True)
     h = hashlib.sha256()
     for name, snap in sorted(state["models"].items()):
         h.update(name.encode())
@@ -164,6 +164,7 @@ class ScenarioRun:
         self.sim: Simulation | None = None
         self.last_state: dict | None = None
         self.recoveries: list[dict] = []
+        self.skipped_checkpoints: list[dict] = []     # checkpoint instants that fell inside a contact
         self._bar = None
         self._progress_total_s = progress_total_s     # None: no progress bar
 
@@ -199,8 +200,15 @@ class ScenarioRun:
             if self.recoverable:
                 self._keep_state()
             if every_s and t < end:
+                try:
+                    state = self.last_state if self.recoverable else checkpoint.capture(self.sim)
+                except checkpoint.ContactInProgress as busy:
+                    self.skipped_checkpoints.append({"t_s": t / 1e9, "why": str(busy)})
+                    continue
+                if state["t_ns"] != t:
+                    self.skipped_checkpoints.append({"t_s": t / 1e9, "why": "contact in progress"})
+                    continue
                 directory.mkdir(parents=True, exist_ok=True)
-                state = self.last_state if self.recoverable else checkpoint.capture(self.sim)
                 checkpoint.save(state, checkpoint_path(directory, description["scenario"], t), description)
                 if self.recorder is not None:
                     self.recorder.flush_chunk()
@@ -221,7 +229,11 @@ class ScenarioRun:
                 self.build(self.last_state)
 
     def _keep_state(self) -> None:
-        self.last_state = checkpoint.capture(self.sim)
+        """The state to recover from; while contact is in progress the previous one stays."""
+        try:
+            self.last_state = checkpoint.capture(self.sim)
+        except checkpoint.ContactInProgress:
+            return
         if self.recorder is not None:
             self.recorder.segmented = True
             self.recorder.commit()

@@ -5,6 +5,7 @@ a test checks that they are not stale. Import message classes from here::
 
     from hopsim.schemas import VehicleState, Envelope
 """
+from hopsim.schemas.contact_pb2 import DockCommand
 from hopsim.schemas.envelope_pb2 import Envelope
 from hopsim.schemas.fault_pb2 import Fault
 from hopsim.schemas.geometry_pb2 import Quaternion, Vector3
@@ -16,5 +17,5 @@ from hopsim.schemas.vehicle_pb2 import VehicleState, Wrench
 __all__ = [
     "Envelope", "Fault", "Quaternion", "Vector3", "KernelEvent", "RunMetadata", "BatteryState",
     "LanderTelemetry", "Scalar", "ThrottleCommand", "VehicleState", "Wrench", "JointStates",
-    "PrescribedMotionProfile",
+    "PrescribedMotionProfile", "DockCommand",
 ]

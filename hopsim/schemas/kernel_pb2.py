@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bhopsim/schemas/kernel.proto\x12\x06hopsim\"\xf1\x01\n\x0bKernelEvent\x12\x0c\n\x04t_ns\x18\x01 \x01(\x03\x12&\n\x04kind\x18\x02 \x01(\x0e\x32\x18.hopsim.KernelEvent.Kind\x12\x0e\n\x06island\x18\x03 \x01(\t\x12\x0c\n\x04name\x18\x04 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x05 \x01(\t\"~\n\x04Kind\x12\x0b\n\x07\x42\x41RRIER\x10\x00\x12\x11\n\rZERO_CROSSING\x10\x01\x12\x0c\n\x08ROLLBACK\x10\x02\x12\x10\n\x0cISLAND_MERGE\x10\x03\x12\x10\n\x0cISLAND_SPLIT\x10\x04\x12\t\n\x05\x46\x41ULT\x10\x05\x12\x08\n\x04STOP\x10\x06\x12\x0f\n\x0bTIMED_EVENT\x10\x07\"\xe2\x01\n\x0bRunMetadata\x12\x10\n\x08scenario\x18\x01 \x01(\t\x12\x17\n\x0fparameters_json\x18\x02 \x01(\t\x12\x0c\n\x04seed\x18\x03 \x01(\x04\x12\x33\n\x08versions\x18\x04 \x03(\x0b\x32!.hopsim.RunMetadata.VersionsEntry\x12\x10\n\x08platform\x18\x05 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x06 \x01(\t\x12\x11\n\tplacement\x18\x07 \x01(\t\x1a/\n\rVersionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bhopsim/schemas/kernel.proto\x12\x06hopsim\"\x95\x02\n\x0bKernelEvent\x12\x0c\n\x04t_ns\x18\x01 \x01(\x03\x12&\n\x04kind\x18\x02 \x01(\x0e\x32\x18.hopsim.KernelEvent.Kind\x12\x0e\n\x06island\x18\x03 \x01(\t\x12\x0c\n\x04name\x18\x04 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x05 \x01(\t\"\xa1\x01\n\x04Kind\x12\x0b\n\x07\x42\x41RRIER\x10\x00\x12\x11\n\rZERO_CROSSING\x10\x01\x12\x0c\n\x08ROLLBACK\x10\x02\x12\x10\n\x0cISLAND_MERGE\x10\x03\x12\x10\n\x0cISLAND_SPLIT\x10\x04\x12\t\n\x05\x46\x41ULT\x10\x05\x12\x08\n\x04STOP\x10\x06\x12\x0f\n\x0bTIMED_EVENT\x10\x07\x12\x0b\n\x07\x43ONTACT\x10\x08\x12\x08\n\x04\x44OCK\x10\t\x12\n\n\x06UNDOCK\x10\n\"\xe2\x01\n\x0bRunMetadata\x12\x10\n\x08scenario\x18\x01 \x01(\t\x12\x17\n\x0fparameters_json\x18\x02 \x01(\t\x12\x0c\n\x04seed\x18\x03 \x01(\x04\x12\x33\n\x08versions\x18\x04 \x03(\x0b\x32!.hopsim.RunMetadata.VersionsEntry\x12\x10\n\x08platform\x18\x05 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x06 \x01(\t\x12\x11\n\tplacement\x18\x07 \x01(\t\x1a/\n\rVersionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,11 +34,11 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RUNMETADATA_VERSIONSENTRY']._loaded_options = None
   _globals['_RUNMETADATA_VERSIONSENTRY']._serialized_options = b'8\001'
   _globals['_KERNELEVENT']._serialized_start=40
-  _globals['_KERNELEVENT']._serialized_end=281
-  _globals['_KERNELEVENT_KIND']._serialized_start=155
-  _globals['_KERNELEVENT_KIND']._serialized_end=281
-  _globals['_RUNMETADATA']._serialized_start=284
-  _globals['_RUNMETADATA']._serialized_end=510
-  _globals['_RUNMETADATA_VERSIONSENTRY']._serialized_start=463
-  _globals['_RUNMETADATA_VERSIONSENTRY']._serialized_end=510
+  _globals['_KERNELEVENT']._serialized_end=317
+  _globals['_KERNELEVENT_KIND']._serialized_start=156
+  _globals['_KERNELEVENT_KIND']._serialized_end=317
+  _globals['_RUNMETADATA']._serialized_start=320
+  _globals['_RUNMETADATA']._serialized_end=546
+  _globals['_RUNMETADATA_VERSIONSENTRY']._serialized_start=499
+  _globals['_RUNMETADATA_VERSIONSENTRY']._serialized_end=546
 # @@protoc_insertion_point(module_scope)

@@ -1,0 +1,99 @@
+"""The ``formation`` scenario at scale on the local backend: simulated seconds per wall second,
+hops and bus messages per second, and peak memory, for N = 100, 1000 and 10000 vehicles.
+
+    .venv/bin/python bench/bench_formation.py [--quick] [--layout ring|lattice] [--sizes 100,1000]
+
+Each size runs in its own subprocess (so that its peak resident memory is its own), with the
+scenario's defaults (1 Hz control, every model of a vehicle at that rate, no recorder). The
+first simulated second (initial barriers, compiled-code loading) is timed apart from the run.
+Prints a markdown section: a heading and a table, one row per size.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+FULL = {100: 300.0, 1000: 30.0, 10000: 5.0}       # N -> simulated seconds after the first
+QUICK = {100: 50.0, 1000: 5.0}
+REAL_TIME_TARGET = 1000.0                           # N = 100 should run >= 1000x real time
+
+
+def one(n: int, duration_s: float, layout: str) -> dict:
+    """Build and run one formation in this process; returns the measurements."""
+    from hopsim.kernel import Simulation
+    from hopsim.scenarios.registry import get_scenario
+
+    spec = get_scenario("formation")
+    params = spec.make_params({"n_vehicles": n, "layout": layout})
+    t0 = time.perf_counter()
+    sim = Simulation(seed=0)
+    sim.scenario_params = params
+    spec.build(sim, params)
+    sim.advance_to(1.0)
+    t1 = time.perf_counter()
+    hops0 = sum(i.stats["hops"] for i in sim.islands.values())
+    msgs0 = sim.stats()["published"]
+    sim.advance_to(1.0 + duration_s)
+    t2 = time.perf_counter()
+    hops = sum(i.stats["hops"] for i in sim.islands.values()) - hops0
+    barriers = sum(i.stats["barriers"] for i in sim.islands.values())
+    msgs = sim.stats()["published"] - msgs0
+    wall = t2 - t1
+    out = spec.outcome(sim)
+    return {"n": n, "layout": layout, "sim_s": duration_s, "build_s": t1 - t0, "wall_s": wall,
+            "speed": duration_s / wall, "hops_per_s": hops / wall, "msgs_per_s": msgs / wall,
+            "us_per_vehicle_step": wall / hops * 1e6,
+            "barriers_per_vehicle_s": (barriers - n) / n / (1.0 + duration_s),   # after t = 0
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+            "formation_error_rms_m": out["formation_error_rms_m"]}
+
+
+def run_sizes(sizes: dict[int, float], layout: str) -> list[dict]:
+    rows = []
+    for n, duration in sizes.items():
+        proc = subprocess.run([sys.executable, __file__, "--one", str(n), "--duration", str(duration),
+                               "--layout", layout], check=False, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"N = {n} failed:\n{proc.stderr[-3000:]}")
+        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return rows
+
+
+def print_section(rows: list[dict]) -> None:
+    print("### Large formations (local backend, 1 Hz control, one island per vehicle)\n")
+    header = ("vehicles", "simulated s", "build (s)", "sim s / wall s", "hops / s", "messages / s",
+              "us per vehicle-step", "barriers / vehicle / sim s", "peak RSS (MiB)")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for r in rows:
+        print(f"| {r['n']:,} ({r['layout']}) | {r['sim_s']:g} | {r['build_s']:.1f} | {r['speed']:,.1f} | "
+              f"{r['hops_per_s']:,.0f} | {r['msgs_per_s']:,.0f} | {r['us_per_vehicle_step']:.0f} | "
+              f"{r['barriers_per_vehicle_s']:.2f} | {r['peak_rss_mib']:,.0f} |")
+    small = [r for r in rows if r["n"] == 100]
+    if small:
+        print(f"\nN = 100 runs at {small[0]['speed']:,.0f}x real time (target {REAL_TIME_TARGET:,.0f}x).")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="N = 100 and 1000, short runs")
+    ap.add_argument("--layout", default="ring", choices=("ring", "lattice"))
+    ap.add_argument("--sizes", help="comma-separated N (durations from the full table, else 10 s)")
+    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--duration", type=float, help=argparse.SUPPRESS)
+    opts = ap.parse_args()
+    if opts.one is not None:
+        print(json.dumps(one(opts.one, opts.duration, opts.layout)))
+        return
+    sizes = QUICK if opts.quick else FULL
+    if opts.sizes:
+        sizes = {int(s): FULL.get(int(s), 10.0) for s in opts.sizes.split(",")}
+    print_section(run_sizes(sizes, opts.layout))
+
+
+if __name__ == "__main__":
+    main()

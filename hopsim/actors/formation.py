@@ -1,0 +1,362 @@
+"""Actors of a large formation of free-flyers keeping a ring or lattice shape by consensus.
+
+One vehicle is one island of five models (all of them at the control rate, so that the island has
+one barrier and one hop per control period):
+
+- the vehicle's :class:`~hopsim.actors.vehicle_dynamics.RigidVehicleDynamics` (named after the
+  vehicle), publishing the true state on ``<v>/state`` at the control rate;
+- :class:`FormationThruster` (continuous): the actuator. It latches the commanded inertial force
+  at the start of each hop, clips each axis to ``max_thrust_N`` (and zeroes an axis below
+  ``min_thrust_N``: the minimum a valve can deliver), and applies it, constant across the hop,
+  in ``pre_deriv``. Thrust constant across a hop means no barrier of its own;
+- :class:`StateSensor` (continuous, reads the dynamics actor in its own process): a noisy
+  measurement of the own position and velocity (white, from the sensor's own seeded generator)
+  at every control step, on ``<v>/meas``;
+- :class:`NeighbourRadio`: the receiving radio. Each neighbour's flight software broadcasts its
+  measured state on ``<neighbour>/air``; the broadcast tie's latency is the link latency, a whole
+  number of control periods (see :func:`radio_delay_periods`), so that a packet reaches its
+  receivers exactly at one of their control barriers and creates no barrier of its own. Each
+  receiver loses each packet with probability ``loss`` (one draw per packet from the receiving
+  radio's own generator) and forwards the others on ``<v>/rx``. A vehicle subscribes only to
+  its neighbours' ``air`` topics (ring: 2, square lattice: 2 to 4);
+- :class:`FormationFlightSoftware`: the consensus law below, at the control rate; it writes the
+  force command (``<v>/thrust``, Wrench in N) and broadcasts its measured state (``<v>/air``).
+
+Consensus law (symmetric, time-matched). Vehicle ``i`` with neighbours ``N_i`` and nominal slot
+positions ``p`` commands the acceleration
+
+    a_i = sum_{j in N_i} [ -kp (x_i(s) - x_j(s) - (p_i - p_j)) - kd (v_i(s) - v_j(s)) ]
+
+where ``x_j(s), v_j(s)`` is neighbour j's latest broadcast (measured at instant ``s``) and
+``x_i(s), v_i(s)`` is vehicle i's own broadcast *of the same instant*, kept in a short history.
+Pairing the two sides at the same instant makes the pair term of (i, j) the exact negative of
+that of (j, i), so with equal masses, no packet loss and no saturation the thrusts sum to zero
+and the centroid moves at constant velocity, noise or not (the noise is in the shared
+measurements, which both sides use alike). The fixed point is the nominal shape translated with
+the centroid: ``x_i - x_j -> p_i - p_j``, ``v_i -> v_centroid(0)``. With gains
+``kp = w^2 / lambda_max``, ``kd = 2 zeta w / lambda_max`` (``lambda_max = 2 * max degree`` bounds
+the graph Laplacian's largest eigenvalue), the fastest shape mode has natural frequency at most
+``w`` and damping ``zeta``; a mode of Laplacian eigenvalue ``lambda`` has ``w sqrt(lambda/lambda_max)``
+and ``zeta sqrt(lambda/lambda_max)``.
+
+Fallback: a neighbour whose latest packet is older than ``stale_after_s`` (or whose instant has left
+the own history) is left out of the sum. Until the first packets arrive the vehicle coasts (zero
+thrust). When no neighbour has been heard from for ``stale_after_s`` -- e.g. with radio loss 1 --
+the flight software brakes to rest in the inertial frame with its own measured velocity,
+``a_i = -brake_gain * v_i(now)``, and holds (absolute) station: the shape no longer converges.
+Packet loss and saturation break the symmetry, so the centroid then drifts slightly.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import ClassVar
+
+import numpy as np
+
+from hopsim.kernel import ContinuousModel, FixedRate, In, Model, NoIo, Out
+from hopsim.kernel.simtime import NS_PER_S
+from hopsim.schemas import Vector3, VehicleState, Wrench
+
+# ----------------------------------------------------------------------------- geometry
+
+
+def vehicle_names(n: int) -> list[str]:
+    """``v0 .. v{n-1}`` zero-padded to the same width, so that names sort like indices."""
+    width = len(str(max(n - 1, 0)))
+    return [f"v{i:0{width}d}" for i in range(n)]
+
+
+def lattice_columns(n: int) -> int:
+    return max(1, math.ceil(math.sqrt(n)))
+
+
+def slot_positions(n: int, layout: str, spacing_m: float) -> np.ndarray:
+    """Nominal positions (n x 3, m) centred on the origin, in the XY plane.
+
+    ``ring``: a regular n-gon whose sides are ``spacing_m`` (radius ``spacing / (2 sin(pi/n))``).
+    ``lattice``: a square grid of ``ceil(sqrt(n))`` columns filled row by row, pitch ``spacing_m``.
+    """
+    if n < 1:
+        raise ValueError(f"a formation needs at least one vehicle, got {n}")
+    if layout == "ring":
+        if n == 1:
+            p = np.zeros((1, 3))
+        elif n == 2:
+            p = np.array([[-0.5 * spacing_m, 0.0, 0.0], [0.5 * spacing_m, 0.0, 0.0]])
+        else:
+            radius = spacing_m / (2.0 * math.sin(math.pi / n))
+            angle = 2.0 * math.pi * np.arange(n) / n
+            p = np.stack([radius * np.cos(angle), radius * np.sin(angle), np.zeros(n)], axis=1)
+    elif layout == "lattice":
+        cols = lattice_columns(n)
+        idx = np.arange(n)
+        p = np.stack([(idx % cols) * spacing_m, (idx // cols) * spacing_m, np.zeros(n)], axis=1)
+        p -= p.mean(axis=0)
+    else:
+        raise ValueError(f"layout must be 'ring' or 'lattice', not {layout!r}")
+    return p
+
+
+def neighbours(n: int, layout: str) -> list[list[int]]:
+    """Neighbour indices of every vehicle: ring (i-1, i+1), lattice (the 4 grid neighbours present).
+    The relation is symmetric (j in N_i iff i in N_j)."""
+    if layout == "ring":
+        return [sorted({(i - 1) % n, (i + 1) % n} - {i}) for i in range(n)]
+    if layout == "lattice":
+        cols = lattice_columns(n)
+        out = []
+        for i in range(n):
+            r, c = divmod(i, cols)
+            cand = []
+            if c > 0:
+                cand.append(i - 1)
+            if c < cols - 1 and i + 1 < n:
+                cand.append(i + 1)
+            if r > 0:
+                cand.append(i - cols)
+            if i + cols < n:
+                cand.append(i + cols)
+            out.append(sorted(cand))
+        return out
+    raise ValueError(f"layout must be 'ring' or 'lattice', not {layout!r}")
+
+
+def consensus_gains(bandwidth_rad_s: float, damping_ratio: float, max_degree: int) -> tuple[float, float]:
+    """(kp [1/s^2], kd [1/s]) per neighbour, so that the fastest shape mode has natural frequency
+    at most ``bandwidth_rad_s`` and damping ``damping_ratio`` (Laplacian eigenvalues <= 2 d_max)."""
+    lam_max = 2.0 * max(max_degree, 1)
+    return bandwidth_rad_s ** 2 / lam_max, 2.0 * damping_ratio * bandwidth_rad_s / lam_max
+
+
+def period_ns(rate_hz: float) -> int:
+    """The control period in ns; the rate must give a whole number of nanoseconds."""
+    period = Fraction(NS_PER_S) / Fraction(rate_hz).limit_denominator(10**9)   # as PeriodicSchedule
+    if period.denominator != 1 or period < 1:
+        raise ValueError(f"the control period 1/{rate_hz:g} s = {float(period):.3f} ns is not a whole "
+                         f"number of nanoseconds (e.g. 0.5, 1, 2, 4, 5, 8, 10 Hz are)")
+    return int(period)
+
+
+def radio_delay_periods(latency_s: float, rate_hz: float) -> int:
+    """Control periods a broadcast takes: the first control step at or after send + latency,
+    and at least the next one (a message to another island arrives no earlier than 1 ns later)."""
+    return max(1, math.ceil(latency_s * rate_hz - 1e-9))
+
+
+def _vec(v) -> Vector3:
+    return Vector3(x=float(v[0]), y=float(v[1]), z=float(v[2]))
+
+
+# ----------------------------------------------------------------------------- models
+
+
+class FormationThruster(ContinuousModel):
+    """A proportional thruster cluster with per-axis saturation, fixed in inertial axes.
+
+    Input ``cmd`` (Wrench, force in N, INERTIAL frame). At the start of every hop the latest
+    command is latched: each axis is clipped to +-``max_thrust_N`` and zeroed below
+    ``min_thrust_N``; the force is then applied at the centre of mass, constant over the hop.
+    Counts: ``impulse_Ns`` (sum of |F_axis| dt, the propellant measure), ``saturated_hops``.
+    """
+
+    inputs: ClassVar[dict[str, In]] = {"cmd": In(Wrench)}
+    accepts_faults = ("thrust_scale",)
+
+    def __init__(self, name: str, body, max_thrust_N: float, min_thrust_N: float = 0.0):
+        super().__init__(name)
+        if max_thrust_N <= 0 or min_thrust_N < 0 or min_thrust_N > max_thrust_N:
+            raise ValueError(f"{name}: need 0 <= min_thrust_N <= max_thrust_N and max_thrust_N > 0, "
+                             f"got {min_thrust_N}, {max_thrust_N}")
+        self.body = body
+        self.max_thrust_N = float(max_thrust_N)
+        self.min_thrust_N = float(min_thrust_N)
+        self.scale = 1.0
+        self.force_N = np.zeros(3)
+        self.impulse_Ns = 0.0
+        self.saturated_hops = 0
+
+    def start_hop(self, t0_ns: int, t1_ns: int) -> None:
+        cmd = self.take("cmd")
+        if cmd is not None:
+            f = np.array((cmd.force.x, cmd.force.y, cmd.force.z))
+            lim = self.max_thrust_N
+            if abs(f[0]) > lim or abs(f[1]) > lim or abs(f[2]) > lim:
+                self.saturated_hops += 1
+                np.clip(f, -lim, lim, out=f)
+            if self.min_thrust_N > 0.0:
+                f[np.abs(f) < self.min_thrust_N] = 0.0
+            if self.scale != 1.0:
+                f *= self.scale
+            self.force_N = f
+        f = self.force_N
+        self.impulse_Ns += (abs(f[0]) + abs(f[1]) + abs(f[2])) * ((t1_ns - t0_ns) / NS_PER_S)
+
+    def pre_deriv(self, t_s: float) -> None:
+        self.body.add_force_N(self.force_N)
+
+    def on_fault(self, fault, t_ns: int) -> None:
+        self.scale = 1.0 if fault.clear else float(fault.value)
+
+
+class StateSensor(ContinuousModel):
+    """Noisy own position and velocity at the control rate (a relative-navigation filter's output).
+
+    Output ``meas`` (VehicleState with ``r_BN_N``, ``v_BN_N``, ``t_ns``): the truth of the body at
+    the control step plus white noise of 1-sigma ``position_noise_m`` and ``velocity_noise_mps``
+    per axis, drawn from this model's own generator (6 normals per sample, position first).
+    """
+
+    outputs: ClassVar[dict[str, Out]] = {"meas": Out(VehicleState)}
+    feed_through = False
+
+    def __init__(self, name: str, body, rate_hz: float, position_noise_m: float = 0.0,
+                 velocity_noise_mps: float = 0.0):
+        super().__init__(name)
+        self.body = body
+        self.vehicle = body.name
+        self.io_schedule = FixedRate(rate_hz)
+        self.sigma = np.array([position_noise_m] * 3 + [velocity_noise_mps] * 3, dtype=float)
+        self.noisy = bool(np.any(self.sigma > 0))
+        self._t = -1
+        self._msg = None
+        self.samples = 0
+
+    def update_flow_outs(self, t_ns: int) -> None:
+        if t_ns != self._t:                     # one sample per instant, however often asked
+            y = self.body.x[0:6].copy()
+            if self.noisy:
+                y += self.sigma * self.rng.standard_normal(6)
+            self._msg = VehicleState(vehicle=self.vehicle, t_ns=t_ns, r_BN_N=_vec(y[0:3]),
+                                     v_BN_N=_vec(y[3:6]), mass=self.body.mass_kg)
+            self._t = t_ns
+            self.samples += 1
+        self.write("meas", self._msg)
+
+
+class NeighbourRadio(Model):
+    """The receiving radio of one vehicle: one input per neighbour's broadcast, loss per packet.
+
+    Inputs ``n0, n1, ...`` (VehicleState, one per neighbour, tied to ``<neighbour>/air``); output
+    ``rx`` (VehicleState queue): the packets that got through, in port order. Each arriving packet
+    is lost with probability ``loss`` (one uniform draw per packet from this radio's own
+    generator; none when ``loss`` is 0 or 1). Fault ``radio_loss``: value = new probability
+    (``clear`` restores the configured one).
+    """
+
+    outputs: ClassVar[dict[str, Out]] = {"rx": Out(VehicleState, queue=True)}
+    io_schedule = NoIo()
+    feed_through = True
+    accepts_faults = ("radio_loss",)
+
+    def __init__(self, name: str, n_neighbours: int, loss: float = 0.0):
+        self.inputs = {f"n{k}": In(VehicleState) for k in range(n_neighbours)}
+        super().__init__(name)
+        if not 0.0 <= loss <= 1.0:
+            raise ValueError(f"{name}: loss probability must be in [0, 1], got {loss}")
+        self.configured_loss = float(loss)
+        self.loss = float(loss)
+        self._ports = tuple(self.inputs)
+        self.received = 0
+        self.lost = 0
+
+    def update_flow_outs(self, t_ns: int) -> None:
+        for port in self._ports:
+            msg = self.take(port)
+            if msg is None:
+                continue
+            loss = self.loss
+            if loss >= 1.0 or (loss > 0.0 and self.rng.random() < loss):
+                self.lost += 1
+                continue
+            self.received += 1
+            self.write("rx", msg)
+
+    def on_fault(self, fault, t_ns: int) -> None:
+        self.loss = self.configured_loss if fault.clear else min(max(float(fault.value), 0.0), 1.0)
+
+
+class FormationFlightSoftware(Model):
+    """The consensus law of the module docstring, at the control rate.
+
+    Inputs ``meas`` (own measured state, VehicleState) and ``rx`` (neighbour broadcasts, queue);
+    outputs ``thrust`` (Wrench, inertial force in N) and ``air`` (the own measured state,
+    broadcast; its tie carries the radio latency). ``offsets_m`` maps each neighbour's name to
+    ``p_i - p_j``, the nominal relative position of this vehicle from it.
+    """
+
+    inputs: ClassVar[dict[str, In]] = {"meas": In(VehicleState), "rx": In(VehicleState, queue=True)}
+    outputs: ClassVar[dict[str, Out]] = {"thrust": Out(Wrench), "air": Out(VehicleState)}
+
+    def __init__(self, name: str, vehicle: str, mass_kg: float, rate_hz: float,
+                 offsets_m: dict[str, tuple[float, float, float]], kp: float, kd: float,
+                 brake_gain_per_s: float, stale_after_s: float):
+        super().__init__(name)
+        self.vehicle = vehicle
+        self.mass_kg = float(mass_kg)
+        self.io_schedule = FixedRate(rate_hz)
+        self.period_ns = period_ns(rate_hz)
+        self.offsets = {k: tuple(float(c) for c in v) for k, v in offsets_m.items()}
+        self.kp, self.kd = float(kp), float(kd)
+        self.brake_gain = float(brake_gain_per_s)
+        self.stale_ns = max(round(stale_after_s * NS_PER_S), self.period_ns)
+        self.history: dict[int, tuple] = {}          # own broadcasts: t_ns -> (r, v), oldest first
+        self.latest: dict[str, tuple[int, tuple]] = {}   # neighbour -> (t_ns, (r, v))
+        self.mode = "coast"                          # coast, consensus or brake
+        self.accel = (0.0, 0.0, 0.0)
+        self._t = -1
+        self.steps = {"coast": 0, "consensus": 0, "brake": 0}
+        self.pairs_used = 0
+
+    @staticmethod
+    def _rv(msg) -> tuple:
+        r, v = msg.r_BN_N, msg.v_BN_N
+        return (r.x, r.y, r.z, v.x, v.y, v.z)
+
+    def update_flow_outs(self, t_ns: int) -> None:
+        latest = self.latest
+        for pkt in self.drain("rx"):
+            prev = latest.get(pkt.vehicle)
+            if prev is None or pkt.t_ns > prev[0]:
+                latest[pkt.vehicle] = (pkt.t_ns, self._rv(pkt))
+        if t_ns % self.period_ns or t_ns == self._t:
+            return          # control steps only, once each (messages are absorbed meanwhile)
+        self._t = t_ns
+        meas = self.read("meas")
+        own = self._rv(meas)
+        history = self.history
+        history[t_ns] = own
+        horizon = t_ns - self.stale_ns
+        while True:                           # oldest first: dicts keep insertion order
+            first = next(iter(history))
+            if first >= horizon:
+                break
+            del history[first]
+        # plain floats: for 3-vectors they are several times faster than numpy
+        kp, kd = self.kp, self.kd
+        ax = ay = az = 0.0
+        used = 0
+        for name, (s, rv_j) in latest.items():
+            rv_i = history.get(s)
+            if rv_i is None:                  # too old (or from before this vehicle's history)
+                continue
+            off = self.offsets[name]
+            ax -= kp * ((rv_i[0] - rv_j[0]) - off[0]) + kd * (rv_i[3] - rv_j[3])
+            ay -= kp * ((rv_i[1] - rv_j[1]) - off[1]) + kd * (rv_i[4] - rv_j[4])
+            az -= kp * ((rv_i[2] - rv_j[2]) - off[2]) + kd * (rv_i[5] - rv_j[5])
+            used += 1
+        if used:
+            self.mode = "consensus"
+        elif t_ns < self.stale_ns:
+            self.mode = "coast"               # the first packets are still on their way
+        else:
+            self.mode = "brake"
+            g = self.brake_gain
+            ax, ay, az = -g * own[3], -g * own[4], -g * own[5]
+        self.steps[self.mode] += 1
+        self.pairs_used += used
+        self.accel = (ax, ay, az)
+        m = self.mass_kg
+        self.write("thrust", Wrench(body=self.vehicle, force=Vector3(x=m * ax, y=m * ay, z=m * az),
+                                    frame=Wrench.INERTIAL))
+        self.write("air", meas)
