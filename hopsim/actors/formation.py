@@ -162,6 +162,7 @@ class FormationThruster(ContinuousModel):
 
     inputs: ClassVar[dict[str, In]] = {"cmd": In(Wrench)}
     accepts_faults = ("thrust_scale",)
+    loads_constant_over_hop = True      # the commanded force is held across a hop
 
     def __init__(self, name: str, body, max_thrust_N: float, min_thrust_N: float = 0.0):
         super().__init__(name)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hopsim.dynamics.contact import composite_mass_properties, welded_follower_state
-from hopsim.dynamics.rigid_body import STATE_SIZE, derivative_single, pack_state
+from hopsim.dynamics.rigid_body import STATE_SIZE, derivative_single, derivatives_batch, pack_state, rk4_step_batch
 from hopsim.dynamics.spatial import quat_normalize, quat_to_dcm
 from hopsim.dynamics.weld import welded_follower_derivative
 from hopsim.kernel import ContinuousModel, FixedRate, Out
@@ -62,6 +62,7 @@ class RigidVehicleDynamics(ContinuousModel):
     state_names = STATE_NAMES
     outputs = {"state": Out(VehicleState)}
     accepts_faults = ("disturbance",)
+    loads_constant_over_hop = True      # the disturbance is held across a hop
     # welds are links between models, made and broken at barriers only (never inside a hop)
     _FRAMEWORK_ATTRS = ContinuousModel._FRAMEWORK_ATTRS | {"_welds", "_primary_weld"}
 
@@ -166,6 +167,34 @@ class RigidVehicleDynamics(ContinuousModel):
             M, I_C, r_C = composite_mass_properties(M, I_C, r_C, f.mass_kg, f.inertia_C_B, f.r_CB_B,
                                                     w.r_FP_P, w.R_PF)
         return M, I_C, r_C
+
+    # ------------------------------------------------------------------ compiled hops
+    def hop_ready(self) -> bool:
+        """A free vehicle propagates itself (a composite needs its followers' kinematics)."""
+        return not self._welds and self._primary is None
+
+    @staticmethod
+    def propagate_hop(bodies: list[RigidVehicleDynamics], steps_s) -> None:
+        """RK4 over a hop for many free vehicles, one compiled call per sub-step, with the loads
+        gathered in their accumulators (constant over the hop); the published accelerations are
+        the derivative at the hop's end. One vehicle or many: the same arithmetic."""
+        X = np.array([b.x for b in bodies])
+        mass = np.array([b.mass_kg for b in bodies])
+        inertia = np.array([b.inertia_C_B for b in bodies])
+        r_CB = np.array([b.r_CB_B for b in bodies])
+        f_N = np.array([b._force_N for b in bodies])
+        f_B = np.array([b._force_B for b in bodies])
+        tau_B = np.array([b._torque_B for b in bodies])
+        for h in steps_s:
+            X = rk4_step_batch(X, h, mass, inertia, r_CB, f_N, f_B, tau_B, r_CB, 0.0)
+        Xdot = derivatives_batch(X, mass, inertia, r_CB, f_N, f_B, tau_B, r_CB, 0.0)
+        for b, x, xd in zip(bodies, X, Xdot):
+            b.x[:] = x
+            b.xdot[:] = xd
+            b.xdot_last = xd
+            b._force_N[:] = 0.0
+            b._force_B[:] = 0.0
+            b._torque_B[:] = 0.0
 
     # ------------------------------------------------------------------ faults
     def on_fault(self, fault, t_ns: int) -> None:

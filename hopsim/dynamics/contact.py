@@ -52,7 +52,7 @@ Broad phase
 :func:`broadphase_pairs` finds the pairs of spheres whose "reach" spheres (radius plus a bound
 on how far the sphere can move before the next check) overlap, with a uniform grid of cells
 at least twice the largest reach, a hash table from cell to its spheres and a scan of the 27
-neighbouring cells. :func:`all_pairs_candidates` is the O(N^2) reference with the same test.
+neighbouring cells (each cell against itself and 13 of them, so that every pair is met once). :func:`all_pairs_candidates` is the O(N^2) reference with the same test.
 """
 import numpy as np
 
@@ -128,13 +128,6 @@ def point_velocity(x, point_N):
 
 
 # --------------------------------------------------------------------------- impulse law
-
-
-@compiled
-def _energy_change(J, u, K):
-    """Kinetic-energy change [J] of an impulse ``J`` at a contact with relative velocity ``u``
-    and compliance ``K``: ``J . (u + K J / 2)``."""
-    return _dot3(J, u) + 0.5 * _dot3(J, mat3_vec(K, J))
 
 
 @compiled
@@ -659,8 +652,10 @@ def broadphase_pairs(centres, reach):
     pos = np.empty((n, 3))
     rch = np.empty(n)
     for a in range(n):  # cell-ordered copies: the inner loops read memory in sequence
-        pos[a] = centres[members[a]]
-        rch[a] = reach[members[a]]
+        i = members[a]
+        for k in range(3):
+            pos[a, k] = centres[i, k]
+        rch[a] = reach[i]
     buf = np.empty((4 * n, 2), dtype=np.int64)
     count = 0
     for c in range(start.shape[0] - 1):

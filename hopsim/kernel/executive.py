@@ -71,7 +71,7 @@ class Simulation:
     """
 
     def __init__(self, seed: int = 0, default_rate_hz: float = 1.0, runtime=None, recorder=None,
-                 record_kernel_events: bool = True, cpu_accounting: bool = False):
+                 record_kernel_events: bool = True, cpu_accounting: bool = False, batching: bool = True):
         self.seed = int(seed)
         self.default_rate_hz = float(default_rate_hz)
         self.runtime = runtime or LocalRuntime()
@@ -102,6 +102,8 @@ class Simulation:
         self._injections: list[tuple[Envelope, bool]] = []   # injected, not yet recorded
         self.handled_kills: set = set()      # kill faults already recovered from (kept across restores)
         self._monitors: list[Monitor] = []
+        self.batching = batching              # propagate islands whose hops coincide as one batch
+        self._wakes_at: dict[int, list[Island]] = {}
 
     # ------------------------------------------------------------------ assembly
     def add_island(self, name: str, integrator=None, n_integration_steps: int = 1,
@@ -378,6 +380,12 @@ class Simulation:
     def schedule_wake(self, island, t_ns: int, gen: int) -> None:
         """A simpy event at ``t_ns`` that wakes ``island`` for the barrier it planned there."""
         self.env.timeout(t_ns - self.env.now, value=gen).callbacks.append(island._wake)
+        if self.batching and island._hop_body is not None:
+            self._wakes_at.setdefault(t_ns, []).append(island)
+
+    def take_batch(self, t_ns: int) -> list[Island] | None:
+        """The islands planned to wake at ``t_ns`` (once: the first wake at an instant takes them)."""
+        return self._wakes_at.pop(t_ns, None) if self._wakes_at else None
 
     @property
     def time(self) -> float:

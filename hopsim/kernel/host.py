@@ -52,6 +52,10 @@ class HostServices:
     def schedule_wake(self, island: Island, t_ns: int, gen: int) -> None:
         self.wakes[island.name] = (t_ns, gen)
 
+    def take_batch(self, t_ns: int) -> None:
+        """Islands in hosts propagate one by one (their wake-ups come from the driver)."""
+        return None
+
     def publish(self, env, island: Island, queue: bool) -> None:
         for target, model, port in self.routes.get(env.topic, ()):
             if target == island.name and env.deliver_ns == env.t_ns:

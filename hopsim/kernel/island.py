@@ -93,6 +93,27 @@ class ZeroCrossing:
         return falling or rising
 
 
+def propagate_together(islands: list["Island"], t1: int) -> None:
+    """Propagate the lazy hops of ``islands`` that end at ``t1`` with one compiled call per kind
+    of body and sub-steps (DESIGN.md: islands whose hops coincide, as one batch; the arithmetic is
+    the single-island path's, so the result does not change by a bit)."""
+    groups: dict[tuple, list[Island]] = {}
+    for isl in dict.fromkeys(islands):          # an island re-planned to the same instant is listed twice
+        if isl._pending_end != t1 or isl._propagated or isl._batched == t1 or isl.t >= t1:
+            continue
+        plan = isl.hop_plan(isl.t, t1)
+        if plan is not None:
+            groups.setdefault(plan, []).append(isl)
+    for (cls, steps), members in groups.items():
+        if len(members) < 2:
+            continue                                   # alone: its own wake propagates it
+        for isl in members:
+            isl.gather_loads(isl.t, t1)
+        cls.propagate_hop([isl._hop_body.model for isl in members], steps)
+        for isl in members:
+            isl.finish_hop(isl.t, t1)
+
+
 def _timed(slot: "Slot", fn: Callable[[float], None]) -> Callable[[float], None]:
     def timed(t_s: float) -> None:
         t0 = thread_time_ns()
@@ -225,6 +246,8 @@ class Island:
         self.home_slots: list[Slot] = []
         self.absorbed_into: Island | None = None
         self.members: list[Island] = [self]
+        self._hop_body: Slot | None = None
+        self._batched: int | None = None    # the hop end a batch already propagated this island to
         self._monitors: list = []           # monitors of every member
         self._home_monitors: list = []      # monitors of this home island
         self._deferred = False
@@ -282,8 +305,56 @@ class Island:
         self._end_hop = [s for s in self.slots if s.overrides("end_hop")]
         self._rollback_slots = [s for s in self.slots
                                 if s.is_continuous or s.overrides("start_hop") or s.overrides("end_hop")]
+        self._hop_body = self._find_hop_body()
         self._io_heap = [(s.io_next, s.order, s) for s in self.slots if s.io_next is not None]
         heapq.heapify(self._io_heap)
+
+    def _find_hop_body(self) -> Slot | None:
+        """The model that propagates this island's states with its own compiled RK4 hop step, if
+        the island qualifies: one model owns every state and defines ``propagate_hop``, every
+        other continuous model holds its loads constant over a hop, the integrator is RK4."""
+        owners = [s for s in self._continuous if s.model.state_names]
+        if len(owners) != 1 or getattr(self.integrator, "name", None) != "rk4" or self.end_of_step_derivative:
+            return None
+        body = owners[0]
+        if body.model.propagate_hop is None or body.method_events:
+            return None
+        for s in self._continuous:
+            if s is body:
+                continue
+            if s.overrides("post_deriv") or (s.overrides("pre_deriv") and not s.model.loads_constant_over_hop):
+                return None
+        if body.overrides("pre_deriv") and not body.model.loads_constant_over_hop:
+            return None
+        return body
+
+    def hop_plan(self, t0: int, t1: int) -> tuple | None:
+        """(model class, sub-steps in s) if this hop can take the compiled path, else None."""
+        body = self._hop_body
+        if body is None or not body.model.hop_ready():
+            return None
+        n, span, a, steps = self.n_integration_steps, t1 - t0, t0, []
+        for j in range(1, n + 1):
+            b = t0 + span * j // n
+            if b != a:
+                steps.append((b - a) / NS_PER_S)
+            a = b
+        return type(body.model), tuple(steps)
+
+    def gather_loads(self, t0: int, t1: int) -> None:
+        """start_hop, then the hop's (constant) loads into the body: every pre_deriv once."""
+        for s in self._start_hop:
+            s.call("start_hop", t0, t1)
+        t_s = t0 / NS_PER_S
+        for f in self._pre:
+            f(t_s)
+
+    def finish_hop(self, t0: int, t1: int) -> None:
+        for s in self._end_hop:
+            s.call("end_hop", t0, t1)
+        self.stats["propagations"] += 1
+        self._batched = t1
+        self._hop_steps = [(t0, t1)] if self.trace_steps else []
 
     @property
     def current(self) -> "Island":
@@ -451,11 +522,14 @@ class Island:
 
     def _wake(self, event) -> None:
         """The barrier at the planned hop end; ``event.value`` is the plan's generation."""
+        t = self.sim.now
+        batch = self.sim.take_batch(t)
+        if batch:
+            propagate_together(batch, t)
         if event.value != self._gen:
             return                                     # superseded by an earlier barrier
-        t = self.sim.now
         if t > self.t:
-            if not self._propagated:
+            if not self._propagated and self._batched != t:
                 self._propagate(self.t, t)
             self.stats["hops"] += 1
             if self.hop_log is not None:
@@ -485,6 +559,12 @@ class Island:
     def _propagate(self, t0: int, t1: int) -> None:
         """Propagate every state of the island from t0 to t1 (ns): start_hop, integrate, end_hop."""
         self._hop_steps = []
+        plan = self.hop_plan(t0, t1)
+        if plan is not None:
+            self.gather_loads(t0, t1)
+            plan[0].propagate_hop([self._hop_body.model], plan[1])
+            self.finish_hop(t0, t1)
+            return
         for s in self._start_hop:
             s.call("start_hop", t0, t1)
         if self._x.size:

@@ -222,6 +222,15 @@ class ContinuousModel(Model):
     is_continuous: ClassVar[bool] = True
     state_names: ClassVar[tuple[str, ...]] = ()
     io_schedule: ClassVar[IoSchedule] = NoIo()
+    # True when pre_deriv adds the same loads at every derivative sample of a hop (thrust held
+    # between valve switches, which are barriers): the island may then gather them once per hop
+    # and propagate with a model's own compiled hop step (see ``propagate_hop``)
+    loads_constant_over_hop: ClassVar[bool] = False
+    # a continuous model that owns the island's states may define
+    #   propagate_hop(models, steps_s) (staticmethod): propagate many such models, loads gathered,
+    #     over the sub-steps ``steps_s`` in one compiled call (the same arithmetic for one or many)
+    #   hop_ready() -> bool: whether it can do so now
+    propagate_hop: ClassVar[Any] = None
 
     def __init__(self, name: str):
         super().__init__(name)

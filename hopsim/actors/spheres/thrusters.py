@@ -61,6 +61,7 @@ class ThrusterSimulator(ContinuousModel):
     io_schedule = VariableRate()
     feed_through = True
     accepts_faults = ("thruster_stuck_off", "thruster_stuck_on", "thrust_scale")
+    loads_constant_over_hop = True      # valves switch only at barriers
 
     def __init__(self, name: str, body, params: ThrusterParams, vehicle: str | None = None):
         super().__init__(name)
