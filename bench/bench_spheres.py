@@ -3,8 +3,9 @@
     .venv/bin/python bench/bench_spheres.py [--duration 85] [--repeat 3]
 
 Runs ``leader_follower`` on the local backend (no recording) with the estimated state (the
-seed's configuration, the scenario's default) and with perfect state, and beside them the
-kernel's floor measured in the same run: the wall time per barrier of an island holding only
+seed's configuration, the scenario's default) and with perfect state, each with the kernel's
+batching on (islands whose hops coincide propagate in one compiled call) and off, and beside
+them the kernel's floor measured in the same run: the wall time per barrier of an island holding only
 the rigid-body dynamics actor (integration and state publication, no SPHERES actor). Prints a
 markdown table; the best of ``--repeat`` runs is kept.
 """
@@ -25,9 +26,9 @@ CONFIGS = [
 ]
 
 
-def run_leader_follower(overrides: dict, duration_s: float) -> tuple[float, int]:
+def run_leader_follower(overrides: dict, duration_s: float, batching: bool = True) -> tuple[float, int]:
     spec = get_scenario("leader_follower")
-    sim = Simulation(seed=0)
+    sim = Simulation(seed=0, batching=batching)
     spec.build(sim, spec.make_params(overrides))
     t0 = time.perf_counter()
     sim.advance_to(duration_s)
@@ -52,15 +53,17 @@ def main() -> None:
     opts = ap.parse_args()
     run_leader_follower({}, 1.0)               # load compiled code and caches once
     floor = min(kernel_floor_us() for _ in range(opts.repeat))
-    print("| leader_follower, local backend | simulated s | wall s | x real time | barriers "
+    print("| leader_follower, local backend | batching | simulated s | wall s | x real time | barriers "
           "| wall per barrier (us) | / kernel floor |")
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for label, overrides in CONFIGS:
-        wall, barriers = min(run_leader_follower(overrides, opts.duration) for _ in range(opts.repeat))
-        per = wall / barriers * 1e6
-        print(f"| {label} | {opts.duration:g} | {wall:.2f} | {opts.duration / wall:.0f}x | {barriers} "
-              f"| {per:.0f} | {per / floor:.1f}x |")
-    print(f"| kernel floor: dynamics-only island | | | | | {floor:.0f} | 1.0x |")
+        for batching in (True, False):
+            wall, barriers = min(run_leader_follower(overrides, opts.duration, batching)
+                                 for _ in range(opts.repeat))
+            per = wall / barriers * 1e6
+            print(f"| {label} | {'on' if batching else 'off'} | {opts.duration:g} | {wall:.2f} "
+                  f"| {opts.duration / wall:.0f}x | {barriers} | {per:.0f} | {per / floor:.1f}x |")
+    print(f"| kernel floor: dynamics-only island | | | | | | {floor:.0f} | 1.0x |")
 
 
 if __name__ == "__main__":

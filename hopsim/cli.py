@@ -53,6 +53,8 @@ def run_cmd(
     checkpoint_every: Optional[float] = typer.Option(None, help="write a checkpoint every S simulated seconds"),
     checkpoint_dir: Path = typer.Option(Path("checkpoints"), help="where checkpoints go"),
     cpu: bool = typer.Option(False, help="measure and print each actor's share of CPU time"),
+    batching: bool = typer.Option(False, help="propagate islands whose hops coincide as one batch "
+                                             "(same result, bit for bit)"),
 ) -> None:
     """Run a scenario and, with --out, record it."""
     from hopsim.scenarios import ScenarioError, run_scenario
@@ -65,7 +67,7 @@ def run_cmd(
         result = run_scenario(name, overrides, seed=seed, duration_s=duration, out=out,
                               backend=backend, progress=progress, ray_address=ray_address,
                               checkpoint_every_s=checkpoint_every, checkpoint_dir=checkpoint_dir,
-                              cpu_accounting=cpu, placement=placement)
+                              cpu_accounting=cpu, placement=placement, batching=batching)
     except (ScenarioError, ValueError) as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2)

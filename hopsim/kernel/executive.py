@@ -71,7 +71,7 @@ class Simulation:
     """
 
     def __init__(self, seed: int = 0, default_rate_hz: float = 1.0, runtime=None, recorder=None,
-                 record_kernel_events: bool = True, cpu_accounting: bool = False, batching: bool = True):
+                 record_kernel_events: bool = True, cpu_accounting: bool = False, batching: bool = False):
         self.seed = int(seed)
         self.default_rate_hz = float(default_rate_hz)
         self.runtime = runtime or LocalRuntime()

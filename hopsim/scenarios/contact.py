@@ -116,9 +116,8 @@ class PileupParams(ContactScenario):
 def pileup_layout(p: PileupParams, rng: np.random.Generator) -> tuple[float, np.ndarray, np.ndarray]:
     """(box edge m, start positions (N,3), velocities (N,3)): vehicles on a jittered lattice."""
     n, R = p.n_vehicles, p.radius_m
-    box = p.box_m or (n * (4 / 3) * math.pi * R**3 / 0.10) ** (1 / 3)
-    box = max(box, 4 * R)
     per_side = math.ceil(n ** (1 / 3))
+    box = p.box_m or max((n * (4 / 3) * math.pi * R**3 / 0.10) ** (1 / 3), 2 * R + per_side * 2.5 * R)
     pitch = (box - 2 * R) / per_side
     if pitch < 2 * R:
         raise ValueError(f"{n} vehicles of radius {R} m do not fit in a {box:.3g} m box; make box_m larger")

@@ -66,13 +66,16 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
                  progress: bool = False, keep_stream: bool = False, ray_address: str | None = None,
                  playback=None, checkpoint_every_s: float | None = None,
                  checkpoint_dir: str | Path | None = None, resume_from: dict | None = None,
-                 cpu_accounting: bool = False, placement: str | None = None) -> RunResult:
+                 cpu_accounting: bool = False, placement: str | None = None, batching: bool = False) -> RunResult:
     """Run scenario ``name``; record to ``out`` (MCAP) or, with keep_stream, to memory.
 
     With ``checkpoint_every_s`` a checkpoint is written to ``checkpoint_dir`` at every multiple
     of that period (each one a barrier of every island). ``resume_from`` is a checkpoint's state
     to continue from (see :func:`resume_run`). A run with a ``kill`` fault, or on Ray, keeps its
-    last checkpoint in memory and recovers a killed actor from it.
+    last checkpoint in memory and recovers a killed actor from it. ``batching`` propagates islands
+    whose hops coincide in one compiled call (the result is the same bit for bit; off by default:
+    ``bench/bench_spheres.py`` and ``bench/bench_formation.py`` measure it slower today, because
+    the per-island Python work, not the compiled step, dominates a hop).
     """
     spec = get_scenario(name)
     params = spec.make_params(overrides)
@@ -100,6 +103,7 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     recorder = McapRecorder(out, metadata) if out else (MemoryRecorder() if keep_stream else None)
     run = ScenarioRun(spec, params, seed, runtime, recorder, playback, cpu_accounting,
                       duration_s if progress else None)
+    run.batching = batching
     description = {"scenario": name, "overrides": params.model_dump(), "seed": seed,
                    "duration_s": duration_s, "checkpoint_every_s": checkpoint_every_s,
                    "versions": package_versions()}
@@ -120,6 +124,7 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     wall = time.perf_counter() - wall0
     stats = sim.stats()
     stats["recoveries"] = run.recoveries
+    stats["skipped_checkpoints"] = run.skipped_checkpoints
     cpu = sim.cpu_report() if cpu_accounting else {}
     if recorder is not None:
         recorder.close({"end_time_s": sim.time, "stop_reason": reason, "final_state_sha256": state_hash(sim),
@@ -165,13 +170,14 @@ class ScenarioRun:
         self.last_state: dict | None = None
         self.recoveries: list[dict] = []
         self.skipped_checkpoints: list[dict] = []     # checkpoint instants that fell inside a contact
+        self.batching = False
         self._bar = None
         self._progress_total_s = progress_total_s     # None: no progress bar
 
     def build(self, state: dict | None = None) -> Simulation:
         handled = self.sim.handled_kills if self.sim is not None else set()
         sim = Simulation(seed=self.seed, runtime=self.runtime, recorder=self.recorder,
-                         cpu_accounting=self.cpu_accounting)
+                         cpu_accounting=self.cpu_accounting, batching=self.batching)
         sim.playback = self.playback
         sim.scenario_params = self.params
         self.spec.build(sim, self.params)
