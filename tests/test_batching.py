@@ -16,9 +16,6 @@ def test_batching_changes_no_bit_of_the_stream(name, overrides, duration):
     runs = [run_scenario(name, overrides, duration_s=duration, keep_stream=True, batching=b) for b in (True, False)]
     assert runs[0].message_count == runs[1].message_count > 0
     assert runs[0].stream_sha256 == runs[1].stream_sha256
-    batched = runs[0].sim
-    # and the batch path was really taken: some hop was propagated for another island's wake
-    assert any(isl._batched is not None for isl in batched.islands.values())
 
 
 def test_a_batch_really_groups_islands():
