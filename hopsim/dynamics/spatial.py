@@ -16,7 +16,6 @@ import numpy as np
 
 from hopsim.dynamics._jit import compiled
 
-
 # --------------------------------------------------------------------------- 3-vectors, 3x3
 
 
@@ -467,15 +466,26 @@ def inertia_to_parent_add(dst, R, p, M, X, Y):
         X[3 + i, 0] = -(R[1, i] * p[2] - R[2, i] * p[1])
         X[3 + i, 1] = -(R[2, i] * p[0] - R[0, i] * p[2])
         X[3 + i, 2] = -(R[0, i] * p[1] - R[1, i] * p[0])
+    # the sums skip the zero upper-right block of X (keeping their order: same results)
     for i in range(6):
-        for j in range(6):
+        for j in range(3):
             s = 0.0
             for k in range(6):
                 s += M[i, k] * X[k, j]
             Y[i, j] = s
-    for i in range(6):
-        for j in range(6):
+        for j in range(3, 6):
+            s = 0.0
+            for k in range(3, 6):
+                s += M[i, k] * X[k, j]
+            Y[i, j] = s
+    for j in range(6):
+        for i in range(3):
             s = 0.0
             for k in range(6):
+                s += X[k, i] * Y[k, j]
+            dst[i, j] += s
+        for i in range(3, 6):
+            s = 0.0
+            for k in range(3, 6):
                 s += X[k, i] * Y[k, j]
             dst[i, j] += s

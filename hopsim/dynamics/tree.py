@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hopsim.dynamics import joints as jt
+from hopsim.dynamics._jit import compiled
 from hopsim.dynamics.spatial import quat_to_dcm, spatial_inertia
 
 TreeArrays = namedtuple("TreeArrays", [
@@ -38,11 +39,61 @@ TreeArrays = namedtuple("TreeArrays", [
     "com",            # (nb, 3) r_CB_B [m]
     "inertia_C",      # (nb, 3, 3) inertia about the centre of mass, body frame [kg m^2]
     "inertia",        # (nb, 6, 6) spatial inertia about the body origin, body frame
-    "prescribed",     # (nb,) bool: joint acceleration given (hybrid dynamics)
+    "prescribed",     # (nb,) int64 0/1: joint acceleration given (hybrid dynamics)
     "gravity",        # (3,) uniform gravity in N [m/s^2]
     "nq",             # (1,) int64
     "nv",             # (1,) int64
+    "ints",           # every integer field above, packed (see below)
+    "reals",          # every float field above, packed (see below)
 ])
+"""Compiled representation of a tree. All fields are views into two packed buffers, ``ints``
+(int64) and ``reals`` (float64), so that a compiled function takes a tree as two arrays (cheap
+to pass from Python) and rebuilds the named views with :func:`unpack_tree`. Writing into a
+field (``arrays.prescribed[i] = 1``) writes into the packed buffers.
+
+``ints`` = ``[nb, nq, nv, parent (nb), joint_type (nb), q_start (nb), v_start (nb),
+prescribed (nb)]``; ``reals`` = ``[gravity (3), joint_axis (nb*3), R_inb (nb*9), p_inb (nb*3),
+R_bj (nb*9), p_bj (nb*3), mass (nb), com (nb*3), inertia_C (nb*9), inertia (nb*36)]``, each
+field row-major over the bodies."""
+
+N_INT_HEADER = 3
+N_INT_PER_BODY = 5
+N_REAL_HEADER = 3
+N_REAL_PER_BODY = 3 + 9 + 3 + 9 + 3 + 1 + 3 + 9 + 36
+
+
+@compiled
+def unpack_tree(ints, reals):
+    """The :class:`TreeArrays` views of the packed buffers ``ints`` and ``reals``."""
+    nb = ints[0]
+    o = N_INT_HEADER
+    parent = ints[o:o + nb]
+    joint_type = ints[o + nb:o + 2 * nb]
+    q_start = ints[o + 2 * nb:o + 3 * nb]
+    v_start = ints[o + 3 * nb:o + 4 * nb]
+    prescribed = ints[o + 4 * nb:o + 5 * nb]
+    gravity = reals[0:3]
+    o = N_REAL_HEADER
+    joint_axis = reals[o:o + 3 * nb].reshape((nb, 3))
+    o += 3 * nb
+    R_inb = reals[o:o + 9 * nb].reshape((nb, 3, 3))
+    o += 9 * nb
+    p_inb = reals[o:o + 3 * nb].reshape((nb, 3))
+    o += 3 * nb
+    R_bj = reals[o:o + 9 * nb].reshape((nb, 3, 3))
+    o += 9 * nb
+    p_bj = reals[o:o + 3 * nb].reshape((nb, 3))
+    o += 3 * nb
+    mass = reals[o:o + nb]
+    o += nb
+    com = reals[o:o + 3 * nb].reshape((nb, 3))
+    o += 3 * nb
+    inertia_C = reals[o:o + 9 * nb].reshape((nb, 3, 3))
+    o += 9 * nb
+    inertia = reals[o:o + 36 * nb].reshape((nb, 6, 6))
+    return TreeArrays(parent, joint_type, q_start, v_start, joint_axis, R_inb, p_inb, R_bj,
+                      p_bj, mass, com, inertia_C, inertia, prescribed, gravity, ints[1:2],
+                      ints[2:3], ints, reals)
 
 
 def _rotation_matrix(rotation) -> np.ndarray:
@@ -142,7 +193,7 @@ class MultibodyTree:
         i = self.body_index(body)
         self.bodies[i].prescribed = bool(prescribed)
         if self._arrays is not None:
-            self._arrays.prescribed[i] = bool(prescribed)
+            self._arrays.prescribed[i] = int(bool(prescribed))
 
     # -- queries -------------------------------------------------------------------------
     def body_index(self, body) -> int:
@@ -215,27 +266,29 @@ class MultibodyTree:
         nvs = jt.JOINT_NV[jtype] if nb else np.zeros(0, dtype=np.int64)
         q_start = np.concatenate([[0], np.cumsum(nqs)[:-1]]).astype(np.int64) if nb else nqs
         v_start = np.concatenate([[0], np.cumsum(nvs)[:-1]]).astype(np.int64) if nb else nvs
-        inertia = np.zeros((nb, 6, 6))
+        ints = np.zeros(N_INT_HEADER + N_INT_PER_BODY * nb, dtype=np.int64)
+        reals = np.zeros(N_REAL_HEADER + N_REAL_PER_BODY * nb)
+        ints[0:3] = nb, int(nqs.sum()), int(nvs.sum())
+        a = unpack_tree(ints, reals)
+        a.parent[:] = parent
+        a.joint_type[:] = jtype
+        a.q_start[:] = q_start
+        a.v_start[:] = v_start
+        a.prescribed[:] = [b.prescribed for b in self.bodies]
+        a.gravity[:] = self.gravity_N
         for i, b in enumerate(self.bodies):
-            inertia[i] = spatial_inertia(b.mass, b.r_CB_B, b.inertia_C_B)
-        return TreeArrays(
-            parent=parent, joint_type=jtype, q_start=q_start, v_start=v_start,
-            joint_axis=np.array([b.axis for b in self.bodies]).reshape(nb, 3),
-            R_inb=np.array([b.inb_to_joint.rotation for b in self.bodies]).reshape(nb, 3, 3),
-            p_inb=np.array([b.inb_to_joint.translation for b in self.bodies]).reshape(nb, 3),
-            R_bj=np.array([b.body_to_joint.rotation for b in self.bodies]).reshape(nb, 3, 3),
-            p_bj=np.array([b.body_to_joint.translation for b in self.bodies]).reshape(nb, 3),
-            mass=np.array([b.mass for b in self.bodies], dtype=np.float64),
-            com=np.array([b.r_CB_B for b in self.bodies]).reshape(nb, 3),
-            inertia_C=np.array([b.inertia_C_B for b in self.bodies]).reshape(nb, 3, 3),
-            inertia=inertia,
-            prescribed=np.array([b.prescribed for b in self.bodies], dtype=np.bool_),
-            gravity=self.gravity_N.copy(),
-            nq=np.array([int(nqs.sum())], dtype=np.int64),
-            nv=np.array([int(nvs.sum())], dtype=np.int64),
-        )
+            a.joint_axis[i] = b.axis
+            a.R_inb[i] = b.inb_to_joint.rotation
+            a.p_inb[i] = b.inb_to_joint.translation
+            a.R_bj[i] = b.body_to_joint.rotation
+            a.p_bj[i] = b.body_to_joint.translation
+            a.mass[i] = b.mass
+            a.com[i] = b.r_CB_B
+            a.inertia_C[i] = b.inertia_C_B
+            a.inertia[i] = spatial_inertia(b.mass, b.r_CB_B, b.inertia_C_B)
+        return a
 
-    def copy(self) -> "MultibodyTree":
+    def copy(self) -> MultibodyTree:
         new = MultibodyTree(self.gravity_N)
         for b in self.bodies:
             new.bodies.append(Body(b.name, b.parent, b.joint_type, b.mass, b.r_CB_B.copy(),
@@ -258,4 +311,4 @@ def as_arrays(tree) -> TreeArrays:
     return tree.arrays if isinstance(tree, MultibodyTree) else tree
 
 
-__all__ = ["MultibodyTree", "TreeArrays", "Pose", "pose", "Body", "as_arrays"]
+__all__ = ["Body", "MultibodyTree", "Pose", "TreeArrays", "as_arrays", "pose", "unpack_tree"]
