@@ -19,7 +19,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import timing  # noqa: E402
 from hopsim.dynamics.contact import all_pairs_candidates, broadphase_pairs
 
 QUICK = "--quick" in sys.argv
@@ -31,24 +33,7 @@ SIZES = (100, 1000, 10_000) if QUICK else (100, 1000, 10_000, 100_000)
 
 
 def best_time(fn, repeat=3 if QUICK else 5, min_time=0.02 if QUICK else 0.1):
-    """Best per-call time [s] over ``repeat`` runs of as many calls as fill ``min_time``."""
-    fn()
-    n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        dt = time.perf_counter() - t0
-        if dt >= min_time:
-            break
-        n *= 2
-    best = dt / n
-    for _ in range(repeat - 1):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / n)
-    return best
+    return timing.best_time(fn, repeat, min_time)
 
 
 def pileup(n, rng):

@@ -23,33 +23,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from timing import best_time  # noqa: E402
 from hopsim.dynamics import algorithms as alg
 from hopsim.dynamics.rigid_body import STATE_SIZE, pack_state, rigid_body_rk4_step_batch
 from hopsim.dynamics.tree import MultibodyTree, pose
 
 QUICK = "--quick" in sys.argv
-
-
-def best_time(fn, repeat=5, min_time=0.05):
-    """Best per-call time [s] over ``repeat`` runs of as many calls as fill ``min_time``."""
-    fn()
-    n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        dt = time.perf_counter() - t0
-        if dt >= min_time or n >= 1 << 20:
-            break
-        n *= 2
-    best = dt / n
-    for _ in range(repeat - 1):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / n)
-    return best
 
 
 def fmt_us(seconds):
