@@ -36,7 +36,7 @@ Limits: contact needs the islands in one process (backend ``local``, or ``ray`` 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -93,13 +93,6 @@ class ContactBody:
         return self.model.primary or self.model
 
 
-@dataclass(eq=False)
-class _Condition:
-    zc: ZeroCrossing
-    island: str = ""
-    bodies: tuple = field(default_factory=tuple)
-
-
 class DockingPort(ContinuousModel):
     """Receives a vehicle's docking commands (``cmd``: :class:`DockCommand`) and acts on them at
     the barrier where they arrive. It has no states; it is continuous so that it lives in the
@@ -134,8 +127,8 @@ class ContactWorld:
         self.name = name
         self.bodies: list[ContactBody] = []
         self._by_name: dict[str, ContactBody] = {}
-        self._pairs: dict[tuple[int, int], _Condition] = {}
-        self._walls: dict[tuple[int, int], _Condition] = {}
+        self._pairs: dict[tuple[int, int], ZeroCrossing] = {}
+        self._walls: dict[tuple[int, int], ZeroCrossing] = {}
         self.contacts: list[dict] = []          # every impact, dock and undock, in order
         self.checks = 0
         self._period_s = 1.0 / self.params.check_rate_hz
@@ -289,46 +282,36 @@ class ContactWorld:
             if key not in wanted:
                 self._disarm(self._walls.pop(key))
 
-    def _arm(self, cond: _Condition, body: ContactBody) -> None:
+    def _arm(self, zc: ZeroCrossing, body: ContactBody) -> None:
         island = self.sim.islands[body.island].current
-        if cond.zc not in island.zero_crossings:
-            island.add_zero_crossing(cond.zc)
+        if zc not in island.zero_crossings:
+            island.add_zero_crossing(zc)
 
-    def _disarm(self, cond: _Condition) -> None:
-        island = self.sim.islands[cond.zc.island].current
-        if cond.zc in island.zero_crossings:
-            island.zero_crossings.remove(cond.zc)
+    def _disarm(self, zc: ZeroCrossing) -> None:
+        island = self.sim.islands[zc.island].current
+        if zc in island.zero_crossings:
+            island.zero_crossings.remove(zc)
 
-    def _pair_condition(self, a: ContactBody, b: ContactBody) -> _Condition:
+    def _pair_condition(self, a: ContactBody, b: ContactBody) -> ZeroCrossing:
         ma, mb, ra, rb = a.model, b.model, a.radius_m, b.radius_m
+        return self._condition(f"{a.name}|{b.name}", a, lambda t_ns: float(sphere_gap(ma.x, mb.x, ra, rb)),
+                               lambda t_ns: self._resolve_pair(a, b, t_ns))
 
-        def gap(t_ns: int) -> float:
-            return float(sphere_gap(ma.x, mb.x, ra, rb))
-
-        def touch(t_ns: int) -> None:
-            self._resolve_pair(a, b, t_ns)
-            self._arm(cond, a)                 # keep watching the pair
-
-        zc = ZeroCrossing(f"{self.name}:{a.name}|{b.name}", gap, touch, "falling", max(1, seconds(self.params.eps_s)),
-                          island=a.island, restorable=False)
-        cond = _Condition(zc, a.island, (a, b))
-        return cond
-
-    def _wall_condition(self, b: ContactBody, k: int) -> _Condition:
+    def _wall_condition(self, b: ContactBody, k: int) -> ZeroCrossing:
         point, normal = self._planes[k]
         m, r = b.model, b.radius_m
+        return self._condition(f"{b.name}|wall{k}", b, lambda t_ns: float(wall_gap(m.x, r, point, normal)),
+                               lambda t_ns: self._resolve_wall(b, k, t_ns))
 
-        def gap(t_ns: int) -> float:
-            return float(wall_gap(m.x, r, point, normal))
-
+    def _condition(self, label: str, body: ContactBody, gap, resolve) -> ZeroCrossing:
+        """A zero-crossing on ``gap`` that resolves the contact and keeps watching."""
         def touch(t_ns: int) -> None:
-            self._resolve_wall(b, k, t_ns)
-            self._arm(cond, b)
+            resolve(t_ns)
+            self._arm(zc, body)
 
-        zc = ZeroCrossing(f"{self.name}:{b.name}|wall{k}", gap, touch, "falling", max(1, seconds(self.params.eps_s)),
-                          island=b.island, restorable=False)
-        cond = _Condition(zc, b.island, (b,))
-        return cond
+        zc = ZeroCrossing(f"{self.name}:{label}", gap, touch, "falling", max(1, seconds(self.params.eps_s)),
+                          island=body.island, restorable=False)
+        return zc
 
     # ------------------------------------------------------------------ impacts
     def _resolve_pair(self, a: ContactBody, b: ContactBody, t_ns: int) -> None:
