@@ -104,6 +104,7 @@ class Simulation:
         self._monitors: list[Monitor] = []
         self.batching = batching              # propagate islands whose hops coincide as one batch
         self._wakes_at: dict[int, list[Island]] = {}
+        self._windows = None                  # the WindowedSync of islands in hosts (Ray)
 
     # ------------------------------------------------------------------ assembly
     def add_island(self, name: str, integrator=None, n_integration_steps: int = 1,
@@ -297,7 +298,13 @@ class Simulation:
         return monitor
 
     def add_stop_callback(self, fn: Callable[["Simulation"], bool]) -> int:
-        """``fn(sim)`` is evaluated after every barrier; True ends the run at that instant."""
+        """``fn(sim)`` is evaluated after every barrier; True ends the run at that instant.
+
+        With islands in Ray hosts, add stop callbacks before the run starts: they make the hosts
+        advance barrier by barrier instead of in windows."""
+        if self._windows is not None:
+            raise RuntimeError("add stop callbacks before the run starts: islands in Ray hosts already "
+                               "advance in windows, and a stop callback needs them barrier by barrier")
         self._stop_ids += 1
         self._stop_callbacks.append((self._stop_ids, fn))
         return self._stop_ids
@@ -454,6 +461,8 @@ class Simulation:
         if t_stop < self.now:
             raise ValueError(f"cannot advance to {to_seconds(t_stop)} s: the run is at {self.time} s")
         self.start()
+        if self._windows is not None:
+            return self._windows.run_until(t_stop)
         for island in self.islands.values():
             island.add_stop(t_stop)
             island.resume()
@@ -539,5 +548,8 @@ class Simulation:
 
     def stats(self) -> dict[str, Any]:
         out = {name: dict(isl.stats) for name, isl in self.islands.items()}
-        return {"islands": out, "published": self._publish_counts, "time_s": self.time}
+        stats = {"islands": out, "published": self._publish_counts, "time_s": self.time}
+        if self._windows is not None:
+            stats["sync"] = dict(self._windows.stats)
+        return stats
 

@@ -7,15 +7,23 @@ next and whether it set ``e_stop``; deliveries into it are remote calls too. Ins
 very same :class:`~hopsim.kernel.island.Island` code runs, with :class:`HostServices` in the
 place of the simulation, so every placement gives the same stream, byte for byte.
 
+With windowed synchronization (:mod:`hopsim.kernel.windows`, used unless the run has stop
+callbacks) a host keeps its islands' wake-ups on a simpy clock of its own and runs them up to the
+end of each window in one call (:meth:`IslandHost.run_window`); messages between its own islands
+stay inside it, and only messages for islands in other hosts (and, when recording, every
+envelope) travel back to the driver.
+
 Scenario code that captured the simulation in a closure (``sim.e_stop = True`` in a
 zero-crossing callback) keeps working: when a host unpickles its islands, the simulation
 becomes that host's services.
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import cloudpickle
+import simpy
 
 from hopsim.kernel.checkpoint import capture_island
 from hopsim.kernel.executive import kernel_event_envelope
@@ -32,35 +40,76 @@ def _services_in_this_host():
 
 
 class HostServices:
-    """What an island needs from its owner, inside a host process."""
+    """What an island needs from its owner, inside a host process.
 
-    def __init__(self, default_rate_hz: float, record_kernel_events: bool, routes: dict, handled_kills: set):
-        self.now = 0
+    In lockstep the driver wakes each island (``wakes`` go back with every reply); windowed, the
+    host keeps the wake-ups on its own simpy clock ``env`` and routes messages between its islands
+    itself (``crossing`` holds those for islands in other hosts).
+    """
+
+    def __init__(self, default_rate_hz: float, record_kernel_events: bool, routes: dict, handled_kills: set,
+                 now: int = 0, windowed: bool = False, batching: bool = False, recording: bool = True):
+        self.env = simpy.Environment(initial_time=now)
+        self.recording = recording         # windowed: envelopes travel to the driver to be recorded
+        self._now = now
+        self.windowed = windowed
+        self.batching = batching
         self.default_rate_hz = default_rate_hz
         self.record_kernel_events = record_kernel_events
         self.routes = routes               # topic -> [(island name, model name, port)]
         self.handled_kills = set(handled_kills)
         self.islands: dict[str, Island] = {}
         self.e_stop = False
+        self._wakes_at: dict[int, list[Island]] = {}
         self._reset()
+
+    @property
+    def now(self) -> int:
+        return int(self.env.now) if self.windowed else self._now
 
     def _reset(self) -> None:
         self.outbox: list[tuple[Any, bool, str]] = []     # (envelope, queue, source island)
         self.wakes: dict[str, tuple[int, int]] = {}       # island -> (t_ns, generation)
         self.forgotten: list[str] = []
+        self.crossing: list[tuple] = []     # (island, deliver_ns, envelope, model, port, rank)
+        self.published = 0
 
     def schedule_wake(self, island: Island, t_ns: int, gen: int) -> None:
-        self.wakes[island.name] = (t_ns, gen)
+        if not self.windowed:
+            self.wakes[island.name] = (t_ns, gen)
+            return
+        self.env.timeout(t_ns - self.env.now, value=gen).callbacks.append(island._wake)
+        if self.batching and island._hop_body is not None:
+            self._wakes_at.setdefault(t_ns, []).append(island)
 
-    def take_batch(self, t_ns: int) -> None:
-        """Islands in hosts propagate one by one (their wake-ups come from the driver)."""
-        return None
+    def take_batch(self, t_ns: int) -> list[Island] | None:
+        """Windowed, the islands of this host whose hops end at ``t_ns`` (once per instant)."""
+        return self._wakes_at.pop(t_ns, None) if self._wakes_at else None
 
     def publish(self, env, island: Island, queue: bool) -> None:
-        for target, model, port in self.routes.get(env.topic, ()):
-            if target == island.name and env.deliver_ns == env.t_ns:
-                island.deliver_now(island.by_name[model], port, env.payload, env.t_ns)
-        self.outbox.append((env, queue, island.name))
+        if not self.windowed:
+            for target, model, port in self.routes.get(env.topic, ()):
+                if target == island.name and env.deliver_ns == env.t_ns:
+                    island.deliver_now(island.by_name[model], port, env.payload, env.t_ns)
+            self.outbox.append((env, queue, island.name))
+            return
+        # the routing of Simulation.publish, for the islands of this host
+        self.published += 1
+        for rank, (target, model, port) in enumerate(self.routes.get(env.topic, ())):
+            if target == island.name:
+                if env.deliver_ns == env.t_ns:
+                    island.deliver_now(island.by_name[model], port, env.payload, env.t_ns)
+                else:
+                    island.enqueue(env.deliver_ns, env, island.by_name[model], port, rank)
+                continue
+            deliver_ns = max(env.deliver_ns, env.t_ns + 1)
+            local = self.islands.get(target)
+            if local is not None:
+                local.enqueue(deliver_ns, env, local.by_name[model], port, rank)
+            else:
+                self.crossing.append((target, deliver_ns, env, model, port, rank))
+        if self.recording:
+            self.outbox.append((env, queue, island.name))
 
     def record_kernel_event(self, island: Island, kind: int, name: str, detail: str = "") -> None:
         if self.record_kernel_events:
@@ -84,9 +133,11 @@ class IslandHost:
     """The Ray actor hosting one or more islands (with their models)."""
 
     def __init__(self, blob: bytes, default_rate_hz: float, record_kernel_events: bool, routes: dict,
-                 handled_kills: set):
+                 handled_kills: set, now: int = 0, windowed: bool = False, recording: bool = True,
+                 batching: bool = False):
         global _unpickling_services
-        self.services = HostServices(default_rate_hz, record_kernel_events, routes, handled_kills)
+        self.services = HostServices(default_rate_hz, record_kernel_events, routes, handled_kills, now,
+                                     windowed, batching, recording)
         _unpickling_services = self.services
         try:
             islands = cloudpickle.loads(blob)
@@ -96,19 +147,52 @@ class IslandHost:
             island.sim = self.services
             self.services.islands[island.name] = island
 
+    def pid(self) -> int:
+        """This host's process id (tests kill it from outside)."""
+        return os.getpid()
+
     def call(self, now: int, ops: list[tuple[str, str, tuple]]):
         """Run ``ops`` [(island, operation, args)] in order at kernel time ``now`` (ns)."""
         svc = self.services
-        svc.now = now
+        svc._now = now
         results = []
         try:
             for name, op, args in ops:
                 results.append(self._apply(svc.islands[name], op, args))
         except ActorKilled as killed:
             return ("killed", killed.actor, killed.t_ns, killed.key)
+        if svc.windowed:
+            return ([], {}, False, [], results)   # what the ops published leaves with the next window
         out = (svc.outbox, svc.wakes, svc.e_stop, svc.forgotten, results)
         svc._reset()
         return out
+
+    def run_window(self, end_ns: int, ops: list[tuple[str, str, tuple]]):
+        """Apply ``ops``, then run every barrier of this host's islands up to ``end_ns`` (inclusive).
+
+        Returns (envelopes, crossing messages, forgotten events, the instant an e_stop ended the
+        window or None, the next pending instant or None, envelopes published), or a ``killed``
+        tuple. After an e_stop the host finishes that instant and goes no further.
+        """
+        svc, env = self.services, self.services.env
+        stopped_at = None
+        try:
+            for name, op, args in ops:
+                self._apply(svc.islands[name], op, args)
+            while True:
+                nxt = env.peek()
+                if nxt > end_ns or (stopped_at is not None and nxt > stopped_at):
+                    break
+                env.step()
+                if svc.e_stop and stopped_at is None:
+                    stopped_at = int(env.now)
+        except ActorKilled as killed:
+            return ("killed", killed.actor, killed.t_ns, killed.key)
+        nxt = env.peek()
+        reply = ([o[:2] for o in svc.outbox], svc.crossing, svc.forgotten,
+                 stopped_at, None if nxt == simpy.core.Infinity else int(nxt), svc.published)
+        svc._reset()
+        return reply
 
     def _apply(self, island: Island, op: str, args: tuple):
         if op == "wake":
@@ -130,7 +214,11 @@ class IslandHost:
 
 
 class RemoteIsland:
-    """The driver's stand-in for an island that lives in an :class:`IslandHost`."""
+    """The driver's stand-in for an island that lives in an :class:`IslandHost`.
+
+    Under windowed synchronization (``sync`` set) operations that return nothing are queued and
+    travel with the host's next window; operations that return a value take the queue along.
+    """
 
     remote = True
 
@@ -146,11 +234,17 @@ class RemoteIsland:
         self.by_name = island.by_name
         self.t = island.t
         self._gen = 0
+        self.sync = None                       # the WindowedSync, when windowed
 
     def _call(self, *ops):
         import ray
 
-        reply = ray.get(self.host.call.remote(self.sim.now, list(ops)))
+        if self.sync is not None:
+            ops = self.sync.take_pending(self.host) + list(ops)
+        try:
+            reply = ray.get(self.host.call.remote(self.sim.now, list(ops)))
+        except ray.exceptions.RayActorError as err:
+            raise ActorKilled(f"island host of {self.name}", self.sim.now) from err
         if reply[0] == "killed":
             _, actor, t_ns, key = reply
             self.sim.handled_kills.add(key)
@@ -168,6 +262,16 @@ class RemoteIsland:
             self.sim.e_stop = True
         return results
 
+    def _send(self, op: str, *args) -> None:
+        """An operation with no result: queued for the next window when windowed."""
+        if self.sync is not None:
+            self.sync.send(self.host, (self.name, op, args))
+        else:
+            self._call((self.name, op, args))
+
+    def _ask(self, op: str, *args):
+        return self._call((self.name, op, args))[-1]
+
     def _schedule(self, t_ns: int, gen: int) -> None:
         self._gen = gen
         self.sim.env.timeout(t_ns - self.sim.now, value=gen).callbacks.append(self._wake)
@@ -181,49 +285,50 @@ class RemoteIsland:
 
     # the operations the simulation performs on its islands
     def start(self) -> None:
-        self._call((self.name, "start", ()))
+        self._send("start")
 
     def add_stop(self, t_ns: int) -> None:
-        self._call((self.name, "add_stop", (t_ns,)))
+        self._send("add_stop", t_ns)
 
     def resume(self) -> None:
-        self._call((self.name, "resume", ()))
+        self._send("resume")
 
     def settle(self, t_ns: int) -> None:
-        self._call((self.name, "settle", (t_ns,)))
+        self._send("settle", t_ns)
         self._gen = -1                              # the host voided its plan
 
     def enqueue(self, deliver_ns: int, env, slot, port: str, rank: int) -> None:
-        self._call((self.name, "enqueue", (deliver_ns, env, slot.name, port, rank)))
+        self._send("enqueue", deliver_ns, env, slot.name, port, rank)
 
     def add_event(self, ev) -> None:
-        self._call((self.name, "add_event", (ev,)))
+        self._send("add_event", ev)
 
     def add_zero_crossing(self, zc) -> None:
-        self._call((self.name, "add_zero_crossing", (zc,)))
+        self._send("add_zero_crossing", zc)
 
     def capture_state(self) -> dict:
-        return self._call((self.name, "capture", ()))[0]
+        return self._ask("capture")
 
     def model(self, name: str):
-        return self._call((self.name, "model", (name,)))[0]
+        return self._ask("model", name)
 
     @property
     def stats(self) -> dict:
-        return self._call((self.name, "stats", ()))[0]
+        return self._ask("stats")
 
 
-def place_islands(sim, islands: dict[str, Island], groups: list[list[str]], ray_remote_cls) -> dict[str, RemoteIsland]:
+def place_islands(sim, islands: dict[str, Island], groups: list[list[str]], ray_remote_cls,
+                  windowed: bool = False) -> dict[str, RemoteIsland]:
     """Ship ``islands`` to hosts, one host per group of island names; return their stand-ins."""
     routes = {topic: [(sub.island, sub.model, sub.port) for sub in t.subscribers]
               for topic, t in sim.topics.topics.items()}
+    recording = sim.recorder is not None
     proxies = {}
     for group in groups:
         members = [islands[n] for n in group]
         blob = cloudpickle.dumps(members)
-        recording = sim.record_kernel_events and sim.recorder is not None
-        host = ray_remote_cls.remote(blob, sim.default_rate_hz, recording, routes,
-                                     set(sim.handled_kills))
+        host = ray_remote_cls.remote(blob, sim.default_rate_hz, recording and sim.record_kernel_events, routes,
+                                     set(sim.handled_kills), sim.now, windowed, recording, sim.batching)
         for island in members:
             proxies[island.name] = RemoteIsland(sim, island, host)
     return proxies

@@ -117,7 +117,9 @@ class RayRuntime:
 
     ``placement``: ``per-model`` (every flow model its own Ray actor; continuous models stay with
     their island in the driver), ``per-island`` (each island with all its models in one Ray actor)
-    or ``shards:K`` (the islands dealt round-robin, by name, to K Ray actors).
+    or ``shards:K`` (the islands dealt round-robin, by name, to K Ray actors). Islands in hosts
+    advance in windows of conservative synchronization (:mod:`hopsim.kernel.windows`), or barrier
+    by barrier when the run has stop callbacks.
     ``address`` connects to an existing cluster (``ray start --head`` prints it); without it a
     local Ray is started for the run and shut down at the end.
     """
@@ -169,9 +171,13 @@ class RayRuntime:
         k = len(names) if self.shards == 0 else min(self.shards, len(names))
         groups = [names[i::k] for i in range(k)]
         cls = self._ray.remote(num_cpus=0)(IslandHost)
-        proxies = place_islands(sim, sim.islands, groups, cls)
+        windowed = not sim._stop_callbacks and not sim._monitors
+        proxies = place_islands(sim, sim.islands, groups, cls, windowed)
         self._island_hosts += list({id(p.host): p.host for p in proxies.values()}.values())
         sim.islands = {name: proxies[name] for name in sim.islands}
+        if windowed:
+            from hopsim.kernel.windows import WindowedSync
+            sim._windows = WindowedSync(sim, proxies)
         return True
 
     def release_hosts(self, hosts) -> None:

@@ -1,0 +1,177 @@
+"""Conservative windowed synchronization of island hosts (Ray ``per-island`` and ``shards:K``).
+
+In lockstep every barrier of an island in another process costs the driver a round trip. Here
+the driver finds the earliest instant ``T`` at which anything is pending (in any host, or among
+its own events), and every host runs all the barriers of its islands in ``[T, T + L - 1]`` in
+parallel, where the *lookahead* ``L`` is the least latency of any message that can cross from one
+host to another (at least 1 ns: a message between islands is never seen in the instant it is
+published). No message published inside a window can reach another host inside it, so each host
+computes exactly what it would compute in lockstep. One round trip per host and window carries
+the window's end and the messages from other hosts to enqueue first; back come the window's
+envelopes (for the recorder), the messages for other hosts, and the host's next pending instant.
+
+A window also ends at the driver's next event (a global timed event, an injected message to
+record), so those fire with every island at their instant. Windows are used unless the run has
+stop callbacks (they are evaluated after every barrier, which needs lockstep).
+
+``e_stop`` set in a host ends the run at that instant: the host finishes the instant and goes no
+further, the driver records nothing later and gives every island a final barrier there, as in
+lockstep. Islands in *other* hosts may already have run on to their window's end (at most ``L``
+later); their later envelopes are dropped, but their state, and their missing final barrier at
+the stop, differ from lockstep: the recorded stream is the lockstep stream except for those
+islands' BARRIER kernel events at the stop instant.
+"""
+from __future__ import annotations
+
+import time
+
+from hopsim.kernel.island import ActorKilled, CausalityError
+
+TIMED_OPS = ("enqueue", "add_stop", "add_event")   # operations whose first argument is an instant
+
+
+def lookahead_ns(sim, host_of: dict[str, int]) -> int | None:
+    """The least latency (ns, at least 1) of a message from a model in one host to a subscriber in
+    another; None when no message can cross."""
+    best = None
+    for slot in sim._slots.values():
+        source = host_of[slot.home.name]
+        for topic, latency, _, _ in slot.out_topics.values():
+            for sub in sim.topics.topics[topic].subscribers:
+                if host_of[sub.island] != source:
+                    lat = max(latency, 1)
+                    best = lat if best is None else min(best, lat)
+    return best
+
+
+class WindowedSync:
+    """The driver's side: the hosts, the operations queued for each, and the window loop."""
+
+    def __init__(self, sim, proxies: dict):
+        self.sim = sim
+        hosts: dict[int, object] = {}
+        for proxy in proxies.values():
+            hosts.setdefault(id(proxy.host), proxy.host)
+            proxy.sync = self
+        self.hosts = list(hosts.values())
+        self._index = {key: i for i, key in enumerate(hosts)}
+        self.host_of = {name: self._index[id(p.host)] for name, p in proxies.items()}
+        self.lookahead_ns = lookahead_ns(sim, self.host_of)
+        self._pending: list[list[tuple]] = [[] for _ in self.hosts]
+        self._next: list[int | None] = [sim.now for _ in self.hosts]     # None: nothing pending
+        self.stats = {"windows": 0, "host_calls": 0, "wait_s": 0.0, "crossing_messages": 0,
+                      "lookahead_s": None if self.lookahead_ns is None else self.lookahead_ns / 1e9}
+
+    # ------------------------------------------------------------------ operations for hosts
+    def send(self, host, op: tuple) -> None:
+        """Queue ``op`` (island, operation, args) for ``host``'s next window."""
+        i = self._index[id(host)]
+        self._pending[i].append(op)
+        name, kind, args = op
+        t = args[0] if kind in TIMED_OPS else self.sim.now
+        if self._next[i] is None or t < self._next[i]:
+            self._next[i] = t
+
+    def take_pending(self, host) -> list[tuple]:
+        """The queued operations of ``host`` (a direct call takes them along)."""
+        i = self._index[id(host)]
+        ops, self._pending[i] = self._pending[i], []
+        if ops:
+            self._next[i] = self.sim.now      # unknown until its next window reports it
+        return ops
+
+    # ------------------------------------------------------------------ the loop
+    def run_until(self, t_stop: int) -> str:
+        """:meth:`Simulation.advance_to` for islands in hosts: windows until ``t_stop`` (ns)."""
+        sim = self.sim
+        for island in sim.islands.values():
+            island.add_stop(t_stop)
+            island.resume()
+        sim._halt_at = None
+        try:
+            while True:
+                limit = t_stop if sim._halt_at is None else sim._halt_at
+                start = min([t for t in self._next if t is not None] + [sim.env.peek()])
+                if start > limit:
+                    break
+                end = limit if self.lookahead_ns is None else min(limit, start + self.lookahead_ns - 1)
+                if sim.env.peek() < end:
+                    end = int(sim.env.peek())     # the driver's next event ends the window
+                self._window(end)
+        finally:
+            for island in sim.islands.values():
+                island.settle(sim.now)
+            if sim.recorder is not None:
+                sim.recorder.flush()
+        return sim.stop_reason if sim._halt_at is not None else "time"
+
+    def _window(self, end: int) -> None:
+        """Every host with something due by ``end`` runs to ``end``; then the driver catches up."""
+        import ray
+
+        sim = self.sim
+        due = [i for i, t in enumerate(self._next) if t is not None and t <= end]
+        refs = []
+        for i in due:
+            ops, self._pending[i] = self._pending[i], []
+            refs.append(self.hosts[i].run_window.remote(end, ops))
+        t0 = time.perf_counter()
+        try:
+            replies = ray.get(refs)
+        except ray.exceptions.RayActorError as err:
+            raise ActorKilled("an island host", sim.now) from err
+        self.stats["wait_s"] += time.perf_counter() - t0
+        self.stats["windows"] += 1
+        self.stats["host_calls"] += len(refs)
+        for reply in replies:
+            if reply[0] == "killed":
+                _, actor, t_ns, key = reply
+                sim.handled_kills.add(key)
+                raise ActorKilled(actor, t_ns, key)
+        stops = [r[3] for r in replies if r[3] is not None]
+        cut = min(stops) if stops else end
+        for i, reply in zip(due, replies):
+            self._next[i] = reply[4]
+        envelopes = []
+        for envs, crossing, forgotten, _, _, published in replies:
+            envelopes += envs
+            sim._publish_counts += published
+            for target, deliver_ns, env, model, port, rank in crossing:
+                if env.t_ns > cut:
+                    continue                       # published after the run stopped
+                if deliver_ns <= end:
+                    raise CausalityError(f"a message on {env.topic!r} from {env.source} at {env.t_ns} ns "
+                                         f"reaches island {target!r} at {deliver_ns} ns, inside the window "
+                                         f"ending at {end} ns (lookahead {self.lookahead_ns} ns)")
+                self.send(self.hosts[self.host_of[target]], (target, "enqueue", (deliver_ns, env, model, port, rank)))
+                self.stats["crossing_messages"] += 1
+            for name in forgotten:
+                ev = sim._events.get(name)
+                if ev is not None:
+                    sim._forget_event(ev)
+        envelopes.sort(key=lambda e: e[0].t_ns)
+        self._catch_up(cut, envelopes)
+        if stops and sim._halt_at is None:
+            sim.e_stop = True
+            sim._check_stop()
+
+    def _catch_up(self, cut: int, envelopes: list) -> None:
+        """Run the driver's own events up to ``cut`` and record the window's envelopes up to it,
+        in time order (the recorder orders each instant's envelopes itself)."""
+        sim, env, recorder = self.sim, self.sim.env, self.sim.recorder
+        k = 0
+        env.timeout(cut - env.now)                  # the driver's clock ends the window at cut
+        while env.peek() <= cut:
+            t = env.peek()
+            if sim._halt_at is not None and t > sim._halt_at:
+                break
+            if recorder is not None:
+                while k < len(envelopes) and envelopes[k][0].t_ns <= t:
+                    recorder.record(envelopes[k][0], queue=envelopes[k][1])
+                    k += 1
+            env.step()
+        last = cut if sim._halt_at is None else min(cut, sim._halt_at)
+        if recorder is not None:
+            while k < len(envelopes) and envelopes[k][0].t_ns <= last:
+                recorder.record(envelopes[k][0], queue=envelopes[k][1])
+                k += 1
