@@ -44,8 +44,8 @@ def run_cmd(
     set_: list[str] = typer.Option([], "--set", help="scenario parameter, key=value (repeatable)"),
     out: Optional[Path] = typer.Option(None, help="record every envelope to this MCAP file"),
     backend: str = typer.Option("local", help="runtime: local (in-process) or ray"),
-    placement: Optional[str] = typer.Option(None, help="with --backend ray: per-model (default), "
-                                                       "per-island or shards:K"),
+    placement: Optional[str] = typer.Option(None, help="with --backend ray: per-island (default), "
+                                                       "per-model or shards:K"),
     ray_address: Optional[str] = typer.Option(None, help="connect to an existing Ray cluster"),
     progress: bool = typer.Option(True, help="show a progress bar"),
     fault: list[str] = typer.Option([], help="t=S,target=MODEL,kind=KIND[,index=I,value=V,duration=S] "

@@ -5,7 +5,6 @@ import os
 import pytest
 
 from hopsim.scenarios import ScenarioError
-from hopsim.scenarios.registry import FaultSpec
 from hopsim.scenarios.runner import run_scenario
 
 pytestmark = pytest.mark.ray
@@ -55,12 +54,6 @@ def test_models_in_another_process_are_read_live(shared_ray):
                      placement="per-island")
     local = run_scenario("lander", {}, seed=1, duration_s=3.0, keep_stream=True)
     assert r.sim.model("body").x.tolist() == local.sim.model("body").x.tolist() != [100.0, 0.0]
-
-
-def test_a_kill_under_per_island_placement_is_refused_not_hung():
-    kill = [FaultSpec(t_s=2.05, target="controller", kind="kill").model_dump()]
-    with pytest.raises(ScenarioError, match="per-model only"):
-        run_scenario("lander", {"faults": kill}, duration_s=4.0, backend="ray", placement="per-island")
 
 
 def test_unknown_placement_is_a_clear_error():

@@ -30,8 +30,10 @@ watches a set of spherical vehicles (each a :class:`RigidVehicleDynamics` in its
 Contacts, docks and undocks are recorded as kernel events (``kernel/<island>``, kinds CONTACT,
 DOCK, UNDOCK, ISLAND_MERGE, ISLAND_SPLIT) with the impulse and speeds in the detail.
 
-Limits: contact needs the islands in one process (backend ``local``, or ``ray`` with placement
-``per-model``); checkpoints cannot be taken while islands are merged.
+Contact needs its islands in one process with the monitor: on the ``ray`` backend with placement
+``per-island`` or ``shards:K`` the islands of a contact world stay in the driver (their flow
+models too; with ``per-model`` the flow models are Ray actors). Checkpoints cannot be taken while
+islands are merged.
 """
 from __future__ import annotations
 
@@ -158,10 +160,6 @@ class ContactWorld:
 
     def attach(self) -> None:
         """Install the proximity monitor over every body's island (before the run starts)."""
-        placement = getattr(self.sim.runtime, "placement", "in-process")
-        if placement not in ("in-process", "per-model"):
-            raise ValueError(f"contact needs the vehicles' islands in one process; placement "
-                             f"{placement!r} ships them apart: use backend local or placement per-model")
         islands = sorted({b.island for b in self.bodies})
         self.sim.add_monitor(self.name, self.params.check_rate_hz, islands, self.check)
 

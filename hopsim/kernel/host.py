@@ -20,6 +20,7 @@ becomes that host's services.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import cloudpickle
@@ -171,11 +172,12 @@ class IslandHost:
         """Apply ``ops``, then run every barrier of this host's islands up to ``end_ns`` (inclusive).
 
         Returns (envelopes, crossing messages, forgotten events, the instant an e_stop ended the
-        window or None, the next pending instant or None, envelopes published), or a ``killed``
-        tuple. After an e_stop the host finishes that instant and goes no further.
+        window or None, the next pending instant or None, envelopes published, CPU seconds this
+        host spent), or a ``killed`` tuple. After an e_stop the host finishes that instant and goes no further.
         """
         svc, env = self.services, self.services.env
         stopped_at = None
+        t0 = time.process_time()
         try:
             for name, op, args in ops:
                 self._apply(svc.islands[name], op, args)
@@ -189,8 +191,8 @@ class IslandHost:
         except ActorKilled as killed:
             return ("killed", killed.actor, killed.t_ns, killed.key)
         nxt = env.peek()
-        reply = ([o[:2] for o in svc.outbox], svc.crossing, svc.forgotten,
-                 stopped_at, None if nxt == simpy.core.Infinity else int(nxt), svc.published)
+        reply = ([o[:2] for o in svc.outbox], svc.crossing, svc.forgotten, stopped_at,
+                 None if nxt == simpy.core.Infinity else int(nxt), svc.published, time.process_time() - t0)
         svc._reset()
         return reply
 

@@ -116,17 +116,17 @@ class RayRuntime:
     """Models and islands as Ray actors.
 
     ``placement``: ``per-model`` (every flow model its own Ray actor; continuous models stay with
-    their island in the driver), ``per-island`` (each island with all its models in one Ray actor)
-    or ``shards:K`` (the islands dealt round-robin, by name, to K Ray actors). Islands in hosts
-    advance in windows of conservative synchronization (:mod:`hopsim.kernel.windows`), or barrier
-    by barrier when the run has stop callbacks.
+    their island in the driver), ``per-island`` (the default: each island with all its models in
+    one Ray actor) or ``shards:K`` (the islands, sorted by name, in K contiguous blocks, one Ray
+    actor each). Islands in hosts advance in windows of conservative synchronization
+    (:mod:`hopsim.kernel.windows`), or barrier by barrier when the run has stop callbacks.
     ``address`` connects to an existing cluster (``ray start --head`` prints it); without it a
     local Ray is started for the run and shut down at the end.
     """
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, num_cpus: int | None = None, placement: str = "per-model"):
+    def __init__(self, address: str | None = None, num_cpus: int | None = None, placement: str = "per-island"):
         self.placement = placement
         self.shards = parse_placement(placement)
         import ray
@@ -167,14 +167,19 @@ class RayRuntime:
             return False
         from hopsim.kernel.host import IslandHost, place_islands
 
-        names = sorted(sim.islands)
+        # islands watched by a monitor (contact) stay in the driver, where the monitor runs
+        names = sorted(n for n, isl in sim.islands.items() if not isl._monitors)
+        if not names:
+            return False
         k = len(names) if self.shards == 0 else min(self.shards, len(names))
-        groups = [names[i::k] for i in range(k)]
+        # contiguous blocks of the sorted names: islands named in sequence (a formation's
+        # neighbours) share a host, and fewer messages cross between hosts
+        groups = [names[len(names) * i // k:len(names) * (i + 1) // k] for i in range(k)]
         cls = self._ray.remote(num_cpus=0)(IslandHost)
-        windowed = not sim._stop_callbacks and not sim._monitors
+        windowed = not sim._stop_callbacks
         proxies = place_islands(sim, sim.islands, groups, cls, windowed)
         self._island_hosts += list({id(p.host): p.host for p in proxies.values()}.values())
-        sim.islands = {name: proxies[name] for name in sim.islands}
+        sim.islands = {name: proxies.get(name, isl) for name, isl in sim.islands.items()}
         if windowed:
             from hopsim.kernel.windows import WindowedSync
             sim._windows = WindowedSync(sim, proxies)

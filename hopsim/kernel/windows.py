@@ -10,8 +10,10 @@ computes exactly what it would compute in lockstep. One round trip per host and 
 the window's end and the messages from other hosts to enqueue first; back come the window's
 envelopes (for the recorder), the messages for other hosts, and the host's next pending instant.
 
-A window also ends at the driver's next event (a global timed event, an injected message to
-record), so those fire with every island at their instant. Windows are used unless the run has
+Islands watched by a monitor (contact) stay in the driver, with the monitor: the driver runs
+them, its global timed events and its injections after the hosts have run the window, up to the
+same end. A window also ends at the driver's next global timed event, so that it fires with
+every island at its instant (it may inject messages or stop the run). Windows are used unless the run has
 stop callbacks (they are evaluated after every barrier, which needs lockstep).
 
 ``e_stop`` set in a host ends the run at that instant: the host finishes the instant and goes no
@@ -28,6 +30,7 @@ import time
 from hopsim.kernel.island import ActorKilled, CausalityError
 
 TIMED_OPS = ("enqueue", "add_stop", "add_event")   # operations whose first argument is an instant
+DRIVER = -1             # the "host" of the islands that stay in the driver
 
 
 def lookahead_ns(sim, host_of: dict[str, int]) -> int | None:
@@ -55,12 +58,15 @@ class WindowedSync:
             proxy.sync = self
         self.hosts = list(hosts.values())
         self._index = {key: i for i, key in enumerate(hosts)}
-        self.host_of = {name: self._index[id(p.host)] for name, p in proxies.items()}
+        self.host_of = {name: self._index[id(proxies[name].host)] if name in proxies else DRIVER
+                        for name in sim.islands}
         self.lookahead_ns = lookahead_ns(sim, self.host_of)
         self._pending: list[list[tuple]] = [[] for _ in self.hosts]
         self._next: list[int | None] = [sim.now for _ in self.hosts]     # None: nothing pending
         self.stats = {"windows": 0, "host_calls": 0, "wait_s": 0.0, "crossing_messages": 0,
-                      "lookahead_s": None if self.lookahead_ns is None else self.lookahead_ns / 1e9}
+                      "host_cpu_s": [0.0] * len(self.hosts), "critical_path_cpu_s": 0.0,
+                      "lookahead_s": None if self.lookahead_ns is None else self.lookahead_ns / 1e9,
+                      "islands_in_driver": sorted(n for n, h in self.host_of.items() if h == DRIVER)}
 
     # ------------------------------------------------------------------ operations for hosts
     def send(self, host, op: tuple) -> None:
@@ -95,15 +101,19 @@ class WindowedSync:
                 if start > limit:
                     break
                 end = limit if self.lookahead_ns is None else min(limit, start + self.lookahead_ns - 1)
-                if sim.env.peek() < end:
-                    end = int(sim.env.peek())     # the driver's next event ends the window
-                self._window(end)
+                self._window(min(end, max(start, self._next_global_event())))
         finally:
             for island in sim.islands.values():
                 island.settle(sim.now)
             if sim.recorder is not None:
                 sim.recorder.flush()
         return sim.stop_reason if sim._halt_at is not None else "time"
+
+    def _next_global_event(self) -> int | float:
+        """The instant of the driver's next global timed event that may act on islands."""
+        events = [ev.t_ns for ev in self.sim._events.values()
+                  if ev.island is None and not ev.transient and not ev.cancelled]
+        return min(events) if events else float("inf")
 
     def _window(self, end: int) -> None:
         """Every host with something due by ``end`` runs to ``end``; then the driver catches up."""
@@ -120,7 +130,7 @@ class WindowedSync:
             replies = ray.get(refs)
         except ray.exceptions.RayActorError as err:
             raise ActorKilled("an island host", sim.now) from err
-        self.stats["wait_s"] += time.perf_counter() - t0
+        self.stats["wait_s"] += time.perf_counter() - t0     # the driver blocked at the window
         self.stats["windows"] += 1
         self.stats["host_calls"] += len(refs)
         for reply in replies:
@@ -132,8 +142,11 @@ class WindowedSync:
         cut = min(stops) if stops else end
         for i, reply in zip(due, replies):
             self._next[i] = reply[4]
+            self.stats["host_cpu_s"][i] += reply[6]
+        if replies:
+            self.stats["critical_path_cpu_s"] += max(r[6] for r in replies)
         envelopes = []
-        for envs, crossing, forgotten, _, _, published in replies:
+        for envs, crossing, forgotten, _, _, published, _ in replies:
             envelopes += envs
             sim._publish_counts += published
             for target, deliver_ns, env, model, port, rank in crossing:
@@ -143,35 +156,57 @@ class WindowedSync:
                     raise CausalityError(f"a message on {env.topic!r} from {env.source} at {env.t_ns} ns "
                                          f"reaches island {target!r} at {deliver_ns} ns, inside the window "
                                          f"ending at {end} ns (lookahead {self.lookahead_ns} ns)")
-                self.send(self.hosts[self.host_of[target]], (target, "enqueue", (deliver_ns, env, model, port, rank)))
+                if self.host_of[target] == DRIVER:
+                    sim.islands[target].enqueue(deliver_ns, env, sim._slots[model], port, rank)
+                else:
+                    op = (target, "enqueue", (deliver_ns, env, model, port, rank))
+                    self.send(self.hosts[self.host_of[target]], op)
                 self.stats["crossing_messages"] += 1
             for name in forgotten:
                 ev = sim._events.get(name)
                 if ev is not None:
                     sim._forget_event(ev)
-        envelopes.sort(key=lambda e: e[0].t_ns)
         self._catch_up(cut, envelopes)
         if stops and sim._halt_at is None:
             sim.e_stop = True
             sim._check_stop()
 
     def _catch_up(self, cut: int, envelopes: list) -> None:
-        """Run the driver's own events up to ``cut`` and record the window's envelopes up to it,
-        in time order (the recorder orders each instant's envelopes itself)."""
-        sim, env, recorder = self.sim, self.sim.env, self.sim.recorder
-        k = 0
-        env.timeout(cut - env.now)                  # the driver's clock ends the window at cut
-        while env.peek() <= cut:
-            t = env.peek()
-            if sim._halt_at is not None and t > sim._halt_at:
-                break
-            if recorder is not None:
-                while k < len(envelopes) and envelopes[k][0].t_ns <= t:
-                    recorder.record(envelopes[k][0], queue=envelopes[k][1])
-                    k += 1
-            env.step()
-        last = cut if sim._halt_at is None else min(cut, sim._halt_at)
+        """Run the driver's islands and events up to ``cut``, then record the window's envelopes
+        (the hosts' and the driver's) up to it, in time order (the recorder orders each instant's
+        envelopes itself)."""
+        sim, env = self.sim, self.sim.env
+        recorder = sim.recorder
         if recorder is not None:
-            while k < len(envelopes) and envelopes[k][0].t_ns <= last:
-                recorder.record(envelopes[k][0], queue=envelopes[k][1])
-                k += 1
+            sim.recorder = collector = _Collector()
+        try:
+            env.timeout(cut - env.now)                  # the driver's clock ends the window at cut
+            while env.peek() <= cut:
+                if sim._halt_at is not None and env.peek() > sim._halt_at:
+                    break
+                env.step()
+        finally:
+            sim.recorder = recorder
+        if recorder is None:
+            return
+        envelopes += collector.envelopes
+        envelopes.sort(key=lambda e: e[0].t_ns)
+        last = cut if sim._halt_at is None else min(cut, sim._halt_at)
+        for env_, queue in envelopes:
+            if env_.t_ns > last:
+                break
+            recorder.record(env_, queue=queue)
+
+
+class _Collector:
+    """Stands in for the recorder while the driver runs a window: keeps the envelopes, so that
+    they are recorded in time order with the hosts' envelopes of the same window."""
+
+    def __init__(self):
+        self.envelopes: list[tuple] = []
+
+    def record(self, env, latency_ns: int = 0, queue: bool = False) -> None:
+        self.envelopes.append((env, queue))
+
+    def flush(self) -> None:
+        pass

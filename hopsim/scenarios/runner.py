@@ -87,9 +87,6 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     options = {"address": ray_address} if ray_address else {}
     if placement is not None:
         options["placement"] = placement
-    if placement not in (None, "per-model") and any(f.kind == KILL for f in params.faults):
-        raise ScenarioError(f"a 'kill' fault is recovered with placement per-model only; recovery of a killed "
-                            f"island host ({placement}) is not implemented yet")
     try:
         runtime = make_runtime(backend, **options)
     except ValueError as err:
@@ -186,9 +183,9 @@ class ScenarioRun:
                 sim.schedule_fault(fault.message(), fault.t_s)
             except ValueError as err:
                 raise ScenarioError(str(err)) from None
+        sim.handled_kills = handled            # before restore: hosts take a copy when they start
         if state is not None:
             checkpoint.restore(sim, state)
-        sim.handled_kills = handled
         self.sim = sim
         self._show_progress()
         return sim

@@ -1,0 +1,194 @@
+"""The ``formation`` scenario distributed with Ray on this machine, beside the local backend, and a
+cost model fitted from the measurements that predicts the speed on K machines.
+
+    .venv/bin/python bench/bench_ray.py [--quick] [--sizes 100,1000] [--configs local,shards:1,shards:2]
+
+Every configuration runs in its own subprocess (its own local Ray, its own peak memory), with the
+scenario's defaults (1 Hz control, 1 s radio latency: the lookahead), no recorder. The first
+simulated second (placing the islands in their hosts, compiled-code loading) is timed apart.
+Reported per run: simulated seconds per wall second, hops and bus messages per wall second,
+windows, the driver's time blocked at windows, the hosts' CPU time (sum, and along the critical
+path: the busiest host of each window), messages between hosts, peak memory (driver plus hosts).
+
+The cost model (README, "Distributing a formation"): the wall time of a windowed run is
+
+    T = W * c_window + C_crit + X * c_cross
+
+with W windows, C_crit the critical-path CPU time of the hosts and X messages between hosts;
+``c_window`` (driver and Ray round trip per window) and ``c_cross`` (per crossing message) are
+fitted by least squares over the Ray runs. On K machines with N islands dealt evenly,
+C_crit ~ N / K * c_island * D (c_island: host CPU per island and simulated second, measured),
+and X grows with the boundaries between the hosts' blocks of islands (about K / 2 times X at
+K = 2), so the predicted speed is D / T(K). The model ignores the machines' network (here every
+round trip is on one machine) and assumes one core per host.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+FULL = {100: 60.0, 1000: 10.0, 10000: 2.0}        # N -> simulated seconds after the first
+QUICK = {100: 20.0, 1000: 3.0}
+CONFIGS = ("local", "shards:1", "shards:2")
+
+
+def peak_rss_mib(pid: int | None = None) -> float:
+    """Peak resident memory of a process (MiB): VmHWM from /proc."""
+    if pid is None:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+def one(n: int, duration_s: float, config: str) -> dict:
+    """Build and run one formation in this process; returns the measurements."""
+    from hopsim.kernel import Simulation, make_runtime
+    from hopsim.scenarios.registry import get_scenario
+
+    spec = get_scenario("formation")
+    params = spec.make_params({"n_vehicles": n})
+    runtime = None
+    if config != "local":
+        import ray
+        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, configure_logging=False)
+        runtime = make_runtime("ray", placement=config)
+    sim = Simulation(seed=0, runtime=runtime)
+    sim.scenario_params = params
+    spec.build(sim, params)
+    t0 = time.perf_counter()
+    sim.advance_to(1.0)
+    t1 = time.perf_counter()
+    hops0 = sum(i.stats["hops"] for i in sim.islands.values()) if config == "local" else None
+    msgs0 = sim.stats()["published"]
+    sync0 = dict(sim.stats().get("sync", {}))
+    sim.advance_to(1.0 + duration_s)
+    t2 = time.perf_counter()
+    stats = sim.stats()
+    hops = sum(s["hops"] for s in stats["islands"].values()) - (hops0 or 0)
+    if hops0 is None:
+        hops -= n          # the first second's hops, one per vehicle at 1 Hz (not worth a second query)
+    wall = t2 - t1
+    row = {"n": n, "config": config, "sim_s": duration_s, "setup_s": t1 - t0, "wall_s": wall,
+           "speed": duration_s / wall, "hops_per_s": hops / wall,
+           "msgs_per_s": (stats["published"] - msgs0) / wall}
+    rss = peak_rss_mib()
+    if "sync" in stats:
+        s = stats["sync"]
+        row.update(windows=s["windows"] - sync0["windows"], wait_s=s["wait_s"] - sync0["wait_s"],
+                   host_cpu_s=sum(s["host_cpu_s"]) - sum(sync0["host_cpu_s"]),
+                   critical_cpu_s=s["critical_path_cpu_s"] - sync0["critical_path_cpu_s"],
+                   crossing=s["crossing_messages"] - sync0["crossing_messages"],
+                   hosts=len(s["host_cpu_s"]))
+        import ray
+        hosts = {id(i.host): i.host for i in sim.islands.values() if getattr(i, "remote", False)}
+        rss += sum(peak_rss_mib(p) for p in ray.get([h.pid.remote() for h in hosts.values()]))
+    row["peak_rss_mib"] = rss
+    sim.close()
+    return row
+
+
+def run_all(sizes: dict[int, float], configs) -> list[dict]:
+    rows = []
+    for n, duration in sizes.items():
+        for config in configs:
+            proc = subprocess.run([sys.executable, __file__, "--one", str(n), "--duration", str(duration),
+                                   "--config", config], check=False, capture_output=True, text=True,
+                                  env={**os.environ, "RAY_AUTH_MODE": "disabled"})
+            if proc.returncode != 0:
+                raise RuntimeError(f"N = {n}, {config} failed:\n{proc.stderr[-3000:]}")
+            rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            print(f"  N = {n}, {config}: {rows[-1]['speed']:.2f}x real time", file=sys.stderr, flush=True)
+    return rows
+
+
+def fit_cost_model(rows: list[dict]) -> dict:
+    """Least squares for c_window and c_cross over the Ray runs; c_island from the hosts' CPU."""
+    ray_rows = [r for r in rows if r["config"] != "local"]
+    A = np.array([[r["windows"], r["crossing"]] for r in ray_rows], dtype=float)
+    b = np.array([r["wall_s"] - r["critical_cpu_s"] for r in ray_rows])
+    (c_window, c_cross), *_ = np.linalg.lstsq(A, b, rcond=None)
+    c_island = np.mean([r["host_cpu_s"] / (r["n"] * r["sim_s"]) for r in ray_rows])
+    residual = [float(r["wall_s"] - (r["windows"] * c_window + r["critical_cpu_s"] + r["crossing"] * c_cross))
+                / r["wall_s"] for r in ray_rows]
+    return {"c_window_s": float(c_window), "c_cross_s": float(c_cross), "c_island_s": float(c_island),
+            "max_rel_residual": float(np.max(np.abs(residual)))}
+
+
+def predict_speed(model: dict, n: int, k: int, windows_per_s: float, crossing_per_s_at_2: float) -> float:
+    """Simulated seconds per wall second on ``k`` machines: windows cost the same on any K, the
+    hosts' compute divides by K, and messages between hosts grow with the number of block
+    boundaries (K - 1 for a lattice or an open chain, K for a ring: about K / 2 times those at K = 2)."""
+    wall = (windows_per_s * model["c_window_s"] + n / k * model["c_island_s"]
+            + (crossing_per_s_at_2 * k / 2 if k > 1 else 0.0) * model["c_cross_s"])
+    return 1.0 / wall
+
+
+def print_section(rows: list[dict]) -> None:
+    print("### Distributed formation (Ray on this machine, 2 cores; windows of 1 s lookahead)\n")
+    header = ("vehicles", "backend", "sim s / wall s", "hops / s", "messages / s", "windows", "waiting at windows (s)",
+              "host CPU (s)", "critical-path CPU (s)", "messages between hosts", "peak RSS (MiB)")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for r in rows:
+        extra = ("-",) * 5 if r["config"] == "local" else (
+            f"{r['windows']}", f"{r['wait_s']:.2f}", f"{r['host_cpu_s']:.2f}", f"{r['critical_cpu_s']:.2f}",
+            f"{r['crossing']:,}")
+        print(f"| {r['n']:,} | {r['config']} | {r['speed']:,.2f} | {r['hops_per_s']:,.0f} | {r['msgs_per_s']:,.0f} | "
+              + " | ".join(extra) + f" | {r['peak_rss_mib']:,.0f} |")
+    by = {(r["n"], r["config"]): r for r in rows}
+    for n in sorted({r["n"] for r in rows}):
+        one_, two = by.get((n, "shards:1")), by.get((n, "shards:2"))
+        if one_ and two:
+            print(f"\nN = {n:,}: 2 shards run {two['speed'] / one_['speed']:.2f}x the speed of 1 shard "
+                  f"(target 1.6x at N = 1,000).")
+    ray_rows = [r for r in rows if r["config"] != "local"]
+    if len(ray_rows) >= 2:
+        model = fit_cost_model(rows)
+        print(f"\nCost model: c_window = {model['c_window_s'] * 1e3:.2f} ms, c_cross = "
+              f"{model['c_cross_s'] * 1e6:.1f} us, c_island = {model['c_island_s'] * 1e6:.0f} us per island "
+              f"and simulated second (largest relative residual {model['max_rel_residual']:.0%}).\n")
+        print("| vehicles | predicted sim s / wall s on K = 1, 2, 4, 8, 16 machines |")
+        print("|---|---|")
+        for n in sorted({r["n"] for r in ray_rows}):
+            r = by.get((n, "shards:2"))
+            if r is None:
+                continue
+            speeds = [predict_speed(model, n, k, r["windows"] / r["sim_s"], r["crossing"] / r["sim_s"])
+                      for k in (1, 2, 4, 8, 16)]
+            print(f"| {n:,} | " + ", ".join(f"{s:,.1f}" for s in speeds) + " |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sizes", default=None, help="comma-separated N (default: 100,1000,10000; quick: 100,1000)")
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--duration", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--config", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one, args.duration, args.config)))
+        return
+    table = QUICK if args.quick else FULL
+    sizes = {int(n): table.get(int(n), 2.0) for n in args.sizes.split(",")} if args.sizes else table
+    print_section(run_all(sizes, args.configs.split(",")))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""The Ray backend with islands in hosts: windows of conservative synchronization give the local
+stream byte for byte, for every scenario and placement; a killed host is recovered."""
+import os
+import signal
+import time
+
+import pytest
+
+from hopsim.bus.recorder import MemoryRecorder
+from hopsim.kernel import Simulation, make_runtime
+from hopsim.scenarios.formation import FormationParams
+from hopsim.scenarios.registry import FaultSpec, get_scenario, scenario
+from hopsim.scenarios.runner import run_scenario
+
+pytestmark = pytest.mark.ray
+
+PLACEMENTS = ["per-model", "per-island", "shards:2"]
+
+
+def ray_processes() -> list[str]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if "raylet" in cmd or "gcs_server" in cmd or "ray::" in cmd:
+                found.append(cmd[:80])
+    return found
+
+
+@pytest.fixture(scope="module")
+def shared_ray():
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray
+    ray.shutdown()
+    assert ray_processes() == []
+
+
+def run(name, overrides, seconds, **kw):
+    return run_scenario(name, overrides, seed=7, duration_s=seconds, keep_stream=True, **kw)
+
+
+@pytest.mark.parametrize("name, overrides, seconds, placements", [
+    ("leader_follower", {}, 12.0, PLACEMENTS),
+    ("cooperative_docking", {}, 12.0, PLACEMENTS),
+    ("passive_docking", {}, 20.0, PLACEMENTS),
+    # 50 vehicles: per-model would start ~150 Ray actors on two cores; 6 vehicles cover it
+    ("formation", {"n_vehicles": 50, "radio_loss": 0.1}, 4.0, ["per-island", "shards:2", "shards:3"]),
+    ("formation", {"n_vehicles": 6, "radio_loss": 0.1}, 4.0, ["per-model"]),
+])
+def test_every_placement_records_the_local_stream(shared_ray, name, overrides, seconds, placements):
+    local = run(name, overrides, seconds)
+    assert local.message_count > 100
+    for placement in placements:
+        remote = run(name, overrides, seconds, backend="ray", placement=placement)
+        assert remote.recorder.stream_bytes() == local.recorder.stream_bytes(), placement
+        assert remote.stream_sha256 == local.stream_sha256
+
+
+def test_one_round_trip_per_host_and_window(shared_ray):
+    """The radio latency is the lookahead: a 12-vehicle formation in 2 shards over 10 s of
+    1 s radio latency takes about 10 windows of 2 host calls, where lockstep would make at least
+    one call per barrier (12 vehicles x 11 control instants)."""
+    p = {"n_vehicles": 12, "control_rate_hz": 1.0, "radio_latency_s": 1.0}
+    remote = run("formation", p, 10.0, backend="ray", placement="shards:2")
+    sync = remote.stats["sync"]
+    assert sync["lookahead_s"] == pytest.approx(1.0)
+    assert 10 <= sync["windows"] <= 13
+    assert sync["host_calls"] <= 2 * sync["windows"]
+    barriers = sum(isl["barriers"] for isl in remote.stats["islands"].values())
+    assert barriers >= 12 * 11 > 5 * sync["host_calls"]
+    assert sync["crossing_messages"] > 0
+    assert remote.recorder.stream_bytes() == run("formation", p, 10.0).recorder.stream_bytes()
+
+
+def test_islands_under_a_monitor_stay_in_the_driver_and_the_rest_in_hosts(shared_ray):
+    """Mixed: the monitored island runs in the driver, the other in a host, same stream."""
+    spec = get_scenario("lander")
+    checks = []
+
+    def build(runtime):
+        sim = Simulation(seed=2, runtime=runtime, recorder=MemoryRecorder())
+        spec.build(sim, spec.make_params({}))
+        sim.add_monitor("watch", 4.0, ["lander"], lambda t: checks.append(t))
+        return sim
+
+    local = build(None)
+    local.advance_to(3.0)
+    remote = build(make_runtime("ray", placement="per-island"))
+    try:
+        remote.advance_to(3.0)
+        assert remote.stats()["sync"]["islands_in_driver"] == ["lander"]
+        assert type(remote.islands["ground"]).__name__ == "RemoteIsland"
+        assert remote.recorder.stream_bytes() == local.recorder.stream_bytes()
+        assert len(checks) == 2 * 13           # 0, 0.25, ..., 3.0 s in each run
+    finally:
+        remote.runtime.release_hosts(list(remote.runtime._island_hosts))
+
+
+def test_a_stop_inside_a_host_ends_the_stream_at_that_instant(shared_ray):
+    """Touchdown (a zero-crossing that sets e_stop) in the lander's host: the run stops there."""
+    p = {"altitude_m": 3.0, "vertical_speed_mps": -2.0, "max_thrust_N": 10.0, "stop_on_touchdown": True}
+    local = run("lander", p, 10.0)
+    assert local.stop_reason == "e_stop" and local.end_time_s < 3.0
+    for placement in ("per-island", "shards:2"):
+        remote = run("lander", p, 10.0, backend="ray", placement=placement)
+        assert remote.stop_reason == "e_stop" and remote.end_time_s == local.end_time_s
+        assert remote.recorder.stream_bytes() == local.recorder.stream_bytes(), placement
+
+
+@pytest.mark.parametrize("placement", ["per-island", "shards:2"])
+def test_a_kill_fault_in_a_host_is_recovered_from_the_last_checkpoint(shared_ray, tmp_path, placement):
+    kill = [FaultSpec(t_s=2.05, target="controller", kind="kill").model_dump()]
+    kw = dict(checkpoint_every_s=1.0, checkpoint_dir=tmp_path)
+    local = run("lander", {"faults": kill}, 4.0, **kw)
+    remote = run("lander", {"faults": kill}, 4.0, backend="ray", placement=placement, **kw)
+    assert remote.stats["recoveries"] == [{"actor": "controller", "t_s": 2.05, "resumed_from_s": 2.0}]
+    assert remote.recorder.stream_bytes() == local.recorder.stream_bytes()
+
+
+_killed_pids: list[int] = []
+
+
+@scenario("formation_with_host_kill", FormationParams, "test: a formation whose host is killed at 3 s",
+          default_duration_s=8.0)
+def _formation_with_host_kill(sim, p):
+    """The formation, plus a driver event at 3 s that SIGKILLs the process of one island host
+    (the first time only), as an operator or the OOM killer would."""
+    get_scenario("formation").build(sim, p)
+
+    def kill_a_host(ev) -> None:
+        if sim.runtime.name != "ray" or _killed_pids:
+            return
+        import ray
+        host = next(isl.host for isl in sim.islands.values() if getattr(isl, "remote", False))
+        pid = ray.get(host.pid.remote())
+        os.kill(pid, signal.SIGKILL)
+        _killed_pids.append(pid)
+        deadline = time.monotonic() + 30
+        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    sim.at(3.0, kill_a_host, name="kill_a_host")
+
+
+def test_a_host_process_killed_from_outside_is_recovered(shared_ray, tmp_path):
+    p = {"n_vehicles": 6}
+    kw = dict(checkpoint_every_s=2.0, checkpoint_dir=tmp_path)
+    local = run("formation_with_host_kill", p, 8.0, **kw)
+    t0 = time.monotonic()
+    remote = run("formation_with_host_kill", p, 8.0, backend="ray", placement="shards:2", **kw)
+    assert time.monotonic() - t0 < 300                     # recovered, not hung
+    assert len(_killed_pids) == 1 and not os.path.exists(f"/proc/{_killed_pids[0]}")
+    (recovery,) = remote.stats["recoveries"]
+    assert recovery["resumed_from_s"] == 2.0
+    assert remote.recorder.stream_bytes() == local.recorder.stream_bytes()
+
+
+def test_stop_callbacks_keep_hosts_in_lockstep(shared_ray):
+    spec = get_scenario("lander")
+    sim = Simulation(seed=1, runtime=make_runtime("ray", placement="shards:2"), recorder=MemoryRecorder())
+    spec.build(sim, spec.make_params({}))
+    sim.add_stop_callback(lambda s: s.time >= 1.0)
+    try:
+        assert sim.advance_to(3.0) == "stop_callback" and sim.time == pytest.approx(1.0, abs=0.05)
+        assert sim._windows is None
+    finally:
+        sim.runtime.release_hosts(list(sim.runtime._island_hosts))
