@@ -6,6 +6,8 @@ algorithms take the tree as its two packed buffers ``(tree_ints, tree_reals)`` (
 :class:`~hopsim.dynamics.tree.TreeArrays`; two arrays cost far less to pass from Python than a
 named tuple of seventeen) and unpack the named views with
 :func:`~hopsim.dynamics.tree.unpack_tree`; the helpers they share take the unpacked ``tree``.
+The articulated-body algorithm, the hot path of simulation, indexes the packed buffers
+directly (field offsets from :mod:`hopsim.dynamics.tree`).
 
 Frames and units
 ----------------
@@ -39,13 +41,10 @@ from hopsim.dynamics.spatial import (
     force_cross_into,
     force_to_parent,
     force_to_parent_add,
-    inertia_to_parent_add,
     mat3_mat3,
     mat3_vec,
     mat6_vec,
-    mat6_vec_into,
     motion_cross,
-    motion_cross_into,
     motion_to_child,
     motion_to_child_into,
     motion_to_parent,
@@ -53,43 +52,56 @@ from hopsim.dynamics.spatial import (
     motion_transform_matrix,
     skew,
 )
-from hopsim.dynamics.tree import MultibodyTree, as_arrays, unpack_tree
+from hopsim.dynamics.tree import (
+    INT_JOINT_TYPE,
+    INT_PARENT,
+    INT_PRESCRIBED,
+    INT_Q_START,
+    INT_V_START,
+    N_INT_HEADER,
+    N_REAL_HEADER,
+    N_REAL_PER_BODY,
+    REAL_INERTIA,
+    REAL_JOINT_AXIS,
+    REAL_MASS,
+    REAL_P_BJ,
+    REAL_P_INB,
+    REAL_R_BJ,
+    REAL_R_INB,
+    MultibodyTree,
+    as_arrays,
+    unpack_tree,
+)
 
 # --------------------------------------------------------------------------- small dense helpers
 
 
 @compiled
-def _spd_inverse_into(D, n, inv, L):
-    """Inverse of the leading n x n block of a symmetric positive definite matrix ``D`` into
-    ``inv`` (Cholesky; ``L`` is scratch)."""
+def _cholesky_into(D, n, L):
+    """Cholesky factor of the leading n x n block of a symmetric positive definite matrix
+    ``D`` (lower triangle read) into the lower triangle of ``L``, with the reciprocals of the
+    factor's diagonal stored on the diagonal (the solves then multiply instead of divide)."""
     for j in range(n):
         s = D[j, j]
         for k in range(j):
             s -= L[j, k] * L[j, k]
-        L[j, j] = np.sqrt(s)
+        r = 1.0 / np.sqrt(s)
+        L[j, j] = r
         for i in range(j + 1, n):
             s = D[i, j]
             for k in range(j):
                 s -= L[i, k] * L[j, k]
-            L[i, j] = s / L[j, j]
-    # inv = L^-T L^-1: forward then backward substitution of the unit vectors e_c, all columns
-    # at once (row by row, so that the divisions of different columns overlap). L^-1 is lower
-    # triangular: the forward pass skips its zeros.
-    for i in range(n):
-        for col in range(n):
-            if col > i:
-                inv[i, col] = 0.0
-                continue
-            s = 1.0 if i == col else 0.0
-            for k in range(col, i):
-                s -= L[i, k] * inv[k, col]
-            inv[i, col] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        for col in range(n):
-            s = inv[i, col]
-            for k in range(i + 1, n):
-                s -= L[k, i] * inv[k, col]
-            inv[i, col] = s / L[i, i]
+            L[i, j] = s * r
+
+
+@compiled
+def _cholesky_back_substitute(L, n, x):
+    """``x = L^-T x`` in place for a factor from :func:`_cholesky_into`."""
+    for j in range(n - 1, -1, -1):
+        s = x[j]
+        for k in range(j + 1, n):
+            s -= L[k, j] * x[k]
+        x[j] = s * L[j, j]
 
 
 # --------------------------------------------------------------------------- kinematics
@@ -203,6 +215,330 @@ def _forward_kinematics(tree_ints, tree_reals, Q, U):
 
 
 # --------------------------------------------------------------------------- forward dynamics
+# The articulated-body algorithm reads the tree straight from its packed buffers and keeps each
+# body's state in one block ``W[i]`` of five 6x6 matrices (one allocation for the whole tree):
+_W_IA = 0  # articulated inertia I^A, body frame; after the inward pass I^a = I^A - U D^-1 U^T
+_W_S = 1  # motion subspace S, transposed: row k is column k of S (body frame)
+_W_U = 2  # U = I^A S, transposed like S; after the inward pass W = L^-1 U^T
+_W_L = 3  # Cholesky factor L of D = S^T I^A S (see _cholesky_into), leading nv_i block
+_W_VEC = 4  # rows: _V, _C, _PA, _UP, _ACC
+_V = 0  # body velocity [rad/s; m/s]
+_C = 1  # velocity-product acceleration c = c_J + v x v_J
+_PA = 2  # articulated bias force p^A [N m; N]
+_UP = 3  # y = L^-1 (tau - S^T p^A) (first nv_i entries)
+_ACC = 4  # body acceleration [rad/s^2; m/s^2]
+
+
+@compiled
+def _inertia_to_parent_add(dst, R, p, M, Z, Y):
+    """``dst += X^T M X``: the spatial inertia ``M`` of child B (body frame, about its origin)
+    moved to the parent frame about the parent's origin and accumulated, X being the
+    child-from-parent motion transform of B's pose (``R`` = R_PB, ``p`` = p_BP_P [m]).
+
+    With M = [[A, B], [B^T, C]] rotated blockwise (A1 = R A R^T, ...) the shift by p gives
+    [[A1 - E - E^T - p~ F, B1 - F^T], [(B1 - F^T)^T, C1]], E = B1 p~, F = C1 p~,
+    p~ = skew(p) (C symmetric): half the products of the general 6x6 congruence. ``Z`` and
+    ``Y`` (6, 6) are scratch."""
+    for br, bc in ((0, 0), (0, 3), (3, 3)):
+        # Z's lower-left block holds R M_block, then Z's (br, bc) block R M_block R^T
+        for r in range(3):
+            for c in range(3):
+                Z[3 + r, c] = R[r, 0] * M[br, bc + c] + R[r, 1] * M[br + 1, bc + c] + \
+                    R[r, 2] * M[br + 2, bc + c]
+        for r in range(3):
+            for c in range(3):
+                Z[br + r, bc + c] = Z[3 + r, 0] * R[c, 0] + Z[3 + r, 1] * R[c, 1] + \
+                    Z[3 + r, 2] * R[c, 2]
+    x, y, z = p[0], p[1], p[2]
+    for r in range(3):
+        # E = B1 p~ (upper-left of Y) and F = C1 p~ (lower-left of Y), row r
+        Y[r, 0] = Z[r, 4] * z - Z[r, 5] * y
+        Y[r, 1] = Z[r, 5] * x - Z[r, 3] * z
+        Y[r, 2] = Z[r, 3] * y - Z[r, 4] * x
+        Y[3 + r, 0] = Z[3 + r, 4] * z - Z[3 + r, 5] * y
+        Y[3 + r, 1] = Z[3 + r, 5] * x - Z[3 + r, 3] * z
+        Y[3 + r, 2] = Z[3 + r, 3] * y - Z[3 + r, 4] * x
+    for c in range(3):
+        # G = p~ F, column c
+        Y[0, 3 + c] = y * Y[5, c] - z * Y[4, c]
+        Y[1, 3 + c] = z * Y[3, c] - x * Y[5, c]
+        Y[2, 3 + c] = x * Y[4, c] - y * Y[3, c]
+    for r in range(3):
+        for c in range(3):
+            dst[r, c] += Z[r, c] - Y[r, c] - Y[c, r] - Y[r, 3 + c]
+            h = Z[r, 3 + c] - Y[3 + c, r]
+            dst[r, 3 + c] += h
+            dst[3 + c, r] += h
+            dst[3 + r, 3 + c] += Z[3 + r, 3 + c]
+
+
+@compiled
+def _aba_velocity_pass(ints, reals, Q, U, f_ext, W, pose, T):
+    """Outward pass: each body's pose in its parent (``pose[i]``: rows 0-2 R_PB, row 3 p_BP_P
+    [m]), motion subspace, velocity, velocity-product acceleration and bias force; the
+    articulated inertias start as the body inertias. ``T`` (4+, 6, 6) is scratch."""
+    nb = ints[0]
+    oi = N_INT_HEADER
+    o = N_REAL_HEADER
+    axis = reals[o + REAL_JOINT_AXIS * nb:o + REAL_R_INB * nb]
+    R_inb = reals[o + REAL_R_INB * nb:o + REAL_P_INB * nb]
+    p_inb = reals[o + REAL_P_INB * nb:o + REAL_R_BJ * nb]
+    R_bj = reals[o + REAL_R_BJ * nb:o + REAL_P_BJ * nb]
+    p_bj = reals[o + REAL_P_BJ * nb:o + REAL_MASS * nb]
+    inertia = reals[o + REAL_INERTIA * nb:o + N_REAL_PER_BODY * nb]
+    SJ = T[0]
+    R_OJ = T[1]
+    R_OB = T[2]
+    cj = T[3, 0]
+    vJ = T[3, 1]
+    p_JO = T[3, 2]
+    p_BO = T[3, 3]
+    Iv = T[3, 4]
+    has_fext = f_ext.shape[0] > 0
+    for i in range(nb):
+        jtype = ints[oi + INT_JOINT_TYPE * nb + i]
+        par = ints[oi + INT_PARENT * nb + i]
+        qs = ints[oi + INT_Q_START * nb + i]
+        vs = ints[oi + INT_V_START * nb + i]
+        nvj = JOINT_NV[jtype]
+        joint_motion(jtype, axis[3 * i:3 * i + 3], Q[qs:qs + JOINT_NQ[jtype]], U[vs:vs + nvj],
+                     SJ, cj, R_OJ, p_JO)
+        Rb = R_bj[9 * i:9 * i + 9]
+        pb = p_bj[3 * i:3 * i + 3]
+        Ri = R_inb[9 * i:9 * i + 9]
+        Pi = pose[i]
+        # T_PB = T_PO * T_OJ * T_BJ^-1
+        for r in range(3):
+            for c in range(3):
+                R_OB[r, c] = R_OJ[r, 0] * Rb[3 * c] + R_OJ[r, 1] * Rb[3 * c + 1] + \
+                    R_OJ[r, 2] * Rb[3 * c + 2]
+        for r in range(3):
+            p_BO[r] = p_JO[r] - (R_OB[r, 0] * pb[0] + R_OB[r, 1] * pb[1] + R_OB[r, 2] * pb[2])
+        for r in range(3):
+            for c in range(3):
+                Pi[r, c] = Ri[3 * r] * R_OB[0, c] + Ri[3 * r + 1] * R_OB[1, c] + \
+                    Ri[3 * r + 2] * R_OB[2, c]
+            Pi[3, r] = p_inb[3 * i + r] + (Ri[3 * r] * p_BO[0] + Ri[3 * r + 1] * p_BO[1]
+                                           + Ri[3 * r + 2] * p_BO[2])
+        # S and c_J from the joint frame J to the body frame
+        for r in range(6):
+            vJ[r] = 0.0
+        for k in range(nvj):
+            _motion_from_joint_frame(W[i, _W_S, k], Rb, pb, SJ[0, k], SJ[1, k], SJ[2, k],
+                                     SJ[3, k], SJ[4, k], SJ[5, k])
+            uk = U[vs + k]
+            for r in range(6):
+                vJ[r] += W[i, _W_S, k, r] * uk
+        vec = W[i, _W_VEC]
+        v = vec[_V]
+        if par >= 0:
+            motion_to_child_into(v, Pi, Pi[3], W[par, _W_VEC, _V])
+            for r in range(6):
+                v[r] += vJ[r]
+        else:
+            for r in range(6):
+                v[r] = vJ[r]
+        _motion_from_joint_frame(vec[_C], Rb, pb, cj[0], cj[1], cj[2], cj[3], cj[4], cj[5])
+        c = vec[_C]
+        c[0] += v[1] * vJ[2] - v[2] * vJ[1]
+        c[1] += v[2] * vJ[0] - v[0] * vJ[2]
+        c[2] += v[0] * vJ[1] - v[1] * vJ[0]
+        c[3] += (v[1] * vJ[5] - v[2] * vJ[4]) + (v[4] * vJ[2] - v[5] * vJ[1])
+        c[4] += (v[2] * vJ[3] - v[0] * vJ[5]) + (v[5] * vJ[0] - v[3] * vJ[2])
+        c[5] += (v[0] * vJ[4] - v[1] * vJ[3]) + (v[3] * vJ[1] - v[4] * vJ[0])
+        IA = W[i, _W_IA]
+        oI = 36 * i
+        for r in range(6):
+            s = 0.0
+            for col in range(6):
+                m = inertia[oI + 6 * r + col]
+                IA[r, col] = m
+                s += m * v[col]
+            Iv[r] = s
+        force_cross_into(vec[_PA], v, Iv)
+        if has_fext:
+            for r in range(6):
+                vec[_PA, r] -= f_ext[i, r]
+
+
+@compiled
+def _motion_from_joint_frame(out, R, p, wx, wy, wz, vx, vy, vz):
+    """``out``: the motion vector ``[w; v]`` given in J re-expressed in the body frame, for the
+    pose of J in the body (``R`` = R_BJ row-major, ``p`` = p_JB_B [m])."""
+    ox = R[0] * wx + R[1] * wy + R[2] * wz
+    oy = R[3] * wx + R[4] * wy + R[5] * wz
+    oz = R[6] * wx + R[7] * wy + R[8] * wz
+    out[0] = ox
+    out[1] = oy
+    out[2] = oz
+    out[3] = R[0] * vx + R[1] * vy + R[2] * vz + (p[1] * oz - p[2] * oy)
+    out[4] = R[3] * vx + R[4] * vy + R[5] * vz + (p[2] * ox - p[0] * oz)
+    out[5] = R[6] * vx + R[7] * vy + R[8] * vz + (p[0] * oy - p[1] * ox)
+
+
+@compiled
+def _aba_inward_pass(ints, tau, udot_prescribed, honor_prescribed, W, pose, T):
+    """Inward pass: articulated inertias and bias forces, from the leaves to the roots, and
+    the factors of each free joint's D = S^T I^A S. ``T`` (6, 6, 6) is scratch."""
+    nb = ints[0]
+    oi = N_INT_HEADER
+    D = T[0]
+    X = T[2]
+    Y = T[3]
+    pa = T[5, 0]  # articulated bias force passed to the parent
+    has_udot = udot_prescribed.shape[0] > 0
+    for i in range(nb - 1, -1, -1):
+        nvj = JOINT_NV[ints[oi + INT_JOINT_TYPE * nb + i]]
+        vs = ints[oi + INT_V_START * nb + i]
+        par = ints[oi + INT_PARENT * nb + i]
+        given = honor_prescribed and ints[oi + INT_PRESCRIBED * nb + i] != 0
+        IA = W[i, _W_IA]
+        S = W[i, _W_S]
+        Ut = W[i, _W_U]
+        L = W[i, _W_L]
+        vec = W[i, _W_VEC]
+        pA = vec[_PA]
+        c = vec[_C]
+        if nvj > 0 and not given:
+            for k in range(nvj):
+                for r in range(6):
+                    s = 0.0
+                    for m in range(6):
+                        s += IA[r, m] * S[k, m]
+                    Ut[k, r] = s
+            for a in range(nvj):
+                for b in range(a + 1):
+                    s = 0.0
+                    for r in range(6):
+                        s += S[a, r] * Ut[b, r]
+                    D[a, b] = s
+            _cholesky_into(D, nvj, L)
+            # with D = L L^T, keep W = L^-1 U^T (in place of U^T) and y = L^-1 u: then
+            # U D^-1 U^T = W^T W, U D^-1 u = W^T y and udot = L^-T (y - W a')
+            for j in range(nvj):
+                for r in range(6):
+                    s = Ut[j, r]
+                    for k in range(j):
+                        s -= L[j, k] * Ut[k, r]
+                    Ut[j, r] = s * L[j, j]
+                s = tau[vs + j]
+                for r in range(6):
+                    s -= S[j, r] * pA[r]
+                for k in range(j):
+                    s -= L[j, k] * vec[_UP, k]
+                vec[_UP, j] = s * L[j, j]
+            if par < 0:
+                continue  # a root passes nothing on
+            for r in range(6):
+                for col in range(r + 1):
+                    s = 0.0
+                    for j in range(nvj):
+                        s += Ut[j, r] * Ut[j, col]
+                    IA[r, col] -= s
+                    IA[col, r] = IA[r, col]
+            for r in range(6):
+                s = 0.0
+                for j in range(nvj):
+                    s += Ut[j, r] * vec[_UP, j]
+                for col in range(6):
+                    s += IA[r, col] * c[col]
+                pa[r] = pA[r] + s
+        else:
+            if par < 0:
+                continue
+            for col in range(6):
+                X[0, col] = c[col]
+            for k in range(nvj):
+                ud = udot_prescribed[vs + k] if has_udot else 0.0
+                for col in range(6):
+                    X[0, col] += S[k, col] * ud
+            for r in range(6):
+                s = 0.0
+                for col in range(6):
+                    s += IA[r, col] * X[0, col]
+                pa[r] = pA[r] + s
+        Pi = pose[i]
+        _inertia_to_parent_add(W[par, _W_IA], Pi, Pi[3], IA, X, Y)
+        force_to_parent_add(W[par, _W_VEC, _PA], Pi, Pi[3], pa)
+
+
+@compiled
+def _aba_outward_pass(ints, reals, udot_prescribed, honor_prescribed, with_bias, W, pose,
+                      udot, tau_out):
+    """Outward pass: body and joint accelerations from the roots to the leaves; the forces of
+    the prescribed joints into ``tau_out`` when it is not empty."""
+    nb = ints[0]
+    oi = N_INT_HEADER
+    has_udot = udot_prescribed.shape[0] > 0
+    want_tau = tau_out.shape[0] > 0
+    a_world = np.zeros(6)
+    if with_bias:
+        for k in range(3):
+            a_world[3 + k] = -reals[k]
+    ap = np.empty(6)
+    rhs = np.empty(6)
+    for i in range(nb):
+        nvj = JOINT_NV[ints[oi + INT_JOINT_TYPE * nb + i]]
+        vs = ints[oi + INT_V_START * nb + i]
+        par = ints[oi + INT_PARENT * nb + i]
+        given = honor_prescribed and ints[oi + INT_PRESCRIBED * nb + i] != 0
+        S = W[i, _W_S]
+        vec = W[i, _W_VEC]
+        Pi = pose[i]
+        if par >= 0:
+            motion_to_child_into(ap, Pi, Pi[3], W[par, _W_VEC, _ACC])
+        else:
+            motion_to_child_into(ap, Pi, Pi[3], a_world)
+        for r in range(6):
+            ap[r] += vec[_C, r]
+        if not given:
+            Ut = W[i, _W_U]
+            L = W[i, _W_L]
+            for k in range(nvj):
+                s = vec[_UP, k]
+                for r in range(6):
+                    s -= Ut[k, r] * ap[r]
+                rhs[k] = s
+            _cholesky_back_substitute(L, nvj, rhs)
+            for k in range(nvj):
+                udot[vs + k] = rhs[k]
+        else:
+            for k in range(nvj):
+                udot[vs + k] = udot_prescribed[vs + k] if has_udot else 0.0
+        for k in range(nvj):
+            for r in range(6):
+                ap[r] += S[k, r] * udot[vs + k]
+        for r in range(6):
+            vec[_ACC, r] = ap[r]
+        if given and want_tau and nvj > 0:
+            IA = W[i, _W_IA]
+            for r in range(6):
+                s = 0.0
+                for col in range(6):
+                    s += IA[r, col] * ap[col]
+                rhs[r] = s + vec[_PA, r]
+            for k in range(nvj):
+                s = 0.0
+                for r in range(6):
+                    s += S[k, r] * rhs[r]
+                tau_out[vs + k] = s
+
+
+@compiled
+def _aba_into(ints, reals, Q, U, tau, udot_prescribed, f_ext, with_bias, honor_prescribed,
+              udot, tau_out):
+    """Articulated-body algorithm into ``udot`` (nv) and, when it is not empty, ``tau_out``
+    (nv; it must hold ``tau``): the given forces stay on free joints, prescribed joints get the
+    forces they need. ``with_bias`` False drops gravity (``U`` must then be zero, for
+    ``M^-1 tau``); ``honor_prescribed`` False treats every joint as free."""
+    nb = ints[0]
+    W = np.empty((nb, 5, 6, 6))
+    pose = np.empty((nb, 4, 3))
+    T = np.empty((6, 6, 6))
+    _aba_velocity_pass(ints, reals, Q, U, f_ext, W, pose, T)
+    _aba_inward_pass(ints, tau, udot_prescribed, honor_prescribed, W, pose, T)
+    _aba_outward_pass(ints, reals, udot_prescribed, honor_prescribed, with_bias, W, pose, udot,
+                      tau_out)
 
 
 @compiled
@@ -213,173 +549,25 @@ def _aba(tree_ints, tree_reals, Q, U, tau, udot_prescribed, f_ext):
     joints) and generalized forces (the given ones for free joints, the required ones for
     prescribed joints). An empty ``udot_prescribed`` stands for zeros, an empty ``f_ext`` for
     no external forces."""
-    tree = unpack_tree(tree_ints, tree_reals)
-    return _aba_core(tree, Q, U, tau, udot_prescribed, f_ext, tree.prescribed,
-                     _world_acceleration(tree))
-
-
-@compiled
-def _aba_core(tree, Q, U, tau, udot_prescribed, f_ext, prescribed, a_world):
-    nb = tree.parent.shape[0]
-    nv = tree.nv[0]
-    has_fext = f_ext.shape[0] > 0
-    has_udot = udot_prescribed.shape[0] > 0
-    # four workspace blocks for everything but the outputs (allocations and reshapes dominate
-    # small trees); per body, then scratch
-    w33 = np.empty((nb + 2, 3, 3))
-    w3 = np.empty((nb + 2, 3))
-    w6 = np.empty((7 * nb + 9, 6))
-    w66 = np.empty((4 * nb + 7, 6, 6))
-    R_rel = w33[0:nb]
-    p_rel = w3[0:nb]
-    cJ = w6[0:nb]
-    vJ = w6[nb:2 * nb]
-    v = w6[2 * nb:3 * nb]
-    pA = w6[3 * nb:4 * nb]  # articulated bias forces
-    c = w6[4 * nb:5 * nb]  # velocity-product accelerations
-    uprime = w6[5 * nb:6 * nb]  # tau - S^T p^A (first nv_i entries)
-    acc = w6[6 * nb:7 * nb]  # body accelerations
-    tmp, tmp2, pa, known, ap, f, rhs = w6[7 * nb], w6[7 * nb + 1], w6[7 * nb + 2], \
-        w6[7 * nb + 3], w6[7 * nb + 4], w6[7 * nb + 5], w6[7 * nb + 6]
-    S = w66[0:nb]
-    IA = w66[nb:2 * nb]  # articulated inertias
-    Ust = w66[2 * nb:3 * nb]  # I^A S (first nv_i columns)
-    Dinv = w66[3 * nb:4 * nb]  # (S^T I^A S)^-1 (leading nv_i block)
-    D, L, UD, Ia, X, Y = w66[4 * nb], w66[4 * nb + 1], w66[4 * nb + 2], w66[4 * nb + 3], \
-        w66[4 * nb + 4], w66[4 * nb + 5]
-    _kinematics_into(tree, Q, U, R_rel, p_rel, S, cJ, vJ, v, w33[nb:], w3[nb:],
-                     w6[7 * nb + 7:], w66[4 * nb + 6])
-    for i in range(nb):
-        for r in range(6):
-            for col in range(6):
-                IA[i, r, col] = tree.inertia[i, r, col]
-    for i in range(nb):
-        motion_cross_into(tmp, v[i], vJ[i])
-        mat6_vec_into(tmp2, tree.inertia[i], v[i])
-        force_cross_into(pA[i], v[i], tmp2)
-        for r in range(6):
-            c[i, r] = cJ[i, r] + tmp[r]
-        if has_fext:
-            for r in range(6):
-                pA[i, r] -= f_ext[i, r]
-    for i in range(nb - 1, -1, -1):
-        nvj = JOINT_NV[tree.joint_type[i]]
-        vs = tree.v_start[i]
-        I_i = IA[i]
-        Ui = Ust[i]
-        for r in range(6):
-            for col in range(6):
-                Ia[r, col] = I_i[r, col]
-        par = tree.parent[i]
-        if nvj > 0 and not prescribed[i]:
-            # products with S skip its zero entries (most of them for free and ball joints);
-            # the sums keep their order, so the results are the same
-            for k in range(nvj):
-                for r in range(6):
-                    Ui[r, k] = 0.0
-                for m in range(6):
-                    smk = S[i, m, k]
-                    if smk != 0.0:
-                        for r in range(6):
-                            Ui[r, k] += I_i[r, m] * smk
-            for a in range(nvj):
-                for b in range(nvj):
-                    s = 0.0
-                    for r in range(6):
-                        if S[i, r, a] != 0.0:
-                            s += S[i, r, a] * Ui[r, b]
-                    D[a, b] = s
-            _spd_inverse_into(D, nvj, Dinv[i], L)
-            Di = Dinv[i]
-            for a in range(nvj):
-                s = tau[vs + a]
-                for r in range(6):
-                    s -= S[i, r, a] * pA[i, r]
-                uprime[i, a] = s
-            if par < 0:
-                continue  # a root passes nothing on
-            for r in range(6):
-                for b in range(nvj):
-                    s = 0.0
-                    for a in range(nvj):
-                        s += Ui[r, a] * Di[a, b]
-                    UD[r, b] = s
-            for r in range(6):
-                for col in range(6):
-                    s = 0.0
-                    for a in range(nvj):
-                        s += UD[r, a] * Ui[col, a]
-                    Ia[r, col] -= s
-            for r in range(6):
-                known[r] = c[i, r]
-            mat6_vec_into(pa, Ia, known)
-            for r in range(6):
-                s = 0.0
-                for a in range(nvj):
-                    s += UD[r, a] * uprime[i, a]
-                pa[r] += pA[i, r] + s
-        else:
-            for r in range(6):
-                known[r] = c[i, r]
-            for k in range(nvj):
-                ud = udot_prescribed[vs + k] if has_udot else 0.0
-                for r in range(6):
-                    known[r] += S[i, r, k] * ud
-            mat6_vec_into(pa, Ia, known)
-            for r in range(6):
-                pa[r] += pA[i, r]
-        if par >= 0:
-            inertia_to_parent_add(IA[par], R_rel[i], p_rel[i], Ia, X, Y)
-            force_to_parent_add(pA[par], R_rel[i], p_rel[i], pa)
-    udot = np.zeros(nv)
+    udot = np.empty(tree_ints[2])
     tau_out = tau.copy()
-    for i in range(nb):
-        nvj = JOINT_NV[tree.joint_type[i]]
-        vs = tree.v_start[i]
-        par = tree.parent[i]
-        if par >= 0:
-            motion_to_child_into(ap, R_rel[i], p_rel[i], acc[par])
-        else:
-            motion_to_child_into(ap, R_rel[i], p_rel[i], a_world)
-        for r in range(6):
-            ap[r] += c[i, r]
-        if nvj > 0 and not prescribed[i]:
-            for k in range(nvj):
-                s = uprime[i, k]
-                for r in range(6):
-                    s -= Ust[i, r, k] * ap[r]
-                rhs[k] = s
-            for k in range(nvj):
-                s = 0.0
-                for m in range(nvj):
-                    s += Dinv[i, k, m] * rhs[m]
-                udot[vs + k] = s
-        elif nvj > 0 and has_udot:
-            for k in range(nvj):
-                udot[vs + k] = udot_prescribed[vs + k]
-        for k in range(nvj):
-            for r in range(6):
-                ap[r] += S[i, r, k] * udot[vs + k]
-        for r in range(6):
-            acc[i, r] = ap[r]
-        if nvj > 0 and prescribed[i]:
-            mat6_vec_into(f, IA[i], ap)
-            for k in range(nvj):
-                s = 0.0
-                for r in range(6):
-                    s += S[i, r, k] * (f[r] + pA[i, r])
-                tau_out[vs + k] = s
+    _aba_into(tree_ints, tree_reals, Q, U, tau, udot_prescribed, f_ext, True, True, udot,
+              tau_out)
     return udot, tau_out
 
 
-@compiled_for((I64_VECTOR, F64_VECTOR, F64_VECTOR, F64_VECTOR, F64_VECTOR))
-def _aba_tau_only(tree_ints, tree_reals, Q, U, tau):
-    """:func:`_aba` with no external forces and zero prescribed accelerations, returning
-    ``udot`` only: the entry point of :func:`aba` in the common case (compiled for exactly
-    these argument types, so that a call costs as little as possible)."""
-    if Q.shape[0] != tree_ints[1] or U.shape[0] != tree_ints[2] or tau.shape[0] != tree_ints[2]:
-        raise ValueError("Q, U or tau does not match the tree's nq and nv")
-    return _aba(tree_ints, tree_reals, Q, U, tau, np.empty(0), np.empty((0, 6)))[0]
+@compiled_for((I64_VECTOR, F64_VECTOR, F64_VECTOR, F64_VECTOR, F64_VECTOR, F64_VECTOR))
+def _aba_tau_only(tree_ints, tree_reals, Q, U, tau, udot):
+    """:func:`_aba` into ``udot`` with no external forces and zero prescribed accelerations:
+    the entry point of :func:`aba` in the common case (compiled for exactly these argument
+    types, so that a call costs as little as possible; the caller allocates ``udot`` because
+    NumPy does that faster than a compiled function can return an array)."""
+    nv = tree_ints[2]
+    if Q.shape[0] != tree_ints[1] or U.shape[0] != nv or tau.shape[0] != nv or \
+            udot.shape[0] != nv:
+        raise ValueError("Q, U, tau or udot does not match the tree's nq and nv")
+    _aba_into(tree_ints, tree_reals, Q, U, tau, Q[:0], np.empty((0, 6)), True, True, udot,
+              Q[:0])
 
 
 @compiled
@@ -387,10 +575,10 @@ def _aba_batch(tree_ints, tree_reals, Qs, Us, taus, udots_prescribed, f_exts):
     n = Qs.shape[0]
     nv = tree_ints[2]
     udots = np.empty((n, nv))
-    tau_out = np.empty((n, nv))
+    tau_out = taus.copy()
     for k in range(n):
-        udots[k], tau_out[k] = _aba(tree_ints, tree_reals, Qs[k], Us[k], taus[k],
-                                    udots_prescribed[k], f_exts[k])
+        _aba_into(tree_ints, tree_reals, Qs[k], Us[k], taus[k], udots_prescribed[k], f_exts[k],
+                  True, True, udots[k], tau_out[k])
     return udots, tau_out
 
 
@@ -522,11 +710,10 @@ def _crba(tree_ints, tree_reals, Q):
 def _minv(tree_ints, tree_reals, Q, vec):
     """``M(Q)^-1 vec`` by the articulated-body recursions (no velocity, no gravity, all joints
     treated as free)."""
-    tree = unpack_tree(tree_ints, tree_reals)
-    nb = tree.parent.shape[0]
-    nv = tree.nv[0]
-    udot, _ = _aba_core(tree, Q, np.zeros(nv), vec, np.zeros(nv), np.zeros((nb, 6)),
-                        np.zeros(nb, dtype=np.int64), np.zeros(6))
+    nv = tree_ints[2]
+    udot = np.empty(nv)
+    _aba_into(tree_ints, tree_reals, Q, np.zeros(nv), vec, vec[:0], np.empty((0, 6)), False,
+              False, udot, vec[:0])
     return udot
 
 
@@ -670,18 +857,26 @@ def hybrid_dynamics(tree, Q, U, tau, udot_prescribed=None, f_ext=None):
     return _aba(a.ints, a.reals, Q, U, tau, up, fx)
 
 
-def aba(tree, Q, U, tau, f_ext=None, udot_prescribed=None):
+def aba(tree, Q, U, tau, f_ext=None, udot_prescribed=None, out=None):
     """Forward dynamics (articulated-body algorithm): ``Udot`` (nv) [rad/s^2, m/s^2] for
     generalized forces ``tau`` (nv) [N m, N] and external forces ``f_ext`` (nb, 6; body frame,
     about the body origin, ``[moment; force]``). Prescribed joints take ``udot_prescribed``;
-    use :func:`hybrid_dynamics` to also get the forces they need."""
-    a = tree.arrays if isinstance(tree, MultibodyTree) else tree
+    use :func:`hybrid_dynamics` to also get the forces they need. ``out`` (nv, float64,
+    C-contiguous), if given, receives ``Udot`` and is returned."""
+    # a built MultibodyTree holds its arrays in ``_arrays`` (the property costs a call)
+    a = getattr(tree, "_arrays", None) or as_arrays(tree)
     if f_ext is None and udot_prescribed is None:
         try:  # the common case, when Q, U and tau are already float64 C-contiguous vectors
-            return _aba_tau_only(a.ints, a.reals, Q, U, tau)
+            udot = np.empty(len(U)) if out is None else out
+            _aba_tau_only(a.ints, a.reals, Q, U, tau, udot)
+            return udot
         except TypeError:
             pass
-    return hybrid_dynamics(a, Q, U, tau, udot_prescribed, f_ext)[0]
+    udot = hybrid_dynamics(a, Q, U, tau, udot_prescribed, f_ext)[0]
+    if out is None:
+        return udot
+    out[...] = udot
+    return out
 
 
 def aba_batch(tree, Qs, Us, taus, f_exts=None, udots_prescribed=None):

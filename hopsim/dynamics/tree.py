@@ -61,36 +61,41 @@ N_INT_PER_BODY = 5
 N_REAL_HEADER = 3
 N_REAL_PER_BODY = 3 + 9 + 3 + 9 + 3 + 1 + 3 + 9 + 36
 
+# Where each per-body field starts in the packed buffers of an nb-body tree: at
+# ``N_INT_HEADER + INT_X * nb`` in ``ints`` and ``N_REAL_HEADER + REAL_X * nb`` in ``reals``.
+INT_PARENT, INT_JOINT_TYPE, INT_Q_START, INT_V_START, INT_PRESCRIBED = 0, 1, 2, 3, 4
+REAL_JOINT_AXIS = 0
+REAL_R_INB = 3
+REAL_P_INB = 12
+REAL_R_BJ = 15
+REAL_P_BJ = 24
+REAL_MASS = 27
+REAL_COM = 28
+REAL_INERTIA_C = 31
+REAL_INERTIA = 40
+
 
 @compiled
 def unpack_tree(ints, reals):
     """The :class:`TreeArrays` views of the packed buffers ``ints`` and ``reals``."""
     nb = ints[0]
     o = N_INT_HEADER
-    parent = ints[o:o + nb]
-    joint_type = ints[o + nb:o + 2 * nb]
-    q_start = ints[o + 2 * nb:o + 3 * nb]
-    v_start = ints[o + 3 * nb:o + 4 * nb]
-    prescribed = ints[o + 4 * nb:o + 5 * nb]
+    parent = ints[o + INT_PARENT * nb:o + (INT_PARENT + 1) * nb]
+    joint_type = ints[o + INT_JOINT_TYPE * nb:o + (INT_JOINT_TYPE + 1) * nb]
+    q_start = ints[o + INT_Q_START * nb:o + (INT_Q_START + 1) * nb]
+    v_start = ints[o + INT_V_START * nb:o + (INT_V_START + 1) * nb]
+    prescribed = ints[o + INT_PRESCRIBED * nb:o + (INT_PRESCRIBED + 1) * nb]
     gravity = reals[0:3]
     o = N_REAL_HEADER
-    joint_axis = reals[o:o + 3 * nb].reshape((nb, 3))
-    o += 3 * nb
-    R_inb = reals[o:o + 9 * nb].reshape((nb, 3, 3))
-    o += 9 * nb
-    p_inb = reals[o:o + 3 * nb].reshape((nb, 3))
-    o += 3 * nb
-    R_bj = reals[o:o + 9 * nb].reshape((nb, 3, 3))
-    o += 9 * nb
-    p_bj = reals[o:o + 3 * nb].reshape((nb, 3))
-    o += 3 * nb
-    mass = reals[o:o + nb]
-    o += nb
-    com = reals[o:o + 3 * nb].reshape((nb, 3))
-    o += 3 * nb
-    inertia_C = reals[o:o + 9 * nb].reshape((nb, 3, 3))
-    o += 9 * nb
-    inertia = reals[o:o + 36 * nb].reshape((nb, 6, 6))
+    joint_axis = reals[o + REAL_JOINT_AXIS * nb:o + REAL_R_INB * nb].reshape((nb, 3))
+    R_inb = reals[o + REAL_R_INB * nb:o + REAL_P_INB * nb].reshape((nb, 3, 3))
+    p_inb = reals[o + REAL_P_INB * nb:o + REAL_R_BJ * nb].reshape((nb, 3))
+    R_bj = reals[o + REAL_R_BJ * nb:o + REAL_P_BJ * nb].reshape((nb, 3, 3))
+    p_bj = reals[o + REAL_P_BJ * nb:o + REAL_MASS * nb].reshape((nb, 3))
+    mass = reals[o + REAL_MASS * nb:o + REAL_COM * nb]
+    com = reals[o + REAL_COM * nb:o + REAL_INERTIA_C * nb].reshape((nb, 3))
+    inertia_C = reals[o + REAL_INERTIA_C * nb:o + REAL_INERTIA * nb].reshape((nb, 3, 3))
+    inertia = reals[o + REAL_INERTIA * nb:o + N_REAL_PER_BODY * nb].reshape((nb, 6, 6))
     return TreeArrays(parent, joint_type, q_start, v_start, joint_axis, R_inb, p_inb, R_bj,
                       p_bj, mass, com, inertia_C, inertia, prescribed, gravity, ints[1:2],
                       ints[2:3], ints, reals)

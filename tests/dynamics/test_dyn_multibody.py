@@ -252,3 +252,18 @@ def test_offset_placements_and_gravity_on_a_pendulum():
     # rotation +theta about y swings -z towards -x; gravity torque about y = -m g L sin(theta)
     expected = -m * g * L * np.sin(theta) / (Ic[1, 1] + m * L * L)
     assert udot[0] == pytest.approx(expected, rel=1e-13)
+
+
+def test_aba_out_argument_and_converted_inputs():
+    """``out`` receives the result, also on the general path (external forces); list inputs
+    take the converting path and give the same accelerations as the fast path."""
+    rng, tree, Q, U = _case(5)
+    tau = rng.normal(size=tree.nv)
+    udot = aba(tree, Q, U, tau)
+    out = np.empty(tree.nv)
+    assert aba(tree, Q, U, tau, out=out) is out
+    assert np.array_equal(out, udot)
+    assert np.array_equal(aba(tree, list(Q), list(U), list(tau)), udot)
+    out[:] = 0.0
+    assert aba(tree, Q, U, tau, f_ext=np.zeros((tree.n_bodies, 6)), out=out) is out
+    assert np.array_equal(out, udot)
