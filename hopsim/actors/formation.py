@@ -54,9 +54,10 @@ from typing import ClassVar
 
 import numpy as np
 
+from hopsim.actors.vehicle_dynamics import set_vector3
 from hopsim.kernel import ContinuousModel, FixedRate, In, Model, NoIo, Out
 from hopsim.kernel.simtime import NS_PER_S
-from hopsim.schemas import Vector3, VehicleState, Wrench
+from hopsim.schemas import VehicleState, Wrench
 
 # ----------------------------------------------------------------------------- geometry
 
@@ -144,10 +145,6 @@ def radio_delay_periods(latency_s: float, rate_hz: float) -> int:
     return max(1, math.ceil(latency_s * rate_hz - 1e-9))
 
 
-def _vec(v) -> Vector3:
-    return Vector3(x=float(v[0]), y=float(v[1]), z=float(v[2]))
-
-
 # ----------------------------------------------------------------------------- models
 
 
@@ -228,8 +225,10 @@ class StateSensor(ContinuousModel):
             y = self.body.x[0:6].copy()
             if self.noisy:
                 y += self.sigma * self.rng.standard_normal(6)
-            self._msg = VehicleState(vehicle=self.vehicle, t_ns=t_ns, r_BN_N=_vec(y[0:3]),
-                                     v_BN_N=_vec(y[3:6]), mass=self.body.mass_kg)
+            y = y.tolist()
+            msg = self._msg = VehicleState(vehicle=self.vehicle, t_ns=t_ns, mass=self.body.mass_kg)
+            set_vector3(msg.r_BN_N, y, 0)
+            set_vector3(msg.v_BN_N, y, 3)
             self._t = t_ns
             self.samples += 1
         self.write("meas", self._msg)
@@ -358,6 +357,8 @@ class FormationFlightSoftware(Model):
         self.pairs_used += used
         self.accel = (ax, ay, az)
         m = self.mass_kg
-        self.write("thrust", Wrench(body=self.vehicle, force=Vector3(x=m * ax, y=m * ay, z=m * az),
-                                    frame=Wrench.INERTIAL))
+        thrust = Wrench(body=self.vehicle, frame=Wrench.INERTIAL)
+        force = thrust.force
+        force.x, force.y, force.z = m * ax, m * ay, m * az
+        self.write("thrust", thrust)
         self.write("air", meas)

@@ -26,12 +26,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hopsim.dynamics._jit import compiled
 from hopsim.dynamics.contact import composite_mass_properties, welded_follower_state
-from hopsim.dynamics.rigid_body import STATE_SIZE, derivative_single, derivatives_batch, pack_state, rk4_step_batch
-from hopsim.dynamics.spatial import quat_normalize, quat_to_dcm
+from hopsim.dynamics.rigid_body import (STATE_SIZE, _derivative_into, _rk4_step_into, derivative_single,
+                                        derivatives_batch, pack_state, rk4_step_batch)
+from hopsim.dynamics.spatial import inverse3, quat_normalize, quat_to_dcm
 from hopsim.dynamics.weld import welded_follower_derivative
 from hopsim.kernel import ContinuousModel, FixedRate, Out
-from hopsim.schemas import Quaternion, Vector3, VehicleState
+from hopsim.schemas import Vector3, VehicleState
 
 FOREVER_NS = 2**62
 
@@ -41,6 +43,47 @@ STATE_NAMES = ("r_x", "r_y", "r_z", "v_x", "v_y", "v_z", "q_x", "q_y", "q_z", "q
 
 def vector3(v) -> Vector3:
     return Vector3(x=float(v[0]), y=float(v[1]), z=float(v[2]))
+
+
+def set_vector3(msg: Vector3, v, i: int = 0) -> None:
+    """Fill ``msg`` (a message's Vector3 field, which it makes present) with ``v[i:i+3]``."""
+    msg.x = v[i]
+    msg.y = v[i + 1]
+    msg.z = v[i + 2]
+
+
+def vehicle_state(vehicle: str, t_ns: int, x: list[float], xdot: list[float], mass_kg: float) -> VehicleState:
+    """The published state: ``x`` the 13 states, ``xdot`` their derivatives (lists of floats)."""
+    msg = VehicleState(vehicle=vehicle, t_ns=t_ns, mass=mass_kg)
+    set_vector3(msg.r_BN_N, x, 0)
+    set_vector3(msg.v_BN_N, x, 3)
+    q = msg.q_BN
+    q.x, q.y, q.z, q.w = x[6], x[7], x[8], x[9]
+    set_vector3(msg.omega_BN_B, x, 10)
+    set_vector3(msg.a_BN_N, xdot, 3)
+    set_vector3(msg.omega_dot_BN_B, xdot, 10)
+    return msg
+
+
+@compiled
+def _hop_one(x, steps_s, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B):
+    """RK4 over the sub-steps ``steps_s`` (s) of one free vehicle, loads at its centre of mass
+    held: ``x`` (13) becomes the state at the hop's end; returns the derivative there, and
+    empties the load accumulators. Per vehicle, the arithmetic of ``rk4_step_batch`` and
+    ``derivatives_batch``, so that one vehicle alone or in a batch gives the same bits."""
+    out = np.empty(STATE_SIZE)
+    work = np.empty((5, STATE_SIZE))
+    for h in steps_s:
+        _rk4_step_into(out, work, x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B,
+                       r_CB_B, 0.0)
+        x[:] = out
+    xdot = np.empty(STATE_SIZE)
+    _derivative_into(xdot, x, mass, inertia_C_B, inverse3(inertia_C_B), r_CB_B, force_N, force_B,
+                     torque_B, r_CB_B, 0.0)
+    force_N[:] = 0.0
+    force_B[:] = 0.0
+    torque_B[:] = 0.0
+    return xdot
 
 
 @dataclass(eq=False)
@@ -110,6 +153,9 @@ class RigidVehicleDynamics(ContinuousModel):
 
     def add_force_N(self, force_N, point_B=None) -> None:
         """A force (N) fixed in inertial directions, applied at ``point_B`` (CM if None)."""
+        if self._primary is None and point_B is None:
+            self._force_N += force_N
+            return
         f = np.asarray(force_N, dtype=float)
         if self._primary is not None:
             self._primary.add_force_N(f, self._on_primary(point_B))
@@ -178,6 +224,13 @@ class RigidVehicleDynamics(ContinuousModel):
         """RK4 over a hop for many free vehicles, one compiled call per sub-step, with the loads
         gathered in their accumulators (constant over the hop); the published accelerations are
         the derivative at the hop's end. One vehicle or many: the same arithmetic."""
+        if len(bodies) == 1:
+            b = bodies[0]
+            xd = _hop_one(b.x, steps_s, b.mass_kg, b.inertia_C_B, b.r_CB_B, b._force_N, b._force_B,
+                          b._torque_B)
+            b.xdot[:] = xd
+            b.xdot_last = xd
+            return
         X = np.array([b.x for b in bodies])
         mass = np.array([b.mass_kg for b in bodies])
         inertia = np.array([b.inertia_C_B for b in bodies])
@@ -251,12 +304,8 @@ class RigidVehicleDynamics(ContinuousModel):
             w.follower.x[:] = welded_follower_state(self.x, w.r_FP_P, w.q_FP)
 
     def update_flow_outs(self, t_ns: int) -> None:
-        x, xd = self.x, self.xdot_last
-        self.write("state", VehicleState(
-            vehicle=self.name, t_ns=t_ns, r_BN_N=vector3(x[0:3]), v_BN_N=vector3(x[3:6]),
-            q_BN=Quaternion(x=float(x[6]), y=float(x[7]), z=float(x[8]), w=float(x[9])),
-            omega_BN_B=vector3(x[10:13]), a_BN_N=vector3(xd[3:6]), omega_dot_BN_B=vector3(xd[10:13]),
-            mass=self.mass_kg))
+        self.write("state", vehicle_state(self.name, t_ns, self.x.tolist(), self.xdot_last.tolist(),
+                                          self.mass_kg))
 
     # ------------------------------------------------------------------ views
     @property

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from hopsim.kernel.executive import Simulation
 
 _zc_sequence = itertools.count()
+NEVER = 1 << 63           # later than any instant (ns)
+NO_HIT: tuple = ()        # no zero-crossing met at the planned hop end
 FAULT_PORT = "__faults__"   # the hidden input on which a model receives its faults
 KILL = "kill"               # the fault every model accepts: its process dies
 
@@ -114,6 +116,32 @@ def propagate_together(islands: list["Island"], t1: int) -> None:
             isl.finish_hop(isl.t, t1)
 
 
+class InstantWakes:
+    """One simpy event per instant for every island barrier planned there.
+
+    The barriers of one instant run in the order they were planned, as they would with one simpy
+    event each; islands exchange messages at least 1 ns apart, so that order changes nothing.
+    """
+
+    def __init__(self, env):
+        self.env = env
+        self.at: dict[int, list[tuple["Island", int]]] = {}   # t_ns -> [(island, generation)]
+
+    def schedule(self, island: "Island", t_ns: int, gen: int) -> None:
+        """Wake ``island`` at ``t_ns`` for the plan of generation ``gen``."""
+        group = self.at.get(t_ns)
+        if group is None:
+            group = self.at[t_ns] = []
+            env = self.env
+            env.timeout(t_ns - env.now, value=t_ns).callbacks.append(self._fire)
+        group.append((island, gen))
+
+    def _fire(self, event) -> None:
+        # popped first: a barrier planned for this very instant meanwhile gets an event of its own
+        for island, gen in self.at.pop(event.value):
+            island.wake(gen)
+
+
 def _timed(slot: "Slot", fn: Callable[[float], None]) -> Callable[[float], None]:
     def timed(t_s: float) -> None:
         t0 = thread_time_ns()
@@ -151,6 +179,7 @@ class Slot:
         self.method_events: dict[str, list[MethodEvent]] = {}
         self.io_events: dict[str, list[IoStepEvent]] = {"begin": [], "end": []}
         self.model: Model | None = handle.model if not handle.remote else None
+        self.local = self.model is not None    # the model object lives in this process
         # inputs whose messages start an I/O step of the model at the barrier where they arrive:
         # every input of a model without periodic I/O, and inputs declared In(..., trigger=True)
         no_io = isinstance(model.io_schedule, NoIo)
@@ -161,13 +190,39 @@ class Slot:
         self.does_end_io = self.does_start_io = True
         self.accounting = False
         self.cpu_ns = 0            # CPU time spent in this model's methods (thread time, ns)
+        self.direct = False        # local, no method events, no accounting: call the object itself
 
     def overrides(self, method: str) -> bool:
         """Whether calling ``method`` can do anything (skipping no-op calls changes no result)."""
         base = ContinuousModel if self.is_continuous else Model
         return getattr(self.cls, method) is not getattr(base, method, None) or method in self.method_events
 
+    def update_flow_outs(self, t_ns: int) -> None:
+        """The model's ``update_flow_outs`` at t (ns); what it writes goes to the bus."""
+        if not self.direct:
+            self.call("update_flow_outs", t_ns)
+            return
+        model = self.model
+        model._may_write = True
+        try:
+            model.update_flow_outs(t_ns)
+        finally:
+            model._may_write = False
+        out = model._outbox
+        if out:
+            model._outbox = []
+            self.island.route(self, out)
+
     def call(self, method: str, *args):
+        """Call a lifecycle method of the model; what it writes or asks for goes to the bus."""
+        if self.direct and method != "update_flow_outs":
+            # a local method that cannot write outputs (it may request barriers)
+            model = self.model
+            result = getattr(model, method)(*args)
+            if model._outbox:
+                out, model._outbox = model._outbox, []
+                self.island.route(self, out)
+            return result
         if self.accounting:
             t0 = thread_time_ns()
             try:
@@ -225,7 +280,7 @@ class Island:
         self._inbox: list = []
         self._stops: list[int] = []          # the user's stops (dropped when a run returns)
         self._requested: list[tuple[int, str]] = []   # (t, home island) barriers models asked for
-        self._hit: list[ZeroCrossing] = []
+        self._hit: list[ZeroCrossing] | tuple = NO_HIT
         self._pending_end: int | None = None
         self._propagated = False
         self._hop_start_state = None
@@ -301,6 +356,7 @@ class Island:
         for s in self.slots:
             s.does_end_io = s.overrides("end_io_step")
             s.does_start_io = s.overrides("start_io_step")
+            s.direct = s.local and not s.accounting and not s.method_events
         self._start_hop = [s for s in self.slots if s.overrides("start_hop")]
         self._end_hop = [s for s in self.slots if s.overrides("end_hop")]
         self._rollback_slots = [s for s in self.slots
@@ -333,7 +389,10 @@ class Island:
         body = self._hop_body
         if body is None or not body.model.hop_ready():
             return None
-        n, span, a, steps = self.n_integration_steps, t1 - t0, t0, []
+        n, span = self.n_integration_steps, t1 - t0
+        if n == 1:
+            return type(body.model), ((span / NS_PER_S,) if span else ())
+        a, steps = t0, []
         for j in range(1, n + 1):
             b = t0 + span * j // n
             if b != a:
@@ -439,7 +498,7 @@ class Island:
             self._restore(self._hop_start_state)
         self._propagated = False
         self._pending_end = None
-        self._hit = []
+        self._hit = NO_HIT
         self._gen += 1            # the scheduled wake-up is void; resume() schedules a new one
 
     def resume(self) -> None:
@@ -474,24 +533,30 @@ class Island:
             self._replan()
 
     def next_explicit_barrier(self) -> int | None:
+        """The earliest instant (ns) of the I/O schedule, timed events, deliveries, requested
+        barriers, stops and monitor checks; None when nothing is ahead."""
         events = self._events
         while events and events[0][3].cancelled:
             heapq.heappop(events)
         io = self._io_heap
         while io and io[0][0] != io[0][2].io_next:
             heapq.heappop(io)                          # superseded by a re-asked next_io_time
-        heads = [q[0][0] for q in (io, events, self._inbox, self._requested) if q]
-        if self._stops:
-            heads.append(self._stops[0])
+        t1 = io[0][0] if io else NEVER
+        for queue in (events, self._inbox, self._requested):
+            if queue and queue[0][0] < t1:
+                t1 = queue[0][0]
+        if self._stops and self._stops[0] < t1:
+            t1 = self._stops[0]
         for m in self._monitors:
-            heads.append(m.next_ns)
-        return min(heads) if heads else None
+            if m.next_ns < t1:
+                t1 = m.next_ns
+        return None if t1 == NEVER else t1
 
     # ------------------------------------------------------------------ hops
     def _plan(self) -> None:
         """Plan the hop from ``self.t`` to the next barrier and schedule the wake-up in simpy."""
         t1 = self.next_explicit_barrier()
-        self._hit = []
+        self._hit = NO_HIT
         if t1 is None:
             self._pending_end = None
             self._propagated = False
@@ -522,20 +587,20 @@ class Island:
 
     def _wake(self, event) -> None:
         """The barrier at the planned hop end; ``event.value`` is the plan's generation."""
-        t = self.sim.now
-        batch = self.sim.take_batch(t)
+        self.wake(event.value)
+
+    def wake(self, gen: int) -> None:
+        """The barrier at the kernel's time, if ``gen`` is still the generation of the plan that
+        asked for it: the hop up to now, the barrier, the plan of the next hop."""
+        sim = self.sim
+        t = sim.now
+        batch = sim.take_batch(t)
         if batch:
             propagate_together(batch, t)
-        if event.value != self._gen:
+        if gen != self._gen:
             return                                     # superseded by an earlier barrier
         if t > self.t:
-            if not self._propagated and self._batched != t:
-                self._propagate(self.t, t)
-            self.stats["hops"] += 1
-            if self.hop_log is not None:
-                self.hop_log.append((self.t, t))
-            if self.trace_steps:
-                self.step_log.extend(self._hop_steps)
+            self._end_hop_at(t)
         self._pending_end = None
         self._propagated = False
         self._in_barrier = True
@@ -544,11 +609,21 @@ class Island:
         finally:
             self._in_barrier = False
             self._initial = False
-        if any(m.next_ns == t for m in self._monitors):
+        if self._monitors and any(m.next_ns == t for m in self._monitors):
             self._deferred = True          # the monitor's check at t plans the next hop
         else:
             self._plan()
-        self.sim._after_barrier(self, t)
+        sim._after_barrier(self, t)
+
+    def _end_hop_at(self, t: int) -> None:
+        """Complete the hop that ends at t (ns): propagate it unless done ahead, count it."""
+        if not self._propagated and self._batched != t:
+            self._propagate(self.t, t)
+        self.stats["hops"] += 1
+        if self.hop_log is not None:
+            self.hop_log.append((self.t, t))
+        if self.trace_steps:
+            self.step_log.extend(self._hop_steps)
 
     def start(self) -> None:
         """Schedule the initial barrier at the island's start time."""
@@ -641,18 +716,51 @@ class Island:
 
     # ------------------------------------------------------------------ barrier
     def _barrier(self, t: int) -> None:
+        """The barrier at t (ns), in Dshell's order (steps 1 to 5 of the module docstring)."""
         self.stats["barriers"] += 1
         self.t = t
-        self.kernel_event(KernelEvent.BARRIER, "")
+        if self._records_kernel_events():
+            self.kernel_event(KernelEvent.BARRIER, "")
         if self._hit:
-            for zc in sorted(self._hit, key=lambda z: z.seq):
-                self.zero_crossings.remove(zc)
-                self.kernel_event(KernelEvent.ZERO_CROSSING, zc.name)
-                zc.callback(t)
-            self._hit = []
+            self._zero_crossings_met(t)                                  # 1.
+        due = self._end_io_steps(t)                                      # 2.
+        inbox = self._inbox
+        if inbox and inbox[0][0] == t:
+            self._deliver(t)                                             # 3.
+        events = self._events
+        if events and events[0][0] == t:
+            self._fire_events(t)
+        while self._stops and self._stops[0] <= t:
+            heapq.heappop(self._stops)
+        while self._requested and self._requested[0][0] <= t:
+            heapq.heappop(self._requested)
+        asked_again = self._update_flow_outs(t, due)                     # 4.
+        if due:
+            self._start_io_steps(t, due)                                 # 5.
+        if asked_again:
+            self._reask_next_io(t, asked_again)
 
+    def _records_kernel_events(self) -> bool:
+        """Whether kernel events go anywhere (building them is skipped otherwise). A host's
+        services have no recorder: they forward kernel events when ``record_kernel_events``."""
+        sim = self.sim
+        return sim.record_kernel_events and getattr(sim, "recorder", True) is not None
+
+    def _zero_crossings_met(self, t: int) -> None:
+        """1. The callbacks of the zero-crossings met at t, in registration order (removed)."""
+        for zc in sorted(self._hit, key=lambda z: z.seq):
+            self.zero_crossings.remove(zc)
+            self.kernel_event(KernelEvent.ZERO_CROSSING, zc.name)
+            zc.callback(t)
+        self._hit = NO_HIT
+
+    def _end_io_steps(self, t: int) -> list[Slot]:
+        """2. ``end_io_step`` of the models whose I/O step ends at t, then their next I/O
+        instants; returns them (marked ``due``) in call order."""
         due: list[Slot] = []
         io = self._io_heap
+        if not io or io[0][0] > t:
+            return due
         while io and io[0][0] <= t:
             _, _, slot = heapq.heappop(io)
             if slot.io_next == t and not slot.due:
@@ -668,7 +776,10 @@ class Island:
             s.io_next = self._next_io(s, t)
             if s.io_next is not None:
                 heapq.heappush(io, (s.io_next, s.order, s))
+        return due
 
+    def _deliver(self, t: int) -> None:
+        """3. The messages due at t, in (time, priority, source, sequence, subscriber) order."""
         inbox = self._inbox
         while inbox and inbox[0][0] == t:
             _, _, _, _, _, env, slot, port = heapq.heappop(inbox)
@@ -681,10 +792,13 @@ class Island:
                 slot.call("on_fault", env.payload, t)
                 slot.force_ufo = True
                 continue
-            slot.handle.deliver(port, env.payload, env.t_ns)
+            self._hand_over(slot, port, env.payload, env.t_ns)
             slot.fresh = True
             if port in slot.trigger_ports:
                 slot.triggered = True
+
+    def _fire_events(self, t: int) -> None:
+        """3. The timed events due at t, in (time, priority, sequence) order."""
         events = self._events
         while events and events[0][0] == t:
             ev = heapq.heappop(events)[3]
@@ -698,13 +812,14 @@ class Island:
                 heapq.heappush(events, (ev.t_ns, ev.priority, ev.seq, ev))
             else:
                 self.sim._forget_event(ev)
-        while self._stops and self._stops[0] <= t:
-            heapq.heappop(self._stops)
-        while self._requested and self._requested[0][0] <= t:
-            heapq.heappop(self._requested)
 
+    def _update_flow_outs(self, t: int, due: list[Slot]) -> list[Slot] | None:
+        """4. ``update_flow_outs`` in feed-through order of the models that are due, received
+        input (a triggering message also starts an I/O step here: appended to ``due``), or sit
+        downstream of a fresh feed-through signal. Returns the variable-rate models a message
+        reached (their next I/O instant is asked again), or None."""
         initial = self._initial
-        asked_again: list[Slot] = []
+        asked_again = None
         for s in self.slots:
             fresh = s.fresh
             if fresh:
@@ -712,6 +827,8 @@ class Island:
                 if s.triggered:
                     s.triggered = False
                     if s.variable_rate:
+                        if asked_again is None:
+                            asked_again = []
                         asked_again.append(s)
                     if not s.due:
                         # a triggering message starts an I/O step of the model here
@@ -721,8 +838,11 @@ class Island:
                             s.call("end_io_step", t if s.io_prev is None else s.io_prev, t)
             if initial or s.due or s.force_ufo or (fresh and s.feed_through):
                 s.force_ufo = False
-                s.call("update_flow_outs", t)
+                s.update_flow_outs(t)
+        return asked_again
 
+    def _start_io_steps(self, t: int, due: list[Slot]) -> None:
+        """5. ``start_io_step`` of the due models (their step runs from t to their next instant)."""
         for s in due:
             s.due = False
             s.io_prev = t
@@ -730,8 +850,11 @@ class Island:
                 s.call("start_io_step", t, s.io_next)
             for ev in s.io_events["begin"]:
                 ev.callback(t)
-        for s in asked_again:
-            # a message reached a variable-rate model: it may need its next step at another time
+
+    def _reask_next_io(self, t: int, slots: list[Slot]) -> None:
+        """A message reached these variable-rate models: each may need its next step at another time."""
+        io = self._io_heap
+        for s in slots:
             nxt = self._next_io(s, t)
             if nxt != s.io_next:
                 s.io_next = nxt
@@ -767,6 +890,8 @@ class Island:
     def route(self, slot: Slot, outputs: list) -> None:
         """Wrap a model's outputs in envelopes and hand them to the bus."""
         t = self.t
+        publish = self.sim.publish
+        out_topics = slot.out_topics
         for port, msg in outputs:
             if port == BARRIER_REQUEST:
                 if msg <= t:
@@ -774,17 +899,26 @@ class Island:
                 heapq.heappush(self._requested, (msg, slot.home.name))
                 self.request_barrier(msg)
                 continue
-            topic, latency, priority, queue = slot.out_topics[port]
+            topic, latency, priority, queue = out_topics[port]
             env = Envelope(t, t + latency, slot.name, topic, slot.seq, priority, msg)
             slot.seq += 1
-            self.sim.publish(env, slot.home, queue)
+            publish(env, slot.home, queue)
 
     def deliver_now(self, slot: Slot, port: str, msg: Any, t_ns: int) -> None:
-        slot.handle.deliver(port, msg, t_ns)
+        """A message published at t (ns) that a model of this island sees at once."""
+        self._hand_over(slot, port, msg, t_ns)
         slot.fresh = True
         if port in slot.trigger_ports:
             slot.triggered = True
         self.stats["deliveries"] += 1
+
+    @staticmethod
+    def _hand_over(slot: Slot, port: str, msg: Any, t_ns: int) -> None:
+        """Put ``msg`` (published at t, ns) on the model's input ``port``."""
+        if slot.local:
+            slot.model.ports[port].deliver(msg, t_ns)
+        else:
+            slot.handle.deliver(port, msg, t_ns)
 
     def kernel_event(self, kind: int, name: str, detail: str = "") -> None:
         self.sim.record_kernel_event(self, kind, name, detail)

@@ -14,8 +14,8 @@ from hopsim.actors.spheres.params import G0, ThrusterParams
 from hopsim.actors.spheres.valves import NUM_THRUSTERS, ValveTimeline
 from hopsim.kernel import ContinuousModel, In, Out, VariableRate
 from hopsim.kernel.simtime import NS_PER_S, seconds
-from hopsim.schemas import Vector3
-from hopsim.schemas.spheres_pb2 import ThrusterCommand, ValveState, ValveSwitch
+from hopsim.actors.vehicle_dynamics import set_vector3
+from hopsim.schemas.spheres_pb2 import ThrusterCommand, ValveState
 
 
 class ThrusterGeometry:
@@ -214,14 +214,15 @@ class ThrusterSimulator(ContinuousModel):
         self.write("valves", self._valve_state(t_ns))
 
     def _valve_state(self, t_ns: int) -> ValveState:
-        f, tq = self.force_B, self.torque_B
-        return ValveState(
-            vehicle=self.vehicle, t_ns=t_ns, open_mask=self.timeline.open_mask,
-            thrust_N=self.thrust_N.tolist(),
-            force_B=Vector3(x=float(f[0]), y=float(f[1]), z=float(f[2])),
-            torque_B=Vector3(x=float(tq[0]), y=float(tq[1]), z=float(tq[2])),
-            propellant_used_kg=self.propellant_used_kg.tolist(), mass_kg=self.body.mass_kg,
-            planned=[ValveSwitch(t_ns=t, thruster=i + 1, open=o) for t, i, o in self.planned()])
+        msg = ValveState(vehicle=self.vehicle, t_ns=t_ns, open_mask=self.timeline.open_mask,
+                         thrust_N=self.thrust_N.tolist(),
+                         propellant_used_kg=self.propellant_used_kg.tolist(), mass_kg=self.body.mass_kg)
+        set_vector3(msg.force_B, self.force_B.tolist())
+        set_vector3(msg.torque_B, self.torque_B.tolist())
+        add_switch = msg.planned.add
+        for t, i, o in self.planned():
+            add_switch(t_ns=t, thruster=i + 1, open=o)
+        return msg
 
     # ------------------------------------------------------------------ faults
     def _indices(self, index: int) -> range:

@@ -42,8 +42,12 @@ class ValveTimeline:
         """An independent copy (to look ahead without changing this timeline)."""
         c = ValveTimeline.__new__(ValveTimeline)
         c.__dict__.update(self.__dict__)
-        for k in ("cmd_on", "cmd_since", "cmd_off_at", "valve_open", "ev_t", "ev_kind"):
-            setattr(c, k, list(getattr(self, k)))
+        c.cmd_on = self.cmd_on[:]
+        c.cmd_since = self.cmd_since[:]
+        c.cmd_off_at = self.cmd_off_at[:]
+        c.valve_open = self.valve_open[:]
+        c.ev_t = self.ev_t[:]
+        c.ev_kind = self.ev_kind[:]
         return c
 
     def _update(self, i: int) -> None:
@@ -90,9 +94,10 @@ class ValveTimeline:
         if self.next_event_ns > t_ns:
             return []
         applied = []
+        ev_t = self.ev_t
         for i in range(NUM_THRUSTERS):
-            while self.ev_t[i] <= t_ns:
-                te, kind = self.ev_t[i], self.ev_kind[i]
+            while ev_t[i] <= t_ns:
+                te, kind = ev_t[i], self.ev_kind[i]
                 if kind == SWITCH and te == t_ns and before_activations:
                     break
                 if kind == CHANGE:
@@ -103,7 +108,7 @@ class ValveTimeline:
                     self.valve_open[i] = not self.valve_open[i]
                     applied.append((te, i, self.valve_open[i]))
                 self._update(i)
-        self.next_event_ns = min(self.ev_t)
+        self.next_event_ns = min(ev_t)
         self._planned = None
         applied.sort()
         return applied
