@@ -21,6 +21,8 @@ from typing import Any
 import cloudpickle
 import simpy
 
+from hopsim.kernel.island import InstantWakes
+
 FORMAT = "hopsim-checkpoint-1"
 
 
@@ -117,6 +119,7 @@ def restore(sim, state: dict[str, Any]) -> None:
     now = state["t_ns"]
     sim._prepare()
     sim.env = simpy.Environment(initial_time=now)
+    sim._instant_wakes = InstantWakes(sim.env)
     sim.e_stop = state["e_stop"]
     sim._scenario_seq = state["scenario_seq"]
     sim._publish_counts = state["published"]

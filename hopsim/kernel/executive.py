@@ -20,7 +20,7 @@ import simpy
 from hopsim.bus.envelope import Envelope
 from hopsim.bus.topics import Subscription, TopicRegistry, WiringError
 from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
-from hopsim.kernel.island import KILL, Island, Slot, ZeroCrossing
+from hopsim.kernel.island import KILL, InstantWakes, Island, Slot, ZeroCrossing
 from hopsim.kernel.model import Model, ModelContext, model_rng
 from hopsim.kernel.monitor import Monitor
 from hopsim.kernel.runtime import LocalRuntime
@@ -80,6 +80,7 @@ class Simulation:
         self.cpu_accounting = cpu_accounting
         self._cpu_start_ns: int | None = None
         self.env = simpy.Environment(initial_time=0)
+        self._instant_wakes = InstantWakes(self.env)
         self.islands: dict[str, Island] = {}
         self.topics = TopicRegistry()
         self.breaks: set[str] = set()
@@ -363,15 +364,19 @@ class Simulation:
         self._publish_counts += 1
         if self.recorder is not None:
             self.recorder.record(env, queue=queue)
-        for rank, (island, slot, port) in enumerate(self._routes.get(env.topic, ())):
-            if slot.home.name == source_island.name:    # same home island (merged or not)
-                if env.deliver_ns == env.t_ns:
+        routes = self._routes.get(env.topic)
+        if not routes:
+            return
+        source, t, deliver = source_island.name, env.t_ns, env.deliver_ns
+        for rank, (island, slot, port) in enumerate(routes):
+            if slot.home.name == source:    # same home island (merged or not)
+                if deliver == t:
                     if not served_in_island:
-                        island.deliver_now(slot, port, env.payload, env.t_ns)
+                        island.deliver_now(slot, port, env.payload, t)
                 else:
-                    island.enqueue(env.deliver_ns, env, slot, port, rank)
+                    island.enqueue(deliver, env, slot, port, rank)
             else:
-                island.enqueue(max(env.deliver_ns, env.t_ns + 1), env, slot, port, rank)
+                island.enqueue(deliver if deliver > t else t + 1, env, slot, port, rank)
 
     def record_kernel_event(self, island: Island, kind: int, name: str, detail: str = "") -> None:
         if self.recorder is None or not self.record_kernel_events:
@@ -385,8 +390,9 @@ class Simulation:
         return int(self.env.now)
 
     def schedule_wake(self, island, t_ns: int, gen: int) -> None:
-        """A simpy event at ``t_ns`` that wakes ``island`` for the barrier it planned there."""
-        self.env.timeout(t_ns - self.env.now, value=gen).callbacks.append(island._wake)
+        """Wake ``island`` at ``t_ns`` for the barrier it planned there (one simpy event per
+        instant for all the islands planned at it)."""
+        self._instant_wakes.schedule(island, t_ns, gen)
         if self.batching and island._hop_body is not None:
             self._wakes_at.setdefault(t_ns, []).append(island)
 
@@ -550,6 +556,6 @@ class Simulation:
         out = {name: dict(isl.stats) for name, isl in self.islands.items()}
         stats = {"islands": out, "published": self._publish_counts, "time_s": self.time}
         if self._windows is not None:
-            stats["sync"] = dict(self._windows.stats)
+            stats["sync"] = {k: list(v) if isinstance(v, list) else v for k, v in self._windows.stats.items()}
         return stats
 

@@ -28,7 +28,7 @@ import simpy
 
 from hopsim.kernel.checkpoint import capture_island
 from hopsim.kernel.executive import kernel_event_envelope
-from hopsim.kernel.island import ActorKilled, Island
+from hopsim.kernel.island import ActorKilled, InstantWakes, Island
 
 _unpickling_services = None
 
@@ -51,6 +51,7 @@ class HostServices:
     def __init__(self, default_rate_hz: float, record_kernel_events: bool, routes: dict, handled_kills: set,
                  now: int = 0, windowed: bool = False, batching: bool = False, recording: bool = True):
         self.env = simpy.Environment(initial_time=now)
+        self._instant_wakes = InstantWakes(self.env)
         self.recording = recording         # windowed: envelopes travel to the driver to be recorded
         self._now = now
         self.windowed = windowed
@@ -58,6 +59,7 @@ class HostServices:
         self.default_rate_hz = default_rate_hz
         self.record_kernel_events = record_kernel_events
         self.routes = routes               # topic -> [(island name, model name, port)]
+        self._routes_here: dict[str, list[tuple]] = {}
         self.handled_kills = set(handled_kills)
         self.islands: dict[str, Island] = {}
         self.e_stop = False
@@ -79,7 +81,7 @@ class HostServices:
         if not self.windowed:
             self.wakes[island.name] = (t_ns, gen)
             return
-        self.env.timeout(t_ns - self.env.now, value=gen).callbacks.append(island._wake)
+        self._instant_wakes.schedule(island, t_ns, gen)
         if self.batching and island._hop_body is not None:
             self._wakes_at.setdefault(t_ns, []).append(island)
 
@@ -96,21 +98,30 @@ class HostServices:
             return
         # the routing of Simulation.publish, for the islands of this host
         self.published += 1
-        for rank, (target, model, port) in enumerate(self.routes.get(env.topic, ())):
-            if target == island.name:
-                if env.deliver_ns == env.t_ns:
-                    island.deliver_now(island.by_name[model], port, env.payload, env.t_ns)
+        t, deliver, source = env.t_ns, env.deliver_ns, island.name
+        for rank, (target, here, slot, model, port) in enumerate(self._resolved(env.topic)):
+            if target == source:
+                if deliver == t:
+                    here.deliver_now(slot, port, env.payload, t)
                 else:
-                    island.enqueue(env.deliver_ns, env, island.by_name[model], port, rank)
-                continue
-            deliver_ns = max(env.deliver_ns, env.t_ns + 1)
-            local = self.islands.get(target)
-            if local is not None:
-                local.enqueue(deliver_ns, env, local.by_name[model], port, rank)
+                    here.enqueue(deliver, env, slot, port, rank)
+            elif here is not None:
+                here.enqueue(deliver if deliver > t else t + 1, env, slot, port, rank)
             else:
-                self.crossing.append((target, deliver_ns, env, model, port, rank))
+                self.crossing.append((target, deliver if deliver > t else t + 1, env, model, port, rank))
         if self.recording:
             self.outbox.append((env, queue, island.name))
+
+    def _resolved(self, topic: str) -> list[tuple]:
+        """The subscribers of ``topic``: (island name, the island if it is in this host, its slot,
+        model name, port), in the bus's order."""
+        subs = self._routes_here.get(topic)
+        if subs is None:
+            subs = self._routes_here[topic] = []
+            for target, model, port in self.routes.get(topic, ()):
+                here = self.islands.get(target)
+                subs.append((target, here, here.by_name[model] if here is not None else None, model, port))
+        return subs
 
     def record_kernel_event(self, island: Island, kind: int, name: str, detail: str = "") -> None:
         if self.record_kernel_events:
@@ -177,7 +188,7 @@ class IslandHost:
         """
         svc, env = self.services, self.services.env
         stopped_at = None
-        t0 = time.process_time()
+        t0 = time.thread_time()
         try:
             for name, op, args in ops:
                 self._apply(svc.islands[name], op, args)
@@ -192,7 +203,7 @@ class IslandHost:
             return ("killed", killed.actor, killed.t_ns, killed.key)
         nxt = env.peek()
         reply = ([o[:2] for o in svc.outbox], svc.crossing, svc.forgotten, stopped_at,
-                 None if nxt == simpy.core.Infinity else int(nxt), svc.published, time.process_time() - t0)
+                 None if nxt == simpy.core.Infinity else int(nxt), svc.published, time.thread_time() - t0)
         svc._reset()
         return reply
 
