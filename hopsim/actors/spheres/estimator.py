@@ -131,13 +131,15 @@ class Estimator:
         if n == 0:
             return
         # samples older than the estimate (it was carried ahead to a fix or a law tick) only set rates
-        t_prev = np.maximum(np.concatenate([[self.t_ns], times[:-1]]), self.t_ns).astype(np.int64)
+        times = [int(t) for t in times]
+        t_prev = [max(t, self.t_ns) for t in [self.t_ns] + times[:-1]]
+        t_end = [max(t, tp) for t, tp in zip(times, t_prev)]
         if self.use_accel:
             impulse = moment = np.zeros((n, 3))
         else:
-            impulse, moment = self.thrust.impulse_moment_many(t_prev, np.maximum(times, t_prev))
+            impulse, moment = self.thrust.impulse_moment_many(t_prev, t_end)
         omega = omega_B - self.bias
-        dt = np.maximum(np.asarray(times, dtype=np.int64) - t_prev, 0) / NS_PER_S
+        dt = np.array([(te - tp) / NS_PER_S for te, tp in zip(t_end, t_prev)])
         r, v, q = _coast_many(self.r, self.v, self.q, omega, impulse, moment, accel_B, self.mass, dt,
                               self.use_accel, self.planar)
         self.history.extend((t, r[k], v[k], q[k], omega[k]) for k, t in enumerate(times) if dt[k] > 0)

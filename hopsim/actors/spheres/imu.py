@@ -25,6 +25,16 @@ from hopsim.kernel.simtime import NS_PER_S, seconds
 from hopsim.schemas.spheres_pb2 import ImuSamples
 
 
+def _true_sample(omega_BN_B: list[float], omega_dot_B: list[float], age_s: float,
+                 accel_B: list[float]) -> list[float]:
+    """True gyro and accelerometer values (rad/s, m/s^2, body axes) ``age_s`` seconds before the
+    hop's end, from the end state's body rate, angular acceleration (rad/s^2) and specific force."""
+    return [omega_BN_B[0] - omega_dot_B[0] * age_s,
+            omega_BN_B[1] - omega_dot_B[1] * age_s,
+            omega_BN_B[2] - omega_dot_B[2] * age_s,
+            accel_B[0], accel_B[1], accel_B[2]]
+
+
 class ImuSimulator(ContinuousModel):
     """Gyro and accelerometer samples of one vehicle.
 
@@ -56,7 +66,7 @@ class ImuSimulator(ContinuousModel):
         self.faults = SensorFaults(6)
         self.support_N = np.array([0.0, 0.0, params.gravity_mps2])
         self.pending_t: list[int] = []
-        self.pending_true: list[np.ndarray] = []
+        self.pending_true: list[list[float]] = []
         self.ready_t: list[int] = []
         self.ready: list[np.ndarray] = []
         self.samples_taken = 0
@@ -85,15 +95,16 @@ class ImuSimulator(ContinuousModel):
         if self.next_sample_ns > t1_ns:
             return
         x, xd = self.body.x, self.body.xdot_last
-        accel_B = dcm_c(x[6:10]).T @ (xd[3:6] + self.support_N)
-        omega1, omega_dot = x[10:13], xd[10:13]
+        accel_B = (dcm_c(x[6:10]).T @ (xd[3:6] + self.support_N)).tolist()
+        omega_BN_B = x[10:13].tolist()
+        omega_dot_B = xd[10:13].tolist()
         while self.next_sample_ns <= t1_ns:
             t = self.next_sample_ns
             self.next_sample_ns += self.spacing_ns
             if t <= t0_ns:
                 continue
             self.pending_t.append(t)
-            self.pending_true.append(np.concatenate([omega1 - omega_dot * ((t1_ns - t) / NS_PER_S), accel_B]))
+            self.pending_true.append(_true_sample(omega_BN_B, omega_dot_B, (t1_ns - t) / NS_PER_S, accel_B))
 
     def _measure_pending(self) -> None:
         """Turn the recorded true values into samples, with the faults active at their instants."""

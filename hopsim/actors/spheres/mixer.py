@@ -53,14 +53,14 @@ class ThrusterMixer:
     def thruster_forces(self, force_B, torque_B) -> np.ndarray:
         """Non-negative force wanted from each of the 12 thrusters (N)."""
         wrench = np.concatenate([np.asarray(force_B, float), np.asarray(torque_B, float)])
-        f = self._solve @ wrench
-        u = np.zeros(12)
+        f = (self._solve @ wrench).tolist()
+        u = [0.0] * 12
         for j, (a, b) in enumerate(PAIRS):
             if f[j] >= 0.0:
                 u[a] = f[j]
             else:
                 u[b] = -f[j]
-        return u
+        return np.array(u)
 
     def pulse_widths_ns(self, force_B, torque_B) -> list[int]:
         """Pulse widths (ns, whole ticks) realizing the wrench on average over one control period."""
@@ -70,7 +70,7 @@ class ThrusterMixer:
         if longest > self.max_on_s > 0:
             on_s *= self.max_on_s / longest
         widths = []
-        for tau in on_s:
+        for tau in on_s.tolist():
             if tau < self.deadband_s:
                 widths.append(0)
                 continue

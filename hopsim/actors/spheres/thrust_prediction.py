@@ -33,6 +33,7 @@ class ThrustPredictor:
         self.force_per_thruster = np.array(thr.levels_N(), dtype=float)[:, None] * dirs
         if thr.planar:
             self.force_per_thruster[:, 2] = 0.0
+        self.force_rows = [tuple(row) for row in self.force_per_thruster.tolist()]
         self.thrust_N = np.array(thr.levels_N(), dtype=float)
         self.isp_g0 = thr.isp_s * G0
         self.open_since: list[int | None] = [None] * NUM_THRUSTERS
@@ -84,34 +85,49 @@ class ThrustPredictor:
         return I, M
 
     def impulse_moment_many(self, a_ns, b_ns) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`impulse_moment` over successive intervals [a_k, b_k] (arrays of ns, a_k
+        """:meth:`impulse_moment` over successive intervals [a_k, b_k] (sequences of ns, a_k
         non-decreasing); rows of N s and N s^2."""
-        a_ns = np.asarray(a_ns, dtype=np.int64)
-        b_ns = np.asarray(b_ns, dtype=np.int64)
-        n = a_ns.size
-        I = np.zeros((n, 3))
-        M = np.zeros((n, 3))
+        a_ns = [int(t) for t in a_ns]
+        b_ns = [int(t) for t in b_ns]
+        n = len(a_ns)
         if n == 0:
-            return I, M
-        self._advance(int(b_ns.max()))
+            return np.zeros((0, 3)), np.zeros((0, 3))
+        b_max = max(b_ns)
+        self._advance(b_max)
         closed = self.closed
         while closed and closed[0][1] <= a_ns[0]:
             closed.popleft()
         spans = [(t0, t1, i) for t0, t1, i in closed if t1 > a_ns[0]]
-        spans += [(t0, int(b_ns.max()), i) for i, t0 in enumerate(self.open_since) if t0 is not None]
+        spans += [(t0, b_max, i) for i, t0 in enumerate(self.open_since) if t0 is not None]
         if not spans:
-            return I, M
-        a = a_ns / NS_PER_S
-        b = b_ns / NS_PER_S
+            return np.zeros((n, 3)), np.zeros((n, 3))
+        a_s = [t / NS_PER_S for t in a_ns]
+        b_s = [t / NS_PER_S for t in b_ns]
+        I = [[0.0, 0.0, 0.0] for _ in range(n)]
+        M = [[0.0, 0.0, 0.0] for _ in range(n)]
         for t0, t1, i in spans:
-            lo = np.maximum(a, t0 / NS_PER_S)
-            hi = np.minimum(b, t1 / NS_PER_S)
-            on = hi > lo
-            if not on.any():
-                continue
-            dur = np.where(on, hi - lo, 0.0)
-            mom = np.where(on, 0.5 * ((b - lo) ** 2 - (b - hi) ** 2), 0.0)
-            f = self.force_per_thruster[i]
-            I += dur[:, None] * f
-            M += mom[:, None] * f
-        return I, M
+            _add_span(I, M, a_s, b_s, t0 / NS_PER_S, t1 / NS_PER_S, self.force_rows[i])
+        return np.array(I), np.array(M)
+
+
+def _add_span(I: list[list[float]], M: list[list[float]], a_s: list[float], b_s: list[float],
+              t0_s: float, t1_s: float, f_B: tuple[float, float, float]) -> None:
+    """Add one thruster's firing over [t0, t1] (s) at body-frame force f_B (N) to the impulses I
+    (N s) and moments M (N s^2) of the intervals [a_k, b_k] (s), in place."""
+    fx, fy, fz = f_B
+    for k, b in enumerate(b_s):
+        lo = max(a_s[k], t0_s)
+        hi = min(b, t1_s)
+        if not hi > lo:
+            continue
+        dur = hi - lo
+        d_lo = b - lo
+        d_hi = b - hi
+        mom = 0.5 * (d_lo * d_lo - d_hi * d_hi)
+        I_k, M_k = I[k], M[k]
+        I_k[0] += dur * fx
+        I_k[1] += dur * fy
+        I_k[2] += dur * fz
+        M_k[0] += mom * fx
+        M_k[1] += mom * fy
+        M_k[2] += mom * fz

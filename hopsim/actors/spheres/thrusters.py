@@ -100,10 +100,19 @@ class ThrusterSimulator(ContinuousModel):
             if self.switch_log is not None:
                 self.switch_log.append((t_ns, i + 1, is_open))
 
+    def _thrusting(self) -> list[bool]:
+        """Whether each thruster pushes: its valve is open or stuck open, and it is not stuck closed."""
+        open_ = self.timeline.valve_open
+        if self.stuck_open.any() or self.stuck_closed.any():
+            return ((np.array(open_, dtype=bool) | self.stuck_open) & ~self.stuck_closed).tolist()
+        return open_
+
     def _effective_thrust(self) -> np.ndarray:
-        open_ = (np.array(self.timeline.valve_open, dtype=bool) | self.stuck_open) & ~self.stuck_closed
-        if self.propellant_used_kg.sum() >= self.params.propellant_kg:
-            open_[:] = False
+        """Thrust (N) of each thruster over the coming hop: level x scale x firing noise where it
+        pushes, none anywhere once the propellant is spent."""
+        open_ = self._thrusting()
+        if not any(open_) or self.propellant_used_kg.sum() >= self.params.propellant_kg:
+            return np.zeros(NUM_THRUSTERS)
         return np.where(open_, self.levels_N * self.scale * self.noise_factor, 0.0)
 
     def _update_wrench(self) -> None:

@@ -76,10 +76,13 @@ class ValveTimeline:
             d = int(on_time_ns[i]) if on_time_ns else 0
             if want and on_time_ns and d <= 0:
                 want = False
+            off_at = t_ns + d if (want and on_time_ns) else NEVER
+            if want == self.cmd_on[i] and off_at == self.cmd_off_at[i]:
+                continue                # the thruster's next event stays as it was
             if want != self.cmd_on[i]:
                 self.cmd_on[i] = want
                 self.cmd_since[i] = t_ns
-            self.cmd_off_at[i] = t_ns + d if (want and on_time_ns) else NEVER
+            self.cmd_off_at[i] = off_at
             self._update(i)
         self.next_event_ns = min(self.ev_t)
         self._planned = None
@@ -95,7 +98,7 @@ class ValveTimeline:
             return []
         applied = []
         ev_t = self.ev_t
-        for i in range(NUM_THRUSTERS):
+        for i in [i for i, te in enumerate(ev_t) if te <= t_ns]:
             while ev_t[i] <= t_ns:
                 te, kind = ev_t[i], self.ev_kind[i]
                 if kind == SWITCH and te == t_ns and before_activations:
