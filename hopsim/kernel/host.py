@@ -31,6 +31,7 @@ from hopsim.kernel.executive import kernel_event_envelope
 from hopsim.kernel.island import ActorKilled, InstantWakes, Island
 
 _unpickling_services = None
+ALL_ISLANDS = "*"       # an operation's island name that stands for every island of the host
 
 
 def _services_in_this_host():
@@ -170,7 +171,7 @@ class IslandHost:
         results = []
         try:
             for name, op, args in ops:
-                results.append(self._apply(svc.islands[name], op, args))
+                results.append(self._run_op(name, op, args))
         except ActorKilled as killed:
             return ("killed", killed.actor, killed.t_ns, killed.key)
         if svc.windowed:
@@ -191,7 +192,7 @@ class IslandHost:
         t0 = time.thread_time()
         try:
             for name, op, args in ops:
-                self._apply(svc.islands[name], op, args)
+                self._run_op(name, op, args)
             while True:
                 nxt = env.peek()
                 if nxt > end_ns or (stopped_at is not None and nxt > stopped_at):
@@ -207,6 +208,14 @@ class IslandHost:
         svc._reset()
         return reply
 
+    def _run_op(self, name: str, op: str, args: tuple):
+        """One operation on island ``name``, or on every island of this host (``ALL_ISLANDS``)."""
+        if name != ALL_ISLANDS:
+            return self._apply(self.services.islands[name], op, args)
+        for island in self.services.islands.values():
+            self._apply(island, op, args)
+        return None
+
     def _apply(self, island: Island, op: str, args: tuple):
         if op == "wake":
             island._wake(_Generation(args[0]))
@@ -221,6 +230,9 @@ class IslandHost:
             return dict(island.stats)
         elif op == "t":
             return island.t
+        elif op == "stop_and_resume":
+            island.add_stop(args[0])
+            island.resume()
         else:   # start, add_stop, resume, settle, add_event, add_zero_crossing
             getattr(island, op)(*args)
         return None

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 
+from hopsim.kernel.host import ALL_ISLANDS
 from hopsim.kernel.island import ActorKilled, CausalityError
 
 TIMED_OPS = ("enqueue", "add_stop", "add_event")   # operations whose first argument is an instant
@@ -90,9 +91,11 @@ class WindowedSync:
     def run_until(self, t_stop: int) -> str:
         """:meth:`Simulation.advance_to` for islands in hosts: windows until ``t_stop`` (ns)."""
         sim = self.sim
-        for island in sim.islands.values():
+        for island in self._driver_islands():
             island.add_stop(t_stop)
             island.resume()
+        for host in self.hosts:          # one operation per host, not one per island
+            self.send(host, (ALL_ISLANDS, "stop_and_resume", (t_stop,)))
         sim._halt_at = None
         try:
             while True:
@@ -103,11 +106,16 @@ class WindowedSync:
                 end = limit if self.lookahead_ns is None else min(limit, start + self.lookahead_ns - 1)
                 self._window(min(end, max(start, self._next_global_event())))
         finally:
-            for island in sim.islands.values():
+            for island in self._driver_islands():
                 island.settle(sim.now)
+            for host in self.hosts:
+                self.send(host, (ALL_ISLANDS, "settle", (sim.now,)))
             if sim.recorder is not None:
                 sim.recorder.flush()
         return sim.stop_reason if sim._halt_at is not None else "time"
+
+    def _driver_islands(self) -> list:
+        return [isl for name, isl in self.sim.islands.items() if self.host_of[name] == DRIVER]
 
     def _next_global_event(self) -> int | float:
         """The instant of the driver's next global timed event that may act on islands."""
