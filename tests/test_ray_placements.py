@@ -1,7 +1,5 @@
 """The Ray backend: every placement gives the local backend's stream, byte for byte; a killed
 actor is recovered; no Ray process outlives the run."""
-import os
-
 import pytest
 
 from hopsim.scenarios import ScenarioError
@@ -10,29 +8,6 @@ from hopsim.scenarios.runner import run_scenario
 pytestmark = pytest.mark.ray
 
 PLACEMENTS = ["per-model", "per-island", "shards:2"]
-
-
-def ray_processes() -> list[str]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if "raylet" in cmd or "gcs_server" in cmd or "ray::" in cmd:
-                found.append(cmd[:80])
-    return found
-
-
-@pytest.fixture(scope="module")
-def shared_ray():
-    import ray
-
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    yield ray
-    ray.shutdown()
-    assert ray_processes() == []
 
 
 def stream(result):
