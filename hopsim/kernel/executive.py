@@ -553,7 +553,11 @@ class Simulation:
                 for name, slot in sorted(self._slots.items())}
 
     def stats(self) -> dict[str, Any]:
-        out = {name: dict(isl.stats) for name, isl in self.islands.items()}
+        if self._windows is not None:
+            by_name = self._windows.island_stats()          # one call per host, not per island
+            out = {name: by_name[name] for name in self.islands}
+        else:
+            out = {name: dict(isl.stats) for name, isl in self.islands.items()}
         stats = {"islands": out, "published": self._publish_counts, "time_s": self.time}
         if self._windows is not None:
             stats["sync"] = {k: list(v) if isinstance(v, list) else v for k, v in self._windows.stats.items()}

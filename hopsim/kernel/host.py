@@ -209,12 +209,11 @@ class IslandHost:
         return reply
 
     def _run_op(self, name: str, op: str, args: tuple):
-        """One operation on island ``name``, or on every island of this host (``ALL_ISLANDS``)."""
+        """One operation on island ``name``, or on every island of this host (``ALL_ISLANDS``:
+        the results by island name)."""
         if name != ALL_ISLANDS:
             return self._apply(self.services.islands[name], op, args)
-        for island in self.services.islands.values():
-            self._apply(island, op, args)
-        return None
+        return {island.name: self._apply(island, op, args) for island in self.services.islands.values()}
 
     def _apply(self, island: Island, op: str, args: tuple):
         if op == "wake":

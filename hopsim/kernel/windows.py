@@ -114,6 +114,19 @@ class WindowedSync:
                 sim.recorder.flush()
         return sim.stop_reason if sim._halt_at is not None else "time"
 
+    def island_stats(self) -> dict[str, dict]:
+        """Every island's counters: one call per host, all hosts at once."""
+        import ray
+
+        refs = [h.call.remote(self.sim.now, self.take_pending(h) + [(ALL_ISLANDS, "stats", ())])
+                for h in self.hosts]
+        stats = {isl.name: dict(isl.stats) for isl in self._driver_islands()}
+        for reply in ray.get(refs):
+            if reply[0] == "killed":
+                raise ActorKilled(reply[1], reply[2], reply[3])
+            stats.update(reply[-1][-1])
+        return stats
+
     def _driver_islands(self) -> list:
         return [isl for name, isl in self.sim.islands.items() if self.host_of[name] == DRIVER]
 
