@@ -35,6 +35,7 @@ from hopsim.kernel.integrate import default_integrator
 from hopsim.kernel.model import BARRIER_REQUEST, ContinuousModel, DefaultRate, FixedRate, Model, NoIo, VariableRate
 from hopsim.kernel.ordering import Node, feed_through_order
 from hopsim.kernel.simtime import NS_PER_S, PeriodicSchedule, seconds
+from hopsim.kernel.unpickling import InlineAttributes, set_attributes
 from hopsim.schemas import KernelEvent
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ def _timed(slot: "Slot", fn: Callable[[float], None]) -> Callable[[float], None]
     return timed
 
 
-class Slot:
+class Slot(InlineAttributes):
     """The island's record of one model: handle, wiring, schedule and per-barrier flags."""
 
     def __init__(self, handle, model: Model, island: "Island", ties_in: dict[str, str],
@@ -449,7 +450,7 @@ class Island:
             offset += n
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
+        set_attributes(self, state)
         self.link_states()
 
     @staticmethod

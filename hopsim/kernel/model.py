@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hopsim.kernel.ports import In, InPort, Out
+from hopsim.kernel.unpickling import InlineAttributes
 
 
 # ----------------------------------------------------------------------------- I/O schedules
@@ -78,7 +79,7 @@ class OutputOutsideUpdateFlowOuts(RuntimeError):
 
 
 # ----------------------------------------------------------------------------- models
-class Model:
+class Model(InlineAttributes):
     """A flow model (Dshell FlowModel).
 
     Subclasses declare their ports and schedule as class attributes::

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from hopsim.kernel.unpickling import InlineAttributes
+
 
 @dataclass(frozen=True)
 class In:
@@ -35,7 +37,7 @@ class Out:
 
 
 @dataclass
-class InPort:
+class InPort(InlineAttributes):
     """Run-time state of one input port (lives with the model, so it is part of its snapshot)."""
 
     name: str
