@@ -430,6 +430,7 @@ def port_alignment(x1, x2, port1_B1, port2_B2, R1, R2):
 
 _EMPTY_SLOT = -1               # cell keys are >= 0
 _MAX_CELLS_PER_AXIS = 1 << 20   # keeps the linear cell key below 2**60
+_MIN_CELL_EDGE_M = 1e-9           # 1 nm: the smallest cell edge
 _CELL_MARGIN = 1.0 + 1e-6       # cell slightly larger than 2 * reach: rounding-safe neighbours
 # The 13 neighbour offsets (dx, dy, dz) that are "after" (0, 0, 0) in (z, y, x) order: each
 # pair of adjacent cells is visited once, from the cell it is after.
@@ -482,7 +483,7 @@ def _grid_cells(centres, reach):
     """Integer cell coordinates (N, 3) of each centre and the grid's cells per axis (3,).
 
     The cell edge is at least twice the largest reach (so overlapping reach spheres are in the
-    same or adjacent cells), enlarged if needed to keep at most 2**20 cells per axis.
+    same or adjacent cells) and 1 nm, enlarged if needed to keep at most 2**20 cells per axis.
     """
     n = centres.shape[0]
     lo = np.empty(3)
@@ -493,8 +494,8 @@ def _grid_cells(centres, reach):
     edge = 2.0 * reach.max() * _CELL_MARGIN
     for k in range(3):
         edge = max(edge, (hi[k] - lo[k]) / (_MAX_CELLS_PER_AXIS - 2))
-    if not edge > 0.0:
-        edge = 1.0  # all centres coincide and every reach is zero
+    # below a nanometre, distances are rounding noise (their squares underflow to zero)
+    edge = max(edge, _MIN_CELL_EDGE_M)
     cells = np.empty((n, 3), dtype=np.int64)
     for i in range(n):
         for k in range(3):

@@ -546,3 +546,10 @@ def test_box_walls_and_candidates():
         x = pack_state(centres[i], [0, 0, 0], [0, 0, 0, 1], [0, 0, 0])
         for k in range(6):
             assert got[i, k] == (wall_gap(x, 0.0, points[k], normals[k]) <= reach[i])
+
+
+def test_broadphase_with_zero_reach_and_a_subnormal_separation():
+    """Two points 1e-195 m apart with zero reach touch as far as the squared distance can tell
+    (it underflows to 0); the hash must put them in one cell and agree with the reference."""
+    ref = check_broadphase(np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 7.707017443500613e-196]]), np.zeros(2))
+    assert ref.tolist() == [[0, 1]]
