@@ -3,6 +3,7 @@ stream byte for byte, for every scenario and placement; a killed host is recover
 import os
 import signal
 import time
+from contextlib import nullcontext
 
 import pytest
 
@@ -33,7 +34,9 @@ def test_every_placement_records_the_local_stream(shared_ray, name, overrides, s
     local = run(name, overrides, seconds)
     assert local.message_count > 100
     for placement in placements:
-        remote = run(name, overrides, seconds, backend="ray", placement=placement)
+        many_actors = placement == "per-island" and overrides.get("n_vehicles", 0) > 8   # > 4 x 2 CPUs
+        with pytest.warns(UserWarning, match="shards:2 runs them") if many_actors else nullcontext():
+            remote = run(name, overrides, seconds, backend="ray", placement=placement)
         assert remote.recorder.stream_bytes() == local.recorder.stream_bytes(), placement
         assert remote.stream_sha256 == local.stream_sha256
 

@@ -10,6 +10,7 @@ stay in their island's process (the integrator samples them many times per step)
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 from hopsim.kernel.model import Model, ModelContext
@@ -172,6 +173,11 @@ class RayRuntime:
         if not names:
             return False
         k = len(names) if self.shards == 0 else min(self.shards, len(names))
+        cpus = int(self._ray.cluster_resources().get("CPU", 1))
+        if k > 4 * cpus:
+            warnings.warn(f"placement {self.placement} starts {k} Ray actors (one process each) on a cluster of "
+                          f"{cpus} CPUs; with many islands, --placement shards:{cpus} runs them in fewer "
+                          f"processes", stacklevel=2)
         # contiguous blocks of the sorted names: islands named in sequence (a formation's
         # neighbours) share a host, and fewer messages cross between hosts
         groups = [names[len(names) * i // k:len(names) * (i + 1) // k] for i in range(k)]
