@@ -82,13 +82,17 @@ def test_islands_under_a_monitor_stay_in_the_driver_and_the_rest_in_hosts(shared
 
 
 def test_a_stop_inside_a_host_ends_the_stream_at_that_instant(shared_ray):
-    """Touchdown (a zero-crossing that sets e_stop) in the lander's host: the run stops there."""
-    p = {"altitude_m": 3.0, "vertical_speed_mps": -2.0, "max_thrust_N": 10.0, "stop_on_touchdown": True}
+    """Touchdown (a zero-crossing that sets e_stop) in the lander's host while the ground station's
+    host, with telemetry every 20 ms, has already run past it: the runner runs again from its last
+    checkpoint with windows ending at the stop, and the stream is the local one."""
+    p = {"altitude_m": 3.0, "vertical_speed_mps": -2.0, "max_thrust_N": 10.0, "stop_on_touchdown": True,
+         "telemetry_rate_hz": 50.0}
     local = run("lander", p, 10.0)
     assert local.stop_reason == "e_stop" and local.end_time_s < 3.0
     for placement in ("per-island", "shards:2"):
         remote = run("lander", p, 10.0, backend="ray", placement=placement)
         assert remote.stop_reason == "e_stop" and remote.end_time_s == local.end_time_s
+        assert remote.stats["stop_replays"] == [{"t_s": local.end_time_s, "resumed_from_s": 0.0}]
         assert remote.recorder.stream_bytes() == local.recorder.stream_bytes(), placement
 
 

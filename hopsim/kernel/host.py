@@ -185,7 +185,8 @@ class IslandHost:
 
         Returns (envelopes, crossing messages, forgotten events, the instant an e_stop ended the
         window or None, the next pending instant or None, envelopes published, CPU seconds this
-        host spent), or a ``killed`` tuple. After an e_stop the host finishes that instant and goes no further.
+        host spent, the last instant it processed), or a ``killed`` tuple. After an e_stop the host
+        finishes that instant and goes no further.
         """
         svc, env = self.services, self.services.env
         stopped_at = None
@@ -204,7 +205,8 @@ class IslandHost:
             return ("killed", killed.actor, killed.t_ns, killed.key)
         nxt = env.peek()
         reply = ([o[:2] for o in svc.outbox], svc.crossing, svc.forgotten, stopped_at,
-                 None if nxt == simpy.core.Infinity else int(nxt), svc.published, time.thread_time() - t0)
+                 None if nxt == simpy.core.Infinity else int(nxt), svc.published, time.thread_time() - t0,
+                 int(env.now))
         svc._reset()
         return reply
 

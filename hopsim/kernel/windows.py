@@ -19,9 +19,10 @@ stop callbacks (they are evaluated after every barrier, which needs lockstep).
 ``e_stop`` set in a host ends the run at that instant: the host finishes the instant and goes no
 further, the driver records nothing later and gives every island a final barrier there, as in
 lockstep. Islands in *other* hosts may already have run on to their window's end (at most ``L``
-later); their later envelopes are dropped, but their state, and their missing final barrier at
-the stop, differ from lockstep: the recorded stream is the lockstep stream except for those
-islands' BARRIER kernel events at the stop instant.
+later): their later envelopes are dropped, but their state, and their final barrier at the stop,
+would differ from lockstep. ``overshoot_at`` then holds the stop's instant, and the runner runs
+again from its last checkpoint with ``stop_cap`` at that instant: no window ends after it, so no
+host runs past the stop.
 """
 from __future__ import annotations
 
@@ -64,6 +65,8 @@ class WindowedSync:
         self.lookahead_ns = lookahead_ns(sim, self.host_of)
         self._pending: list[list[tuple]] = [[] for _ in self.hosts]
         self._next: list[int | None] = [sim.now for _ in self.hosts]     # None: nothing pending
+        self.overshoot_at: int | None = None    # an e_stop instant that other hosts ran past
+        self.stop_cap: int | None = None        # when running again to such an instant: windows end there
         self.stats = {"windows": 0, "host_calls": 0, "wait_s": 0.0, "crossing_messages": 0,
                       "host_cpu_s": [0.0] * len(self.hosts), "critical_path_cpu_s": 0.0,
                       "lookahead_s": None if self.lookahead_ns is None else self.lookahead_ns / 1e9,
@@ -104,6 +107,8 @@ class WindowedSync:
                 if start > limit:
                     break
                 end = limit if self.lookahead_ns is None else min(limit, start + self.lookahead_ns - 1)
+                if self.stop_cap is not None and start <= self.stop_cap:
+                    end = min(end, self.stop_cap)       # no host runs past a known stop
                 self._window(min(end, max(start, self._next_global_event())))
         finally:
             for island in self._driver_islands():
@@ -161,13 +166,15 @@ class WindowedSync:
                 raise ActorKilled(actor, t_ns, key)
         stops = [r[3] for r in replies if r[3] is not None]
         cut = min(stops) if stops else end
+        if stops and self.overshoot_at is None and any(r[7] > cut for r in replies):
+            self.overshoot_at = cut
         for i, reply in zip(due, replies):
             self._next[i] = reply[4]
             self.stats["host_cpu_s"][i] += reply[6]
         if replies:
             self.stats["critical_path_cpu_s"] += max(r[6] for r in replies)
         envelopes = []
-        for envs, crossing, forgotten, _, _, published, _ in replies:
+        for envs, crossing, forgotten, _, _, published, _, _ in replies:
             envelopes += envs
             sim._publish_counts += published
             for target, deliver_ns, env, model, port, rank in crossing:

@@ -122,6 +122,7 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     stats = sim.stats()
     stats["recoveries"] = run.recoveries
     stats["skipped_checkpoints"] = run.skipped_checkpoints
+    stats["stop_replays"] = run.stop_replays
     cpu = sim.cpu_report() if cpu_accounting else {}
     if recorder is not None:
         recorder.close({"end_time_s": sim.time, "stop_reason": reason, "final_state_sha256": state_hash(sim),
@@ -167,6 +168,7 @@ class ScenarioRun:
         self.last_state: dict | None = None
         self.recoveries: list[dict] = []
         self.skipped_checkpoints: list[dict] = []     # checkpoint instants that fell inside a contact
+        self.stop_replays: list[dict] = []            # e_stops in a Ray host run again exactly
         self.batching = False
         self._bar = None
         self._progress_total_s = progress_total_s     # None: no progress bar
@@ -220,7 +222,8 @@ class ScenarioRun:
     def _advance_recovering(self, t_ns: int) -> str:
         while True:
             try:
-                return self.sim.advance_to(t_ns / 1e9)
+                reason = self.sim.advance_to(t_ns / 1e9)
+                return self._stop_exactly(reason, t_ns)
             except ActorKilled as killed:
                 if not self.recoverable or self.last_state is None:
                     raise
@@ -230,6 +233,22 @@ class ScenarioRun:
                     self.recorder.rollback()
                 self.sim.release_models()
                 self.build(self.last_state)
+
+    def _stop_exactly(self, reason: str, t_ns: int) -> str:
+        """An e_stop inside one Ray host while islands in other hosts ran past it: run again from
+        the last checkpoint with windows that end at the stop's instant, so that the run ends as
+        in one process."""
+        windows = self.sim._windows
+        if reason != "e_stop" or windows is None or windows.overshoot_at is None or self.last_state is None:
+            return reason
+        t_stop = windows.overshoot_at
+        self.stop_replays.append({"t_s": t_stop / 1e9, "resumed_from_s": self.last_state["t_ns"] / 1e9})
+        if self.recorder is not None:
+            self.recorder.rollback()
+        self.sim.release_models()
+        self.build(self.last_state)
+        self.sim._windows.stop_cap = t_stop
+        return self.sim.advance_to(t_ns / 1e9)
 
     def _keep_state(self) -> None:
         """The state to recover from; while contact is in progress the previous one stays."""
