@@ -20,7 +20,7 @@ import simpy
 from hopsim.bus.envelope import Envelope
 from hopsim.bus.topics import Subscription, TopicRegistry, WiringError
 from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
-from hopsim.kernel.island import KILL, InstantWakes, Island, Slot, ZeroCrossing
+from hopsim.kernel.island import KILL, InstantWakes, Island, Slot, ZeroCrossing, deliver_to_subscribers
 from hopsim.kernel.model import Model, ModelContext, model_rng
 from hopsim.kernel.monitor import Monitor
 from hopsim.kernel.runtime import LocalRuntime
@@ -365,18 +365,8 @@ class Simulation:
         if self.recorder is not None:
             self.recorder.record(env, queue=queue)
         routes = self._routes.get(env.topic)
-        if not routes:
-            return
-        source, t, deliver = source_island.name, env.t_ns, env.deliver_ns
-        for rank, (island, slot, port) in enumerate(routes):
-            if slot.home.name == source:    # same home island (merged or not)
-                if deliver == t:
-                    if not served_in_island:
-                        island.deliver_now(slot, port, env.payload, t)
-                else:
-                    island.enqueue(deliver, env, slot, port, rank)
-            else:
-                island.enqueue(deliver if deliver > t else t + 1, env, slot, port, rank)
+        if routes:
+            deliver_to_subscribers(env, source_island.name, routes, served_in_island)
 
     def record_kernel_event(self, island: Island, kind: int, name: str, detail: str = "") -> None:
         if self.recorder is None or not self.record_kernel_events:
@@ -438,8 +428,9 @@ class Simulation:
         self._rebuild_routes()
 
     def _rebuild_routes(self) -> None:
-        """topic -> [(island integrating the subscriber now, slot, port)]."""
-        self._routes = {name: [(self.islands[sub.island].current, self._slots[sub.model], sub.port)
+        """topic -> [(island integrating the subscriber now, its home island's name, slot, port)]."""
+        self._routes = {name: [(self.islands[sub.island].current, self._slots[sub.model].home.name,
+                                self._slots[sub.model], sub.port)
                                for sub in topic.subscribers]
                         for name, topic in self.topics.topics.items()}
 

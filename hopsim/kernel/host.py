@@ -28,7 +28,7 @@ import simpy
 
 from hopsim.kernel.checkpoint import capture_island
 from hopsim.kernel.executive import kernel_event_envelope
-from hopsim.kernel.island import ActorKilled, InstantWakes, Island
+from hopsim.kernel.island import ActorKilled, InstantWakes, Island, deliver_to_subscribers
 
 _unpickling_services = None
 ALL_ISLANDS = "*"       # an operation's island name that stands for every island of the host
@@ -97,31 +97,24 @@ class HostServices:
                     island.deliver_now(island.by_name[model], port, env.payload, env.t_ns)
             self.outbox.append((env, queue, island.name))
             return
-        # the routing of Simulation.publish, for the islands of this host
+        # Simulation.publish's routing: other hosts' islands are stand-ins collecting ``crossing``
         self.published += 1
-        t, deliver, source = env.t_ns, env.deliver_ns, island.name
-        for rank, (target, here, slot, model, port) in enumerate(self._resolved(env.topic)):
-            if target == source:
-                if deliver == t:
-                    here.deliver_now(slot, port, env.payload, t)
-                else:
-                    here.enqueue(deliver, env, slot, port, rank)
-            elif here is not None:
-                here.enqueue(deliver if deliver > t else t + 1, env, slot, port, rank)
-            else:
-                self.crossing.append((target, deliver if deliver > t else t + 1, env, model, port, rank))
+        deliver_to_subscribers(env, island.name, self._resolved(env.topic))
         if self.recording:
             self.outbox.append((env, queue, island.name))
 
     def _resolved(self, topic: str) -> list[tuple]:
-        """The subscribers of ``topic``: (island name, the island if it is in this host, its slot,
-        model name, port), in the bus's order."""
+        """The subscribers of ``topic`` as :func:`deliver_to_subscribers` takes them (no host
+        merges islands, so an island is its own home)."""
         subs = self._routes_here.get(topic)
         if subs is None:
             subs = self._routes_here[topic] = []
             for target, model, port in self.routes.get(topic, ()):
                 here = self.islands.get(target)
-                subs.append((target, here, here.by_name[model] if here is not None else None, model, port))
+                if here is None:
+                    subs.append((_Elsewhere(self, target, model), target, None, port))
+                else:
+                    subs.append((here, target, here.by_name[model], port))
         return subs
 
     def record_kernel_event(self, island: Island, kind: int, name: str, detail: str = "") -> None:
@@ -133,6 +126,18 @@ class HostServices:
 
     def _forget_event(self, ev) -> None:
         self.forgotten.append(ev.name)
+
+
+class _Elsewhere:
+    """An island in another host, as a subscriber: what reaches it waits in ``crossing``."""
+
+    __slots__ = ("services", "name", "model")
+
+    def __init__(self, services: HostServices, name: str, model: str):
+        self.services, self.name, self.model = services, name, model
+
+    def enqueue(self, deliver_ns: int, env, slot, port: str, rank: int) -> None:
+        self.services.crossing.append((self.name, deliver_ns, env, self.model, port, rank))
 
 
 class _Generation:

@@ -143,6 +143,26 @@ class InstantWakes:
             island.wake(gen)
 
 
+def deliver_to_subscribers(env: Envelope, source: str, routes: list[tuple], served_in_island: bool = False) -> None:
+    """Hand ``env``, published by a model of home island ``source``, to its subscribers ``routes``
+    [(island that integrates the subscriber, its home island's name, slot, port)], in bus order.
+
+    A subscriber of the same home island sees a zero-latency message at once (unless the island
+    ``served_in_island`` already) and a delayed one at its delivery time; a subscriber of another
+    home island sees it no earlier than 1 ns after it was published, merged (contact) or not.
+    """
+    t, deliver = env.t_ns, env.deliver_ns
+    for rank, (island, home, slot, port) in enumerate(routes):
+        if home == source:
+            if deliver == t:
+                if not served_in_island:
+                    island.deliver_now(slot, port, env.payload, t)
+            else:
+                island.enqueue(deliver, env, slot, port, rank)
+        else:
+            island.enqueue(deliver if deliver > t else t + 1, env, slot, port, rank)
+
+
 def _timed(slot: "Slot", fn: Callable[[float], None]) -> Callable[[float], None]:
     def timed(t_s: float) -> None:
         t0 = thread_time_ns()
