@@ -229,10 +229,7 @@ class ScenarioRun:
                     raise
                 self.recoveries.append({"actor": killed.actor, "t_s": killed.t_ns / 1e9,
                                         "resumed_from_s": self.last_state["t_ns"] / 1e9})
-                if self.recorder is not None:
-                    self.recorder.rollback()
-                self.sim.release_models()
-                self.build(self.last_state)
+                self._back_to_last_state()
 
     def _stop_exactly(self, reason: str, t_ns: int) -> str:
         """An e_stop inside one Ray host while islands in other hosts ran past it: run again from
@@ -243,12 +240,16 @@ class ScenarioRun:
             return reason
         t_stop = windows.overshoot_at
         self.stop_replays.append({"t_s": t_stop / 1e9, "resumed_from_s": self.last_state["t_ns"] / 1e9})
+        self._back_to_last_state()
+        self.sim._windows.stop_cap = t_stop
+        return self.sim.advance_to(t_ns / 1e9)
+
+    def _back_to_last_state(self) -> None:
+        """Forget everything since the last kept state: the recording, the actors, the simulation."""
         if self.recorder is not None:
             self.recorder.rollback()
         self.sim.release_models()
         self.build(self.last_state)
-        self.sim._windows.stop_cap = t_stop
-        return self.sim.advance_to(t_ns / 1e9)
 
     def _keep_state(self) -> None:
         """The state to recover from; while contact is in progress the previous one stays."""
