@@ -140,3 +140,49 @@ def test_faults_are_bus_messages_checked_when_scheduled():
     assert flows == [(0, 1.0), (S, 1.0), (S + S // 2, 0.0), (2 * S, 0.0), (3 * S, 1.0), (4 * S, 1.0)]
     faults = [e for e in rec.envelopes if e.topic == "faults/valve"]
     assert [(e.t_ns, e.payload.clear) for e in faults] == [(S + S // 2, False), (3 * S, True)]
+
+
+class TwoOutputs(Model):
+    """Writes both outputs every second and notes, each time, which ones it was told are read."""
+
+    io_schedule = FixedRate(1.0)
+    outputs = {"read": Out(Scalar, queue=True), "ignored": Out(Scalar)}
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.wanted_seen = []
+
+    def update_flow_outs(self, t):
+        self.wanted_seen.append((self.wanted("read"), self.wanted("ignored")))
+        self.write("read", Scalar(value=1.0))
+        self.write("ignored", Scalar(value=2.0))
+
+
+def _two_outputs(recorder=None):
+    sim = Simulation(recorder=recorder, record_kernel_events=False)
+    sim.add_island("a")
+    src = sim.add_model(TwoOutputs("src"), "a", ties={"read": "a/read", "ignored": "a/ignored"})
+    sink = sim.add_model(Collector("sink"), "a", ties={"q": "a/read"})
+    return sim, src, sink
+
+
+def test_an_output_nobody_reads_is_not_published_unless_recorded():
+    sim, src, sink = _two_outputs()
+    assert src.wanted("ignored")                  # unknown before the start: assume read
+    sim.advance_to(2.0)
+    assert src.wanted_seen == [(True, False)] * 3
+    assert sim.stats()["published"] == 3          # only the read output's three messages
+    assert sink.got == [[1.0], [1.0]]             # what it reads still arrives
+
+    rec = MemoryRecorder()
+    sim, src, _ = _two_outputs(rec)
+    sim.advance_to(2.0)
+    assert src.wanted_seen == [(True, True)] * 3
+    assert [e.topic for e in rec.envelopes].count("a/ignored") == 3
+
+
+def test_the_recorder_is_attached_before_the_start():
+    sim, _, _ = _two_outputs()
+    sim.advance_to(1.0)
+    with pytest.raises(RuntimeError, match="before the run starts"):
+        sim.recorder = MemoryRecorder()

@@ -75,7 +75,7 @@ class Simulation:
         self.seed = int(seed)
         self.default_rate_hz = float(default_rate_hz)
         self.runtime = runtime or LocalRuntime()
-        self.recorder = recorder
+        self._recorder = recorder
         self.record_kernel_events = record_kernel_events
         self.cpu_accounting = cpu_accounting
         self._cpu_start_ns: int | None = None
@@ -106,6 +106,18 @@ class Simulation:
         self.batching = batching              # propagate islands whose hops coincide as one batch
         self._wakes_at: dict[int, list[Island]] = {}
         self._windows = None                  # the WindowedSync of islands in hosts (Ray)
+
+    @property
+    def recorder(self):
+        """What receives every envelope (None: nothing is recorded)."""
+        return self._recorder
+
+    @recorder.setter
+    def recorder(self, recorder) -> None:
+        if self._started and (recorder is None) != (self._recorder is None):
+            raise RuntimeError("attach or remove the recorder before the run starts: at the start, "
+                               "models learn which of their outputs nobody reads and stop writing them")
+        self._recorder = recorder
 
     # ------------------------------------------------------------------ assembly
     def add_island(self, name: str, integrator=None, n_integration_steps: int = 1,
@@ -446,11 +458,25 @@ class Simulation:
                 slot.accounting = self.cpu_accounting
             island.finalize(self.now, self.breaks)
         self._cpu_start_ns = time.process_time_ns()
+        self._mark_unread_outputs()
         for island in self.islands.values():
             for slot in island.slots:
                 slot.call("setup", slot.ctx)
         self._rebuild_routes()
         self._started = True
+
+    def _mark_unread_outputs(self) -> None:
+        """Tell every model which of its outputs nobody reads (no subscriber and no recorder):
+        the kernel drops those writes, and :meth:`Model.wanted` lets the model skip building them."""
+        topics = self.topics.topics
+        for slot in self._slots.values():
+            unread = frozenset() if self._recorder is not None else frozenset(
+                port for port, (topic, *_) in slot.out_topics.items() if not topics[topic].subscribers)
+            slot.unread = unread
+            if unread != slot.ctx.unread_outputs:
+                slot.ctx.unread_outputs = unread
+                if slot.handle.remote:
+                    slot.call("bind", slot.ctx)       # the model's own copy of its context
 
     def _run_until(self, t_stop: int) -> str:
         if self.e_stop:

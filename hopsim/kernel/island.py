@@ -208,6 +208,7 @@ class Slot(InlineAttributes):
         self.message_driven = bool(self.trigger_ports)
         self.triggered = False
         self.ctx = None
+        self.unread: frozenset = frozenset()   # output ports nobody reads (writes are dropped)
         self.does_end_io = self.does_start_io = True
         self.accounting = False
         self.cpu_ns = 0            # CPU time spent in this model's methods (thread time, ns)
@@ -913,7 +914,10 @@ class Island:
         t = self.t
         publish = self.sim.publish
         out_topics = slot.out_topics
+        unread = slot.unread
         for port, msg in outputs:
+            if port in unread:
+                continue
             if port == BARRIER_REQUEST:
                 if msg <= t:
                     raise CausalityError(f"{slot.name} requested a barrier at {msg} ns, not after {t} ns")

@@ -69,6 +69,8 @@ class ModelContext:
     seed: int
     rng: np.random.Generator
     params: dict
+    # outputs nothing reads in this run (no subscriber, no recorder): set by the kernel at start
+    unread_outputs: frozenset = frozenset()
 
 
 BARRIER_REQUEST = "__barrier__"   # outbox marker: (BARRIER_REQUEST, t_ns)
@@ -142,6 +144,17 @@ class Model(InlineAttributes):
     def drain(self, port: str) -> list:
         """Every message queued on an input port since the last drain, oldest first."""
         return self.ports[port].drain()
+
+    def wanted(self, port: str) -> bool:
+        """Whether anything reads output ``port`` in this run: a subscriber or the recorder.
+
+        Known once the run starts (before :meth:`setup`); True before. A model may skip building
+        a message nobody reads (the kernel drops writes to such ports anyway), which changes no
+        recorded stream: with a recorder every output is wanted. Nothing the model computes for
+        its own later use may be skipped with it.
+        """
+        ctx = self.ctx
+        return ctx is None or port not in ctx.unread_outputs
 
     def write(self, port: str, msg: Any) -> None:
         """Publish a message on an output port. Only allowed inside :meth:`update_flow_outs`."""
