@@ -374,16 +374,17 @@ class Simulation:
         already delivered it to its own zero-latency subscribers.
         """
         self._publish_counts += 1
-        if self.recorder is not None:
-            self.recorder.record(env, queue=queue)
+        recorder = self._recorder
+        if recorder is not None:
+            recorder.record(env, queue=queue)
         routes = self._routes.get(env.topic)
         if routes:
             deliver_to_subscribers(env, source_island.name, routes, served_in_island)
 
     def record_kernel_event(self, island: Island, kind: int, name: str, detail: str = "") -> None:
-        if self.recorder is None or not self.record_kernel_events:
+        if self._recorder is None or not self.record_kernel_events:
             return
-        self.recorder.record(kernel_event_envelope(island, kind, name, detail), queue=True)
+        self._recorder.record(kernel_event_envelope(island, kind, name, detail), queue=True)
 
     # ------------------------------------------------------------------ time
     @property
@@ -508,7 +509,8 @@ class Simulation:
         return self.stop_reason if self._halt_at is not None else "time"
 
     def _after_barrier(self, island: Island, t: int) -> None:
-        self._check_stop()
+        if self.e_stop or self._stop_callbacks:
+            self._check_stop()
 
     def _check_stop(self) -> None:
         if self._halt_at is not None:

@@ -616,9 +616,10 @@ class Island:
         asked for it: the hop up to now, the barrier, the plan of the next hop."""
         sim = self.sim
         t = sim.now
-        batch = sim.take_batch(t)
-        if batch:
-            propagate_together(batch, t)
+        if sim._wakes_at:
+            batch = sim.take_batch(t)
+            if batch:
+                propagate_together(batch, t)
         if gen != self._gen:
             return                                     # superseded by an earlier barrier
         if t > self.t:
@@ -795,9 +796,15 @@ class Island:
                 if s.does_end_io:
                     s.call("end_io_step", s.io_prev, t)
         for s in due:
-            s.io_next = self._next_io(s, t)
-            if s.io_next is not None:
-                heapq.heappush(io, (s.io_next, s.order, s))
+            periodic = s.periodic
+            if periodic is not None:
+                s.io_k += 1
+                s.io_next = nxt = periodic.instant(s.io_k)
+            else:
+                s.io_next = nxt = self._next_io(s, t)
+                if nxt is None:
+                    continue
+            heapq.heappush(io, (nxt, s.order, s))
         return due
 
     def _deliver(self, t: int) -> None:
@@ -931,7 +938,10 @@ class Island:
 
     def deliver_now(self, slot: Slot, port: str, msg: Any, t_ns: int) -> None:
         """A message published at t (ns) that a model of this island sees at once."""
-        self._hand_over(slot, port, msg, t_ns)
+        if slot.local:
+            slot.model.ports[port].deliver(msg, t_ns)
+        else:
+            slot.handle.deliver(port, msg, t_ns)
         slot.fresh = True
         if port in slot.trigger_ports:
             slot.triggered = True

@@ -41,6 +41,8 @@ class PeriodicSchedule:
 
     def instant(self, k: int) -> int:
         """The k-th instant of the schedule (ns)."""
+        if self._den == 1:                  # a whole number of ns per period
+            return self.t0_ns + k * self._num
         q, r = divmod(k * self._num, self._den)
         twice = 2 * r
         if twice > self._den or (twice == self._den and q & 1):
