@@ -8,13 +8,25 @@ is the rotation vector that takes the body to its reference attitude, in body co
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-from hopsim.actors.spheres.frames import quat_conj, quat_mul, to_rotvec
+from hopsim.actors.spheres.frames import dcm_c, quat_conj, quat_mul, to_rotvec
 
 
 def position_pd(r_N, v_N, r_ref_N, v_ref_N, mass_kg: float, kp: float, kd: float) -> np.ndarray:
     """Force command (N, inertial components)."""
     return mass_kg * (kp * (np.asarray(r_ref_N) - r_N) + kd * (np.asarray(v_ref_N) - v_N))
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def body_force_pd(r_N, v_N, r_ref_N, v_ref_N, mass_kg, kp, kd, control_z, q_BN):
+    """:func:`position_pd`'s force with its Z component zeroed unless ``control_z``, in body
+    components (N): ``dcm(q_BN).T @ force_N``, compiled (the same element-wise operations, and
+    the same BLAS product as numpy's)."""
+    force_N = mass_kg * (kp * (r_ref_N - r_N) + kd * (v_ref_N - v_N))
+    if not control_z:
+        force_N[2] = 0.0
+    return dcm_c(q_BN).T @ force_N
 
 
 def attitude_pd(q_BN, omega_B, q_ref_BN, omega_ref_B, inertia_B, kp: float, kd: float) -> np.ndarray:

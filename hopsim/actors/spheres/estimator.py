@@ -15,17 +15,18 @@ taken whole.
 """
 from __future__ import annotations
 
+import math
 from collections import deque
 
 import numpy as np
 
 from numba import njit
 
-from hopsim.actors.spheres.frames import (dcm, dcm_c, from_rotvec, normalized, quat_conj, quat_mul,
-                                          rotate_body_c, to_rotvec)
+from hopsim.actors.spheres.frames import (dcm, dcm_c, from_rotvec, normalized, normalized_c, quat_conj,
+                                          quat_mul, quat_mul_c, rotate_body_c, to_rotvec)
 from hopsim.actors.spheres.params import SpheresParams, TestbedParams
 from hopsim.actors.spheres.pose_solver import PoseFix, solve_pose
-from hopsim.actors.spheres.thrust_prediction import ThrustPredictor
+from hopsim.actors.spheres.thrust_prediction import NO_SPANS, ThrustPredictor, impulse_moment_rows
 from hopsim.kernel.simtime import NS_PER_S
 
 _ZERO3 = np.zeros(3)
@@ -65,6 +66,64 @@ def _coast_many(r, v, q, omega_B, impulse_B, moment_B, accel_B, mass, dt, use_ac
     return rs, vs, qs
 
 
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _propagate_samples(r, v, q, bias, t_ns, times, omega_B, accel_B, spans, mass, use_accel, planar):
+    """:meth:`Estimator.imu_samples` in one compiled call: the intervals between the estimate's
+    time ``t_ns`` and the sample instants ``times`` (ns; a sample older than the estimate makes
+    an empty interval), the commanded impulse and moment over each (:func:`impulse_moment_rows`,
+    from the firings ``spans``), the bias-corrected rates and the coasts. Returns the states at
+    the interval ends (rows), the rates and the intervals (s)."""
+    n = times.shape[0]
+    a_s = np.empty(n)
+    b_s = np.empty(n)
+    dt = np.empty(n)
+    t_prev = t_ns
+    for k in range(n):
+        if k > 0:
+            t_prev = max(times[k - 1], t_ns)
+        t_end = max(times[k], t_prev)
+        a_s[k] = t_prev / 1_000_000_000
+        b_s[k] = t_end / 1_000_000_000
+        dt[k] = (t_end - t_prev) / 1_000_000_000
+    impulse, moment = impulse_moment_rows(a_s, b_s, spans)
+    omega = omega_B - bias
+    rs, vs, qs = _coast_many(r, v, q, omega, impulse, moment, accel_B, mass, dt, use_accel, planar)
+    return rs, vs, qs, omega, dt
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _coasted_pose(r, v, q, w, dt):
+    """(r + v dt, q (x) exp(w dt)): :meth:`Estimator.state_at`'s position and attitude, with the
+    operations of :func:`frames.from_rotvec`, :func:`frames.quat_mul` and
+    :func:`frames.normalized` (``v @ v`` dot products included)."""
+    r_t = r + v * dt
+    rv = w * dt
+    angle = math.sqrt(rv @ rv)
+    if angle < 1e-12:
+        e = normalized_c(np.array([0.5 * rv[0], 0.5 * rv[1], 0.5 * rv[2], 1.0]))
+    else:
+        s = math.sin(0.5 * angle) / angle
+        e = np.array([rv[0] * s, rv[1] * s, rv[2] * s, math.cos(0.5 * angle)])
+    return r_t, normalized_c(quat_mul_c(q, e))
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _relative_motion(r, v, q, w, dt):
+    """Poses coasted from records (rows of r, v, q, w, each by its dt in s): the first pose
+    (r_ref, q_ref), then for each other one its displacement from it (N) and its rotation
+    relative to it, ``dcm(q_k) @ dcm(q_ref).T``."""
+    m = r.shape[0]
+    r_ref, q_ref = _coasted_pose(r[0], v[0], q[0], w[0], dt[0])
+    R_ref_T = dcm_c(q_ref).T
+    dr = np.empty((m - 1, 3))
+    dR = np.empty((m - 1, 3, 3))
+    for k in range(1, m):
+        r_k, q_k = _coasted_pose(r[k], v[k], q[k], w[k], dt[k])
+        dr[k - 1] = r_k - r_ref
+        dR[k - 1] = dcm_c(q_k) @ R_ref_T
+    return r_ref, q_ref, dr, dR
+
+
 class Estimator:
     """Estimated r_N (m), v_N (m/s), q_BN, omega_B (rad/s) and gyro bias (rad/s) of one vehicle."""
 
@@ -87,6 +146,8 @@ class Estimator:
         self.omega = np.array(omega_B, dtype=float)
         self.bias = np.zeros(3)
         self.accel_B = np.zeros(3)
+        # records (t_ns, k, r, v, q, omega): the state at t_ns is row k of the arrays, or the
+        # vectors themselves when k is -1 (rows are taken only when a record is read)
         self.history: deque = deque(maxlen=64)
         self.initialized = False
         self.t_last_fix: int | None = None
@@ -101,7 +162,7 @@ class Estimator:
 
     def _remember(self) -> None:
         """Record the state (arrays are replaced, never changed in place, so no copies)."""
-        self.history.append((self.t_ns, self.r, self.v, self.q, self.omega))
+        self.history.append((self.t_ns, -1, self.r, self.v, self.q, self.omega))
 
     # ------------------------------------------------------------------ propagation
     def propagate_to(self, t_ns: int) -> None:
@@ -132,18 +193,17 @@ class Estimator:
             return
         # samples older than the estimate (it was carried ahead to a fix or a law tick) only set rates
         times = [int(t) for t in times]
-        t_prev = [max(t, self.t_ns) for t in [self.t_ns] + times[:-1]]
-        t_end = [max(t, tp) for t, tp in zip(times, t_prev)]
+        t_start = self.t_ns
         if self.use_accel:
-            impulse = moment = np.zeros((n, 3))
+            spans = NO_SPANS
         else:
-            impulse, moment = self.thrust.impulse_moment_many(t_prev, t_end)
-        omega = omega_B - self.bias
-        dt = np.array([(te - tp) / NS_PER_S for te, tp in zip(t_end, t_prev)])
-        r, v, q = _coast_many(self.r, self.v, self.q, omega, impulse, moment, accel_B, self.mass, dt,
-                              self.use_accel, self.planar)
-        self.history.extend((t, r[k], v[k], q[k], omega[k]) for k, t in enumerate(times) if dt[k] > 0)
-        self.t_ns = max(self.t_ns, int(times[-1]))
+            spans = self.thrust.firing_spans(t_start, max(t_start, max(times)))
+        r, v, q, omega, dt = _propagate_samples(self.r, self.v, self.q, self.bias, t_start,
+                                                np.array(times, dtype=np.int64), omega_B, accel_B, spans,
+                                                self.mass, self.use_accel, self.planar)
+        dt = dt.tolist()
+        self.history.extend([(t, k, r, v, q, omega) for k, t in enumerate(times) if dt[k] > 0])
+        self.t_ns = max(self.t_ns, times[-1])
         self.r, self.v, self.q = r[-1], v[-1], q[-1]
         self.omega, self.accel_B = omega[-1], accel_B[-1]
 
@@ -153,6 +213,12 @@ class Estimator:
 
     def state_at(self, t_ns: int):
         """(r, v, q, omega) at a past instant, from the history, coasting from the last record."""
+        t0, r, v, q, w = self._record_at(t_ns)
+        dt = (t_ns - t0) / NS_PER_S
+        return r + v * dt, v.copy(), normalized(quat_mul(q, from_rotvec(w * dt))), w.copy()
+
+    def _record_at(self, t_ns: int):
+        """(t, r, v, q, omega) of the last record at or before t_ns (else the oldest)."""
         rec = None
         for h in reversed(self.history):
             if h[0] <= t_ns:
@@ -160,21 +226,24 @@ class Estimator:
                 break
         if rec is None:
             rec = self.history[0]
-        t0, r, v, q, w = rec
-        dt = (t_ns - t0) / NS_PER_S
-        return r + v * dt, v.copy(), normalized(quat_mul(q, from_rotvec(w * dt))), w.copy()
+        t0, k, r, v, q, w = rec
+        if k >= 0:
+            return t0, r[k], v[k], q[k], w[k]
+        return t0, r, v, q, w
 
     # ------------------------------------------------------------------ correction
     def gm_update(self, ranges, fire_ns: list[int], t_now_ns: int) -> PoseFix | None:
         """Blend the fix of one metrology cycle into the estimate at t_now (the delivery)."""
         self.propagate_to(t_now_ns)
-        t_ref = fire_ns[0]
-        r_ref, _, q_ref, _ = self.state_at(t_ref)
-        R_ref_T = dcm(q_ref).T
-        motion = []
-        for t_k in fire_ns:
-            r_k, _, q_k, _ = self.state_at(t_k)
-            motion.append((r_k - r_ref, dcm(q_k) @ R_ref_T))
+        # the poses (state_at) at the first firing and at each firing, and each firing's rigid
+        # motion from the first one: (r_k - r_ref, dcm(q_k) @ dcm(q_ref).T), in one compiled call
+        times = [fire_ns[0], *fire_ns]
+        recs = [self._record_at(t) for t in times]
+        r_ref, q_ref, dr, dR = _relative_motion(
+            np.array([rec[1] for rec in recs]), np.array([rec[2] for rec in recs]),
+            np.array([rec[3] for rec in recs]), np.array([rec[4] for rec in recs]),
+            np.array([(t - rec[0]) / NS_PER_S for t, rec in zip(times, recs)]))
+        motion = list(zip(dr, dR))
         start_q = q_ref if self.initialized else None
         start_r = r_ref if self.initialized else None
         fix = solve_pose(ranges, self.beacons_N, self.receivers_B, start_r, start_q, motion)

@@ -22,9 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from hopsim.actors.spheres import packets
-from hopsim.actors.spheres.control import attitude_pd, position_pd
+from hopsim.actors.spheres.control import attitude_pd, body_force_pd
 from hopsim.actors.spheres.estimator import Estimator
-from hopsim.actors.spheres.frames import dcm
 from hopsim.actors.spheres.global_metrology import ranges_array
 from hopsim.actors.spheres.mixer import ThrusterMixer
 from hopsim.actors.spheres.params import SpheresParams, TestbedParams
@@ -32,7 +31,7 @@ from hopsim.actors.spheres.programs import GuestProgram
 from hopsim.actors.spheres.propulsion import PropulsionTask
 from hopsim.kernel import In, Model, Out, VariableRate
 from hopsim.kernel.simtime import NS_PER_S, seconds
-from hopsim.schemas import Quaternion, Vector3, VehicleState
+from hopsim.schemas import VehicleState
 from hopsim.schemas.spheres_pb2 import (GmRanges, GmRequest, GmSync, ImuSamples, RadioPacket,
                                         ThrusterCommand)
 
@@ -49,8 +48,10 @@ class PeerState:
     rx_ns: int
 
 
-def _vec(v) -> Vector3:
-    return Vector3(x=float(v[0]), y=float(v[1]), z=float(v[2]))
+def _vec(v) -> dict:
+    """A Vector3 field's value, for a message constructor (a dict is cheaper than a Vector3)."""
+    x, y, z = v.tolist()
+    return {"x": x, "y": y, "z": z}
 
 
 class SpheresFlightSoftware(Model):
@@ -128,8 +129,9 @@ class SpheresFlightSoftware(Model):
 
     def update_flow_outs(self, t_ns: int) -> None:
         for batch in self.drain("imu"):
-            self.estimator.imu_samples(list(batch.t_ns), np.array(batch.omega_B).reshape(-1, 3),
-                                       np.array(batch.accel_B).reshape(-1, 3))
+            # a list first ([:]): numpy reads a protobuf repeated field element by element, slowly
+            self.estimator.imu_samples(list(batch.t_ns), np.array(batch.omega_B[:]).reshape(-1, 3),
+                                       np.array(batch.accel_B[:]).reshape(-1, 3))
         for sync in self.drain("gm_sync"):
             self.propulsion.blank(sync.cycle_start_ns, sync.cycle_start_ns + self.blank_ns)
         self._propulsion_tick(t_ns)
@@ -156,10 +158,9 @@ class SpheresFlightSoftware(Model):
         if self.perfect_state:
             s = self.read("truth")
             if s is not None:
-                return (np.array([s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z]),
-                        np.array([s.v_BN_N.x, s.v_BN_N.y, s.v_BN_N.z]),
-                        np.array([s.q_BN.x, s.q_BN.y, s.q_BN.z, s.q_BN.w]),
-                        np.array([s.omega_BN_B.x, s.omega_BN_B.y, s.omega_BN_B.z]))
+                r, v, q, w = s.r_BN_N, s.v_BN_N, s.q_BN, s.omega_BN_B     # each sub-message read once
+                return (np.array([r.x, r.y, r.z]), np.array([v.x, v.y, v.z]), np.array([q.x, q.y, q.z, q.w]),
+                        np.array([w.x, w.y, w.z]))
         est = self.estimator
         est.propagate_to(t_ns)
         return est.r.copy(), est.v.copy(), est.q.copy(), est.omega.copy()
@@ -181,12 +182,10 @@ class SpheresFlightSoftware(Model):
         r, v, q, w = state
         mass = self.estimator.mass
         fsw = self.params.flight_software
-        force_N = position_pd(r, v, ref.r_N, ref.v_N, mass, fsw.kp_pos, fsw.kd_pos)
-        if not ref.control_z:
-            force_N[2] = 0.0
+        force_B = body_force_pd(r, v, np.asarray(ref.r_N, dtype=float), np.asarray(ref.v_N, dtype=float),
+                                float(mass), float(fsw.kp_pos), float(fsw.kd_pos), bool(ref.control_z), q)
         torque_B = (attitude_pd(q, w, ref.q_BN, ref.omega_B, self.inertia_B, fsw.kp_att, fsw.kd_att)
                     if ref.control_attitude else np.zeros(3))
-        force_B = dcm(q).T @ force_N
         start = self.propulsion.set_pulses(t_ns, self.mixer.pulse_widths_ns(force_B, torque_B))
         self._propulsion_tick(start)
         if not self.perfect_state and t_ns % self.gm_period_ns == 0:
@@ -237,21 +236,25 @@ class SpheresFlightSoftware(Model):
 
     # ------------------------------------------------------------------ outputs
     def _flush(self, t_ns: int) -> None:
-        for cmd in self.out_cmds:
-            self.write("thrust_cmd", cmd)
-        self.out_cmds = []
-        for channel, frames in (("sts", self.out_sts), ("stl", self.out_stl)):
-            for frame in frames:
-                self.write(f"{channel}_tx", RadioPacket(channel=channel, sender=self.vehicle, t_ns=t_ns,
-                                                        frame=frame))
-        self.out_sts, self.out_stl = [], []
+        if self.out_cmds:
+            for cmd in self.out_cmds:
+                self.write("thrust_cmd", cmd)
+            self.out_cmds = []
+        if self.out_sts or self.out_stl:
+            for channel, frames in (("sts", self.out_sts), ("stl", self.out_stl)):
+                for frame in frames:
+                    self.write(f"{channel}_tx", RadioPacket(channel=channel, sender=self.vehicle, t_ns=t_ns,
+                                                            frame=frame))
+            self.out_sts, self.out_stl = [], []
         if self.out_request:
             self.out_request = False
             self.write("gm_request", GmRequest(vehicle=self.vehicle, t_ns=t_ns))
         if self.out_estimate and self.state_used is not None:
             self.out_estimate = False
+            if not self.wanted("estimate"):
+                return
             r, v, q, w = self.state_used
+            qx, qy, qz, qw = q.tolist()
             self.write("estimate", VehicleState(
                 vehicle=self.vehicle, t_ns=t_ns, r_BN_N=_vec(r), v_BN_N=_vec(v),
-                q_BN=Quaternion(x=float(q[0]), y=float(q[1]), z=float(q[2]), w=float(q[3])),
-                omega_BN_B=_vec(w), mass=self.estimator.mass))
+                q_BN={"x": qx, "y": qy, "z": qz, "w": qw}, omega_BN_B=_vec(w), mass=self.estimator.mass))

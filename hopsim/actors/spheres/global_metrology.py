@@ -109,6 +109,28 @@ def _ranges(p_b, tx_dir, cos_max_tx, c, rx_B, centres_B, normals_B, cos_max_rx, 
     return out
 
 
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _state_back(x, xd, dt):
+    """(r_N, v_N, q_BN, omega_B) dt seconds before the state x (with derivatives xd), at the
+    hop's constant acceleration and angular acceleration."""
+    a, wdot = xd[3:6], xd[10:13]
+    r = x[0:3] - x[3:6] * dt + 0.5 * a * dt * dt
+    v = x[3:6] - a * dt
+    w = x[10:13] - wdot * dt
+    mean_w = x[10:13] - 0.5 * wdot * dt
+    q = normalized_c(quat_mul_c(x[6:10], from_rotvec_c(-mean_w * dt)))
+    return r, v, q, w
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _ranges_back(x, xd, dt, p_b, tx_dir, cos_max_tx, c, rx_B, centres_B, normals_B, cos_max_rx, n_rx,
+                 iterations):
+    """:func:`_ranges` at the state :func:`_state_back` gives (one compiled call per firing)."""
+    r, v, q, w = _state_back(x, xd, dt)
+    return _ranges(p_b, tx_dir, cos_max_tx, c, rx_B, centres_B, normals_B, cos_max_rx, n_rx, r, v, q, w,
+                   iterations)
+
+
 class GlobalMetrologySimulator(ContinuousModel):
     """Ultrasound time-of-flight ranges of one vehicle, from every beacon to every receiver.
 
@@ -178,19 +200,15 @@ class GlobalMetrologySimulator(ContinuousModel):
 
     def state_at(self, t_ns: int, t1_ns: int):
         """(r_N, v_N, q_BN, omega_B) at t_ns inside the hop that ends at t1_ns (the current state)."""
-        x, xd = self.body.x, self.body.xdot_last
-        dt = (t1_ns - t_ns) * 1e-9
-        a, wdot = xd[3:6], xd[10:13]
-        r = x[0:3] - x[3:6] * dt + 0.5 * a * dt * dt
-        v = x[3:6] - a * dt
-        w = x[10:13] - wdot * dt
-        mean_w = x[10:13] - 0.5 * wdot * dt
-        q = normalized_c(quat_mul_c(x[6:10], from_rotvec_c(-mean_w * dt)))
-        return r, v, q, w
+        return _state_back(self.body.x, self.body.xdot_last, (t1_ns - t_ns) * 1e-9)
 
     def _measure(self, beacon: int, t_ns: int, t1_ns: int) -> None:
-        r, v, q, w = self.state_at(t_ns, t1_ns)
-        ranges = beacon_ranges(beacon, self.layout, self.receivers, r, v, q, w)
+        # beacon_ranges(beacon, ..., *self.state_at(t_ns, t1_ns)) in one compiled call
+        layout, rx = self.layout, self.receivers
+        ranges = _ranges_back(self.body.x, self.body.xdot_last, (t1_ns - t_ns) * 1e-9,
+                              layout.positions_N[beacon], layout.directions_N[beacon], layout.cos_max_tx,
+                              layout.speed_of_sound, rx.flat_B, rx.centres_B, rx.normals_B, rx.cos_max_rx,
+                              rx.n_receivers, 3).reshape(rx.n_faces, rx.n_receivers)
         self.faults.expire(t_ns)
         seen = ranges >= 0.0
         noise = self.testbed.range_noise_m * self.faults.noise_scale
@@ -225,5 +243,6 @@ class GlobalMetrologySimulator(ContinuousModel):
 
 def ranges_array(msg: GmRanges) -> np.ndarray:
     """The ranges of a GmRanges message as an array [beacon][face][receiver] (m, -1: none)."""
-    return np.array(msg.range_m, dtype=float).reshape(msg.n_beacons, msg.n_faces, msg.n_receivers)
+    # a list first ([:]): numpy reads a protobuf repeated field element by element, slowly
+    return np.array(msg.range_m[:], dtype=float).reshape(msg.n_beacons, msg.n_faces, msg.n_receivers)
 

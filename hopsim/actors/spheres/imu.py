@@ -16,6 +16,7 @@ its own time stamp.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from hopsim.actors.spheres.frames import dcm_c
 from hopsim.actors.spheres.params import G0, ImuParams
@@ -33,6 +34,28 @@ def _true_sample(omega_BN_B: list[float], omega_dot_B: list[float], age_s: float
             omega_BN_B[1] - omega_dot_B[1] * age_s,
             omega_BN_B[2] - omega_dot_B[2] * age_s,
             accel_B[0], accel_B[1], accel_B[2]]
+
+
+_JIT = {"cache": True, "fastmath": False, "error_model": "numpy"}
+
+
+@njit(**_JIT)
+def _hop_truth(x, xd, support_N):
+    """At the hop's end (state x, derivatives xd): the specific force (m/s^2, B), the body rate
+    (rad/s) and the angular acceleration (rad/s^2), as one array of 9."""
+    out = np.empty(9)
+    out[0:3] = dcm_c(x[6:10]).T @ (xd[3:6] + support_N)
+    out[3:6] = x[10:13]
+    out[6:9] = xd[10:13]
+    return out
+
+
+@njit(**_JIT)
+def _measure_quiet(true, limit, step, scale_error, bias, fault_bias):
+    """:meth:`ImuSimulator.measure` without noise, compiled: the same element-wise operations."""
+    y = np.minimum(np.maximum(true, -limit), limit)
+    y = np.rint(y / step) * step
+    return y * (1.0 + scale_error) + bias + fault_bias
 
 
 class ImuSimulator(ContinuousModel):
@@ -84,20 +107,21 @@ class ImuSimulator(ContinuousModel):
     def measure(self, true: np.ndarray) -> np.ndarray:
         """Samples (rows: gyro x y z, accel x y z) from true values: clip, noise, quantize, then
         scale-factor errors and biases."""
-        y = np.clip(true, -self.limit, self.limit)
-        if self.params.noise_on:
-            y = y + self.noise_rms * self.faults.noise_scale * self.rng.standard_normal(y.shape)
-        y = np.round(y / self.step) * self.step
+        if not self.params.noise_on:
+            return _measure_quiet(true, self.limit, self.step, self.scale_error, self.bias, self.faults.bias)
+        # np.clip(true, -limit, limit) and np.round(...) (to even), by their ufuncs: the same
+        # numbers without the wrappers' overhead
+        y = np.minimum(np.maximum(true, -self.limit), self.limit)
+        y = y + self.noise_rms * self.faults.noise_scale * self.rng.standard_normal(y.shape)
+        y = np.rint(y / self.step) * self.step
         return y * (1.0 + self.scale_error) + self.bias + self.faults.bias
 
     def end_hop(self, t0_ns: int, t1_ns: int) -> None:
         """Record the true values at the sample instants inside the hop (t0, t1]."""
         if self.next_sample_ns > t1_ns:
             return
-        x, xd = self.body.x, self.body.xdot_last
-        accel_B = (dcm_c(x[6:10]).T @ (xd[3:6] + self.support_N)).tolist()
-        omega_BN_B = x[10:13].tolist()
-        omega_dot_B = xd[10:13].tolist()
+        truth = _hop_truth(self.body.x, self.body.xdot_last, self.support_N).tolist()
+        accel_B, omega_BN_B, omega_dot_B = truth[0:3], truth[3:6], truth[6:9]
         while self.next_sample_ns <= t1_ns:
             t = self.next_sample_ns
             self.next_sample_ns += self.spacing_ns
@@ -132,7 +156,7 @@ class ImuSimulator(ContinuousModel):
         self._measure_pending()
         if not self.ready_t:
             return
-        y = np.vstack(self.ready)
+        y = self.ready[0] if len(self.ready) == 1 else np.vstack(self.ready)
         self.write("imu", ImuSamples(vehicle=self.vehicle, t_ns=self.ready_t, omega_B=y[:, :3].ravel().tolist(),
                                      accel_B=y[:, 3:].ravel().tolist()))
         self.ready_t, self.ready = [], []

@@ -15,9 +15,10 @@ In the air-table mode only (Fx, Fy, Tz) are controlled, by the four X and Y pair
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from hopsim.actors.spheres.params import SpheresParams
-from hopsim.kernel.simtime import NS_PER_S, seconds
+from hopsim.kernel.simtime import seconds
 
 PAIRS = tuple((2 * j, 2 * j + 1) for j in range(6))
 
@@ -42,6 +43,7 @@ class ThrusterMixer:
             self._solve = np.linalg.inv(self.pair_matrix)
         levels = np.array(thr.levels_N(), dtype=float)
         self.thrust_N = levels
+        self.thrust_list = levels.tolist()
         self.period_s = control_period_s
         self.tick_ns = seconds(1.0 / fsw.propulsion_rate_hz)
         self.offset_s = fsw.pulse_offset_s
@@ -49,10 +51,14 @@ class ThrusterMixer:
         self.pw_min_s = fsw.pw_min_s
         self.pw_max_s = min(fsw.pw_max_s, control_period_s)
         self.max_on_s = self.pw_max_s - self.offset_s
+        # the compiled kernel's matrix product must be numpy's: same (C) layout, same BLAS routine
+        self._solve = np.ascontiguousarray(self._solve)
 
-    def thruster_forces(self, force_B, torque_B) -> np.ndarray:
-        """Non-negative force wanted from each of the 12 thrusters (N)."""
-        wrench = np.concatenate([np.asarray(force_B, float), np.asarray(torque_B, float)])
+    def _forces(self, force_B, torque_B) -> list[float]:
+        """:meth:`thruster_forces` as a list."""
+        fx, fy, fz = force_B
+        tx, ty, tz = torque_B
+        wrench = np.array([fx, fy, fz, tx, ty, tz], dtype=float)
         f = (self._solve @ wrench).tolist()
         u = [0.0] * 12
         for j, (a, b) in enumerate(PAIRS):
@@ -60,21 +66,60 @@ class ThrusterMixer:
                 u[a] = f[j]
             else:
                 u[b] = -f[j]
-        return np.array(u)
+        return u
+
+    def thruster_forces(self, force_B, torque_B) -> np.ndarray:
+        """Non-negative force wanted from each of the 12 thrusters (N)."""
+        return np.array(self._forces(force_B, torque_B))
 
     def pulse_widths_ns(self, force_B, torque_B) -> list[int]:
         """Pulse widths (ns, whole ticks) realizing the wrench on average over one control period."""
-        u = self.thruster_forces(force_B, torque_B)
-        on_s = u / self.thrust_N * self.period_s
-        longest = float(on_s.max())
-        if longest > self.max_on_s > 0:
-            on_s *= self.max_on_s / longest
-        widths = []
-        for tau in on_s.tolist():
-            if tau < self.deadband_s:
-                widths.append(0)
-                continue
-            w = min(max(tau + self.offset_s, self.pw_min_s), self.pw_max_s)
-            ticks = int(round(w * NS_PER_S / self.tick_ns))
-            widths.append(ticks * self.tick_ns)
-        return widths
+        fx, fy, fz = force_B
+        tx, ty, tz = torque_B
+        widths, valid = _pulse_widths(np.array([fx, fy, fz, tx, ty, tz], dtype=float), self._solve,
+                                      self.thrust_N, self.period_s, self.max_on_s, self.deadband_s, self.offset_s,
+                                      self.pw_min_s, self.pw_max_s, self.tick_ns)
+        if not valid:
+            raise ValueError("cannot convert float NaN to integer (a NaN pulse width)")
+        return widths.tolist()
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _pulse_widths(wrench, solve, thrust_N, period_s, max_on_s, deadband_s, offset_s, pw_min_s, pw_max_s, tick_ns):
+    """:meth:`ThrusterMixer.pulse_widths_ns` compiled, operation for operation (the pair forces
+    ``solve @ wrench`` by the same BLAS routine as numpy; Python's max, min and round to even):
+    (widths in ns, False if an on-time is NaN, where the interpreted form raises)."""
+    f = solve @ wrench
+    u = np.zeros(12)
+    for j in range(6):
+        if f[j] >= 0.0:
+            u[2 * j] = f[j]
+        else:
+            u[2 * j + 1] = -f[j]
+    on_s = np.empty(12)
+    for i in range(12):
+        on_s[i] = u[i] / thrust_N[i] * period_s
+    # explicit comparisons rather than max() and min(): Python's semantics exactly (the first of
+    # equals; a NaN first stays), whatever the compiled builtins do
+    longest = on_s[0]
+    for i in range(1, 12):
+        if on_s[i] > longest:  # noqa: PLR1730
+            longest = on_s[i]
+    if longest > max_on_s > 0:
+        factor = max_on_s / longest
+        for i in range(12):
+            on_s[i] = on_s[i] * factor
+    widths = np.zeros(12, dtype=np.int64)
+    for i in range(12):
+        tau = on_s[i]
+        if tau < deadband_s:
+            continue
+        if np.isnan(tau):
+            return widths, False
+        w = tau + offset_s
+        if pw_min_s > w:  # noqa: PLR1730   (Python's max(w, pw_min) then min(., pw_max))
+            w = pw_min_s
+        if pw_max_s < w:  # noqa: PLR1730
+            w = pw_max_s
+        widths[i] = round(w * 1_000_000_000 / tick_ns) * tick_ns
+    return widths, True

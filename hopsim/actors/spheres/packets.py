@@ -46,14 +46,17 @@ def checksum(data: bytes) -> int:
     return sum(data) & 0xFFFF
 
 
+_HEADER = struct.Struct(">BBBBHB")     # start, to, from, type, time, size
+_TRAILER = struct.Struct(">H")          # checksum
+
+
 def encode(pkt: Packet, start_byte: int = 0xA5) -> bytes:
     """The frame of a packet, byte for byte."""
-    if len(pkt.data) > MAX_DATA:
-        raise ValueError(f"a packet carries at most {MAX_DATA} data bytes, got {len(pkt.data)}")
-    c = checksum(pkt.data)
-    return (bytes([start_byte, pkt.to & 0xFF, pkt.source & 0xFF, pkt.type & 0xFF])
-            + struct.pack(">H", pkt.time_ms & 0xFFFF) + bytes([len(pkt.data)]) + pkt.data
-            + bytes([c >> 8, c & 0xFF]))
+    data = pkt.data
+    if len(data) > MAX_DATA:
+        raise ValueError(f"a packet carries at most {MAX_DATA} data bytes, got {len(data)}")
+    return (_HEADER.pack(start_byte, pkt.to & 0xFF, pkt.source & 0xFF, pkt.type & 0xFF, pkt.time_ms & 0xFFFF,
+                         len(data)) + data + _TRAILER.pack(checksum(data)))
 
 
 def decode(frame: bytes, start_byte: int = 0xA5) -> Packet | None:
@@ -66,7 +69,7 @@ def decode(frame: bytes, start_byte: int = 0xA5) -> Packet | None:
     data = bytes(frame[HEADER_SIZE:HEADER_SIZE + size])
     if checksum(data) != (frame[-2] << 8 | frame[-1]):
         return None
-    return Packet(frame[1], frame[2], frame[3], struct.unpack(">H", frame[4:6])[0], data)
+    return Packet(frame[1], frame[2], frame[3], frame[4] << 8 | frame[5], data)
 
 
 def token_frame(source: int, to: int, start_byte: int = 0xA5) -> bytes:

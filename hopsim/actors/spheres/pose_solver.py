@@ -59,8 +59,9 @@ def solve_pose(ranges, beacons_N, receivers_B, r0_N=None, q0_BN=None, motion=Non
         dr = np.zeros((n, 3))
         dR = None
     else:
-        dr = np.array([motion[k][0] for k in k_idx], dtype=float)
-        dR = np.array([motion[k][1] for k in k_idx], dtype=float)
+        # per beacon, then per reading (the same values as a list comprehension over k_idx)
+        dr = np.array([m[0] for m in motion], dtype=float)[k_idx]
+        dR = np.array([m[1] for m in motion], dtype=float)[k_idx]
     p_b = beacons_N[k_idx]
     if r0_N is None:
         r0_N = trilaterate(ranges, beacons_N, receivers_B)

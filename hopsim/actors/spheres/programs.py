@@ -42,7 +42,12 @@ def raised_cosine(t: float, duration: float, amplitude):
     if t >= duration:
         return amplitude.copy(), np.zeros_like(amplitude)
     w = math.pi / duration
-    return amplitude * (1.0 - math.cos(w * t)) / 2.0, amplitude * w * math.sin(w * t) / 2.0
+    if amplitude.ndim != 1:
+        return amplitude * (1.0 - math.cos(w * t)) / 2.0, amplitude * w * math.sin(w * t) / 2.0
+    # element by element in floats, the operations and order of the array expressions above
+    c, s = 1.0 - math.cos(w * t), math.sin(w * t)
+    amp = amplitude.tolist()
+    return np.array([a * c / 2.0 for a in amp]), np.array([a * w * s / 2.0 for a in amp])
 
 
 class GuestProgram:
@@ -96,18 +101,20 @@ class LeaderSquare(GuestProgram):
             if any(m.move_N):
                 corner = corner + np.array(m.move_N)
                 self.corners_N.append(corner.copy())
+        # the start of maneuver k: r0 plus the moves before it, added one by one (N, m)
+        self.bases_N = [self.r0.copy()]
+        for m in self.maneuvers:
+            self.bases_N.append(self.bases_N[-1] + np.array(m.move_N))
 
     def reference(self, t: float, state, peers: dict) -> Reference:
         elapsed = t - self.t0
-        base = self.r0.copy()
-        for m in self.maneuvers:
+        for k, m in enumerate(self.maneuvers):
             if elapsed < m.duration_s:
                 d, rate = raised_cosine(elapsed, m.duration_s, m.move_N)
-                return Reference(base + d, rate, self.q0.copy(), control_z=self.control_z,
+                return Reference(self.bases_N[k] + d, rate, self.q0.copy(), control_z=self.control_z,
                                  control_attitude=self.control_attitude)
             elapsed -= m.duration_s
-            base = base + np.array(m.move_N)
-        return Reference(base, np.zeros(3), self.q0.copy(), control_z=self.control_z,
+        return Reference(self.bases_N[-1].copy(), np.zeros(3), self.q0.copy(), control_z=self.control_z,
                          control_attitude=self.control_attitude)
 
 

@@ -74,22 +74,24 @@ class PropulsionTask:
 
         The on-time of each commanded thruster runs to its pulse end or the next blanking start.
         """
-        mask = self.mask_at(t_ns)
-        # what the last command still asks for at t_ns
-        live = 0
-        for i in range(NUM_THRUSTERS):
-            if self.sent_mask >> i & 1 and t_ns < self.sent_until[i]:
-                live |= 1 << i
-        cut = self._next_blank_start(t_ns)
         ends = self.end_ns if t_ns >= self.start_ns else self.prev_end_ns
-        until = []
+        blanked = self._blank_at(t_ns) is not None
+        sent_mask, sent_until = self.sent_mask, self.sent_until
+        mask = 0        # the interrupt's output at t_ns (:meth:`mask_at`)
+        live = 0        # what the last command still asks for at t_ns
+        for i in range(NUM_THRUSTERS):
+            if not blanked and t_ns < ends[i]:
+                mask |= 1 << i
+            if sent_mask >> i & 1 and t_ns < sent_until[i]:
+                live |= 1 << i
+        if mask == 0 and live == 0:
+            return None     # every thruster off and none asked for: nothing to send
+        cut = self._next_blank_start(t_ns)
+        until = [0] * NUM_THRUSTERS
         for i in range(NUM_THRUSTERS):
             if mask >> i & 1:
-                end = ends[i] if cut is None else min(ends[i], cut)
-                until.append(end)
-            else:
-                until.append(0)
-        if mask == live and all(until[i] == self.sent_until[i] for i in range(NUM_THRUSTERS) if mask >> i & 1):
+                until[i] = ends[i] if cut is None else min(ends[i], cut)
+        if mask == live and all(until[i] == sent_until[i] for i in range(NUM_THRUSTERS) if mask >> i & 1):
             return None
         self.sent_mask = mask
         self.sent_until = until

@@ -62,6 +62,8 @@ class RadioChannel(Model):
             raise ValueError(f"{name}: a channel needs at least two nodes, got {nodes}")
         self.nodes = list(nodes)
         self.node_ids = dict(node_ids)
+        self._tx_ports = [tx_port(n) for n in self.nodes]
+        self._rx_ports = [rx_port(n) for n in self.nodes]
         self.params = params
         self.byte_ns = 8.0 * NS_PER_S / params.bitrate_bps
         self.token_ns = int(round(packets.OVERHEAD * self.byte_ns))
@@ -96,6 +98,8 @@ class RadioChannel(Model):
     def _commit(self, horizon_ns: int) -> None:
         """Start every transmission whose token opportunity comes before ``horizon_ns``."""
         while True:
+            if not any(self.queues):
+                return
             best = None
             for j, q in enumerate(self.queues):
                 if q:
@@ -127,19 +131,25 @@ class RadioChannel(Model):
         return (base // self.poll_period_ns + 1) * self.poll_period_ns + self.poll_phase_ns
 
     def next_io_time(self, t_ns: int) -> int | None:
-        times = [self._next_poll(t_ns)]
-        times += [d for d, _, _, _ in self.in_flight if d > t_ns][:1]
-        times += [e for e in self.fault_ends.values() if e > t_ns]
-        return min(times)
+        nxt = self._next_poll(t_ns)
+        for d, _, _, _ in self.in_flight:      # by delivery time: the first one ahead
+            if d > t_ns:
+                nxt = min(nxt, d)
+                break
+        for e in self.fault_ends.values():
+            if e > t_ns:
+                nxt = min(nxt, e)
+        return nxt
 
     def end_io_step(self, t0_ns: int, t1_ns: int) -> None:
         t = t1_ns
-        for kind, t_end in list(self.fault_ends.items()):
-            if t_end <= t:
-                del self.fault_ends[kind]
-                self._clear(kind)
-        for j, node in enumerate(self.nodes):
-            for pkt in self.drain(tx_port(node)):
+        if self.fault_ends:
+            for kind, t_end in list(self.fault_ends.items()):
+                if t_end <= t:
+                    del self.fault_ends[kind]
+                    self._clear(kind)
+        for j, port in enumerate(self._tx_ports):
+            for pkt in self.drain(port):
                 # a packet handed over between polls counts from now: the channel saw it now
                 handed = pkt.t_ns if pkt.t_ns >= t - self.poll_phase_ns else t
                 self.queues[j].append((handed, pkt))
@@ -166,8 +176,8 @@ class RadioChannel(Model):
             if to not in (self.node_ids[node], packets.BROADCAST):
                 continue
             self.delivered += 1
-            self.to_write.append((rx_port(node), RadioPacket(channel=pkt.channel or self.name, sender=pkt.sender,
-                                                             t_ns=pkt.t_ns, rx_ns=deliver_ns, frame=frame)))
+            self.to_write.append((self._rx_ports[j], RadioPacket(
+                channel=pkt.channel or self.name, sender=pkt.sender, t_ns=pkt.t_ns, rx_ns=deliver_ns, frame=frame)))
 
     def _with_bit_errors(self, frame: bytes) -> bytes:
         ber = self.params.bit_error_rate

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import deque
 
 import numpy as np
+from numba import njit
 
 from hopsim.actors.spheres.params import G0, SpheresParams
 from hopsim.actors.spheres.valves import NUM_THRUSTERS, ValveTimeline
@@ -35,12 +36,14 @@ class ThrustPredictor:
             self.force_per_thruster[:, 2] = 0.0
         self.force_rows = [tuple(row) for row in self.force_per_thruster.tolist()]
         self.thrust_N = np.array(thr.levels_N(), dtype=float)
+        self.thrust_list = self.thrust_N.tolist()
         self.isp_g0 = thr.isp_s * G0
         self.open_since: list[int | None] = [None] * NUM_THRUSTERS
         self.closed: deque = deque()                    # (t_open, t_close, thruster), by t_close
         self.burnt_kg = 0.0
 
     def _record(self, transitions) -> None:
+        thrust = self.thrust_list
         for t, i, is_open in transitions:
             if is_open:
                 self.open_since[i] = t
@@ -49,7 +52,7 @@ class ThrustPredictor:
                 self.open_since[i] = None
                 if t0 is not None:
                     self.closed.append((t0, t, i))
-                    self.burnt_kg += self.thrust_N[i] * (t - t0) / NS_PER_S / self.isp_g0
+                    self.burnt_kg += thrust[i] * (t - t0) / NS_PER_S / self.isp_g0
 
     def command(self, t_ns: int, mask: int, on_time_ns) -> None:
         self._record(self.timeline.command(t_ns, mask, on_time_ns))
@@ -65,24 +68,47 @@ class ThrustPredictor:
         closed = self.closed
         if not closed and self.open_since.count(None) == NUM_THRUSTERS:
             return _ZERO3, _ZERO3
-        I = np.zeros(3)
-        M = np.zeros(3)
         while closed and closed[0][1] <= a_ns:
             closed.popleft()
         if b_ns <= a_ns:
-            return I, M
+            return np.zeros(3), np.zeros(3)
         b = b_ns / NS_PER_S
         spans = [(t0, t1, i) for t0, t1, i in closed if t1 > a_ns and t0 < b_ns]
         spans += [(t0, b_ns, i) for i, t0 in enumerate(self.open_since) if t0 is not None and t0 < b_ns]
+        # I += f * (hi - lo) and M += f * (0.5 * ...) component by component, in floats
+        Ix = Iy = Iz = Mx = My = Mz = 0.0
         for t0, t1, i in spans:
             lo = max(t0, a_ns) / NS_PER_S
             hi = min(t1, b_ns) / NS_PER_S
             if hi <= lo:
                 continue
-            f = self.force_per_thruster[i]
-            I += f * (hi - lo)
-            M += f * (0.5 * ((b - lo) ** 2 - (b - hi) ** 2))
-        return I, M
+            fx, fy, fz = self.force_rows[i]
+            dur = hi - lo
+            mom = 0.5 * ((b - lo) ** 2 - (b - hi) ** 2)
+            Ix += fx * dur
+            Iy += fy * dur
+            Iz += fz * dur
+            Mx += fx * mom
+            My += fy * mom
+            Mz += fz * mom
+        return np.array([Ix, Iy, Iz]), np.array([Mx, My, Mz])
+
+    def firing_spans(self, a_ns: int, b_ns: int) -> np.ndarray:
+        """The firings that may overlap intervals starting at or after ``a_ns`` and ending by
+        ``b_ns`` (later calls must not go back in ``a``), one row each: start and end (s) and the
+        body-frame force (N, 3 columns); the closed firings first (by closing time), then the
+        open ones, cut at b."""
+        self._advance(b_ns)
+        closed = self.closed
+        while closed and closed[0][1] <= a_ns:
+            closed.popleft()
+        rows = self.force_rows
+        spans = [(t0 / NS_PER_S, t1 / NS_PER_S, *rows[i]) for t0, t1, i in closed if t1 > a_ns]
+        b_s = b_ns / NS_PER_S
+        spans += [(t0 / NS_PER_S, b_s, *rows[i]) for i, t0 in enumerate(self.open_since) if t0 is not None]
+        if not spans:
+            return NO_SPANS
+        return np.array(spans)
 
     def impulse_moment_many(self, a_ns, b_ns) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`impulse_moment` over successive intervals [a_k, b_k] (sequences of ns, a_k
@@ -92,42 +118,40 @@ class ThrustPredictor:
         n = len(a_ns)
         if n == 0:
             return np.zeros((0, 3)), np.zeros((0, 3))
-        b_max = max(b_ns)
-        self._advance(b_max)
-        closed = self.closed
-        while closed and closed[0][1] <= a_ns[0]:
-            closed.popleft()
-        spans = [(t0, t1, i) for t0, t1, i in closed if t1 > a_ns[0]]
-        spans += [(t0, b_max, i) for i, t0 in enumerate(self.open_since) if t0 is not None]
-        if not spans:
-            return np.zeros((n, 3)), np.zeros((n, 3))
-        a_s = [t / NS_PER_S for t in a_ns]
-        b_s = [t / NS_PER_S for t in b_ns]
-        I = [[0.0, 0.0, 0.0] for _ in range(n)]
-        M = [[0.0, 0.0, 0.0] for _ in range(n)]
-        for t0, t1, i in spans:
-            _add_span(I, M, a_s, b_s, t0 / NS_PER_S, t1 / NS_PER_S, self.force_rows[i])
-        return np.array(I), np.array(M)
+        spans = self.firing_spans(a_ns[0], max(b_ns))
+        return impulse_moment_rows(np.array([t / NS_PER_S for t in a_ns]), np.array([t / NS_PER_S for t in b_ns]),
+                                   spans)
 
 
-def _add_span(I: list[list[float]], M: list[list[float]], a_s: list[float], b_s: list[float],
-              t0_s: float, t1_s: float, f_B: tuple[float, float, float]) -> None:
-    """Add one thruster's firing over [t0, t1] (s) at body-frame force f_B (N) to the impulses I
-    (N s) and moments M (N s^2) of the intervals [a_k, b_k] (s), in place."""
-    fx, fy, fz = f_B
-    for k, b in enumerate(b_s):
-        lo = max(a_s[k], t0_s)
-        hi = min(b, t1_s)
-        if not hi > lo:
-            continue
-        dur = hi - lo
-        d_lo = b - lo
-        d_hi = b - hi
-        mom = 0.5 * (d_lo * d_lo - d_hi * d_hi)
-        I_k, M_k = I[k], M[k]
-        I_k[0] += dur * fx
-        I_k[1] += dur * fy
-        I_k[2] += dur * fz
-        M_k[0] += mom * fx
-        M_k[1] += mom * fy
-        M_k[2] += mom * fz
+NO_SPANS = np.zeros((0, 5))
+NO_SPANS.flags.writeable = False
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def impulse_moment_rows(a_s, b_s, spans):
+    """Impulses I (N s) and moments M (N s^2) over the intervals [a_k, b_k] (s) of the firings
+    ``spans`` (rows of start and end in s, and body-frame force in N), one row per interval.
+    Firing by firing, interval by interval, in plain float arithmetic (the order fixes the
+    rounding)."""
+    n = a_s.shape[0]
+    I = np.zeros((n, 3))
+    M = np.zeros((n, 3))
+    for j in range(spans.shape[0]):
+        t0, t1, fx, fy, fz = spans[j, 0], spans[j, 1], spans[j, 2], spans[j, 3], spans[j, 4]
+        for k in range(n):
+            b = b_s[k]
+            lo = max(a_s[k], t0)
+            hi = min(b, t1)
+            if not hi > lo:
+                continue
+            dur = hi - lo
+            d_lo = b - lo
+            d_hi = b - hi
+            mom = 0.5 * (d_lo * d_lo - d_hi * d_hi)
+            I[k, 0] += dur * fx
+            I[k, 1] += dur * fy
+            I[k, 2] += dur * fz
+            M[k, 0] += mom * fx
+            M[k, 1] += mom * fy
+            M[k, 2] += mom * fz
+    return I, M

@@ -8,6 +8,8 @@ opens) and ``thrust_scale`` faults.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 
 from hopsim.actors.spheres.params import G0, ThrusterParams
@@ -15,7 +17,7 @@ from hopsim.actors.spheres.valves import NUM_THRUSTERS, ValveTimeline
 from hopsim.kernel import ContinuousModel, In, Out, VariableRate
 from hopsim.kernel.simtime import NS_PER_S, seconds
 from hopsim.actors.vehicle_dynamics import set_vector3
-from hopsim.schemas.spheres_pb2 import ThrusterCommand, ValveState
+from hopsim.schemas.spheres_pb2 import ThrusterCommand, ValveState, ValveSwitch
 
 
 class ThrusterGeometry:
@@ -29,6 +31,7 @@ class ThrusterGeometry:
 
     def set_centre_of_mass(self, r_CB_B) -> None:
         self.r_CB_B = np.array(r_CB_B, dtype=float)
+        self.r_CB_list = self.r_CB_B.tolist()
         self.torque_per_N = np.cross(self.positions_B - self.r_CB_B, self.directions_B)
 
     def wrench(self, thrust_N) -> tuple[np.ndarray, np.ndarray]:
@@ -77,6 +80,14 @@ class ThrusterSimulator(ContinuousModel):
         self.fault_clears: list[tuple[int, str, int]] = []          # (t_ns, kind, index)
         self.timeline = ValveTimeline(seconds(params.on_delay_s), seconds(params.off_delay_s))
         self.thrust_N = np.zeros(NUM_THRUSTERS)        # of each thruster over the current hop
+        self._thrust_list = [0.0] * NUM_THRUSTERS      # the same as a list
+        self._stuck = False                            # any stuck_open / stuck_closed fault set
+        self._propellant_total_kg = 0.0                # propellant_used_kg.sum()
+        self._propellant_list = [0.0] * NUM_THRUSTERS  # propellant_used_kg.tolist()
+        # (force_B, torque_B) by per-thruster thrust (a tuple): the wrench of a thrust vector
+        # seen before is reused instead of recomputed (same arrays in, same numbers out); emptied
+        # when the centre of mass moves
+        self._wrench_cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self.force_B = np.zeros(3)
         self.torque_B = np.zeros(3)
         self.firing = False
@@ -90,6 +101,10 @@ class ThrusterSimulator(ContinuousModel):
         self.switch_log: list[tuple[int, int, bool]] | None = None   # set to a list to record
         self._stale = True
         self._ahead: list | None = None      # planned() while commands wait for their tick
+        self._times_for: list | None = None  # the planned() list that _times was derived from
+        self._times: list[int] = []          # _switch_times() of that plan
+        self._switches_for: list | None = None   # the planned() list that _switches was built from
+        self._switches: list[ValveSwitch] = []   # its ValveState.planned entries
 
     # ------------------------------------------------------------------ valve bookkeeping
     def _switched(self, transitions) -> None:
@@ -103,30 +118,39 @@ class ThrusterSimulator(ContinuousModel):
     def _thrusting(self) -> list[bool]:
         """Whether each thruster pushes: its valve is open or stuck open, and it is not stuck closed."""
         open_ = self.timeline.valve_open
-        if self.stuck_open.any() or self.stuck_closed.any():
+        if self._stuck:
             return ((np.array(open_, dtype=bool) | self.stuck_open) & ~self.stuck_closed).tolist()
         return open_
 
-    def _effective_thrust(self) -> np.ndarray:
+    def _effective_thrust(self) -> list[float]:
         """Thrust (N) of each thruster over the coming hop: level x scale x firing noise where it
         pushes, none anywhere once the propellant is spent."""
         open_ = self._thrusting()
-        if not any(open_) or self.propellant_used_kg.sum() >= self.params.propellant_kg:
-            return np.zeros(NUM_THRUSTERS)
-        return np.where(open_, self.levels_N * self.scale * self.noise_factor, 0.0)
+        if not any(open_) or self._propellant_total_kg >= self.params.propellant_kg:
+            return [0.0] * NUM_THRUSTERS
+        levels, scale, noise = self.levels_N.tolist(), self.scale.tolist(), self.noise_factor.tolist()
+        return [levels[i] * scale[i] * noise[i] if o else 0.0 for i, o in enumerate(open_)]
 
     def _update_wrench(self) -> None:
         thrust = self._effective_thrust()
-        self.thrust_N = thrust
-        self.firing = bool(thrust.any())
+        self._thrust_list = thrust
+        self.thrust_N = np.array(thrust)
+        self.firing = any(thrust)
         if self.firing:
-            if not np.array_equal(self.geometry.r_CB_B, self.body.r_CB_B):
+            if self.geometry.r_CB_list != self.body.r_CB_B.tolist():
                 self.geometry.set_centre_of_mass(self.body.r_CB_B)
-            force, torque = self.geometry.wrench(thrust)
-            if self.params.planar:
-                force[2] = 0.0
-                torque[0] = torque[1] = 0.0
-            self.force_B, self.torque_B = force, torque
+                self._wrench_cache.clear()
+            key = tuple(thrust)
+            wrench = self._wrench_cache.get(key)
+            if wrench is None:
+                force, torque = self.geometry.wrench(self.thrust_N)
+                if self.params.planar:
+                    force[2] = 0.0
+                    torque[0] = torque[1] = 0.0
+                if len(self._wrench_cache) >= 256:      # noisy thrust: keys rarely repeat
+                    self._wrench_cache.clear()
+                wrench = self._wrench_cache[key] = (force, torque)
+            self.force_B, self.torque_B = wrench      # never changed in place
         else:
             self.force_B = np.zeros(3)
             self.torque_B = np.zeros(3)
@@ -137,25 +161,38 @@ class ThrusterSimulator(ContinuousModel):
             dt = (t_ns - self.t_flow_ns) / NS_PER_S
             self.impulse_Ns += self.thrust_N * dt
             self.propellant_used_kg = self.impulse_Ns / (self.params.isp_s * G0)
-            self.body.mass_kg = self.mass0_kg - float(self.propellant_used_kg.sum())
+            self._propellant_total_kg = float(self.propellant_used_kg.sum())
+            self._propellant_list = self.propellant_used_kg.tolist()
+            self.body.mass_kg = self.mass0_kg - self._propellant_total_kg
         self.t_flow_ns = t_ns
 
     def planned(self) -> list[tuple[int, int, bool]]:
         """Valve transitions (t_ns, thruster index, opens) that the commands received so far imply."""
+        return list(self._planned_view())
+
+    def _planned_view(self) -> list[tuple[int, int, bool]]:
+        """:meth:`planned` without the copy (callers must not change it); a new list whenever
+        the plan may have changed."""
         if not self.pending_cmds:
-            return self.timeline.planned()
+            return self.timeline.planned_view()
         if self._ahead is None:
             ahead = self.timeline.clone()
             out = []
             for t_cmd, mask, on_times in self.pending_cmds:
                 out += ahead.command(t_cmd, mask, on_times)
-            self._ahead = sorted(out + ahead.planned())
+            self._ahead = sorted(out + ahead.planned_view())
         return self._ahead
 
     def _switch_times(self) -> list[int]:
-        times = {t for t, _, _ in self.planned()}
-        times.update(t for t, _, _ in self.fault_clears)
-        return sorted(times)
+        """Sorted instants of the planned transitions and fault ends (cached per plan; callers
+        must not change the list)."""
+        planned = self._planned_view()
+        if planned is not self._times_for:
+            times = {t for t, _, _ in planned}
+            times.update(t for t, _, _ in self.fault_clears)
+            self._times = sorted(times)
+            self._times_for = planned
+        return self._times
 
     def _ask_barriers(self, t_ns: int) -> None:
         """Barriers at every planned transition before the I/O instant the kernel already has."""
@@ -165,8 +202,9 @@ class ThrusterSimulator(ContinuousModel):
 
     # ------------------------------------------------------------------ lifecycle
     def next_io_time(self, t_ns: int) -> int | None:
-        times = [ts for ts in self._switch_times() if ts > t_ns]
-        self.io_pending = min(times) if times else None
+        times = self._switch_times()
+        k = bisect_right(times, t_ns)
+        self.io_pending = times[k] if k < len(times) else None
         return self.io_pending
 
     def _settle(self, t_ns: int, before_activations: bool = False) -> None:
@@ -187,6 +225,7 @@ class ThrusterSimulator(ContinuousModel):
         while self.fault_clears and self.fault_clears[0][0] <= t_ns:
             _, kind, index = self.fault_clears.pop(0)
             self._clear_fault(kind, index)
+            self._times_for = None
             changed = True
         switched = self.timeline.advance(t_ns, before_activations)
         if switched:
@@ -200,7 +239,7 @@ class ThrusterSimulator(ContinuousModel):
         """Valve states for the hop [t0, t1): transitions and fault ends up to t0 take effect."""
         self._settle(t0_ns)
         if self.timeline.next_event_ns < t1_ns or (self.pending_cmds and self.pending_cmds[0][0] < t1_ns):
-            switches = self.planned()
+            switches = self._planned_view()
             if switches and switches[0][0] < t1_ns:
                 self.hops_across_events += 1    # only if nothing asked for a barrier at a switch
 
@@ -210,27 +249,32 @@ class ThrusterSimulator(ContinuousModel):
             self.body.add_torque_B(self.torque_B)
 
     def update_flow_outs(self, t_ns: int) -> None:
-        self._settle(t_ns, before_activations=True)
         commands = self.drain("cmd")
-        for cmd in commands:
-            self.pending_cmds.append((max(cmd.t_ns, t_ns), cmd.mask, list(cmd.on_time_ns) or None))
-        self.pending_cmds.sort(key=lambda c: c[0])
         if commands:
+            # the valve switches due now wait until the new commands are in
+            self._settle(t_ns, before_activations=True)
+            for cmd in commands:
+                self.pending_cmds.append((max(cmd.t_ns, t_ns), cmd.mask, list(cmd.on_time_ns) or None))
+            self.pending_cmds.sort(key=lambda c: c[0])
             self._ahead = None
             self._stale = True
             self._ask_barriers(t_ns)
+        # (without commands, one settle does what the two would: the same transitions in the
+        # same order, and the same wrench)
         self._settle(t_ns)
-        self.write("valves", self._valve_state(t_ns))
+        if self.wanted("valves"):
+            self.write("valves", self._valve_state(t_ns))
 
     def _valve_state(self, t_ns: int) -> ValveState:
+        planned = self._planned_view()
+        if planned is not self._switches_for:      # a new plan: its entries, built once
+            self._switches = [ValveSwitch(t_ns=t, thruster=i + 1, open=o) for t, i, o in planned]
+            self._switches_for = planned
         msg = ValveState(vehicle=self.vehicle, t_ns=t_ns, open_mask=self.timeline.open_mask,
-                         thrust_N=self.thrust_N.tolist(),
-                         propellant_used_kg=self.propellant_used_kg.tolist(), mass_kg=self.body.mass_kg)
+                         thrust_N=self._thrust_list, propellant_used_kg=self._propellant_list,
+                         mass_kg=self.body.mass_kg, planned=self._switches)
         set_vector3(msg.force_B, self.force_B.tolist())
         set_vector3(msg.torque_B, self.torque_B.tolist())
-        add_switch = msg.planned.add
-        for t, i, o in self.planned():
-            add_switch(t_ns=t, thruster=i + 1, open=o)
         return msg
 
     # ------------------------------------------------------------------ faults
@@ -249,6 +293,7 @@ class ThrusterSimulator(ContinuousModel):
                 self.stuck_open[i] = False
             else:
                 self.stuck_closed[i] = False
+        self._stuck = bool(self.stuck_open.any() or self.stuck_closed.any())
 
     def on_fault(self, fault, t_ns: int) -> None:
         self._settle(t_ns)
@@ -262,10 +307,12 @@ class ThrusterSimulator(ContinuousModel):
                     self.stuck_open[i] = True
                 else:
                     self.scale[i] = fault.value
+            self._stuck = bool(self.stuck_open.any() or self.stuck_closed.any())
             if fault.duration_s > 0:
                 t_clear = t_ns + seconds(fault.duration_s)
                 self.fault_clears.append((t_clear, fault.kind, fault.index))
                 self.fault_clears.sort()
+                self._times_for = None
                 self._ask_barriers(t_ns)
         self._stale = True
         self._settle(t_ns)

@@ -33,6 +33,7 @@ class ValveTimeline:
         self.cmd_since = [0] * NUM_THRUSTERS
         self.cmd_off_at = [NEVER] * NUM_THRUSTERS
         self.valve_open = [False] * NUM_THRUSTERS
+        self.open_mask = 0                       # bit i: valve_open[i] (kept up to date)
         self.ev_t = [NEVER] * NUM_THRUSTERS      # each thruster's next event (time, kind)
         self.ev_kind = [CHANGE] * NUM_THRUSTERS
         self.next_event_ns = NEVER
@@ -71,21 +72,31 @@ class ValveTimeline:
         if on_time_ns and len(on_time_ns) != NUM_THRUSTERS:
             raise ValueError(f"a thruster command carries 12 on-times or none, got {len(on_time_ns)}")
         applied = self.advance(t_ns, before_activations=True)
+        cmd_on, cmd_off_at = self.cmd_on, self.cmd_off_at
+        timed = bool(on_time_ns)
         for i in range(NUM_THRUSTERS):
             want = bool(mask >> i & 1)
-            d = int(on_time_ns[i]) if on_time_ns else 0
-            if want and on_time_ns and d <= 0:
-                want = False
-            off_at = t_ns + d if (want and on_time_ns) else NEVER
-            if want == self.cmd_on[i] and off_at == self.cmd_off_at[i]:
+            if not want and not cmd_on[i]:
+                continue                # off and staying off (its off_at is already NEVER)
+            if timed:
+                d = int(on_time_ns[i])
+                if want and d <= 0:
+                    want = False
+                off_at = t_ns + d if want else NEVER
+            else:
+                off_at = NEVER
+            if want == cmd_on[i] and off_at == cmd_off_at[i]:
                 continue                # the thruster's next event stays as it was
-            if want != self.cmd_on[i]:
-                self.cmd_on[i] = want
+            if want != cmd_on[i]:
+                cmd_on[i] = want
                 self.cmd_since[i] = t_ns
-            self.cmd_off_at[i] = off_at
+            cmd_off_at[i] = off_at
             self._update(i)
         self.next_event_ns = min(self.ev_t)
         self._planned = None
+        if self.next_event_ns > t_ns:   # nothing due now (advance would return no transition)
+            self.t_ns = t_ns
+            return applied
         return applied + self.advance(t_ns)
 
     # ------------------------------------------------------------------ time
@@ -97,20 +108,38 @@ class ValveTimeline:
         if self.next_event_ns > t_ns:
             return []
         applied = []
-        ev_t = self.ev_t
-        for i in [i for i, te in enumerate(ev_t) if te <= t_ns]:
-            while ev_t[i] <= t_ns:
-                te, kind = ev_t[i], self.ev_kind[i]
-                if kind == SWITCH and te == t_ns and before_activations:
-                    break
-                if kind == CHANGE:
-                    self.cmd_on[i] = False
-                    self.cmd_since[i] = te
-                    self.cmd_off_at[i] = NEVER
+        ev_t, ev_kind = self.ev_t, self.ev_kind
+        cmd_on, cmd_since, cmd_off_at, valve_open = self.cmd_on, self.cmd_since, self.cmd_off_at, self.valve_open
+        on_delay, off_delay = self.on_delay_ns, self.off_delay_ns
+        for i in range(NUM_THRUSTERS):      # thrusters are independent: each in time order
+            te = ev_t[i]
+            if te > t_ns:
+                continue
+            kind = ev_kind[i]
+            while te <= t_ns:
+                if kind == SWITCH:
+                    if te == t_ns and before_activations:
+                        break
+                    valve_open[i] = is_open = not valve_open[i]
+                    self.open_mask ^= 1 << i
+                    applied.append((te, i, is_open))
                 else:
-                    self.valve_open[i] = not self.valve_open[i]
-                    applied.append((te, i, self.valve_open[i]))
-                self._update(i)
+                    cmd_on[i] = False
+                    cmd_since[i] = te
+                    cmd_off_at[i] = NEVER
+                # the next event, as _update(i) finds it (inlined: this loop is hot)
+                if cmd_on[i]:
+                    te, kind = cmd_off_at[i], CHANGE
+                    if not valve_open[i]:
+                        tv = cmd_since[i] + on_delay
+                        if tv < te:
+                            te, kind = tv, SWITCH
+                elif valve_open[i]:
+                    te, kind = cmd_since[i] + off_delay, SWITCH
+                else:
+                    te, kind = NEVER, CHANGE
+            ev_t[i] = te
+            ev_kind[i] = kind
         self.next_event_ns = min(ev_t)
         self._planned = None
         applied.sort()
@@ -119,20 +148,40 @@ class ValveTimeline:
     def planned(self) -> list[tuple[int, int, bool]]:
         """Valve transitions (t_ns, thruster index, opens) that follow from the commands so far,
         in time order, without changing the timeline."""
+        return list(self.planned_view())
+
+    def planned_view(self) -> list[tuple[int, int, bool]]:
+        """:meth:`planned` without the copy: the cached list itself, which callers must not
+        change. A new list object is made whenever the plan may have changed, so its identity
+        can key caches derived from it."""
         if self._planned is None:
-            ahead = self.clone()
-            self._planned = ahead.advance(NEVER - 1) if self.next_event_ns < NEVER else []
-        return list(self._planned)
+            self._planned = self._future() if self.next_event_ns < NEVER else []
+        return self._planned
+
+    def _future(self) -> list[tuple[int, int, bool]]:
+        """The transitions :meth:`advance` would apply up to the end of time, computed per
+        thruster in closed form instead of by stepping a copy: without new commands a thruster
+        commanded on opens ``on_delay`` after its command changed (unless its pulse ends first)
+        and closes ``off_delay`` after its pulse ends; one commanded off closes ``off_delay``
+        after that change. Same list, same order (sorted)."""
+        out = []
+        on_delay, off_delay = self.on_delay_ns, self.off_delay_ns
+        for i in range(NUM_THRUSTERS):
+            off_at = self.cmd_off_at[i]
+            if self.cmd_on[i]:
+                if not self.valve_open[i]:
+                    t_open = self.cmd_since[i] + on_delay
+                    if t_open >= off_at:
+                        continue            # the pulse ends before the valve opens
+                    out.append((t_open, i, True))
+                if off_at < NEVER:
+                    out.append((off_at + off_delay, i, False))
+            elif self.valve_open[i]:
+                out.append((self.cmd_since[i] + off_delay, i, False))
+        out.sort()
+        return out
 
     def next_switch_ns(self) -> int | None:
         """The next valve transition after the timeline's time, or None when quiet."""
-        p = self.planned()
+        p = self.planned_view()
         return p[0][0] if p else None
-
-    @property
-    def open_mask(self) -> int:
-        m = 0
-        for i, o in enumerate(self.valve_open):
-            if o:
-                m |= 1 << i
-        return m
