@@ -7,6 +7,11 @@ Each size runs in its own subprocess (so that its peak resident memory is its ow
 scenario's defaults (1 Hz control, every model of a vehicle at that rate, no recorder). The
 first simulated second (initial barriers, compiled-code loading) is timed apart from the run.
 Prints a markdown section: a heading and a table, one row per size.
+
+Beside it, the kernel's floor for the same wiring: 100 islands of the formation's four flow models
+(sensor, radio, flight software, thruster) at 1 Hz with the same topics and latencies, whose
+methods only read their inputs and write prebuilt messages, and no dynamics. It is what a
+vehicle-step costs when the models cost nothing.
 """
 from __future__ import annotations
 
@@ -52,6 +57,68 @@ def one(n: int, duration_s: float, layout: str) -> dict:
             "formation_error_rms_m": out["formation_error_rms_m"]}
 
 
+def kernel_floor_us(n: int = 100, duration_s: float = 30.0, repeat: int = 3) -> float:
+    """Wall time per vehicle-step (us) of the formation's wiring with models that do no work."""
+    from hopsim.kernel import FixedRate, In, Model, Out, Simulation, Tie
+    from hopsim.schemas import VehicleState, Wrench
+
+    state, wrench = VehicleState(vehicle="v"), Wrench()
+
+    class Sensor(Model):
+        io_schedule = FixedRate(1.0)
+        outputs = {"meas": Out(VehicleState)}
+
+        def update_flow_outs(self, t_ns):
+            self.write("meas", state)
+
+    class Radio(Model):
+        io_schedule = FixedRate(1.0)
+        inputs = {"n0": In(VehicleState, queue=True), "n1": In(VehicleState, queue=True)}
+        outputs = {"rx": Out(VehicleState, queue=True)}
+
+        def update_flow_outs(self, t_ns):
+            for port in ("n0", "n1"):
+                for msg in self.drain(port):
+                    self.write("rx", msg)
+
+    class FlightSoftware(Model):
+        io_schedule = FixedRate(1.0)
+        inputs = {"meas": In(VehicleState), "rx": In(VehicleState, queue=True)}
+        outputs = {"thrust": Out(Wrench), "air": Out(VehicleState, queue=True)}
+
+        def update_flow_outs(self, t_ns):
+            self.read("meas")
+            self.drain("rx")
+            self.write("thrust", wrench)
+            self.write("air", state)
+
+    class Thruster(Model):
+        io_schedule = FixedRate(1.0)
+        inputs = {"cmd": In(Wrench)}
+
+        def update_flow_outs(self, t_ns):
+            self.read("cmd")
+
+    best = float("inf")
+    for _ in range(repeat):
+        sim = Simulation(seed=0)
+        names = [f"v{i:03d}" for i in range(n)]
+        for i, v in enumerate(names):
+            sim.add_island(v)
+            sim.add_model(Sensor(f"{v}_nav"), v, ties={"meas": f"{v}/meas"})
+            sim.add_model(Radio(f"{v}_radio"), v, ties={"n0": f"{names[i - 1]}/air",
+                                                         "n1": f"{names[(i + 1) % n]}/air", "rx": f"{v}/rx"})
+            sim.add_model(FlightSoftware(f"{v}_fsw"), v, ties={
+                "meas": f"{v}/meas", "rx": f"{v}/rx", "thrust": f"{v}/thrust",
+                "air": Tie(f"{v}/air", latency_s=1.0)})
+            sim.add_model(Thruster(f"{v}_thr"), v, ties={"cmd": f"{v}/thrust"})
+        sim.advance_to(1.0)
+        t0 = time.perf_counter()
+        sim.advance_to(1.0 + duration_s)
+        best = min(best, time.perf_counter() - t0)
+    return best / (n * duration_s) * 1e6
+
+
 def run_sizes(sizes: dict[int, float], layout: str) -> list[dict]:
     rows = []
     for n, duration in sizes.items():
@@ -63,7 +130,7 @@ def run_sizes(sizes: dict[int, float], layout: str) -> list[dict]:
     return rows
 
 
-def print_section(rows: list[dict]) -> None:
+def print_section(rows: list[dict], floor_us: float | None = None) -> None:
     print("### Large formations (local backend, 1 Hz control, one island per vehicle)\n")
     header = ("vehicles", "simulated s", "build (s)", "sim s / wall s", "hops / s", "messages / s",
               "us per vehicle-step", "barriers / vehicle / sim s", "peak RSS (MiB)")
@@ -76,6 +143,11 @@ def print_section(rows: list[dict]) -> None:
     small = [r for r in rows if r["n"] == 100]
     if small:
         print(f"\nN = 100 runs at {small[0]['speed']:,.0f}x real time (target {REAL_TIME_TARGET:,.0f}x).")
+    if floor_us is not None:
+        print(f"\nKernel floor for the same wiring (four flow models per vehicle that only pass prebuilt "
+              f"messages, no dynamics): {floor_us:.1f} us per vehicle-step, i.e. at most "
+              f"{1e6 / floor_us / 100:,.0f}x real time for N = 100 with models that cost nothing; "
+              f"{REAL_TIME_TARGET:,.0f}x needs the whole vehicle-step under {1e6 / REAL_TIME_TARGET / 100:.0f} us.")
 
 
 def main() -> None:
@@ -92,7 +164,8 @@ def main() -> None:
     sizes = QUICK if opts.quick else FULL
     if opts.sizes:
         sizes = {int(s): FULL.get(int(s), 10.0) for s in opts.sizes.split(",")}
-    print_section(run_sizes(sizes, opts.layout))
+    rows = run_sizes(sizes, opts.layout)
+    print_section(rows, kernel_floor_us())
 
 
 if __name__ == "__main__":
