@@ -181,8 +181,10 @@ def test_an_output_nobody_reads_is_not_published_unless_recorded():
     assert [e.topic for e in rec.envelopes].count("a/ignored") == 3
 
 
-def test_the_recorder_is_attached_before_the_start():
-    sim, _, _ = _two_outputs()
+def test_a_recorder_attached_during_the_run_gets_every_output_from_then_on():
+    sim, src, _ = _two_outputs()
     sim.advance_to(1.0)
-    with pytest.raises(RuntimeError, match="before the run starts"):
-        sim.recorder = MemoryRecorder()
+    sim.recorder = rec = MemoryRecorder()
+    sim.advance_to(2.0)
+    assert src.wanted_seen == [(True, False), (True, False), (True, True)]
+    assert [e.topic for e in rec.envelopes if e.topic.startswith("a/")] == ["a/read", "a/ignored"]

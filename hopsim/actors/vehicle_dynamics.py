@@ -22,6 +22,8 @@ Fault ``disturbance``: ``force_N`` (N, inertial) at the centre of mass and ``tor
 """
 from __future__ import annotations
 
+import struct
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,38 +54,118 @@ def set_vector3(msg: Vector3, v, i: int = 0) -> None:
     msg.z = v[i + 2]
 
 
+# ----------------------------------------------------------------------------- wire format
+# upb (the protobuf runtime) charges a few hundred instructions per attribute access, so that
+# filling a VehicleState field by field costs more than the vehicle's RK4 hop. The builders below
+# instead write the doubles in protobuf's wire format (one struct.pack, or one compiled call) and
+# parse the bytes with one call. Every double is written, zeros too: proto3 keeps no trace of an
+# explicit zero, so the parsed message is the one that setting the same fields gives, and
+# serializes to the same bytes (tests/test_formation_fast_paths.py checks it, -0.0, inf and nan
+# included). Strings and integers (vehicle, t_ns) are set as attributes after the parse.
+D1, D2, D3, D4 = 0x09, 0x11, 0x19, 0x21     # keys of the double fields 1..4 (wire type 1)
+
+
+def doubles_head(number: int, n: int) -> bytes:
+    """Key and length of a sub-message field ``number`` whose fields 1..n are all written doubles."""
+    return bytes((number << 3 | 2, 9 * n))
+
+
+def doubles_format(n: int) -> str:
+    """struct format of such a sub-message: its head (2 bytes), then per double a key byte and 8
+    bytes (little-endian, as the wire format's fixed64)."""
+    return "2s" + "Bd" * n
+
+
+_R, _V, _Q, _W, _A, _WD = (doubles_head(3, 3), doubles_head(4, 3), doubles_head(5, 4),
+                           doubles_head(6, 3), doubles_head(7, 3), doubles_head(8, 3))
+_STATE_WIRE = struct.Struct("<" + doubles_format(3) * 2 + doubles_format(4) + doubles_format(3) * 3 + "Bd")
+_RV_WIRE = struct.Struct("<" + doubles_format(3) * 2 + "Bd")
+_MASS_KEY = 0x49                             # key of VehicleState.mass (field 9, double)
+_parse_state = VehicleState.FromString
+
+
 def vehicle_state(vehicle: str, t_ns: int, x: list[float], xdot: list[float], mass_kg: float) -> VehicleState:
     """The published state: ``x`` the 13 states, ``xdot`` their derivatives (lists of floats)."""
-    msg = VehicleState(vehicle=vehicle, t_ns=t_ns, mass=mass_kg)
-    set_vector3(msg.r_BN_N, x, 0)
-    set_vector3(msg.v_BN_N, x, 3)
-    q = msg.q_BN
-    q.x, q.y, q.z, q.w = x[6], x[7], x[8], x[9]
-    set_vector3(msg.omega_BN_B, x, 10)
-    set_vector3(msg.a_BN_N, xdot, 3)
-    set_vector3(msg.omega_dot_BN_B, xdot, 10)
+    msg = _parse_state(_STATE_WIRE.pack(
+        _R, D1, x[0], D2, x[1], D3, x[2],
+        _V, D1, x[3], D2, x[4], D3, x[5],
+        _Q, D1, x[6], D2, x[7], D3, x[8], D4, x[9],
+        _W, D1, x[10], D2, x[11], D3, x[12],
+        _A, D1, xdot[3], D2, xdot[4], D3, xdot[5],
+        _WD, D1, xdot[10], D2, xdot[11], D3, xdot[12],
+        _MASS_KEY, mass_kg))
+    msg.vehicle = vehicle
+    msg.t_ns = t_ns
+    return msg
+
+
+NATIVE_LITTLE_ENDIAN = sys.byteorder == "little"   # _encode_state copies native doubles (else: struct path)
+# the published state's sub-messages in field order: (field number, doubles), then the mass
+_STATE_FIELDS = ((3, 3), (4, 3), (5, 4), (6, 3), (7, 3), (8, 3))
+STATE_WIRE_SIZE = _STATE_WIRE.size           # 192 bytes
+
+
+@compiled
+def _encode_state(x, xdot, mass, out):
+    """Write into ``out`` (uint8, STATE_WIRE_SIZE) what :func:`vehicle_state` packs: the wire
+    format of r, v, q, omega (``x``), a, omega_dot (``xdot``) and the mass. The doubles' bytes are
+    copied, not computed: the encoding is exact whatever the values (native byte order, which
+    must be the wire format's little-endian: used only where it is, see NATIVE_LITTLE_ENDIAN)."""
+    vals = np.empty(20)
+    vals[0:13] = x
+    vals[13:16] = xdot[3:6]
+    vals[16:19] = xdot[10:13]
+    vals[19] = mass
+    raw = vals.view(np.uint8)
+    p = 0
+    j = 0
+    for number, n in _STATE_FIELDS:
+        out[p] = number << 3 | 2              # key of a length-delimited field, and its length
+        out[p + 1] = 9 * n
+        p += 2
+        for k in range(n):
+            out[p] = (k + 1) << 3 | 1         # key of double field k + 1 (wire type 1)
+            for i in range(8):
+                out[p + 1 + i] = raw[8 * j + i]
+            p += 9
+            j += 1
+    out[p] = _MASS_KEY
+    for i in range(8):
+        out[p + 1 + i] = raw[8 * j + i]
+
+
+def position_velocity_state(vehicle: str, t_ns: int, rx: float, ry: float, rz: float, vx: float,
+                            vy: float, vz: float, mass_kg: float) -> VehicleState:
+    """A VehicleState with only ``r_BN_N`` (m), ``v_BN_N`` (m/s) and the mass (kg) filled in."""
+    msg = _parse_state(_RV_WIRE.pack(_R, D1, rx, D2, ry, D3, rz, _V, D1, vx, D2, vy, D3, vz,
+                                     _MASS_KEY, mass_kg))
+    msg.vehicle = vehicle
+    msg.t_ns = t_ns
     return msg
 
 
 @compiled
-def _hop_one(x, steps_s, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B):
+def _hop_one(x, xdot, steps_s, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B):
     """RK4 over the sub-steps ``steps_s`` (s) of one free vehicle, loads at its centre of mass
-    held: ``x`` (13) becomes the state at the hop's end; returns the derivative there, and
-    empties the load accumulators. Per vehicle, the arithmetic of ``rk4_step_batch`` and
-    ``derivatives_batch``, so that one vehicle alone or in a batch gives the same bits."""
+    held: ``x`` (13) becomes the state at the hop's end and ``xdot`` (13) the derivative there;
+    the load accumulators are emptied. Per vehicle, the arithmetic of ``rk4_step_batch`` and
+    ``derivatives_batch``, so that one vehicle alone or in a batch gives the same bits.
+
+    Last, ``x`` gets :meth:`RigidVehicleDynamics.end_hop`'s quaternion fix (the same
+    ``quat_normalize``, after the derivative, as in the kernel's order), which saves end_hop a
+    compiled call of its own per hop."""
     out = np.empty(STATE_SIZE)
     work = np.empty((5, STATE_SIZE))
     for h in steps_s:
         _rk4_step_into(out, work, x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B,
                        r_CB_B, 0.0)
         x[:] = out
-    xdot = np.empty(STATE_SIZE)
     _derivative_into(xdot, x, mass, inertia_C_B, inverse3(inertia_C_B), r_CB_B, force_N, force_B,
                      torque_B, r_CB_B, 0.0)
     force_N[:] = 0.0
     force_B[:] = 0.0
     torque_B[:] = 0.0
-    return xdot
+    x[6:10] = quat_normalize(x[6:10])
 
 
 @dataclass(eq=False)
@@ -107,7 +189,9 @@ class RigidVehicleDynamics(ContinuousModel):
     accepts_faults = ("disturbance",)
     loads_constant_over_hop = True      # the disturbance is held across a hop
     # welds are links between models, made and broken at barriers only (never inside a hop)
-    _FRAMEWORK_ATTRS = ContinuousModel._FRAMEWORK_ATTRS | {"_welds", "_primary_weld"}
+    # _quat_fixed lives within one hop (propagate_hop to end_hop): always False between hops
+    # _wire is scratch memory for update_flow_outs
+    _FRAMEWORK_ATTRS = ContinuousModel._FRAMEWORK_ATTRS | {"_welds", "_primary_weld", "_quat_fixed", "_wire"}
 
     def __init__(self, name: str, mass_kg: float, inertia_C_B, r_CB_B=(0.0, 0.0, 0.0),
                  r_BN_N=(0.0, 0.0, 0.0), v_BN_N=(0.0, 0.0, 0.0), q_BN=(0.0, 0.0, 0.0, 1.0),
@@ -135,6 +219,8 @@ class RigidVehicleDynamics(ContinuousModel):
         self._welds: list[Weld] = []               # followers welded to this vehicle (primary)
         self._primary: RigidVehicleDynamics | None = None
         self._primary_weld: Weld | None = None     # this vehicle's weld, when it is a follower
+        self._quat_fixed = False                   # propagate_hop did end_hop's quaternion fix
+        self._wire = np.zeros(STATE_WIRE_SIZE, dtype=np.uint8)   # the published state's bytes
 
     def initial_state(self):
         return self.x0.copy()
@@ -226,10 +312,10 @@ class RigidVehicleDynamics(ContinuousModel):
         the derivative at the hop's end. One vehicle or many: the same arithmetic."""
         if len(bodies) == 1:
             b = bodies[0]
-            xd = _hop_one(b.x, steps_s, b.mass_kg, b.inertia_C_B, b.r_CB_B, b._force_N, b._force_B,
-                          b._torque_B)
-            b.xdot[:] = xd
-            b.xdot_last = xd
+            _hop_one(b.x, b.xdot, steps_s, b.mass_kg, b.inertia_C_B, b.r_CB_B, b._force_N,
+                     b._force_B, b._torque_B)
+            b.xdot_last = b.xdot.copy()
+            b._quat_fixed = True          # end_hop, which always follows, skips its fix
             return
         X = np.array([b.x for b in bodies])
         mass = np.array([b.mass_kg for b in bodies])
@@ -299,13 +385,29 @@ class RigidVehicleDynamics(ContinuousModel):
         welded followers back exactly on the composite."""
         if self._primary is not None:
             return                      # the primary puts this follower on the composite
-        self.x[6:10] = quat_normalize(self.x[6:10].copy())
+        if self._quat_fixed:
+            self._quat_fixed = False    # done already, in the single-vehicle compiled hop
+        else:
+            self.x[6:10] = quat_normalize(self.x[6:10].copy())
         for w in self._welds:
             w.follower.x[:] = welded_follower_state(self.x, w.r_FP_P, w.q_FP)
 
     def update_flow_outs(self, t_ns: int) -> None:
-        self.write("state", vehicle_state(self.name, t_ns, self.x.tolist(), self.xdot_last.tolist(),
-                                          self.mass_kg))
+        """The state with the accelerations of the latest derivative sample: the message
+        :func:`vehicle_state` builds, encoded from the arrays by one compiled call (cheaper than
+        converting them to lists and packing those). Not built when nothing reads it."""
+        if not self.wanted("state"):
+            return
+        if not NATIVE_LITTLE_ENDIAN:
+            self.write("state", vehicle_state(self.name, t_ns, self.x.tolist(), self.xdot_last.tolist(),
+                                              self.mass_kg))
+            return
+        wire = self._wire
+        _encode_state(self.x, self.xdot_last, self.mass_kg, wire)
+        msg = _parse_state(wire.tobytes())
+        msg.vehicle = self.name
+        msg.t_ns = t_ns
+        self.write("state", msg)
 
     # ------------------------------------------------------------------ views
     @property

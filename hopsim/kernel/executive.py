@@ -114,10 +114,13 @@ class Simulation:
 
     @recorder.setter
     def recorder(self, recorder) -> None:
-        if self._started and (recorder is None) != (self._recorder is None):
-            raise RuntimeError("attach or remove the recorder before the run starts: at the start, "
-                               "models learn which of their outputs nobody reads and stop writing them")
+        changes_what_is_read = self._started and (recorder is None) != (self._recorder is None)
+        if changes_what_is_read and self._windows is not None:
+            raise RuntimeError("attach or remove the recorder before the run starts: islands in other "
+                               "processes learnt at the start which outputs nobody reads")
         self._recorder = recorder
+        if changes_what_is_read:
+            self._mark_unread_outputs()
 
     # ------------------------------------------------------------------ assembly
     def add_island(self, name: str, integrator=None, n_integration_steps: int = 1,

@@ -133,3 +133,161 @@ def test_compiled_body_force_matches_position_pd_and_the_rotation():
             force_N[2] = 0.0
         got = body_force_pd(r, v, r_ref, v_ref, mass, kp, kd, control_z, q)
         assert np.array_equal(_bits(got), _bits(dcm(q).T @ force_N))
+
+
+# --------------------------------------------------------------------------- second round
+def _synthetic_ranges(rng, r, q, motion):
+    """Ranges [beacon][face][receiver] by plain geometry (m), some readings missing (-1)."""
+    from hopsim.actors.spheres.frames import dcm
+    from hopsim.actors.spheres.params import TestbedParams, vehicle_params
+    beacons = np.array(TestbedParams().beacon_positions_N, dtype=float)
+    rx = np.array(vehicle_params().receivers.positions_B, dtype=float)
+    R = dcm(q)
+    out = np.full((len(beacons),) + rx.shape[:2], -1.0)
+    for k, p_b in enumerate(beacons):
+        dr, dR = motion[k]
+        for f in range(rx.shape[0]):
+            for j in range(rx.shape[1]):
+                if rng.random() < 0.6:
+                    out[k, f, j] = np.linalg.norm(p_b - (r + dr + dR @ (R @ rx[f, j]))) + rng.normal(0, 2e-3)
+    return out, beacons, rx
+
+
+def test_solve_pose_moving_matches_solve_pose_with_a_motion_list():
+    from hopsim.actors.spheres.frames import dcm, from_rotvec, normalized
+    from hopsim.actors.spheres.pose_solver import solve_pose, solve_pose_moving
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        r = rng.uniform(0.6, 1.7, 3)
+        q = normalized(rng.normal(size=4))
+        n_b = 5
+        dr = rng.normal(0, 0.01, (n_b, 3))
+        dR = np.array([dcm(from_rotvec(rng.normal(0, 0.02, 3))) for _ in range(n_b)])
+        ranges, beacons, rx = _synthetic_ranges(rng, r, q, list(zip(dr, dR)))
+        if trial % 10 == 0:
+            ranges[:] = -1.0
+            ranges[0, 0, :2] = 1.0            # too few readings
+        r0 = r + rng.normal(0, 0.03, 3)
+        q0 = quat_mul(from_rotvec(rng.normal(0, 0.1, 3)), q) * rng.uniform(0.5, 2.0)   # not unit
+        a = solve_pose(ranges, beacons, rx, r0, q0, list(zip(dr, dR)))
+        b = solve_pose_moving(ranges, beacons, rx, r0, q0, dr, dR)
+        assert (a.n_ranges, a.iterations, a.converged) == (b.n_ranges, b.iterations, b.converged)
+        assert np.array_equal(_bits(a.r_N), _bits(b.r_N)) and np.array_equal(_bits(a.q_BN), _bits(b.q_BN))
+        assert _bits(a.rms_m) == _bits(b.rms_m)
+
+
+def _blend_reference(r, v, q, bias, fix_r, fix_q, r_ref, q_ref, kp, kv, kq, kb, dt_fix):
+    """Estimator.gm_update's correction as it was written with the frames helpers."""
+    from hopsim.actors.spheres.frames import dcm, quat_conj, to_rotvec
+    e_r = fix_r - r_ref
+    e_theta_N = to_rotvec(quat_mul(fix_q, quat_conj(q_ref)))
+    return (r + kp * e_r, v + kv * e_r / dt_fix, normalized(quat_mul(from_rotvec(kq * e_theta_N), q)),
+            bias - kb * (dcm(normalized(quat_mul(from_rotvec(kq * e_theta_N), q))).T @ e_theta_N) / dt_fix)
+
+
+def test_compiled_fix_blend_matches_the_frames_helpers():
+    from hopsim.actors.spheres.estimator import _blend_fix
+    rng = np.random.default_rng(3)
+    for trial in range(500):
+        r, v, bias = rng.normal(size=3), rng.normal(0, 0.1, 3), rng.normal(0, 1e-3, 3)
+        q, q_ref = normalized(rng.normal(size=4)), normalized(rng.normal(size=4))
+        scale = [1.0, 1e-3, 1e-9, 1e-14, 0.0][trial % 5]       # small and vanishing innovations
+        fix_q = normalized(quat_mul(from_rotvec(rng.normal(0, scale, 3)), q_ref))
+        fix_r = rng.normal(size=3)
+        gains = (1.0, 0.0, 1.0, 0.0) if trial % 7 == 0 else tuple(rng.uniform(0, 1, 4))
+        dt_fix = float(rng.choice([0.5, 1e-3, 0.2]))
+        ref = _blend_reference(r, v, q, bias, fix_r, fix_q, r_ref := rng.normal(size=3), q_ref, *gains, dt_fix)
+        got = _blend_fix(r, v, q, bias, fix_r, fix_q, r_ref, q_ref, *[float(g) for g in gains], dt_fix)
+        for a, b in zip(ref, got):
+            assert np.array_equal(_bits(a), _bits(b))
+
+
+def _command_at_reference(task, t_ns):
+    """PropulsionTask.command_at without the shortcut (the loops only)."""
+    from hopsim.actors.spheres.propulsion import NUM_THRUSTERS
+    ends = task.end_ns if t_ns >= task.start_ns else task.prev_end_ns
+    blanked = task._blank_at(t_ns) is not None
+    mask = live = 0
+    for i in range(NUM_THRUSTERS):
+        if not blanked and t_ns < ends[i]:
+            mask |= 1 << i
+        if task.sent_mask >> i & 1 and t_ns < task.sent_until[i]:
+            live |= 1 << i
+    if mask == 0 and live == 0:
+        return None
+    cut = task._next_blank_start(t_ns)
+    until = [0] * NUM_THRUSTERS
+    for i in range(NUM_THRUSTERS):
+        if mask >> i & 1:
+            until[i] = ends[i] if cut is None else min(ends[i], cut)
+    if mask == live and all(until[i] == task.sent_until[i] for i in range(NUM_THRUSTERS) if mask >> i & 1):
+        return None
+    task.sent_mask, task.sent_until = mask, until
+    return mask, [(u - t_ns) if u else 0 for u in until]
+
+
+def test_command_at_shortcut_changes_nothing():
+    import copy
+
+    from hopsim.actors.spheres.propulsion import PropulsionTask
+    rng = random.Random(11)
+    for _ in range(200):
+        task = PropulsionTask(MS)
+        t = 0
+        for _ in range(40):
+            t += rng.choice([0, 1, 1, 2, 5, 20, 100]) * MS
+            r = rng.random()
+            if r < 0.3:
+                task.set_pulses(t, [rng.choice([0, 0, 3, 10, 60]) * MS for _ in range(12)])
+            elif r < 0.4:
+                task.blank(t + rng.choice([0, 1, 3]) * MS, t + rng.choice([5, 30]) * MS)
+            ref_task = copy.deepcopy(task)
+            assert task.command_at(t) == _command_at_reference(ref_task, t)
+            assert (task.sent_mask, task.sent_until) == (ref_task.sent_mask, ref_task.sent_until)
+
+
+def test_packet_fast_paths_match_the_plain_forms():
+    from hopsim.actors.spheres import packets
+    rng = np.random.default_rng(2)
+    for _ in range(50):
+        r, v, q, w = rng.normal(size=3), rng.normal(size=3), rng.normal(size=4), rng.normal(size=3)
+        plain = packets._STATE.pack(5, *np.concatenate([r, v, q, w]).tolist())
+        assert packets.pack_state(5, r, v, q, w) == plain
+        assert packets.pack_state(5, r.tolist(), (0, 1, 2), q, w) == packets._STATE.pack(
+            5, *np.concatenate([r, np.array((0, 1, 2)), q, w]).tolist())
+        pkt = packets.Packet(3, 1, packets.STATE, 65535, plain)
+        assert packets.encode(pkt, 0xA5) == packets.encode_fields(3, 1, packets.STATE, 65535, plain, 0xA5)
+
+
+def test_thruster_caches_match_recomputation(monkeypatch):
+    """In noisy runs (thrust noise on): the mask-cached wrench equals the uncached computation,
+    and a plan taken over from the look-ahead equals the one the timeline would compute."""
+    from hopsim.actors.spheres.thrusters import ThrusterSimulator
+    from hopsim.kernel import Simulation
+    from hopsim.scenarios.registry import get_scenario
+    checked = {"wrench": 0, "plan": 0}
+    update, reuse = ThrusterSimulator._update_wrench, ThrusterSimulator._reuse_ahead_plan
+
+    def checked_update(self):
+        update(self)
+        got = (list(self._thrust_list), self.firing, self.thrust_N.copy(), self.force_B.copy(), self.torque_B.copy())
+        self._update_wrench_uncached()
+        assert got[0] == self._thrust_list and got[1] == self.firing
+        for a, b in zip(got[2:], (self.thrust_N, self.force_B, self.torque_B)):
+            assert np.array_equal(_bits(a), _bits(b))
+        checked["wrench"] += 1
+
+    def checked_reuse(self):
+        reuse(self)
+        if self.timeline._planned is not None:
+            assert self.timeline._planned == self.timeline._future()
+            checked["plan"] += 1
+
+    monkeypatch.setattr(ThrusterSimulator, "_update_wrench", checked_update)
+    monkeypatch.setattr(ThrusterSimulator, "_reuse_ahead_plan", checked_reuse)
+    for over in ({}, {"thrust_noise": 0.01}):
+        spec = get_scenario("leader_follower")
+        sim = Simulation(seed=0, batching=True)
+        spec.build(sim, spec.make_params(over))
+        sim.advance_to(12.0)
+    assert checked["wrench"] > 100 and checked["plan"] > 50

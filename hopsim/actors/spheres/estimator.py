@@ -25,7 +25,7 @@ from numba import njit
 from hopsim.actors.spheres.frames import (dcm, dcm_c, from_rotvec, normalized, normalized_c, quat_conj,
                                           quat_mul, quat_mul_c, rotate_body_c, to_rotvec)
 from hopsim.actors.spheres.params import SpheresParams, TestbedParams
-from hopsim.actors.spheres.pose_solver import PoseFix, solve_pose
+from hopsim.actors.spheres.pose_solver import PoseFix, solve_pose, solve_pose_moving
 from hopsim.actors.spheres.thrust_prediction import NO_SPANS, ThrustPredictor, impulse_moment_rows
 from hopsim.kernel.simtime import NS_PER_S
 
@@ -122,6 +122,49 @@ def _relative_motion(r, v, q, w, dt):
         dr[k - 1] = r_k - r_ref
         dR[k - 1] = dcm_c(q_k) @ R_ref_T
     return r_ref, q_ref, dr, dR
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _normalized_dot(q):
+    """:func:`frames.normalized` compiled (``q @ q`` as there)."""
+    q = q / math.sqrt(q @ q)
+    if q[3] < 0:
+        q = -q
+    return q
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _blend_fix(r, v, q, bias, fix_r, fix_q, r_ref, q_ref, kp, kv, kq, kb, dt_fix):
+    """:meth:`Estimator.gm_update`'s correction in one compiled call, operation for operation
+    the interpreted form it replaces (tests/spheres/test_sph_fast_paths.py checks them equal)::
+
+        e_r = fix_r - r_ref
+        e_theta = to_rotvec(quat_mul(fix_q, quat_conj(q_ref)))          (rad, N)
+        r += kp e_r;  v += kv e_r / dt_fix
+        q = normalized(quat_mul(from_rotvec(kq e_theta), q))
+        bias -= kb (dcm(q).T @ e_theta) / dt_fix
+
+    Returns the new (r, v, q, bias)."""
+    e_r = fix_r - r_ref
+    conj = np.array([-q_ref[0], -q_ref[1], -q_ref[2], q_ref[3]])
+    d = _normalized_dot(quat_mul_c(fix_q, conj))                       # to_rotvec(...)
+    s = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+    if s < 1e-12:
+        e_theta = 2.0 * d[:3]
+    else:
+        e_theta = d[:3] * (2.0 * math.atan2(s, d[3]) / s)
+    r_new = r + kp * e_r
+    v_new = v + kv * e_r / dt_fix
+    rv = kq * e_theta                                                  # from_rotvec(rv)
+    angle = math.sqrt(rv @ rv)
+    if angle < 1e-12:
+        e = _normalized_dot(np.array([0.5 * rv[0], 0.5 * rv[1], 0.5 * rv[2], 1.0]))
+    else:
+        sn = math.sin(0.5 * angle) / angle
+        e = np.array([rv[0] * sn, rv[1] * sn, rv[2] * sn, math.cos(0.5 * angle)])
+    q_new = _normalized_dot(quat_mul_c(e, q))
+    bias_new = bias - kb * (dcm_c(q_new).T @ e_theta) / dt_fix
+    return r_new, v_new, q_new, bias_new
 
 
 class Estimator:
@@ -243,26 +286,24 @@ class Estimator:
             np.array([rec[1] for rec in recs]), np.array([rec[2] for rec in recs]),
             np.array([rec[3] for rec in recs]), np.array([rec[4] for rec in recs]),
             np.array([(t - rec[0]) / NS_PER_S for t, rec in zip(times, recs)]))
-        motion = list(zip(dr, dR))
-        start_q = q_ref if self.initialized else None
-        start_r = r_ref if self.initialized else None
-        fix = solve_pose(ranges, self.beacons_N, self.receivers_B, start_r, start_q, motion)
+        if self.initialized:
+            # solve_pose(..., r_ref, q_ref, list(zip(dr, dR))) with the motion as arrays
+            fix = solve_pose_moving(ranges, self.beacons_N, self.receivers_B, r_ref, q_ref, dr, dR)
+        else:
+            fix = solve_pose(ranges, self.beacons_N, self.receivers_B, None, None, list(zip(dr, dR)))
         self.last_fix = fix
         if not fix.converged or fix.rms_m > self.max_residual:
             self.fixes_rejected += 1
             return None
-        e_r = fix.r_N - r_ref
-        e_theta_N = to_rotvec(quat_mul(fix.q_BN, quat_conj(q_ref)))
         kp, kv, kq, kb = self.gains
         if not self.initialized:
             kp = kq = 1.0
             kv = kb = 0.0
             self.initialized = True
         dt_fix = 0.5 if self.t_last_fix is None else max((t_now_ns - self.t_last_fix) / NS_PER_S, 1e-3)
-        self.r = self.r + kp * e_r
-        self.v = self.v + kv * e_r / dt_fix
-        self.q = normalized(quat_mul(from_rotvec(kq * e_theta_N), self.q))
-        self.bias = self.bias - kb * (dcm(self.q).T @ e_theta_N) / dt_fix
+        self.r, self.v, self.q, self.bias = _blend_fix(self.r, self.v, self.q, self.bias, fix.r_N, fix.q_BN,
+                                                       r_ref, q_ref, float(kp), float(kv), float(kq), float(kb),
+                                                       float(dt_fix))
         self.t_last_fix = t_now_ns
         self.fixes_used += 1
         self.history.clear()

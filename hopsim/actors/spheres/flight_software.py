@@ -200,8 +200,7 @@ class SpheresFlightSoftware(Model):
 
     # ------------------------------------------------------------------ communications
     def _send(self, channel: str, to: int, ptype: int, data: bytes, t_ns: int) -> None:
-        frame = packets.encode(packets.Packet(to, self.node_id, ptype, (t_ns // 1_000_000) & 0xFFFF, data),
-                               self.start_byte)
+        frame = packets.encode_fields(to, self.node_id, ptype, (t_ns // 1_000_000) & 0xFFFF, data, self.start_byte)
         (self.out_sts if channel == "sts" else self.out_stl).append(frame)
 
     def _read_packets(self, t_ns: int) -> None:

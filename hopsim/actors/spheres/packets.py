@@ -52,10 +52,14 @@ _TRAILER = struct.Struct(">H")          # checksum
 
 def encode(pkt: Packet, start_byte: int = 0xA5) -> bytes:
     """The frame of a packet, byte for byte."""
-    data = pkt.data
+    return encode_fields(pkt.to, pkt.source, pkt.type, pkt.time_ms, pkt.data, start_byte)
+
+
+def encode_fields(to: int, source: int, ptype: int, time_ms: int, data: bytes, start_byte: int = 0xA5) -> bytes:
+    """:func:`encode` of ``Packet(to, source, ptype, time_ms, data)``, without building the Packet."""
     if len(data) > MAX_DATA:
         raise ValueError(f"a packet carries at most {MAX_DATA} data bytes, got {len(data)}")
-    return (_HEADER.pack(start_byte, pkt.to & 0xFF, pkt.source & 0xFF, pkt.type & 0xFF, pkt.time_ms & 0xFFFF,
+    return (_HEADER.pack(start_byte, to & 0xFF, source & 0xFF, ptype & 0xFF, time_ms & 0xFFFF,
                          len(data)) + data + _TRAILER.pack(checksum(data)))
 
 
@@ -87,7 +91,15 @@ _STATE = struct.Struct(">B13f")
 
 def pack_state(flag: int, r_N, v_N, q_BN, omega_B) -> bytes:
     """A vehicle state (m, m/s, quaternion x y z w, rad/s) as 13 big-endian float32 and a flag."""
-    return _STATE.pack(flag & 0xFF, *np.concatenate([r_N, v_N, q_BN, omega_B]).tolist())
+    # the components as floats, as np.concatenate([...]).tolist() gives them (without the array)
+    return _STATE.pack(flag & 0xFF, *_floats(r_N), *_floats(v_N), *_floats(q_BN), *_floats(omega_B))
+
+
+def _floats(v) -> list:
+    """A vector's components as Python floats (ndarray.tolist of a float array, else float())."""
+    if isinstance(v, np.ndarray) and v.dtype == np.float64:
+        return v.tolist()
+    return [float(x) for x in np.asarray(v, dtype=float).tolist()]
 
 
 def unpack_state(data: bytes):

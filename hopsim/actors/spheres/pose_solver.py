@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from hopsim.actors.spheres.frames import normalized
+from hopsim.actors.spheres.frames import normalized, normalized_c
 from hopsim.dynamics.spatial import quat_to_dcm
 
 
@@ -72,6 +72,61 @@ def solve_pose(ranges, beacons_N, receivers_B, r0_N=None, q0_BN=None, motion=Non
         return min(fixes, key=lambda f: f.rms_m)
     return _gauss_newton(p_b, s_B, rho, dr, dR, np.array(r0_N, float), np.asarray(q0_BN, float),
                          max_iterations, tol)
+
+
+def solve_pose_moving(ranges, beacons_N, receivers_B, r0_N, q0_BN, dr_N, dR,
+                      max_iterations: int = 12, tol: float = 1e-8) -> PoseFix:
+    """:func:`solve_pose` from a starting pose, with the motion as two arrays (per beacon: the
+    displacement ``dr_N[k]`` in N, m, and the rotation ``dR[k]``) instead of a list of pairs.
+
+    Fast path of ``solve_pose(ranges, beacons_N, receivers_B, r0_N, q0_BN, list(zip(dr_N, dR)))``:
+    the readings are gathered and the pose iterated in one compiled call
+    (:func:`_gather_and_solve`, the same data, the same :func:`_gauss_newton_compiled`);
+    tests/spheres/test_sph_fast_paths.py checks both forms give the same fix bit for bit."""
+    ranges = np.asarray(ranges, dtype=float)
+    flat = np.ascontiguousarray(ranges.reshape(ranges.shape[0], -1))
+    s_B = np.ascontiguousarray(np.asarray(receivers_B, dtype=float).reshape(-1, 3))
+    r_out, q_out, rms, it, converged, n = _gather_and_solve(
+        flat, s_B, np.ascontiguousarray(beacons_N, dtype=float), np.ascontiguousarray(dr_N, dtype=float),
+        np.ascontiguousarray(dR, dtype=float), np.array(r0_N, dtype=float), np.array(q0_BN, dtype=float),
+        int(max_iterations), float(tol))
+    if n < 6:
+        return PoseFix(np.full(3, np.nan), np.array([0, 0, 0, 1.0]), np.inf, n, 0, False)
+    return PoseFix(r_out, q_out, float(rms), n, int(it), bool(converged))
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _gather_and_solve(flat, s_all, beacons_N, dr_b, dR_b, r0, q0, max_iterations, tol):
+    """The valid readings of ``flat`` (beacon rows, ranges >= 0, in row-major order as
+    ``np.nonzero`` finds them) with their beacon, receiver offset and motion, then
+    :func:`_gauss_newton_compiled` from (r0, q0 normalized). Returns its results and the count
+    of readings (fewer than 6: nothing solved)."""
+    n_b, n_r = flat.shape
+    n = 0
+    for k in range(n_b):
+        for j in range(n_r):
+            if flat[k, j] >= 0.0:
+                n += 1
+    p_b = np.empty((n, 3))
+    s_B = np.empty((n, 3))
+    rho = np.empty(n)
+    dr = np.empty((n, 3))
+    dR = np.empty((n, 3, 3))
+    m = 0
+    for k in range(n_b):
+        for j in range(n_r):
+            if flat[k, j] >= 0.0:
+                p_b[m] = beacons_N[k]
+                s_B[m] = s_all[j]
+                rho[m] = flat[k, j]
+                dr[m] = dr_b[k]
+                dR[m] = dR_b[k]
+                m += 1
+    if n < 6:
+        return r0, q0, np.inf, 0, False, n
+    r, q, rms, it, converged = _gauss_newton_compiled(p_b, s_B, rho, dr, dR, r0, normalized_c(q0),
+                                                      max_iterations, tol)
+    return r, q, rms, it, converged, n
 
 
 def _gauss_newton(p_b, s_B, rho, dr, dR, r, q, max_iterations, tol) -> PoseFix:

@@ -75,6 +75,10 @@ class PropulsionTask:
         The on-time of each commanded thruster runs to its pulse end or the next blanking start.
         """
         ends = self.end_ns if t_ns >= self.start_ns else self.prev_end_ns
+        if t_ns >= max(ends) and t_ns >= max(self.sent_until):
+            # shortcut of the loops below: every countdown has run out (mask 0) and so has every
+            # on-time last sent (sent_until is 0 off the sent mask, so live 0): nothing to send
+            return None
         blanked = self._blank_at(t_ns) is not None
         sent_mask, sent_until = self.sent_mask, self.sent_until
         mask = 0        # the interrupt's output at t_ns (:meth:`mask_at`)

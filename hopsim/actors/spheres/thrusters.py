@@ -91,6 +91,12 @@ class ThrusterSimulator(ContinuousModel):
         self.force_B = np.zeros(3)
         self.torque_B = np.zeros(3)
         self.firing = False
+        # open mask -> (thrust list, firing, thrust array, force, torque), valid while the
+        # thrust of an open valve stays what it was (_thrust_gen: bumped by noise draws, scale
+        # faults and centre-of-mass moves); see _update_wrench
+        self._mask_cache: dict[int, tuple] = {}
+        self._thrust_gen = 0
+        self._mask_cache_gen = 0
         self.impulse_Ns = np.zeros(NUM_THRUSTERS)      # per thruster since the start
         self.propellant_used_kg = np.zeros(NUM_THRUSTERS)
         self.mass0_kg = body.mass_kg
@@ -101,6 +107,7 @@ class ThrusterSimulator(ContinuousModel):
         self.switch_log: list[tuple[int, int, bool]] | None = None   # set to a list to record
         self._stale = True
         self._ahead: list | None = None      # planned() while commands wait for their tick
+        self._ahead_tl: ValveTimeline | None = None   # the look-ahead copy _ahead came from
         self._times_for: list | None = None  # the planned() list that _times was derived from
         self._times: list[int] = []          # _switch_times() of that plan
         self._switches_for: list | None = None   # the planned() list that _switches was built from
@@ -112,6 +119,7 @@ class ThrusterSimulator(ContinuousModel):
         for t_ns, i, is_open in transitions:
             if is_open and self.params.noise_fraction > 0.0:
                 self.noise_factor[i] = 1.0 + self.params.noise_fraction * self.rng.standard_normal()
+                self._thrust_gen += 1
             if self.switch_log is not None:
                 self.switch_log.append((t_ns, i + 1, is_open))
 
@@ -132,6 +140,33 @@ class ThrusterSimulator(ContinuousModel):
         return [levels[i] * scale[i] * noise[i] if o else 0.0 for i, o in enumerate(open_)]
 
     def _update_wrench(self) -> None:
+        if self._stuck or self._propellant_total_kg >= self.params.propellant_kg:
+            self._update_wrench_uncached()
+            return
+        # Fast path: without stuck valves and with propellant left, the thrust, wrench and
+        # firing flag are a function of the open mask (levels, scales and noise factors fixed
+        # while _thrust_gen stays); each mask's result is computed once by
+        # _update_wrench_uncached and reused (the same objects, never changed in place).
+        # test_sph_fast_paths.py checks it against the uncached form.
+        if self._mask_cache_gen != self._thrust_gen:
+            self._mask_cache.clear()
+            self._mask_cache_gen = self._thrust_gen
+        entry = self._mask_cache.get(self.timeline.open_mask)
+        if entry is not None and entry[1] and self.geometry.r_CB_list != self.body.r_CB_B.tolist():
+            entry = None        # the centre of mass moved: recompute (which resets the caches)
+        if entry is None:
+            self._update_wrench_uncached()
+            entry = (self._thrust_list, self.firing, self.thrust_N, self.force_B, self.torque_B)
+            if self._mask_cache_gen != self._thrust_gen:      # set_centre_of_mass in there
+                self._mask_cache.clear()
+                self._mask_cache_gen = self._thrust_gen
+            self._mask_cache[self.timeline.open_mask] = entry
+            return
+        self._thrust_list, self.firing, self.thrust_N, self.force_B, self.torque_B = entry
+
+    def _update_wrench_uncached(self) -> None:
+        """Thrust list and array, firing flag and wrench (force N and torque N m, B, about the
+        CM) of the valves as they are now."""
         thrust = self._effective_thrust()
         self._thrust_list = thrust
         self.thrust_N = np.array(thrust)
@@ -140,6 +175,7 @@ class ThrusterSimulator(ContinuousModel):
             if self.geometry.r_CB_list != self.body.r_CB_B.tolist():
                 self.geometry.set_centre_of_mass(self.body.r_CB_B)
                 self._wrench_cache.clear()
+                self._thrust_gen += 1
             key = tuple(thrust)
             wrench = self._wrench_cache.get(key)
             if wrench is None:
@@ -181,7 +217,23 @@ class ThrusterSimulator(ContinuousModel):
             for t_cmd, mask, on_times in self.pending_cmds:
                 out += ahead.command(t_cmd, mask, on_times)
             self._ahead = sorted(out + ahead.planned_view())
+            self._ahead_tl = ahead
         return self._ahead
+
+    def _reuse_ahead_plan(self) -> None:
+        """Once the waiting commands are applied, the look-ahead copy already holds the plan:
+        when its valve state is the timeline's, give the timeline that plan (the list
+        :meth:`ValveTimeline._future` would make again, a pure function of that state) instead
+        of recomputing it. The state comparison makes this exact; test_sph_fast_paths.py
+        checks the plans of a command sequence against a fresh timeline's."""
+        tl, ahead = self.timeline, self._ahead_tl
+        self._ahead_tl = None
+        if (ahead is not None and tl._planned is None and ahead._planned is not None
+                and tl.next_event_ns == ahead.next_event_ns and tl.cmd_on == ahead.cmd_on
+                and tl.cmd_off_at == ahead.cmd_off_at and tl.cmd_since == ahead.cmd_since
+                and tl.valve_open == ahead.valve_open and tl.on_delay_ns == ahead.on_delay_ns
+                and tl.off_delay_ns == ahead.off_delay_ns):
+            tl._planned = ahead._planned
 
     def _switch_times(self) -> list[int]:
         """Sorted instants of the planned transitions and fault ends (cached per plan; callers
@@ -222,6 +274,8 @@ class ThrusterSimulator(ContinuousModel):
             self._switched(self.timeline.command(t_cmd, mask, on_times))
             self._ahead = None
             changed = True
+            if not self.pending_cmds:
+                self._reuse_ahead_plan()
         while self.fault_clears and self.fault_clears[0][0] <= t_ns:
             _, kind, index = self.fault_clears.pop(0)
             self._clear_fault(kind, index)
@@ -289,6 +343,7 @@ class ThrusterSimulator(ContinuousModel):
         for i in self._indices(index):
             if kind == "thrust_scale":
                 self.scale[i] = 1.0
+                self._thrust_gen += 1
             elif kind == "thruster_stuck_on":
                 self.stuck_open[i] = False
             else:
@@ -307,6 +362,7 @@ class ThrusterSimulator(ContinuousModel):
                     self.stuck_open[i] = True
                 else:
                     self.scale[i] = fault.value
+                    self._thrust_gen += 1
             self._stuck = bool(self.stuck_open.any() or self.stuck_closed.any())
             if fault.duration_s > 0:
                 t_clear = t_ns + seconds(fault.duration_s)
