@@ -35,6 +35,30 @@ def test_closed_form_plan_matches_stepping_a_copy():
             assert tl.planned() == stepped
 
 
+def test_plan_after_a_step_is_the_remaining_plan():
+    """advance() takes the plan it leaves from the plan before it (a slice) instead of having
+    _future rebuild it: the same list as the closed form of the new state."""
+    rng = random.Random(11)
+    sliced = 0
+    for _ in range(300):
+        on, off = rng.choice([(6 * MS, 0), (6 * MS, 2 * MS), (0, 0), (3 * MS, 5 * MS)])
+        tl = ValveTimeline(on, off)
+        t = 0
+        for _ in range(20):
+            tl.planned_view()                   # a plan in hand, as the thruster simulator has
+            t += rng.choice([0, 1 * MS, 2 * MS, 5 * MS, 6 * MS, 7 * MS, 100 * MS])
+            if rng.random() < 0.6:
+                on_times = (None if rng.random() < 0.2 else
+                            [rng.choice([0, 1 * MS, 6 * MS, 7 * MS, 50 * MS]) for _ in range(12)])
+                tl.command(t, rng.getrandbits(12), on_times)
+            else:
+                tl.advance(t, rng.random() < 0.5)
+            if tl._planned is not None:
+                sliced += 1
+                assert tl._planned == (tl._future() if tl.next_event_ns < NEVER else [])
+    assert sliced > 500
+
+
 def _impulse_moment_reference(a_s, b_s, spans):
     """The interpreted loop the compiled impulse_moment_rows replaced."""
     I = [[0.0, 0.0, 0.0] for _ in a_s]
@@ -261,7 +285,8 @@ def test_packet_fast_paths_match_the_plain_forms():
 
 def test_thruster_caches_match_recomputation(monkeypatch):
     """In noisy runs (thrust noise on): the mask-cached wrench equals the uncached computation,
-    and a plan taken over from the look-ahead equals the one the timeline would compute."""
+    a plan taken over from the look-ahead equals the one the timeline would compute, and a
+    look-ahead timeline adopted for a command is what applying the command would have made."""
     from hopsim.actors.spheres.thrusters import ThrusterSimulator
     from hopsim.kernel import Simulation
     from hopsim.scenarios.registry import get_scenario
@@ -283,6 +308,24 @@ def test_thruster_caches_match_recomputation(monkeypatch):
             assert self.timeline._planned == self.timeline._future()
             checked["plan"] += 1
 
+    adopt = ThrusterSimulator._adopt_ahead
+    checked["adopt"] = 0
+
+    def checked_adopt(self, t_cmd):
+        cmd, before = self._ahead_cmd, self.timeline.clone()
+        if not adopt(self, t_cmd):
+            return False
+        # the command applied to the timeline as it was: same transitions, same state
+        applied = before.command(t_cmd, cmd[1], cmd[2])
+        assert applied == self._ahead_applied
+        assert before.same_state(self.timeline) and before.__dict__.keys() == self.timeline.__dict__.keys()
+        assert (before.t_ns, before.open_mask, before.next_event_ns) == (
+            self.timeline.t_ns, self.timeline.open_mask, self.timeline.next_event_ns)
+        assert before.planned() == self.timeline.planned()
+        checked["adopt"] += 1
+        return True
+
+    monkeypatch.setattr(ThrusterSimulator, "_adopt_ahead", checked_adopt)
     monkeypatch.setattr(ThrusterSimulator, "_update_wrench", checked_update)
     monkeypatch.setattr(ThrusterSimulator, "_reuse_ahead_plan", checked_reuse)
     for over in ({}, {"thrust_noise": 0.01}):
@@ -290,4 +333,4 @@ def test_thruster_caches_match_recomputation(monkeypatch):
         sim = Simulation(seed=0, batching=True)
         spec.build(sim, spec.make_params(over))
         sim.advance_to(12.0)
-    assert checked["wrench"] > 100 and checked["plan"] > 50
+    assert checked["wrench"] > 100 and checked["plan"] > 50 and checked["adopt"] > 50

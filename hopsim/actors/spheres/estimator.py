@@ -92,19 +92,22 @@ def _propagate_samples(r, v, q, bias, t_ns, times, omega_B, accel_B, spans, mass
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")
+def _from_rotvec(rv):
+    """:func:`frames.from_rotvec` compiled, with its operations (the angle from ``rv @ rv``)."""
+    angle = math.sqrt(rv @ rv)
+    if angle < 1e-12:
+        return normalized_c(np.array([0.5 * rv[0], 0.5 * rv[1], 0.5 * rv[2], 1.0]))
+    s = math.sin(0.5 * angle) / angle
+    return np.array([rv[0] * s, rv[1] * s, rv[2] * s, math.cos(0.5 * angle)])
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
 def _coasted_pose(r, v, q, w, dt):
     """(r + v dt, q (x) exp(w dt)): :meth:`Estimator.state_at`'s position and attitude, with the
     operations of :func:`frames.from_rotvec`, :func:`frames.quat_mul` and
     :func:`frames.normalized` (``v @ v`` dot products included)."""
     r_t = r + v * dt
-    rv = w * dt
-    angle = math.sqrt(rv @ rv)
-    if angle < 1e-12:
-        e = normalized_c(np.array([0.5 * rv[0], 0.5 * rv[1], 0.5 * rv[2], 1.0]))
-    else:
-        s = math.sin(0.5 * angle) / angle
-        e = np.array([rv[0] * s, rv[1] * s, rv[2] * s, math.cos(0.5 * angle)])
-    return r_t, normalized_c(quat_mul_c(q, e))
+    return r_t, normalized_c(quat_mul_c(q, _from_rotvec(w * dt)))
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")
@@ -125,15 +128,6 @@ def _relative_motion(r, v, q, w, dt):
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")
-def _normalized_dot(q):
-    """:func:`frames.normalized` compiled (``q @ q`` as there)."""
-    q = q / math.sqrt(q @ q)
-    if q[3] < 0:
-        q = -q
-    return q
-
-
-@njit(cache=True, fastmath=False, error_model="numpy")
 def _blend_fix(r, v, q, bias, fix_r, fix_q, r_ref, q_ref, kp, kv, kq, kb, dt_fix):
     """:meth:`Estimator.gm_update`'s correction in one compiled call, operation for operation
     the interpreted form it replaces (tests/spheres/test_sph_fast_paths.py checks them equal)::
@@ -147,7 +141,7 @@ def _blend_fix(r, v, q, bias, fix_r, fix_q, r_ref, q_ref, kp, kv, kq, kb, dt_fix
     Returns the new (r, v, q, bias)."""
     e_r = fix_r - r_ref
     conj = np.array([-q_ref[0], -q_ref[1], -q_ref[2], q_ref[3]])
-    d = _normalized_dot(quat_mul_c(fix_q, conj))                       # to_rotvec(...)
+    d = normalized_c(quat_mul_c(fix_q, conj))                       # to_rotvec(...)
     s = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
     if s < 1e-12:
         e_theta = 2.0 * d[:3]
@@ -155,14 +149,7 @@ def _blend_fix(r, v, q, bias, fix_r, fix_q, r_ref, q_ref, kp, kv, kq, kb, dt_fix
         e_theta = d[:3] * (2.0 * math.atan2(s, d[3]) / s)
     r_new = r + kp * e_r
     v_new = v + kv * e_r / dt_fix
-    rv = kq * e_theta                                                  # from_rotvec(rv)
-    angle = math.sqrt(rv @ rv)
-    if angle < 1e-12:
-        e = _normalized_dot(np.array([0.5 * rv[0], 0.5 * rv[1], 0.5 * rv[2], 1.0]))
-    else:
-        sn = math.sin(0.5 * angle) / angle
-        e = np.array([rv[0] * sn, rv[1] * sn, rv[2] * sn, math.cos(0.5 * angle)])
-    q_new = _normalized_dot(quat_mul_c(e, q))
+    q_new = normalized_c(quat_mul_c(_from_rotvec(kq * e_theta), q))
     bias_new = bias - kb * (dcm_c(q_new).T @ e_theta) / dt_fix
     return r_new, v_new, q_new, bias_new
 

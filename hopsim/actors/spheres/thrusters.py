@@ -108,6 +108,11 @@ class ThrusterSimulator(ContinuousModel):
         self._stale = True
         self._ahead: list | None = None      # planned() while commands wait for their tick
         self._ahead_tl: ValveTimeline | None = None   # the look-ahead copy _ahead came from
+        # with one command waiting: that command, the timeline as it was before the look-ahead
+        # applied it, and the transitions the look-ahead's command returned (see _settle)
+        self._ahead_cmd: tuple | None = None
+        self._ahead_from: ValveTimeline | None = None
+        self._ahead_applied: list | None = None
         self._times_for: list | None = None  # the planned() list that _times was derived from
         self._times: list[int] = []          # _switch_times() of that plan
         self._switches_for: list | None = None   # the planned() list that _switches was built from
@@ -213,9 +218,15 @@ class ThrusterSimulator(ContinuousModel):
             return self.timeline.planned_view()
         if self._ahead is None:
             ahead = self.timeline.clone()
+            if len(self.pending_cmds) == 1:
+                self._ahead_cmd = self.pending_cmds[0]
+                self._ahead_from = self.timeline.clone()
+            else:
+                self._ahead_cmd = self._ahead_from = None
             out = []
             for t_cmd, mask, on_times in self.pending_cmds:
                 out += ahead.command(t_cmd, mask, on_times)
+            self._ahead_applied = out
             self._ahead = sorted(out + ahead.planned_view())
             self._ahead_tl = ahead
         return self._ahead
@@ -234,6 +245,21 @@ class ThrusterSimulator(ContinuousModel):
                 and tl.valve_open == ahead.valve_open and tl.on_delay_ns == ahead.on_delay_ns
                 and tl.off_delay_ns == ahead.off_delay_ns):
             tl._planned = ahead._planned
+
+    def _adopt_ahead(self, t_cmd: int) -> bool:
+        """Fast path for applying the one waiting command at ``t_cmd`` (ns): when the timeline is
+        still in the state the look-ahead copy was cloned from (nothing happened to it since but
+        the passing of time), that copy, which applied the same command at the same instant, is
+        what ``timeline.command`` would make of it (a pure function of that state and the
+        command), and its transitions are the ones it would return. Take the copy as the
+        timeline instead of repeating the command. test_sph_fast_paths.py checks it."""
+        tl, ahead, before = self.timeline, self._ahead_tl, self._ahead_from
+        if (ahead is None or before is None or tl.t_ns > t_cmd or ahead.t_ns != t_cmd
+                or not tl.same_state(before)):
+            return False
+        self.timeline = ahead
+        self._ahead_tl = None
+        return True
 
     def _switch_times(self) -> list[int]:
         """Sorted instants of the planned transitions and fault ends (cached per plan; callers
@@ -270,8 +296,13 @@ class ThrusterSimulator(ContinuousModel):
             return
         changed = self._stale
         while self.pending_cmds and self.pending_cmds[0][0] <= t_ns:
-            t_cmd, mask, on_times = self.pending_cmds.pop(0)
-            self._switched(self.timeline.command(t_cmd, mask, on_times))
+            cmd = self.pending_cmds.pop(0)
+            t_cmd, mask, on_times = cmd
+            if self._ahead_cmd is cmd and self._adopt_ahead(t_cmd):
+                self._switched(self._ahead_applied)
+            else:
+                self._switched(self.timeline.command(t_cmd, mask, on_times))
+            self._ahead_cmd = self._ahead_from = self._ahead_applied = None
             self._ahead = None
             changed = True
             if not self.pending_cmds:

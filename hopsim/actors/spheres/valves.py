@@ -51,6 +51,15 @@ class ValveTimeline:
         c.ev_kind = self.ev_kind[:]
         return c
 
+    def same_state(self, other: "ValveTimeline") -> bool:
+        """Whether the two timelines hold the same delays, commanded states, pending changes and
+        valve states (so a command from either gives the same transitions and the same state);
+        their times may differ."""
+        return (self.cmd_on == other.cmd_on and self.cmd_since == other.cmd_since
+                and self.cmd_off_at == other.cmd_off_at and self.valve_open == other.valve_open
+                and self.ev_t == other.ev_t and self.ev_kind == other.ev_kind
+                and self.on_delay_ns == other.on_delay_ns and self.off_delay_ns == other.off_delay_ns)
+
     def _update(self, i: int) -> None:
         """Recompute thruster i's next event: a command change (its pulse ends) or a valve switch."""
         t_ev, kind = NEVER, CHANGE
@@ -141,8 +150,19 @@ class ValveTimeline:
             ev_t[i] = te
             ev_kind[i] = kind
         self.next_event_ns = min(ev_t)
-        self._planned = None
         applied.sort()
+        # Fast path: the plan after the step is the plan before it without the transitions just
+        # applied. The plan is every transition advance(end of time) would apply, sorted; this
+        # step applied those before t_ns (and at t_ns, unless before_activations held every
+        # switch at t_ns back), so they are its first len(applied) entries and the rest is the
+        # new state's plan: the same list _future would build, taken by a slice (a new object,
+        # so caches keyed by the plan's identity are refreshed). test_sph_fast_paths.py checks.
+        old = self._planned
+        k = len(applied)
+        if old is not None and old[:k] == applied:
+            self._planned = old[k:]
+        else:
+            self._planned = None
         return applied
 
     def planned(self) -> list[tuple[int, int, bool]]:
