@@ -17,45 +17,42 @@ def _bits(a) -> np.ndarray:
     return np.asarray(a, dtype=float).view(np.int64)
 
 
-def test_closed_form_plan_matches_stepping_a_copy():
-    rng = random.Random(5)
+def _randomly_driven_timelines(seed: int, pauses_ms: list[int], plan_in_hand: bool = False):
+    """300 valve timelines, each driven by 20 random commands and advances (pauses drawn from
+    ``pauses_ms``); yields the timeline after every step. ``plan_in_hand``: its plan is asked for
+    before each step, as the thruster simulator does."""
+    rng = random.Random(seed)
     for _ in range(300):
         on, off = rng.choice([(6 * MS, 0), (6 * MS, 2 * MS), (0, 0), (3 * MS, 5 * MS)])
         tl = ValveTimeline(on, off)
         t = 0
         for _ in range(20):
-            t += rng.choice([0, 1 * MS, 2 * MS, 5 * MS, 7 * MS, 100 * MS])
+            if plan_in_hand:
+                tl.planned_view()
+            t += rng.choice(pauses_ms) * MS
             if rng.random() < 0.6:
                 on_times = (None if rng.random() < 0.2 else
                             [rng.choice([0, 1 * MS, 6 * MS, 7 * MS, 50 * MS]) for _ in range(12)])
                 tl.command(t, rng.getrandbits(12), on_times)
             else:
                 tl.advance(t, rng.random() < 0.5)
-            stepped = tl.clone().advance(NEVER - 1) if tl.next_event_ns < NEVER else []
-            assert tl.planned() == stepped
+            yield tl
+
+
+def test_closed_form_plan_matches_stepping_a_copy():
+    for tl in _randomly_driven_timelines(5, [0, 1, 2, 5, 7, 100]):
+        stepped = tl.clone().advance(NEVER - 1) if tl.next_event_ns < NEVER else []
+        assert tl.planned() == stepped
 
 
 def test_plan_after_a_step_is_the_remaining_plan():
     """advance() takes the plan it leaves from the plan before it (a slice) instead of having
     _future rebuild it: the same list as the closed form of the new state."""
-    rng = random.Random(11)
     sliced = 0
-    for _ in range(300):
-        on, off = rng.choice([(6 * MS, 0), (6 * MS, 2 * MS), (0, 0), (3 * MS, 5 * MS)])
-        tl = ValveTimeline(on, off)
-        t = 0
-        for _ in range(20):
-            tl.planned_view()                   # a plan in hand, as the thruster simulator has
-            t += rng.choice([0, 1 * MS, 2 * MS, 5 * MS, 6 * MS, 7 * MS, 100 * MS])
-            if rng.random() < 0.6:
-                on_times = (None if rng.random() < 0.2 else
-                            [rng.choice([0, 1 * MS, 6 * MS, 7 * MS, 50 * MS]) for _ in range(12)])
-                tl.command(t, rng.getrandbits(12), on_times)
-            else:
-                tl.advance(t, rng.random() < 0.5)
-            if tl._planned is not None:
-                sliced += 1
-                assert tl._planned == (tl._future() if tl.next_event_ns < NEVER else [])
+    for tl in _randomly_driven_timelines(11, [0, 1, 2, 5, 6, 7, 100], plan_in_hand=True):
+        if tl._planned is not None:
+            sliced += 1
+            assert tl._planned == (tl._future() if tl.next_event_ns < NEVER else [])
     assert sliced > 500
 
 
