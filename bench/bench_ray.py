@@ -4,7 +4,9 @@ cost model fitted from the measurements that predicts the speed on K machines.
     .venv/bin/python bench/bench_ray.py [--quick] [--sizes 100,1000] [--configs local,shards:1,shards:2]
 
 Every configuration runs in its own subprocess (its own local Ray, its own peak memory), with the
-scenario's defaults (1 Hz control, 1 s radio latency: the lookahead), no recorder. The first
+scenario's defaults (1 Hz control, 1 s radio latency: the lookahead), no recorder, ``--repeat``
+times (default 2); the fastest run is kept, as the other benchmarks keep the best of their runs
+(this 2-core machine is shared, and one run can be slowed by tens of percent). The first
 simulated second (placing the islands in their hosts, compiled-code loading) is timed apart.
 Reported per run: simulated seconds per wall second, hops and bus messages per wall second,
 windows, the driver's time blocked at windows, the hosts' CPU time (sum, and along the critical
@@ -101,17 +103,25 @@ def one(n: int, duration_s: float, config: str) -> dict:
     return row
 
 
-def run_all(sizes: dict[int, float], configs) -> list[dict]:
+def run_one(n: int, duration: float, config: str) -> dict:
+    """One configuration in its own subprocess."""
+    proc = subprocess.run([sys.executable, __file__, "--one", str(n), "--duration", str(duration),
+                           "--config", config], check=False, capture_output=True, text=True,
+                          env={**os.environ, "RAY_AUTH_MODE": "disabled"})
+    if proc.returncode != 0:
+        raise RuntimeError(f"N = {n}, {config} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run_all(sizes: dict[int, float], configs, repeat: int = 2) -> list[dict]:
+    """The fastest of ``repeat`` runs of every (size, configuration)."""
     rows = []
     for n, duration in sizes.items():
         for config in configs:
-            proc = subprocess.run([sys.executable, __file__, "--one", str(n), "--duration", str(duration),
-                                   "--config", config], check=False, capture_output=True, text=True,
-                                  env={**os.environ, "RAY_AUTH_MODE": "disabled"})
-            if proc.returncode != 0:
-                raise RuntimeError(f"N = {n}, {config} failed:\n{proc.stderr[-3000:]}")
-            rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-            print(f"  N = {n}, {config}: {rows[-1]['speed']:.2f}x real time", file=sys.stderr, flush=True)
+            runs = [run_one(n, duration, config) for _ in range(repeat)]
+            rows.append(max(runs, key=lambda r: r["speed"]))
+            print(f"  N = {n}, {config}: " + ", ".join(f"{r['speed']:.2f}x" for r in runs) + " real time",
+                  file=sys.stderr, flush=True)
     return rows
 
 
@@ -178,6 +188,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sizes", default=None, help="comma-separated N (default: 100,1000,10000; quick: 100,1000)")
     ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--repeat", type=int, default=2, help="runs per configuration; the fastest is kept")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--duration", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--config", help=argparse.SUPPRESS)
@@ -187,7 +198,7 @@ def main() -> None:
         return
     table = QUICK if args.quick else FULL
     sizes = {int(n): table.get(int(n), 2.0) for n in args.sizes.split(",")} if args.sizes else table
-    print_section(run_all(sizes, args.configs.split(",")))
+    print_section(run_all(sizes, args.configs.split(","), max(1, args.repeat)))
 
 
 if __name__ == "__main__":
