@@ -801,7 +801,7 @@ class Island:
                 s.io_k += 1
                 s.io_next = nxt = periodic.instant(s.io_k)
             else:
-                s.io_next = nxt = self._next_io(s, t)
+                s.io_next = nxt = self._asked_next_io(s, t)
                 if nxt is None:
                     continue
             heapq.heappush(io, (nxt, s.order, s))
@@ -884,7 +884,7 @@ class Island:
         """A message reached these variable-rate models: each may need its next step at another time."""
         io = self._io_heap
         for s in slots:
-            nxt = self._next_io(s, t)
+            nxt = self._asked_next_io(s, t)
             if nxt != s.io_next:
                 s.io_next = nxt
                 if nxt is not None:
@@ -903,10 +903,9 @@ class Island:
         slot.handle.kill()
         raise ActorKilled(slot.name, t, key)
 
-    def _next_io(self, s: Slot, t: int) -> int | None:
-        if s.periodic is not None:
-            s.io_k += 1
-            return s.periodic.instant(s.io_k)
+    def _asked_next_io(self, s: Slot, t: int) -> int | None:
+        """The next I/O instant a model without a periodic schedule gives (its ``next_io_time``);
+        periodic models' instants are counted in :meth:`_end_io_steps`."""
         nxt = s.call("next_io_time", t)
         if nxt is None:
             return None
@@ -938,10 +937,7 @@ class Island:
 
     def deliver_now(self, slot: Slot, port: str, msg: Any, t_ns: int) -> None:
         """A message published at t (ns) that a model of this island sees at once."""
-        if slot.local:
-            slot.model.ports[port].deliver(msg, t_ns)
-        else:
-            slot.handle.deliver(port, msg, t_ns)
+        self._hand_over(slot, port, msg, t_ns)
         slot.fresh = True
         if port in slot.trigger_ports:
             slot.triggered = True
