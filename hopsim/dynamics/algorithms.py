@@ -377,21 +377,30 @@ def _motion_from_joint_frame(out, R, p, wx, wy, wz, vx, vy, vz):
 
 
 @compiled
+def _aba_joint(ints, nb, i, honor_prescribed):
+    """Body ``i``'s joint as the ABA passes read it from the packed tree: (its number of
+    velocity coordinates, the index of its first one, the parent body (-1: a root), whether its
+    motion is prescribed and honoured)."""
+    oi = N_INT_HEADER
+    nvj = JOINT_NV[ints[oi + INT_JOINT_TYPE * nb + i]]
+    vs = ints[oi + INT_V_START * nb + i]
+    par = ints[oi + INT_PARENT * nb + i]
+    given = honor_prescribed and ints[oi + INT_PRESCRIBED * nb + i] != 0
+    return nvj, vs, par, given
+
+
+@compiled
 def _aba_inward_pass(ints, tau, udot_prescribed, honor_prescribed, W, pose, T):
     """Inward pass: articulated inertias and bias forces, from the leaves to the roots, and
     the factors of each free joint's D = S^T I^A S. ``T`` (6, 6, 6) is scratch."""
     nb = ints[0]
-    oi = N_INT_HEADER
     D = T[0]
     X = T[2]
     Y = T[3]
     pa = T[5, 0]  # articulated bias force passed to the parent
     has_udot = udot_prescribed.shape[0] > 0
     for i in range(nb - 1, -1, -1):
-        nvj = JOINT_NV[ints[oi + INT_JOINT_TYPE * nb + i]]
-        vs = ints[oi + INT_V_START * nb + i]
-        par = ints[oi + INT_PARENT * nb + i]
-        given = honor_prescribed and ints[oi + INT_PRESCRIBED * nb + i] != 0
+        nvj, vs, par, given = _aba_joint(ints, nb, i, honor_prescribed)
         IA = W[i, _W_IA]
         S = W[i, _W_S]
         Ut = W[i, _W_U]
@@ -468,7 +477,6 @@ def _aba_outward_pass(ints, reals, udot_prescribed, honor_prescribed, with_bias,
     """Outward pass: body and joint accelerations from the roots to the leaves; the forces of
     the prescribed joints into ``tau_out`` when it is not empty."""
     nb = ints[0]
-    oi = N_INT_HEADER
     has_udot = udot_prescribed.shape[0] > 0
     want_tau = tau_out.shape[0] > 0
     a_world = np.zeros(6)
@@ -478,10 +486,7 @@ def _aba_outward_pass(ints, reals, udot_prescribed, honor_prescribed, with_bias,
     ap = np.empty(6)
     rhs = np.empty(6)
     for i in range(nb):
-        nvj = JOINT_NV[ints[oi + INT_JOINT_TYPE * nb + i]]
-        vs = ints[oi + INT_V_START * nb + i]
-        par = ints[oi + INT_PARENT * nb + i]
-        given = honor_prescribed and ints[oi + INT_PRESCRIBED * nb + i] != 0
+        nvj, vs, par, given = _aba_joint(ints, nb, i, honor_prescribed)
         S = W[i, _W_S]
         vec = W[i, _W_VEC]
         Pi = pose[i]
