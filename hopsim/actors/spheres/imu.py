@@ -22,18 +22,8 @@ from hopsim.actors.spheres.frames import dcm_c
 from hopsim.actors.spheres.params import G0, ImuParams
 from hopsim.actors.spheres.sensor_faults import SENSOR_FAULTS, SensorFaults
 from hopsim.kernel import ContinuousModel, FixedRate, Out
-from hopsim.kernel.simtime import NS_PER_S, seconds
+from hopsim.kernel.simtime import seconds
 from hopsim.schemas.spheres_pb2 import ImuSamples
-
-
-def _true_sample(omega_BN_B: list[float], omega_dot_B: list[float], age_s: float,
-                 accel_B: list[float]) -> list[float]:
-    """True gyro and accelerometer values (rad/s, m/s^2, body axes) ``age_s`` seconds before the
-    hop's end, from the end state's body rate, angular acceleration (rad/s^2) and specific force."""
-    return [omega_BN_B[0] - omega_dot_B[0] * age_s,
-            omega_BN_B[1] - omega_dot_B[1] * age_s,
-            omega_BN_B[2] - omega_dot_B[2] * age_s,
-            accel_B[0], accel_B[1], accel_B[2]]
 
 
 _JIT = {"cache": True, "fastmath": False, "error_model": "numpy"}
@@ -47,6 +37,24 @@ def _hop_truth(x, xd, support_N):
     out[0:3] = dcm_c(x[6:10]).T @ (xd[3:6] + support_N)
     out[3:6] = x[10:13]
     out[6:9] = xd[10:13]
+    return out
+
+
+@njit(**_JIT)
+def _hop_samples(x, xd, support_N, t1_ns, first_ns, spacing_ns, n):
+    """True values at the n sample instants ``first_ns + k spacing_ns`` of the hop that ends at
+    t1_ns (state x, derivatives xd), one row each: the body rate ``omega(t1) - omega_dot(t1) age``
+    (rad/s, B; age = t1 - t in s) and the hop's specific force (m/s^2, B)."""
+    truth = _hop_truth(x, xd, support_N)
+    out = np.empty((n, 6))
+    for k in range(n):
+        age_s = (t1_ns - (first_ns + k * spacing_ns)) / 1_000_000_000
+        out[k, 0] = truth[3] - truth[6] * age_s
+        out[k, 1] = truth[4] - truth[7] * age_s
+        out[k, 2] = truth[5] - truth[8] * age_s
+        out[k, 3] = truth[0]
+        out[k, 4] = truth[1]
+        out[k, 5] = truth[2]
     return out
 
 
@@ -89,7 +97,7 @@ class ImuSimulator(ContinuousModel):
         self.faults = SensorFaults(6)
         self.support_N = np.array([0.0, 0.0, params.gravity_mps2])
         self.pending_t: list[int] = []
-        self.pending_true: list[list[float]] = []
+        self.pending_true: list[np.ndarray] = []      # rows of true values, a block per hop
         self.ready_t: list[int] = []
         self.ready: list[np.ndarray] = []
         self.samples_taken = 0
@@ -118,23 +126,28 @@ class ImuSimulator(ContinuousModel):
 
     def end_hop(self, t0_ns: int, t1_ns: int) -> None:
         """Record the true values at the sample instants inside the hop (t0, t1]."""
-        if self.next_sample_ns > t1_ns:
+        first = self.next_sample_ns
+        if first > t1_ns:
             return
-        truth = _hop_truth(self.body.x, self.body.xdot_last, self.support_N).tolist()
-        accel_B, omega_BN_B, omega_dot_B = truth[0:3], truth[3:6], truth[6:9]
-        while self.next_sample_ns <= t1_ns:
-            t = self.next_sample_ns
-            self.next_sample_ns += self.spacing_ns
-            if t <= t0_ns:
-                continue
-            self.pending_t.append(t)
-            self.pending_true.append(_true_sample(omega_BN_B, omega_dot_B, (t1_ns - t) / NS_PER_S, accel_B))
+        spacing = self.spacing_ns
+        n = (t1_ns - first) // spacing + 1
+        self.next_sample_ns = first + n * spacing
+        if first <= t0_ns:         # instants at or before the hop's start are not sampled
+            skip = (t0_ns - first) // spacing + 1
+            first += skip * spacing
+            n -= skip
+            if n <= 0:
+                return
+        self.pending_t += range(first, first + n * spacing, spacing)
+        self.pending_true.append(_hop_samples(self.body.x, self.body.xdot_last, self.support_N, t1_ns, first,
+                                              spacing, n))
 
     def _measure_pending(self) -> None:
         """Turn the recorded true values into samples, with the faults active at their instants."""
         if not self.pending_t:
             return
-        times, true = self.pending_t, np.array(self.pending_true)
+        blocks = self.pending_true
+        times, true = self.pending_t, blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
         self.pending_t, self.pending_true = [], []
         if self.faults.active():
             rows = []
