@@ -216,13 +216,12 @@ class Estimator:
         self.accel_B = accel_B
         self.propagate_to(t_ns)
 
-    def imu_samples(self, times, omega_B: np.ndarray, accel_B: np.ndarray) -> None:
-        """Samples in time order (rows of rad/s and m/s^2), as :meth:`imu_sample` one by one."""
-        n = len(times)
-        if n == 0:
+    def imu_samples(self, times: list[int], omega_B: np.ndarray, accel_B: np.ndarray) -> None:
+        """Samples in time order (instants in ns, rows of rad/s and m/s^2), as :meth:`imu_sample`
+        one by one."""
+        if not times:
             return
         # samples older than the estimate (it was carried ahead to a fix or a law tick) only set rates
-        times = [int(t) for t in times]
         t_start = self.t_ns
         if self.use_accel:
             spans = NO_SPANS

@@ -106,6 +106,7 @@ class SpheresFlightSoftware(Model):
         self.propulsion = PropulsionTask(seconds(1.0 / fsw.propulsion_rate_hz), fsw.thrusters_off_during_gm)
         self.estimator = Estimator(params, testbed, 0, r0_N, np.zeros(3), q0_BN)
         self.inertia_B = np.diag(params.mass.inertia_diag_kgm2)
+        self.kp_pos, self.kd_pos = float(fsw.kp_pos), float(fsw.kd_pos)     # 1/s^2, 1/s
         self.start_byte = params.radio.start_byte
         self.running = not wait_for_start
         self.started_ns: int | None = None
@@ -128,14 +129,19 @@ class SpheresFlightSoftware(Model):
         return self.next_law_ns if nxt is None else min(nxt, self.next_law_ns)
 
     def update_flow_outs(self, t_ns: int) -> None:
-        for batch in self.drain("imu"):
-            # a list first ([:]): numpy reads a protobuf repeated field element by element, slowly
-            self.estimator.imu_samples(list(batch.t_ns), np.array(batch.omega_B[:]).reshape(-1, 3),
-                                       np.array(batch.accel_B[:]).reshape(-1, 3))
-        for sync in self.drain("gm_sync"):
-            self.propulsion.blank(sync.cycle_start_ns, sync.cycle_start_ns + self.blank_ns)
+        # most calls find the queues empty: a queue is drained only when it holds messages
+        # (draining an empty queue changes nothing)
+        ports = self.ports
+        if ports["imu"].queued:
+            for batch in self.drain("imu"):
+                # a list first ([:]): numpy reads a protobuf repeated field element by element, slowly
+                self.estimator.imu_samples(list(batch.t_ns), np.array(batch.omega_B[:]).reshape(-1, 3),
+                                           np.array(batch.accel_B[:]).reshape(-1, 3))
+        if ports["gm_sync"].queued:
+            for sync in self.drain("gm_sync"):
+                self.propulsion.blank(sync.cycle_start_ns, sync.cycle_start_ns + self.blank_ns)
         self._propulsion_tick(t_ns)
-        if not self.perfect_state:
+        if not self.perfect_state and ports["gm"].queued:
             for msg in self.drain("gm"):
                 self.estimator.gm_update(ranges_array(msg), list(msg.beacon_fire_ns), t_ns)
         if t_ns % self.law_period_ns == 0:
@@ -163,7 +169,7 @@ class SpheresFlightSoftware(Model):
                         np.array([w.x, w.y, w.z]))
         est = self.estimator
         est.propagate_to(t_ns)
-        return est.r.copy(), est.v.copy(), est.q.copy(), est.omega.copy()
+        return est.r, est.v, est.q, est.omega      # the estimator replaces its arrays, never changes them
 
     def _law_tick(self, t_ns: int) -> None:
         self.law_count += 1
@@ -180,12 +186,13 @@ class SpheresFlightSoftware(Model):
             self.program.start(t, state)
         ref = self.program.reference(t, state, self.peers)
         r, v, q, w = state
-        mass = self.estimator.mass
-        fsw = self.params.flight_software
         force_B = body_force_pd(r, v, np.asarray(ref.r_N, dtype=float), np.asarray(ref.v_N, dtype=float),
-                                float(mass), float(fsw.kp_pos), float(fsw.kd_pos), bool(ref.control_z), q)
-        torque_B = (attitude_pd(q, w, ref.q_BN, ref.omega_B, self.inertia_B, fsw.kp_att, fsw.kd_att)
-                    if ref.control_attitude else np.zeros(3))
+                                float(self.estimator.mass), self.kp_pos, self.kd_pos, bool(ref.control_z), q)
+        if ref.control_attitude:
+            fsw = self.params.flight_software
+            torque_B = attitude_pd(q, w, ref.q_BN, ref.omega_B, self.inertia_B, fsw.kp_att, fsw.kd_att)
+        else:
+            torque_B = np.zeros(3)
         start = self.propulsion.set_pulses(t_ns, self.mixer.pulse_widths_ns(force_B, torque_B))
         self._propulsion_tick(start)
         if not self.perfect_state and t_ns % self.gm_period_ns == 0:
@@ -205,6 +212,8 @@ class SpheresFlightSoftware(Model):
 
     def _read_packets(self, t_ns: int) -> None:
         for port in ("sts_rx", "stl_rx"):
+            if not self.ports[port].queued:
+                continue
             for msg in self.drain(port):
                 pkt = packets.decode(msg.frame, self.start_byte)
                 if pkt is None or pkt.to not in (self.node_id, packets.BROADCAST):

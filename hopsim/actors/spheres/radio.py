@@ -148,7 +148,10 @@ class RadioChannel(Model):
                 if t_end <= t:
                     del self.fault_ends[kind]
                     self._clear(kind)
+        ports = self.ports
         for j, port in enumerate(self._tx_ports):
+            if not ports[port].queued:      # draining an empty queue changes nothing
+                continue
             for pkt in self.drain(port):
                 # a packet handed over between polls counts from now: the channel saw it now
                 handed = pkt.t_ns if pkt.t_ns >= t - self.poll_phase_ns else t
