@@ -194,7 +194,10 @@ class GlobalMetrologySimulator(ContinuousModel):
 
     def end_hop(self, t0_ns: int, t1_ns: int) -> None:
         """Measure the firings that fell inside the hop (t0, t1]."""
-        for k, t_fire in enumerate(self.fire_ns):
+        fire_ns = self.fire_ns          # in time order
+        if not fire_ns or fire_ns[-1] <= t0_ns or fire_ns[0] > t1_ns:
+            return
+        for k, t_fire in enumerate(fire_ns):
             if t0_ns < t_fire <= t1_ns:
                 self._measure(k, t_fire, t1_ns)
 
@@ -209,9 +212,16 @@ class GlobalMetrologySimulator(ContinuousModel):
                               layout.positions_N[beacon], layout.directions_N[beacon], layout.cos_max_tx,
                               layout.speed_of_sound, rx.flat_B, rx.centres_B, rx.normals_B, rx.cos_max_rx,
                               rx.n_receivers, 3).reshape(rx.n_faces, rx.n_receivers)
-        self.faults.expire(t_ns)
+        faults = self.faults
+        faults.expire(t_ns)
+        noise = self.testbed.range_noise_m * faults.noise_scale
+        if noise > 0.0 or faults.bias[0] != 0.0 or faults.dropout > 0.0:
+            self._perturb(ranges, noise)
+        self.ranges[beacon] = ranges
+
+    def _perturb(self, ranges: np.ndarray, noise: float) -> None:
+        """Add the range noise (RMS ``noise``, m) and the faults' bias and dropouts to the readings."""
         seen = ranges >= 0.0
-        noise = self.testbed.range_noise_m * self.faults.noise_scale
         if noise > 0.0:
             ranges[seen] += noise * self.rng.standard_normal(int(seen.sum()))
         if self.faults.bias[0] != 0.0:
@@ -219,7 +229,6 @@ class GlobalMetrologySimulator(ContinuousModel):
         if self.faults.dropout > 0.0:
             lost = self.rng.random(ranges.shape) < self.faults.dropout
             ranges[lost & seen] = NO_READING
-        self.ranges[beacon] = ranges
 
     def update_flow_outs(self, t_ns: int) -> None:
         if self.sync_due:

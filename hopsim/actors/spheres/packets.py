@@ -13,7 +13,7 @@ inter-vehicle state message are the types its listings use, with codes chosen he
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,8 +32,9 @@ TYPE_NAMES = {TOKEN: "token", COMMAND: "command", TELEMETRY: "telemetry", ACK: "
 CMD_START_TEST, CMD_STOP_TEST = 1, 2
 
 
-@dataclass(frozen=True)
-class Packet:
+class Packet(NamedTuple):
+    """A decoded frame's fields (a named tuple: built for every frame received)."""
+
     to: int
     source: int
     type: int
