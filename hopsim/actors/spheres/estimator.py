@@ -22,8 +22,8 @@ import numpy as np
 
 from numba import njit
 
-from hopsim.actors.spheres.frames import (dcm, dcm_c, from_rotvec, normalized, normalized_c, quat_conj,
-                                          quat_mul, quat_mul_c, rotate_body_c, to_rotvec)
+from hopsim.actors.spheres.frames import (dcm_c, from_rotvec, normalized, normalized_c, quat_mul, quat_mul_c,
+                                          rotate_body_c)
 from hopsim.actors.spheres.params import SpheresParams, TestbedParams
 from hopsim.actors.spheres.pose_solver import PoseFix, solve_pose, solve_pose_moving
 from hopsim.actors.spheres.thrust_prediction import NO_SPANS, ThrustPredictor, impulse_moment_rows
@@ -267,11 +267,9 @@ class Estimator:
         # the poses (state_at) at the first firing and at each firing, and each firing's rigid
         # motion from the first one: (r_k - r_ref, dcm(q_k) @ dcm(q_ref).T), in one compiled call
         times = [fire_ns[0], *fire_ns]
-        recs = [self._record_at(t) for t in times]
-        r_ref, q_ref, dr, dR = _relative_motion(
-            np.array([rec[1] for rec in recs]), np.array([rec[2] for rec in recs]),
-            np.array([rec[3] for rec in recs]), np.array([rec[4] for rec in recs]),
-            np.array([(t - rec[0]) / NS_PER_S for t, rec in zip(times, recs)]))
+        t_rec, r, v, q, w = zip(*[self._record_at(t) for t in times])
+        r_ref, q_ref, dr, dR = _relative_motion(np.array(r), np.array(v), np.array(q), np.array(w),
+                                                np.array([(t - t0) / NS_PER_S for t, t0 in zip(times, t_rec)]))
         if self.initialized:
             # solve_pose(..., r_ref, q_ref, list(zip(dr, dR))) with the motion as arrays
             fix = solve_pose_moving(ranges, self.beacons_N, self.receivers_B, r_ref, q_ref, dr, dR)

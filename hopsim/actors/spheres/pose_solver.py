@@ -7,9 +7,10 @@ receiver j of the reading from beacon k is modelled at ``r_N + dr_k + dR_k R(q_B
 iteration linearizes ``|p_k - p_j|`` in the position and a small inertial rotation ``dtheta``
 (``q <- exp(dtheta) (x) q``) and solves the least-squares step.
 
-The iterations are compiled with numba (cached on disk). Without a starting point the position comes from linear trilateration of the beacon-to-centre
-distances (each beacon's mean reading plus the face offset) and the attitude from the 24
-axis-aligned rotations, keeping the start that fits best.
+The iterations are compiled with numba (cached on disk). Without a starting point the position
+comes from linear trilateration of the beacon-to-centre distances (each beacon's mean reading
+plus the face offset) and the attitude from the 24 axis-aligned rotations, keeping the start
+that fits best.
 """
 from __future__ import annotations
 

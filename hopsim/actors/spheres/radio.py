@@ -156,8 +156,9 @@ class RadioChannel(Model):
                 # a packet handed over between polls counts from now: the channel saw it now
                 handed = pkt.t_ns if pkt.t_ns >= t - self.poll_phase_ns else t
                 self.queues[j].append((handed, pkt))
-        horizon = self._next_poll(t) - self.poll_phase_ns
-        self._commit(max(horizon, t + 1))
+        if any(self.queues):
+            horizon = self._next_poll(t) - self.poll_phase_ns
+            self._commit(max(horizon, t + 1))
         while self.in_flight and self.in_flight[0][0] <= t:
             deliver_ns, _, sender, pkt = self.in_flight.pop(0)
             self._broadcast(sender, pkt, deliver_ns)
