@@ -123,12 +123,15 @@ def _state_back(x, xd, dt):
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")
-def _ranges_back(x, xd, dt, p_b, tx_dir, cos_max_tx, c, rx_B, centres_B, normals_B, cos_max_rx, n_rx,
-                 iterations):
-    """:func:`_ranges` at the state :func:`_state_back` gives (one compiled call per firing)."""
+def _measure_back(ranges, beacon, x, xd, dt, positions_N, directions_N, cos_max_tx, c, rx_B, centres_B,
+                  normals_B, cos_max_rx, iterations):
+    """:func:`_ranges` from beacon ``beacon`` at the state :func:`_state_back` gives, written into
+    ``ranges[beacon]`` (faces x receivers, m; one compiled call per firing)."""
     r, v, q, w = _state_back(x, xd, dt)
-    return _ranges(p_b, tx_dir, cos_max_tx, c, rx_B, centres_B, normals_B, cos_max_rx, n_rx, r, v, q, w,
-                   iterations)
+    n_faces, n_rx = ranges.shape[1], ranges.shape[2]
+    out = _ranges(positions_N[beacon], directions_N[beacon], cos_max_tx, c, rx_B, centres_B, normals_B,
+                  cos_max_rx, n_rx, r, v, q, w, iterations)
+    ranges[beacon] = out.reshape(n_faces, n_rx)
 
 
 class GlobalMetrologySimulator(ContinuousModel):
@@ -206,21 +209,20 @@ class GlobalMetrologySimulator(ContinuousModel):
         return _state_back(self.body.x, self.body.xdot_last, (t1_ns - t_ns) * 1e-9)
 
     def _measure(self, beacon: int, t_ns: int, t1_ns: int) -> None:
-        # beacon_ranges(beacon, ..., *self.state_at(t_ns, t1_ns)) in one compiled call
+        # self.ranges[beacon] = beacon_ranges(beacon, ..., *self.state_at(t_ns, t1_ns)), in one compiled call
         layout, rx = self.layout, self.receivers
-        ranges = _ranges_back(self.body.x, self.body.xdot_last, (t1_ns - t_ns) * 1e-9,
-                              layout.positions_N[beacon], layout.directions_N[beacon], layout.cos_max_tx,
-                              layout.speed_of_sound, rx.flat_B, rx.centres_B, rx.normals_B, rx.cos_max_rx,
-                              rx.n_receivers, 3).reshape(rx.n_faces, rx.n_receivers)
+        _measure_back(self.ranges, beacon, self.body.x, self.body.xdot_last, (t1_ns - t_ns) * 1e-9,
+                      layout.positions_N, layout.directions_N, layout.cos_max_tx, layout.speed_of_sound,
+                      rx.flat_B, rx.centres_B, rx.normals_B, rx.cos_max_rx, 3)
         faults = self.faults
         faults.expire(t_ns)
         noise = self.testbed.range_noise_m * faults.noise_scale
         if noise > 0.0 or faults.bias[0] != 0.0 or faults.dropout > 0.0:
-            self._perturb(ranges, noise)
-        self.ranges[beacon] = ranges
+            self._perturb(self.ranges[beacon], noise)
 
     def _perturb(self, ranges: np.ndarray, noise: float) -> None:
-        """Add the range noise (RMS ``noise``, m) and the faults' bias and dropouts to the readings."""
+        """Add the range noise (RMS ``noise``, m) and the faults' bias and dropouts to the readings
+        ``ranges`` (one beacon's, faces x receivers, changed in place)."""
         seen = ranges >= 0.0
         if noise > 0.0:
             ranges[seen] += noise * self.rng.standard_normal(int(seen.sum()))
