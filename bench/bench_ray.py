@@ -103,6 +103,51 @@ def one(n: int, duration_s: float, config: str) -> dict:
     return row
 
 
+def local_advance(n: int, duration_s: float, start_at: float) -> float:
+    """Wall time (s) of ``duration_s`` simulated seconds of a local formation of ``n`` vehicles,
+    after its first second; the timed part starts at the clock time ``start_at`` (so that two
+    processes started together also advance together)."""
+    from hopsim.kernel import Simulation
+    from hopsim.scenarios.registry import get_scenario
+
+    spec = get_scenario("formation")
+    params = spec.make_params({"n_vehicles": n})
+    sim = Simulation(seed=0)
+    sim.scenario_params = params
+    spec.build(sim, params)
+    sim.advance_to(1.0)
+    time.sleep(max(0.0, start_at - time.time()))
+    t0 = time.perf_counter()
+    sim.advance_to(1.0 + duration_s)
+    return time.perf_counter() - t0
+
+
+def parallel_ceiling(n: int, duration: float, repeat: int = 2) -> dict:
+    """The best 2-vs-1 speed-up this machine allows a formation of ``n`` vehicles, with no
+    synchronization at all: the wall time of one process running all of it, over that of two
+    independent processes running half of it each at the same time (the hosts' work without
+    their windows). Two processes on the two CPUs of a shared machine each run slower than one
+    alone (they share caches and, often, one physical core), which bounds what 2 shards can do."""
+    def launch(k: int, start_at: float) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, __file__, "--local-advance", str(k), "--duration", str(duration),
+                                 "--start-at", str(start_at)], stdout=subprocess.PIPE, text=True)
+
+    def wall(proc: subprocess.Popen) -> float:
+        out, _ = proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError(f"the parallel-ceiling run of N = {n} failed")
+        return float(out.strip().splitlines()[-1])
+
+    lead_s = 5.0 + n / 500.0          # time to start Python and build before the timed part
+    alone = min(wall(launch(n, time.time() + lead_s)) for _ in range(repeat))
+    together = []
+    for _ in range(repeat):
+        start_at = time.time() + lead_s
+        pair = [launch(n // 2, start_at), launch(n - n // 2, start_at)]
+        together.append(max(wall(p) for p in pair))
+    return {"n": n, "alone_s": alone, "halves_together_s": min(together), "ceiling": alone / min(together)}
+
+
 def run_one(n: int, duration: float, config: str) -> dict:
     """One configuration in its own subprocess."""
     proc = subprocess.run([sys.executable, __file__, "--one", str(n), "--duration", str(duration),
@@ -150,7 +195,7 @@ def predict_speed(model: dict, n: int, k: int, windows_per_s: float, crossing_pe
     return 1.0 / wall
 
 
-def print_section(rows: list[dict]) -> None:
+def print_section(rows: list[dict], ceiling: dict | None = None) -> None:
     print("### Distributed formation (Ray on this machine, 2 cores; windows of 1 s lookahead)\n")
     header = ("vehicles", "backend", "sim s / wall s", "hops / s", "messages / s", "windows", "waiting at windows (s)",
               "host CPU (s)", "critical-path CPU (s)", "messages between hosts", "peak RSS (MiB)")
@@ -170,6 +215,11 @@ def print_section(rows: list[dict]) -> None:
                              for label, r in (("1 shard", one_), ("2 shards", two)))
             print(f"\nN = {n:,}: 2 shards run {two['speed'] / one_['speed']:.2f}x the speed of 1 shard "
                   f"(target 1.6x at N = 1,000; sim s / wall s of every run, {runs}).")
+    if ceiling is not None:
+        print(f"\nThis machine's ceiling for 2 shards at N = {ceiling['n']:,}: one local process runs it in "
+              f"{ceiling['alone_s']:.2f} s, two independent processes running half of it each at the same time "
+              f"take {ceiling['halves_together_s']:.2f} s, so no synchronization scheme can make 2 shards more than "
+              f"{ceiling['ceiling']:.2f}x faster than 1 here.")
     ray_rows = [r for r in rows if r["config"] != "local"]
     if len(ray_rows) >= 2:
         model = fit_cost_model(rows)
@@ -196,13 +246,20 @@ def main() -> None:
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--duration", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--config", help=argparse.SUPPRESS)
+    ap.add_argument("--local-advance", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--start-at", type=float, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         print(json.dumps(one(args.one, args.duration, args.config)))
         return
+    if args.local_advance:
+        print(local_advance(args.local_advance, args.duration, args.start_at))
+        return
     table = QUICK if args.quick else FULL
     sizes = {int(n): table.get(int(n), 2.0) for n in args.sizes.split(",")} if args.sizes else table
-    print_section(run_all(sizes, args.configs.split(","), max(1, args.repeat)))
+    rows = run_all(sizes, args.configs.split(","), max(1, args.repeat))
+    ceiling = parallel_ceiling(1000, sizes[1000], max(1, args.repeat)) if 1000 in sizes else None
+    print_section(rows, ceiling)
 
 
 if __name__ == "__main__":
