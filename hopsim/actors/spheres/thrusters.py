@@ -11,6 +11,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 import numpy as np
+from numba import njit
 
 from hopsim.actors.spheres.params import G0, ThrusterParams
 from hopsim.actors.spheres.valves import NUM_THRUSTERS, ValveTimeline
@@ -83,7 +84,6 @@ class ThrusterSimulator(ContinuousModel):
         self._thrust_list = [0.0] * NUM_THRUSTERS      # the same as a list
         self._stuck = False                            # any stuck_open / stuck_closed fault set
         self._propellant_total_kg = 0.0                # propellant_used_kg.sum()
-        self._propellant_list = [0.0] * NUM_THRUSTERS  # propellant_used_kg.tolist()
         # (force_B, torque_B) by per-thruster thrust (a tuple): the wrench of a thrust vector
         # seen before is reused instead of recomputed (same arrays in, same numbers out); emptied
         # when the centre of mass moves
@@ -108,10 +108,11 @@ class ThrusterSimulator(ContinuousModel):
         self._stale = True
         self._ahead: list | None = None      # planned() while commands wait for their tick
         self._ahead_tl: ValveTimeline | None = None   # the look-ahead copy _ahead came from
-        # with one command waiting: that command, the timeline as it was before the look-ahead
-        # applied it, and the transitions the look-ahead's command returned (see _settle)
+        # with one command waiting: that command, the timeline the look-ahead was cloned from
+        # with its count of changes then, and the transitions the look-ahead's command returned
+        # (see _settle)
         self._ahead_cmd: tuple | None = None
-        self._ahead_from: ValveTimeline | None = None
+        self._ahead_from: tuple[ValveTimeline, int] | None = None
         self._ahead_applied: list | None = None
         self._times_for: list | None = None  # the planned() list that _times was derived from
         self._times: list[int] = []          # _switch_times() of that plan
@@ -197,15 +198,12 @@ class ThrusterSimulator(ContinuousModel):
             self.torque_B = np.zeros(3)
 
     def _account_propellant(self, t_ns: int) -> None:
-        """Propellant burnt since the last account at the thrust held meanwhile; updates the mass."""
-        if t_ns > self.t_flow_ns and self.firing:
-            dt = (t_ns - self.t_flow_ns) / NS_PER_S
-            self.impulse_Ns += self.thrust_N * dt
-            self.propellant_used_kg = self.impulse_Ns / (self.params.isp_s * G0)
-            self._propellant_total_kg = float(self.propellant_used_kg.sum())
-            self._propellant_list = self.propellant_used_kg.tolist()
-            self.body.mass_kg = self.mass0_kg - self._propellant_total_kg
-        self.t_flow_ns = t_ns
+        """Propellant burnt from the last account (``t_flow_ns``) to ``t_ns`` at the thrust held
+        meanwhile, while firing; updates the mass. The caller sets ``t_flow_ns`` to t_ns."""
+        total = _burn(self.impulse_Ns, self.propellant_used_kg, self.thrust_N, (t_ns - self.t_flow_ns) / NS_PER_S,
+                      self.params.isp_s * G0)
+        self._propellant_total_kg = total
+        self.body.mass_kg = self.mass0_kg - total
 
     def planned(self) -> list[tuple[int, int, bool]]:
         """Valve transitions (t_ns, thruster index, opens) that the commands received so far imply."""
@@ -220,14 +218,17 @@ class ThrusterSimulator(ContinuousModel):
             ahead = self.timeline.clone()
             if len(self.pending_cmds) == 1:
                 self._ahead_cmd = self.pending_cmds[0]
-                self._ahead_from = self.timeline.clone()
+                self._ahead_from = (self.timeline, self.timeline.changes)
             else:
                 self._ahead_cmd = self._ahead_from = None
             out = []
             for t_cmd, mask, on_times in self.pending_cmds:
                 out += ahead.command(t_cmd, mask, on_times)
             self._ahead_applied = out
-            self._ahead = sorted(out + ahead.planned_view())
+            # after a command the plan is a list made anew, so it can stand for the whole plan
+            # when the commands applied no transition (and, adopted, keeps its derived caches)
+            plan = ahead.planned_view()
+            self._ahead = sorted(out + plan) if out else plan
             self._ahead_tl = ahead
         return self._ahead
 
@@ -248,14 +249,15 @@ class ThrusterSimulator(ContinuousModel):
 
     def _adopt_ahead(self, t_cmd: int) -> bool:
         """Fast path for applying the one waiting command at ``t_cmd`` (ns): when the timeline is
-        still in the state the look-ahead copy was cloned from (nothing happened to it since but
-        the passing of time), that copy, which applied the same command at the same instant, is
-        what ``timeline.command`` would make of it (a pure function of that state and the
-        command), and its transitions are the ones it would return. Take the copy as the
-        timeline instead of repeating the command. test_sph_fast_paths.py checks it."""
+        still in the state the look-ahead copy was cloned from (the same timeline, with the same
+        count of changes: nothing happened to it since but the passing of time), that copy, which
+        applied the same command at the same instant, is what ``timeline.command`` would make of
+        it (a pure function of that state and the command), and its transitions are the ones it
+        would return. Take the copy as the timeline instead of repeating the command.
+        test_sph_fast_paths.py checks it."""
         tl, ahead, before = self.timeline, self._ahead_tl, self._ahead_from
         if (ahead is None or before is None or tl.t_ns > t_cmd or ahead.t_ns != t_cmd
-                or not tl.same_state(before)):
+                or before[0] is not tl or before[1] != tl.changes):
             return False
         self.timeline = ahead
         self._ahead_tl = None
@@ -267,7 +269,8 @@ class ThrusterSimulator(ContinuousModel):
         planned = self._planned_view()
         if planned is not self._times_for:
             times = {t for t, _, _ in planned}
-            times.update(t for t, _, _ in self.fault_clears)
+            if self.fault_clears:
+                times.update(t for t, _, _ in self.fault_clears)
             self._times = sorted(times)
             self._times_for = planned
         return self._times
@@ -288,7 +291,9 @@ class ThrusterSimulator(ContinuousModel):
     def _settle(self, t_ns: int, before_activations: bool = False) -> None:
         """Bring valves, fault ends, propellant and wrench to ``t_ns`` (idempotent at one instant);
         ``before_activations`` leaves the valve switches due at t_ns for commands arriving now."""
-        self._account_propellant(t_ns)
+        if t_ns > self.t_flow_ns and self.firing:
+            self._account_propellant(t_ns)
+        self.t_flow_ns = t_ns
         if (not self._stale and self.timeline.next_event_ns > t_ns
                 and not (self.pending_cmds and self.pending_cmds[0][0] <= t_ns)
                 and not (self.fault_clears and self.fault_clears[0][0] <= t_ns)):
@@ -340,7 +345,8 @@ class ThrusterSimulator(ContinuousModel):
             self._settle(t_ns, before_activations=True)
             for cmd in commands:
                 self.pending_cmds.append((max(cmd.t_ns, t_ns), cmd.mask, list(cmd.on_time_ns) or None))
-            self.pending_cmds.sort(key=lambda c: c[0])
+            if len(self.pending_cmds) > 1:
+                self.pending_cmds.sort(key=lambda c: c[0])
             self._ahead = None
             self._stale = True
             self._ask_barriers(t_ns)
@@ -356,7 +362,7 @@ class ThrusterSimulator(ContinuousModel):
             self._switches = [ValveSwitch(t_ns=t, thruster=i + 1, open=o) for t, i, o in planned]
             self._switches_for = planned
         msg = ValveState(vehicle=self.vehicle, t_ns=t_ns, open_mask=self.timeline.open_mask,
-                         thrust_N=self._thrust_list, propellant_used_kg=self._propellant_list,
+                         thrust_N=self._thrust_list, propellant_used_kg=self.propellant_used_kg.tolist(),
                          mass_kg=self.body.mass_kg, planned=self._switches)
         set_vector3(msg.force_B, self.force_B.tolist())
         set_vector3(msg.torque_B, self.torque_B.tolist())
@@ -403,3 +409,16 @@ class ThrusterSimulator(ContinuousModel):
                 self._ask_barriers(t_ns)
         self._stale = True
         self._settle(t_ns)
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
+def _burn(impulse_Ns, used_kg, thrust_N, dt_s, isp_g0):
+    """Adds ``thrust_N * dt_s`` to each thruster's impulse (N s) and sets its propellant used to
+    impulse / (Isp g0) (kg), both in place; returns the total propellant used (kg), summed in
+    the order numpy's ``sum`` of 12 numbers takes (eight partial sums paired, then the rest),
+    so that it is ``used_kg.sum()`` bit for bit (test_sph_fast_paths.py checks it)."""
+    for i in range(12):
+        impulse_Ns[i] += thrust_N[i] * dt_s
+        used_kg[i] = impulse_Ns[i] / isp_g0
+    u = used_kg
+    return (((u[0] + u[1]) + (u[2] + u[3])) + ((u[4] + u[5]) + (u[6] + u[7]))) + u[8] + u[9] + u[10] + u[11]

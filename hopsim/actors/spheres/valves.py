@@ -37,6 +37,7 @@ class ValveTimeline:
         self.ev_t = [NEVER] * NUM_THRUSTERS      # each thruster's next event (time, kind)
         self.ev_kind = [CHANGE] * NUM_THRUSTERS
         self.next_event_ns = NEVER
+        self.changes = 0     # commands and applied events so far: an equal count, an unchanged state
         self._planned: list | None = None
 
     def clone(self) -> "ValveTimeline":
@@ -81,6 +82,7 @@ class ValveTimeline:
         if on_time_ns and len(on_time_ns) != NUM_THRUSTERS:
             raise ValueError(f"a thruster command carries 12 on-times or none, got {len(on_time_ns)}")
         applied = self.advance(t_ns, before_activations=True)
+        self.changes += 1
         cmd_on, cmd_off_at = self.cmd_on, self.cmd_off_at
         timed = bool(on_time_ns)
         for i in range(NUM_THRUSTERS):
@@ -116,6 +118,7 @@ class ValveTimeline:
         self.t_ns = t_ns
         if self.next_event_ns > t_ns:
             return []
+        self.changes += 1
         applied = []
         ev_t, ev_kind = self.ev_t, self.ev_kind
         cmd_on, cmd_since, cmd_off_at, valve_open = self.cmd_on, self.cmd_since, self.cmd_off_at, self.valve_open
