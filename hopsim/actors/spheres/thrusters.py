@@ -241,10 +241,7 @@ class ThrusterSimulator(ContinuousModel):
         tl, ahead = self.timeline, self._ahead_tl
         self._ahead_tl = None
         if (ahead is not None and tl._planned is None and ahead._planned is not None
-                and tl.next_event_ns == ahead.next_event_ns and tl.cmd_on == ahead.cmd_on
-                and tl.cmd_off_at == ahead.cmd_off_at and tl.cmd_since == ahead.cmd_since
-                and tl.valve_open == ahead.valve_open and tl.on_delay_ns == ahead.on_delay_ns
-                and tl.off_delay_ns == ahead.off_delay_ns):
+                and tl.next_event_ns == ahead.next_event_ns and tl.same_state(ahead)):
             tl._planned = ahead._planned
 
     def _adopt_ahead(self, t_cmd: int) -> bool:
