@@ -35,7 +35,10 @@ class PropulsionTask:
     def set_pulses(self, t_ns: int, widths_ns) -> int:
         """New pulse widths from the control law at t_ns; returns the tick at which they start."""
         start = self.next_tick(t_ns)
-        self.prev_end_ns = [min(e, start) for e in self.end_ns] if self.start_ns < start else [0] * NUM_THRUSTERS
+        if self.start_ns < start:    # (e if e < start else start: min(e, start) of ints, without the call)
+            self.prev_end_ns = [e if e < start else start for e in self.end_ns]
+        else:
+            self.prev_end_ns = [0] * NUM_THRUSTERS
         self.start_ns = start
         self.end_ns = [start + int(w) for w in widths_ns]
         return start

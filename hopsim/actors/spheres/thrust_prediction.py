@@ -39,11 +39,14 @@ class ThrustPredictor:
         self.thrust_list = self.thrust_N.tolist()
         self.isp_g0 = thr.isp_s * G0
         self.open_since: list[int | None] = [None] * NUM_THRUSTERS
-        self.closed: deque = deque()                    # (t_open, t_close, thruster), by t_close
+        # (t_open, t_close, thruster, span row for firing_spans), by t_close
+        self.closed: deque = deque()
         self.burnt_kg = 0.0
 
     def _record(self, transitions) -> None:
-        thrust = self.thrust_list
+        """Valve transitions (t_ns, thruster, opens) in time order: open spans, closed firings
+        (each with its :meth:`firing_spans` row, made once) and propellant."""
+        thrust, rows = self.thrust_list, self.force_rows
         for t, i, is_open in transitions:
             if is_open:
                 self.open_since[i] = t
@@ -51,7 +54,7 @@ class ThrustPredictor:
                 t0 = self.open_since[i]
                 self.open_since[i] = None
                 if t0 is not None:
-                    self.closed.append((t0, t, i))
+                    self.closed.append((t0, t, i, (t0 / NS_PER_S, t / NS_PER_S, *rows[i])))
                     self.burnt_kg += thrust[i] * (t - t0) / NS_PER_S / self.isp_g0
 
     def command(self, t_ns: int, mask: int, on_time_ns) -> None:
@@ -66,15 +69,17 @@ class ThrustPredictor:
         in ``a`` (intervals that closed before it are forgotten)."""
         self._advance(b_ns)
         closed = self.closed
-        if not closed and self.open_since.count(None) == NUM_THRUSTERS:
+        open_mask = self.timeline.open_mask     # bit i: open_since[i] is set
+        if not closed and not open_mask:
             return _ZERO3, _ZERO3
         while closed and closed[0][1] <= a_ns:
             closed.popleft()
         if b_ns <= a_ns:
             return np.zeros(3), np.zeros(3)
         b = b_ns / NS_PER_S
-        spans = [(t0, t1, i) for t0, t1, i in closed if t1 > a_ns and t0 < b_ns]
-        spans += [(t0, b_ns, i) for i, t0 in enumerate(self.open_since) if t0 is not None and t0 < b_ns]
+        spans = [(t0, t1, i) for t0, t1, i, _ in closed if t1 > a_ns and t0 < b_ns]
+        if open_mask:
+            spans += [(t0, b_ns, i) for i, t0 in enumerate(self.open_since) if t0 is not None and t0 < b_ns]
         # I += f * (hi - lo) and M += f * (0.5 * ...) component by component, in floats
         Ix = Iy = Iz = Mx = My = Mz = 0.0
         for t0, t1, i in spans:
@@ -102,10 +107,11 @@ class ThrustPredictor:
         closed = self.closed
         while closed and closed[0][1] <= a_ns:
             closed.popleft()
-        rows = self.force_rows
-        spans = [(t0 / NS_PER_S, t1 / NS_PER_S, *rows[i]) for t0, t1, i in closed if t1 > a_ns]
-        b_s = b_ns / NS_PER_S
-        spans += [(t0 / NS_PER_S, b_s, *rows[i]) for i, t0 in enumerate(self.open_since) if t0 is not None]
+        spans = [row for _, t1, _, row in closed if t1 > a_ns]
+        if self.timeline.open_mask:      # bit i: open_since[i] is set
+            rows = self.force_rows
+            b_s = b_ns / NS_PER_S
+            spans += [(t0 / NS_PER_S, b_s, *rows[i]) for i, t0 in enumerate(self.open_since) if t0 is not None]
         if not spans:
             return NO_SPANS
         return np.array(spans)
