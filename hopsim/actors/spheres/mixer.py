@@ -74,11 +74,11 @@ class ThrusterMixer:
 
     def pulse_widths_ns(self, force_B, torque_B) -> list[int]:
         """Pulse widths (ns, whole ticks) realizing the wrench on average over one control period."""
-        fx, fy, fz = force_B
-        tx, ty, tz = torque_B
-        widths, valid = _pulse_widths(np.array([fx, fy, fz, tx, ty, tz], dtype=float), self._solve,
-                                      self.thrust_N, self.period_s, self.max_on_s, self.deadband_s, self.offset_s,
-                                      self.pw_min_s, self.pw_max_s, self.tick_ns)
+        wrench = np.empty(6)        # (Fx, Fy, Fz, Tx, Ty, Tz) as floats, filled without a list
+        wrench[:3] = force_B
+        wrench[3:] = torque_B
+        widths, valid = _pulse_widths(wrench, self._solve, self.thrust_N, self.period_s, self.max_on_s,
+                                      self.deadband_s, self.offset_s, self.pw_min_s, self.pw_max_s, self.tick_ns)
         if not valid:
             raise ValueError("cannot convert float NaN to integer (a NaN pulse width)")
         return widths.tolist()

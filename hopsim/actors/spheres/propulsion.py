@@ -27,6 +27,8 @@ class PropulsionTask:
         self.blanks: list[tuple[int, int]] = []  # [t0, t1) windows with every thruster forced off
         self.sent_mask = 0                       # the last command's mask (0 after its pulses end)
         self.sent_until = [0] * NUM_THRUSTERS
+        # max(end_ns), max(prev_end_ns) and max(sent_until), kept with them (command_at's shortcut)
+        self.end_max_ns = self.prev_end_max_ns = self.sent_until_max_ns = 0
 
     def next_tick(self, t_ns: int) -> int:
         """The first propulsion tick strictly after t_ns."""
@@ -41,6 +43,8 @@ class PropulsionTask:
             self.prev_end_ns = [0] * NUM_THRUSTERS
         self.start_ns = start
         self.end_ns = [start + int(w) for w in widths_ns]
+        self.end_max_ns = max(self.end_ns)
+        self.prev_end_max_ns = max(self.prev_end_ns)
         return start
 
     def blank(self, t0_ns: int, t1_ns: int) -> None:
@@ -77,8 +81,11 @@ class PropulsionTask:
 
         The on-time of each commanded thruster runs to its pulse end or the next blanking start.
         """
-        ends = self.end_ns if t_ns >= self.start_ns else self.prev_end_ns
-        if t_ns >= max(ends) and t_ns >= max(self.sent_until):
+        if t_ns >= self.start_ns:
+            ends, ends_max = self.end_ns, self.end_max_ns
+        else:
+            ends, ends_max = self.prev_end_ns, self.prev_end_max_ns
+        if t_ns >= ends_max and t_ns >= self.sent_until_max_ns:
             # shortcut of the loops below: every countdown has run out (mask 0) and so has every
             # on-time last sent (sent_until is 0 off the sent mask, so live 0): nothing to send
             return None
@@ -102,6 +109,7 @@ class PropulsionTask:
             return None
         self.sent_mask = mask
         self.sent_until = until
+        self.sent_until_max_ns = max(until)
         return mask, [(u - t_ns) if u else 0 for u in until]
 
     def next_command_time(self, t_ns: int) -> int | None:
