@@ -13,6 +13,7 @@ without further commands.
 from __future__ import annotations
 
 NUM_THRUSTERS = 12
+BITS = tuple(1 << i for i in range(NUM_THRUSTERS))     # thruster i's bit in a mask
 
 
 class PropulsionTask:
@@ -89,23 +90,25 @@ class PropulsionTask:
             # shortcut of the loops below: every countdown has run out (mask 0) and so has every
             # on-time last sent (sent_until is 0 off the sent mask, so live 0): nothing to send
             return None
-        blanked = self._blank_at(t_ns) is not None
         sent_mask, sent_until = self.sent_mask, self.sent_until
         mask = 0        # the interrupt's output at t_ns (:meth:`mask_at`)
+        if self._blank_at(t_ns) is None:
+            for bit, end in zip(BITS, ends):
+                if t_ns < end:
+                    mask |= bit
         live = 0        # what the last command still asks for at t_ns
-        for i in range(NUM_THRUSTERS):
-            if not blanked and t_ns < ends[i]:
-                mask |= 1 << i
-            if sent_mask >> i & 1 and t_ns < sent_until[i]:
-                live |= 1 << i
+        for bit, end in zip(BITS, sent_until):
+            if t_ns < end:
+                live |= bit
+        live &= sent_mask
         if mask == 0 and live == 0:
             return None     # every thruster off and none asked for: nothing to send
         cut = self._next_blank_start(t_ns)
-        until = [0] * NUM_THRUSTERS
-        for i in range(NUM_THRUSTERS):
-            if mask >> i & 1:
-                until[i] = ends[i] if cut is None else min(ends[i], cut)
-        if mask == live and all(until[i] == sent_until[i] for i in range(NUM_THRUSTERS) if mask >> i & 1):
+        if cut is None:
+            until = [end if mask & bit else 0 for bit, end in zip(BITS, ends)]
+        else:
+            until = [min(end, cut) if mask & bit else 0 for bit, end in zip(BITS, ends)]
+        if mask == live and all(u == s for bit, u, s in zip(BITS, until, sent_until) if mask & bit):
             return None
         self.sent_mask = mask
         self.sent_until = until
