@@ -40,12 +40,14 @@ class PropulsionTask:
         start = self.next_tick(t_ns)
         if self.start_ns < start:    # (e if e < start else start: min(e, start) of ints, without the call)
             self.prev_end_ns = [e if e < start else start for e in self.end_ns]
+            # max(prev_end_ns): the cut at start commutes with the max (integers)
+            self.prev_end_max_ns = self.end_max_ns if self.end_max_ns < start else start
         else:
             self.prev_end_ns = [0] * NUM_THRUSTERS
+            self.prev_end_max_ns = 0
         self.start_ns = start
         self.end_ns = [start + int(w) for w in widths_ns]
         self.end_max_ns = max(self.end_ns)
-        self.prev_end_max_ns = max(self.prev_end_ns)
         return start
 
     def blank(self, t0_ns: int, t1_ns: int) -> None:

@@ -122,6 +122,8 @@ class ThrusterSimulator(ContinuousModel):
     # ------------------------------------------------------------------ valve bookkeeping
     def _switched(self, transitions) -> None:
         """Draw each opening valve's thrust noise; log the transitions if asked to."""
+        if not (self.params.noise_fraction > 0.0 or self.switch_log is not None):
+            return      # neither noise nor a log: nothing to do per transition
         for t_ns, i, is_open in transitions:
             if is_open and self.params.noise_fraction > 0.0:
                 self.noise_factor[i] = 1.0 + self.params.noise_fraction * self.rng.standard_normal()
