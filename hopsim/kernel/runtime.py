@@ -56,10 +56,15 @@ class LocalHandle:
 
 
 class ModelHost:
-    """The Ray actor that hosts one model (per-model placement)."""
+    """The Ray actor that hosts one model (per-model placement).
 
-    def __init__(self, model: Model):
-        self.model = model
+    The model arrives pickled (``model_blob``, as islands reach their hosts): an object passed
+    to Ray as it is would come back with its numpy arrays read-only (zero-copy views of Ray's
+    object store), and models update their arrays in place."""
+
+    def __init__(self, model_blob: bytes):
+        import cloudpickle
+        self.model = cloudpickle.loads(model_blob)
 
     def invoke(self, method: str, args: tuple, deliveries: list) -> tuple[Any, list]:
         return invoke(self.model, method, args, deliveries)
@@ -74,7 +79,8 @@ class RayHandle:
         import ray
         self._ray = ray
         self.name = model.name
-        self.actor = actor_cls.options(name=None).remote(model)
+        import cloudpickle
+        self.actor = actor_cls.options(name=None).remote(cloudpickle.dumps(model))
         self._pending: list = []
 
     def deliver(self, port: str, msg: Any, t_ns: int) -> None:
