@@ -66,3 +66,51 @@ def test_imu_hop_sampling_matches_the_interpreted_loop():
             assert np.array_equal(_bits(got), _bits(np.array(rows)))
             sampled += len(times)
     assert sampled > 1000
+
+
+def test_estimator_sample_propagation_matches_the_sample_by_sample_coasts():
+    """_propagate_samples (flat message samples in, one row per sample out) against the coasts
+    of :func:`_coast` taken one interval at a time, with the thrust over each interval."""
+    from hopsim.actors.spheres.estimator import _A, _DT, _Q, _R, _V, _W, _coast, _propagate_samples
+    from hopsim.actors.spheres.thrust_prediction import impulse_moment_rows
+
+    rng = random.Random(5)
+    nrng = np.random.default_rng(5)
+    empty = 0
+    for _ in range(300):
+        n = rng.randint(1, 8)
+        t_ns = rng.randint(0, 10) * 18 * MS
+        # in time order, some repeated, some before the estimate's time
+        times = sorted(rng.randint(0, 14) * 9 * MS + rng.choice([0, 1]) for _ in range(n))
+        samples = nrng.normal(size=6 * n) * rng.choice([1e-3, 1.0, 10.0])
+        r, v, bias = nrng.normal(size=3), nrng.normal(size=3), nrng.normal(size=3) * 1e-2
+        q = nrng.normal(size=4)
+        q /= np.linalg.norm(q)
+        k_spans = rng.randint(0, 4)
+        spans = np.column_stack([nrng.uniform(0.0, 0.15, k_spans), nrng.uniform(0.0, 0.15, k_spans),
+                                 nrng.normal(size=(k_spans, 3))])
+        spans[:, :2].sort(axis=1)
+        mass = rng.uniform(3.0, 5.0)
+        use_accel, planar = rng.random() < 0.3, rng.random() < 0.5
+        got = _propagate_samples(r, v, q, bias, t_ns, np.array(times, dtype=np.int64), samples, spans, mass,
+                                 use_accel, planar)
+        omega_B = samples[:3 * n].reshape(-1, 3)
+        accel_B = samples[3 * n:].reshape(-1, 3)
+        t_prev = t_ns
+        for k, t in enumerate(times):
+            if k > 0:
+                t_prev = max(times[k - 1], t_ns)
+            t_end = max(t, t_prev)
+            dt = (t_end - t_prev) / 1_000_000_000
+            omega = omega_B[k] - bias
+            if dt > 0.0:
+                impulse, moment = impulse_moment_rows(np.array([t_prev / 1_000_000_000]),
+                                                      np.array([t_end / 1_000_000_000]), spans)
+                r, v, q = _coast(r, v, q, omega, impulse[0], moment[0], accel_B[k], mass, dt, use_accel, planar)
+            else:
+                empty += 1
+            row = got[k]
+            for col, want in ((_R, r), (_V, v), (_Q, q), (_W, omega), (_A, accel_B[k])):
+                assert np.array_equal(_bits(row[col]), _bits(want))
+            assert _bits(row[_DT]) == _bits(dt)
+    assert empty > 50

@@ -66,13 +66,20 @@ def _coast_many(r, v, q, omega_B, impulse_B, moment_B, accel_B, mass, dt, use_ac
     return rs, vs, qs
 
 
+# columns of the rows :func:`_propagate_samples` returns: r_N (m), v_N (m/s), q_BN (scalar-last),
+# omega_B (rad/s, bias-corrected), accel_B (m/s^2) and the interval before the sample (s)
+_R, _V, _Q, _W, _A, _DT = slice(0, 3), slice(3, 6), slice(6, 10), slice(10, 13), slice(13, 16), 16
+
+
 @njit(cache=True, fastmath=False, error_model="numpy")
-def _propagate_samples(r, v, q, bias, t_ns, times, omega_B, accel_B, spans, mass, use_accel, planar):
+def _propagate_samples(r, v, q, bias, t_ns, times, samples, spans, mass, use_accel, planar):
     """:meth:`Estimator.imu_samples` in one compiled call: the intervals between the estimate's
     time ``t_ns`` and the sample instants ``times`` (ns; a sample older than the estimate makes
     an empty interval), the commanded impulse and moment over each (:func:`impulse_moment_rows`,
-    from the firings ``spans``), the bias-corrected rates and the coasts. Returns the states at
-    the interval ends (rows), the rates and the intervals (s)."""
+    from the firings ``spans``), the bias-corrected rates and the coasts. ``samples`` holds the
+    n gyro rows (rad/s, B) then the n accelerometer rows (m/s^2, B), flat. Returns one row per
+    sample: the state at the interval's end, the rates, the specific force and the interval
+    (columns ``_R``, ``_V``, ``_Q``, ``_W``, ``_A``, ``_DT``)."""
     n = times.shape[0]
     a_s = np.empty(n)
     b_s = np.empty(n)
@@ -86,9 +93,21 @@ def _propagate_samples(r, v, q, bias, t_ns, times, omega_B, accel_B, spans, mass
         b_s[k] = t_end / 1_000_000_000
         dt[k] = (t_end - t_prev) / 1_000_000_000
     impulse, moment = impulse_moment_rows(a_s, b_s, spans)
-    omega = omega_B - bias
+    omega = np.empty((n, 3))
+    accel_B = np.empty((n, 3))
+    for k in range(n):
+        for j in range(3):
+            omega[k, j] = samples[3 * k + j] - bias[j]
+            accel_B[k, j] = samples[3 * (n + k) + j]
     rs, vs, qs = _coast_many(r, v, q, omega, impulse, moment, accel_B, mass, dt, use_accel, planar)
-    return rs, vs, qs, omega, dt
+    out = np.empty((n, 17))
+    out[:, 0:3] = rs
+    out[:, 3:6] = vs
+    out[:, 6:10] = qs
+    out[:, 10:13] = omega
+    out[:, 13:16] = accel_B
+    out[:, 16] = dt
+    return out
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")
@@ -176,8 +195,9 @@ class Estimator:
         self.omega = np.array(omega_B, dtype=float)
         self.bias = np.zeros(3)
         self.accel_B = np.zeros(3)
-        # records (t_ns, k, r, v, q, omega): the state at t_ns is row k of the arrays, or the
-        # vectors themselves when k is -1 (rows are taken only when a record is read)
+        # records (t_ns, k, state): the state at t_ns is row k of the rows _propagate_samples
+        # returned, or the vectors (r, v, q, omega) themselves when k is -1 (rows are taken only
+        # when a record is read)
         self.history: deque = deque(maxlen=64)
         self.initialized = False
         self.t_last_fix: int | None = None
@@ -192,7 +212,7 @@ class Estimator:
 
     def _remember(self) -> None:
         """Record the state (arrays are replaced, never changed in place, so no copies)."""
-        self.history.append((self.t_ns, -1, self.r, self.v, self.q, self.omega))
+        self.history.append((self.t_ns, -1, (self.r, self.v, self.q, self.omega)))
 
     # ------------------------------------------------------------------ propagation
     def propagate_to(self, t_ns: int) -> None:
@@ -216,9 +236,10 @@ class Estimator:
         self.accel_B = accel_B
         self.propagate_to(t_ns)
 
-    def imu_samples(self, times: list[int], omega_B: np.ndarray, accel_B: np.ndarray) -> None:
-        """Samples in time order (instants in ns, rows of rad/s and m/s^2), as :meth:`imu_sample`
-        one by one."""
+    def imu_samples(self, times: list[int], samples: np.ndarray) -> None:
+        """Samples in time order (instants in ns; ``samples`` flat: the gyro rows in rad/s, then
+        the accelerometer rows in m/s^2, as in an ImuSamples message), as :meth:`imu_sample` one
+        by one."""
         if not times:
             return
         # samples older than the estimate (it was carried ahead to a fix or a law tick) only set rates
@@ -227,14 +248,13 @@ class Estimator:
             spans = NO_SPANS
         else:
             spans = self.thrust.firing_spans(t_start, max(t_start, max(times)))
-        r, v, q, omega, dt = _propagate_samples(self.r, self.v, self.q, self.bias, t_start,
-                                                np.array(times, dtype=np.int64), omega_B, accel_B, spans,
-                                                self.mass, self.use_accel, self.planar)
-        dt = dt.tolist()
-        self.history.extend([(t, k, r, v, q, omega) for k, t in enumerate(times) if dt[k] > 0])
+        rows = _propagate_samples(self.r, self.v, self.q, self.bias, t_start, np.array(times, dtype=np.int64),
+                                  samples, spans, self.mass, self.use_accel, self.planar)
+        dt = rows[:, _DT].tolist()
+        self.history.extend([(t, k, rows) for k, t in enumerate(times) if dt[k] > 0])
         self.t_ns = max(self.t_ns, times[-1])
-        self.r, self.v, self.q = r[-1], v[-1], q[-1]
-        self.omega, self.accel_B = omega[-1], accel_B[-1]
+        last = rows[-1]
+        self.r, self.v, self.q, self.omega, self.accel_B = last[_R], last[_V], last[_Q], last[_W], last[_A]
 
     def command(self, t_ns: int, mask: int, on_time_ns) -> None:
         """A valve command the flight software sent (for the thrust prediction)."""
@@ -255,10 +275,11 @@ class Estimator:
                 break
         if rec is None:
             rec = self.history[0]
-        t0, k, r, v, q, w = rec
+        t0, k, state = rec
         if k >= 0:
-            return t0, r[k], v[k], q[k], w[k]
-        return t0, r, v, q, w
+            row = state[k]
+            return t0, row[_R], row[_V], row[_Q], row[_W]
+        return (t0, *state)
 
     # ------------------------------------------------------------------ correction
     def gm_update(self, ranges, fire_ns: list[int], t_now_ns: int) -> PoseFix | None:

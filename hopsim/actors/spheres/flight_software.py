@@ -134,9 +134,8 @@ class SpheresFlightSoftware(Model):
         ports = self.ports
         if ports["imu"].queued:
             for batch in self.drain("imu"):
-                # a list first ([:]): numpy reads a protobuf repeated field element by element, slowly
-                self.estimator.imu_samples(list(batch.t_ns), np.array(batch.omega_B[:]).reshape(-1, 3),
-                                           np.array(batch.accel_B[:]).reshape(-1, 3))
+                # lists first ([:]): numpy reads a protobuf repeated field element by element, slowly
+                self.estimator.imu_samples(batch.t_ns[:], np.array(batch.omega_B[:] + batch.accel_B[:]))
         if ports["gm_sync"].queued:
             for sync in self.drain("gm_sync"):
                 self.propulsion.blank(sync.cycle_start_ns, sync.cycle_start_ns + self.blank_ns)
