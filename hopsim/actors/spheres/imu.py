@@ -41,21 +41,21 @@ def _hop_truth(x, xd, support_N):
 
 
 @njit(**_JIT)
-def _hop_samples(x, xd, support_N, t1_ns, first_ns, spacing_ns, n):
+def _hop_samples(x, xd, support_N, t1_ns, first_ns, spacing_ns, n, out, start):
     """True values at the n sample instants ``first_ns + k spacing_ns`` of the hop that ends at
-    t1_ns (state x, derivatives xd), one row each: the body rate ``omega(t1) - omega_dot(t1) age``
-    (rad/s, B; age = t1 - t in s) and the hop's specific force (m/s^2, B)."""
+    t1_ns (state x, derivatives xd), written to rows ``start + k`` of out: the body rate
+    ``omega(t1) - omega_dot(t1) age`` (rad/s, B; age = t1 - t in s) and the hop's specific force
+    (m/s^2, B)."""
     truth = _hop_truth(x, xd, support_N)
-    out = np.empty((n, 6))
     for k in range(n):
         age_s = (t1_ns - (first_ns + k * spacing_ns)) / 1_000_000_000
-        out[k, 0] = truth[3] - truth[6] * age_s
-        out[k, 1] = truth[4] - truth[7] * age_s
-        out[k, 2] = truth[5] - truth[8] * age_s
-        out[k, 3] = truth[0]
-        out[k, 4] = truth[1]
-        out[k, 5] = truth[2]
-    return out
+        row = start + k
+        out[row, 0] = truth[3] - truth[6] * age_s
+        out[row, 1] = truth[4] - truth[7] * age_s
+        out[row, 2] = truth[5] - truth[8] * age_s
+        out[row, 3] = truth[0]
+        out[row, 4] = truth[1]
+        out[row, 5] = truth[2]
 
 
 @njit(**_JIT)
@@ -97,7 +97,8 @@ class ImuSimulator(ContinuousModel):
         self.faults = SensorFaults(6)
         self.support_N = np.array([0.0, 0.0, params.gravity_mps2])
         self.pending_t: list[int] = []
-        self.pending_true: list[np.ndarray] = []      # rows of true values, a block per hop
+        # true values of the pending samples: the first len(pending_t) rows (grown when full)
+        self.pending_true = np.zeros((16, 6))
         self.ready_t: list[int] = []
         self.ready: list[np.ndarray] = []
         self.samples_taken = 0
@@ -138,17 +139,22 @@ class ImuSimulator(ContinuousModel):
             n -= skip
             if n <= 0:
                 return
+        start = len(self.pending_t)
+        if start + n > self.pending_true.shape[0]:
+            grown = np.zeros((2 * (start + n), 6))
+            grown[:start] = self.pending_true[:start]
+            self.pending_true = grown
         self.pending_t += range(first, first + n * spacing, spacing)
-        self.pending_true.append(_hop_samples(self.body.x, self.body.xdot_last, self.support_N, t1_ns, first,
-                                              spacing, n))
+        _hop_samples(self.body.x, self.body.xdot_last, self.support_N, t1_ns, first, spacing, n, self.pending_true,
+                     start)
 
     def _measure_pending(self) -> None:
         """Turn the recorded true values into samples, with the faults active at their instants."""
         if not self.pending_t:
             return
-        blocks = self.pending_true
-        times, true = self.pending_t, blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
-        self.pending_t, self.pending_true = [], []
+        times = self.pending_t
+        true = self.pending_true[:len(times)]      # read before the next hop writes over it
+        self.pending_t = []
         if self.faults.active():
             rows = []
             for t, row in zip(times, true):
