@@ -114,3 +114,17 @@ def test_estimator_sample_propagation_matches_the_sample_by_sample_coasts():
                 assert np.array_equal(_bits(row[col]), _bits(want))
             assert _bits(row[_DT]) == _bits(dt)
     assert empty > 50
+
+
+def test_estimator_coast_state_is_the_coast_in_one_array():
+    from hopsim.actors.spheres.estimator import _Q, _R, _V, _coast, _coast_state
+
+    nrng = np.random.default_rng(7)
+    for k in range(200):
+        r, v, w, impulse, moment, accel = (nrng.normal(size=3) for _ in range(6))
+        q = nrng.normal(size=4)
+        q /= np.linalg.norm(q)
+        args = (r, v, q, w, impulse, moment, accel, 4.3, float(nrng.uniform(0.0, 0.2)), k % 3 == 0, k % 2 == 0)
+        got = _coast_state(*args)
+        for col, want in zip((_R, _V, _Q), _coast(*args)):
+            assert np.array_equal(_bits(got[col]), _bits(want))

@@ -31,6 +31,11 @@ from hopsim.kernel.simtime import NS_PER_S
 
 _ZERO3 = np.zeros(3)
 
+# columns of the rows :func:`_propagate_samples` returns: r_N (m), v_N (m/s), q_BN (scalar-last),
+# omega_B (rad/s, bias-corrected), accel_B (m/s^2) and the interval before the sample (s); the
+# first three are also those of :func:`_coast_state`'s array
+_R, _V, _Q, _W, _A, _DT = slice(0, 3), slice(3, 6), slice(6, 10), slice(10, 13), slice(13, 16), 16
+
 
 @njit(cache=True, fastmath=False, error_model="numpy")
 def _coast(r, v, q, omega_B, impulse_B, moment_B, accel_B, mass, dt, use_accel, planar):
@@ -50,6 +55,18 @@ def _coast(r, v, q, omega_B, impulse_B, moment_B, accel_B, mass, dt, use_accel, 
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")
+def _coast_state(r, v, q, omega_B, impulse_B, moment_B, accel_B, mass, dt, use_accel, planar):
+    """:func:`_coast`'s state as one array: r_N (m), v_N (m/s), q_BN (scalar-last), in columns
+    ``_R``, ``_V``, ``_Q`` (one array to hand back instead of three)."""
+    r_new, v_new, q_new = _coast(r, v, q, omega_B, impulse_B, moment_B, accel_B, mass, dt, use_accel, planar)
+    out = np.empty(10)
+    out[0:3] = r_new
+    out[3:6] = v_new
+    out[6:10] = q_new
+    return out
+
+
+@njit(cache=True, fastmath=False, error_model="numpy")
 def _coast_many(r, v, q, omega_B, impulse_B, moment_B, accel_B, mass, dt, use_accel, planar):
     """:func:`_coast` over successive intervals; returns the states at their ends (rows)."""
     n = dt.shape[0]
@@ -64,11 +81,6 @@ def _coast_many(r, v, q, omega_B, impulse_B, moment_B, accel_B, mass, dt, use_ac
         vs[k] = v
         qs[k] = q
     return rs, vs, qs
-
-
-# columns of the rows :func:`_propagate_samples` returns: r_N (m), v_N (m/s), q_BN (scalar-last),
-# omega_B (rad/s, bias-corrected), accel_B (m/s^2) and the interval before the sample (s)
-_R, _V, _Q, _W, _A, _DT = slice(0, 3), slice(3, 6), slice(6, 10), slice(10, 13), slice(13, 16), 16
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")
@@ -224,8 +236,9 @@ class Estimator:
             impulse, moment = _ZERO3, _ZERO3
         else:
             impulse, moment = self.thrust.impulse_moment(self.t_ns, t_ns)
-        self.r, self.v, self.q = _coast(self.r, self.v, self.q, self.omega, impulse, moment, self.accel_B,
-                                        self.mass, dt, self.use_accel, self.planar)
+        x = _coast_state(self.r, self.v, self.q, self.omega, impulse, moment, self.accel_B, self.mass, dt,
+                         self.use_accel, self.planar)
+        self.r, self.v, self.q = x[_R], x[_V], x[_Q]
         self.t_ns = t_ns
         self._remember()
 
