@@ -128,3 +128,50 @@ def test_estimator_coast_state_is_the_coast_in_one_array():
         got = _coast_state(*args)
         for col, want in zip((_R, _V, _Q), _coast(*args)):
             assert np.array_equal(_bits(got[col]), _bits(want))
+
+
+def test_pose_residuals_with_reused_vectors_match_the_allocating_products():
+    """_residuals computing its products into reused vectors (np.dot with out) against the same
+    loop with a new array per product (``@``)."""
+    from numba import njit
+
+    from hopsim.actors.spheres.pose_solver import _residuals
+    from hopsim.dynamics.spatial import quat_to_dcm
+
+    @njit(cache=False)
+    def residuals_allocating(p_b, s_B, rho, dr, dR, r, q, J, res):
+        R = quat_to_dcm(q)
+        n = rho.size
+        for k in range(n):
+            m = R @ s_B[k]
+            moved = dR[k] @ m
+            d0 = p_b[k, 0] - (r[0] + dr[k, 0] + moved[0])
+            d1 = p_b[k, 1] - (r[1] + dr[k, 1] + moved[1])
+            d2 = p_b[k, 2] - (r[2] + dr[k, 2] + moved[2])
+            pred = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+            res[k] = rho[k] - pred
+            if J.shape[0] == n:
+                u = np.array([d0 / pred, d1 / pred, d2 / pred])
+                a = dR[k].T @ u
+                J[k, 0] = -u[0]
+                J[k, 1] = -u[1]
+                J[k, 2] = -u[2]
+                J[k, 3] = a[1] * m[2] - a[2] * m[1]
+                J[k, 4] = a[2] * m[0] - a[0] * m[2]
+                J[k, 5] = a[0] * m[1] - a[1] * m[0]
+
+    nrng = np.random.default_rng(11)
+    for _ in range(300):
+        n = int(nrng.integers(1, 60))
+        p_b, s_B, dr = nrng.normal(size=(n, 3)) * 2.0, nrng.normal(size=(n, 3)) * 0.1, nrng.normal(size=(n, 3)) * 1e-2
+        dR = np.array([quat_to_dcm(q / np.linalg.norm(q)) for q in nrng.normal(size=(n, 4))])
+        rho, r = nrng.uniform(0.5, 3.0, n), nrng.normal(size=3)
+        q = nrng.normal(size=4)
+        q /= np.linalg.norm(q)
+        for rows in (n, 0):
+            J, J_ref = np.zeros((rows, 6)), np.zeros((rows, 6))
+            res, res_ref = np.empty(n), np.empty(n)
+            _residuals(p_b, s_B, rho, dr, dR, r, q, J, res)
+            residuals_allocating(p_b, s_B, rho, dr, dR, r, q, J_ref, res_ref)
+            assert np.array_equal(_bits(res), _bits(res_ref))
+            assert np.array_equal(_bits(J), _bits(J_ref))

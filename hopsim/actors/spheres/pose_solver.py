@@ -145,17 +145,24 @@ def _residuals(p_b, s_B, rho, dr, dR, r, q, J, res):
     """Fill the range residuals (measured - predicted) and, if J has rows, their Jacobian."""
     R = quat_to_dcm(q)
     n = rho.size
+    # the products (R @ s_B[k], dR[k] @ m, dR[k].T @ u) into the same four vectors for every reading
+    m = np.empty(3)
+    moved = np.empty(3)
+    u = np.empty(3)
+    a = np.empty(3)
     for k in range(n):
-        m = R @ s_B[k]
-        moved = dR[k] @ m
+        np.dot(R, s_B[k], m)
+        np.dot(dR[k], m, moved)
         d0 = p_b[k, 0] - (r[0] + dr[k, 0] + moved[0])
         d1 = p_b[k, 1] - (r[1] + dr[k, 1] + moved[1])
         d2 = p_b[k, 2] - (r[2] + dr[k, 2] + moved[2])
         pred = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
         res[k] = rho[k] - pred
         if J.shape[0] == n:
-            u = np.array([d0 / pred, d1 / pred, d2 / pred])
-            a = dR[k].T @ u
+            u[0] = d0 / pred
+            u[1] = d1 / pred
+            u[2] = d2 / pred
+            np.dot(dR[k].T, u, a)
             J[k, 0] = -u[0]
             J[k, 1] = -u[1]
             J[k, 2] = -u[2]
