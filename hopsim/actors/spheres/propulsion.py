@@ -93,16 +93,17 @@ class PropulsionTask:
             # on-time last sent (sent_until is 0 off the sent mask, so live 0): nothing to send
             return None
         sent_mask, sent_until = self.sent_mask, self.sent_until
-        mask = 0        # the interrupt's output at t_ns (:meth:`mask_at`)
-        if self._blank_at(t_ns) is None:
+        mask = 0        # the interrupt's output at t_ns (:meth:`mask_at`); 0 once every countdown ran out
+        if t_ns < ends_max and self._blank_at(t_ns) is None:
             for bit, end in zip(BITS, ends):
                 if t_ns < end:
                     mask |= bit
-        live = 0        # what the last command still asks for at t_ns
-        for bit, end in zip(BITS, sent_until):
-            if t_ns < end:
-                live |= bit
-        live &= sent_mask
+        live = 0        # what the last command still asks for at t_ns; 0 once every on-time ran out
+        if t_ns < self.sent_until_max_ns:
+            for bit, end in zip(BITS, sent_until):
+                if t_ns < end:
+                    live |= bit
+            live &= sent_mask
         if mask == 0 and live == 0:
             return None     # every thruster off and none asked for: nothing to send
         cut = self._next_blank_start(t_ns)
