@@ -264,6 +264,9 @@ def test_command_at_shortcut_changes_nothing():
                 task.blank(t + rng.choice([0, 1, 3]) * MS, t + rng.choice([5, 30]) * MS)
             ref_task = copy.deepcopy(task)
             assert task.command_at(t) == _command_at_reference(ref_task, t)
+            # the maxima the shortcut reads are those of the lists they stand for
+            assert task.end_max_ns == max(task.end_ns) and task.prev_end_max_ns == max(task.prev_end_ns)
+            assert task.sent_until_max_ns == max(task.sent_until)
             assert (task.sent_mask, task.sent_until) == (ref_task.sent_mask, ref_task.sent_until)
 
 

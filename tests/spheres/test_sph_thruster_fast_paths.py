@@ -123,22 +123,3 @@ def test_compiled_valve_timeline_matches_the_interpreted_stepping():
             assert tl.open_mask == sum(1 << i for i in range(12) if ref.valve_open[i])
             assert tl.next_event_ns == min(ref.ev_t) and tl.t_ns == ref.t_ns
     assert by_plan > 1000
-
-
-def test_propulsion_task_keeps_its_latest_ends():
-    """The maxima command_at's shortcut reads are those of the lists they stand for."""
-    from hopsim.actors.spheres.propulsion import PropulsionTask
-    rng = random.Random(3)
-    for _ in range(200):
-        task = PropulsionTask(MS)
-        t = 0
-        for _ in range(40):
-            t += rng.choice([0, 1, 1, 2, 5, 20, 100]) * MS
-            r = rng.random()
-            if r < 0.3:
-                task.set_pulses(t, [rng.choice([0, 0, 3, 10, 60]) * MS for _ in range(12)])
-            elif r < 0.4:
-                task.blank(t + rng.choice([0, 1, 3]) * MS, t + rng.choice([5, 30]) * MS)
-            task.command_at(t)
-            assert task.end_max_ns == max(task.end_ns) and task.prev_end_max_ns == max(task.prev_end_ns)
-            assert task.sent_until_max_ns == max(task.sent_until)
