@@ -201,11 +201,13 @@ class ThrusterSimulator(ContinuousModel):
 
     def _account_propellant(self, t_ns: int) -> None:
         """Propellant burnt from the last account (``t_flow_ns``) to ``t_ns`` at the thrust held
-        meanwhile, while firing; updates the mass. The caller sets ``t_flow_ns`` to t_ns."""
-        total = _burn(self.impulse_Ns, self.propellant_used_kg, self.thrust_N, (t_ns - self.t_flow_ns) / NS_PER_S,
-                      self.params.isp_s * G0)
-        self._propellant_total_kg = total
-        self.body.mass_kg = self.mass0_kg - total
+        meanwhile (nothing unless firing); updates the mass and ``t_flow_ns``."""
+        if t_ns > self.t_flow_ns and self.firing:
+            total = _burn(self.impulse_Ns, self.propellant_used_kg, self.thrust_N,
+                          (t_ns - self.t_flow_ns) / NS_PER_S, self.params.isp_s * G0)
+            self._propellant_total_kg = total
+            self.body.mass_kg = self.mass0_kg - total
+        self.t_flow_ns = t_ns
 
     def planned(self) -> list[tuple[int, int, bool]]:
         """Valve transitions (t_ns, thruster index, opens) that the commands received so far imply."""
@@ -290,9 +292,7 @@ class ThrusterSimulator(ContinuousModel):
     def _settle(self, t_ns: int, before_activations: bool = False) -> None:
         """Bring valves, fault ends, propellant and wrench to ``t_ns`` (idempotent at one instant);
         ``before_activations`` leaves the valve switches due at t_ns for commands arriving now."""
-        if t_ns > self.t_flow_ns and self.firing:
-            self._account_propellant(t_ns)
-        self.t_flow_ns = t_ns
+        self._account_propellant(t_ns)
         if (not self._stale and self.timeline.next_event_ns > t_ns
                 and not (self.pending_cmds and self.pending_cmds[0][0] <= t_ns)
                 and not (self.fault_clears and self.fault_clears[0][0] <= t_ns)):
