@@ -12,7 +12,6 @@ report; absolute times depend on the machine.
 from __future__ import annotations
 
 import sys
-import time
 from functools import partial
 from pathlib import Path
 

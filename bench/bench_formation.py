@@ -11,7 +11,8 @@ Prints a markdown section: a heading and a table, one row per size.
 Beside it, the kernel's floor for the same wiring: 100 islands of the formation's four flow models
 (sensor, radio, flight software, thruster) at 1 Hz with the same topics and latencies, whose
 methods only read their inputs and write prebuilt messages, and no dynamics. It is what a
-vehicle-step costs when the models cost nothing.
+vehicle-step costs when the models cost nothing. And the protobuf traffic of one vehicle-step by
+itself (:func:`protobuf_floor_us`): the messages the formation's models must build and read.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import resource
 import subprocess
 import sys
 import time
+import timeit
 
 FULL = {100: 300.0, 1000: 30.0, 10000: 5.0}       # N -> simulated seconds after the first
 QUICK = {100: 50.0, 1000: 5.0}
@@ -119,6 +121,30 @@ def kernel_floor_us(n: int = 100, duration_s: float = 30.0, repeat: int = 3) -> 
     return best / (n * duration_s) * 1e6
 
 
+def protobuf_floor_us(repeat: int = 5, number: int = 20000) -> float:
+    """CPU time (us) of the protobuf traffic one formation vehicle-step carries by its models'
+    contracts, with nothing else around it: the sensor builds its VehicleState; the flight
+    software reads it and the two neighbours' broadcasts (sender, instant and six floats each)
+    and builds its Wrench; the thruster reads the Wrench's force. Built and read the way the
+    formation's models do it (:mod:`hopsim.actors.formation`)."""
+    from hopsim.actors.formation import inertial_force
+    from hopsim.actors.vehicle_dynamics import position_velocity_state
+
+    neighbours = [position_velocity_state(f"v00{k}", 1_000_000_000, 1.0, 2.0, 3.0, 4e-3, 5e-3, 6e-3, 50.0)
+                  for k in (0, 2)]
+
+    def vehicle_step() -> None:
+        meas = position_velocity_state("v001", 1_000_000_000, 1.0, 2.0, 3.0, 4e-3, 5e-3, 6e-3, 50.0)
+        for msg in (meas, *neighbours):
+            msg.vehicle, msg.t_ns
+            r, v = msg.r_BN_N, msg.v_BN_N
+            r.x, r.y, r.z, v.x, v.y, v.z
+        force = inertial_force("v001", 0.1, 0.2, 0.3).force
+        force.x, force.y, force.z
+
+    return min(timeit.repeat(vehicle_step, repeat=repeat, number=number)) / number * 1e6
+
+
 def run_sizes(sizes: dict[int, float], layout: str) -> list[dict]:
     rows = []
     for n, duration in sizes.items():
@@ -130,7 +156,7 @@ def run_sizes(sizes: dict[int, float], layout: str) -> list[dict]:
     return rows
 
 
-def print_section(rows: list[dict], floor_us: float | None = None) -> None:
+def print_section(rows: list[dict], floor_us: float | None = None, protobuf_us: float | None = None) -> None:
     print("### Large formations (local backend, 1 Hz control, one island per vehicle)\n")
     header = ("vehicles", "simulated s", "build (s)", "sim s / wall s", "hops / s", "messages / s",
               "us per vehicle-step", "barriers / vehicle / sim s", "peak RSS (MiB)")
@@ -148,6 +174,9 @@ def print_section(rows: list[dict], floor_us: float | None = None) -> None:
               f"messages, no dynamics): {floor_us:.1f} us per vehicle-step, i.e. at most "
               f"{1e6 / floor_us / 100:,.0f}x real time for N = 100 with models that cost nothing; "
               f"{REAL_TIME_TARGET:,.0f}x needs the whole vehicle-step under {1e6 / REAL_TIME_TARGET / 100:.0f} us.")
+    if protobuf_us is not None:
+        print(f"\nThe protobuf traffic of one vehicle-step alone (one VehicleState and one Wrench built, three "
+              f"states and one force read, as the formation's models do): {protobuf_us:.1f} us.")
 
 
 def main() -> None:
@@ -165,7 +194,7 @@ def main() -> None:
     if opts.sizes:
         sizes = {int(s): FULL.get(int(s), 10.0) for s in opts.sizes.split(",")}
     rows = run_sizes(sizes, opts.layout)
-    print_section(rows, kernel_floor_us())
+    print_section(rows, kernel_floor_us(), protobuf_floor_us())
 
 
 if __name__ == "__main__":

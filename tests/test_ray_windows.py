@@ -44,13 +44,16 @@ def test_every_placement_records_the_local_stream(shared_ray, name, overrides, s
 def test_one_round_trip_per_host_and_window(shared_ray):
     """The radio latency is the lookahead: a 12-vehicle formation in 2 shards over 10 s of
     1 s radio latency takes about 10 windows of 2 host calls, where lockstep would make at least
-    one call per barrier (12 vehicles x 11 control instants)."""
+    one call per barrier (12 vehicles x 11 control instants). The windows are dense (every host
+    has a barrier in each), so all but the first few are submitted ahead of the previous one's
+    replies, their messages between hosts handed from host to host."""
     p = {"n_vehicles": 12, "control_rate_hz": 1.0, "radio_latency_s": 1.0}
     remote = run("formation", p, 10.0, backend="ray", placement="shards:2")
     sync = remote.stats["sync"]
     assert sync["lookahead_s"] == pytest.approx(1.0)
     assert 10 <= sync["windows"] <= 13
     assert sync["host_calls"] <= 2 * sync["windows"]
+    assert sync["pipelined_windows"] >= sync["windows"] - 4      # the first ones follow replies
     barriers = sum(isl["barriers"] for isl in remote.stats["islands"].values())
     assert barriers >= 12 * 11 > 5 * sync["host_calls"]
     assert sync["crossing_messages"] > 0
@@ -94,6 +97,30 @@ def test_a_stop_inside_a_host_ends_the_stream_at_that_instant(shared_ray):
         assert remote.stop_reason == "e_stop" and remote.end_time_s == local.end_time_s
         assert remote.stats["stop_replays"] == [{"t_s": local.end_time_s, "resumed_from_s": 0.0}]
         assert remote.recorder.stream_bytes() == local.recorder.stream_bytes(), placement
+
+
+@scenario("formation_with_stop", FormationParams, "test: a formation that one vehicle stops at 3.5 s",
+          default_duration_s=8.0)
+def _formation_with_stop(sim, p):
+    """The formation, plus an event of vehicle v0's island (so, in v0's host) that sets e_stop."""
+    get_scenario("formation").build(sim, p)
+
+    def stop(ev) -> None:
+        sim.e_stop = True
+
+    sim.at(3.5, stop, name="stop", island="v0")
+
+
+def test_a_stop_inside_a_host_ends_pipelined_windows_at_that_instant(shared_ray):
+    """The formation's windows are dense, so the one after the stop's window was submitted before
+    the stop was known: every host runs nothing in it, and the stream is the local one."""
+    local = run("formation_with_stop", {"n_vehicles": 6}, 8.0)
+    assert local.stop_reason == "e_stop" and local.end_time_s == 3.5
+    remote = run("formation_with_stop", {"n_vehicles": 6}, 8.0, backend="ray", placement="shards:2")
+    assert remote.stop_reason == "e_stop" and remote.end_time_s == 3.5
+    assert remote.stats["sync"]["pipelined_windows"] > 0
+    assert remote.stats["stop_replays"] == []      # no host had run past 3.5 s in the stop's window
+    assert remote.recorder.stream_bytes() == local.recorder.stream_bytes()
 
 
 @pytest.mark.parametrize("placement", ["per-island", "shards:2"])

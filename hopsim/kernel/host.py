@@ -164,6 +164,7 @@ class IslandHost:
         for island in islands:
             island.sim = self.services
             self.services.islands[island.name] = island
+        self._stopped_at: int | None = None     # the e_stop that ended this host's last window
 
     def pid(self) -> int:
         """This host's process id (tests kill it from outside)."""
@@ -185,13 +186,26 @@ class IslandHost:
         svc._reset()
         return out
 
-    def run_window(self, end_ns: int, ops: list[tuple[str, str, tuple]]):
+    def run_window(self, end_ns: int, ops: list[tuple[str, str, tuple]], *upstream):
         """Apply ``ops``, then run every barrier of this host's islands up to ``end_ns`` (inclusive).
 
-        Returns (envelopes, crossing messages, forgotten events, the instant an e_stop ended the
-        window or None, the next pending instant or None, envelopes published, CPU seconds this
-        host spent, the last instant it processed), or a ``killed`` tuple. After an e_stop the host
-        finishes that instant and goes no further.
+        ``upstream``, when the driver submitted this window before it had the previous one's
+        replies (pipelined windows, :mod:`hopsim.kernel.windows`), holds the other hosts'
+        :meth:`crossing <run_window>` parts of the previous window: their messages for this host's
+        islands are enqueued first, as the driver would have sent them. A kill or a stop in any
+        of them, or a stop here in the previous window, means the run ends there, so this window
+        runs nothing (after a stop, the messages published after it are dropped, as the driver
+        drops them).
+
+        Returns two parts (a Ray call with ``num_returns=2``):
+
+        - for the other hosts: ("ok", crossing messages, the instant an e_stop ended the window or
+          None), or a ``killed`` tuple;
+        - for the driver: (envelopes, crossing messages, forgotten events, the stop's instant or
+          None, the next pending instant or None, envelopes published, CPU seconds this host
+          spent, the last instant it processed), or the same ``killed`` tuple.
+
+        After an e_stop the host finishes that instant and goes no further.
         """
         svc, env = self.services, self.services.env
         stopped_at = None
@@ -199,6 +213,10 @@ class IslandHost:
         try:
             for name, op, args in ops:
                 self._run_op(name, op, args)
+            if upstream and not self._take_upstream(upstream):
+                nxt = env.peek()
+                reply = ([], [], [], None, None if nxt == simpy.core.Infinity else int(nxt), 0, 0.0, int(env.now))
+                return ("ok", [], None), reply
             while True:
                 nxt = env.peek()
                 if nxt > end_ns or (stopped_at is not None and nxt > stopped_at):
@@ -207,13 +225,33 @@ class IslandHost:
                 if svc.e_stop and stopped_at is None:
                     stopped_at = int(env.now)
         except ActorKilled as killed:
-            return ("killed", killed.actor, killed.t_ns, killed.key)
+            reply = ("killed", killed.actor, killed.t_ns, killed.key)
+            return reply, reply
+        self._stopped_at = stopped_at
         nxt = env.peek()
         reply = ([o[:2] for o in svc.outbox], svc.crossing, svc.forgotten, stopped_at,
                  None if nxt == simpy.core.Infinity else int(nxt), svc.published, time.thread_time() - t0,
                  int(env.now))
+        crossing = ("ok", svc.crossing, stopped_at)
         svc._reset()
-        return reply
+        return crossing, reply
+
+    def _take_upstream(self, upstream: tuple) -> bool:
+        """Enqueue the messages of the other hosts' previous window for this host's islands;
+        False when that window ended the run (a kill or a stop anywhere)."""
+        if any(part[0] == "killed" for part in upstream):
+            return False
+        stops = [part[2] for part in upstream if part[2] is not None]
+        if self._stopped_at is not None:
+            stops.append(self._stopped_at)
+        cut = min(stops) if stops else None
+        islands = self.services.islands
+        for _, crossing, _ in upstream:
+            for target, deliver_ns, env, model, port, rank in crossing:
+                island = islands.get(target)
+                if island is not None and (cut is None or env.t_ns <= cut):
+                    island.enqueue(deliver_ns, env, island.by_name[model], port, rank)
+        return cut is None
 
     def _run_op(self, name: str, op: str, args: tuple):
         """One operation on island ``name``, or on every island of this host (``ALL_ISLANDS``:

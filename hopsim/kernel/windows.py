@@ -10,6 +10,14 @@ computes exactly what it would compute in lockstep. One round trip per host and 
 the window's end and the messages from other hosts to enqueue first; back come the window's
 envelopes (for the recorder), the messages for other hosts, and the host's next pending instant.
 
+*Pipelined windows.* While windows are dense (each starts where the previous one ended and
+every host runs in it, as in a formation whose vehicles all have a barrier in every window), the
+driver submits window k + 1 before window k's replies are back, handing each host the other
+hosts' window-k replies as Ray object refs. Ray starts the host's window once they exist, and the
+host enqueues the messages for its islands itself; the driver records and accounts window k
+while the hosts run k + 1, so it is off the critical path between windows. A window that follows
+a gap (sparse activity, e.g. a lookahead of 1 ns) is placed by the driver from the replies.
+
 Islands watched by a monitor (contact) stay in the driver, with the monitor: the driver runs
 them, its global timed events and its injections after the hosts have run the window, up to the
 same end. A window also ends at the driver's next global timed event, so that it fires with
@@ -20,7 +28,8 @@ stop callbacks (they are evaluated after every barrier, which needs lockstep).
 further, the driver records nothing later and gives every island a final barrier there, as in
 lockstep. Islands in *other* hosts may already have run on to their window's end (at most ``L``
 later): their later envelopes are dropped, but their state, and their final barrier at the stop,
-would differ from lockstep. ``overshoot_at`` then holds the stop's instant, and the runner runs
+would differ from lockstep. (A pipelined window after the stop runs nothing: each host sees the
+stop among the replies it is handed.) ``overshoot_at`` then holds the stop's instant, and the runner runs
 again from its last checkpoint with ``stop_cap`` at that instant: no window ends after it, so no
 host runs past the stop.
 """
@@ -67,7 +76,9 @@ class WindowedSync:
         self._next: list[int | None] = [sim.now for _ in self.hosts]     # None: nothing pending
         self.overshoot_at: int | None = None    # an e_stop instant that other hosts ran past
         self.stop_cap: int | None = None        # when running again to such an instant: windows end there
-        self.stats = {"windows": 0, "host_calls": 0, "wait_s": 0.0, "crossing_messages": 0,
+        self._has_driver_islands = any(h == DRIVER for h in self.host_of.values())
+        self._dense_from: int | None = None     # where a window must start to continue a dense run
+        self.stats = {"windows": 0, "pipelined_windows": 0, "host_calls": 0, "wait_s": 0.0, "crossing_messages": 0,
                       "host_cpu_s": [0.0] * len(self.hosts), "critical_path_cpu_s": 0.0,
                       "lookahead_s": None if self.lookahead_ns is None else self.lookahead_ns / 1e9,
                       "islands_in_driver": sorted(n for n, h in self.host_of.items() if h == DRIVER)}
@@ -100,17 +111,30 @@ class WindowedSync:
         for host in self.hosts:          # one operation per host, not one per island
             self.send(host, (ALL_ISLANDS, "stop_and_resume", (t_stop,)))
         sim._halt_at = None
+        ahead: _Window | None = None       # the window submitted before the current one's replies
         try:
             while True:
                 limit = t_stop if sim._halt_at is None else sim._halt_at
-                start = min([t for t in self._next if t is not None] + [sim.env.peek()])
-                if start > limit:
-                    break
-                end = limit if self.lookahead_ns is None else min(limit, start + self.lookahead_ns - 1)
-                if self.stop_cap is not None and start <= self.stop_cap:
-                    end = min(end, self.stop_cap)       # no host runs past a known stop
-                self._window(min(end, max(start, self._next_global_event())))
+                if ahead is not None:
+                    window, ahead = ahead, None
+                else:
+                    start = min([t for t in self._next if t is not None] + [sim.env.peek()])
+                    if start > limit:
+                        break
+                    end = limit if self.lookahead_ns is None else min(limit, start + self.lookahead_ns - 1)
+                    if self.stop_cap is not None and start <= self.stop_cap:
+                        end = min(end, self.stop_cap)       # no host runs past a known stop
+                    window = self._submit(start, min(end, max(start, self._next_global_event())))
+                ahead_end = self._pipelined_end(window, limit)
+                if ahead_end is not None:
+                    ahead = self._submit(window.end + 1, ahead_end, after=window)
+                self._finish(window)
+                if sim._halt_at is not None and ahead is not None:
+                    self._discard(ahead)       # the run ended in ``window``: ``ahead`` ran nothing
+                    ahead = None
         finally:
+            if ahead is not None:
+                self._discard(ahead)
             for island in self._driver_islands():
                 island.settle(sim.now)
             for host in self.hosts:
@@ -141,24 +165,70 @@ class WindowedSync:
                   if ev.island is None and not ev.transient and not ev.cancelled]
         return min(events) if events else float("inf")
 
-    def _window(self, end: int) -> None:
-        """Every host with something due by ``end`` runs to ``end``; then the driver catches up."""
-        import ray
+    def _pipelined_end(self, window: "_Window", limit: int) -> int | None:
+        """The end of the window after ``window`` if it may be submitted now, before ``window``'s
+        replies are back; else None.
 
-        sim = self.sim
-        due = [i for i, t in enumerate(self._next) if t is not None and t <= end]
-        refs = []
+        It may when windows are dense, as in a formation whose hosts all have a barrier in
+        every window: ``window`` follows the previous one without a gap and every host runs in
+        it (sparse windows are placed where the next activity is, which needs the replies). It
+        may not when nothing may cross the hosts' boundary instant by instant through the driver
+        while it is behind: islands in the driver, a global timed event at or before ``window``'s
+        end, a known stop, or the run's end reached."""
+        if (self.lookahead_ns is None or self.stop_cap is not None or self.sim._halt_at is not None
+                or self._has_driver_islands or window.start != self._dense_from
+                or len(window.hosts) < len(self.hosts)):
+            self._dense_from = window.end + 1
+            return None
+        self._dense_from = start = window.end + 1
+        event = self._next_global_event()
+        if start > limit or event <= window.end:
+            return None
+        return min(limit, start + self.lookahead_ns - 1, max(start, event))
+
+    def _submit(self, start: int, end: int, after: "_Window | None" = None) -> "_Window":
+        """Ask the hosts to run the window [start, end] (ns): those with something due by ``end``,
+        or, after ``after`` (a window whose replies are not back yet), every host, each handed
+        the other hosts' crossing parts of ``after`` (Ray passes them over once they exist)."""
+        if after is None:
+            due = [i for i, t in enumerate(self._next) if t is not None and t <= end]
+        else:
+            due = list(range(len(self.hosts)))
+            after.consumed = True           # its messages between hosts travel with this window
+        window = _Window(start, end, due)
         for i in due:
             ops, self._pending[i] = self._pending[i], []
-            refs.append(self.hosts[i].run_window.remote(end, ops))
+            upstream = [] if after is None else [c for j, c in zip(after.hosts, after.crossing) if j != i]
+            crossing, reply = self.hosts[i].run_window.options(num_returns=2).remote(end, ops, *upstream)
+            window.crossing.append(crossing)
+            window.replies.append(reply)
+        self.stats["windows"] += 1
+        self.stats["host_calls"] += len(due)
+        self.stats["pipelined_windows"] += after is not None
+        return window
+
+    def _discard(self, window: "_Window") -> None:
+        """Wait for a window submitted ahead of a run's end (its hosts run nothing: they see the
+        stop or the kill among their inputs), so that no host is still busy with it."""
+        import ray
+
+        try:
+            ray.get(window.replies)
+        except (ray.exceptions.RayActorError, ray.exceptions.RayTaskError):
+            pass
+
+    def _finish(self, window: "_Window") -> None:
+        """The replies of ``window``: record, route the messages between hosts (unless the next
+        window took them along), then the driver catches up to the window's end."""
+        import ray
+
+        sim, end = self.sim, window.end
         t0 = time.perf_counter()
         try:
-            replies = ray.get(refs)
+            replies = ray.get(window.replies)
         except ray.exceptions.RayActorError as err:
             raise ActorKilled("an island host", sim.now) from err
         self.stats["wait_s"] += time.perf_counter() - t0     # the driver blocked at the window
-        self.stats["windows"] += 1
-        self.stats["host_calls"] += len(refs)
         for reply in replies:
             if reply[0] == "killed":
                 _, actor, t_ns, key = reply
@@ -168,7 +238,7 @@ class WindowedSync:
         cut = min(stops) if stops else end
         if stops and self.overshoot_at is None and any(r[7] > cut for r in replies):
             self.overshoot_at = cut
-        for i, reply in zip(due, replies):
+        for i, reply in zip(window.hosts, replies):
             self._next[i] = reply[4]
             self.stats["host_cpu_s"][i] += reply[6]
         if replies:
@@ -186,7 +256,7 @@ class WindowedSync:
                                          f"ending at {end} ns (lookahead {self.lookahead_ns} ns)")
                 if self.host_of[target] == DRIVER:
                     sim.islands[target].enqueue(deliver_ns, env, sim._slots[model], port, rank)
-                else:
+                elif not window.consumed:
                     op = (target, "enqueue", (deliver_ns, env, model, port, rank))
                     self.send(self.hosts[self.host_of[target]], op)
                 self.stats["crossing_messages"] += 1
@@ -224,6 +294,19 @@ class WindowedSync:
             if env_.t_ns > last:
                 break
             recorder.record(env_, queue=queue)
+
+
+class _Window:
+    """A window submitted to the hosts: [start, end] (ns), the hosts that run it (indices), their
+    two reply parts (Ray object refs), and whether the next window took its crossing parts."""
+
+    __slots__ = ("start", "end", "hosts", "crossing", "replies", "consumed")
+
+    def __init__(self, start: int, end: int, hosts: list[int]):
+        self.start, self.end, self.hosts = start, end, hosts
+        self.crossing: list = []
+        self.replies: list = []
+        self.consumed = False
 
 
 class _Collector:
