@@ -111,15 +111,24 @@ def _formation_with_stop(sim, p):
     sim.at(3.5, stop, name="stop", island="v0")
 
 
-def test_a_stop_inside_a_host_ends_pipelined_windows_at_that_instant(shared_ray):
+@pytest.mark.parametrize("overrides, placement, replays", [
+    ({"n_vehicles": 6}, "shards:2", 0),
+    # a 3 x 3 lattice in 3 shards, one row each: the first row's host cannot send to the last's
+    ({"n_vehicles": 9, "layout": "lattice"}, "shards:3", 1),
+])
+def test_a_stop_inside_a_host_ends_pipelined_windows_at_that_instant(shared_ray, overrides, placement, replays):
     """The formation's windows are dense, so the one after the stop's window was submitted before
-    the stop was known: every host runs nothing in it, and the stream is the local one."""
-    local = run("formation_with_stop", {"n_vehicles": 6}, 8.0)
+    the stop was known. A host handed the stopping host's reply runs nothing in it; a host that
+    cannot hear from the stopping host runs on past the stop, and the runner runs again from its
+    last checkpoint with windows that end at the stop. Either way the stream is the local one."""
+    local = run("formation_with_stop", overrides, 8.0)
     assert local.stop_reason == "e_stop" and local.end_time_s == 3.5
-    remote = run("formation_with_stop", {"n_vehicles": 6}, 8.0, backend="ray", placement="shards:2")
+    remote = run("formation_with_stop", overrides, 8.0, backend="ray", placement=placement)
     assert remote.stop_reason == "e_stop" and remote.end_time_s == 3.5
-    assert remote.stats["sync"]["pipelined_windows"] > 0
-    assert remote.stats["stop_replays"] == []      # no host had run past 3.5 s in the stop's window
+    # no host has a barrier in (3.5 s, 4 s): only a window submitted ahead can run past the stop
+    assert [r["t_s"] for r in remote.stats["stop_replays"]] == [3.5] * replays
+    if not replays:             # (after a replay the stats are the replay's, which ends at the stop)
+        assert remote.stats["sync"]["pipelined_windows"] > 0
     assert remote.recorder.stream_bytes() == local.recorder.stream_bytes()
 
 

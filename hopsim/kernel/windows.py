@@ -12,11 +12,12 @@ envelopes (for the recorder), the messages for other hosts, and the host's next 
 
 *Pipelined windows.* While windows are dense (each starts where the previous one ended and
 every host runs in it, as in a formation whose vehicles all have a barrier in every window), the
-driver submits window k + 1 before window k's replies are back, handing each host the other
-hosts' window-k replies as Ray object refs. Ray starts the host's window once they exist, and the
-host enqueues the messages for its islands itself; the driver records and accounts window k
-while the hosts run k + 1, so it is off the critical path between windows. A window that follows
-a gap (sparse activity, e.g. a lookahead of 1 ns) is placed by the driver from the replies.
+driver submits window k + 1 before window k's replies are back, handing each host the window-k
+replies of the hosts that can send messages to it, as Ray object refs. Ray starts the host's
+window once they exist, and the host enqueues the messages for its islands itself; the driver
+records and accounts window k while the hosts run k + 1, so it is off the critical path between
+windows. A window that follows a gap (sparse activity, e.g. a lookahead of 1 ns) is placed by
+the driver from the replies.
 
 Islands watched by a monitor (contact) stay in the driver, with the monitor: the driver runs
 them, its global timed events and its injections after the hosts have run the window, up to the
@@ -26,12 +27,13 @@ stop callbacks (they are evaluated after every barrier, which needs lockstep).
 
 ``e_stop`` set in a host ends the run at that instant: the host finishes the instant and goes no
 further, the driver records nothing later and gives every island a final barrier there, as in
-lockstep. Islands in *other* hosts may already have run on to their window's end (at most ``L``
-later): their later envelopes are dropped, but their state, and their final barrier at the stop,
-would differ from lockstep. (A pipelined window after the stop runs nothing: each host sees the
-stop among the replies it is handed.) ``overshoot_at`` then holds the stop's instant, and the runner runs
-again from its last checkpoint with ``stop_cap`` at that instant: no window ends after it, so no
-host runs past the stop.
+lockstep. Islands in *other* hosts may already have run past it, to the end of the stop's window
+or, if they cannot hear from the stopping host, of the pipelined window after it (a host handed
+the stopping host's reply runs nothing in that one). Their later envelopes are dropped, but their
+state, and their final barrier at the stop, would differ from lockstep. The final barriers find
+such hosts and ``overshoot_at`` holds the stop's instant; the runner then runs again from its
+last checkpoint with ``stop_cap`` at that instant: no window ends after it, so no host runs past
+the stop.
 """
 from __future__ import annotations
 
@@ -44,18 +46,19 @@ TIMED_OPS = ("enqueue", "add_stop", "add_event")   # operations whose first argu
 DRIVER = -1             # the "host" of the islands that stay in the driver
 
 
-def lookahead_ns(sim, host_of: dict[str, int]) -> int | None:
-    """The least latency (ns, at least 1) of a message from a model in one host to a subscriber in
-    another; None when no message can cross."""
-    best = None
+def crossing_links(sim, host_of: dict[str, int]) -> dict[tuple[int, int], int]:
+    """(source host, target host) -> the least latency (ns, at least 1) of a message from a model
+    in the source host to a subscriber in the target host, for every pair that messages can cross."""
+    links: dict[tuple[int, int], int] = {}
     for slot in sim._slots.values():
         source = host_of[slot.home.name]
         for topic, latency, _, _ in slot.out_topics.values():
             for sub in sim.topics.topics[topic].subscribers:
-                if host_of[sub.island] != source:
+                target = host_of[sub.island]
+                if target != source:
                     lat = max(latency, 1)
-                    best = lat if best is None else min(best, lat)
-    return best
+                    links[source, target] = min(lat, links.get((source, target), lat))
+    return links
 
 
 class WindowedSync:
@@ -71,7 +74,9 @@ class WindowedSync:
         self._index = {key: i for i, key in enumerate(hosts)}
         self.host_of = {name: self._index[id(proxies[name].host)] if name in proxies else DRIVER
                         for name in sim.islands}
-        self.lookahead_ns = lookahead_ns(sim, self.host_of)
+        links = crossing_links(sim, self.host_of)
+        self.lookahead_ns = min(links.values()) if links else None   # None: no message can cross
+        self._feeds = [sorted({src for src, dst in links if dst == i}) for i in range(len(self.hosts))]
         self._pending: list[list[tuple]] = [[] for _ in self.hosts]
         self._next: list[int | None] = [sim.now for _ in self.hosts]     # None: nothing pending
         self.overshoot_at: int | None = None    # an e_stop instant that other hosts ran past
@@ -130,7 +135,7 @@ class WindowedSync:
                     ahead = self._submit(window.end + 1, ahead_end, after=window)
                 self._finish(window)
                 if sim._halt_at is not None and ahead is not None:
-                    self._discard(ahead)       # the run ended in ``window``: ``ahead`` ran nothing
+                    self._discard(ahead)       # the run ended in ``window``
                     ahead = None
         finally:
             if ahead is not None:
@@ -189,16 +194,18 @@ class WindowedSync:
     def _submit(self, start: int, end: int, after: "_Window | None" = None) -> "_Window":
         """Ask the hosts to run the window [start, end] (ns): those with something due by ``end``,
         or, after ``after`` (a window whose replies are not back yet), every host, each handed
-        the other hosts' crossing parts of ``after`` (Ray passes them over once they exist)."""
+        the crossing parts of ``after`` of the hosts that can send to it (Ray passes them over
+        once they exist)."""
         if after is None:
             due = [i for i, t in enumerate(self._next) if t is not None and t <= end]
         else:
             due = list(range(len(self.hosts)))
             after.consumed = True           # its messages between hosts travel with this window
+            parts = dict(zip(after.hosts, after.crossing))
         window = _Window(start, end, due)
         for i in due:
             ops, self._pending[i] = self._pending[i], []
-            upstream = [] if after is None else [c for j, c in zip(after.hosts, after.crossing) if j != i]
+            upstream = [] if after is None else [parts[j] for j in self._feeds[i]]
             crossing, reply = self.hosts[i].run_window.options(num_returns=2).remote(end, ops, *upstream)
             window.crossing.append(crossing)
             window.replies.append(reply)
@@ -208,8 +215,11 @@ class WindowedSync:
         return window
 
     def _discard(self, window: "_Window") -> None:
-        """Wait for a window submitted ahead of a run's end (its hosts run nothing: they see the
-        stop or the kill among their inputs), so that no host is still busy with it."""
+        """Wait for a window submitted ahead of the run's end, so that no host is still busy with
+        it, and drop its replies. A host handed the reply that holds the stop (or a kill) ran
+        nothing in it; one that cannot receive messages from the stopping host ran on, past the
+        stop, which the final barriers at the stop report (``overshoot_at``), as for a host that
+        ran past a stop in the stop's own window."""
         import ray
 
         try:
