@@ -178,6 +178,38 @@ def test_a_host_process_killed_from_outside_is_recovered(shared_ray, tmp_path):
     assert remote.recorder.stream_bytes() == local.recorder.stream_bytes()
 
 
+@scenario("formation_with_host_crash", FormationParams,
+          "test: a formation whose host process dies inside a window at 3.5 s", default_duration_s=8.0)
+def _formation_with_host_crash(sim, p):
+    """The formation, plus an event of vehicle v0's island that SIGKILLs the process it runs in,
+    when that is a Ray host (not the driver), the first time only (``HOPSIM_TEST_CRASH_MARK``
+    names the file that says it happened)."""
+    get_scenario("formation").build(sim, p)
+    driver_pid, mark = os.getpid(), os.environ["HOPSIM_TEST_CRASH_MARK"]
+
+    def crash(ev) -> None:
+        if os.getpid() != driver_pid and not os.path.exists(mark):
+            open(mark, "w").close()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    sim.at(3.5, crash, name="crash", island="v0")
+
+
+def test_a_host_process_dying_inside_a_pipelined_window_is_recovered(shared_ray, tmp_path, monkeypatch):
+    """The host dies while the next window, submitted ahead, waits for its reply: the driver
+    gives both up and the runner recovers from the last checkpoint."""
+    monkeypatch.setenv("HOPSIM_TEST_CRASH_MARK", str(tmp_path / "crashed"))
+    p = {"n_vehicles": 6}
+    kw = dict(checkpoint_every_s=2.0, checkpoint_dir=tmp_path)
+    local = run("formation_with_host_crash", p, 8.0, **kw)
+    remote = run("formation_with_host_crash", p, 8.0, backend="ray", placement="shards:2", **kw)
+    assert (tmp_path / "crashed").exists()
+    (recovery,) = remote.stats["recoveries"]
+    assert recovery["resumed_from_s"] == 2.0
+    assert remote.stats["sync"]["pipelined_windows"] > 0
+    assert remote.recorder.stream_bytes() == local.recorder.stream_bytes()
+
+
 def test_stop_callbacks_keep_hosts_in_lockstep(shared_ray):
     spec = get_scenario("lander")
     sim = Simulation(seed=1, runtime=make_runtime("ray", placement="shards:2"), recorder=MemoryRecorder())
