@@ -17,7 +17,8 @@ The cost model (README, "Distributing a formation"): the wall time of a windowed
     T = W * c_window + C_crit + X * c_cross
 
 with W windows, C_crit the critical-path CPU time of the hosts and X messages between hosts;
-``c_window`` (driver and Ray round trip per window) and ``c_cross`` (per crossing message) are
+``c_window`` (per window: Ray handing each host the replies it waits for, and the driver's round
+trip where windows are not pipelined) and ``c_cross`` (per crossing message) are
 fitted by least squares over the Ray runs. On K machines with N islands dealt evenly,
 C_crit ~ N / K * c_island * D (c_island: host CPU per island and simulated second, measured),
 and X grows with the boundaries between the hosts' blocks of islands (about K / 2 times X at
