@@ -93,13 +93,32 @@ def resume_cmd(
     _report(result)
 
 
+ISLANDS_LISTED = 12      # more islands than this are summed up in one line
+
+
 def _report(result) -> None:
     speed = result.end_time_s / result.wall_s if result.wall_s > 0 else float("inf")
     console.print(f"{result.scenario}: {result.end_time_s:g} s simulated in {result.wall_s:.2f} s wall "
                   f"({speed:.0f}x real time), stop: {result.stop_reason}, {result.message_count} messages")
-    for island, s in result.stats["islands"].items():
-        console.print(f"  island {island}: {s['barriers']} barriers, {s['hops']} hops, "
-                      f"{s['deliveries']} deliveries, {s['rollbacks']} rollbacks")
+    islands = result.stats["islands"]
+    if len(islands) <= ISLANDS_LISTED:
+        for island, s in islands.items():
+            console.print(f"  island {island}: {s['barriers']} barriers, {s['hops']} hops, "
+                          f"{s['deliveries']} deliveries, {s['rollbacks']} rollbacks")
+    else:
+        barriers = sorted(s["barriers"] for s in islands.values())
+        total = {k: sum(s[k] for s in islands.values()) for k in ("hops", "deliveries", "rollbacks")}
+        lo, hi = barriers[0], barriers[-1]
+        console.print(f"  {len(islands):,} islands: {lo if lo == hi else f'{lo} to {hi}'} barriers each, "
+                      f"{total['hops']:,} hops, {total['deliveries']:,} deliveries, "
+                      f"{total['rollbacks']:,} rollbacks in all")
+    sync = result.stats.get("sync")
+    if sync:
+        lookahead = "none" if sync["lookahead_s"] is None else f"{sync['lookahead_s']:g} s"
+        console.print(f"  Ray hosts: {len(sync['host_cpu_s'])}, {sync['windows']:,} windows "
+                      f"({sync['pipelined_windows']:,} pipelined, lookahead {lookahead}), "
+                      f"{sync['crossing_messages']:,} messages between hosts, "
+                      f"{sync['wait_s']:.2f} s waiting at windows")
     for rec in result.stats.get("recoveries", []):
         console.print(f"  recovered: actor {rec['actor']} killed at {rec['t_s']:g} s, run resumed from "
                       f"the checkpoint at {rec['resumed_from_s']:g} s")

@@ -22,6 +22,15 @@ def test_run_records_and_says_where(tmp_path):
     assert meta["seed"] == "2" and '"altitude_m":40.0' in meta["parameters_json"]
 
 
+def test_a_run_of_many_islands_is_summed_up_in_one_line():
+    """20 vehicles at 1 Hz for 3 s: every island has barriers at 0, 1, 2 and 3 s and 3 hops."""
+    res = runner.invoke(app, ["run", "formation", "--duration", "3", "--set", "n_vehicles=20", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "island v00:" not in text
+    assert "20 islands: 4 barriers each, 60 hops" in text
+
+
 def test_unknown_scenario_and_bad_parameter_are_clear_errors():
     res = runner.invoke(app, ["run", "landr", "--no-progress"])
     assert res.exit_code == 2 and "unknown scenario 'landr'" in res.output and "lander" in res.output
