@@ -8,9 +8,10 @@ from contextlib import nullcontext
 import pytest
 
 from hopsim.bus.recorder import MemoryRecorder
-from hopsim.kernel import Simulation, make_runtime
+from hopsim.kernel import FixedRate, In, Model, Out, Simulation, Tie, make_runtime
 from hopsim.scenarios.formation import FormationParams
-from hopsim.scenarios.registry import FaultSpec, get_scenario, scenario
+from hopsim.schemas import Scalar
+from hopsim.scenarios.registry import FaultSpec, ScenarioParams, get_scenario, scenario
 from hopsim.scenarios.runner import run_scenario
 
 pytestmark = pytest.mark.ray
@@ -129,6 +130,53 @@ def test_a_stop_inside_a_host_ends_pipelined_windows_at_that_instant(shared_ray,
     assert [r["t_s"] for r in remote.stats["stop_replays"]] == [3.5] * replays
     if not replays:             # (after a replay the stats are the replay's, which ends at the stop)
         assert remote.stats["sync"]["pipelined_windows"] > 0
+    assert remote.recorder.stream_bytes() == local.recorder.stream_bytes()
+
+
+class OneWayParams(ScenarioParams):
+    stop_in: str = "a"
+
+
+@scenario("one_way_link", OneWayParams, "test: island a talks to island b at 1 Hz (1 s latency), b never "
+          "answers; an event of island ``stop_in`` stops the run at 3.5 s", default_duration_s=8.0)
+def _one_way_link(sim, p):
+    class Talker(Model):            # classes made here travel to the hosts by value
+        io_schedule = FixedRate(1.0)
+        outputs = {"count": Out(Scalar)}
+
+        def update_flow_outs(self, t_ns):
+            self.write("count", Scalar(value=t_ns / 1e9))
+
+    class Listener(Model):
+        io_schedule = FixedRate(1.0)
+        inputs = {"count": In(Scalar)}
+
+        def update_flow_outs(self, t_ns):
+            self.take("count")
+
+    def stop(ev) -> None:
+        sim.e_stop = True
+
+    sim.add_island("a")
+    sim.add_island("b")
+    sim.add_model(Talker("talker"), "a", ties={"count": Tie("a/count", latency_s=1.0)})
+    sim.add_model(Listener("listener"), "b", ties={"count": "a/count"})
+    sim.at(3.5, stop, name="stop", island=p.stop_in)
+
+
+@pytest.mark.parametrize("stop_in, replays", [
+    ("a", 0),     # a's host hears from nobody: it stops its pipelined window itself
+    ("b", 1),     # a's host cannot hear b's stop: it runs the window after it, past the stop
+])
+def test_a_stop_in_a_host_with_one_way_links_is_exact(shared_ray, stop_in, replays):
+    local = run("one_way_link", {"stop_in": stop_in}, 8.0)
+    assert local.stop_reason == "e_stop" and local.end_time_s == 3.5
+    remote = run("one_way_link", {"stop_in": stop_in}, 8.0, backend="ray", placement="shards:2")
+    assert remote.stop_reason == "e_stop" and remote.end_time_s == 3.5
+    assert [r["t_s"] for r in remote.stats["stop_replays"]] == [3.5] * replays
+    if not replays:
+        assert remote.stats["sync"]["pipelined_windows"] > 0
+    assert remote.stats["islands"] == local.stats["islands"]
     assert remote.recorder.stream_bytes() == local.recorder.stream_bytes()
 
 

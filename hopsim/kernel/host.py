@@ -186,16 +186,15 @@ class IslandHost:
         svc._reset()
         return out
 
-    def run_window(self, end_ns: int, ops: list[tuple[str, str, tuple]], *upstream):
+    def run_window(self, end_ns: int, ops: list[tuple[str, str, tuple]], pipelined: bool = False, *upstream):
         """Apply ``ops``, then run every barrier of this host's islands up to ``end_ns`` (inclusive).
 
-        ``upstream``, when the driver submitted this window before it had the previous one's
-        replies (pipelined windows, :mod:`hopsim.kernel.windows`), holds the other hosts'
-        :meth:`crossing <run_window>` parts of the previous window: their messages for this host's
-        islands are enqueued first, as the driver would have sent them. A kill or a stop in any
-        of them, or a stop here in the previous window, means the run ends there, so this window
-        runs nothing (after a stop, the messages published after it are dropped, as the driver
-        drops them).
+        ``pipelined``: the driver submitted this window before it had the previous one's replies
+        (:mod:`hopsim.kernel.windows`); ``upstream`` then holds the previous window's crossing
+        parts of the hosts that can send to this one. Their messages for this host's islands are
+        enqueued first, as the driver would have sent them. A kill or a stop in any of them, or a
+        stop here in the previous window, means the run ends there, so this window runs nothing
+        (after a stop, the messages published after it are dropped, as the driver drops them).
 
         Returns two parts (a Ray call with ``num_returns=2``):
 
@@ -213,7 +212,7 @@ class IslandHost:
         try:
             for name, op, args in ops:
                 self._run_op(name, op, args)
-            if upstream and not self._take_upstream(upstream):
+            if pipelined and not self._take_upstream(upstream):
                 nxt = env.peek()
                 reply = ([], [], [], None, None if nxt == simpy.core.Infinity else int(nxt), 0, 0.0, int(env.now))
                 return ("ok", [], None), reply
@@ -237,8 +236,8 @@ class IslandHost:
         return crossing, reply
 
     def _take_upstream(self, upstream: tuple) -> bool:
-        """Enqueue the messages of the other hosts' previous window for this host's islands;
-        False when that window ended the run (a kill or a stop anywhere)."""
+        """Enqueue the messages of the feeding hosts' previous window for this host's islands;
+        False when that window ended the run (a kill or a stop there, or a stop here)."""
         if any(part[0] == "killed" for part in upstream):
             return False
         stops = [part[2] for part in upstream if part[2] is not None]

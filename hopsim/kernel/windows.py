@@ -30,8 +30,8 @@ further, the driver records nothing later and gives every island a final barrier
 lockstep. Islands in *other* hosts may already have run past it, to the end of the stop's window
 or, if they cannot hear from the stopping host, of the pipelined window after it (a host handed
 the stopping host's reply runs nothing in that one). Their later envelopes are dropped, but their
-state, and their final barrier at the stop, would differ from lockstep. The final barriers find
-such hosts and ``overshoot_at`` holds the stop's instant; the runner then runs again from its
+state, and their final barrier at the stop, would differ from lockstep. Their replies tell, and
+``overshoot_at`` then holds the stop's instant; the runner runs again from its
 last checkpoint with ``stop_cap`` at that instant: no window ends after it, so no host runs past
 the stop.
 """
@@ -135,7 +135,7 @@ class WindowedSync:
                     ahead = self._submit(window.end + 1, ahead_end, after=window)
                 self._finish(window)
                 if sim._halt_at is not None and ahead is not None:
-                    self._discard(ahead)       # the run ended in ``window``
+                    self._discard(ahead, sim._halt_at)     # the run ended in ``window``
                     ahead = None
         finally:
             if ahead is not None:
@@ -205,8 +205,11 @@ class WindowedSync:
         window = _Window(start, end, due)
         for i in due:
             ops, self._pending[i] = self._pending[i], []
-            upstream = [] if after is None else [parts[j] for j in self._feeds[i]]
-            crossing, reply = self.hosts[i].run_window.options(num_returns=2).remote(end, ops, *upstream)
+            call = self.hosts[i].run_window.options(num_returns=2)
+            if after is None:
+                crossing, reply = call.remote(end, ops)
+            else:
+                crossing, reply = call.remote(end, ops, True, *[parts[j] for j in self._feeds[i]])
             window.crossing.append(crossing)
             window.replies.append(reply)
         self.stats["windows"] += 1
@@ -214,18 +217,21 @@ class WindowedSync:
         self.stats["pipelined_windows"] += after is not None
         return window
 
-    def _discard(self, window: "_Window") -> None:
+    def _discard(self, window: "_Window", stop: int | None = None) -> None:
         """Wait for a window submitted ahead of the run's end, so that no host is still busy with
-        it, and drop its replies. A host handed the reply that holds the stop (or a kill) ran
-        nothing in it; one that cannot receive messages from the stopping host ran on, past the
-        stop, which the final barriers at the stop report (``overshoot_at``), as for a host that
-        ran past a stop in the stop's own window."""
+        it, and drop its replies. After a ``stop`` (ns), a host handed the stopping host's reply
+        ran nothing in it, and so did the stopping host; a host that cannot hear from the
+        stopping host ran on past the stop: ``overshoot_at`` says so, as for a host that ran past
+        a stop in the stop's own window."""
         import ray
 
         try:
-            ray.get(window.replies)
+            replies = ray.get(window.replies)
         except ray.exceptions.RayError:
-            pass              # a host died: the run is being given up or recovered already
+            return            # a host died: the run is being given up or recovered already
+        if stop is not None and self.overshoot_at is None and any(
+                r[0] != "killed" and r[7] > stop for r in replies):
+            self.overshoot_at = stop
 
     def _finish(self, window: "_Window") -> None:
         """The replies of ``window``: record, route the messages between hosts (unless the next
