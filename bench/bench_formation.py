@@ -12,7 +12,9 @@ Beside it, the kernel's floor for the same wiring: 100 islands of the formation'
 (sensor, radio, flight software, thruster) at 1 Hz with the same topics and latencies, whose
 methods only read their inputs and write prebuilt messages, and no dynamics. It is what a
 vehicle-step costs when the models cost nothing. And the protobuf traffic of one vehicle-step by
-itself (:func:`protobuf_floor_us`): the messages the formation's models must build and read.
+itself (:func:`protobuf_floor_us`): the messages the formation's models must build and read; and
+the least Python any kernel must run per vehicle-step for this wiring (:func:`dispatch_floor_us`).
+Together they bound what the design can reach: 1,000x real time at N = 100 is 10 us per step.
 """
 from __future__ import annotations
 
@@ -145,6 +147,63 @@ def protobuf_floor_us(repeat: int = 5, number: int = 20000) -> float:
     return min(timeit.repeat(vehicle_step, repeat=repeat, number=number)) / number * 1e6
 
 
+def dispatch_floor_us(n: int = 100, steps: int = 300, repeat: int = 5) -> float:
+    """CPU time (us) per vehicle-step of the least Python that any kernel keeping this design must
+    run for the formation's wiring, and nothing else: per vehicle and control step, one model
+    call per flow model and one for the hop (empty methods), one :class:`Envelope` per published
+    message (sensor, flight software twice, radio, truth), the three messages inside the vehicle
+    put on their ports, and the broadcast put on the two neighbours' inboxes (a heap each) and
+    taken off at the next step. No routing tables, no schedules, no checks: a lower bound."""
+    import heapq
+    import itertools
+
+    from hopsim.bus.envelope import Envelope
+
+    class Stub:
+        def start_hop(self, t0_ns, t1_ns):
+            pass
+
+        def update_flow_outs(self, t_ns):
+            pass
+
+    class Port:
+        __slots__ = ("value", "t_ns")
+
+        def deliver(self, msg, t_ns):
+            self.value, self.t_ns = msg, t_ns
+
+    models = [[Stub() for _ in range(5)] for _ in range(n)]
+    ports = [[Port() for _ in range(4)] for _ in range(n)]
+    inboxes: list[list] = [[] for _ in range(n)]
+    order = itertools.count()
+    payload = object()
+
+    def control_step(t: int) -> None:
+        for i in range(n):
+            box, own = inboxes[i], ports[i]
+            while box and box[0][0] == t:
+                env = heapq.heappop(box)[3]
+                own[3].deliver(env.payload, env.t_ns)
+            hop, *flow = models[i]
+            hop.start_hop(t - 1_000_000_000, t)
+            for m in flow:
+                m.update_flow_outs(t)
+            for k in range(5):
+                env = Envelope(t, t, "v_x", "v/x", k, 0, payload)
+                if k < 3:
+                    own[k].deliver(payload, t)
+            for j in (i - 1, (i + 1) % n):
+                heapq.heappush(inboxes[j], (t + 1_000_000_000, i, next(order), env))
+
+    def run() -> None:
+        for box in inboxes:
+            box.clear()
+        for k in range(1, steps + 1):
+            control_step(k * 1_000_000_000)
+
+    return min(timeit.repeat(run, repeat=repeat, number=1)) / (n * steps) * 1e6
+
+
 def run_sizes(sizes: dict[int, float], layout: str) -> list[dict]:
     rows = []
     for n, duration in sizes.items():
@@ -156,7 +215,8 @@ def run_sizes(sizes: dict[int, float], layout: str) -> list[dict]:
     return rows
 
 
-def print_section(rows: list[dict], floor_us: float | None = None, protobuf_us: float | None = None) -> None:
+def print_section(rows: list[dict], floor_us: float | None = None, protobuf_us: float | None = None,
+                  dispatch_us: float | None = None) -> None:
     print("### Large formations (local backend, 1 Hz control, one island per vehicle)\n")
     header = ("vehicles", "simulated s", "build (s)", "sim s / wall s", "hops / s", "messages / s",
               "us per vehicle-step", "barriers / vehicle / sim s", "peak RSS (MiB)")
@@ -177,6 +237,10 @@ def print_section(rows: list[dict], floor_us: float | None = None, protobuf_us: 
     if protobuf_us is not None:
         print(f"\nThe protobuf traffic of one vehicle-step alone (one VehicleState and one Wrench built, three "
               f"states and one force read, as the formation's models do): {protobuf_us:.1f} us.")
+    if dispatch_us is not None:
+        print(f"\nThe least Python any kernel must run per vehicle-step for this wiring (a call per model, an "
+              f"envelope per message, the broadcast through the neighbours' inboxes; no routing, no "
+              f"schedules, no checks): {dispatch_us:.1f} us.")
 
 
 def main() -> None:
@@ -194,7 +258,7 @@ def main() -> None:
     if opts.sizes:
         sizes = {int(s): FULL.get(int(s), 10.0) for s in opts.sizes.split(",")}
     rows = run_sizes(sizes, opts.layout)
-    print_section(rows, kernel_floor_us(), protobuf_floor_us())
+    print_section(rows, kernel_floor_us(), protobuf_floor_us(), dispatch_floor_us())
 
 
 if __name__ == "__main__":
