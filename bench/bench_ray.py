@@ -9,8 +9,9 @@ times (default 2); the fastest run is kept, as the other benchmarks keep the bes
 (this 2-core machine is shared, and one run can be slowed by tens of percent). The first
 simulated second (placing the islands in their hosts, compiled-code loading) is timed apart.
 Reported per run: simulated seconds per wall second, hops and bus messages per wall second,
-windows, the driver's time blocked at windows, the hosts' CPU time (sum, and along the critical
-path: the busiest host of each window), messages between hosts, peak memory (driver plus hosts).
+windows (and how many were pipelined), the driver's time blocked at windows, the hosts' CPU time
+(sum, and along the critical path: the busiest host of each window), messages between hosts, peak
+memory (driver plus hosts).
 
 The cost model (README, "Distributing a formation"): the wall time of a windowed run is
 
@@ -92,6 +93,7 @@ def one(n: int, duration_s: float, config: str) -> dict:
     if "sync" in stats:
         s = stats["sync"]
         row.update(windows=s["windows"] - sync0["windows"], wait_s=s["wait_s"] - sync0["wait_s"],
+                   pipelined=s["pipelined_windows"] - sync0["pipelined_windows"],
                    host_cpu_s=sum(s["host_cpu_s"]) - sum(sync0["host_cpu_s"]),
                    critical_cpu_s=s["critical_path_cpu_s"] - sync0["critical_path_cpu_s"],
                    crossing=s["crossing_messages"] - sync0["crossing_messages"],
@@ -198,14 +200,15 @@ def predict_speed(model: dict, n: int, k: int, windows_per_s: float, crossing_pe
 
 def print_section(rows: list[dict], ceiling: dict | None = None) -> None:
     print("### Distributed formation (Ray on this machine, 2 cores; windows of 1 s lookahead)\n")
-    header = ("vehicles", "backend", "sim s / wall s", "hops / s", "messages / s", "windows", "waiting at windows (s)",
-              "host CPU (s)", "critical-path CPU (s)", "messages between hosts", "peak RSS (MiB)")
+    header = ("vehicles", "backend", "sim s / wall s", "hops / s", "messages / s", "windows (pipelined)",
+              "waiting at windows (s)", "host CPU (s)", "critical-path CPU (s)", "messages between hosts",
+              "peak RSS (MiB)")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for r in rows:
         extra = ("-",) * 5 if r["config"] == "local" else (
-            f"{r['windows']}", f"{r['wait_s']:.2f}", f"{r['host_cpu_s']:.2f}", f"{r['critical_cpu_s']:.2f}",
-            f"{r['crossing']:,}")
+            f"{r['windows']} ({r['pipelined']})", f"{r['wait_s']:.2f}", f"{r['host_cpu_s']:.2f}",
+            f"{r['critical_cpu_s']:.2f}", f"{r['crossing']:,}")
         print(f"| {r['n']:,} | {r['config']} | {r['speed']:,.2f} | {r['hops_per_s']:,.0f} | {r['msgs_per_s']:,.0f} | "
               + " | ".join(extra) + f" | {r['peak_rss_mib']:,.0f} |")
     by = {(r["n"], r["config"]): r for r in rows}
