@@ -5,8 +5,9 @@ cost model fitted from the measurements that predicts the speed on K machines.
 
 Every configuration runs in its own subprocess (its own local Ray, its own peak memory), with the
 scenario's defaults (1 Hz control, 1 s radio latency: the lookahead), no recorder, ``--repeat``
-times (default 2); the fastest run is kept, as the other benchmarks keep the best of their runs
-(this 2-core machine is shared, and one run can be slowed by tens of percent). The first
+times (default 3), the configurations of a size taking turns; the fastest run is kept, as the
+other benchmarks keep the best of their runs (this 2-core machine is shared, and a run can be
+slowed by tens of percent, for a minute at a time). The first
 simulated second (placing the islands in their hosts, compiled-code loading) is timed apart.
 Reported per run: simulated seconds per wall second, hops and bus messages per wall second,
 windows (and how many were pipelined), the driver's time blocked at windows, the hosts' CPU time
@@ -142,13 +143,14 @@ def parallel_ceiling(n: int, duration: float, repeat: int = 2) -> dict:
         return float(out.strip().splitlines()[-1])
 
     lead_s = 5.0 + n / 500.0          # time to start Python and build before the timed part
-    alone = min(wall(launch(n, time.time() + lead_s)) for _ in range(repeat))
-    together = []
-    for _ in range(repeat):
+    alone, together = [], []
+    for _ in range(repeat):           # taking turns, as in run_all
+        alone.append(wall(launch(n, time.time() + lead_s)))
         start_at = time.time() + lead_s
         pair = [launch(n // 2, start_at), launch(n - n // 2, start_at)]
         together.append(max(wall(p) for p in pair))
-    return {"n": n, "alone_s": alone, "halves_together_s": min(together), "ceiling": alone / min(together)}
+    return {"n": n, "alone_s": min(alone), "halves_together_s": min(together),
+            "ceiling": min(alone) / min(together)}
 
 
 def run_one(n: int, duration: float, config: str) -> dict:
@@ -161,12 +163,17 @@ def run_one(n: int, duration: float, config: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def run_all(sizes: dict[int, float], configs, repeat: int = 2) -> list[dict]:
-    """The fastest of ``repeat`` runs of every (size, configuration)."""
+def run_all(sizes: dict[int, float], configs, repeat: int = 3) -> list[dict]:
+    """The fastest of ``repeat`` runs of every (size, configuration). The configurations of a size
+    take turns (1, 2, 3, 1, 2, 3, ...), so that a slow spell of this shared machine does not fall
+    on one configuration's runs only."""
     rows = []
     for n, duration in sizes.items():
-        for config in configs:
-            runs = [run_one(n, duration, config) for _ in range(repeat)]
+        by_config: dict[str, list[dict]] = {c: [] for c in configs}
+        for _ in range(repeat):
+            for config in configs:
+                by_config[config].append(run_one(n, duration, config))
+        for config, runs in by_config.items():
             best = max(runs, key=lambda r: r["speed"])
             best["speeds_of_runs"] = [r["speed"] for r in runs]
             rows.append(best)
@@ -246,7 +253,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sizes", default=None, help="comma-separated N (default: 100,1000,10000; quick: 100,1000)")
     ap.add_argument("--configs", default=",".join(CONFIGS))
-    ap.add_argument("--repeat", type=int, default=2, help="runs per configuration; the fastest is kept")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per configuration, taking turns; the fastest is kept")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--duration", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--config", help=argparse.SUPPRESS)
