@@ -123,3 +123,17 @@ def test_compiled_valve_timeline_matches_the_interpreted_stepping():
             assert tl.open_mask == sum(1 << i for i in range(12) if ref.valve_open[i])
             assert tl.next_event_ns == min(ref.ev_t) and tl.t_ns == ref.t_ns
     assert by_plan > 1000
+
+
+def test_a_cloned_valve_timeline_has_every_attribute_and_its_own_state():
+    """clone() copies attribute by attribute; a new attribute of the timeline must be copied too."""
+    tl = ValveTimeline(on_delay_ns=3_000_000, off_delay_ns=2_000_000)
+    tl.command(10_000_000, 0b101, [5_000_000] * 12)
+    tl.advance(12_000_000)
+    c = tl.clone()
+    assert vars(c).keys() == vars(tl).keys()
+    for name, value in vars(tl).items():
+        assert np.array_equal(getattr(c, name), value) if name == "state" else getattr(c, name) == value, name
+    assert c.state is not tl.state
+    c.advance(NEVER - 1)
+    assert not np.array_equal(c.state, tl.state) and tl.same_state(tl.clone())

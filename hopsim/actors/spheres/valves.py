@@ -56,10 +56,16 @@ class ValveTimeline:
         return [bool(self.open_mask >> i & 1) for i in range(NUM_THRUSTERS)]
 
     def clone(self) -> "ValveTimeline":
-        """An independent copy (to look ahead without changing this timeline)."""
+        """An independent copy (to look ahead without changing this timeline).
+
+        Attribute by attribute: reading ``__dict__`` would turn this timeline's attributes from
+        inline values into a dict for good, and make every later read of them slower
+        (:mod:`hopsim.kernel.unpickling`)."""
         c = ValveTimeline.__new__(ValveTimeline)
-        c.__dict__.update(self.__dict__)
+        c.on_delay_ns, c.off_delay_ns, c.t_ns = self.on_delay_ns, self.off_delay_ns, self.t_ns
         c.state = self.state.copy()
+        c.open_mask, c.next_event_ns = self.open_mask, self.next_event_ns
+        c.changes, c._planned = self.changes, self._planned
         return c
 
     def same_state(self, other: "ValveTimeline") -> bool:
