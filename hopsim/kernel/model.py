@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hopsim.kernel.ports import In, InPort, Out
-from hopsim.kernel.unpickling import InlineAttributes
+from hopsim.kernel.unpickling import InlineAttributes, set_attributes
 
 
 # ----------------------------------------------------------------------------- I/O schedules
@@ -215,7 +215,7 @@ class Model(InlineAttributes):
     def restore(self, snapshot: Any) -> None:
         """Return to a state returned by :meth:`snapshot`."""
         own, ports, rng_state = copy.deepcopy(snapshot)
-        self.__dict__.update(own)
+        set_attributes(self, own)          # not __dict__.update: see hopsim.kernel.unpickling
         for k, s in ports.items():
             self.ports[k].set_state(s)
         if rng_state is not None:
