@@ -213,9 +213,7 @@ class IslandHost:
             for name, op, args in ops:
                 self._run_op(name, op, args)
             if pipelined and not self._take_upstream(upstream):
-                nxt = env.peek()
-                reply = ([], [], [], None, None if nxt == simpy.core.Infinity else int(nxt), 0, 0.0, int(env.now))
-                return ("ok", [], None), reply
+                return ("ok", [], None), ([], [], [], None, self._next_pending(), 0, 0.0, int(env.now))
             while True:
                 nxt = env.peek()
                 if nxt > end_ns or (stopped_at is not None and nxt > stopped_at):
@@ -227,13 +225,16 @@ class IslandHost:
             reply = ("killed", killed.actor, killed.t_ns, killed.key)
             return reply, reply
         self._stopped_at = stopped_at
-        nxt = env.peek()
-        reply = ([o[:2] for o in svc.outbox], svc.crossing, svc.forgotten, stopped_at,
-                 None if nxt == simpy.core.Infinity else int(nxt), svc.published, time.thread_time() - t0,
-                 int(env.now))
+        reply = ([o[:2] for o in svc.outbox], svc.crossing, svc.forgotten, stopped_at, self._next_pending(),
+                 svc.published, time.thread_time() - t0, int(env.now))
         crossing = ("ok", svc.crossing, stopped_at)
         svc._reset()
         return crossing, reply
+
+    def _next_pending(self) -> int | None:
+        """The instant (ns) of this host's next wake-up, or None when nothing is planned."""
+        nxt = self.services.env.peek()
+        return None if nxt == simpy.core.Infinity else int(nxt)
 
     def _take_upstream(self, upstream: tuple) -> bool:
         """Enqueue the messages of the feeding hosts' previous window for this host's islands;

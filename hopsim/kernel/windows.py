@@ -82,7 +82,7 @@ class WindowedSync:
         self.overshoot_at: int | None = None    # an e_stop instant that other hosts ran past
         self.stop_cap: int | None = None        # when running again to such an instant: windows end there
         self._has_driver_islands = any(h == DRIVER for h in self.host_of.values())
-        self._dense_from: int | None = None     # where a window must start to continue a dense run
+        self._dense_from: int | None = None     # the last window's end + 1: where a dense run goes on
         self.stats = {"windows": 0, "pipelined_windows": 0, "host_calls": 0, "wait_s": 0.0, "crossing_messages": 0,
                       "host_cpu_s": [0.0] * len(self.hosts), "critical_path_cpu_s": 0.0,
                       "lookahead_s": None if self.lookahead_ns is None else self.lookahead_ns / 1e9,
@@ -131,6 +131,7 @@ class WindowedSync:
                         end = min(end, self.stop_cap)       # no host runs past a known stop
                     window = self._submit(start, min(end, max(start, self._next_global_event())))
                 ahead_end = self._pipelined_end(window, limit)
+                self._dense_from = window.end + 1
                 if ahead_end is not None:
                     ahead = self._submit(window.end + 1, ahead_end, after=window)
                 self._finish(window)
@@ -183,9 +184,8 @@ class WindowedSync:
         if (self.lookahead_ns is None or self.stop_cap is not None or self.sim._halt_at is not None
                 or self._has_driver_islands or window.start != self._dense_from
                 or len(window.hosts) < len(self.hosts)):
-            self._dense_from = window.end + 1
             return None
-        self._dense_from = start = window.end + 1
+        start = window.end + 1
         event = self._next_global_event()
         if start > limit or event <= window.end:
             return None
