@@ -63,7 +63,8 @@ def peak_rss_mib(pid: int | None = None) -> float:
 
 def one(n: int, duration_s: float, config: str) -> dict:
     """Build and run one formation in this process; returns the measurements."""
-    from hopsim.kernel import Simulation, make_runtime
+    from hopsim.kernel import Simulation
+    from hopsim.kernel.distributed import make_runtime
     from hopsim.scenarios.registry import get_scenario
 
     spec = get_scenario("formation")

@@ -8,7 +8,8 @@ from contextlib import nullcontext
 import pytest
 
 from hopsim.bus.recorder import MemoryRecorder
-from hopsim.kernel import FixedRate, In, Model, Out, Simulation, Tie, make_runtime
+from hopsim.kernel import FixedRate, In, Model, Out, Simulation, Tie
+from hopsim.kernel.distributed import make_runtime
 from hopsim.scenarios.formation import FormationParams
 from hopsim.schemas import Scalar
 from hopsim.scenarios.registry import FaultSpec, ScenarioParams, get_scenario, scenario

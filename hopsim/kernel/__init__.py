@@ -7,12 +7,12 @@ from hopsim.kernel.model import (ContinuousModel, DefaultRate, FixedRate, Model,
                                  VariableRate)
 from hopsim.kernel.ordering import AlgebraicLoopError
 from hopsim.kernel.ports import In, Out
-from hopsim.kernel.runtime import LocalRuntime, RayRuntime, make_runtime
+from hopsim.kernel.runtime import LocalRuntime
 from hopsim.kernel.simtime import NS_PER_S, PeriodicSchedule, seconds, to_seconds
 
 __all__ = [
     "TimedEvent", "Simulation", "Tie", "FSM", "CausalityError", "Island", "ZeroCrossing",
     "ContinuousModel", "DefaultRate", "FixedRate", "Model", "ModelContext", "NoIo", "VariableRate",
-    "AlgebraicLoopError", "In", "Out", "LocalRuntime", "RayRuntime", "make_runtime", "NS_PER_S",
+    "AlgebraicLoopError", "In", "Out", "LocalRuntime", "NS_PER_S",
     "PeriodicSchedule", "seconds", "to_seconds",
 ]

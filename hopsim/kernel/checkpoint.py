@@ -21,17 +21,10 @@ from typing import Any
 import cloudpickle
 import simpy
 
+from hopsim.kernel.errors import CheckpointError, ContactInProgress
 from hopsim.kernel.island import InstantWakes
 
 FORMAT = "hopsim-checkpoint-1"
-
-
-class CheckpointError(RuntimeError):
-    pass
-
-
-class ContactInProgress(CheckpointError):
-    """No checkpoint now: islands are merged or watching a contact; try at a later barrier."""
 
 
 def capture(sim, allow_contact: bool = False) -> dict[str, Any]:

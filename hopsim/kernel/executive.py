@@ -20,24 +20,17 @@ import simpy
 from hopsim.bus.envelope import Envelope
 from hopsim.bus.topics import Subscription, TopicRegistry, WiringError
 from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
-from hopsim.kernel.island import KILL, InstantWakes, Island, Slot, ZeroCrossing, deliver_to_subscribers
+from hopsim.bus.router import deliver_to_subscribers
+from hopsim.kernel.island import KILL, InstantWakes, Island, Slot, ZeroCrossing
 from hopsim.kernel.model import Model, ModelContext, model_rng
 from hopsim.kernel.monitor import Monitor
+from hopsim.kernel.owner import owner_in_this_process
 from hopsim.kernel.runtime import LocalRuntime
 from hopsim.kernel.simtime import NS_PER_S, seconds, to_seconds
 from hopsim.schemas import Fault, KernelEvent
 
 SCENARIO_SOURCE = "scenario"
 FAULT_PORT = "__faults__"
-
-
-def kernel_event_envelope(island, kind: int, name: str, detail: str = "") -> Envelope:
-    """A kernel event of ``island`` at its current time, on topic ``kernel/<island>``."""
-    msg = KernelEvent(t_ns=island.t, kind=kind, island=island.name, name=name, detail=detail)
-    env = Envelope(island.t, island.t, f"kernel.{island.name}", f"kernel/{island.name}",
-                   island._kernel_seq, -1, msg)
-    island._kernel_seq += 1
-    return env
 
 
 def _topic_of(tie) -> str:
@@ -253,10 +246,10 @@ class Simulation:
             ev.t_ns = ev._next_ns
             self.env.timeout(ev.t_ns - self.env.now, value=ev).callbacks.append(self._fire_global)
         else:
-            self._forget_event(ev)
+            self.forget_event(ev)
         self._check_stop()
 
-    def _forget_event(self, ev: TimedEvent) -> None:
+    def forget_event(self, ev: TimedEvent) -> None:
         if self._events.get(ev.name) is ev:
             del self._events[ev.name]
 
@@ -384,10 +377,15 @@ class Simulation:
         if routes:
             deliver_to_subscribers(env, source_island.name, routes, served_in_island)
 
+    @property
+    def kernel_events_wanted(self) -> bool:
+        """Whether kernel events are recorded (islands skip building them otherwise)."""
+        return self.record_kernel_events and self._recorder is not None
+
     def record_kernel_event(self, island: Island, kind: int, name: str, detail: str = "") -> None:
         if self._recorder is None or not self.record_kernel_events:
             return
-        self._recorder.record(kernel_event_envelope(island, kind, name, detail), queue=True)
+        self._recorder.record(island.kernel_event_envelope(kind, name, detail), queue=True)
 
     # ------------------------------------------------------------------ time
     @property
@@ -452,8 +450,7 @@ class Simulation:
 
     def __reduce__(self):
         # islands shipped to a host may hold the simulation in closures: there it is the host's
-        from hopsim.kernel.host import _services_in_this_host
-        return (_services_in_this_host, ())
+        return (owner_in_this_process, ())
 
     def _prepare(self) -> None:
         """Order the islands, set up the models and the routes; the run counts as started."""
@@ -511,7 +508,7 @@ class Simulation:
                 self.recorder.flush()    # every event of this instant is done: it is final
         return self.stop_reason if self._halt_at is not None else "time"
 
-    def _after_barrier(self, island: Island, t: int) -> None:
+    def after_barrier(self, island: Island, t: int) -> None:
         if self.e_stop or self._stop_callbacks:
             self._check_stop()
 

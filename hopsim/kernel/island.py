@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from hopsim.bus.envelope import Envelope
+from hopsim.kernel.errors import ActorKilled, CausalityError
 from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
 from hopsim.kernel.integrate import default_integrator
 from hopsim.kernel.model import BARRIER_REQUEST, ContinuousModel, DefaultRate, FixedRate, Model, NoIo, VariableRate
@@ -39,26 +40,13 @@ from hopsim.kernel.unpickling import InlineAttributes, set_attributes
 from hopsim.schemas import KernelEvent
 
 if TYPE_CHECKING:
-    from hopsim.kernel.executive import Simulation
+    from hopsim.kernel.owner import IslandOwner
 
 _zc_sequence = itertools.count()
 NEVER = 1 << 63           # later than any instant (ns)
 NO_HIT: tuple = ()        # no zero-crossing met at the planned hop end
 FAULT_PORT = "__faults__"   # the hidden input on which a model receives its faults
 KILL = "kill"               # the fault every model accepts: its process dies
-
-
-class CausalityError(RuntimeError):
-    pass
-
-
-class ActorKilled(RuntimeError):
-    """An actor's process died during the run (the ``kill`` fault, or a Ray worker lost)."""
-
-    def __init__(self, actor: str, t_ns: int, key=None):
-        self.actor, self.t_ns, self.key = actor, t_ns, key
-        super().__init__(f"actor {actor!r} was killed at t = {t_ns / 1e9:.9g} s; recover it from a "
-                         f"checkpoint (the runner does this for `hopsim run`)")
 
 
 @dataclass(eq=False)
@@ -141,26 +129,6 @@ class InstantWakes:
         # popped first: a barrier planned for this very instant meanwhile gets an event of its own
         for island, gen in self.at.pop(event.value):
             island.wake(gen)
-
-
-def deliver_to_subscribers(env: Envelope, source: str, routes: list[tuple], served_in_island: bool = False) -> None:
-    """Hand ``env``, published by a model of home island ``source``, to its subscribers ``routes``
-    [(island that integrates the subscriber, its home island's name, slot, port)], in bus order.
-
-    A subscriber of the same home island sees a zero-latency message at once (unless the island
-    ``served_in_island`` already) and a delayed one at its delivery time; a subscriber of another
-    home island sees it no earlier than 1 ns after it was published, merged (contact) or not.
-    """
-    t, deliver = env.t_ns, env.deliver_ns
-    for rank, (island, home, slot, port) in enumerate(routes):
-        if home == source:
-            if deliver == t:
-                if not served_in_island:
-                    island.deliver_now(slot, port, env.payload, t)
-            else:
-                island.enqueue(deliver, env, slot, port, rank)
-        else:
-            island.enqueue(deliver if deliver > t else t + 1, env, slot, port, rank)
 
 
 def _timed(slot: "Slot", fn: Callable[[float], None]) -> Callable[[float], None]:
@@ -279,7 +247,7 @@ class Slot(InlineAttributes):
 class Island:
     """One hop timeline. Created by :meth:`Simulation.add_island`."""
 
-    def __init__(self, sim: "Simulation", name: str, integrator=None, n_integration_steps: int = 1,
+    def __init__(self, sim: "IslandOwner", name: str, integrator=None, n_integration_steps: int = 1,
                  end_of_step_derivative: bool = False):
         if n_integration_steps < 1:
             raise ValueError(f"island {name!r}: n_integration_steps must be >= 1")
@@ -616,10 +584,9 @@ class Island:
         asked for it: the hop up to now, the barrier, the plan of the next hop."""
         sim = self.sim
         t = sim.now
-        if sim._wakes_at:
-            batch = sim.take_batch(t)
-            if batch:
-                propagate_together(batch, t)
+        batch = sim.take_batch(t)
+        if batch:
+            propagate_together(batch, t)
         if gen != self._gen:
             return                                     # superseded by an earlier barrier
         if t > self.t:
@@ -636,7 +603,7 @@ class Island:
             self._deferred = True          # the monitor's check at t plans the next hop
         else:
             self._plan()
-        sim._after_barrier(self, t)
+        sim.after_barrier(self, t)
 
     def _end_hop_at(self, t: int) -> None:
         """Complete the hop that ends at t (ns): propagate it unless done ahead, count it."""
@@ -742,7 +709,7 @@ class Island:
         """The barrier at t (ns), in Dshell's order (steps 1 to 5 of the module docstring)."""
         self.stats["barriers"] += 1
         self.t = t
-        if self._records_kernel_events():
+        if self.sim.kernel_events_wanted:
             self.kernel_event(KernelEvent.BARRIER, "")
         if self._hit:
             self._zero_crossings_met(t)                                  # 1.
@@ -762,12 +729,6 @@ class Island:
             self._start_io_steps(t, due)                                 # 5.
         if asked_again:
             self._reask_next_io(t, asked_again)
-
-    def _records_kernel_events(self) -> bool:
-        """Whether kernel events go anywhere (building them is skipped otherwise). A host's
-        services have no recorder: they forward kernel events when ``record_kernel_events``."""
-        sim = self.sim
-        return sim.record_kernel_events and getattr(sim, "recorder", True) is not None
 
     def _zero_crossings_met(self, t: int) -> None:
         """1. The callbacks of the zero-crossings met at t, in registration order (removed)."""
@@ -840,7 +801,7 @@ class Island:
                 ev.t_ns = ev._next_ns
                 heapq.heappush(events, (ev.t_ns, ev.priority, ev.seq, ev))
             else:
-                self.sim._forget_event(ev)
+                self.sim.forget_event(ev)
 
     def _update_flow_outs(self, t: int, due: list[Slot]) -> list[Slot] | None:
         """4. ``update_flow_outs`` in feed-through order of the models that are due, received
@@ -953,6 +914,14 @@ class Island:
 
     def kernel_event(self, kind: int, name: str, detail: str = "") -> None:
         self.sim.record_kernel_event(self, kind, name, detail)
+
+    def kernel_event_envelope(self, kind: int, name: str, detail: str = "") -> Envelope:
+        """A kernel event of this island at its current time, on topic ``kernel/<island>``
+        (numbered in the island's own sequence)."""
+        msg = KernelEvent(t_ns=self.t, kind=kind, island=self.name, name=name, detail=detail)
+        env = Envelope(self.t, self.t, f"kernel.{self.name}", f"kernel/{self.name}", self._kernel_seq, -1, msg)
+        self._kernel_seq += 1
+        return env
 
     # ------------------------------------------------------------------ inspection
     @property

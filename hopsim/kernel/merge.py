@@ -17,15 +17,12 @@ from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
+from hopsim.kernel.errors import MergeError
 from hopsim.schemas import KernelEvent
 
 if TYPE_CHECKING:
     from hopsim.kernel.executive import Simulation
     from hopsim.kernel.island import Island
-
-
-class MergeError(RuntimeError):
-    pass
 
 
 def grouping(homes: Iterable["Island"]) -> list[list["Island"]]:

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from hopsim.kernel.errors import OutputOutsideUpdateFlowOuts
 from hopsim.kernel.ports import In, InPort, Out
 from hopsim.kernel.unpickling import InlineAttributes, set_attributes
 
@@ -74,10 +75,6 @@ class ModelContext:
 
 
 BARRIER_REQUEST = "__barrier__"   # outbox marker: (BARRIER_REQUEST, t_ns)
-
-
-class OutputOutsideUpdateFlowOuts(RuntimeError):
-    pass
 
 
 # ----------------------------------------------------------------------------- models

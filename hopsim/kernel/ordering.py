@@ -11,18 +11,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-
-class AlgebraicLoopError(ValueError):
-    """Models whose feed-through forms a loop with no declared break."""
-
-    def __init__(self, loop: list[str], signals: list[str]):
-        self.loop = loop
-        self.signals = signals
-        chain = " -> ".join(loop + loop[:1])
-        super().__init__(
-            f"algebraic loop: {chain} (every model in it has feed-through, via signals "
-            f"{', '.join(signals)}); declare a break on one of these signals "
-            f"(sim.add_break(topic)) or give one model no feed-through")
+from hopsim.kernel.errors import AlgebraicLoopError
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from hopsim.bus.recorder import McapRecorder, MemoryRecorder, dumps_params
-from hopsim.kernel import Simulation, checkpoint, make_runtime
+from hopsim.kernel import Simulation, checkpoint
+from hopsim.kernel.distributed import make_runtime
 from hopsim.kernel.island import KILL, ActorKilled
 from hopsim.kernel.simtime import seconds
 from hopsim.scenarios.registry import ScenarioError, get_scenario

@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import time
 
-from hopsim.kernel.host import ALL_ISLANDS
-from hopsim.kernel.island import ActorKilled, CausalityError
+from hopsim.kernel.distributed.host import ALL_ISLANDS
+from hopsim.kernel.errors import ActorKilled, CausalityError
 
 TIMED_OPS = ("enqueue", "add_stop", "add_event")   # operations whose first argument is an instant
 DRIVER = -1             # the "host" of the islands that stay in the driver
@@ -279,7 +279,7 @@ class WindowedSync:
             for name in forgotten:
                 ev = sim._events.get(name)
                 if ev is not None:
-                    sim._forget_event(ev)
+                    sim.forget_event(ev)
         self._catch_up(cut, envelopes)
         if stops and sim._halt_at is None:
             sim.e_stop = True

@@ -7,7 +7,7 @@ next and whether it set ``e_stop``; deliveries into it are remote calls too. Ins
 very same :class:`~hopsim.kernel.island.Island` code runs, with :class:`HostServices` in the
 place of the simulation, so every placement gives the same stream, byte for byte.
 
-With windowed synchronization (:mod:`hopsim.kernel.windows`, used unless the run has stop
+With windowed synchronization (:mod:`hopsim.kernel.distributed.windows`, used unless the run has stop
 callbacks) a host keeps its islands' wake-ups on a simpy clock of its own and runs them up to the
 end of each window in one call (:meth:`IslandHost.run_window`); messages between its own islands
 stay inside it, and only messages for islands in other hosts (and, when recording, every
@@ -26,23 +26,18 @@ from typing import Any
 import cloudpickle
 import simpy
 
+from hopsim.bus.router import deliver_to_subscribers
 from hopsim.kernel.checkpoint import capture_island
-from hopsim.kernel.executive import kernel_event_envelope
-from hopsim.kernel.island import ActorKilled, InstantWakes, Island, deliver_to_subscribers
+from hopsim.kernel.errors import ActorKilled
+from hopsim.kernel.island import InstantWakes, Island
+from hopsim.kernel.owner import owning_unpickled_islands
 
-_unpickling_services = None
 ALL_ISLANDS = "*"       # an operation's island name that stands for every island of the host
 
 
-def _services_in_this_host():
-    """Where a pickled Simulation lands in a host: that host's services."""
-    if _unpickling_services is None:
-        raise TypeError("a Simulation is not sent between processes; only its islands are")
-    return _unpickling_services
-
-
 class HostServices:
-    """What an island needs from its owner, inside a host process.
+    """What an island needs from its owner (:class:`~hopsim.kernel.owner.IslandOwner`), inside a
+    host process.
 
     In lockstep the driver wakes each island (``wakes`` go back with every reply); windowed, the
     host keeps the wake-ups on its own simpy clock ``env`` and routes messages between its islands
@@ -70,6 +65,11 @@ class HostServices:
     @property
     def now(self) -> int:
         return int(self.env.now) if self.windowed else self._now
+
+    @property
+    def kernel_events_wanted(self) -> bool:
+        """The host has no recorder: it forwards kernel events to the driver's when asked to."""
+        return self.record_kernel_events
 
     def _reset(self) -> None:
         self.outbox: list[tuple[Any, bool, str]] = []     # (envelope, queue, source island)
@@ -119,12 +119,12 @@ class HostServices:
 
     def record_kernel_event(self, island: Island, kind: int, name: str, detail: str = "") -> None:
         if self.record_kernel_events:
-            self.outbox.append((kernel_event_envelope(island, kind, name, detail), True, island.name))
+            self.outbox.append((island.kernel_event_envelope(kind, name, detail), True, island.name))
 
-    def _after_barrier(self, island: Island, t: int) -> None:
+    def after_barrier(self, island: Island, t: int) -> None:
         """Stop callbacks run in the driver, after the call returns."""
 
-    def _forget_event(self, ev) -> None:
+    def forget_event(self, ev) -> None:
         self.forgotten.append(ev.name)
 
 
@@ -153,14 +153,10 @@ class IslandHost:
     def __init__(self, blob: bytes, default_rate_hz: float, record_kernel_events: bool, routes: dict,
                  handled_kills: set, now: int = 0, windowed: bool = False, recording: bool = True,
                  batching: bool = False):
-        global _unpickling_services
         self.services = HostServices(default_rate_hz, record_kernel_events, routes, handled_kills, now,
                                      windowed, batching, recording)
-        _unpickling_services = self.services
-        try:
+        with owning_unpickled_islands(self.services):
             islands = cloudpickle.loads(blob)
-        finally:
-            _unpickling_services = None
         for island in islands:
             island.sim = self.services
             self.services.islands[island.name] = island
@@ -190,7 +186,7 @@ class IslandHost:
         """Apply ``ops``, then run every barrier of this host's islands up to ``end_ns`` (inclusive).
 
         ``pipelined``: the driver submitted this window before it had the previous one's replies
-        (:mod:`hopsim.kernel.windows`); ``upstream`` then holds the previous window's crossing
+        (:mod:`hopsim.kernel.distributed.windows`); ``upstream`` then holds the previous window's crossing
         parts of the hosts that can send to this one. Their messages for this host's islands are
         enqueued first, as the driver would have sent them. A kill or a stop in any of them, or a
         stop here in the previous window, means the run ends there, so this window runs nothing
@@ -326,7 +322,7 @@ class RemoteIsland:
         for ev_name in forgotten:
             ev = self.sim._events.get(ev_name)
             if ev is not None:
-                self.sim._forget_event(ev)
+                self.sim.forget_event(ev)
         if e_stop and not self.sim.e_stop:
             self.sim.e_stop = True
         return results
@@ -350,7 +346,7 @@ class RemoteIsland:
             return                                 # superseded; the host would ignore it too
         self._call((self.name, "wake", (event.value,)))
         self.t = self.sim.now
-        self.sim._after_barrier(self, self.t)
+        self.sim.after_barrier(self, self.t)
 
     # the operations the simulation performs on its islands
     def start(self) -> None:

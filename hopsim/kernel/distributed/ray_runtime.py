@@ -1,0 +1,190 @@
+"""The Ray runtime: models and islands as Ray actors.
+
+``per-model`` placement hosts each flow model in its own Ray actor (:class:`ModelHost`) and ships
+pending deliveries with the next call, so a model sees exactly the same inputs at the same
+lifecycle calls as in the local runtime. ``per-island`` and ``shards:K`` ship whole islands to
+:class:`~hopsim.kernel.distributed.host.IslandHost` actors, which advance in windows
+(:mod:`hopsim.kernel.distributed.windows`). Continuous models always stay in their island's
+process (the integrator samples them many times per step).
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+from hopsim.kernel.errors import ActorKilled
+from hopsim.kernel.model import Model, ModelContext
+from hopsim.kernel.runtime import LocalHandle, LocalRuntime, invoke
+
+
+class ModelHost:
+    """The Ray actor that hosts one model (per-model placement).
+
+    The model arrives pickled (``model_blob``, as islands reach their hosts): an object passed
+    to Ray as it is would come back with its numpy arrays read-only (zero-copy views of Ray's
+    object store), and models update their arrays in place."""
+
+    def __init__(self, model_blob: bytes):
+        import cloudpickle
+        self.model = cloudpickle.loads(model_blob)
+
+    def invoke(self, method: str, args: tuple, deliveries: list) -> tuple[Any, list]:
+        return invoke(self.model, method, args, deliveries)
+
+
+class RayHandle:
+    """A model hosted by a :class:`ModelHost` Ray actor."""
+
+    remote = True
+
+    def __init__(self, model: Model, actor_cls):
+        import ray
+        self._ray = ray
+        self.name = model.name
+        import cloudpickle
+        self.actor = actor_cls.options(name=None).remote(cloudpickle.dumps(model))
+        self._pending: list = []
+
+    def deliver(self, port: str, msg: Any, t_ns: int) -> None:
+        self._pending.append((port, msg, t_ns))
+
+    def call(self, method: str, *args) -> tuple[Any, list]:
+        pending, self._pending = self._pending, []
+        try:
+            return self._ray.get(self.actor.invoke.remote(method, args, pending))
+        except self._ray.exceptions.RayActorError as err:
+            raise ActorKilled(self.name, -1) from err
+
+    def kill(self) -> None:
+        self._ray.kill(self.actor, no_restart=True)
+
+    def close(self) -> None:
+        self._ray.kill(self.actor)
+
+
+class RayRuntime:
+    """Models and islands as Ray actors.
+
+    ``placement``: ``per-model`` (every flow model its own Ray actor; continuous models stay with
+    their island in the driver), ``per-island`` (the default: each island with all its models in
+    one Ray actor) or ``shards:K`` (the islands, sorted by name, in K contiguous blocks, one Ray
+    actor each). Islands in hosts advance in windows of conservative synchronization
+    (:mod:`hopsim.kernel.distributed.windows`), or barrier by barrier when the run has stop callbacks.
+    ``address`` connects to an existing cluster (``ray start --head`` prints it); without it a
+    local Ray is started for the run and shut down at the end.
+    """
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, num_cpus: int | None = None, placement: str = "per-island"):
+        self.placement = placement
+        self.shards = parse_placement(placement)
+        import ray
+        self._ray = ray
+        self._started_here = not ray.is_initialized()
+        if self._started_here:
+            kwargs = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
+            if address:
+                ray.init(address=address, **kwargs)
+            else:
+                ray.init(num_cpus=num_cpus or os.cpu_count(), **kwargs)
+        self._host_cls = ray.remote(num_cpus=0)(ModelHost)
+        self._handles: list[RayHandle] = []
+        self._island_hosts: list = []
+
+    def handle(self, model: Model, ctx: ModelContext):
+        if model.is_continuous or self.shards is not None:
+            h = LocalHandle(model)       # with its integrator, or shipped with its island
+        else:
+            h = RayHandle(model, self._host_cls)
+            self._handles.append(h)
+        h.call("bind", ctx)
+        return h
+
+    def release(self, handles) -> None:
+        """Stop the actors of a simulation that is being replaced (recovery); Ray stays up."""
+        for h in handles:
+            if h in self._handles:
+                self._handles.remove(h)
+                try:
+                    h.close()
+                except Exception:   # already dead
+                    pass
+
+    def place(self, sim) -> bool:
+        """Ship the islands to their hosts (per-island, shards); False when nothing moves."""
+        if self.shards is None:
+            return False
+        from hopsim.kernel.distributed.host import IslandHost, place_islands
+
+        # islands watched by a monitor (contact) stay in the driver, where the monitor runs
+        names = sorted(n for n, isl in sim.islands.items() if not isl._monitors)
+        if not names:
+            return False
+        k = len(names) if self.shards == 0 else min(self.shards, len(names))
+        cpus = int(self._ray.cluster_resources().get("CPU", 1))
+        if k > 4 * cpus:
+            warnings.warn(f"placement {self.placement} starts {k} Ray actors (one process each) on a cluster of "
+                          f"{cpus} CPUs; with many islands, --placement shards:{cpus} runs them in fewer "
+                          f"processes", stacklevel=2)
+        # contiguous blocks of the sorted names: islands named in sequence (a formation's
+        # neighbours) share a host, and fewer messages cross between hosts
+        groups = [names[len(names) * i // k:len(names) * (i + 1) // k] for i in range(k)]
+        cls = self._ray.remote(num_cpus=0)(IslandHost)
+        windowed = not sim._stop_callbacks
+        proxies = place_islands(sim, sim.islands, groups, cls, windowed)
+        self._island_hosts += list({id(p.host): p.host for p in proxies.values()}.values())
+        sim.islands = {name: proxies.get(name, isl) for name, isl in sim.islands.items()}
+        if windowed:
+            from hopsim.kernel.distributed.windows import WindowedSync
+            sim._windows = WindowedSync(sim, proxies)
+        return True
+
+    def release_hosts(self, hosts) -> None:
+        for host in hosts:
+            try:
+                self._ray.kill(host)
+            except Exception:   # already dead
+                pass
+            if host in self._island_hosts:
+                self._island_hosts.remove(host)
+
+    def shutdown(self) -> None:
+        self.release_hosts(list(self._island_hosts))
+        for h in self._handles:
+            try:
+                h.close()
+            except Exception:   # an actor already gone is fine at shutdown
+                pass
+        self._handles.clear()
+        if self._started_here and self._ray.is_initialized():
+            self._ray.shutdown()
+
+
+def parse_placement(placement: str) -> int | None:
+    """None for per-model, 0 for per-island, K for shards:K; a clear error otherwise."""
+    if placement == "per-model":
+        return None
+    if placement == "per-island":
+        return 0
+    if placement.startswith("shards:"):
+        try:
+            k = int(placement.split(":", 1)[1])
+        except ValueError:
+            k = 0
+        if k >= 1:
+            return k
+    raise ValueError(f"unknown placement {placement!r}; choose one of per-model, per-island, shards:K "
+                     f"(K a positive number of Ray actors)")
+
+
+def make_runtime(backend: str = "local", **options):
+    """The runtime for ``backend``: "local" (in-process) or "ray" (``options`` go to :class:`RayRuntime`)."""
+    if backend == "local":
+        if options.get("placement") not in (None, "in-process"):
+            raise ValueError(f"placement {options['placement']!r} needs --backend ray")
+        return LocalRuntime()
+    if backend == "ray":
+        return RayRuntime(**options)
+    raise ValueError(f"unknown backend {backend!r}; choose 'local' or 'ray'")
