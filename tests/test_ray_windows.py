@@ -266,6 +266,6 @@ def test_stop_callbacks_keep_hosts_in_lockstep(shared_ray):
     sim.add_stop_callback(lambda s: s.time >= 1.0)
     try:
         assert sim.advance_to(3.0) == "stop_callback" and sim.time == pytest.approx(1.0, abs=0.05)
-        assert sim._windows is None
+        assert sim.windows is None
     finally:
         sim.runtime.release_hosts(list(sim.runtime._island_hosts))

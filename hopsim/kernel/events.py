@@ -37,6 +37,15 @@ class TimedEvent:
                              f"({t_ns} ns is not after {self.t_ns} ns)")
         self._next_ns = t_ns
 
+    def fire(self) -> bool:
+        """Run the callback; True if it rescheduled the event (``t_ns`` is then the next instant)."""
+        self._next_ns = None
+        self.callback(self)
+        if self._next_ns is None:
+            return False
+        self.t_ns = self._next_ns
+        return True
+
 
 @dataclass(eq=False)
 class MethodEvent:

@@ -19,6 +19,7 @@ import simpy
 
 from hopsim.bus.envelope import Envelope
 from hopsim.bus.topics import Subscription, TopicRegistry, WiringError
+from hopsim.kernel.errors import CheckpointError, ContactInProgress
 from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
 from hopsim.bus.router import deliver_to_subscribers
 from hopsim.kernel.island import KILL, InstantWakes, Island, Slot, ZeroCrossing
@@ -98,7 +99,7 @@ class Simulation:
         self._monitors: list[Monitor] = []
         self.batching = batching              # propagate islands whose hops coincide as one batch
         self._wakes_at: dict[int, list[Island]] = {}
-        self._windows = None                  # the WindowedSync of islands in hosts (Ray)
+        self.windows = None                   # the WindowedSync of islands in hosts (Ray), set by the runtime
 
     @property
     def recorder(self):
@@ -108,7 +109,7 @@ class Simulation:
     @recorder.setter
     def recorder(self, recorder) -> None:
         changes_what_is_read = self._started and (recorder is None) != (self._recorder is None)
-        if changes_what_is_read and self._windows is not None:
+        if changes_what_is_read and self.windows is not None:
             raise RuntimeError("attach or remove the recorder before the run starts: islands in other "
                                "processes learnt at the start which outputs nobody reads")
         self._recorder = recorder
@@ -240,14 +241,11 @@ class Simulation:
         ev: TimedEvent = sim_event.value
         if ev.cancelled:
             return
-        ev._next_ns = None
-        ev.callback(ev)
-        if ev._next_ns is not None:
-            ev.t_ns = ev._next_ns
+        if ev.fire():
             self.env.timeout(ev.t_ns - self.env.now, value=ev).callbacks.append(self._fire_global)
         else:
             self.forget_event(ev)
-        self._check_stop()
+        self.check_stop()
 
     def forget_event(self, ev: TimedEvent) -> None:
         if self._events.get(ev.name) is ev:
@@ -311,7 +309,7 @@ class Simulation:
 
         With islands in Ray hosts, add stop callbacks before the run starts: they make the hosts
         advance barrier by barrier instead of in windows."""
-        if self._windows is not None:
+        if self.windows is not None:
             raise RuntimeError("add stop callbacks before the run starts: islands in Ray hosts already "
                                "advance in windows, and a stop callback needs them barrier by barrier")
         self._stop_ids += 1
@@ -397,7 +395,7 @@ class Simulation:
         """Wake ``island`` at ``t_ns`` for the barrier it planned there (one simpy event per
         instant for all the islands planned at it)."""
         self._instant_wakes.schedule(island, t_ns, gen)
-        if self.batching and island._hop_body is not None:
+        if self.batching and island.has_compiled_hop:
             self._wakes_at.setdefault(t_ns, []).append(island)
 
     def take_batch(self, t_ns: int) -> list[Island] | None:
@@ -439,9 +437,9 @@ class Simulation:
         place = getattr(self.runtime, "place", None)
         if place is None or not place(self):
             return
-        self._rebuild_routes()
+        self.rebuild_routes()
 
-    def _rebuild_routes(self) -> None:
+    def rebuild_routes(self) -> None:
         """topic -> [(island integrating the subscriber now, its home island's name, slot, port)]."""
         self._routes = {name: [(self.islands[sub.island].current, self._slots[sub.model].home.name,
                                 self._slots[sub.model], sub.port)
@@ -463,7 +461,7 @@ class Simulation:
         for island in self.islands.values():
             for slot in island.slots:
                 slot.call("setup", slot.ctx)
-        self._rebuild_routes()
+        self.rebuild_routes()
         self._started = True
 
     def _mark_unread_outputs(self) -> None:
@@ -485,12 +483,12 @@ class Simulation:
         if t_stop < self.now:
             raise ValueError(f"cannot advance to {to_seconds(t_stop)} s: the run is at {self.time} s")
         self.start()
-        if self._windows is not None:
-            return self._windows.run_until(t_stop)
+        self._halt_at = None
+        if self.windows is not None:
+            return self.windows.run_until(t_stop)
         for island in self.islands.values():
             island.add_stop(t_stop)
             island.resume()
-        self._halt_at = None
         env = self.env
         try:
             while True:
@@ -510,9 +508,10 @@ class Simulation:
 
     def after_barrier(self, island: Island, t: int) -> None:
         if self.e_stop or self._stop_callbacks:
-            self._check_stop()
+            self.check_stop()
 
-    def _check_stop(self) -> None:
+    def check_stop(self) -> None:
+        """End the run at this instant if ``e_stop`` is set or a stop callback says so."""
         if self._halt_at is not None:
             return
         reason = None
@@ -536,6 +535,99 @@ class Simulation:
         for island in self.islands.values():
             island.add_stop(self._halt_at)
 
+    # ------------------------------------------------------------------ checkpoints
+    @property
+    def started(self) -> bool:
+        """Whether the run has started (models set up, islands at their first barrier)."""
+        return self._started
+
+    def capture_state(self, allow_contact: bool = False) -> dict[str, Any]:
+        """The dynamic state at the current barrier (the run has returned): the kernel's
+        counters and pending events, every island's part and every model's snapshot
+        (:mod:`hopsim.kernel.checkpoint` writes it).
+
+        While contact is being resolved (islands merged, or contact conditions armed) it cannot
+        be restored yet: :class:`ContactInProgress`, unless ``allow_contact`` (for a state
+        hash), in which case merged islands are captured as one."""
+        if not self._started:
+            raise CheckpointError("a checkpoint needs a started run; advance it first")
+        now = self.now
+        busy = sorted(isl.name for isl in self.islands.values()
+                      if not getattr(isl, "remote", False) and isl.resolving_contact)
+        if busy and not allow_contact:
+            raise ContactInProgress(f"islands {busy} are resolving contact at {now / 1e9:.9g} s (merged, or "
+                                    f"watching a contact); checkpoints of contact in progress are not supported yet")
+        events = {}
+        for name, ev in self._events.items():
+            if ev.transient or ev.cancelled:
+                continue
+            if not ev.from_build:
+                raise CheckpointError(f"timed event {name!r} was created during the run; only events the "
+                                      f"scenario registers can be restored from a checkpoint")
+            events[name] = ev.t_ns
+        islands, models = {}, {}
+        for name, isl in self.islands.items():
+            if getattr(isl, "absorbed_into", None) is not None:
+                continue                 # its models and states are part of the island it merged into
+            part = isl.capture_state()
+            islands[name] = part["island"]
+            models.update(part["models"])
+        return {
+            "t_ns": now,
+            "seed": self.seed,
+            "e_stop": self.e_stop,
+            "scenario_seq": self._scenario_seq,
+            "published": self._publish_counts,
+            "events": events,
+            "stop_callbacks": [i for i, _ in self._stop_callbacks],
+            "injections": [(env, queue) for env, queue in self._injections],
+            "islands": islands,
+            "models": models,
+        }
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        """Take ``state`` (:meth:`capture_state`'s) into this simulation, freshly built by the same
+        scenario, parameters and seed and not started. Timed events are matched by name."""
+        if self._started:
+            raise CheckpointError("restore into a freshly built simulation, before it is started")
+        if state["seed"] != self.seed:
+            raise CheckpointError(f"the checkpoint was taken with seed {state['seed']}, the simulation "
+                                  f"has seed {self.seed}")
+        missing = set(state["models"]) ^ set(self._slots)
+        if missing:
+            raise CheckpointError(f"the scenario's models differ from the checkpoint's: {sorted(missing)}")
+        now = state["t_ns"]
+        self._prepare()
+        self.env = simpy.Environment(initial_time=now)
+        self._instant_wakes = InstantWakes(self.env)
+        self.e_stop = state["e_stop"]
+        self._scenario_seq = state["scenario_seq"]
+        self._publish_counts = state["published"]
+        kept = set(state["stop_callbacks"])
+        self._stop_callbacks = [(i, fn) for i, fn in self._stop_callbacks if i in kept]
+        for name, slot in self._slots.items():
+            slot.call("restore", state["models"][name])
+        for name, ev in list(self._events.items()):
+            if name not in state["events"]:
+                ev.cancelled = True
+                del self._events[name]
+                continue
+            ev.t_ns = state["events"][name]
+        unknown = set(state["events"]) - set(self._events)
+        if unknown:
+            raise CheckpointError(f"the scenario no longer registers timed event(s) {sorted(unknown)}")
+        for name, isl in self.islands.items():
+            isl.restore_state(state["islands"][name], [ev for ev in self._events.values() if ev.island == name])
+        for ev in self._events.values():
+            if ev.island is None:
+                self.env.timeout(ev.t_ns - now, value=ev).callbacks.append(self._fire_global)
+        self._injections = []
+        for env, queue in state["injections"]:
+            self._schedule_injection_record(env, queue)
+        self._place()
+        for isl in self.islands.values():
+            isl.resume()
+
     # ------------------------------------------------------------------ end
     def release_models(self) -> None:
         """Let go of this simulation's actors (it is being replaced by a restored one)."""
@@ -558,6 +650,36 @@ class Simulation:
         except KeyError:
             raise KeyError(f"no model {name!r}; models: {sorted(self._slots)}") from None
 
+    @property
+    def halted_at(self) -> int | None:
+        """The instant (ns) at which a stop ended the current advance, or None."""
+        return self._halt_at
+
+    @property
+    def has_stop_callbacks(self) -> bool:
+        return bool(self._stop_callbacks)
+
+    def slots(self):
+        """Every model's slot (its wiring and schedule in its island), in placement order."""
+        return self._slots.values()
+
+    def slot(self, name: str) -> Slot:
+        """The slot of model ``name`` (a clear error naming the models otherwise)."""
+        return self._slot(name)
+
+    def model_names(self) -> list[str]:
+        return list(self._slots)
+
+    def count_published(self, n: int) -> None:
+        """``n`` envelopes were published by islands in other processes."""
+        self._publish_counts += n
+
+    def next_global_event_ns(self) -> int | float:
+        """The instant (ns) of the next global timed event that may act on islands (inf if none)."""
+        events = [ev.t_ns for ev in self._events.values()
+                  if ev.island is None and not ev.transient and not ev.cancelled]
+        return min(events) if events else float("inf")
+
     def _check_not_started(self, what: str) -> None:
         if self._started:
             raise RuntimeError(f"cannot {what} after the run has started")
@@ -572,13 +694,13 @@ class Simulation:
                 for name, slot in sorted(self._slots.items())}
 
     def stats(self) -> dict[str, Any]:
-        if self._windows is not None:
-            by_name = self._windows.island_stats()          # one call per host, not per island
+        if self.windows is not None:
+            by_name = self.windows.island_stats()          # one call per host, not per island
             out = {name: by_name[name] for name in self.islands}
         else:
             out = {name: dict(isl.stats) for name, isl in self.islands.items()}
         stats = {"islands": out, "published": self._publish_counts, "time_s": self.time}
-        if self._windows is not None:
-            stats["sync"] = {k: list(v) if isinstance(v, list) else v for k, v in self._windows.stats.items()}
+        if self.windows is not None:
+            stats["sync"] = {k: list(v) if isinstance(v, list) else v for k, v in self.windows.stats.items()}
         return stats
 

@@ -21,6 +21,7 @@ short is rolled back and re-propagated, as Dshell rejects a hop when a barrier a
 """
 from __future__ import annotations
 
+import copy
 import heapq
 import itertools
 from time import thread_time_ns
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from hopsim.bus.envelope import Envelope
-from hopsim.kernel.errors import ActorKilled, CausalityError
+from hopsim.kernel.errors import ActorKilled, CausalityError, CheckpointError
 from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
 from hopsim.kernel.integrate import default_integrator
 from hopsim.kernel.model import BARRIER_REQUEST, ContinuousModel, DefaultRate, FixedRate, Model, NoIo, VariableRate
@@ -374,6 +375,12 @@ class Island:
             return None
         return body
 
+    @property
+    def has_compiled_hop(self) -> bool:
+        """Whether one model propagates this island's states with its own compiled hop step
+        (islands whose hops coincide can then be propagated as one batch)."""
+        return self._hop_body is not None
+
     def hop_plan(self, t0: int, t1: int) -> tuple | None:
         """(model class, sub-steps in s) if this hop can take the compiled path, else None."""
         body = self._hop_body
@@ -574,10 +581,6 @@ class Island:
             self._restore(self._hop_start_state)
             self.stats["rollbacks"] += 1
         self._plan()
-
-    def _wake(self, event) -> None:
-        """The barrier at the planned hop end; ``event.value`` is the plan's generation."""
-        self.wake(event.value)
 
     def wake(self, gen: int) -> None:
         """The barrier at the kernel's time, if ``gen`` is still the generation of the plan that
@@ -795,10 +798,7 @@ class Island:
             if ev.cancelled:
                 continue
             self.kernel_event(KernelEvent.TIMED_EVENT, ev.name)
-            ev._next_ns = None
-            ev.callback(ev)
-            if ev._next_ns is not None:
-                ev.t_ns = ev._next_ns
+            if ev.fire():
                 heapq.heappush(events, (ev.t_ns, ev.priority, ev.seq, ev))
             else:
                 self.sim.forget_event(ev)
@@ -922,6 +922,133 @@ class Island:
         env = Envelope(self.t, self.t, f"kernel.{self.name}", f"kernel/{self.name}", self._kernel_seq, -1, msg)
         self._kernel_seq += 1
         return env
+
+    # ------------------------------------------------------------------ checkpoints
+    def capture_state(self) -> dict[str, Any]:
+        """This island's part of a checkpoint, at its owner's current barrier: its timeline and
+        continuous state (``island``) and its models' snapshots (``models``, by name)."""
+        now = self.sim.now
+        if self.t != now or self._propagated:
+            raise CheckpointError(f"island {self.name!r} is not settled at {now} ns (at {self.t} ns)")
+        island = {
+            "t": self.t,
+            "x": self._x.copy(),
+            "io": [(t, slot.name) for t, _, slot in self._io_heap],
+            "inbox": [(d, p, src, seq, rank, env, slot.name, port)
+                      for d, p, src, seq, rank, env, slot, port in self._inbox],
+            "stops": list(self._stops),
+            "requested": list(self._requested),
+            "zero_crossings": [zc.name for zc in self.zero_crossings],
+            "integrator": copy.deepcopy(self.integrator),
+            "stats": dict(self.stats),
+            "kernel_seq": self._kernel_seq,
+            "slots": {s.name: (s.seq, s.io_k, s.io_prev, s.io_next, s.fresh, s.force_ufo, s.triggered)
+                      for s in self.slots},
+        }
+        return {"island": island, "models": {s.name: s.call("snapshot") for s in self.slots}}
+
+    def restore_state(self, st: dict[str, Any], events: list[TimedEvent]) -> None:
+        """Take the timeline and state that :meth:`capture_state` gave (``st``, its ``island``
+        part), with ``events`` as its timed events; the models are restored by their owner.
+        Zero-crossings are matched by name with those registered by the scenario build."""
+        self.t = st["t"]
+        self._x[:] = st["x"]
+        self._initial = False
+        self._pending_end = None
+        self._propagated = False
+        self.integrator = st["integrator"]
+        self.stats = dict(st["stats"])
+        self._kernel_seq = st["kernel_seq"]
+        self._stops = list(st["stops"])
+        heapq.heapify(self._stops)
+        self._requested = list(st["requested"])
+        heapq.heapify(self._requested)
+        by_name = self.by_name
+        self._io_heap = [(t, by_name[n].order, by_name[n]) for t, n in st["io"]]
+        heapq.heapify(self._io_heap)
+        self._inbox = [(d, p, src, seq, rank, env, by_name[n], port)
+                       for d, p, src, seq, rank, env, n, port in st["inbox"]]
+        heapq.heapify(self._inbox)
+        zcs = {zc.name: zc for zc in self.zero_crossings}
+        lost = set(st["zero_crossings"]) - set(zcs)
+        if lost:
+            raise CheckpointError(f"island {self.name!r}: zero-crossing(s) {sorted(lost)} were registered "
+                                  f"during the run and cannot be restored")
+        self.zero_crossings = [zcs[n] for n in st["zero_crossings"]]
+        for sname, (seq, io_k, io_prev, io_next, fresh, force, triggered) in st["slots"].items():
+            s = by_name[sname]
+            s.seq, s.io_k, s.io_prev, s.io_next, s.fresh, s.force_ufo = seq, io_k, io_prev, io_next, fresh, force
+            s.triggered = triggered
+        self._events = [(ev.t_ns, ev.priority, ev.seq, ev) for ev in events]
+        heapq.heapify(self._events)
+
+    @property
+    def resolving_contact(self) -> bool:
+        """Merged with other islands, or watching a contact condition made during the run."""
+        return (self.absorbed_into is not None or len(self.members) > 1
+                or any(not zc.restorable for zc in self.zero_crossings))
+
+    # ------------------------------------------------------------------ merging (contact)
+    def release_timeline(self) -> dict[str, Any]:
+        """Give up what this island integrates, for a regrouping (:mod:`hopsim.kernel.merge`):
+        its continuous models' states (by model name), pending deliveries, timed events,
+        requested barriers, stops and zero-crossings. Any wake-up it planned is void."""
+        self._gen += 1
+        return {"states": {s.name: s.model.x.copy() for s in self._continuous},
+                "inbox": self._inbox, "events": self._events, "requested": self._requested,
+                "stops": self._stops, "zero_crossings": self.zero_crossings}
+
+    def absorbed_by(self, primary: "Island") -> None:
+        """This home island's models are integrated by ``primary`` from now on (dormant until a split)."""
+        self.absorbed_into, self.members, self._deferred = primary, [self], False
+        self._inbox, self._events, self._requested, self._stops, self.zero_crossings = [], [], [], [], []
+
+    def integrate_group(self, group: list["Island"], t: int, pooled: list[dict[str, Any]]) -> None:
+        """Integrate the home islands ``group`` (this one first) from ``t`` (ns), taking their
+        part of the ``pooled`` timelines that :meth:`release_timeline` gave; waits for the
+        monitor's check to plan the next hop."""
+        names = {h.name for h in group}
+        states = {name: x for part in pooled for name, x in part["states"].items()}
+        self.absorbed_into, self.members = None, group
+        self.t, self._deferred = t, True
+        self.slots = [s for h in group for s in h.home_slots]
+        x = [states[s.name] for s in self.slots if s.is_continuous]
+        self.assemble(np.concatenate(x) if x else np.zeros(0))
+        self._inbox = [e for part in pooled for e in part["inbox"] if e[6].home.name in names]
+        heapq.heapify(self._inbox)
+        self._events = [e for part in pooled for e in part["events"] if e[3].island in names]
+        heapq.heapify(self._events)
+        self._requested = [r for part in pooled for r in part["requested"] if r[1] in names]
+        heapq.heapify(self._requested)
+        self._stops = sorted({t_ns for part in pooled for t_ns in part["stops"]})
+        self.zero_crossings = [z for part in pooled for z in part["zero_crossings"] if z.island in names]
+        self._monitors = list({id(m): m for h in group for m in h._home_monitors}.values())
+        self.integrator.reset()
+
+    @property
+    def regroupable_at(self) -> int | None:
+        """The instant (ns) at which this island waits for a monitor check, in this process;
+        None when it cannot be regrouped now (a hop planned or propagated)."""
+        if self._propagated or self._pending_end is not None:
+            return None
+        return self.t
+
+    # ------------------------------------------------------------------ monitors
+    def watched_by(self, monitor) -> None:
+        """``monitor``'s checks are barriers of this (home) island."""
+        self._monitors.append(monitor)
+        self._home_monitors.append(monitor)
+
+    def plan_after_check(self) -> None:
+        """A monitor's check at this instant is done: plan the next hop, if it waited for it."""
+        if self._deferred:
+            self._deferred = False
+            self._plan()
+
+    @property
+    def watched(self) -> bool:
+        """Whether a monitor watches this island (contact islands stay in the driver's process)."""
+        return bool(self._monitors)
 
     # ------------------------------------------------------------------ inspection
     @property

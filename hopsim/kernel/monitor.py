@@ -39,8 +39,7 @@ class Monitor:
         self.k = 0
         self.next_ns = self.schedule.instant(0)
         for isl in self.islands:
-            isl._monitors.append(self)
-            isl._home_monitors.append(self)
+            isl.watched_by(self)
 
     def set_index(self, k: int) -> None:
         """Make the k-th check the next one (restoring a checkpoint)."""
@@ -50,10 +49,7 @@ class Monitor:
     def arm(self) -> None:
         """Schedule the simpy event of the next check."""
         env = self.sim.env
-        event = simpy.Event(env)
-        event._ok, event._value = True, self.k
-        event.callbacks.append(self._fire)
-        env.schedule(event, AFTER_BARRIERS, self.next_ns - env.now)
+        _Check(env, self.next_ns - env.now, self.k).callbacks.append(self._fire)
 
     def _fire(self, event) -> None:
         if event.value != self.k:
@@ -63,7 +59,16 @@ class Monitor:
         self.k += 1
         self.next_ns = self.schedule.instant(self.k)
         for isl in sorted({id(i.current): i.current for i in self.islands}.values(), key=lambda i: i.name):
-            if isl._deferred:
-                isl._deferred = False
-                isl._plan()
+            isl.plan_after_check()
         self.arm()
+
+
+class _Check(simpy.Event):
+    """A timeout that fires after the islands' wake-ups of its instant (priority AFTER_BARRIERS),
+    written as simpy's own :class:`simpy.Timeout` is (simpy has no priority argument for it)."""
+
+    def __init__(self, env: simpy.Environment, delay: int, k: int):
+        super().__init__(env)
+        self._ok = True
+        self._value = k
+        env.schedule(self, AFTER_BARRIERS, delay)

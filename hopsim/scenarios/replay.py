@@ -86,7 +86,7 @@ def replay_recording(path: str | Path, live: list[str] | None = None,
     if not report.complete and report.last_t_ns is not None:
         replayed = [e for e in replayed if e.t_ns < report.last_t_ns]
     if plan is not None:
-        models = set(result.sim._slots)
+        models = set(result.sim.model_names())
         unknown = sorted(set(live) - models)
         if unknown:
             raise ReplayError(f"--live names unknown actor(s) {unknown}; the scenario's actors are "

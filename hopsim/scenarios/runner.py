@@ -236,13 +236,13 @@ class ScenarioRun:
         """An e_stop inside one Ray host while islands in other hosts ran past it: run again from
         the last checkpoint with windows that end at the stop's instant, so that the run ends as
         in one process."""
-        windows = self.sim._windows
+        windows = self.sim.windows
         if reason != "e_stop" or windows is None or windows.overshoot_at is None or self.last_state is None:
             return reason
         t_stop = windows.overshoot_at
         self.stop_replays.append({"t_s": t_stop / 1e9, "resumed_from_s": self.last_state["t_ns"] / 1e9})
         self._back_to_last_state()
-        self.sim._windows.stop_cap = t_stop
+        self.sim.windows.stop_cap = t_stop
         return self.sim.advance_to(t_ns / 1e9)
 
     def _back_to_last_state(self) -> None:

@@ -27,7 +27,6 @@ import cloudpickle
 import simpy
 
 from hopsim.bus.router import deliver_to_subscribers
-from hopsim.kernel.checkpoint import capture_island
 from hopsim.kernel.errors import ActorKilled
 from hopsim.kernel.island import InstantWakes, Island
 from hopsim.kernel.owner import owning_unpickled_islands
@@ -83,7 +82,7 @@ class HostServices:
             self.wakes[island.name] = (t_ns, gen)
             return
         self._instant_wakes.schedule(island, t_ns, gen)
-        if self.batching and island._hop_body is not None:
+        if self.batching and island.has_compiled_hop:
             self._wakes_at.setdefault(t_ns, []).append(island)
 
     def take_batch(self, t_ns: int) -> list[Island] | None:
@@ -138,13 +137,6 @@ class _Elsewhere:
 
     def enqueue(self, deliver_ns: int, env, slot, port: str, rank: int) -> None:
         self.services.crossing.append((self.name, deliver_ns, env, self.model, port, rank))
-
-
-class _Generation:
-    __slots__ = ("value",)
-
-    def __init__(self, gen: int):
-        self.value = gen
 
 
 class IslandHost:
@@ -258,12 +250,12 @@ class IslandHost:
 
     def _apply(self, island: Island, op: str, args: tuple):
         if op == "wake":
-            island._wake(_Generation(args[0]))
+            island.wake(args[0])
         elif op == "enqueue":
             deliver_ns, env, model, port, rank = args
             island.enqueue(deliver_ns, env, island.by_name[model], port, rank)
         elif op == "capture":
-            return capture_island(island, self.services.now)
+            return island.capture_state()
         elif op == "model":
             return island.by_name[args[0]].model
         elif op == "stats":
@@ -320,7 +312,7 @@ class RemoteIsland:
         for name, (t_ns, gen) in wakes.items():
             self.sim.islands[name]._schedule(t_ns, gen)
         for ev_name in forgotten:
-            ev = self.sim._events.get(ev_name)
+            ev = self.sim.find_event(ev_name)
             if ev is not None:
                 self.sim.forget_event(ev)
         if e_stop and not self.sim.e_stop:

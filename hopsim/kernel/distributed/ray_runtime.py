@@ -119,7 +119,7 @@ class RayRuntime:
         from hopsim.kernel.distributed.host import IslandHost, place_islands
 
         # islands watched by a monitor (contact) stay in the driver, where the monitor runs
-        names = sorted(n for n, isl in sim.islands.items() if not isl._monitors)
+        names = sorted(n for n, isl in sim.islands.items() if not isl.watched)
         if not names:
             return False
         k = len(names) if self.shards == 0 else min(self.shards, len(names))
@@ -132,13 +132,13 @@ class RayRuntime:
         # neighbours) share a host, and fewer messages cross between hosts
         groups = [names[len(names) * i // k:len(names) * (i + 1) // k] for i in range(k)]
         cls = self._ray.remote(num_cpus=0)(IslandHost)
-        windowed = not sim._stop_callbacks
+        windowed = not sim.has_stop_callbacks
         proxies = place_islands(sim, sim.islands, groups, cls, windowed)
         self._island_hosts += list({id(p.host): p.host for p in proxies.values()}.values())
         sim.islands = {name: proxies.get(name, isl) for name, isl in sim.islands.items()}
         if windowed:
             from hopsim.kernel.distributed.windows import WindowedSync
-            sim._windows = WindowedSync(sim, proxies)
+            sim.windows = WindowedSync(sim, proxies)
         return True
 
     def release_hosts(self, hosts) -> None:

@@ -50,7 +50,7 @@ def crossing_links(sim, host_of: dict[str, int]) -> dict[tuple[int, int], int]:
     """(source host, target host) -> the least latency (ns, at least 1) of a message from a model
     in the source host to a subscriber in the target host, for every pair that messages can cross."""
     links: dict[tuple[int, int], int] = {}
-    for slot in sim._slots.values():
+    for slot in sim.slots():
         source = host_of[slot.home.name]
         for topic, latency, _, _ in slot.out_topics.values():
             for sub in sim.topics.topics[topic].subscribers:
@@ -115,11 +115,10 @@ class WindowedSync:
             island.resume()
         for host in self.hosts:          # one operation per host, not one per island
             self.send(host, (ALL_ISLANDS, "stop_and_resume", (t_stop,)))
-        sim._halt_at = None
         ahead: _Window | None = None       # the window submitted before the current one's replies
         try:
             while True:
-                limit = t_stop if sim._halt_at is None else sim._halt_at
+                limit = t_stop if sim.halted_at is None else sim.halted_at
                 if ahead is not None:
                     window, ahead = ahead, None
                 else:
@@ -135,8 +134,8 @@ class WindowedSync:
                 if ahead_end is not None:
                     ahead = self._submit(window.end + 1, ahead_end, after=window)
                 self._finish(window)
-                if sim._halt_at is not None and ahead is not None:
-                    self._discard(ahead, sim._halt_at)     # the run ended in ``window``
+                if sim.halted_at is not None and ahead is not None:
+                    self._discard(ahead, sim.halted_at)     # the run ended in ``window``
                     ahead = None
         finally:
             if ahead is not None:
@@ -147,7 +146,7 @@ class WindowedSync:
                 self.send(host, (ALL_ISLANDS, "settle", (sim.now,)))
             if sim.recorder is not None:
                 sim.recorder.flush()
-        return sim.stop_reason if sim._halt_at is not None else "time"
+        return sim.stop_reason if sim.halted_at is not None else "time"
 
     def island_stats(self) -> dict[str, dict]:
         """Every island's counters: one call per host, all hosts at once."""
@@ -167,9 +166,7 @@ class WindowedSync:
 
     def _next_global_event(self) -> int | float:
         """The instant of the driver's next global timed event that may act on islands."""
-        events = [ev.t_ns for ev in self.sim._events.values()
-                  if ev.island is None and not ev.transient and not ev.cancelled]
-        return min(events) if events else float("inf")
+        return self.sim.next_global_event_ns()
 
     def _pipelined_end(self, window: "_Window", limit: int) -> int | None:
         """The end of the window after ``window`` if it may be submitted now, before ``window``'s
@@ -181,7 +178,7 @@ class WindowedSync:
         may not when nothing may cross the hosts' boundary instant by instant through the driver
         while it is behind: islands in the driver, a global timed event at or before ``window``'s
         end, a known stop, or the run's end reached."""
-        if (self.lookahead_ns is None or self.stop_cap is not None or self.sim._halt_at is not None
+        if (self.lookahead_ns is None or self.stop_cap is not None or self.sim.halted_at is not None
                 or self._has_driver_islands or window.start != self._dense_from
                 or len(window.hosts) < len(self.hosts)):
             return None
@@ -262,7 +259,7 @@ class WindowedSync:
         envelopes = []
         for envs, crossing, forgotten, _, _, published, _, _ in replies:
             envelopes += envs
-            sim._publish_counts += published
+            sim.count_published(published)
             for target, deliver_ns, env, model, port, rank in crossing:
                 if env.t_ns > cut:
                     continue                       # published after the run stopped
@@ -271,19 +268,19 @@ class WindowedSync:
                                          f"reaches island {target!r} at {deliver_ns} ns, inside the window "
                                          f"ending at {end} ns (lookahead {self.lookahead_ns} ns)")
                 if self.host_of[target] == DRIVER:
-                    sim.islands[target].enqueue(deliver_ns, env, sim._slots[model], port, rank)
+                    sim.islands[target].enqueue(deliver_ns, env, sim.slot(model), port, rank)
                 elif not window.consumed:
                     op = (target, "enqueue", (deliver_ns, env, model, port, rank))
                     self.send(self.hosts[self.host_of[target]], op)
                 self.stats["crossing_messages"] += 1
             for name in forgotten:
-                ev = sim._events.get(name)
+                ev = sim.find_event(name)
                 if ev is not None:
                     sim.forget_event(ev)
         self._catch_up(cut, envelopes)
-        if stops and sim._halt_at is None:
+        if stops and sim.halted_at is None:
             sim.e_stop = True
-            sim._check_stop()
+            sim.check_stop()
 
     def _catch_up(self, cut: int, envelopes: list) -> None:
         """Run the driver's islands and events up to ``cut``, then record the window's envelopes
@@ -296,7 +293,7 @@ class WindowedSync:
         try:
             env.timeout(cut - env.now)                  # the driver's clock ends the window at cut
             while env.peek() <= cut:
-                if sim._halt_at is not None and env.peek() > sim._halt_at:
+                if sim.halted_at is not None and env.peek() > sim.halted_at:
                     break
                 env.step()
         finally:
@@ -305,7 +302,7 @@ class WindowedSync:
             return
         envelopes += collector.envelopes
         envelopes.sort(key=lambda e: e[0].t_ns)
-        last = cut if sim._halt_at is None else min(cut, sim._halt_at)
+        last = cut if sim.halted_at is None else min(cut, sim.halted_at)
         for env_, queue in envelopes:
             if env_.t_ns > last:
                 break
