@@ -49,7 +49,7 @@ from hopsim.dynamics.contact import (apply_impulse, broadphase_pairs, point_velo
                                      wall_gap, weld_state, welded_follower_state)
 from hopsim.dynamics.spatial import quat_to_dcm
 from hopsim.kernel import ContinuousModel, In
-from hopsim.kernel.island import ZeroCrossing
+from hopsim.kernel.zero_crossing import ZeroCrossing
 from hopsim.kernel.merge import grouping, regroup
 from hopsim.kernel.simtime import seconds
 from hopsim.schemas import DockCommand, KernelEvent

@@ -2,7 +2,9 @@
 from hopsim.kernel.events import TimedEvent
 from hopsim.kernel.executive import Simulation, Tie
 from hopsim.kernel.fsm import FSM
-from hopsim.kernel.island import CausalityError, Island, ZeroCrossing
+from hopsim.kernel.errors import CausalityError
+from hopsim.kernel.island import Island
+from hopsim.kernel.zero_crossing import ZeroCrossing
 from hopsim.kernel.model import (ContinuousModel, DefaultRate, FixedRate, Model, ModelContext, NoIo,
                                  VariableRate)
 from hopsim.kernel.ordering import AlgebraicLoopError

@@ -22,7 +22,11 @@ from hopsim.bus.topics import Subscription, TopicRegistry, WiringError
 from hopsim.kernel.errors import CheckpointError, ContactInProgress
 from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
 from hopsim.bus.router import deliver_to_subscribers
-from hopsim.kernel.island import KILL, InstantWakes, Island, Slot, ZeroCrossing
+from hopsim.kernel.faults import FAULT_PORT, KILL, fault_topic
+from hopsim.kernel.island import Island
+from hopsim.kernel.slot import Slot
+from hopsim.kernel.wakes import InstantWakes
+from hopsim.kernel.zero_crossing import ZeroCrossing
 from hopsim.kernel.model import Model, ModelContext, model_rng
 from hopsim.kernel.monitor import Monitor
 from hopsim.kernel.owner import owner_in_this_process
@@ -31,16 +35,10 @@ from hopsim.kernel.simtime import NS_PER_S, seconds, to_seconds
 from hopsim.schemas import Fault, KernelEvent
 
 SCENARIO_SOURCE = "scenario"
-FAULT_PORT = "__faults__"
 
 
 def _topic_of(tie) -> str:
     return tie.topic if isinstance(tie, Tie) else tie
-
-
-def fault_topic(model_name: str) -> str:
-    """The queue on which a model receives its faults."""
-    return f"faults/{model_name}"
 
 
 @dataclass(frozen=True)

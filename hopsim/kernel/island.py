@@ -23,66 +23,28 @@ from __future__ import annotations
 
 import copy
 import heapq
-import itertools
-from time import thread_time_ns
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from hopsim.bus.envelope import Envelope
 from hopsim.kernel.errors import ActorKilled, CausalityError, CheckpointError
-from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
+from hopsim.kernel.events import TimedEvent
 from hopsim.kernel.integrate import default_integrator
-from hopsim.kernel.model import BARRIER_REQUEST, ContinuousModel, DefaultRate, FixedRate, Model, NoIo, VariableRate
+from hopsim.kernel.model import BARRIER_REQUEST, DefaultRate, FixedRate, NoIo, VariableRate
 from hopsim.kernel.ordering import Node, feed_through_order
 from hopsim.kernel.simtime import NS_PER_S, PeriodicSchedule, seconds
-from hopsim.kernel.unpickling import InlineAttributes, set_attributes
+from hopsim.kernel.faults import FAULT_PORT, KILL
+from hopsim.kernel.slot import Slot, _timed
+from hopsim.kernel.unpickling import set_attributes
+from hopsim.kernel.zero_crossing import ZeroCrossing
 from hopsim.schemas import KernelEvent
 
 if TYPE_CHECKING:
     from hopsim.kernel.owner import IslandOwner
 
-_zc_sequence = itertools.count()
 NEVER = 1 << 63           # later than any instant (ns)
 NO_HIT: tuple = ()        # no zero-crossing met at the planned hop end
-FAULT_PORT = "__faults__"   # the hidden input on which a model receives its faults
-KILL = "kill"               # the fault every model accepts: its process dies
-
-
-@dataclass(eq=False)
-class ZeroCrossing:
-    """A condition ``fn(t_ns) -> float`` whose sign change ends a hop (Dshell step validation).
-
-    ``direction`` is "falling" (from > 0 to <= 0), "rising" (from < 0 to >= 0) or "either".
-    The hop is cut by bisection to within ``eps_ns`` before the crossing; the callback then runs
-    at that barrier and the condition is removed (register it again to keep watching).
-    """
-
-    name: str
-    fn: Callable[[int], float]
-    callback: Callable[[int], Any]
-    direction: str = "falling"
-    eps_ns: int = 1000
-    seq: int = field(default_factory=lambda: next(_zc_sequence))
-    island: str | None = None     # the (home) island it was registered with
-    restorable: bool = True       # False: made during the run (contact), not by the scenario build
-
-    def __post_init__(self):
-        if self.direction not in ("falling", "rising", "either"):
-            raise ValueError(f"zero-crossing {self.name!r}: direction must be 'falling', 'rising' "
-                             f"or 'either', not {self.direction!r}")
-        if self.eps_ns < 1:
-            raise ValueError(f"zero-crossing {self.name!r}: eps must be at least 1 ns")
-
-    def crossed(self, g0: float, g1: float) -> bool:
-        falling = g0 > 0.0 and g1 <= 0.0
-        rising = g0 < 0.0 and g1 >= 0.0
-        if self.direction == "falling":
-            return falling
-        if self.direction == "rising":
-            return rising
-        return falling or rising
 
 
 def propagate_together(islands: list["Island"], t1: int) -> None:
@@ -104,145 +66,6 @@ def propagate_together(islands: list["Island"], t1: int) -> None:
         cls.propagate_hop([isl._hop_body.model for isl in members], steps)
         for isl in members:
             isl.finish_hop(isl.t, t1)
-
-
-class InstantWakes:
-    """One simpy event per instant for every island barrier planned there.
-
-    The barriers of one instant run in the order they were planned, as they would with one simpy
-    event each; islands exchange messages at least 1 ns apart, so that order changes nothing.
-    """
-
-    def __init__(self, env):
-        self.env = env
-        self.at: dict[int, list[tuple["Island", int]]] = {}   # t_ns -> [(island, generation)]
-
-    def schedule(self, island: "Island", t_ns: int, gen: int) -> None:
-        """Wake ``island`` at ``t_ns`` for the plan of generation ``gen``."""
-        group = self.at.get(t_ns)
-        if group is None:
-            group = self.at[t_ns] = []
-            env = self.env
-            env.timeout(t_ns - env.now, value=t_ns).callbacks.append(self._fire)
-        group.append((island, gen))
-
-    def _fire(self, event) -> None:
-        # popped first: a barrier planned for this very instant meanwhile gets an event of its own
-        for island, gen in self.at.pop(event.value):
-            island.wake(gen)
-
-
-def _timed(slot: "Slot", fn: Callable[[float], None]) -> Callable[[float], None]:
-    def timed(t_s: float) -> None:
-        t0 = thread_time_ns()
-        fn(t_s)
-        slot.cpu_ns += thread_time_ns() - t0
-    return timed
-
-
-class Slot(InlineAttributes):
-    """The island's record of one model: handle, wiring, schedule and per-barrier flags."""
-
-    def __init__(self, handle, model: Model, island: "Island", ties_in: dict[str, str],
-                 ties_out: dict[str, tuple[str, int, int, bool]]):
-        self.handle = handle
-        self.name = handle.name
-        self.cls = type(model)
-        self.island = island              # the island that integrates it now
-        self.home = island                # the island it was placed in (they differ while merged)
-        self.is_continuous = model.is_continuous
-        self.feed_through = model.has_feed_through()
-        self.io_schedule = model.io_schedule
-        self.variable_rate = isinstance(model.io_schedule, VariableRate)
-        self.accepts_faults = tuple(model.accepts_faults)
-        self.in_topics = ties_in          # port -> topic
-        self.out_topics = ties_out        # port -> (topic, latency_ns, priority, queue)
-        self.seq = 0
-        self.order = 0
-        self.periodic: PeriodicSchedule | None = None
-        self.io_k = 0
-        self.io_prev: int | None = None
-        self.io_next: int | None = None
-        self.due = False
-        self.fresh = False
-        self.force_ufo = False
-        self.method_events: dict[str, list[MethodEvent]] = {}
-        self.io_events: dict[str, list[IoStepEvent]] = {"begin": [], "end": []}
-        self.model: Model | None = handle.model if not handle.remote else None
-        self.local = self.model is not None    # the model object lives in this process
-        # inputs whose messages start an I/O step of the model at the barrier where they arrive:
-        # every input of a model without periodic I/O, and inputs declared In(..., trigger=True)
-        no_io = isinstance(model.io_schedule, NoIo)
-        self.trigger_ports = frozenset(p for p, spec in model.inputs.items() if no_io or spec.trigger)
-        self.message_driven = bool(self.trigger_ports)
-        self.triggered = False
-        self.ctx = None
-        self.unread: frozenset = frozenset()   # output ports nobody reads (writes are dropped)
-        self.does_end_io = self.does_start_io = True
-        self.accounting = False
-        self.cpu_ns = 0            # CPU time spent in this model's methods (thread time, ns)
-        self.direct = False        # local, no method events, no accounting: call the object itself
-
-    def overrides(self, method: str) -> bool:
-        """Whether calling ``method`` can do anything (skipping no-op calls changes no result)."""
-        base = ContinuousModel if self.is_continuous else Model
-        return getattr(self.cls, method) is not getattr(base, method, None) or method in self.method_events
-
-    def update_flow_outs(self, t_ns: int) -> None:
-        """The model's ``update_flow_outs`` at t (ns); what it writes goes to the bus."""
-        if not self.direct:
-            self.call("update_flow_outs", t_ns)
-            return
-        model = self.model
-        model._may_write = True
-        try:
-            model.update_flow_outs(t_ns)
-        finally:
-            model._may_write = False
-        out = model._outbox
-        if out:
-            model._outbox = []
-            self.island.route(self, out)
-
-    def call(self, method: str, *args):
-        """Call a lifecycle method of the model; what it writes or asks for goes to the bus."""
-        if self.direct and method != "update_flow_outs":
-            # a local method that cannot write outputs (it may request barriers)
-            model = self.model
-            result = getattr(model, method)(*args)
-            if model._outbox:
-                out, model._outbox = model._outbox, []
-                self.island.route(self, out)
-            return result
-        if self.accounting:
-            t0 = thread_time_ns()
-            try:
-                return self._call(method, *args)
-            finally:
-                self.cpu_ns += thread_time_ns() - t0
-        return self._call(method, *args)
-
-    def _call(self, method: str, *args):
-        events = self.method_events.get(method) if self.method_events else None
-        if events is None and not self.handle.remote and method != "update_flow_outs":
-            # fast path: a local method that cannot write outputs (it may request barriers)
-            result = getattr(self.model, method)(*args)
-            if self.model._outbox:
-                out, self.model._outbox = self.model._outbox, []
-                self.island.route(self, out)
-            return result
-        if events:
-            for ev in events:
-                if ev.before:
-                    ev.callback(ev, *args)
-        result, out = self.handle.call(method, *args)
-        if out:
-            self.island.route(self, out)
-        if events:
-            for ev in events:
-                if not ev.before:
-                    ev.callback(ev, *args)
-        return result
 
 
 class Island:
@@ -587,9 +410,10 @@ class Island:
         asked for it: the hop up to now, the barrier, the plan of the next hop."""
         sim = self.sim
         t = sim.now
-        batch = sim.take_batch(t)
-        if batch:
-            propagate_together(batch, t)
+        if sim.batching:
+            batch = sim.take_batch(t)
+            if batch:
+                propagate_together(batch, t)
         if gen != self._gen:
             return                                     # superseded by an earlier barrier
         if t > self.t:
@@ -828,7 +652,7 @@ class Island:
                             s.call("end_io_step", t if s.io_prev is None else s.io_prev, t)
             if initial or s.due or s.force_ufo or (fresh and s.feed_through):
                 s.force_ufo = False
-                s.update_flow_outs(t)
+                s.call("update_flow_outs", t)
         return asked_again
 
     def _start_io_steps(self, t: int, due: list[Slot]) -> None:

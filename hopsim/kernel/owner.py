@@ -23,6 +23,7 @@ class IslandOwner(Protocol):
     default_rate_hz: float      # the rate of models with DefaultRate I/O (Hz)
     handled_kills: set          # kill faults already recovered from: passed over when met again
     e_stop: bool                # set by a model or callback to end the run at this instant
+    batching: bool              # islands whose compiled hops coincide are propagated as one batch
 
     @property
     def now(self) -> int:

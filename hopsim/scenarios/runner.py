@@ -12,7 +12,8 @@ from typing import Any
 from hopsim.bus.recorder import McapRecorder, MemoryRecorder, dumps_params
 from hopsim.kernel import Simulation, checkpoint
 from hopsim.kernel.distributed import make_runtime
-from hopsim.kernel.island import KILL, ActorKilled
+from hopsim.kernel.errors import ActorKilled
+from hopsim.kernel.faults import KILL
 from hopsim.kernel.simtime import seconds
 from hopsim.scenarios.registry import ScenarioError, get_scenario
 

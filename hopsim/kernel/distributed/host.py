@@ -28,7 +28,8 @@ import simpy
 
 from hopsim.bus.router import deliver_to_subscribers
 from hopsim.kernel.errors import ActorKilled
-from hopsim.kernel.island import InstantWakes, Island
+from hopsim.kernel.island import Island
+from hopsim.kernel.wakes import InstantWakes
 from hopsim.kernel.owner import owning_unpickled_islands
 
 ALL_ISLANDS = "*"       # an operation's island name that stands for every island of the host

@@ -1,0 +1,30 @@
+"""One simpy event per instant for all the island barriers planned at it."""
+from __future__ import annotations
+
+from typing import Any
+
+
+class InstantWakes:
+    """One simpy event per instant for every island barrier planned there.
+
+    The barriers of one instant run in the order they were planned, as they would with one simpy
+    event each; islands exchange messages at least 1 ns apart, so that order changes nothing.
+    """
+
+    def __init__(self, env):
+        self.env = env
+        self.at: dict[int, list[tuple[Any, int]]] = {}   # t_ns -> [(island, generation)]
+
+    def schedule(self, island: Any, t_ns: int, gen: int) -> None:
+        """Wake ``island`` at ``t_ns`` for the plan of generation ``gen``."""
+        group = self.at.get(t_ns)
+        if group is None:
+            group = self.at[t_ns] = []
+            env = self.env
+            env.timeout(t_ns - env.now, value=t_ns).callbacks.append(self._fire)
+        group.append((island, gen))
+
+    def _fire(self, event) -> None:
+        # popped first: a barrier planned for this very instant meanwhile gets an event of its own
+        for island, gen in self.at.pop(event.value):
+            island.wake(gen)
