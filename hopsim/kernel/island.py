@@ -496,7 +496,7 @@ class Island:
         start = self._hop_start_state
 
         def crossed_at(t: int) -> list[ZeroCrossing]:
-            return [c for c, g in zip(conds, g0) if c.crossed(g, c.fn(t))]
+            return [c for c, g in zip(conds, g0, strict=True) if c.crossed(g, c.fn(t))]
 
         self._propagate(t0, t1)
         hit = crossed_at(t1)

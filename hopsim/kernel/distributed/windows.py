@@ -198,7 +198,7 @@ class WindowedSync:
         else:
             due = list(range(len(self.hosts)))
             after.consumed = True           # its messages between hosts travel with this window
-            parts = dict(zip(after.hosts, after.crossing))
+            parts = dict(zip(after.hosts, after.crossing, strict=True))
         window = _Window(start, end, due)
         for i in due:
             ops, self._pending[i] = self._pending[i], []
@@ -251,7 +251,7 @@ class WindowedSync:
         cut = min(stops) if stops else end
         if stops and self.overshoot_at is None and any(r[7] > cut for r in replies):
             self.overshoot_at = cut
-        for i, reply in zip(window.hosts, replies):
+        for i, reply in zip(window.hosts, replies, strict=True):
             self._next[i] = reply[4]
             self.stats["host_cpu_s"][i] += reply[6]
         if replies:
