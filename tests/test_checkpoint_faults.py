@@ -15,7 +15,7 @@ def test_resumed_stream_equals_the_uninterrupted_one(tmp_path, at_s):
     faults = [FaultSpec(t_s=20.0, target="altimeter", kind="sensor_bias", value=0.4).model_dump()]
     full = run_scenario("lander", {"faults": faults, "stop_on_touchdown": False}, seed=9, duration_s=40.0,
                         keep_stream=True, checkpoint_every_s=8.0, checkpoint_dir=tmp_path)
-    ckpt = tmp_path / f"lander_t{at_s:012.3f}.ckpt"
+    ckpt = tmp_path / f"lander_t{int(at_s):08d}.000000000.ckpt"
     resumed = resume_run(ckpt, keep_stream=True)
     after = [e.to_bytes() for e in full.recorder.envelopes if e.t_ns > at_s * S]
     assert len(after) > 100 and resumed.recorder.stream_bytes() == after

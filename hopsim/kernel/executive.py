@@ -579,6 +579,7 @@ class Simulation:
             "events": events,
             "stop_callbacks": [i for i, _ in self._stop_callbacks],
             "injections": [(env, queue) for env, queue in self._injections],
+            "monitors": {m.name: m.k for m in self._monitors},        # the index of each one's next check
             "islands": islands,
             "models": models,
         }
@@ -611,6 +612,9 @@ class Simulation:
                 del self._events[name]
                 continue
             ev.t_ns = state["events"][name]
+        if set(state["monitors"]) != {m.name for m in self._monitors}:
+            raise CheckpointError(f"the scenario's monitors {sorted(m.name for m in self._monitors)} differ from "
+                                  f"the checkpoint's {sorted(state['monitors'])}")
         unknown = set(state["events"]) - set(self._events)
         if unknown:
             raise CheckpointError(f"the scenario no longer registers timed event(s) {sorted(unknown)}")
@@ -623,6 +627,9 @@ class Simulation:
         for env, queue in state["injections"]:
             self._schedule_injection_record(env, queue)
         self._place()
+        for monitor in self._monitors:
+            monitor.set_index(state["monitors"][monitor.name])
+            monitor.arm()
         for isl in self.islands.values():
             isl.resume()
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import platform
 import time
 from dataclasses import dataclass, field
@@ -28,6 +29,33 @@ def package_versions() -> dict[str, str]:
         except importlib_metadata.PackageNotFoundError:
             out[name] = "not installed"
     return out
+
+
+def check_description(description: dict, path) -> None:
+    """What a checkpoint says of its run, checked before anything is built from it. A checkpoint
+    is resumed only by the package versions that wrote it (the same hopsim, numpy, numba and
+    protobuf compute the same stream); another version is refused, naming the difference."""
+    kinds = {"scenario": str, "overrides": dict, "seed": int, "duration_s": (int, float)}
+    for key, kind in kinds.items():
+        if not isinstance(description.get(key), kind) or isinstance(description.get(key), bool):
+            raise checkpoint.CheckpointError(f"{path}: the run's description has no valid {key!r}")
+    if not (math.isfinite(description["duration_s"]) and description["duration_s"] > 0):
+        raise checkpoint.CheckpointError(f"{path}: the run's duration {description['duration_s']!r} is not a "
+                                         f"positive number of seconds")
+    every = description.get("checkpoint_every_s")
+    if every is not None and not (isinstance(every, (int, float)) and math.isfinite(every) and every > 0):
+        raise checkpoint.CheckpointError(f"{path}: the checkpoint period {every!r} is not a positive number")
+    theirs = description.get("versions")
+    if not isinstance(theirs, dict):
+        raise checkpoint.CheckpointError(f"{path} names no package versions; it cannot be checked, "
+                                         f"and is not resumed")
+    ours = package_versions()
+    differ = {k: (theirs.get(k), v) for k, v in ours.items() if theirs.get(k) != v}
+    if differ:
+        raise checkpoint.CheckpointError(
+            f"{path} was written by other package versions ("
+            + ", ".join(f"{k} {a} there, {b} here" for k, (a, b) in sorted(differ.items()))
+            + "); resume it with the versions that wrote it, or run the scenario again")
 
 
 @dataclass
@@ -152,7 +180,9 @@ def checkpoint_times(now_ns: int, duration_s: float, every_s: float | None) -> l
 
 
 def checkpoint_path(directory: Path, scenario: str, t_ns: int) -> Path:
-    return directory / f"{scenario}_t{t_ns / 1e9:012.3f}.ckpt"
+    """``<scenario>_t<seconds>.<nanoseconds>.ckpt``: the instant to the nanosecond, so that two
+    checkpoints of a run never share a name (``lander_t00000030.000000000.ckpt``)."""
+    return directory / f"{scenario}_t{t_ns // 1_000_000_000:08d}.{t_ns % 1_000_000_000:09d}.ckpt"
 
 
 class ScenarioRun:
@@ -295,6 +325,7 @@ def resume_run(checkpoint_file: str | Path, out: str | Path | None = None, durat
                checkpoint_dir: str | Path | None = None) -> RunResult:
     """Continue the run saved in ``checkpoint_file`` to its end (or ``duration_s``)."""
     description, state = checkpoint.load(checkpoint_file)
+    check_description(description, checkpoint_file)
     return run_scenario(description["scenario"], description["overrides"], seed=description["seed"],
                         duration_s=duration_s or description["duration_s"], out=out, progress=progress,
                         keep_stream=keep_stream, checkpoint_every_s=description["checkpoint_every_s"],

@@ -5,6 +5,9 @@ a test checks that they are not stale. Import message classes from here::
 
     from hopsim.schemas import VehicleState, Envelope
 """
+from google.protobuf import descriptor_pool, message_factory
+
+from hopsim.schemas import spheres_pb2  # noqa: F401  (registers the SPHERES messages in the pool)
 from hopsim.schemas.contact_pb2 import DockCommand
 from hopsim.schemas.envelope_pb2 import Envelope
 from hopsim.schemas.fault_pb2 import Fault
@@ -17,5 +20,17 @@ from hopsim.schemas.vehicle_pb2 import VehicleState, Wrench
 __all__ = [
     "Envelope", "Fault", "Quaternion", "Vector3", "KernelEvent", "RunMetadata", "BatteryState",
     "LanderTelemetry", "Scalar", "ThrottleCommand", "VehicleState", "Wrench", "JointStates",
-    "PrescribedMotionProfile", "DockCommand",
+    "PrescribedMotionProfile", "DockCommand", "message_class",
 ]
+
+
+def message_class(full_name: str):
+    """The generated class of one of hopsim's message types (``hopsim.VehicleState``), or None
+    for a name that is not one of hopsim's."""
+    if not full_name.startswith("hopsim."):
+        return None
+    try:
+        descriptor = descriptor_pool.Default().FindMessageTypeByName(full_name)
+    except KeyError:
+        return None
+    return message_factory.GetMessageClass(descriptor)
