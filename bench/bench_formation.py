@@ -34,7 +34,7 @@ REAL_TIME_TARGET = 1000.0                           # N = 100 should run >= 1000
 def one(n: int, duration_s: float, layout: str) -> dict:
     """Build and run one formation in this process; returns the measurements."""
     from hopsim.kernel import Simulation
-    from hopsim.scenarios.registry import get_scenario
+    from hopsim.scenarios.catalog import get_scenario
 
     spec = get_scenario("formation")
     params = spec.make_params({"n_vehicles": n, "layout": layout})

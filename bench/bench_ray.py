@@ -65,7 +65,7 @@ def one(n: int, duration_s: float, config: str) -> dict:
     """Build and run one formation in this process; returns the measurements."""
     from hopsim.kernel import Simulation
     from hopsim.kernel.distributed import make_runtime
-    from hopsim.scenarios.registry import get_scenario
+    from hopsim.scenarios.catalog import get_scenario
 
     spec = get_scenario("formation")
     params = spec.make_params({"n_vehicles": n})
@@ -113,7 +113,7 @@ def local_advance(n: int, duration_s: float, start_at: float) -> float:
     after its first second; the timed part starts at the clock time ``start_at`` (so that two
     processes started together also advance together)."""
     from hopsim.kernel import Simulation
-    from hopsim.scenarios.registry import get_scenario
+    from hopsim.scenarios.catalog import get_scenario
 
     spec = get_scenario("formation")
     params = spec.make_params({"n_vehicles": n})

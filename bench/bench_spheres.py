@@ -18,7 +18,7 @@ import numpy as np
 
 from hopsim.actors.vehicle_dynamics import RigidVehicleDynamics
 from hopsim.kernel import Simulation
-from hopsim.scenarios.registry import get_scenario
+from hopsim.scenarios.catalog import get_scenario
 
 WARM_UP_S = 6.0          # long enough for the first metrology cycles (their compiled code loads then)
 REAL_TIME_TARGET = 200.0  # the default configuration should run >= 200x real time

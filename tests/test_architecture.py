@@ -144,7 +144,6 @@ def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-@pytest.mark.xfail(strict=True, reason="scenarios.registry <-> the scenario modules, split next")
 def test_no_import_circles():
     circles = _strongly_connected(GRAPH)
     assert not circles, "import circles: " + "; ".join(" <-> ".join(c) for c in circles)

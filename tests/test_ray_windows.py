@@ -12,7 +12,8 @@ from hopsim.kernel import FixedRate, In, Model, Out, Simulation, Tie
 from hopsim.kernel.distributed import make_runtime
 from hopsim.scenarios.formation import FormationParams
 from hopsim.schemas import Scalar
-from hopsim.scenarios.registry import FaultSpec, ScenarioParams, get_scenario, scenario
+from hopsim.scenarios.registry import FaultSpec, ScenarioParams, scenario
+from hopsim.scenarios.catalog import get_scenario
 from hopsim.scenarios.runner import run_scenario
 
 pytestmark = pytest.mark.ray

@@ -66,7 +66,7 @@ def test_another_seed_is_detected(recording, tmp_path):
 def long_recording(path, chunk_size):
     rec = McapRecorder(path, {"scenario": "lander"}, chunk_size=chunk_size)
     from hopsim.kernel import Simulation
-    from hopsim.scenarios.registry import get_scenario
+    from hopsim.scenarios.catalog import get_scenario
     spec = get_scenario("lander")
     sim = Simulation(seed=1, recorder=rec)
     spec.build(sim, spec.make_params({}))

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hopsim.scenarios.registry import FaultSpec, ScenarioError, get_scenario
+from hopsim.scenarios.registry import FaultSpec, ScenarioError
+from hopsim.scenarios.catalog import get_scenario
 from hopsim.scenarios.runner import run_scenario
 
 

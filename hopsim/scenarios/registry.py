@@ -109,21 +109,7 @@ def scenario(name: str, params: type[ScenarioParams], summary: str, default_dura
     return register
 
 
-def get_scenario(name: str) -> ScenarioSpec:
-    _load_builtin()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ScenarioError(f"unknown scenario {name!r}; choose one of: "
-                            f"{', '.join(sorted(_REGISTRY))}") from None
-
-
-def all_scenarios() -> list[ScenarioSpec]:
-    _load_builtin()
-    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
-
-
-def _load_builtin() -> None:
-    from hopsim.scenarios import contact, deploy_boom, lander  # noqa: F401  (register on import)
-    from hopsim.scenarios import spheres  # noqa: F401
-    from hopsim.scenarios import formation  # noqa: F401
+def registered() -> dict[str, ScenarioSpec]:
+    """The scenarios registered so far, by name (the built-in ones once :mod:`hopsim.scenarios.catalog`
+    has loaded them)."""
+    return dict(_REGISTRY)

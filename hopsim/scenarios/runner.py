@@ -16,7 +16,8 @@ from hopsim.kernel.distributed import make_runtime
 from hopsim.kernel.errors import ActorKilled
 from hopsim.kernel.faults import KILL
 from hopsim.kernel.simtime import seconds
-from hopsim.scenarios.registry import ScenarioError, get_scenario
+from hopsim.scenarios.registry import ScenarioError
+from hopsim.scenarios.catalog import get_scenario
 
 VERSIONED = ("hopsim", "simpy", "ray", "numpy", "numba", "protobuf", "mcap", "mcap-protobuf-support", "scipy")
 

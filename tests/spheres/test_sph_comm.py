@@ -7,7 +7,7 @@ from hopsim.actors.spheres import packets
 from hopsim.actors.spheres.params import RadioParams
 from hopsim.actors.spheres.radio import RadioChannel, rx_port, tx_port
 from hopsim.kernel import In, Model, NoIo, Simulation
-from hopsim.scenarios.registry import get_scenario
+from hopsim.scenarios.catalog import get_scenario
 from hopsim.schemas import Fault
 from hopsim.schemas.spheres_pb2 import RadioPacket
 

@@ -289,7 +289,7 @@ def test_thruster_caches_match_recomputation(monkeypatch):
     look-ahead timeline adopted for a command is what applying the command would have made."""
     from hopsim.actors.spheres.thrusters import ThrusterSimulator
     from hopsim.kernel import Simulation
-    from hopsim.scenarios.registry import get_scenario
+    from hopsim.scenarios.catalog import get_scenario
     checked = {"wrench": 0, "plan": 0}
     update, reuse = ThrusterSimulator._update_wrench, ThrusterSimulator._reuse_ahead_plan
 

@@ -8,7 +8,7 @@ import pytest
 from hopsim.actors.spheres.frames import yaw
 from hopsim.bus import MemoryRecorder
 from hopsim.kernel import Simulation
-from hopsim.scenarios.registry import get_scenario
+from hopsim.scenarios.catalog import get_scenario
 
 # Measured with the estimated state, no noise (the seed's configuration), seeds 0 and 1: the
 # follower stays within 8.2 cm (RMS 4.8 cm) of the leader's position minus 30 cm in X, lagging
