@@ -201,6 +201,126 @@ def inspect_cmd(file: Path = typer.Argument(..., help="a recording")) -> None:
         raise typer.Exit(1)
 
 
+montecarlo_app = typer.Typer(no_args_is_help=True, help="Monte Carlo campaigns: dispersed runs, a table, "
+                                                           "a summary, plots, retained recordings.")
+app.add_typer(montecarlo_app, name="montecarlo")
+
+
+def _parse_dispersion(text: str) -> dict:
+    """``PATH=KIND:ARGS``: normal:MEAN,STD[,LOW,HIGH], uniform:LOW,HIGH, sequence:START,STEP,
+    list:V;V;..., choice:V;V;..., constant:V (V in JSON, or a plain word)."""
+    import json
+
+    path, sep, spec = text.partition("=")
+    kind, colon, args = spec.partition(":")
+    if not sep or not colon or not path:
+        raise typer.BadParameter(f"--disperse takes PATH=KIND:ARGS (e.g. altitude_m=normal:250,10), got {text!r}")
+
+    def value(v: str):
+        try:
+            return json.loads(v)
+        except ValueError:
+            return v
+
+    numbers = {"normal": ("mean", "std", "low", "high"), "uniform": ("low", "high"), "sequence": ("start", "step")}
+    if kind in numbers:
+        parts = [a for a in args.split(",") if a.strip()]
+        try:
+            nums = [float(a) for a in parts]
+        except ValueError:
+            raise typer.BadParameter(f"--disperse {text!r}: {kind} takes numbers separated by commas") from None
+        return {"path": path, "knob": {"kind": kind, **dict(zip(numbers[kind], nums, strict=False))}}
+    if kind in ("list", "choice"):
+        return {"path": path, "knob": {"kind": kind, "values": [value(v) for v in args.split(";")]}}
+    if kind == "constant":
+        return {"path": path, "knob": {"kind": kind, "value": value(args)}}
+    raise typer.BadParameter(f"--disperse {text!r}: unknown kind {kind!r}; choose normal, uniform, sequence, "
+                             f"list, choice or constant (mvnormal and grid: in a campaign file)")
+
+
+@montecarlo_app.command("run")
+def montecarlo_run_cmd(
+    target: str = typer.Argument(..., help="a campaign file (.toml) or a scenario name"),
+    runs: Optional[int] = typer.Option(None, help="number of runs (with a scenario name: required)"),
+    seed: Optional[int] = typer.Option(None, help="campaign seed; every run's seed and draws derive from it"),
+    duration: Optional[float] = typer.Option(None, help="simulated seconds of each run"),
+    set_: list[str] = typer.Option([], "--set", help="fixed scenario parameter, key=value (repeatable)"),
+    disperse: list[str] = typer.Option([], help="PATH=KIND:ARGS, e.g. altitude_m=normal:250,10 (repeatable)"),
+    directory: Path = typer.Option(Path("runs/montecarlo"), "--dir", help="the campaign directory "
+                                   "(an interrupted campaign in it is resumed)"),
+    backend: str = typer.Option("local", help="local (one process) or ray (one task per run)"),
+    ray_address: Optional[str] = typer.Option(None, help="with --backend ray: a cluster to use"),
+    retain: list[int] = typer.Option([], "--retain-run", help="also record this run (repeatable)"),
+) -> None:
+    """Run a Monte Carlo campaign; resume it if the directory holds it half done."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from hopsim.scenarios import ScenarioError
+    from hopsim.scenarios.montecarlo import load_campaign, make_campaign, run_campaign
+
+    try:
+        if target.endswith(".toml"):
+            campaign = load_campaign(target)
+            data = campaign.model_dump()
+        else:
+            if runs is None:
+                raise ScenarioError("a campaign over a scenario name needs --runs N (or give a campaign file)")
+            data = {"scenario": target, "runs": runs}
+        for key, value in (("runs", runs), ("seed", seed), ("duration_s", duration)):
+            if value is not None:
+                data[key] = value
+        data["parameters"] = {**data.get("parameters", {}), **_parse_sets(set_)}
+        data["dispersions"] = list(data.get("dispersions", [])) + [_parse_dispersion(d) for d in disperse]
+        if retain:
+            data["retain"] = {**data.get("retain", {}), "runs": sorted(set(data.get("retain", {}).get("runs", []))
+                                                                      | set(retain))}
+        campaign = make_campaign(data, target)
+    except ScenarioError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2)
+    failed = 0
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[failed]} failed"), TimeRemainingColumn(), console=console) as bar:
+        task = bar.add_task(campaign.scenario, total=campaign.runs, failed=0)
+
+        def on_row(row, done, total):
+            nonlocal failed
+            failed += row["status"] != "ok"
+            bar.update(task, completed=done, failed=failed)
+
+        try:
+            rows = run_campaign(campaign, directory, backend=backend, ray_address=ray_address, on_row=on_row)
+        except ScenarioError as e:
+            err.print(f"[red]error:[/red] {e}")
+            raise typer.Exit(2)
+    console.print((directory / "summary.md").read_text())
+    console.print(f"{len(rows)} runs, {sum(r['status'] != 'ok' for r in rows)} failed; table: "
+                  f"{(directory / 'results.csv').resolve()}")
+
+
+@montecarlo_app.command("rerun")
+def montecarlo_rerun_cmd(
+    directory: Path = typer.Argument(..., help="a campaign directory"),
+    run: int = typer.Option(..., help="the run to run again"),
+    out: Optional[Path] = typer.Option(None, help="record it to this MCAP file"),
+) -> None:
+    """Run one run of a campaign again, alone; it equals its row (same seed, parameters, stream)."""
+    from hopsim.scenarios import ScenarioError
+    from hopsim.scenarios.montecarlo import rerun
+
+    try:
+        row = rerun(directory, run, out)
+    except ScenarioError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2)
+    console.print(f"run {run}: {row['status']} {row['error']}".rstrip())
+    for key, value in {**row["parameters"], **row["outcome"]}.items():
+        console.print(f"  {key}: {value}")
+    console.print(f"  stream sha256: {row['stream_sha256']}")
+    if out:
+        console.print(f"recording: {out.resolve()}")
+
+
 def main() -> None:
     app()
 

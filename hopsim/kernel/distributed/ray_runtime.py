@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from hopsim.kernel.errors import ActorKilled
 from hopsim.kernel.model import Model, ModelContext
@@ -82,13 +83,7 @@ class RayRuntime:
         self.shards = parse_placement(placement)
         import ray
         self._ray = ray
-        self._started_here = not ray.is_initialized()
-        if self._started_here:
-            kwargs = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
-            if address:
-                ray.init(address=address, **kwargs)
-            else:
-                ray.init(num_cpus=num_cpus or os.cpu_count(), **kwargs)
+        self._started_here = start_ray(address, num_cpus)
         self._host_cls = ray.remote(num_cpus=0)(ModelHost)
         self._handles: list[RayHandle] = []
         self._island_hosts: list = []
@@ -160,6 +155,49 @@ class RayRuntime:
         self._handles.clear()
         if self._started_here and self._ray.is_initialized():
             self._ray.shutdown()
+
+
+class RayUnavailable(RuntimeError):
+    """Ray cannot be started here, or the cluster named cannot be reached."""
+
+
+def start_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
+    """Start a Ray for this process, or connect to the cluster at ``address``; True if this call
+    started or connected it (and so its owner shuts it down), False if Ray was up already.
+
+    Without ``address`` a new local Ray is always started (``address="local"``), whatever cluster
+    this machine runs or ran (``ray.init()`` alone would join the last one ``ray start`` made),
+    with its node address 127.0.0.1. With one, a cluster that cannot be reached is a
+    :class:`RayUnavailable` naming the address.
+    """
+    import ray
+
+    if ray.is_initialized():
+        return False
+    kwargs = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
+    if address:
+        try:
+            ray.init(address=address, **kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as err:
+            raise RayUnavailable(f"cannot reach the Ray cluster at {address!r} ({str(err).splitlines()[0]}); "
+                                 f"`ray status` on the head node prints the address to give") from None
+    else:
+        ray.init(address="local", _node_ip_address="127.0.0.1", num_cpus=num_cpus or os.cpu_count(), **kwargs)
+    return True
+
+
+@contextmanager
+def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iterator[Any]:
+    """``ray`` for the body of a ``with``: started (or connected) here and shut down after, unless
+    it was up already."""
+    import ray
+
+    started = start_ray(address, num_cpus)
+    try:
+        yield ray
+    finally:
+        if started and ray.is_initialized():
+            ray.shutdown()
 
 
 def parse_placement(placement: str) -> int | None:

@@ -1,0 +1,406 @@
+"""Monte Carlo campaigns: many dispersed runs of a scenario, locally or as Ray tasks.
+
+A campaign (:class:`Campaign`, also a TOML file) names a scenario, a number of runs, a campaign
+seed, fixed parameters and dispersions (:mod:`hopsim.scenarios.dispersions`). Run ``k`` takes its
+scenario seed and its parameters from (campaign seed, ``k``) alone, so any run can be run again
+on its own, on any machine and backend, and gives the same stream (:func:`rerun`).
+
+A campaign directory holds:
+
+- ``campaign.json``: the campaign as it was run;
+- ``runs.jsonl``: one line per finished run, appended and flushed as each finishes (a killed
+  campaign resumes from it and runs only what is missing);
+- ``results.csv``: one row per run: run, seed, status, error, the dispersed parameters, the
+  scenario's outcome metrics and the stream's SHA-256;
+- ``summary.json`` and ``summary.md``: per metric the count, mean, standard deviation, extremes
+  and percentiles, and the failure rate with its 95% Wilson interval;
+- ``plots/``: histograms of the outcomes and outcomes against each dispersed parameter (PNG);
+- ``recordings/run_NNNNNN.mcap``: the retained runs, recorded (failed runs, runs with a metric
+  outside its bounds, and runs chosen by number).
+
+A run that raises is recorded with its error and the campaign goes on.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import tempfile
+import time
+import tomllib
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from hopsim.scenarios.catalog import get_scenario
+from hopsim.scenarios.dispersions import Dispersion, dispersed_values, run_seed, set_path
+from hopsim.scenarios.registry import ScenarioError
+
+MAX_RUNS = 10_000_000
+
+
+class Retention(BaseModel):
+    """Which runs keep a full recording: failed ones, those with a metric outside its
+    ``[low, high]`` bounds (either may be null), and those chosen by number."""
+
+    model_config = ConfigDict(extra="forbid")
+    failed: bool = True
+    outside: dict[str, tuple[float | None, float | None]] = {}
+    runs: list[int] = []
+
+    def keeps(self, row: dict[str, Any]) -> bool:
+        if row["run"] in self.runs or (self.failed and row["status"] != "ok"):
+            return True
+        for metric, (low, high) in self.outside.items():
+            value = row["outcome"].get(metric)
+            if isinstance(value, (int, float)) and ((low is not None and value < low)
+                                                    or (high is not None and value > high)):
+                return True
+        return False
+
+
+class Campaign(BaseModel):
+    """A Monte Carlo campaign: ``runs`` runs of ``scenario`` with ``parameters`` fixed and
+    ``dispersions`` varied, seeded by ``seed``; ``duration_s`` (None: the scenario's default)."""
+
+    model_config = ConfigDict(extra="forbid")
+    scenario: str
+    runs: int = Field(ge=1, le=MAX_RUNS)
+    seed: int = Field(0, ge=0, lt=2**63)
+    duration_s: float | None = Field(None, gt=0)
+    parameters: dict[str, Any] = {}
+    dispersions: list[Dispersion] = []
+    retain: Retention = Retention()
+
+    @field_validator("duration_s")
+    @classmethod
+    def _finite(cls, v):
+        if v is not None and not math.isfinite(v):
+            raise ValueError("duration_s must be a finite number of seconds")
+        return v
+
+    def dispersed(self, run: int) -> dict[str, Any]:
+        """The dispersed values of run ``run``, by parameter path."""
+        return dispersed_values(self.dispersions, self.seed, run)
+
+    def run_parameters(self, run: int) -> tuple[int, dict[str, Any]]:
+        """(scenario seed, validated parameters) of run ``run``; a ScenarioError or ValueError
+        naming the parameter when a dispersed value is not valid for the scenario."""
+        spec = get_scenario(self.scenario)
+        params = spec.make_params(self.parameters).model_dump()
+        for path, value in self.dispersed(run).items():
+            set_path(params, path, value)
+        return run_seed(self.seed, run), spec.make_params(params).model_dump()
+
+
+def load_campaign(path: str | Path) -> Campaign:
+    """A campaign from a TOML file (see ``examples`` in the README); a clear error otherwise."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ScenarioError(f"no campaign file {path}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise ScenarioError(f"{path} is not valid TOML: {err}") from None
+    dispersions = data.pop("dispersions", {})
+    if isinstance(dispersions, dict):        # [dispersions.altitude_m] kind = "normal" ...
+        data["dispersions"] = [{"path": p, "knob": k} for p, k in dispersions.items()]
+    else:
+        data["dispersions"] = dispersions
+    return make_campaign(data, str(path))
+
+
+def make_campaign(data: dict[str, Any], where: str = "campaign") -> Campaign:
+    try:
+        campaign = Campaign(**data)
+        campaign.run_parameters(0)           # the scenario exists and its parameters validate
+    except ValidationError as err:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+        raise ScenarioError(f"{where}: {problems}") from None
+    except ValueError as err:
+        raise ScenarioError(f"{where}: {err}") from None
+    return campaign
+
+
+def run_one(campaign_json: str, run: int, out: str | None = None) -> dict[str, Any]:
+    """Run ``run`` of the campaign (JSON, as :meth:`Campaign.model_dump_json` gives it): its row.
+    Runs anywhere (a Ray task, another machine): it needs nothing but its arguments."""
+    from hopsim.scenarios.runner import run_scenario
+
+    campaign = Campaign.model_validate_json(campaign_json)
+    row: dict[str, Any] = {"run": run, "seed": run_seed(campaign.seed, run), "status": "ok", "error": "",
+                           "parameters": campaign.dispersed(run), "outcome": {}, "stream_sha256": "", "wall_s": 0.0}
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="hopsim-run-") as scratch:
+        # recorded to a file (kept only when asked for): the stream's SHA-256 in bounded memory
+        path = out or str(Path(scratch) / "run.mcap")
+        try:
+            seed, params = campaign.run_parameters(run)
+            result = run_scenario(campaign.scenario, params, seed=seed, duration_s=campaign.duration_s,
+                                  out=path, keep_stream=True)
+            outcome = get_scenario(campaign.scenario).outcome
+            row["outcome"] = _plain(outcome(result.sim)) if outcome is not None else {}
+            row["stream_sha256"] = result.stream_sha256
+        except Exception as err:  # noqa: BLE001  (a failing run is a result of the campaign)
+            row["status"] = "failed"
+            row["error"] = f"{type(err).__name__}: {err}"
+    row["wall_s"] = time.perf_counter() - t0
+    return row
+
+
+def _plain(outcome: dict[str, Any]) -> dict[str, Any]:
+    """Outcome metrics as JSON values (numpy scalars become Python numbers)."""
+    out = {}
+    for k, v in outcome.items():
+        if hasattr(v, "item") and not isinstance(v, (list, dict)):
+            v = v.item()
+        out[str(k)] = v
+    return out
+
+
+class CampaignDirectory:
+    """The files of one campaign (see the module docstring)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    @property
+    def runs_file(self) -> Path:
+        return self.path / "runs.jsonl"
+
+    def start(self, campaign: Campaign) -> None:
+        """Create the directory, or check that it holds this very campaign (to resume it)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        saved = self.path / "campaign.json"
+        text = campaign.model_dump_json(indent=1)
+        if saved.exists():
+            if Campaign.model_validate_json(saved.read_text()) != campaign:
+                raise ScenarioError(f"{self.path} holds another campaign (campaign.json differs); resume it "
+                                    f"with the same campaign, or choose another directory")
+        else:
+            saved.write_text(text)
+
+    def campaign(self) -> Campaign:
+        saved = self.path / "campaign.json"
+        if not saved.exists():
+            raise ScenarioError(f"{self.path} is not a campaign directory (no campaign.json)")
+        try:
+            return Campaign.model_validate_json(saved.read_text())
+        except ValidationError as err:
+            raise ScenarioError(f"{saved} is damaged: {err.errors()[0]['msg']}") from None
+
+    def finished(self) -> dict[int, dict]:
+        """The rows of the runs already finished (a torn last line, from a kill, is ignored)."""
+        rows: dict[int, dict] = {}
+        if not self.runs_file.exists():
+            return rows
+        for line in self.runs_file.read_text().splitlines():
+            try:
+                row = json.loads(line)
+                rows[int(row["run"])] = row
+            except (ValueError, KeyError, TypeError):
+                continue
+        return rows
+
+    def append(self, row: dict) -> None:
+        with open(self.runs_file, "a") as f:
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+
+    def recording(self, run: int) -> Path:
+        return self.path / "recordings" / f"run_{run:06d}.mcap"
+
+
+def run_campaign(campaign: Campaign, directory: str | Path, backend: str = "local",
+                 ray_address: str | None = None, on_row: Callable[[dict, int, int], None] | None = None,
+                 max_new_runs: int | None = None) -> list[dict]:
+    """Run every run of ``campaign`` not finished yet in ``directory``; write the results, the
+    summary and the plots; record the retained runs. Returns the rows, sorted by run.
+    ``on_row(row, done, total)`` is told of each finished run (progress)."""
+    folder = CampaignDirectory(directory)
+    folder.start(campaign)
+    rows = folder.finished()
+    todo = [k for k in range(campaign.runs) if k not in rows]
+    if max_new_runs is not None:
+        todo = todo[:max_new_runs]
+    text = campaign.model_dump_json()
+
+    def finished(row: dict) -> None:
+        folder.append(row)
+        rows[row["run"]] = row
+        if on_row is not None:
+            on_row(row, len(rows), campaign.runs)
+
+    if backend == "local":
+        for k in todo:
+            finished(run_one(text, k))
+    elif backend == "ray":
+        _run_on_ray(text, todo, finished, ray_address)
+    else:
+        raise ScenarioError(f"unknown backend {backend!r}; choose 'local' or 'ray'")
+    ordered = [rows[k] for k in sorted(rows)]
+    for row in ordered:
+        if row["run"] in todo and campaign.retain.keeps(row):
+            run_one(text, row["run"], out=str(_ensure_parent(folder.recording(row["run"]))))
+    write_results(ordered, campaign, folder.path)
+    return ordered
+
+
+def _ensure_parent(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _run_on_ray(campaign_json: str, todo: list[int], finished: Callable[[dict], None],
+                ray_address: str | None) -> None:
+    """One Ray task per run, at most twice the cluster's CPUs in flight, rows taken as they come."""
+    from hopsim.kernel.distributed.ray_runtime import ray_session
+
+    with ray_session(ray_address) as ray:
+        task = ray.remote(num_cpus=1)(run_one)
+        window = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
+        pending = list(todo)
+        in_flight: list = []
+        while pending or in_flight:
+            while pending and len(in_flight) < window:
+                in_flight.append(task.remote(campaign_json, pending.pop(0)))
+            done, in_flight = ray.wait(in_flight, num_returns=1)
+            for ref in done:
+                finished(ray.get(ref))
+
+
+# ----------------------------------------------------------------------------- results
+def table_columns(rows: list[dict]) -> tuple[list[str], list[str]]:
+    """The dispersed parameters' paths and the outcome metrics' names, in first-seen order."""
+    params, metrics = {}, {}
+    for row in rows:
+        params.update(dict.fromkeys(row["parameters"]))
+        metrics.update(dict.fromkeys(row["outcome"]))
+    return list(params), list(metrics)
+
+
+def write_results(rows: list[dict], campaign: Campaign, directory: Path) -> None:
+    params, metrics = table_columns(rows)
+    with open(directory / "results.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["run", "seed", "status", "error", *params, *metrics, "stream_sha256"])
+        for row in rows:
+            w.writerow([row["run"], row["seed"], row["status"], row["error"],
+                        *[_cell(row["parameters"].get(p)) for p in params],
+                        *[_cell(row["outcome"].get(m)) for m in metrics], row["stream_sha256"]])
+    summary = summarize(rows)
+    (directory / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True))
+    (directory / "summary.md").write_text(summary_markdown(summary, campaign))
+    write_plots(rows, directory / "plots")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value)
+    return str(value)
+
+
+def wilson_interval(failures: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The 95% Wilson score interval of a proportion ``failures / n``."""
+    if n == 0:
+        return 0.0, 1.0
+    p = failures / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def summarize(rows: list[dict]) -> dict[str, Any]:
+    """Per numeric metric: count, mean, std (n - 1), min, p5, p50, p95, max; the failure rate
+    with its 95% Wilson interval."""
+    import numpy as np
+
+    n = len(rows)
+    failures = sum(1 for r in rows if r["status"] != "ok")
+    low, high = wilson_interval(failures, n)
+    out: dict[str, Any] = {"runs": n, "failed": failures, "failure_rate": failures / n if n else 0.0,
+                           "failure_rate_95ci": [low, high], "metrics": {}}
+    _, metrics = table_columns(rows)
+    for m in metrics:
+        values = np.array([r["outcome"][m] for r in rows if r["status"] == "ok"
+                           and isinstance(r["outcome"].get(m), (int, float)) and not isinstance(r["outcome"][m], bool)],
+                          dtype=float)
+        values = values[np.isfinite(values)]
+        if values.size == 0:
+            continue
+        p5, p50, p95 = np.percentile(values, [5, 50, 95])
+        out["metrics"][m] = {"n": int(values.size), "mean": float(values.mean()),
+                             "std": float(values.std(ddof=1)) if values.size > 1 else 0.0,
+                             "min": float(values.min()), "p5": float(p5), "p50": float(p50),
+                             "p95": float(p95), "max": float(values.max())}
+    return out
+
+
+def summary_markdown(summary: dict[str, Any], campaign: Campaign) -> str:
+    low, high = summary["failure_rate_95ci"]
+    lines = [f"# {campaign.scenario}: {summary['runs']} runs (campaign seed {campaign.seed})", "",
+             f"Failed: {summary['failed']} ({summary['failure_rate']:.1%}; 95% interval {low:.1%} to {high:.1%})",
+             "", "| metric | n | mean | std | min | p5 | p50 | p95 | max |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, s in summary["metrics"].items():
+        lines.append(f"| {name} | {s['n']} | " + " | ".join(f"{s[k]:.6g}" for k in
+                                                           ("mean", "std", "min", "p5", "p50", "p95", "max")) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_plots(rows: list[dict], directory: Path) -> list[Path]:
+    """Histograms of each numeric outcome, and each outcome against each scalar dispersed
+    parameter (PNG files); the paths written."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    directory.mkdir(parents=True, exist_ok=True)
+    ok = [r for r in rows if r["status"] == "ok"]
+    params, metrics = table_columns(ok)
+    written = []
+    for m in metrics:
+        ys = [r["outcome"].get(m) for r in ok]
+        if not ys or not all(isinstance(y, (int, float)) and not isinstance(y, bool) for y in ys):
+            continue
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        ax.hist(ys, bins=min(50, max(5, len(ys) // 5)))
+        ax.set_xlabel(m)
+        ax.set_ylabel("runs")
+        fig.tight_layout()
+        written.append(_save(fig, directory / f"hist_{_safe(m)}.png"))
+        for p in params:
+            xs = [r["parameters"].get(p) for r in ok]
+            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in xs):
+                continue
+            fig, ax = plt.subplots(figsize=(5, 3.5))
+            ax.plot(xs, ys, ".", alpha=0.6)
+            ax.set_xlabel(p)
+            ax.set_ylabel(m)
+            fig.tight_layout()
+            written.append(_save(fig, directory / f"{_safe(m)}_vs_{_safe(p)}.png"))
+    plt.close("all")
+    return written
+
+
+def _save(fig, path: Path) -> Path:
+    fig.savefig(path, dpi=80)
+    return path
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+
+
+def rerun(directory: str | Path, run: int, out: str | Path | None = None) -> dict[str, Any]:
+    """Run ``run`` of the campaign in ``directory`` again on its own (recorded to ``out``): its row,
+    which equals the one in the campaign's table."""
+    campaign = CampaignDirectory(directory).campaign()
+    if not 0 <= run < campaign.runs:
+        raise ScenarioError(f"the campaign has runs 0 to {campaign.runs - 1}; there is no run {run}")
+    return run_one(campaign.model_dump_json(), run, out=None if out is None else str(out))
