@@ -2,24 +2,36 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-stamp
+RUN_STAMP  := $(VENV)/.run-stamp
+TEST_STAMP := $(VENV)/.test-stamp
 OUT    ?= runs
 
-.PHONY: run test bench schemas check-schemas clean
+.PHONY: run test lint bench schemas check-schemas clean
 
-$(STAMP): pyproject.toml
+$(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+
+# running needs the package and its dependencies only; tests and benchmarks add their extras
+$(RUN_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	touch $(RUN_STAMP)
+
+$(TEST_STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	touch $(TEST_STAMP) $(RUN_STAMP)
 
 ## run the flagship scenario (SPHERES leader-follower) on the embedded local backend, record it
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(VENV)/bin/hopsim run leader_follower --out $(OUT)/leader_follower.mcap
 
-## the whole test suite
-test: $(STAMP)
+## lint (pyflakes and bugbear rules, see pyproject.toml), then the whole test suite
+test: $(TEST_STAMP)
+	$(VENV)/bin/ruff check hopsim tests bench
 	$(PY) -m pytest -q
+
+lint: $(TEST_STAMP)
+	$(VENV)/bin/ruff check hopsim tests bench
 
 BSK_VENV := .venv-bsk
 BSK_STAMP := $(BSK_VENV)/.installed-stamp
@@ -32,15 +44,15 @@ $(BSK_STAMP):
 	touch $(BSK_STAMP)
 
 ## benchmarks: print ratios against peers measured in the same run, and update README.md
-bench: $(STAMP) $(BSK_STAMP)
+bench: $(TEST_STAMP) $(BSK_STAMP)
 	$(PY) -m pip install --quiet -e '.[test,bench]'
 	HOPSIM_BSK_PYTHON=$(CURDIR)/$(BSK_VENV)/bin/python $(PY) bench/run_all.py
 
 ## regenerate the protobuf modules from hopsim/schemas/*.proto
-schemas: $(STAMP)
+schemas: $(TEST_STAMP)
 	$(PY) hopsim/schemas/generate.py
 
-check-schemas: $(STAMP)
+check-schemas: $(TEST_STAMP)
 	$(PY) hopsim/schemas/generate.py --check
 
 clean:

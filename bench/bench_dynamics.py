@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -94,8 +95,8 @@ def pinocchio_model(tree):
             parent_joint, T_parent = 0, pin.SE3.Identity()
         T_O = T_parent * pin.SE3(b.inb_to_joint.rotation, b.inb_to_joint.translation)
         T_JB = pin.SE3(b.body_to_joint.rotation, b.body_to_joint.translation).inverse()
-        jm = {0: None, 1: lambda: pin.JointModelRevoluteUnaligned(*b.axis),
-              2: lambda: pin.JointModelPrismaticUnaligned(*b.axis),
+        jm = {0: None, 1: lambda b=b: pin.JointModelRevoluteUnaligned(*b.axis),
+              2: lambda b=b: pin.JointModelPrismaticUnaligned(*b.axis),
               5: pin.JointModelSpherical, 6: pin.JointModelFreeFlyer}[b.joint_type]()
         jid = model.addJoint(int(parent_joint), jm, T_O, b.name)
         model.appendBodyToJoint(jid, pin.Inertia(b.mass, b.r_CB_B, b.inertia_C_B), T_JB)
@@ -121,22 +122,21 @@ def bench_forward_dynamics():
         Q[0:4] = np.array([0.1, 0.2, 0.3, 0.9]) / np.linalg.norm([0.1, 0.2, 0.3, 0.9])
         U = rng.normal(scale=0.1, size=nv)
         tau = rng.normal(size=nv)
-        t_hop = best_time(lambda: alg.aba(tree, Q, U, tau))
+        t_hop = best_time(partial(alg.aba, tree, Q, U, tau))
         arrays = tree.arrays
         no_udot, no_fext = np.zeros(0), np.zeros((0, 6))
-        t_kernel = best_time(lambda: alg._aba(arrays.ints, arrays.reals, Q, U, tau, no_udot,
-                                              no_fext))
+        t_kernel = best_time(partial(alg._aba, arrays.ints, arrays.reals, Q, U, tau, no_udot, no_fext))
         Qs = np.tile(Q, (batch, 1))
         Us = rng.normal(scale=0.1, size=(batch, nv))
         taus = rng.normal(size=(batch, nv))
-        t_batch = best_time(lambda: alg.aba_batch(tree, Qs, Us, taus), repeat=3) / batch
+        t_batch = best_time(partial(alg.aba_batch, tree, Qs, Us, taus), repeat=3) / batch
         if pin is not None:
             model = pinocchio_model(tree)
             data = model.createData()
             q = np.concatenate([Q[4:7], Q[0:4], Q[7:]])
             v = np.concatenate([U[3:6], U[0:3], U[6:]])
             tau_pin = np.concatenate([tau[3:6], tau[0:3], tau[6:]])
-            t_pin = best_time(lambda: pin.aba(model, data, q, v, tau_pin))
+            t_pin = best_time(partial(pin.aba, model, data, q, v, tau_pin))
             check = pin.aba(model, data, q, v, tau_pin)
             ours = alg.aba(tree, Q, U, tau)
             err = np.abs(np.concatenate([ours[3:6], ours[0:3], ours[6:]]) - check).max()
@@ -243,9 +243,8 @@ def bench_rigid_vehicles():
         inertia_inv = np.linalg.inv(inertia)
         force = rng.normal(size=(n, 3))
         zeros = np.zeros((n, 3))
-        t_hop = best_time(lambda: rigid_body_rk4_step_batch(X, 0.1, mass, inertia, zeros, force,
-                                                            zeros, zeros, zeros))
-        t_np = best_time(lambda: numpy_rk4_step(X, 0.1, mass, inertia, inertia_inv, force))
+        t_hop = best_time(partial(rigid_body_rk4_step_batch, X, 0.1, mass, inertia, zeros, force, zeros, zeros, zeros))
+        t_np = best_time(partial(numpy_rk4_step, X, 0.1, mass, inertia, inertia_inv, force))
         ours = rigid_body_rk4_step_batch(X, 0.1, mass, inertia, zeros, force, zeros, zeros, zeros)
         assert np.allclose(ours, numpy_rk4_step(X, 0.1, mass, inertia, inertia_inv, force),
                            atol=1e-12)

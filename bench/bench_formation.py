@@ -138,11 +138,11 @@ def protobuf_floor_us(repeat: int = 5, number: int = 20000) -> float:
     def vehicle_step() -> None:
         meas = position_velocity_state("v001", 1_000_000_000, 1.0, 2.0, 3.0, 4e-3, 5e-3, 6e-3, 50.0)
         for msg in (meas, *neighbours):
-            msg.vehicle, msg.t_ns
+            msg.vehicle, msg.t_ns  # noqa: B018  (the reads are what is measured)
             r, v = msg.r_BN_N, msg.v_BN_N
-            r.x, r.y, r.z, v.x, v.y, v.z
+            r.x, r.y, r.z, v.x, v.y, v.z  # noqa: B018
         force = inertial_force("v001", 0.1, 0.2, 0.3).force
-        force.x, force.y, force.z
+        force.x, force.y, force.z  # noqa: B018
 
     return min(timeit.repeat(vehicle_step, repeat=repeat, number=number)) / number * 1e6
 

@@ -70,7 +70,7 @@ def run_cmd(
                               cpu_accounting=cpu, placement=placement, batching=batching)
     except (ScenarioError, ValueError) as e:
         err.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     _report(result)
 
 
@@ -89,7 +89,7 @@ def resume_cmd(
         result = resume_run(checkpoint_file, out=out, duration_s=duration, progress=progress)
     except CheckpointError as e:
         err.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     _report(result)
 
 
@@ -145,7 +145,7 @@ def replay_cmd(
         result = replay_recording(file, live_names, _parse_sets(set_))
     except ReplayError as e:
         err.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     if not result.report.complete:
         console.print(f"[yellow]{result.report.summary()}[/yellow]")
     if result.identical:
@@ -174,7 +174,7 @@ def campaign_cmd(
         rows = run_campaign(name, specs, seed=seed, duration_s=duration, overrides=_parse_sets(set_))
     except (ScenarioError, ValueError) as e:
         err.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     out = Table("run", *rows[0].outcome)
     for r in rows:
         out.add_row(r.label, *[str(v if not isinstance(v, float) else f"{v:.4g}") for v in r.outcome.values()])
@@ -277,7 +277,7 @@ def montecarlo_run_cmd(
         campaign = make_campaign(data, target)
     except ScenarioError as e:
         err.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     failed = 0
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[failed]} failed"), TimeRemainingColumn(), console=console) as bar:
@@ -292,7 +292,7 @@ def montecarlo_run_cmd(
             rows = run_campaign(campaign, directory, backend=backend, ray_address=ray_address, on_row=on_row)
         except ScenarioError as e:
             err.print(f"[red]error:[/red] {e}")
-            raise typer.Exit(2)
+            raise typer.Exit(2) from None
     console.print((directory / "summary.md").read_text())
     console.print(f"{len(rows)} runs, {sum(r['status'] != 'ok' for r in rows)} failed; table: "
                   f"{(directory / 'results.csv').resolve()}")
@@ -312,7 +312,7 @@ def montecarlo_rerun_cmd(
         row = rerun(directory, run, out)
     except ScenarioError as e:
         err.print(f"[red]error:[/red] {e}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     console.print(f"run {run}: {row['status']} {row['error']}".rstrip())
     for key, value in {**row["parameters"], **row["outcome"]}.items():
         console.print(f"  {key}: {value}")

@@ -73,7 +73,7 @@ def test_position_velocity_state_is_the_message_set_field_by_field():
 
 def test_inertial_force_is_the_wrench_set_field_by_field():
     rng = np.random.default_rng(9)
-    for k in range(500):
+    for _ in range(500):
         f = _values(rng, 3)
         plain = Wrench(body="v12", frame=Wrench.INERTIAL)
         _fields(plain, "force", f)

@@ -115,9 +115,9 @@ def test_distance_by_quadrature_matches_for_every_profile():
     for coast, smooth in ((0, 0), (3, 0), (0, 3), (3, 3)):
         p = MoveProfile(0.2, -1.3, 0.01, coast, smooth)
         tf = p.duration
-        acc = lambda t: p.evaluate(t)[2]  # noqa: E731
+        acc = lambda t, p=p: p.evaluate(t)[2]  # noqa: E731
         dv = quad(acc, 0.0, tf, points=p.breakpoints[1:-1], epsabs=1e-14, limit=200)[0]
-        dp = quad(lambda t: (tf - t) * acc(t), 0.0, tf, points=p.breakpoints[1:-1],
+        dp = quad(lambda t, tf=tf, acc=acc: (tf - t) * acc(t), 0.0, tf, points=p.breakpoints[1:-1],
                   epsabs=1e-14, limit=200)[0]
         assert abs(dv) < 1e-12
         assert dp == pytest.approx(-1.5, abs=1e-10)

@@ -37,8 +37,9 @@ def test_cycles_follow_the_ir_period_beacon_spacing_and_delivery_delay():
     assert (411 - 200, 870 - 612) == (211, 258)
 
 
-def independent_ranges(r, q, v=np.zeros(3), testbed=None):
+def independent_ranges(r, q, v=None, testbed=None):
     """Ranges by direct geometry: receivers from the default layout, beacon angles, time of flight."""
+    v = np.zeros(3) if v is None else v
     tb = testbed or TestbedParams()
     rx = np.array(vehicle_params().receivers.positions_B)          # faces x receivers x 3
     R = Rotation.from_quat(q).as_matrix()
@@ -59,7 +60,8 @@ def independent_ranges(r, q, v=np.zeros(3), testbed=None):
                 continue
             for j in range(3):
                 s = R @ rx[f][j]
-                tau = brentq(lambda t: np.linalg.norm(p_b - (r + v * t + s)) - C * t, 0.0, 0.1, xtol=1e-15)
+                tau = brentq(lambda t, p_b=p_b, s=s: np.linalg.norm(p_b - (r + v * t + s)) - C * t, 0.0, 0.1,
+                             xtol=1e-15)
                 out[k, f, j] = C * tau
     return out
 

@@ -178,7 +178,7 @@ def _gauss_newton_compiled(p_b, s_B, rho, dr, dR, r, q, max_iterations, tol):
     res = np.empty(n)
     converged = False
     it = 0
-    for it in range(1, max_iterations + 1):
+    for it in range(1, max_iterations + 1):  # noqa: B007  (the count is returned after the loop)
         _residuals(p_b, s_B, rho, dr, dR, r, q, J, res)
         step = np.linalg.solve(J.T @ J, J.T @ res)
         r = r + step[:3]
