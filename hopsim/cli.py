@@ -24,16 +24,94 @@ def _parse_sets(items: list[str]) -> dict[str, str]:
     return out
 
 
-@app.command("scenarios")
-def scenarios_cmd() -> None:
-    """List the built-in scenarios and their parameters."""
-    from hopsim.scenarios import all_scenarios
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
 
-    table = Table("scenario", "default duration", "summary", "parameters (default)")
-    for spec in all_scenarios():
-        params = ", ".join(f"{k}={f.default!r}" for k, f in spec.params.model_fields.items())
-        table.add_row(spec.name, f"{spec.default_duration_s:g} s", spec.summary, params)
+        console.print(f"hopsim {version('hopsim')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                              help="print hopsim's version and exit")) -> None:
+    """hopsim: formations of small spacecraft as a discrete-event actor simulation."""
+
+
+UNITS = (("_mps2", "m/s^2"), ("_mps", "m/s"), ("_kgm2", "kg m^2"), ("_Wh", "Wh"), ("_hz", "Hz"), ("_deg", "deg"),
+         ("_rad", "rad"), ("_kg", "kg"), ("_N", "N"), ("_m", "m"), ("_s", "s"), ("_psig", "psig"))
+
+
+def unit_of(name: str) -> str:
+    """The unit a parameter's name carries in its suffix (``altitude_m`` -> m), or ''."""
+    for suffix, unit in UNITS:
+        if name.endswith(suffix):
+            return unit
+    return ""
+
+
+def _type_name(annotation) -> str:
+    from typing import get_origin
+
+    text = str(annotation) if get_origin(annotation) else getattr(annotation, "__name__", str(annotation))
+    return text.replace("typing.", "").replace("NoneType", "None").replace("hopsim.scenarios.registry.", "")
+
+
+def _default_text(field) -> str:
+    from pydantic_core import PydanticUndefined
+
+    if field.default is PydanticUndefined:
+        return "(required)" if field.default_factory is None else repr(field.default_factory())
+    return repr(field.default)
+
+
+@app.command("scenarios")
+def scenarios_cmd(name: Optional[str] = typer.Argument(None, help="a scenario: show its parameters")) -> None:
+    """List the built-in scenarios, or every parameter of one (type, unit, default, description)."""
+    from hopsim.scenarios import ScenarioError, all_scenarios, get_scenario
+
+    if name is None:
+        table = Table("scenario", "duration", "what flies", title="hopsim scenarios (details: hopsim scenarios NAME)")
+        for spec in all_scenarios():
+            table.add_row(spec.name, f"{spec.default_duration_s:g} s", spec.summary)
+        console.print(table)
+        return
+    try:
+        spec = get_scenario(name)
+    except ScenarioError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+    console.print(f"[bold]{spec.name}[/bold]: {spec.summary} (default duration {spec.default_duration_s:g} s)")
+    table = Table("parameter", "type", "unit", "default", "description")
+    for key, field in spec.params.model_fields.items():
+        table.add_row(key, _type_name(field.annotation), unit_of(key), _default_text(field), field.description or "")
     console.print(table)
+    console.print(f"Set one with --set KEY=VALUE (vectors: --set KEY=1,2,3); faults: hopsim faults {spec.name}")
+
+
+@app.command("faults")
+def faults_cmd(name: str = typer.Argument(..., help="scenario name")) -> None:
+    """The fault targets of a scenario (its models), the kinds each accepts and the fields each reads."""
+    from hopsim.kernel import Simulation
+    from hopsim.kernel.faults import FAULT_FIELDS, fault_kinds
+    from hopsim.scenarios import ScenarioError, get_scenario
+
+    try:
+        spec = get_scenario(name)
+        sim = Simulation()
+        spec.build(sim, spec.make_params({}))
+    except ScenarioError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+    table = Table("target", "kind", "fields it reads", title=f"faults of {name} (every model also accepts kill)")
+    for slot in sim.slots():
+        kinds = {k: v for k, v in fault_kinds(slot.cls).items() if k != "kill"}
+        for kind, fields in kinds.items():
+            table.add_row(slot.name, kind, ", ".join(fields) or "-")
+    console.print(table)
+    console.print("Fields: " + "; ".join(f"{f}: {d}" for f, d in FAULT_FIELDS.items()))
+    console.print("Give one with --fault t=S,target=MODEL,kind=KIND[,field=value...] "
+                  "(vectors: force_N=[1,0,0]; vehicles=a+b)")
 
 
 @app.command("run")
@@ -55,6 +133,8 @@ def run_cmd(
     cpu: bool = typer.Option(False, help="measure and print each actor's share of CPU time"),
     batching: bool = typer.Option(False, help="propagate islands whose hops coincide as one batch "
                                              "(same result, bit for bit)"),
+    stats: bool = typer.Option(False, "--stats", help="also print the kernel's statistics (islands, barriers, "
+                                                      "hops, deliveries, Ray windows)"),
 ) -> None:
     """Run a scenario and, with --out, record it."""
     from hopsim.scenarios import ScenarioError, run_scenario
@@ -71,7 +151,7 @@ def run_cmd(
     except (ScenarioError, ValueError) as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
-    _report(result)
+    _report(result, stats)
 
 
 @app.command("resume")
@@ -80,6 +160,7 @@ def resume_cmd(
     out: Optional[Path] = typer.Option(None, help="record the rest of the run to this MCAP file"),
     duration: Optional[float] = typer.Option(None, help="end time (default: the original run's)"),
     progress: bool = typer.Option(True, help="show a progress bar"),
+    stats: bool = typer.Option(False, "--stats", help="also print the kernel's statistics"),
 ) -> None:
     """Continue a run from a checkpoint; the stream equals the uninterrupted run's from there on."""
     from hopsim.kernel.checkpoint import CheckpointError
@@ -90,16 +171,32 @@ def resume_cmd(
     except CheckpointError as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
-    _report(result)
+    _report(result, stats)
 
 
 ISLANDS_LISTED = 12      # more islands than this are summed up in one line
 
 
-def _report(result) -> None:
-    speed = result.end_time_s / result.wall_s if result.wall_s > 0 else float("inf")
-    console.print(f"{result.scenario}: {result.end_time_s:g} s simulated in {result.wall_s:.2f} s wall "
+def _report(result, stats: bool = False) -> None:
+    speed = result.simulated_s / result.wall_s if result.wall_s > 0 else float("inf")
+    part = "" if result.resumed_at_s is None else f" (from the checkpoint at {result.resumed_at_s:g} s)"
+    console.print(f"{result.scenario}: {result.simulated_s:g} s simulated{part} in {result.wall_s:.2f} s wall "
                   f"({speed:.0f}x real time), stop: {result.stop_reason}, {result.message_count} messages")
+    if result.outcome:
+        table = Table("outcome", "value", title=None, show_header=True)
+        for key, value in result.outcome.items():
+            table.add_row(key, f"{value:.6g}" if isinstance(value, float) else str(value))
+        console.print(table)
+    if stats:
+        _report_stats(result)
+    if result.cpu:
+        console.print("CPU share per actor: " + ", ".join(
+            f"{n} {v['share']:.1%}" for n, v in sorted(result.cpu.items(), key=lambda kv: -kv[1]["share"])))
+    if result.out:
+        console.print(f"recording: {result.out.resolve()}  (sha256 of stream {result.stream_sha256[:16]}...)")
+
+
+def _report_stats(result) -> None:
     islands = result.stats["islands"]
     if len(islands) <= ISLANDS_LISTED:
         for island, s in islands.items():
@@ -122,11 +219,6 @@ def _report(result) -> None:
     for rec in result.stats.get("recoveries", []):
         console.print(f"  recovered: actor {rec['actor']} killed at {rec['t_s']:g} s, run resumed from "
                       f"the checkpoint at {rec['resumed_from_s']:g} s")
-    if result.cpu:
-        console.print("CPU share per actor: " + ", ".join(
-            f"{n} {v['share']:.1%}" for n, v in sorted(result.cpu.items(), key=lambda kv: -kv[1]["share"])))
-    if result.out:
-        console.print(f"recording: {result.out.resolve()}  (sha256 of stream {result.stream_sha256[:16]}...)")
 
 
 @app.command("replay")
@@ -136,18 +228,21 @@ def replay_cmd(
                                                   "every other input comes from the recording"),
     playback_only: bool = typer.Option(False, help="nothing live: republish the recorded outputs"),
     set_: list[str] = typer.Option([], "--set", help="change a scenario parameter for the replay"),
+    out: Optional[Path] = typer.Option(None, help="record the replayed run (diverged or not) to this MCAP file"),
 ) -> None:
     """Re-run a recording and compare: prints 'identical' or the first envelope that differs."""
     from hopsim.scenarios.replay import ReplayError, replay_recording
 
     live_names = [] if playback_only else ([n.strip() for n in live.split(",") if n.strip()] if live else None)
     try:
-        result = replay_recording(file, live_names, _parse_sets(set_))
+        result = replay_recording(file, live_names, _parse_sets(set_), out=out)
     except ReplayError as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
     if not result.report.complete:
         console.print(f"[yellow]{result.report.summary()}[/yellow]")
+    if out is not None:
+        console.print(f"replayed run recorded: {out.resolve()}")
     if result.identical:
         console.print(f"identical: {result.compared} envelopes ({result.mode} replay, {result.wall_s:.2f} s wall)")
         return

@@ -1,4 +1,5 @@
 """The hopsim command: list, run, record; errors name the problem and the valid choices."""
+import pytest
 from typer.testing import CliRunner
 
 from hopsim.bus import read_metadata
@@ -9,7 +10,8 @@ runner = CliRunner()
 
 def test_scenarios_lists_the_lander():
     res = runner.invoke(app, ["scenarios"])
-    assert res.exit_code == 0 and "lander" in res.output and "altitude_m" in res.output
+    assert res.exit_code == 0 and "lander" in res.output
+    assert "altitude_m" in runner.invoke(app, ["scenarios", "lander"]).output
 
 
 def test_run_records_and_says_where(tmp_path):
@@ -24,7 +26,8 @@ def test_run_records_and_says_where(tmp_path):
 
 def test_a_run_of_many_islands_is_summed_up_in_one_line():
     """20 vehicles at 1 Hz for 3 s: every island has barriers at 0, 1, 2 and 3 s and 3 hops."""
-    res = runner.invoke(app, ["run", "formation", "--duration", "3", "--set", "n_vehicles=20", "--no-progress"])
+    res = runner.invoke(app, ["run", "formation", "--duration", "3", "--set", "n_vehicles=20", "--no-progress",
+                              "--stats"])
     assert res.exit_code == 0, res.output
     text = " ".join(res.output.split())
     assert "island v00:" not in text
@@ -40,3 +43,106 @@ def test_unknown_scenario_and_bad_parameter_are_clear_errors():
     assert res.exit_code == 2 and "mass_kg" in res.output and "greater than 0" in res.output
     res = runner.invoke(app, ["run", "lander", "--set", "oops", "--no-progress"])
     assert res.exit_code != 0 and "key=value" in res.output
+
+
+
+def test_version_is_the_installed_packages():
+    from importlib.metadata import version
+
+    res = runner.invoke(app, ["--version"])
+    assert res.exit_code == 0 and res.output.strip() == f"hopsim {version('hopsim')}"
+
+
+def test_scenarios_fit_a_terminal_and_one_scenario_shows_every_parameter():
+    res = runner.invoke(app, ["scenarios"])
+    assert res.exit_code == 0 and max(len(line) for line in res.output.splitlines()) <= 80
+    res = runner.invoke(app, ["scenarios", "lander"], env={"COLUMNS": "200"})
+    text = res.output
+    assert res.exit_code == 0 and "PydanticUndefined" not in text
+    row = next(line for line in text.splitlines() if "altitude_m" in line)
+    assert "float" in row and " m " in row and "100.0" in row and "initial height above ground" in row
+    res = runner.invoke(app, ["scenarios", "landr"])
+    assert res.exit_code == 2 and "lander" in res.output
+
+
+def test_faults_lists_targets_kinds_and_the_fields_they_read():
+    res = runner.invoke(app, ["faults", "lander"], env={"COLUMNS": "200"})
+    rows = [line for line in res.output.splitlines() if "disturbance" in line and "body" in line]
+    assert res.exit_code == 0 and rows and "force_N" in rows[0] and "duration_s" in rows[0]
+
+
+def test_vector_parameters_from_the_command_line(tmp_path):
+    import json
+
+    for text in ("0,0.3,0.1", "[0,0.3,0.1]"):
+        out = tmp_path / "boom.mcap"
+        res = runner.invoke(app, ["run", "deploy_boom", "--duration", "1", "--set", f"boom_offset_m={text}",
+                                  "--out", str(out), "--no-progress"])
+        assert res.exit_code == 0, res.output
+        params = json.loads(read_metadata(out)["hopsim.run"]["parameters_json"])
+        assert params["boom_offset_m"] == [0.0, 0.3, 0.1]
+
+
+def test_every_fault_field_reaches_the_model_and_an_ignored_one_is_an_error(tmp_path):
+    from hopsim.bus.reading import read_recording
+    from hopsim.bus.compare import decode_payload
+
+    out = tmp_path / "f.mcap"
+    res = runner.invoke(app, ["run", "lander", "--duration", "4", "--out", str(out), "--no-progress",
+                              "--fault", "t=1,target=body,kind=disturbance,force=[0,0,5.5],duration=2"])
+    assert res.exit_code == 0, res.output
+    envs, _ = read_recording(out)
+    fault = next(decode_payload(e) for e in envs if e.topic == "faults/body")
+    assert (fault.force_N.z, fault.duration_s, fault.kind) == (5.5, 2.0, "disturbance")
+    for extra, word in (("value=3", "ignores value"), ("torque=[1,0,0]", "ignores torque_B"),
+                        ("colour=red", "no field 'colour'")):
+        res = runner.invoke(app, ["run", "lander", "--duration", "4", "--no-progress",
+                                  "--fault", f"t=1,target=body,kind=disturbance,force=[0,0,1],{extra}"])
+        assert res.exit_code == 2 and word in " ".join(res.output.split()), res.output
+    res = runner.invoke(app, ["run", "lander", "--duration", "4", "--no-progress",
+                              "--fault", "t=9,target=body,kind=thrust_scale,value=0"])
+    assert res.exit_code == 2 and "after the run's end" in res.output
+
+
+def test_the_run_ends_with_its_outcome_a_dead_engine_falls_as_kepler_would_have_it(tmp_path):
+    """thrust_scale 0 from t = 0: free fall from 100 m at 1.62 m/s^2 lands after sqrt(2h/g) at sqrt(2gh)."""
+    import json
+    import math
+
+    out = tmp_path / "fall.mcap"
+    res = runner.invoke(app, ["run", "lander", "--set", "altitude_m=100", "--set", "stop_on_touchdown=true",
+                              "--fault", "t=0,target=body,kind=thrust_scale,value=0", "--out", str(out),
+                              "--no-progress"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    outcome = json.loads(read_metadata(out)["hopsim.result"]["outcome_json"])
+    assert outcome["touchdown_s"] == pytest.approx(math.sqrt(2 * 100 / 1.62), abs=2e-6)
+    assert outcome["touchdown_speed_mps"] == pytest.approx(math.sqrt(2 * 1.62 * 100), rel=1e-6)
+    assert "touchdown_speed_mps" in res.output and f"{outcome['touchdown_speed_mps']:.6g}" in res.output
+    assert "island lander:" not in res.output             # kernel statistics only with --stats
+
+
+def test_replay_out_records_the_replayed_run(tmp_path):
+    src, again = tmp_path / "a.mcap", tmp_path / "b.mcap"
+    assert runner.invoke(app, ["run", "lander", "--duration", "5", "--out", str(src), "--no-progress"]).exit_code == 0
+    res = runner.invoke(app, ["replay", str(src), "--out", str(again)])
+    assert res.exit_code == 0 and "identical" in res.output and again.exists()
+    res = runner.invoke(app, ["replay", str(src), "--set", "control_gain=0.5", "--out", str(again)])
+    assert res.exit_code == 1 and "diverged" in res.output
+    assert read_metadata(again)["hopsim.run"]["parameters_json"].count('"control_gain":0.5') == 1
+
+
+def test_resume_reports_the_part_it_ran(tmp_path):
+    res = runner.invoke(app, ["run", "lander", "--duration", "20", "--checkpoint-every", "15",
+                              "--checkpoint-dir", str(tmp_path), "--no-progress"])
+    assert res.exit_code == 0
+    ckpt = next(tmp_path.glob("lander_t00000015.000000000.ckpt"))
+    res = runner.invoke(app, ["resume", str(ckpt), "--no-progress"])
+    assert res.exit_code == 0 and "5 s simulated (from the checkpoint at 15 s)" in " ".join(res.output.split())
+
+
+def test_an_empty_file_is_reported_as_empty(tmp_path):
+    empty = tmp_path / "empty.mcap"
+    empty.write_bytes(b"")
+    res = runner.invoke(app, ["inspect", str(empty)])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 1 and "empty (0 bytes)" in text and "interrupted" not in text

@@ -179,7 +179,7 @@ class FormationThruster(ContinuousModel):
     """
 
     inputs: ClassVar[dict[str, In]] = {"cmd": In(Wrench)}
-    accepts_faults = ("thrust_scale",)
+    accepts_faults = {"thrust_scale": ("value", "clear")}
     loads_constant_over_hop = True      # the commanded force is held across a hop
 
     def __init__(self, name: str, body, max_thrust_N: float, min_thrust_N: float = 0.0):
@@ -294,7 +294,7 @@ class NeighbourRadio(Model):
     outputs: ClassVar[dict[str, Out]] = {"rx": Out(VehicleState, queue=True)}
     io_schedule = NoIo()
     feed_through = True
-    accepts_faults = ("radio_loss",)
+    accepts_faults = {"radio_loss": ("value", "clear")}
 
     def __init__(self, name: str, n_neighbours: int, loss: float = 0.0):
         self.inputs = {f"n{k}": In(VehicleState) for k in range(n_neighbours)}

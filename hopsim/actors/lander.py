@@ -24,7 +24,7 @@ class LanderBody(ContinuousModel):
     outputs = {"state": Out(VehicleState), "power_draw": Out(Scalar)}
     io_schedule = FixedRate(20.0)
     feed_through = False
-    accepts_faults = ("thrust_scale", "disturbance")
+    accepts_faults = {"thrust_scale": ("value", "clear"), "disturbance": ("force_N", "duration_s", "clear")}
 
     def __init__(self, name: str, h0_m: float, v0_mps: float = 0.0, mass_kg: float = 50.0,
                  gravity_mps2: float = 1.62, max_thrust_N: float = 150.0, engine_power_W: float = 60.0,
@@ -100,7 +100,7 @@ class Altimeter(Model):
     outputs = {"altitude": Out(Scalar)}
     io_schedule = FixedRate(20.0)
     feed_through = False
-    accepts_faults = ("sensor_bias", "noise_scale", "dropout")
+    accepts_faults = {"sensor_bias": ("value", "clear"), "noise_scale": ("value", "clear"), "dropout": ("clear",)}
 
     def __init__(self, name: str, noise_m: float = 0.05, bias_m: float = 0.0, rate_hz: float = 20.0):
         super().__init__(name)

@@ -186,7 +186,7 @@ class RigidVehicleDynamics(ContinuousModel):
 
     state_names = STATE_NAMES
     outputs = {"state": Out(VehicleState)}
-    accepts_faults = ("disturbance",)
+    accepts_faults = {"disturbance": ("force_N", "torque_B", "duration_s", "clear")}
     loads_constant_over_hop = True      # the disturbance is held across a hop
     # welds are links between models, made and broken at barriers only (never inside a hop)
     # _quat_fixed lives within one hop (propagate_hop to end_hop): always False between hops

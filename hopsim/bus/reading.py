@@ -30,6 +30,8 @@ class RecordingReport:
     metadata: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def summary(self) -> str:
+        if self.problem == "empty file":
+            return f"{self.path}: empty (0 bytes): not a recording, and nothing to recover"
         last = "no message" if self.last_t_ns is None else f"last at t = {self.last_t_ns / 1e9:.9g} s"
         if self.complete:
             return f"{self.path}: complete, {self.messages} messages, {last}"
@@ -44,6 +46,9 @@ def read_recording(path: str | Path) -> tuple[list[EnvelopeProto], RecordingRepo
     envelopes: list[EnvelopeProto] = []
     if not path.exists():
         report.problem = "no such file"
+        return envelopes, report
+    if report.size_bytes == 0:
+        report.problem = "empty file"
         return envelopes, report
     schemas: dict[int, Schema] = {}
     channels: dict[int, Channel] = {}

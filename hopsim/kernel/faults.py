@@ -13,3 +13,28 @@ KILL = "kill"               # the fault every model accepts: its process dies
 def fault_topic(model_name: str) -> str:
     """The queue on which a model receives its faults."""
     return f"faults/{model_name}"
+
+
+# every field of a Fault message a model may read, beside ``target`` and ``kind``
+FAULT_FIELDS = {
+    "index": "which unit: thruster 0..11, sensor axis; -1 for all",
+    "value": "the magnitude: a scale, a bias, a probability or a delay (s), by kind",
+    "duration_s": "how long it lasts (s); 0 until cleared",
+    "vehicles": "the vehicles on one side of a radio partition",
+    "force_N": "disturbance force (N, inertial frame N)",
+    "torque_B": "disturbance torque about the centre of mass (N m, body frame B)",
+    "clear": "end this kind of fault instead of starting one",
+}
+
+
+def fault_kinds(model_cls) -> dict[str, tuple[str, ...]]:
+    """The fault kinds a model class accepts, each with the Fault fields it reads (``kill``, which
+    every model accepts, reads none). A class may list kinds only (a tuple): then each reads every
+    field, as far as anyone can tell."""
+    accepts = model_cls.accepts_faults
+    if isinstance(accepts, dict):
+        kinds = {kind: tuple(fields) for kind, fields in accepts.items()}
+    else:
+        kinds = {kind: tuple(FAULT_FIELDS) for kind in accepts}
+    kinds[KILL] = ()
+    return kinds

@@ -97,7 +97,9 @@ class Model(InlineAttributes):
     outputs: ClassVar[dict[str, Out]] = {}
     io_schedule: ClassVar[IoSchedule] = DefaultRate()
     feed_through: ClassVar[bool | None] = None
-    accepts_faults: ClassVar[tuple[str, ...]] = ()
+    # the fault kinds on_fault handles: a tuple of kinds, or {kind: the Fault fields it reads}
+    # (see hopsim.kernel.faults.FAULT_FIELDS); every model also accepts ``kill``
+    accepts_faults: ClassVar[tuple[str, ...] | dict[str, tuple[str, ...]]] = ()
     is_continuous: ClassVar[bool] = False
 
     # Attributes owned by the framework, excluded from the default snapshot.

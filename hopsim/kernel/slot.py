@@ -36,7 +36,7 @@ class Slot(InlineAttributes):
         self.feed_through = model.has_feed_through()
         self.io_schedule = model.io_schedule
         self.variable_rate = isinstance(model.io_schedule, VariableRate)
-        self.accepts_faults = tuple(model.accepts_faults)
+        self.accepts_faults = tuple(model.accepts_faults)      # the kinds (a dict gives its keys)
         self.in_topics = ties_in          # port -> topic
         self.out_topics = ties_out        # port -> (topic, latency_ns, priority, queue)
         self.seq = 0

@@ -6,8 +6,9 @@ register themselves with :func:`scenario`; ``hopsim scenarios`` lists them.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -41,19 +42,103 @@ class FaultSpec(BaseModel):
 
     @classmethod
     def parse(cls, text: str) -> "FaultSpec":
-        """From the command line: ``t=12.5,target=sph2.thrusters,kind=thruster_stuck_off,index=3``."""
+        """From the command line: ``t=12.5,target=sph2.thrusters,kind=thruster_stuck_off,index=3``;
+        vectors as ``force_N=[1,0,0]`` or ``force=1;0;0``; ``vehicles=sph1+sph2``."""
         fields: dict = {}
-        for item in text.split(","):
+        for item in split_outside_brackets(text):
             key, sep, value = item.partition("=")
             if not sep:
                 raise ValueError(f"--fault takes key=value pairs separated by commas, got {item!r} in {text!r}")
-            key = {"t": "t_s", "duration": "duration_s"}.get(key.strip(), key.strip())
-            fields[key] = value.strip().split("+") if key == "vehicles" else value.strip()
+            key = FAULT_ALIASES.get(key.strip(), key.strip())
+            if key not in cls.model_fields:
+                raise ValueError(f"--fault {text!r}: no field {key!r}; fields: t, target, kind, "
+                                 f"{', '.join(f for f in cls.model_fields if f not in ('t_s', 'target', 'kind'))}")
+            value = value.strip()
+            if key == "vehicles":
+                fields[key] = [v for v in value.split("+") if v]
+            elif key in ("force_N", "torque_B"):
+                fields[key] = parse_vector(value)
+            else:
+                fields[key] = value
         try:
             return cls(**fields)
         except ValidationError as err:
             raise ValueError(f"--fault {text!r}: " + "; ".join(
                 f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())) from None
+
+    def fields_set(self) -> list[str]:
+        """The optional fields that differ from their defaults (what this fault asks of its target)."""
+        return [name for name, f in type(self).model_fields.items()
+                if name not in ("t_s", "target", "kind") and getattr(self, name) != f.default]
+
+    def check_fields(self, reads: tuple[str, ...]) -> None:
+        """A field its target would ignore for this kind is an error naming it (``reads``: the
+        fields the target reads, :func:`hopsim.kernel.faults.fault_kinds`)."""
+        ignored = [f for f in self.fields_set() if f not in reads]
+        if ignored:
+            raise ValueError(f"fault {self.kind!r} on {self.target!r} ignores {', '.join(ignored)}; it reads "
+                             f"{', '.join(reads) or 'no field'} (see `hopsim faults SCENARIO`)")
+
+
+FAULT_ALIASES = {"t": "t_s", "duration": "duration_s", "force": "force_N", "torque": "torque_B"}
+
+
+def split_outside_brackets(text: str, sep: str = ",") -> list[str]:
+    """``a=1,b=[1,2],c=3`` -> ["a=1", "b=[1,2]", "c=3"]."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p for p in parts if p.strip()]
+
+
+def parse_vector(text: str) -> list[str]:
+    """``[1,0,0]``, ``(1,0,0)``, ``1,0,0`` or ``1;0;0`` -> ["1", "0", "0"] (pydantic converts)."""
+    inner = text.strip()
+    if inner[:1] in "[(" and inner[-1:] in "])":
+        inner = inner[1:-1]
+    return [v.strip() for v in inner.replace(";", ",").split(",") if v.strip()]
+
+
+def nest_dotted(overrides: dict[str, Any]) -> dict[str, Any]:
+    """``{"contact.restitution": "0.9"}`` -> ``{"contact": {"restitution": "0.9"}}`` (from --set)."""
+    out: dict[str, Any] = {}
+    for key, value in overrides.items():
+        if "." not in key:
+            out[key] = value
+            continue
+        head, rest = key.split(".", 1)
+        node = out.setdefault(head, {})
+        if not isinstance(node, dict):
+            raise ScenarioError(f"parameter {head!r} is given both as a whole and as {key!r}")
+        node.update(nest_dotted({rest: value}))
+    return out
+
+
+def from_command_line(annotation: Any, text: str, name: str) -> Any:
+    """A --set value as the parameter's type wants it: vectors and lists from ``0,0.3,0.1`` or
+    ``[0,0.3,0.1]``, lists and objects from JSON; everything else stays text, for pydantic."""
+    origin = get_origin(annotation) or annotation
+    stripped = text.strip()
+    if origin in (tuple, list):
+        if stripped.startswith("["):
+            try:
+                return json.loads(stripped)
+            except ValueError:
+                return parse_vector(stripped)
+        return parse_vector(stripped)
+    if stripped[:1] in "[{" and origin is not str:
+        try:
+            return json.loads(stripped)
+        except ValueError as err:
+            raise ScenarioError(f"--set {name}={text}: not valid JSON ({err})") from None
+    return text
 
 
 class ScenarioParams(BaseModel):
@@ -77,8 +162,11 @@ class ScenarioSpec:
 
     def make_params(self, overrides: dict[str, Any] | None = None) -> ScenarioParams:
         """Validate ``overrides`` (strings from the command line are converted) into parameters."""
-        overrides = dict(overrides or {})
+        overrides = nest_dotted(dict(overrides or {}))
         fields = self.params.model_fields
+        for key, value in list(overrides.items()):
+            if isinstance(value, str) and key in fields:
+                overrides[key] = from_command_line(fields[key].annotation, value, key)
         unknown = sorted(set(overrides) - set(fields))
         if unknown:
             raise ScenarioError(

@@ -51,8 +51,11 @@ def _is_kernel(source: str) -> bool:
 
 
 def replay_recording(path: str | Path, live: list[str] | None = None,
-                     overrides: dict | None = None) -> ReplayResult:
-    """Replay ``path``; ``live=None`` is a full replay, a list a partial one (empty: playback only)."""
+                     overrides: dict | None = None, out: str | Path | None = None) -> ReplayResult:
+    """Replay ``path``; ``live=None`` is a full replay, a list a partial one (empty: playback only).
+    ``out`` records the replayed run (diverged or not) to a new MCAP file."""
+    if out is not None and Path(out).resolve() == Path(path).resolve():
+        raise ReplayError(f"--out {out} is the recording being replayed; choose another file")
     recorded, report = read_recording(path)
     run = report.metadata.get(RUN_METADATA)
     if run is None:
@@ -78,11 +81,11 @@ def replay_recording(path: str | Path, live: list[str] | None = None,
     t0 = time.perf_counter()
     try:
         result = run_scenario(run["scenario"], params, seed=int(run["seed"]), duration_s=duration_s,
-                              keep_stream=True, playback=plan)
+                              keep_stream=True, playback=plan, out=out)
     except ScenarioError as err:
         raise ReplayError(f"{path}: cannot re-run the recorded scenario: {err}") from None
     wall = time.perf_counter() - t0
-    replayed = [e.to_proto() for e in result.recorder.envelopes]
+    replayed = read_recording(out)[0] if out is not None else [e.to_proto() for e in result.recorder.envelopes]
     if not report.complete and report.last_t_ns is not None:
         replayed = [e for e in replayed if e.t_ns < report.last_t_ns]
     if plan is not None:

@@ -14,7 +14,7 @@ from hopsim.bus.recorder import McapRecorder, MemoryRecorder, dumps_params
 from hopsim.kernel import Simulation, checkpoint
 from hopsim.kernel.distributed import make_runtime
 from hopsim.kernel.errors import ActorKilled
-from hopsim.kernel.faults import KILL
+from hopsim.kernel.faults import KILL, fault_kinds
 from hopsim.kernel.simtime import seconds
 from hopsim.scenarios.registry import ScenarioError
 from hopsim.scenarios.catalog import get_scenario
@@ -74,6 +74,18 @@ class RunResult:
     sim: Simulation | None = None
     recorder: Any = None
     cpu: dict[str, Any] = field(default_factory=dict)
+    outcome: dict[str, Any] = field(default_factory=dict)     # the scenario's outcome metrics
+    resumed_at_s: float | None = None                           # where a resumed run started
+
+    @property
+    def simulated_s(self) -> float:
+        """Simulated seconds this run covered (a resumed run: from its checkpoint on)."""
+        return self.end_time_s - (self.resumed_at_s or 0.0)
+
+
+def outcome_json(outcome: dict[str, Any]) -> str:
+    """Outcome metrics as JSON (numpy scalars as Python numbers)."""
+    return json.dumps({k: (v.item() if hasattr(v, "item") else v) for k, v in outcome.items()}, sort_keys=False)
 
 
 def state_hash(sim: Simulation) -> str:
@@ -111,10 +123,14 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     spec = get_scenario(name)
     params = spec.make_params(overrides)
     duration_s = spec.default_duration_s if duration_s is None else duration_s
-    if not duration_s > 0:
-        raise ScenarioError(f"duration must be positive, got {duration_s} s")
-    if checkpoint_every_s is not None and not checkpoint_every_s > 0:
-        raise ScenarioError(f"--checkpoint-every must be positive, got {checkpoint_every_s} s")
+    if not (math.isfinite(duration_s) and duration_s > 0):
+        raise ScenarioError(f"duration must be a positive number of seconds, got {duration_s}")
+    if checkpoint_every_s is not None and not (math.isfinite(checkpoint_every_s) and checkpoint_every_s > 0):
+        raise ScenarioError(f"--checkpoint-every must be a positive number of seconds, got {checkpoint_every_s}")
+    late = [f for f in params.faults if f.t_s > duration_s]
+    if late and resume_from is None:
+        raise ScenarioError(f"fault {late[0].kind!r} on {late[0].target!r} at {late[0].t_s:g} s comes after the "
+                            f"run's end ({duration_s:g} s): run longer (--duration) or move the fault")
     options = {"address": ray_address} if ray_address else {}
     if placement is not None:
         options["placement"] = placement
@@ -155,8 +171,10 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     stats["skipped_checkpoints"] = run.skipped_checkpoints
     stats["stop_replays"] = run.stop_replays
     cpu = sim.cpu_report() if cpu_accounting else {}
+    outcome = spec.outcome(sim) if spec.outcome is not None else {}
     if recorder is not None:
         recorder.close({"end_time_s": sim.time, "stop_reason": reason, "final_state_sha256": state_hash(sim),
+                        "outcome_json": outcome_json(outcome),
                         "cpu_json": json.dumps(cpu, sort_keys=True),
                         "recoveries_json": json.dumps(run.recoveries)})
         count, digest = recorder.digest.count, recorder.digest.hexdigest()
@@ -167,7 +185,8 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     runtime.shutdown()
     return RunResult(name, seed, duration_s, sim.time, reason, wall, count, digest,
                      Path(out) if out else None, stats, sim if keep_stream else None,
-                     recorder if keep_stream else None, cpu)
+                     recorder if keep_stream else None, cpu, outcome,
+                     resume_from["t_ns"] / 1e9 if resume_from else None)
 
 
 def checkpoint_times(now_ns: int, duration_s: float, every_s: float | None) -> list[int]:
@@ -216,6 +235,7 @@ class ScenarioRun:
         for fault in self.params.faults:
             try:
                 sim.schedule_fault(fault.message(), fault.t_s)
+                fault.check_fields(fault_kinds(sim.slot(fault.target).cls)[fault.kind])
             except ValueError as err:
                 raise ScenarioError(str(err)) from None
         sim.handled_kills = handled            # before restore: hosts take a copy when they start

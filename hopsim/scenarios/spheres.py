@@ -23,7 +23,7 @@ from pydantic import Field
 
 from hopsim.actors.spheres import packets
 from hopsim.actors.spheres.assembly import LAPTOP_NAME, add_comm, add_vehicle
-from hopsim.actors.spheres.frames import from_yaw
+from hopsim.actors.spheres.frames import from_yaw, yaw
 from hopsim.actors.spheres.params import TestbedParams, vehicle_params
 from hopsim.actors.spheres.programs import DockingFollower, DockingLeader, Follower, LeaderSquare, square_maneuvers
 from hopsim.kernel import Simulation
@@ -116,9 +116,23 @@ class CooperativeDockingParams(SpheresCommon):
     x_step_m: float = Field(-0.30, description="both move this far in X at 25 s")
 
 
+def cooperative_docking_outcome(sim: Simulation) -> dict:
+    """The approach along Y at the end: the gap between the centres (m) and its error against
+    ``gap_m``, the offset across it in X (m), the follower's yaw (deg; +90 faces the leader), and
+    the propellant used by each vehicle (g)."""
+    p = sim.scenario_params
+    leader, follower = sim.model("sph1"), sim.model("sph2")
+    gap = float(leader.r_BN_N[1] - follower.r_BN_N[1])
+    used = {v: 1e3 * float(np.sum(sim.model(f"{v}_thrusters").propellant_used_kg)) for v in ("sph1", "sph2")}
+    return {"gap_m": gap, "gap_error_m": gap - p.gap_m,
+            "x_offset_m": float(follower.r_BN_N[0] - leader.r_BN_N[0]),
+            "follower_yaw_deg": math.degrees(yaw(follower.q_BN)),
+            "leader_propellant_g": used["sph1"], "follower_propellant_g": used["sph2"]}
+
+
 @scenario("cooperative_docking", CooperativeDockingParams,
           "SPHERES follower turns 90 deg and closes to 21 cm of a station-keeping leader (seed 4.4)",
-          default_duration_s=40.0)
+          default_duration_s=40.0, outcome=cooperative_docking_outcome)
 def build_cooperative_docking(sim: Simulation, p: CooperativeDockingParams) -> None:
     params, testbed = p.params_for()
     sensors = (not p.perfect_state) if p.sensors is None else p.sensors

@@ -52,7 +52,8 @@ class RadioChannel(Model):
 
     io_schedule = VariableRate()
     feed_through = False
-    accepts_faults = ("radio_loss", "radio_delay", "partition")
+    accepts_faults = {"radio_loss": ("value", "duration_s", "clear"), "radio_delay": ("value", "duration_s", "clear"),
+                      "partition": ("vehicles", "duration_s", "clear")}
 
     def __init__(self, name: str, nodes: list[str], node_ids: dict[str, int], params: RadioParams):
         self.inputs = {tx_port(n): In(RadioPacket, queue=True) for n in nodes}

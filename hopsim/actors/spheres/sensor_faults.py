@@ -9,7 +9,11 @@ import numpy as np
 
 from hopsim.kernel.simtime import seconds
 
-SENSOR_FAULTS = ("sensor_bias", "noise_scale", "dropout")
+# the kinds, and the Fault fields each reads: the bias of one channel (index, -1 for all) or
+# the noise scale, in value; dropout's value is the fraction of samples lost
+SENSOR_FAULTS = {"sensor_bias": ("index", "value", "duration_s", "clear"),
+                 "noise_scale": ("value", "duration_s", "clear"),
+                 "dropout": ("value", "duration_s", "clear")}
 
 
 class SensorFaults:
@@ -25,7 +29,7 @@ class SensorFaults:
     def apply(self, fault, t_ns: int) -> None:
         """Set or clear one fault (index = channel for sensor_bias, -1 for all)."""
         if fault.kind not in SENSOR_FAULTS:
-            raise ValueError(f"not a sensor fault: {fault.kind!r}; sensors accept {SENSOR_FAULTS}")
+            raise ValueError(f"not a sensor fault: {fault.kind!r}; sensors accept {tuple(SENSOR_FAULTS)}")
         self._set(fault.kind, fault.index, None if fault.clear else fault.value)
         key = (fault.kind, fault.index)
         if not fault.clear and fault.duration_s > 0:

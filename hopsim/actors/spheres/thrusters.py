@@ -64,7 +64,9 @@ class ThrusterSimulator(ContinuousModel):
     outputs = {"valves": Out(ValveState)}
     io_schedule = VariableRate()
     feed_through = True
-    accepts_faults = ("thruster_stuck_off", "thruster_stuck_on", "thrust_scale")
+    accepts_faults = {"thruster_stuck_off": ("index", "duration_s", "clear"),
+                      "thruster_stuck_on": ("index", "duration_s", "clear"),
+                      "thrust_scale": ("index", "value", "duration_s", "clear")}
     loads_constant_over_hop = True      # valves switch only at barriers
 
     def __init__(self, name: str, body, params: ThrusterParams, vehicle: str | None = None):
