@@ -24,6 +24,56 @@ def _parse_sets(items: list[str]) -> dict[str, str]:
     return out
 
 
+class CompileNotice:
+    """Says when numba compiles (a first run, or a first run after an upgrade) and how long it
+    took: nothing compiles in silence. Later runs load the compiled kernels from the cache
+    (``__pycache__`` beside the sources) and print nothing."""
+
+    def __init__(self):
+        from numba.core import event
+
+        self.count, self.seconds, self._depth, self._t0, self._reported = 0, 0.0, 0, 0.0, 0
+        listener = self
+
+        class _Listener(event.Listener):
+            def on_start(self, ev):
+                listener.started()
+
+            def on_end(self, ev):
+                listener.ended()
+
+        self._listener = _Listener()
+        event.register("numba:compile", self._listener)
+
+    def started(self) -> None:
+        import time
+
+        if self._depth == 0:
+            if self.count == 0:
+                err.print("compiling numerical kernels (first run only; later runs load them from the cache)...")
+            self._t0 = time.perf_counter()
+        self._depth += 1
+
+    def ended(self) -> None:
+        import time
+
+        self._depth -= 1
+        self.count += 1                          # every function, those compiled for another too
+        if self._depth == 0:
+            self.seconds += time.perf_counter() - self._t0
+            if self.count // 40 != self._reported:
+                self._reported = self.count // 40
+                err.print(f"  ... {self.count} functions, {self.seconds:.0f} s")
+
+    def close(self) -> None:
+        from numba.core import event
+
+        event.unregister("numba:compile", self._listener)
+        if self.count:
+            err.print(f"compiled numerical kernels in {self.seconds:.1f} s ({self.count} functions; cached for "
+                      f"later runs)")
+
+
 def _version(value: bool) -> None:
     if value:
         from importlib.metadata import version
@@ -33,9 +83,12 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def main_options(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+def main_options(ctx: typer.Context,
+                 version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                               help="print hopsim's version and exit")) -> None:
     """hopsim: formations of small spacecraft as a discrete-event actor simulation."""
+    notice = CompileNotice()
+    ctx.call_on_close(notice.close)
 
 
 UNITS = (("_mps2", "m/s^2"), ("_mps", "m/s"), ("_kgm2", "kg m^2"), ("_Wh", "Wh"), ("_hz", "Hz"), ("_deg", "deg"),
