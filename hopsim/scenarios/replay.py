@@ -15,6 +15,7 @@ continuous models whose zero-crossings they report are not running.
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,10 +79,15 @@ def replay_recording(path: str | Path, live: list[str] | None = None,
                 continue
             by_source.setdefault(env.source, []).append((env.t_ns, env.topic, decode_payload(env)))
         plan = PlaybackPlan(set(live), by_source)
+    # a run that took checkpoints had a barrier of every island at each: the replay takes them too
+    # (in a scratch directory), so that its islands hop exactly as the recorded ones did
+    every = run.get("checkpoint_every_s") or None
     t0 = time.perf_counter()
     try:
-        result = run_scenario(run["scenario"], params, seed=int(run["seed"]), duration_s=duration_s,
-                              keep_stream=True, playback=plan, out=out)
+        with tempfile.TemporaryDirectory(prefix="hopsim-replay-") as scratch:
+            result = run_scenario(run["scenario"], params, seed=int(run["seed"]), duration_s=duration_s,
+                                  keep_stream=True, playback=plan, out=out,
+                                  checkpoint_every_s=float(every) if every else None, checkpoint_dir=scratch)
     except ScenarioError as err:
         raise ReplayError(f"{path}: cannot re-run the recorded scenario: {err}") from None
     wall = time.perf_counter() - t0

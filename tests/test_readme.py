@@ -1,0 +1,114 @@
+"""The README is executable: every `hopsim` command in its code blocks and its Python program run
+as written, in order, in one fresh directory; a README change that breaks one fails here.
+
+What runs, read from README.md:
+
+- each line of an indented or fenced shell block that starts with ``hopsim`` or
+  ``.venv/bin/hopsim`` (a trailing ``\\`` joins the next line; ``# ...`` is a comment). It must
+  exit 0, or 1 when its comment says it ``diverges`` (a replay that is meant to differ). Commands
+  that name a cluster of their own (``--ray-address``) are left out: they need ``ray start``;
+- each ```` ```toml ```` block whose first line is ``# NAME`` is written to ``NAME`` first;
+- each ```` ```python ```` block runs as a script.
+
+``make`` lines are what CI itself runs; ``ray start`` lines start a cluster. Neither runs here.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def blocks(text: str) -> list[tuple[str, list[str]]]:
+    """(language, lines) of every code block: fenced (```lang) or indented by four spaces."""
+    out: list[tuple[str, list[str]]] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("```"):
+            lang = line[3:].strip()
+            body = []
+            i += 1
+            while i < len(lines) and not lines[i].startswith("```"):
+                body.append(lines[i])
+                i += 1
+            out.append((lang, body))
+        elif line.startswith("    ") and (i == 0 or not lines[i - 1].strip()):
+            body = []
+            while i < len(lines) and (lines[i].startswith("    ") or not lines[i].strip()):
+                body.append(lines[i][4:])
+                i += 1
+            out.append(("sh", body))
+            continue
+        i += 1
+    return out
+
+
+def commands(text: str) -> list[tuple[list[str], int]]:
+    """(argv after ``hopsim``, expected exit code) of every command the README shows, in order."""
+    found = []
+    for lang, body in blocks(text):
+        if lang not in ("sh", "", "bash", "console"):
+            continue
+        joined: list[str] = []
+        for line in body:
+            if joined and joined[-1].endswith("\\"):
+                joined[-1] = joined[-1][:-1] + " " + line.strip()
+            else:
+                joined.append(line.strip())
+        for line in joined:
+            command, _, comment = line.partition("  #")
+            words = shlex.split(command, comments=True)
+            if not words or words[0] not in ("hopsim", ".venv/bin/hopsim"):
+                continue
+            if "--ray-address" in words:
+                continue
+            found.append((words[1:], 1 if "diverges" in comment else 0))
+    return found
+
+
+TEXT = README.read_text()
+COMMANDS = commands(TEXT)
+
+
+def test_the_readme_shows_commands_and_a_program():
+    assert len(COMMANDS) >= 20
+    assert any(lang == "python" for lang, _ in blocks(TEXT))
+
+
+def _hopsim(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hopsim.cli", *args, *(["--no-progress"] if _has_progress(args) else [])],
+                          cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def _has_progress(args: list[str]) -> bool:
+    return bool(args) and args[0] in ("run", "resume") and "--no-progress" not in args
+
+
+@pytest.mark.ray
+def test_every_readme_command_and_program_runs_as_written(tmp_path):
+    for lang, body in blocks(TEXT):
+        if lang == "toml" and body and re.fullmatch(r"# [\w.-]+", body[0].strip()):
+            (tmp_path / body[0].strip()[2:]).write_text("\n".join(body) + "\n")
+    failures = []
+    for args, expected in COMMANDS:
+        done = _hopsim(args, tmp_path)
+        if done.returncode != expected or "Traceback" in done.stderr:
+            failures.append(f"hopsim {' '.join(args)} -> exit {done.returncode} (expected {expected})\n"
+                            f"{done.stdout[-800:]}\n{done.stderr[-1500:]}")
+    for lang, body in blocks(TEXT):
+        if lang == "python":
+            script = tmp_path / "readme_program.py"
+            script.write_text("\n".join(body) + "\n")
+            done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                                  timeout=600)
+            if done.returncode != 0:
+                failures.append(f"the README's Python program -> exit {done.returncode}\n{done.stderr[-1500:]}")
+    assert not failures, "\n\n".join(failures)
