@@ -131,13 +131,20 @@ def test_replay_out_records_the_replayed_run(tmp_path):
     assert read_metadata(again)["hopsim.run"]["parameters_json"].count('"control_gain":0.5') == 1
 
 
-def test_resume_reports_the_part_it_ran(tmp_path):
-    res = runner.invoke(app, ["run", "lander", "--duration", "20", "--checkpoint-every", "15",
+def test_resume_reports_the_part_it_ran_and_every_kind_of_recording_replays_identical(tmp_path):
+    full, rest = tmp_path / "full.mcap", tmp_path / "rest.mcap"
+    res = runner.invoke(app, ["run", "lander", "--duration", "20", "--checkpoint-every", "15", "--out", str(full),
                               "--checkpoint-dir", str(tmp_path), "--no-progress"])
     assert res.exit_code == 0
     ckpt = next(tmp_path.glob("lander_t00000015.000000000.ckpt"))
-    res = runner.invoke(app, ["resume", str(ckpt), "--no-progress"])
+    res = runner.invoke(app, ["resume", str(ckpt), "--out", str(rest), "--no-progress"])
     assert res.exit_code == 0 and "5 s simulated (from the checkpoint at 15 s)" in " ".join(res.output.split())
+    for recording in (full, rest):                     # checkpointed, and resumed
+        res = runner.invoke(app, ["replay", str(recording)])
+        assert res.exit_code == 0 and "identical" in res.output, res.output
+    ckpt.write_bytes(ckpt.read_bytes() + b"x")
+    res = runner.invoke(app, ["replay", str(rest)])
+    assert res.exit_code == 2 and "has changed" in " ".join(res.output.split())
 
 
 def test_an_empty_file_is_reported_as_empty(tmp_path):

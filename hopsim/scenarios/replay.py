@@ -51,6 +51,25 @@ def _is_kernel(source: str) -> bool:
     return source == "kernel" or source.startswith("kernel.")
 
 
+def resumed_state(path, run: dict) -> dict:
+    """The checkpoint a resumed recording started from, checked to be the very file it used."""
+    from hopsim.kernel.checkpoint import CheckpointError, load
+    from hopsim.scenarios.runner import check_description, file_sha256
+
+    ckpt = Path(run.get("resumed_from", ""))
+    if not run.get("resumed_from") or not ckpt.exists():
+        raise ReplayError(f"{path} was resumed from the checkpoint {ckpt}, which is not there; replaying it needs "
+                          f"that file (or replay the original run's recording)")
+    if file_sha256(ckpt) != run.get("resumed_from_sha256"):
+        raise ReplayError(f"{path} was resumed from {ckpt}, and that file has changed since (its SHA-256 differs)")
+    try:
+        description, state = load(ckpt)
+        check_description(description, ckpt)
+    except CheckpointError as err:
+        raise ReplayError(str(err)) from None
+    return state
+
+
 def replay_recording(path: str | Path, live: list[str] | None = None,
                      overrides: dict | None = None, out: str | Path | None = None) -> ReplayResult:
     """Replay ``path``; ``live=None`` is a full replay, a list a partial one (empty: playback only).
@@ -82,11 +101,14 @@ def replay_recording(path: str | Path, live: list[str] | None = None,
     # a run that took checkpoints had a barrier of every island at each: the replay takes them too
     # (in a scratch directory), so that its islands hop exactly as the recorded ones did
     every = run.get("checkpoint_every_s") or None
+    resume_from = resumed_state(path, run) if run.get("resumed_at_s") else None
+    if resume_from is not None and plan is not None:
+        raise ReplayError(f"{path} is a resumed run: replay it whole (a partial replay starts from the run's start)")
     t0 = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory(prefix="hopsim-replay-") as scratch:
             result = run_scenario(run["scenario"], params, seed=int(run["seed"]), duration_s=duration_s,
-                                  keep_stream=True, playback=plan, out=out,
+                                  keep_stream=True, playback=plan, out=out, resume_from=resume_from,
                                   checkpoint_every_s=float(every) if every else None, checkpoint_dir=scratch)
     except ScenarioError as err:
         raise ReplayError(f"{path}: cannot re-run the recorded scenario: {err}") from None

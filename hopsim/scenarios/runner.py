@@ -32,6 +32,12 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+def file_sha256(path: str | Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def check_description(description: dict, path) -> None:
     """What a checkpoint says of its run, checked before anything is built from it. A checkpoint
     is resumed only by the package versions that wrote it (the same hopsim, numpy, numba and
@@ -109,6 +115,7 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
                  progress: bool = False, keep_stream: bool = False, ray_address: str | None = None,
                  playback=None, checkpoint_every_s: float | None = None,
                  checkpoint_dir: str | Path | None = None, resume_from: dict | None = None,
+                 resume_file: str | Path | None = None,
                  cpu_accounting: bool = False, placement: str | None = None, batching: bool = False) -> RunResult:
     """Run scenario ``name``; record to ``out`` (MCAP) or, with keep_stream, to memory.
 
@@ -141,6 +148,9 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     metadata = {"scenario": name, "parameters_json": dumps_params(params.model_dump()), "seed": seed,
                 "duration_s": duration_s, "checkpoint_every_s": checkpoint_every_s or "",
                 "resumed_at_s": (resume_from["t_ns"] / 1e9) if resume_from else "",
+                # the checkpoint a resumed run started from, so that its recording can be replayed
+                "resumed_from": str(Path(resume_file).resolve()) if resume_file else "",
+                "resumed_from_sha256": file_sha256(resume_file) if resume_file else "",
                 "versions": json.dumps(package_versions(), sort_keys=True),
                 "platform": platform.platform(), "python": platform.python_version(),
                 "backend": runtime.name, "placement": runtime.placement}
@@ -351,4 +361,5 @@ def resume_run(checkpoint_file: str | Path, out: str | Path | None = None, durat
     return run_scenario(description["scenario"], description["overrides"], seed=description["seed"],
                         duration_s=duration_s or description["duration_s"], out=out, progress=progress,
                         keep_stream=keep_stream, checkpoint_every_s=description["checkpoint_every_s"],
-                        checkpoint_dir=checkpoint_dir or Path(checkpoint_file).parent, resume_from=state)
+                        checkpoint_dir=checkpoint_dir or Path(checkpoint_file).parent, resume_from=state,
+                        resume_file=checkpoint_file)
