@@ -153,3 +153,13 @@ def test_an_empty_file_is_reported_as_empty(tmp_path):
     res = runner.invoke(app, ["inspect", str(empty)])
     text = " ".join(res.output.split())
     assert res.exit_code == 1 and "empty (0 bytes)" in text and "interrupted" not in text
+
+
+def test_out_is_left_alone_when_the_run_is_refused(tmp_path):
+    out = tmp_path / "keep.mcap"
+    out.write_bytes(b"an earlier recording")
+    for extra in (["--set", "mass_kg=-1"], ["--fault", "t=1,target=nobody,kind=dropout"],
+                  ["--fault", "t=1,target=altimeter,kind=dropout,value=3"]):
+        res = runner.invoke(app, ["run", "lander", "--duration", "2", "--out", str(out), "--no-progress", *extra])
+        assert res.exit_code == 2, res.output
+        assert out.read_bytes() == b"an earlier recording"

@@ -86,19 +86,29 @@ class McapRecorder:
     def __init__(self, path: str | Path, metadata: dict[str, str] | None = None,
                  chunk_size: int = 1 << 20):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.path, "wb")
-        self._writer = McapWriter(self._file, chunk_size=chunk_size, compression=CompressionType.ZSTD)
-        self._writer.start(profile=PROFILE, library="hopsim")
+        self._chunk_size = chunk_size
+        self._metadata = {k: str(v) for k, v in (metadata or {}).items()}
+        self._file = None                   # opened at the first write: a run refused before it starts
+        self._writer_ = None                # leaves an existing file alone
         self._schemas: dict[str, int] = {}
         self._channels: dict[tuple[str, str], int] = {}
         self.digest = StreamDigest()
         self._buffer = StreamBuffer(self._write)
         self.segmented = False              # hold envelopes until commit() (runs that can recover)
         self._segment: list[Envelope] = []
-        if metadata:
-            self._writer.add_metadata(RUN_METADATA, {k: str(v) for k, v in metadata.items()})
         self._closed = False
+
+    @property
+    def _writer(self) -> McapWriter:
+        """The MCAP writer, its file opened (and the run's description written) on first use."""
+        if self._writer_ is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "wb")
+            self._writer_ = McapWriter(self._file, chunk_size=self._chunk_size, compression=CompressionType.ZSTD)
+            self._writer_.start(profile=PROFILE, library="hopsim")
+            if self._metadata:
+                self._writer_.add_metadata(RUN_METADATA, self._metadata)
+        return self._writer_
 
     def record(self, env: Envelope, latency_ns: int = 0, queue: bool = False) -> None:
         key = (env.topic, env.source)

@@ -154,6 +154,7 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
                 "versions": json.dumps(package_versions(), sort_keys=True),
                 "platform": platform.platform(), "python": platform.python_version(),
                 "backend": runtime.name, "placement": runtime.placement}
+    # an MCAP recorder opens its file at its first write: a run its build refuses leaves --out alone
     recorder = McapRecorder(out, metadata) if out else (MemoryRecorder() if keep_stream else None)
     run = ScenarioRun(spec, params, seed, runtime, recorder, playback, cpu_accounting,
                       duration_s if progress else None)
@@ -161,9 +162,13 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     description = {"scenario": name, "overrides": params.model_dump(), "seed": seed,
                    "duration_s": duration_s, "checkpoint_every_s": checkpoint_every_s,
                    "versions": package_versions()}
+    try:
+        run.build(resume_from)          # the scenario and its faults are valid before --out is touched
+    except BaseException:
+        runtime.shutdown()
+        raise
     wall0 = time.perf_counter()
     try:
-        run.build(resume_from)
         reason = run.advance(duration_s, checkpoint_every_s, Path(checkpoint_dir or "checkpoints"), description)
     except BaseException as err:
         # keep everything recorded so far, and say in the file why it ends there
