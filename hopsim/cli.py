@@ -74,6 +74,11 @@ class CompileNotice:
                       f"later runs)")
 
 
+def _plain_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as one plain sentence (no source file, no line of code)."""
+    err.print(f"[yellow]warning:[/yellow] {message}")
+
+
 def _version(value: bool) -> None:
     if value:
         from importlib.metadata import version
@@ -87,6 +92,9 @@ def main_options(ctx: typer.Context,
                  version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                               help="print hopsim's version and exit")) -> None:
     """hopsim: formations of small spacecraft as a discrete-event actor simulation."""
+    import warnings
+
+    warnings.showwarning = _plain_warning
     notice = CompileNotice()
     ctx.call_on_close(notice.close)
 
@@ -188,8 +196,13 @@ def run_cmd(
                                              "(same result, bit for bit)"),
     stats: bool = typer.Option(False, "--stats", help="also print the kernel's statistics (islands, barriers, "
                                                       "hops, deliveries, Ray windows)"),
+    verbose: bool = typer.Option(False, "--verbose", help="let Ray print its notices and its workers' output"),
 ) -> None:
     """Run a scenario and, with --out, record it."""
+    if backend == "ray":
+        from hopsim.kernel.distributed.ray_runtime import set_verbose
+
+        set_verbose(verbose)
     from hopsim.scenarios import ScenarioError, run_scenario
     from hopsim.scenarios.registry import FaultSpec
 

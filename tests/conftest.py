@@ -2,7 +2,6 @@ import os
 
 import pytest
 
-os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
 
@@ -25,7 +24,9 @@ def shared_ray():
     """A local Ray for the tests of one module; none of its processes may outlive it."""
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    from hopsim.kernel.distributed.ray_runtime import start_ray
+
+    start_ray(num_cpus=2)              # as the command starts it: its own local Ray, token authentication on
     yield ray
     ray.shutdown()
     assert ray_processes() == []

@@ -163,3 +163,20 @@ def test_out_is_left_alone_when_the_run_is_refused(tmp_path):
         res = runner.invoke(app, ["run", "lander", "--duration", "2", "--out", str(out), "--no-progress", *extra])
         assert res.exit_code == 2, res.output
         assert out.read_bytes() == b"an earlier recording"
+
+
+@pytest.mark.ray
+def test_a_ray_run_prints_no_banner_warning_or_traceback(tmp_path):
+    """As a user sees it: a subprocess, Ray's token authentication left as Ray sets it."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    done = subprocess.run([sys.executable, "-m", "hopsim.cli", "run", "lander", "--duration", "2", "--backend", "ray",
+                           "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = (done.stdout + done.stderr).splitlines()
+    noisy = [line for line in lines if any(w in line for w in ("Traceback", "Warning", "WARNING", "warnings.warn",
+                                                             "Token authentication", ".py:", "(raylet)"))]
+    assert not noisy and lines[0].startswith("lander: 2 s simulated"), lines

@@ -9,6 +9,7 @@ process (the integrator samples them many times per step).
 """
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from contextlib import contextmanager
@@ -121,8 +122,8 @@ class RayRuntime:
         cpus = int(self._ray.cluster_resources().get("CPU", 1))
         if k > 4 * cpus:
             warnings.warn(f"placement {self.placement} starts {k} Ray actors (one process each) on a cluster of "
-                          f"{cpus} CPUs; with many islands, --placement shards:{cpus} runs them in fewer "
-                          f"processes", stacklevel=2)
+                          f"{cpus} CPUs; --placement shards:{cpus} runs the islands in fewer processes",
+                          stacklevel=2)
         # contiguous blocks of the sorted names: islands named in sequence (a formation's
         # neighbours) share a host, and fewer messages cross between hosts
         groups = [names[len(names) * i // k:len(names) * (i + 1) // k] for i in range(k)]
@@ -157,6 +158,19 @@ class RayRuntime:
             self._ray.shutdown()
 
 
+_VERBOSE = False
+
+
+def set_verbose(verbose: bool) -> None:
+    """Whether Ray may speak: its banners (the token-authentication notice), its loggers and
+    the workers' output in the driver's terminal. Quiet by default; a command's ``--verbose``."""
+    global _VERBOSE
+    _VERBOSE = verbose
+    level = logging.INFO if verbose else logging.ERROR
+    for name in ("ray", "ray._private.authentication.authentication_token_setup"):
+        logging.getLogger(name).setLevel(level)
+
+
 class RayUnavailable(RuntimeError):
     """Ray cannot be started here, or the cluster named cannot be reached."""
 
@@ -174,7 +188,8 @@ def start_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
 
     if ray.is_initialized():
         return False
-    kwargs = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
+    set_verbose(_VERBOSE)
+    kwargs = dict(include_dashboard=False, log_to_driver=_VERBOSE, configure_logging=False)
     if address:
         try:
             ray.init(address=address, **kwargs)
