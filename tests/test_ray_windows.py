@@ -38,7 +38,7 @@ def test_every_placement_records_the_local_stream(shared_ray, name, overrides, s
     assert local.message_count > 100
     for placement in placements:
         many_actors = placement == "per-island" and overrides.get("n_vehicles", 0) > 8   # > 4 x 2 CPUs
-        with pytest.warns(UserWarning, match="shards:2 runs them") if many_actors else nullcontext():
+        with pytest.warns(UserWarning, match="shards:2 runs the islands in fewer processes") if many_actors else nullcontext():
             remote = run(name, overrides, seconds, backend="ray", placement=placement)
         assert remote.recorder.stream_bytes() == local.recorder.stream_bytes(), placement
         assert remote.stream_sha256 == local.stream_sha256
