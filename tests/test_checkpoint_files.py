@@ -209,3 +209,23 @@ def test_a_checkpoint_of_other_versions_or_a_bad_description_is_refused(lander_c
         write_checkpoint(other, {**doc, "description": {**description, **change}})
         with pytest.raises(checkpoint.CheckpointError, match=message):
             resume_run(other, progress=False)
+
+
+def test_final_state_hash_is_the_same_whatever_pythonhashseed(tmp_path):
+    """A SPHERES run's snapshots hold sets and parameter models; their hash must not follow the
+    per-process string hashing."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; from hopsim.scenarios.runner import run_scenario; from hopsim.bus import read_metadata;"
+            "run_scenario('leader_follower', {}, duration_s=2, out=sys.argv[1]);"
+            "print(read_metadata(sys.argv[1])['hopsim.result']['final_state_sha256'])")
+    hashes = set()
+    for seed in ("1", "2", "12345"):
+        out = tmp_path / f"run{seed}.mcap"
+        done = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=600,
+                              env={**os.environ, "PYTHONHASHSEED": seed})
+        assert done.returncode == 0, done.stderr
+        hashes.add(done.stdout.strip())
+    assert len(hashes) == 1 and len(hashes.pop()) == 64

@@ -95,15 +95,21 @@ def outcome_json(outcome: dict[str, Any]) -> str:
 
 
 def state_hash(sim: Simulation) -> str:
-    """SHA-256 over every model's final snapshot and every island's continuous state."""
+    """SHA-256 over every model's final snapshot and every island's continuous state, written as
+    data (:mod:`hopsim.kernel.state_codec`: sets sorted, floats exact), so that it is the same in
+    every process whatever PYTHONHASHSEED."""
     import hashlib
-    import pickle
+
+    from hopsim.kernel import state_codec
 
     state = checkpoint.capture(sim, allow_contact=True)
     h = hashlib.sha256()
     for name, snap in sorted(state["models"].items()):
+        tree, blobs = state_codec.encode(snap, name)
         h.update(name.encode())
-        h.update(pickle.dumps(snap, protocol=5))
+        h.update(state_codec.canonical_json(tree).encode())
+        for blob in blobs:
+            h.update(blob)
     for name, isl in sorted(state["islands"].items()):
         h.update(name.encode())
         h.update(isl["x"].tobytes())
