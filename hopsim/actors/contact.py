@@ -60,7 +60,7 @@ Vec3 = tuple[float, float, float]
 class ContactParams(BaseModel):
     """Contact laws and the proximity monitor (SI units)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     restitution: float = Field(0.5, ge=0, le=1, description="vehicle-vehicle coefficient of restitution")
     friction: float = Field(0.0, ge=0, description="vehicle-vehicle Coulomb friction coefficient")
     wall_restitution: float = Field(0.5, ge=0, le=1)

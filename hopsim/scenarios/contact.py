@@ -28,7 +28,7 @@ class ContactScenario(ScenarioParams):
     vehicle_type: str = Field("spheres_6dof", description="mass properties of this SPHERES parameter set")
     radius_m: float = Field(SPHERES_RADIUS_M, gt=0, description="contact sphere radius (m)")
     contact: ContactParams = Field(default_factory=ContactParams)
-    state_rate_hz: float = Field(10.0, gt=0, description="rate of each vehicle's published state")
+    state_rate_hz: float = Field(10.0, gt=0, le=10_000, description="rate of each vehicle's published state")
     cm_offset_m: Vec3 | None = Field(None, description=(
         "centre of mass from the geometric centre, body frame (m); None: the vehicle type's"))
 

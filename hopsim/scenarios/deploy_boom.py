@@ -32,9 +32,9 @@ class DeployBoomParams(ScenarioParams):
     coast_s: float = Field(2.0, ge=0, description="coast of the bang-coast-bang moves")
     smoothing_s: float = Field(1.0, ge=0, description="smoothing of the smoothed moves")
     gap_s: float = Field(2.0, ge=0, description="rest between moves")
-    state_rate_hz: float = Field(10.0, gt=0)
+    state_rate_hz: float = Field(10.0, gt=0, le=10_000, description="rate of the hub's published state")
     integrator: str = Field("rk4", pattern="^(rk4|dopri54|dop853)$")
-    n_integration_steps: int = Field(4, ge=1)
+    n_integration_steps: int = Field(4, ge=1, le=10_000, description="integration steps per hop")
 
 
 def boom_moves(p: DeployBoomParams) -> list[tuple[float, MoveProfile]]:

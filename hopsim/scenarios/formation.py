@@ -48,7 +48,7 @@ INITIAL_STATE_STREAM = "formation.initial_dispersion"   # generator name of the 
 
 
 class FormationParams(ScenarioParams):
-    n_vehicles: int = Field(100, ge=1, description="number of vehicles (one island each)")
+    n_vehicles: int = Field(100, ge=1, le=100_000, description="number of vehicles (one island each; 10,000 take about 1 GiB)")
     layout: Literal["ring", "lattice"] = Field(
         "ring", description="ring: regular polygon of side spacing_m, 2 neighbours; lattice: square "
                             "grid of pitch spacing_m, 4-neighbour")

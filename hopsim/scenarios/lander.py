@@ -19,20 +19,20 @@ from hopsim.scenarios.registry import ScenarioParams, scenario
 class LanderParams(ScenarioParams):
     altitude_m: float = Field(100.0, gt=0, description="initial height above ground (m)")
     vertical_speed_mps: float = Field(0.0, description="initial vertical speed, up positive (m/s)")
-    mass_kg: float = Field(50.0, gt=0)
+    mass_kg: float = Field(50.0, gt=0, description="lander mass")
     gravity_mps2: float = Field(1.62, gt=0, description="lunar surface gravity by default")
-    max_thrust_N: float = Field(150.0, gt=0)
+    max_thrust_N: float = Field(150.0, gt=0, description="engine thrust at full throttle")
     battery_Wh: float = Field(69.1, gt=0, description="Dshell Battery's default capacity")
-    altimeter_noise_m: float = Field(0.05, ge=0)
-    altimeter_rate_hz: float = Field(20.0, gt=0)
-    control_rate_hz: float = Field(10.0, gt=0)
+    altimeter_noise_m: float = Field(0.05, ge=0, description="1-sigma altimeter noise")
+    altimeter_rate_hz: float = Field(20.0, gt=0, le=10_000, description="altimeter sample rate")
+    control_rate_hz: float = Field(10.0, gt=0, le=10_000, description="descent controller rate")
     control_gain: float = Field(0.8, gt=0, description="throttle per m/s of descent-rate error")
-    telemetry_rate_hz: float = Field(2.0, gt=0)
-    radio_latency_s: float = Field(0.05, ge=0)
-    integrator: str = Field("rk4", pattern="^(euler|rk4)$")
-    n_integration_steps: int = Field(2, ge=1)
-    touchdown_eps_s: float = Field(1e-6, gt=0)
-    stop_on_touchdown: bool = False
+    telemetry_rate_hz: float = Field(2.0, gt=0, le=10_000, description="telemetry downlink rate")
+    radio_latency_s: float = Field(0.05, ge=0, le=3600, description="telemetry latency to the ground")
+    integrator: str = Field("rk4", pattern="^(euler|rk4)$", description="euler or rk4")
+    n_integration_steps: int = Field(2, ge=1, le=10_000, description="integration steps per hop")
+    touchdown_eps_s: float = Field(1e-6, gt=0, le=1.0, description="how close to touchdown the hop ends")
+    stop_on_touchdown: bool = Field(False, description="end the run at touchdown")
 
 
 SAFE_TOUCHDOWN_MPS = 2.0

@@ -44,7 +44,7 @@ class Retention(BaseModel):
     """Which runs keep a full recording: failed ones, those with a metric outside its
     ``[low, high]`` bounds (either may be null), and those chosen by number."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     failed: bool = True
     outside: dict[str, tuple[float | None, float | None]] = {}
     runs: list[int] = []
@@ -64,7 +64,7 @@ class Campaign(BaseModel):
     """A Monte Carlo campaign: ``runs`` runs of ``scenario`` with ``parameters`` fixed and
     ``dispersions`` varied, seeded by ``seed``; ``duration_s`` (None: the scenario's default)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     scenario: str
     runs: int = Field(ge=1, le=MAX_RUNS)
     seed: int = Field(0, ge=0, lt=2**63)

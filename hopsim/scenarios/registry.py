@@ -20,7 +20,7 @@ class ScenarioError(ValueError):
 class FaultSpec(BaseModel):
     """A fault to send at ``t_s`` (a :class:`hopsim.schemas.Fault` on ``faults/<target>``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     t_s: float = Field(ge=0)
     target: str
     kind: str
@@ -147,7 +147,7 @@ class ScenarioParams(BaseModel):
     Every scenario takes ``faults``, a list of :class:`FaultSpec` sent at their instants.
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
     faults: list[FaultSpec] = []
 
 

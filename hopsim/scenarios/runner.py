@@ -38,6 +38,9 @@ def file_sha256(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+MAX_CHECKPOINTS = 100_000
+
+
 def check_description(description: dict, path) -> None:
     """What a checkpoint says of its run, checked before anything is built from it. A checkpoint
     is resumed only by the package versions that wrote it (the same hopsim, numpy, numba and
@@ -140,6 +143,10 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
         raise ScenarioError(f"duration must be a positive number of seconds, got {duration_s}")
     if checkpoint_every_s is not None and not (math.isfinite(checkpoint_every_s) and checkpoint_every_s > 0):
         raise ScenarioError(f"--checkpoint-every must be a positive number of seconds, got {checkpoint_every_s}")
+    if checkpoint_every_s is not None and duration_s / checkpoint_every_s > MAX_CHECKPOINTS:
+        raise ScenarioError(f"--checkpoint-every {checkpoint_every_s:g} s makes {duration_s / checkpoint_every_s:.3g} "
+                            f"checkpoints in {duration_s:g} s; at most {MAX_CHECKPOINTS:,} are written (each one "
+                            f"is a file): take them less often")
     late = [f for f in params.faults if f.t_s > duration_s]
     if late and resume_from is None:
         raise ScenarioError(f"fault {late[0].kind!r} on {late[0].target!r} at {late[0].t_s:g} s comes after the "

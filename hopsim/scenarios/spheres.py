@@ -47,7 +47,7 @@ class SpheresCommon(ScenarioParams):
     range_noise_m: float = Field(0.0, ge=0, description="1-sigma noise per ultrasound range (m)")
     radio_loss: float = Field(0.0, ge=0, le=1, description="probability that a receiver misses a frame")
     start_command_s: float | None = Field(0.5, description="when the laptop sends START; None: start at once")
-    n_integration_steps: int = Field(1, ge=1)
+    n_integration_steps: int = Field(1, ge=1, le=10_000, description="integration steps per hop")
 
     def params_for(self):
         overrides = {"thrusters.noise_fraction": self.thrust_noise, "imu.noise_on": self.imu_noise,

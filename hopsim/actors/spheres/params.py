@@ -44,7 +44,7 @@ THRUSTER_DIRECTIONS_B = (
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 Vec3 = tuple[float, float, float]
