@@ -236,7 +236,12 @@ def run_campaign(campaign: Campaign, directory: str | Path, backend: str = "loca
         for k in todo:
             finished(run_one(text, k))
     elif backend == "ray":
-        _run_on_ray(text, todo, finished, ray_address)
+        from hopsim.kernel.distributed.ray_runtime import RayUnavailable
+
+        try:
+            _run_on_ray(text, todo, finished, ray_address)
+        except RayUnavailable as err:
+            raise ScenarioError(str(err)) from None
     else:
         raise ScenarioError(f"unknown backend {backend!r}; choose 'local' or 'ray'")
     ordered = [rows[k] for k in sorted(rows)]

@@ -13,6 +13,7 @@ from typing import Any
 from hopsim.bus.recorder import McapRecorder, MemoryRecorder, dumps_params
 from hopsim.kernel import Simulation, checkpoint
 from hopsim.kernel.distributed import make_runtime
+from hopsim.kernel.distributed.ray_runtime import RayUnavailable
 from hopsim.kernel.errors import ActorKilled
 from hopsim.kernel.faults import KILL, fault_kinds
 from hopsim.kernel.simtime import seconds
@@ -156,7 +157,7 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
         options["placement"] = placement
     try:
         runtime = make_runtime(backend, **options)
-    except ValueError as err:
+    except (ValueError, RayUnavailable) as err:
         raise ScenarioError(str(err)) from None
     metadata = {"scenario": name, "parameters_json": dumps_params(params.model_dump()), "seed": seed,
                 "duration_s": duration_s, "checkpoint_every_s": checkpoint_every_s or "",

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 import warnings
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
 
 from hopsim.kernel.errors import ActorKilled
@@ -191,6 +193,7 @@ def start_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     set_verbose(_VERBOSE)
     kwargs = dict(include_dashboard=False, log_to_driver=_VERBOSE, configure_logging=False)
     if address:
+        _check_reachable(address)
         try:
             ray.init(address=address, **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as err:
@@ -199,6 +202,30 @@ def start_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     else:
         ray.init(address="local", _node_ip_address="127.0.0.1", num_cpus=num_cpus or os.cpu_count(), **kwargs)
     return True
+
+
+def _check_reachable(address: str) -> None:
+    """Fail at once, naming the address, when the head node at ``address`` (``host:port``, or
+    ``auto``: the cluster ``ray start`` last recorded on this machine) does not answer; Ray itself
+    would retry for minutes."""
+    import socket
+
+    where = address
+    if address == "auto":
+        recorded = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+        where = os.environ.get("RAY_ADDRESS") or (recorded.read_text().strip() if recorded.exists() else "")
+        if not where:
+            raise RayUnavailable("--ray-address auto: no Ray cluster was started on this machine (`ray start --head`)")
+    if where.startswith(("ray://", "local")):
+        return
+    host, sep, port = where.rpartition(":")
+    if not sep or not port.isdigit():
+        raise RayUnavailable(f"--ray-address {address!r} is not host:port (`ray status` on the head node prints it)")
+    try:
+        socket.create_connection((host, int(port)), timeout=3).close()
+    except OSError as err:
+        raise RayUnavailable(f"no Ray cluster answers at {where} ({err.strerror or err}); `ray status` on the head "
+                             f"node prints the address to give") from None
 
 
 @contextmanager
