@@ -92,18 +92,101 @@ def test_truncated_file_is_read_up_to_the_last_complete_chunk(tmp_path, fraction
     assert f"recovered {len(got)} messages" in rep.summary()
 
 
-def test_flipped_bytes_stop_reading_at_the_damaged_chunk(tmp_path):
+def chunk_message_counts(data: bytes) -> list[int]:
+    """Messages per chunk of an undamaged file, read independently of hopsim's reader."""
+    import io
+
+    from mcap.records import Chunk
+    from mcap.stream_reader import StreamReader, breakup_chunk
+
+    counts = []
+    for record in StreamReader(io.BytesIO(data), emit_chunks=True).records:
+        if isinstance(record, Chunk):
+            counts.append(sum(1 for r in breakup_chunk(record) if type(r).__name__ == "Message"))
+    return counts
+
+
+def is_subsequence(got: list[bytes], full: list[bytes]) -> bool:
+    it = iter(full)
+    return all(any(g == f for f in it) for g in got)
+
+
+def test_a_damage_campaign_at_the_commands_chunk_size_costs_at_most_a_chunk(tmp_path):
+    """The recorder as the command uses it (its default chunks); seeded flips, zeroed ranges and
+    truncations: never an exception, nothing but whole chunks lost, the damage named."""
+    import random
+
+    from hopsim.scenarios.runner import run_scenario
+
     path = tmp_path / "full.mcap"
-    long_recording(path, chunk_size=16 * 1024)
-    full, _ = read_recording(path)
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2] ^= 0x5A
+    run_scenario("lander", {"stop_on_touchdown": False}, seed=1, duration_s=60.0, out=path)
+    data = path.read_bytes()
+    full, report = read_recording(path)
+    assert report.complete
+    full_bytes = [e.SerializeToString() for e in full]
+    per_chunk = chunk_message_counts(data)
+    assert len(per_chunk) >= 10 and sum(per_chunk) == len(full)          # chunks of ~2 simulated seconds
+    most = max(per_chunk)
+    rnd = random.Random(7)
     bad = tmp_path / "bad.mcap"
-    bad.write_bytes(bytes(data))
+    cases = [("flip", rnd.randrange(len(data))) for _ in range(30)]
+    cases += [("zero", rnd.randrange(len(data) - 64)) for _ in range(10)]
+    cases += [("cut", rnd.randrange(len(data))) for _ in range(15)]
+    for kind, offset in cases:
+        damaged = bytearray(data)
+        if kind == "flip":
+            damaged[offset] ^= 1 << rnd.randrange(8)
+        elif kind == "zero":
+            damaged[offset:offset + 64] = bytes(64)
+        else:
+            damaged = damaged[:offset]
+        bad.write_bytes(bytes(damaged))
+        got, rep = read_recording(bad)
+        got_bytes = [e.SerializeToString() for e in got]
+        assert is_subsequence(got_bytes, full_bytes), (kind, offset)
+        if kind == "cut":
+            assert got_bytes == full_bytes[:len(got_bytes)]
+            whole_before = 0
+            for n, end in zip(per_chunk, chunk_ends(data), strict=True):
+                if end <= offset:
+                    whole_before += n
+            assert len(got) >= whole_before, (offset, len(got), whole_before)
+        else:
+            assert len(full) - len(got) <= (most if kind == "flip" else 2 * most), (kind, offset, len(got))
+        if got_bytes != full_bytes:
+            assert not rep.complete and ("damaged" in rep.summary() or "incomplete" in rep.summary())
+
+
+def chunk_ends(data: bytes) -> list[int]:
+    """The end offset of each chunk record of an undamaged file."""
+    import struct
+
+    ends, position = [], 8                           # after the magic
+    while position + 9 <= len(data):
+        opcode = data[position]
+        (length,) = struct.unpack_from("<Q", data, position + 1)
+        position += 9 + length
+        if opcode == 0x06:
+            ends.append(position)
+        if opcode == 0x02:                           # the footer
+            break
+    return ends
+
+
+def test_a_zeroed_stream_hash_or_count_reads_as_damage(tmp_path):
+    from mcap.writer import Writer  # noqa: F401  (the file is rewritten by editing its bytes)
+
+    path = tmp_path / "x.mcap"
+    total = long_recording(path, chunk_size=16 * 1024)
+    full, report = read_recording(path)
+    assert report.complete and len(full) == total
+    data = path.read_bytes()
+    stored = report.metadata["hopsim.result"]["stream_sha256"].encode()
+    assert data.count(stored) >= 1
+    bad = tmp_path / "zeroed.mcap"
+    bad.write_bytes(data.replace(stored, b"0" * len(stored)))
     got, rep = read_recording(bad)
-    assert not rep.complete and rep.problem
-    assert 0 < len(got) < len(full)
-    assert [e.SerializeToString() for e in got] == [e.SerializeToString() for e in full[: len(got)]]
+    assert len(got) == total and not rep.complete and "stream SHA-256 does not match" in rep.summary()
 
 
 def test_not_a_recording_is_reported_not_raised(tmp_path):

@@ -2,19 +2,24 @@
 
 A run that crashed or was killed leaves an MCAP file without its summary and footer, possibly
 with a half-written chunk at the end; a file may also have damaged bytes. :func:`read_recording`
-reads record by record from the start, validating every chunk's CRC, and stops at the first
-damage: it returns every envelope of the complete chunks before it and a report saying where the
-readable part ends and why. It never raises on a damaged file.
+reads record by record from the start, validating every chunk's CRC. At damage it
+*resynchronizes*: it looks for the next whole chunk (an MCAP chunk record whose length fits the
+file and whose contents pass their CRC) and reads on from there, so one damaged byte costs at
+most the chunk it falls in. It returns every envelope it could read, in file order, and a report
+of where the damage is and why. It never raises on a damaged file.
 """
 from __future__ import annotations
 
+import io
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcap.records import Channel, Chunk, Footer, Message, Metadata, Schema
+from mcap.reader import make_reader
 from mcap.stream_reader import StreamReader, breakup_chunk
 
+from hopsim.bus.recorder import RESULT_METADATA, StreamDigest
 from hopsim.schemas import Envelope as EnvelopeProto
 
 
@@ -26,8 +31,12 @@ class RecordingReport:
     messages: int = 0
     last_t_ns: int | None = None
     readable_bytes: int = 0           # the file is readable up to this offset
-    problem: str | None = None        # why reading stopped early, if it did
+    problem: str | None = None        # the first damage, if any
     metadata: dict[str, dict[str, str]] = field(default_factory=dict)
+    damage: list[tuple[int, str]] = field(default_factory=list)   # (offset, what) of each damaged place
+    skipped_bytes: int = 0            # bytes passed over to resynchronize
+    orphaned: int = 0                 # messages read whose channel was lost with a damaged chunk
+    intact_messages: int | None = None  # messages read before the first damage (None: no damage)
 
     def summary(self) -> str:
         if self.problem == "empty file":
@@ -35,8 +44,12 @@ class RecordingReport:
         last = "no message" if self.last_t_ns is None else f"last at t = {self.last_t_ns / 1e9:.9g} s"
         if self.complete:
             return f"{self.path}: complete, {self.messages} messages, {last}"
-        return (f"{self.path}: incomplete ({self.problem}); recovered {self.messages} messages, {last}, "
-                f"from the first {self.readable_bytes} of {self.size_bytes} bytes")
+        where = ", ".join(f"byte {offset}" for offset, _ in self.damage[:5]) or "the end"
+        lost = f"; {self.skipped_bytes} bytes skipped" if self.skipped_bytes else ""
+        lost += f", {self.orphaned} messages of lost channels" if self.orphaned else ""
+        return (f"{self.path}: {'damaged' if self.damage else 'incomplete'} at {where} ({self.problem}); "
+                f"recovered {self.messages} messages, {last}; readable without a gap up to byte "
+                f"{self.readable_bytes} of {self.size_bytes}{lost}")
 
 
 def read_recording(path: str | Path) -> tuple[list[EnvelopeProto], RecordingReport]:
@@ -59,7 +72,10 @@ def read_recording(path: str | Path) -> tuple[list[EnvelopeProto], RecordingRepo
         elif isinstance(record, Channel):
             channels[record.id] = record
         elif isinstance(record, Message):
-            channel = channels[record.channel_id]
+            channel = channels.get(record.channel_id)
+            if channel is None:                # its channel was in a damaged chunk
+                report.orphaned += 1
+                return
             schema = schemas.get(channel.schema_id)
             latency = int(channel.metadata.get("latency_ns", "0"))
             envelopes.append(EnvelopeProto(
@@ -71,24 +87,108 @@ def read_recording(path: str | Path) -> tuple[list[EnvelopeProto], RecordingRepo
         elif isinstance(record, Metadata):
             report.metadata[record.name] = dict(record.metadata)
 
-    with open(path, "rb") as f:
-        reader = StreamReader(f, emit_chunks=True, validate_crcs=True, record_size_limit=1 << 30)
-        try:
-            for record in reader.records:
-                if isinstance(record, Chunk):
-                    for inner in breakup_chunk(record, validate_crc=True):
-                        take(inner)
-                else:
-                    take(record)
-                if isinstance(record, Footer):
-                    report.complete = True
-                report.readable_bytes = reader._stream.count
-        except Exception as err:     # any damage ends the readable part; nothing is lost before it
-            report.problem = _describe(err)
+    data = path.read_bytes()
+    _take_summary_channels(data, schemas, channels)
+    position, first = 0, True
+    while position < len(data):
+        offset, failure = _read_from(data, position, first, take, report)
+        first = False
+        if failure is None:
+            break
+        report.damage.append((offset, _describe(failure)))
+        if report.intact_messages is None:
+            report.intact_messages = len(envelopes)
+        resync = _next_chunk(data, offset + 1)
+        if resync is None:
+            break
+        report.skipped_bytes += resync - offset
+        position = resync
+    if report.complete and not report.damage:
+        _verify_summary(envelopes, report)
+    if report.damage:
+        report.complete = False
+        report.problem = report.damage[0][1] + (f" (and {len(report.damage) - 1} more damaged places)"
+                                                if len(report.damage) > 1 else "")
     report.messages = len(envelopes)
     if report.complete:
         report.readable_bytes = report.size_bytes
     return envelopes, report
+
+
+def _verify_summary(envelopes: list[EnvelopeProto], report: RecordingReport) -> None:
+    """A finished file stores its message count and stream SHA-256: check them against what was read."""
+    result = report.metadata.get(RESULT_METADATA)
+    if result is None:
+        return
+    digest = StreamDigest()
+    for env in envelopes:
+        digest.add(env, env.payload)
+    if result.get("message_count") != str(digest.count) or result.get("stream_sha256") != digest.hexdigest():
+        report.intact_messages = 0         # nothing read can be vouched for
+        report.damage.append((report.size_bytes, "the stored message count or stream SHA-256 does not match the "
+                                                 "messages read: the file is damaged"))
+
+
+def _take_summary_channels(data: bytes, schemas: dict, channels: dict) -> None:
+    """A finished file repeats every schema and channel in its summary: take them first, so that a
+    damaged chunk that held a channel's first definition costs only its own messages."""
+    try:
+        summary = make_reader(io.BytesIO(data)).get_summary()
+    except Exception:  # noqa: BLE001  (no readable summary: a killed run's file, or damage there)
+        return
+    if summary is not None:
+        schemas.update(summary.schemas)
+        channels.update(summary.channels)
+
+
+CHUNK_OPCODE = 0x06
+_LENGTH = struct.Struct("<Q")
+
+
+def _read_from(data: bytes, position: int, first: bool, take, report: RecordingReport):
+    """Read records from ``position`` (the file's start, with its magic, when ``first``) until the
+    end or damage: (offset where reading stopped, the error or None)."""
+    stream = io.BytesIO(data[position:] if not first else data)
+    reader = StreamReader(stream, skip_magic=not first, emit_chunks=True, validate_crcs=True,
+                          record_size_limit=1 << 30)
+    start = 0 if first else position
+    done = start
+    try:
+        for record in reader.records:
+            if isinstance(record, Chunk):
+                for inner in breakup_chunk(record, validate_crc=True):
+                    take(inner)
+            else:
+                take(record)
+            if isinstance(record, Footer):
+                report.complete = True
+            done = start + stream.tell()
+            report.readable_bytes = max(report.readable_bytes, done) if not report.damage else report.readable_bytes
+        return done, None
+    except Exception as err:     # damage: the caller resynchronizes after it
+        return done, err
+
+
+def _next_chunk(data: bytes, after: int) -> int | None:
+    """The offset of the next whole chunk record at or after ``after``: its opcode, a length that
+    fits the file, and contents that pass their CRC; None if there is none."""
+    position = data.find(bytes([CHUNK_OPCODE]), after)
+    while position != -1 and position + 9 <= len(data):
+        (length,) = _LENGTH.unpack_from(data, position + 1)
+        end = position + 9 + length
+        if 0 < length <= len(data) - position - 9:
+            try:
+                reader = StreamReader(io.BytesIO(data[position:end]), skip_magic=True, emit_chunks=True,
+                                      validate_crcs=True, record_size_limit=1 << 30)
+                record = next(iter(reader.records))
+                if isinstance(record, Chunk):
+                    for _ in breakup_chunk(record, validate_crc=True):
+                        pass
+                    return position
+            except Exception:  # noqa: BLE001  (not a chunk here: look further)
+                pass
+        position = data.find(bytes([CHUNK_OPCODE]), position + 1)
+    return None
 
 
 def _describe(err: Exception) -> str:

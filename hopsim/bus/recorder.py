@@ -32,6 +32,12 @@ RESULT_METADATA = "hopsim.result"
 
 _HEADER = struct.Struct("<qqiQ")
 
+# A chunk is closed (compressed, checksummed and pushed to disk) when it holds this many bytes or
+# spans this much simulated time, whichever comes first: a killed run loses at most that much, and
+# one damaged byte costs at most one chunk (the reader resynchronizes at the next).
+CHUNK_BYTES = 256 * 1024
+CHUNK_SPAN_NS = 2_000_000_000
+
 
 class StreamDigest:
     """SHA-256 over every envelope (header fields and payload bytes), in stream order."""
@@ -84,9 +90,11 @@ class McapRecorder:
     """Writes envelopes to ``path``; call :meth:`close` (or use as a context manager) to finish."""
 
     def __init__(self, path: str | Path, metadata: dict[str, str] | None = None,
-                 chunk_size: int = 1 << 20):
+                 chunk_size: int = CHUNK_BYTES, chunk_span_ns: int = CHUNK_SPAN_NS):
         self.path = Path(path)
         self._chunk_size = chunk_size
+        self._chunk_span_ns = chunk_span_ns
+        self._chunk_start_ns: int | None = None
         self._metadata = {k: str(v) for k, v in (metadata or {}).items()}
         self._file = None                   # opened at the first write: a run refused before it starts
         self._writer_ = None                # leaves an existing file alone
@@ -152,6 +160,11 @@ class McapRecorder:
             self._write_final(env)
 
     def _write_final(self, env: Envelope) -> None:
+        if self._chunk_start_ns is None:
+            self._chunk_start_ns = env.t_ns
+        elif env.t_ns - self._chunk_start_ns >= self._chunk_span_ns:
+            self._writer.flush()        # the chunk spans CHUNK_SPAN_NS: close it and push it to disk
+            self._chunk_start_ns = env.t_ns
         payload = env.payload_bytes()
         self.digest.add(env, payload)
         self._writer.add_message(self._channels[(env.topic, env.source)], log_time=env.t_ns,

@@ -84,10 +84,17 @@ def replay_recording(path: str | Path, live: list[str] | None = None,
     params = json.loads(run["parameters_json"])
     params.update(overrides or {})
     duration_s = float(run["duration_s"])
-    if not report.complete and report.last_t_ns is not None:
+    if report.intact_messages is not None:
+        # damaged: what lies before the first damage is compared, nothing after it
+        recorded = recorded[:report.intact_messages]
+        if not recorded:
+            raise ReplayError(f"{report.summary()}; nothing before the damage to compare with")
+    cut_ns = None
+    if not report.complete and recorded:
         # compare the readable part only, up to (not including) its last, possibly partial, instant
-        duration_s = report.last_t_ns / 1e9
-        recorded = [e for e in recorded if e.t_ns < report.last_t_ns]
+        cut_ns = recorded[-1].t_ns
+        duration_s = cut_ns / 1e9
+        recorded = [e for e in recorded if e.t_ns < cut_ns]
     plan = None
     mode = "full"
     if live is not None:
@@ -114,8 +121,8 @@ def replay_recording(path: str | Path, live: list[str] | None = None,
         raise ReplayError(f"{path}: cannot re-run the recorded scenario: {err}") from None
     wall = time.perf_counter() - t0
     replayed = read_recording(out)[0] if out is not None else [e.to_proto() for e in result.recorder.envelopes]
-    if not report.complete and report.last_t_ns is not None:
-        replayed = [e for e in replayed if e.t_ns < report.last_t_ns]
+    if cut_ns is not None:
+        replayed = [e for e in replayed if e.t_ns < cut_ns]
     if plan is not None:
         models = set(result.sim.model_names())
         unknown = sorted(set(live) - models)
