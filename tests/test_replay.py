@@ -194,3 +194,39 @@ def test_not_a_recording_is_reported_not_raised(tmp_path):
     junk.write_bytes(b"hello, not an mcap file at all")
     got, rep = read_recording(junk)
     assert got == [] and "not an MCAP file" in rep.problem
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("parameters_json", "{not json", "not valid JSON"),
+    ("seed", "-4", "seed"),
+    ("duration_s", "1e300", "duration_s"),
+    ("duration_s", "nan", "duration_s"),
+    ("scenario", "", "scenario"),
+])
+def test_damaged_or_foreign_run_descriptions_are_refused_before_anything_runs(tmp_path, field, value, words):
+    from hopsim.bus.recorder import McapRecorder
+    from hopsim.scenarios.replay import ReplayError, replay_recording
+
+    path = tmp_path / "x.mcap"
+    meta = {"scenario": "lander", "parameters_json": "{}", "seed": "1", "duration_s": "5", field: value}
+    McapRecorder(path, meta).close({"end_time_s": "5"})
+    with pytest.raises(ReplayError, match=words):
+        replay_recording(path)
+
+
+def test_a_crafted_duration_replays_only_to_the_recorded_end(tmp_path):
+    import time
+
+    from hopsim.scenarios.replay import replay_recording
+    from hopsim.scenarios.runner import run_scenario
+
+    path = tmp_path / "short.mcap"
+    run_scenario("lander", {}, seed=2, duration_s=3.0, out=path)
+    data = path.read_bytes()
+    crafted = tmp_path / "crafted.mcap"
+    edited = data.replace(b"duration_s\x03\x00\x00\x003.0", b"duration_s\x03\x00\x00\x001e9", 1)
+    assert edited != data
+    crafted.write_bytes(edited)
+    t0 = time.perf_counter()
+    result = replay_recording(crafted)
+    assert time.perf_counter() - t0 < 60 and result.identical

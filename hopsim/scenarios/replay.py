@@ -15,14 +15,18 @@ continuous models whose zero-crossings they report are not running.
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hopsim.bus.compare import Difference, decode_payload, first_difference
 from hopsim.bus.reading import RecordingReport, read_recording
-from hopsim.bus.recorder import RUN_METADATA
+from hopsim.bus.recorder import RESULT_METADATA, RUN_METADATA
 from hopsim.kernel.executive import SCENARIO_SOURCE
 from hopsim.kernel.playback import PlaybackPlan
 from hopsim.scenarios.registry import ScenarioError
@@ -49,6 +53,30 @@ class ReplayResult:
 
 def _is_kernel(source: str) -> bool:
     return source == "kernel" or source.startswith("kernel.")
+
+
+class RecordedRun(BaseModel):
+    """The run description a recording carries, checked before anything is built from it."""
+
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+    scenario: str = Field(min_length=1)
+    parameters: dict[str, Any]
+    seed: int = Field(ge=0, lt=2**63)
+    duration_s: float = Field(gt=0, le=1e9)
+
+    @classmethod
+    def check(cls, run: dict[str, str], path) -> "RecordedRun":
+        try:
+            parameters = json.loads(run.get("parameters_json", ""))
+        except ValueError:
+            raise ReplayError(f"{path}: the recorded parameters are not valid JSON: the run description is "
+                              f"damaged or not hopsim's") from None
+        try:
+            return cls(scenario=run.get("scenario", ""), parameters=parameters, seed=run.get("seed"),
+                       duration_s=run.get("duration_s"))
+        except ValidationError as err:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+            raise ReplayError(f"{path}: the run description is damaged or not hopsim's ({problems})") from None
 
 
 def resumed_state(path, run: dict) -> dict:
@@ -81,9 +109,22 @@ def replay_recording(path: str | Path, live: list[str] | None = None,
     if run is None:
         raise ReplayError(f"{path}: no run description in the file ({report.summary()}); "
                           f"only recordings made by `hopsim run --out` can be replayed")
-    params = json.loads(run["parameters_json"])
-    params.update(overrides or {})
-    duration_s = float(run["duration_s"])
+    described = RecordedRun.check(run, path)
+    params = {**described.parameters, **(overrides or {})}
+    duration_s = described.duration_s
+    end = report.metadata.get(RESULT_METADATA, {}).get("end_time_s")
+    if report.complete and end is not None:
+        try:
+            end_s = float(end)
+        except ValueError:
+            raise ReplayError(f"{path}: the recorded end time {end!r} is not a number: the file is damaged") from None
+        if not (math.isfinite(end_s) and 0 <= end_s <= duration_s + 1e-9):
+            raise ReplayError(f"{path}: the recorded end time {end!r} does not fit the run's duration "
+                              f"{duration_s:g} s: the file is damaged")
+        if recorded and recorded[-1].t_ns > round(end_s * 1e9):
+            raise ReplayError(f"{path}: messages after the recorded end time {end_s:g} s: the file is damaged")
+        if end_s > 0:
+            duration_s = end_s          # where the recorded run ended (a stop inside the run ends a replay there too)
     if report.intact_messages is not None:
         # damaged: what lies before the first damage is compared, nothing after it
         recorded = recorded[:report.intact_messages]
@@ -114,7 +155,7 @@ def replay_recording(path: str | Path, live: list[str] | None = None,
     t0 = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory(prefix="hopsim-replay-") as scratch:
-            result = run_scenario(run["scenario"], params, seed=int(run["seed"]), duration_s=duration_s,
+            result = run_scenario(described.scenario, params, seed=described.seed, duration_s=duration_s,
                                   keep_stream=True, playback=plan, out=out, resume_from=resume_from,
                                   checkpoint_every_s=float(every) if every else None, checkpoint_dir=scratch)
     except ScenarioError as err:
