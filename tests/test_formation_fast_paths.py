@@ -8,9 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from hopsim.actors.formation import StateSensor, inertial_force
-from hopsim.actors.vehicle_dynamics import (STATE_WIRE_SIZE, RigidVehicleDynamics, _encode_state,
-                                            position_velocity_state, vehicle_state)
+from hopsim.actors.formation import StateSensor
+from hopsim.actors.messages import inertial_force
+from hopsim.actors.messages import STATE_WIRE_SIZE, _encode_state, position_velocity_state, vehicle_state
+from hopsim.actors.vehicle_dynamics import RigidVehicleDynamics
 from hopsim.kernel.model import ModelContext, model_rng
 from hopsim.schemas import VehicleState, Wrench
 

@@ -14,18 +14,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from hopsim.actors.messages import vector3
 from hopsim.dynamics import (MultibodyTree, normalize_configuration, state_derivative,
                              forward_kinematics, hybrid_dynamics)
 from hopsim.dynamics.profiles import MoveProfile
 from hopsim.dynamics.spatial import quat_to_dcm
 from hopsim.kernel import ContinuousModel, FixedRate, In, Out
-from hopsim.schemas import JointStates, PrescribedMotionProfile, Quaternion, Vector3, VehicleState
+from hopsim.schemas import JointStates, PrescribedMotionProfile, Quaternion, VehicleState
 
 ONE_SIDED_S = 1e-12   # how far inside the hop a sample on its start or end is evaluated
-
-
-def vector3(v) -> Vector3:
-    return Vector3(x=float(v[0]), y=float(v[1]), z=float(v[2]))
 
 
 class ArticulatedDynamics(ContinuousModel):

@@ -49,13 +49,12 @@ Packet loss and saturation break the symmetry, so the centroid then drifts sligh
 from __future__ import annotations
 
 import math
-import struct
 from fractions import Fraction
 from typing import ClassVar
 
 import numpy as np
 
-from hopsim.actors.vehicle_dynamics import D1, D2, D3, doubles_format, doubles_head, position_velocity_state
+from hopsim.actors.messages import inertial_force, position_velocity_state
 from hopsim.kernel import ContinuousModel, FixedRate, In, Model, NoIo, Out
 from hopsim.kernel.simtime import NS_PER_S
 from hopsim.schemas import VehicleState, Wrench
@@ -147,21 +146,6 @@ def radio_delay_periods(latency_s: float, rate_hz: float) -> int:
 
 
 # ----------------------------------------------------------------------------- models
-
-
-# Wrench(body=body, frame=INERTIAL, force=(fx, fy, fz)) in the wire format, parsed in one call:
-# see "wire format" in hopsim.actors.vehicle_dynamics (the same message, bit for bit, cheaper
-# than setting the fields one by one)
-_FORCE_WIRE = struct.Struct("<" + doubles_format(3) + "BB")
-_FORCE, _FRAME = doubles_head(2, 3), 0x20          # Wrench.force (field 2), Wrench.frame (4, varint)
-_parse_wrench = Wrench.FromString
-
-
-def inertial_force(body: str, fx: float, fy: float, fz: float) -> Wrench:
-    """The Wrench of an inertial force (N) on ``body``, at its centre of mass (no torque)."""
-    msg = _parse_wrench(_FORCE_WIRE.pack(_FORCE, D1, fx, D2, fy, D3, fz, _FRAME, Wrench.INERTIAL))
-    msg.body = body
-    return msg
 
 
 def _clip(f: float, lim: float) -> float:

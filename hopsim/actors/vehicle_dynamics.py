@@ -22,8 +22,6 @@ Fault ``disturbance``: ``force_N`` (N, inertial) at the centre of mass and ``tor
 """
 from __future__ import annotations
 
-import struct
-import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,114 +32,14 @@ from hopsim.dynamics.rigid_body import (STATE_SIZE, _derivative_into, _rk4_step_
                                         derivatives_batch, pack_state, rk4_step_batch)
 from hopsim.dynamics.spatial import inverse3, quat_normalize, quat_to_dcm
 from hopsim.dynamics.weld import welded_follower_derivative
+from hopsim.actors.messages import StateMessageBuilder
 from hopsim.kernel import ContinuousModel, FixedRate, Out
-from hopsim.schemas import Vector3, VehicleState
+from hopsim.schemas import VehicleState
 
 FOREVER_NS = 2**62
 
 STATE_NAMES = ("r_x", "r_y", "r_z", "v_x", "v_y", "v_z", "q_x", "q_y", "q_z", "q_w",
                "omega_x", "omega_y", "omega_z")
-
-
-def vector3(v) -> Vector3:
-    return Vector3(x=float(v[0]), y=float(v[1]), z=float(v[2]))
-
-
-def set_vector3(msg: Vector3, v, i: int = 0) -> None:
-    """Fill ``msg`` (a message's Vector3 field, which it makes present) with ``v[i:i+3]``."""
-    msg.x = v[i]
-    msg.y = v[i + 1]
-    msg.z = v[i + 2]
-
-
-# ----------------------------------------------------------------------------- wire format
-# upb (the protobuf runtime) charges a few hundred instructions per attribute access, so that
-# filling a VehicleState field by field costs more than the vehicle's RK4 hop. The builders below
-# instead write the doubles in protobuf's wire format (one struct.pack, or one compiled call) and
-# parse the bytes with one call. Every double is written, zeros too: proto3 keeps no trace of an
-# explicit zero, so the parsed message is the one that setting the same fields gives, and
-# serializes to the same bytes (tests/test_formation_fast_paths.py checks it, -0.0, inf and nan
-# included). Strings and integers (vehicle, t_ns) are set as attributes after the parse.
-D1, D2, D3, D4 = 0x09, 0x11, 0x19, 0x21     # keys of the double fields 1..4 (wire type 1)
-
-
-def doubles_head(number: int, n: int) -> bytes:
-    """Key and length of a sub-message field ``number`` whose fields 1..n are all written doubles."""
-    return bytes((number << 3 | 2, 9 * n))
-
-
-def doubles_format(n: int) -> str:
-    """struct format of such a sub-message: its head (2 bytes), then per double a key byte and 8
-    bytes (little-endian, as the wire format's fixed64)."""
-    return "2s" + "Bd" * n
-
-
-_R, _V, _Q, _W, _A, _WD = (doubles_head(3, 3), doubles_head(4, 3), doubles_head(5, 4),
-                           doubles_head(6, 3), doubles_head(7, 3), doubles_head(8, 3))
-_STATE_WIRE = struct.Struct("<" + doubles_format(3) * 2 + doubles_format(4) + doubles_format(3) * 3 + "Bd")
-_RV_WIRE = struct.Struct("<" + doubles_format(3) * 2 + "Bd")
-_MASS_KEY = 0x49                             # key of VehicleState.mass (field 9, double)
-_parse_state = VehicleState.FromString
-
-
-def vehicle_state(vehicle: str, t_ns: int, x: list[float], xdot: list[float], mass_kg: float) -> VehicleState:
-    """The published state: ``x`` the 13 states, ``xdot`` their derivatives (lists of floats)."""
-    msg = _parse_state(_STATE_WIRE.pack(
-        _R, D1, x[0], D2, x[1], D3, x[2],
-        _V, D1, x[3], D2, x[4], D3, x[5],
-        _Q, D1, x[6], D2, x[7], D3, x[8], D4, x[9],
-        _W, D1, x[10], D2, x[11], D3, x[12],
-        _A, D1, xdot[3], D2, xdot[4], D3, xdot[5],
-        _WD, D1, xdot[10], D2, xdot[11], D3, xdot[12],
-        _MASS_KEY, mass_kg))
-    msg.vehicle = vehicle
-    msg.t_ns = t_ns
-    return msg
-
-
-NATIVE_LITTLE_ENDIAN = sys.byteorder == "little"   # _encode_state copies native doubles (else: struct path)
-# the published state's sub-messages in field order: (field number, doubles), then the mass
-_STATE_FIELDS = ((3, 3), (4, 3), (5, 4), (6, 3), (7, 3), (8, 3))
-STATE_WIRE_SIZE = _STATE_WIRE.size           # 192 bytes
-
-
-@compiled
-def _encode_state(x, xdot, mass, out):
-    """Write into ``out`` (uint8, STATE_WIRE_SIZE) what :func:`vehicle_state` packs: the wire
-    format of r, v, q, omega (``x``), a, omega_dot (``xdot``) and the mass. The doubles' bytes are
-    copied, not computed: the encoding is exact whatever the values (native byte order, which
-    must be the wire format's little-endian: used only where it is, see NATIVE_LITTLE_ENDIAN)."""
-    vals = np.empty(20)
-    vals[0:13] = x
-    vals[13:16] = xdot[3:6]
-    vals[16:19] = xdot[10:13]
-    vals[19] = mass
-    raw = vals.view(np.uint8)
-    p = 0
-    j = 0
-    for number, n in _STATE_FIELDS:
-        out[p] = number << 3 | 2              # key of a length-delimited field, and its length
-        out[p + 1] = 9 * n
-        p += 2
-        for k in range(n):
-            out[p] = (k + 1) << 3 | 1         # key of double field k + 1 (wire type 1)
-            for i in range(8):
-                out[p + 1 + i] = raw[8 * j + i]
-            p += 9
-            j += 1
-    out[p] = _MASS_KEY
-    for i in range(8):
-        out[p + 1 + i] = raw[8 * j + i]
-
-
-def position_velocity_state(vehicle: str, t_ns: int, rx: float, ry: float, rz: float, vx: float,
-                            vy: float, vz: float, mass_kg: float) -> VehicleState:
-    """A VehicleState with only ``r_BN_N`` (m), ``v_BN_N`` (m/s) and the mass (kg) filled in."""
-    msg = _parse_state(_RV_WIRE.pack(_R, D1, rx, D2, ry, D3, rz, _V, D1, vx, D2, vy, D3, vz,
-                                     _MASS_KEY, mass_kg))
-    msg.vehicle = vehicle
-    msg.t_ns = t_ns
-    return msg
 
 
 @compiled
@@ -190,8 +88,8 @@ class RigidVehicleDynamics(ContinuousModel):
     loads_constant_over_hop = True      # the disturbance is held across a hop
     # welds are links between models, made and broken at barriers only (never inside a hop)
     # _quat_fixed lives within one hop (propagate_hop to end_hop): always False between hops
-    # _wire is scratch memory for update_flow_outs
-    _FRAMEWORK_ATTRS = ContinuousModel._FRAMEWORK_ATTRS | {"_welds", "_primary_weld", "_quat_fixed", "_wire"}
+    # _state_builder is scratch memory for update_flow_outs
+    _FRAMEWORK_ATTRS = ContinuousModel._FRAMEWORK_ATTRS | {"_welds", "_primary_weld", "_quat_fixed", "_state_builder"}
 
     def __init__(self, name: str, mass_kg: float, inertia_C_B, r_CB_B=(0.0, 0.0, 0.0),
                  r_BN_N=(0.0, 0.0, 0.0), v_BN_N=(0.0, 0.0, 0.0), q_BN=(0.0, 0.0, 0.0, 1.0),
@@ -220,7 +118,7 @@ class RigidVehicleDynamics(ContinuousModel):
         self._primary: RigidVehicleDynamics | None = None
         self._primary_weld: Weld | None = None     # this vehicle's weld, when it is a follower
         self._quat_fixed = False                   # propagate_hop did end_hop's quaternion fix
-        self._wire = np.zeros(STATE_WIRE_SIZE, dtype=np.uint8)   # the published state's bytes
+        self._state_builder = StateMessageBuilder()
 
     def initial_state(self):
         return self.x0.copy()
@@ -393,21 +291,11 @@ class RigidVehicleDynamics(ContinuousModel):
             w.follower.x[:] = welded_follower_state(self.x, w.r_FP_P, w.q_FP)
 
     def update_flow_outs(self, t_ns: int) -> None:
-        """The state with the accelerations of the latest derivative sample: the message
-        :func:`vehicle_state` builds, encoded from the arrays by one compiled call (cheaper than
-        converting them to lists and packing those). Not built when nothing reads it."""
+        """The state (m, m/s, quaternion, rad/s in N and B) with the accelerations of the latest
+        derivative sample, and the mass (kg). Not built when nothing reads it."""
         if not self.wanted("state"):
             return
-        if not NATIVE_LITTLE_ENDIAN:
-            self.write("state", vehicle_state(self.name, t_ns, self.x.tolist(), self.xdot_last.tolist(),
-                                              self.mass_kg))
-            return
-        wire = self._wire
-        _encode_state(self.x, self.xdot_last, self.mass_kg, wire)
-        msg = _parse_state(wire.tobytes())
-        msg.vehicle = self.name
-        msg.t_ns = t_ns
-        self.write("state", msg)
+        self.write("state", self._state_builder.build(self.name, t_ns, self.x, self.xdot_last, self.mass_kg))
 
     # ------------------------------------------------------------------ views
     @property

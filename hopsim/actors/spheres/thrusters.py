@@ -17,7 +17,7 @@ from hopsim.actors.spheres.params import G0, ThrusterParams
 from hopsim.actors.spheres.valves import NUM_THRUSTERS, ValveTimeline
 from hopsim.kernel import ContinuousModel, In, Out, VariableRate
 from hopsim.kernel.simtime import NS_PER_S, seconds
-from hopsim.actors.vehicle_dynamics import set_vector3
+from hopsim.actors.messages import set_vector3
 from hopsim.schemas.spheres_pb2 import ThrusterCommand, ValveState, ValveSwitch
 
 
