@@ -214,10 +214,11 @@ class CampaignDirectory:
 
 def run_campaign(campaign: Campaign, directory: str | Path, backend: str = "local",
                  ray_address: str | None = None, on_row: Callable[[dict, int, int], None] | None = None,
-                 max_new_runs: int | None = None) -> list[dict]:
+                 max_new_runs: int | None = None, ray_cpus: int | None = None) -> list[dict]:
     """Run every run of ``campaign`` not finished yet in ``directory``; write the results, the
     summary and the plots; record the retained runs. Returns the rows, sorted by run.
-    ``on_row(row, done, total)`` is told of each finished run (progress)."""
+    ``on_row(row, done, total)`` is told of each finished run (progress); ``ray_cpus`` sizes a local
+    Ray (default: every CPU)."""
     folder = CampaignDirectory(directory)
     folder.start(campaign)
     rows = folder.finished()
@@ -239,7 +240,7 @@ def run_campaign(campaign: Campaign, directory: str | Path, backend: str = "loca
         from hopsim.kernel.distributed.ray_runtime import RayUnavailable
 
         try:
-            _run_on_ray(text, todo, finished, ray_address)
+            _run_on_ray(text, todo, finished, ray_address, ray_cpus)
         except RayUnavailable as err:
             raise ScenarioError(str(err)) from None
     else:
@@ -258,11 +259,11 @@ def _ensure_parent(path: Path) -> Path:
 
 
 def _run_on_ray(campaign_json: str, todo: list[int], finished: Callable[[dict], None],
-                ray_address: str | None) -> None:
+                ray_address: str | None, ray_cpus: int | None = None) -> None:
     """One Ray task per run, at most twice the cluster's CPUs in flight, rows taken as they come."""
     from hopsim.kernel.distributed.ray_runtime import ray_session
 
-    with ray_session(ray_address) as ray:
+    with ray_session(ray_address, ray_cpus) as ray:
         task = ray.remote(num_cpus=1)(run_one)
         window = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
         pending = list(todo)
