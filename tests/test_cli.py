@@ -180,3 +180,11 @@ def test_a_ray_run_prints_no_banner_warning_or_traceback(tmp_path):
     noisy = [line for line in lines if any(w in line for w in ("Traceback", "Warning", "WARNING", "warnings.warn",
                                                              "Token authentication", ".py:", "(raylet)"))]
     assert not noisy and lines[0].startswith("lander: 2 s simulated"), lines
+
+
+def test_every_parameter_of_every_scenario_says_what_it_is():
+    from hopsim.scenarios import all_scenarios
+
+    missing = [f"{spec.name}.{key}" for spec in all_scenarios()
+               for key, field in spec.params.model_fields.items() if not field.description]
+    assert not missing, missing

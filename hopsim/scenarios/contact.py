@@ -27,7 +27,8 @@ SPHERES_RADIUS_M = 0.1
 class ContactScenario(ScenarioParams):
     vehicle_type: str = Field("spheres_6dof", description="mass properties of this SPHERES parameter set")
     radius_m: float = Field(SPHERES_RADIUS_M, gt=0, description="contact sphere radius (m)")
-    contact: ContactParams = Field(default_factory=ContactParams)
+    contact: ContactParams = Field(default_factory=ContactParams, description=(
+        "contact laws: restitution, friction, latch, check rate (--set contact.restitution=0.8)"))
     state_rate_hz: float = Field(10.0, gt=0, le=10_000, description="rate of each vehicle's published state")
     cm_offset_m: Vec3 | None = Field(None, description=(
         "centre of mass from the geometric centre, body frame (m); None: the vehicle type's"))
@@ -55,10 +56,10 @@ def contact_outcome(sim: Simulation) -> dict:
 
 
 class CollisionParams(ContactScenario):
-    a_start_m: Vec3 = Field((0.80, 1.00, 1.15))
-    b_start_m: Vec3 = Field((1.40, 1.30, 1.15))
+    a_start_m: Vec3 = Field((0.80, 1.00, 1.15), description="first vehicle's start in the test volume")
+    b_start_m: Vec3 = Field((1.40, 1.30, 1.15), description="second vehicle's start")
     a_velocity_mps: Vec3 = Field((0.10, 0.05, 0.0), description="the seed gives no velocities; these meet")
-    b_velocity_mps: Vec3 = Field((-0.10, -0.05, 0.0))
+    b_velocity_mps: Vec3 = Field((-0.10, -0.05, 0.0), description="second vehicle's velocity")
     a_yaw_deg: float = Field(90.0, description="ports (body +x) not facing: a's port points +Y")
     b_yaw_deg: float = Field(90.0, description="b's port points +Y too")
 
@@ -80,7 +81,7 @@ class PassiveDockingParams(ContactScenario):
     a_velocity_mps: Vec3 = Field((0.05, 0.0, 0.0), description="seed: +5 cm/s")
     b_velocity_mps: Vec3 = Field((-0.50, 0.0, 0.0), description="seed: -50 cm/s")
     undock_at_s: float | None = Field(None, description="send sph2 an undock command at this time")
-    separation_speed_mps: float = Field(0.05, ge=0)
+    separation_speed_mps: float = Field(0.05, ge=0, description="speed apart after an undock")
 
 
 @scenario("passive_docking", PassiveDockingParams,
@@ -99,7 +100,7 @@ def build_passive_docking(sim: Simulation, p: PassiveDockingParams) -> None:
 
 
 class PileupParams(ContactScenario):
-    n_vehicles: int = Field(100, ge=1, le=100_000)
+    n_vehicles: int = Field(100, ge=1, le=100_000, description="number of vehicles in the box")
     box_m: float = Field(0.0, ge=0, description="edge of the cubic box (m); 0: sized for 10% volume fraction")
     speed_mps: float = Field(0.1, ge=0, description="initial speed of each vehicle (random direction)")
     spin_rad_s: float = Field(0.2, ge=0, description="initial body rate magnitude (random axis)")

@@ -20,20 +20,20 @@ from hopsim.scenarios.registry import ScenarioError, ScenarioParams, scenario
 
 
 class DeployBoomParams(ScenarioParams):
-    hub_mass_kg: float = Field(20.0, gt=0)
-    hub_inertia_kgm2: tuple[float, float, float] = (0.8, 0.9, 1.0)
-    boom_mass_kg: float = Field(2.0, gt=0)
-    boom_inertia_kgm2: tuple[float, float, float] = (0.001, 0.05, 0.05)
+    hub_mass_kg: float = Field(20.0, gt=0, description="mass of the free-flying hub")
+    hub_inertia_kgm2: tuple[float, float, float] = Field((0.8, 0.9, 1.0), description="hub's principal inertia about its centre of mass")
+    boom_mass_kg: float = Field(2.0, gt=0, description="mass of the boom")
+    boom_inertia_kgm2: tuple[float, float, float] = Field((0.001, 0.05, 0.05), description="boom's principal inertia about its centre of mass")
     boom_root_m: tuple[float, float, float] = Field((0.25, 0.0, 0.0), description="slider origin in the hub frame")
     boom_offset_m: tuple[float, float, float] = Field((0.0, 0.0, 0.0),
                                                       description="boom centre of mass off the slider axis")
-    accel_max_mps2: float = Field(0.02, gt=0)
+    accel_max_mps2: float = Field(0.02, gt=0, description="the profiles' largest acceleration along the slider")
     stroke_m: float = Field(0.5, gt=0, description="length of the longest move")
     coast_s: float = Field(2.0, ge=0, description="coast of the bang-coast-bang moves")
     smoothing_s: float = Field(1.0, ge=0, description="smoothing of the smoothed moves")
     gap_s: float = Field(2.0, ge=0, description="rest between moves")
     state_rate_hz: float = Field(10.0, gt=0, le=10_000, description="rate of the hub's published state")
-    integrator: str = Field("rk4", pattern="^(rk4|dopri54|dop853)$")
+    integrator: str = Field("rk4", pattern="^(rk4|dopri54|dop853)$", description="rk4, dopri54 or dop853")
     n_integration_steps: int = Field(4, ge=1, le=10_000, description="integration steps per hop")
 
 

@@ -65,7 +65,7 @@ class FormationParams(ScenarioParams):
     velocity_noise_mps: float = Field(0.0005, ge=0, description="1-sigma velocity noise per axis (m/s)")
     dispersion_m: float = Field(1.0, ge=0, description="1-sigma initial position error per axis (m)")
     dispersion_mps: float = Field(0.002, ge=0, description="1-sigma initial velocity per axis (m/s)")
-    mass_kg: float = Field(50.0, gt=0)
+    mass_kg: float = Field(50.0, gt=0, description="each vehicle's mass")
     size_m: float = Field(0.5, gt=0, description="edge of the cubic body (inertia of a uniform cube)")
     max_thrust_N: float = Field(0.5, gt=0, description="saturation per inertial axis (N)")
     min_thrust_N: float = Field(0.0, ge=0, description="smaller commands per axis give no thrust (N)")

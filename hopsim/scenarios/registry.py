@@ -148,7 +148,7 @@ class ScenarioParams(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
-    faults: list[FaultSpec] = []
+    faults: list[FaultSpec] = Field([], description="faults sent at their instants (--fault; see hopsim faults)")
 
 
 @dataclass(frozen=True)

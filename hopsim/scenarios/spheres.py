@@ -66,10 +66,10 @@ class LeaderFollowerParams(SpheresCommon):
     leader_start_m: Vec3 = Field((1.30, 1.15, 1.15), description="seed: MASTER at (1.30, 1.15, 1.15) m")
     follower_start_m: Vec3 = Field((1.00, 1.15, 1.15), description="seed: SLAVE at (1.00, 1.15, 1.15) m")
     follower_offset_m: Vec3 = Field((-0.30, 0.0, 0.0), description="follower target = leader state + this")
-    square_side_m: float = Field(0.40, gt=0)
-    move_s: float = Field(10.0, gt=0)
-    hold_s: float = Field(10.0, ge=0)
-    first_hold_s: float = Field(5.0, ge=0)
+    square_side_m: float = Field(0.40, gt=0, description="side of the leader's square")
+    move_s: float = Field(10.0, gt=0, description="duration of each side's move")
+    hold_s: float = Field(10.0, ge=0, description="dwell at each corner")
+    first_hold_s: float = Field(5.0, ge=0, description="dwell before the first move")
     attitude_control: bool = Field(False, description=(
         "hold the start attitude too; the seed's run controlled position only (thrust noise off, "
         "the opposing pairs apply no torque)"))
@@ -107,11 +107,11 @@ def build_leader_follower(sim: Simulation, p: LeaderFollowerParams) -> None:
 
 class CooperativeDockingParams(SpheresCommon):
     vehicle_type: str = Field("spheres_air_table", description="the seed's run was on the air table (1 g)")
-    leader_start_m: Vec3 = Field((1.30, 1.40, 1.15))
+    leader_start_m: Vec3 = Field((1.30, 1.40, 1.15), description="the leader's start in the test volume")
     leader_yaw_deg: float = Field(-90.0, description="the leader's port (+x body) faces -Y, the follower")
     follower_start_m: Vec3 = Field((1.30, 0.90, 1.15), description="Y offset: 50 cm below the leader")
     follower_yaw_deg: float = Field(0.0, description="yaw offset: the follower turns +90 deg to face the leader")
-    yaw_change_deg: float = Field(90.0)
+    yaw_change_deg: float = Field(90.0, description="the follower's turn before it closes in")
     gap_m: float = Field(0.21, gt=0, description="final distance between centres")
     x_step_m: float = Field(-0.30, description="both move this far in X at 25 s")
 
