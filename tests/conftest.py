@@ -30,3 +30,28 @@ def shared_ray():
     yield ray
     ray.shutdown()
     assert ray_processes() == []
+
+
+_exit_status: int | None = None
+
+
+def pytest_sessionfinish(session, exitstatus):
+    global _exit_status
+    _exit_status = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """End the test process as soon as pytest has reported, with pytest's own exit status.
+
+    The suite starts and stops several local Ray sessions in one process; Ray's native background
+    threads can outlive a session and crash the interpreter's final teardown (a segmentation fault
+    after every test passed, seen on a cold machine). Nothing is left to run at that point: the
+    reports are written and flushed, so the process leaves without the interpreter's teardown.
+    """
+    import sys
+
+    if _exit_status is not None and "ray" in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_exit_status)

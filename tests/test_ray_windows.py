@@ -6,6 +6,7 @@ import time
 from contextlib import nullcontext
 
 import pytest
+from pydantic import Field
 
 from hopsim.bus.recorder import MemoryRecorder
 from hopsim.kernel import FixedRate, In, Model, Out, Simulation, Tie
@@ -136,7 +137,7 @@ def test_a_stop_inside_a_host_ends_pipelined_windows_at_that_instant(shared_ray,
 
 
 class OneWayParams(ScenarioParams):
-    stop_in: str = "a"
+    stop_in: str = Field("a", description="the island whose event stops the run")
 
 
 @scenario("one_way_link", OneWayParams, "test: island a talks to island b at 1 Hz (1 s latency), b never "
