@@ -8,8 +8,11 @@ raising, which also removes the zero checks from inner loops).
 Hot entry points called from Python can be compiled for one fixed signature with
 :func:`compiled_for`: the dispatcher then only matches argument types (it never compiles a new
 specialization at call time) and raises ``TypeError`` for anything else, which the Python
-wrapper answers by converting its inputs.
+wrapper answers by converting its inputs. The compilation waits for the first call, so that
+importing hopsim.dynamics costs no compile time to a scenario that never calls the function.
 """
+import functools
+
 from numba import njit, types
 
 COMPILE_OPTIONS = {"cache": True, "fastmath": False, "error_model": "numpy"}
@@ -25,5 +28,26 @@ def compiled(fn):
 
 
 def compiled_for(signature):
-    """Compile the decorated function eagerly for ``signature`` only, with hopsim's options."""
-    return njit(signature, **COMPILE_OPTIONS)
+    """Compile the decorated function for ``signature`` only, with hopsim's options, at its
+    first call.
+
+    Until then the module-level name is a stub; its first call compiles (or loads from the disk
+    cache) the dispatcher and puts it in the stub's place in the defining module, so later calls
+    through that name reach the dispatcher directly. A reference taken before the first call keeps
+    working through the stub.
+    """
+    def decorate(fn):
+        dispatcher = None
+
+        @functools.wraps(fn)
+        def first_call(*args):
+            nonlocal dispatcher
+            if dispatcher is None:
+                dispatcher = njit(signature, **COMPILE_OPTIONS)(fn)
+                if fn.__globals__.get(fn.__name__) is first_call:
+                    fn.__globals__[fn.__name__] = dispatcher
+            return dispatcher(*args)
+
+        return first_call
+
+    return decorate

@@ -26,7 +26,7 @@ from hopsim.actors.spheres.frames import (dcm_c, from_rotvec, normalized, normal
                                           rotate_body_c)
 from hopsim.actors.spheres.params import SpheresParams, TestbedParams
 from hopsim.actors.spheres.pose_solver import PoseFix, solve_pose, solve_pose_moving
-from hopsim.actors.spheres.thrust_prediction import NO_SPANS, ThrustPredictor, impulse_moment_rows
+from hopsim.actors.spheres.thrust_prediction import ThrustPredictor, impulse_moment_rows
 from hopsim.kernel.simtime import NS_PER_S
 
 _ZERO3 = np.zeros(3)
@@ -258,7 +258,7 @@ class Estimator:
         # samples older than the estimate (it was carried ahead to a fix or a law tick) only set rates
         t_start = self.t_ns
         if self.use_accel:
-            spans = NO_SPANS
+            spans = np.zeros((0, 5))
         else:
             spans = self.thrust.firing_spans(t_start, max(t_start, max(times)))
         rows = _propagate_samples(self.r, self.v, self.q, self.bias, t_start, np.array(times, dtype=np.int64),

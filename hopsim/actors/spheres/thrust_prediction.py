@@ -20,9 +20,6 @@ from hopsim.actors.spheres.valves import NUM_THRUSTERS, ValveTimeline
 from hopsim.kernel.simtime import NS_PER_S, seconds
 
 
-_ZERO3 = np.zeros(3)
-_ZERO3.flags.writeable = False
-
 
 class ThrustPredictor:
     """Predicted valve intervals and body-frame forces (N) of one vehicle's own commands."""
@@ -71,7 +68,7 @@ class ThrustPredictor:
         closed = self.closed
         open_mask = self.timeline.open_mask     # bit i: open_since[i] is set
         if not closed and not open_mask:
-            return _ZERO3, _ZERO3
+            return np.zeros(3), np.zeros(3)   # writable, as the compiled kernels' other inputs
         while closed and closed[0][1] <= a_ns:
             closed.popleft()
         if b_ns <= a_ns:
@@ -113,7 +110,7 @@ class ThrustPredictor:
             b_s = b_ns / NS_PER_S
             spans += [(t0 / NS_PER_S, b_s, *rows[i]) for i, t0 in enumerate(self.open_since) if t0 is not None]
         if not spans:
-            return NO_SPANS
+            return np.zeros((0, 5))           # writable, as the compiled kernels' other inputs
         return np.array(spans)
 
     def impulse_moment_many(self, a_ns, b_ns) -> tuple[np.ndarray, np.ndarray]:
@@ -127,10 +124,6 @@ class ThrustPredictor:
         spans = self.firing_spans(a_ns[0], max(b_ns))
         return impulse_moment_rows(np.array([t / NS_PER_S for t in a_ns]), np.array([t / NS_PER_S for t in b_ns]),
                                    spans)
-
-
-NO_SPANS = np.zeros((0, 5))
-NO_SPANS.flags.writeable = False
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")
