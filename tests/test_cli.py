@@ -190,3 +190,23 @@ def test_every_parameter_of_every_scenario_says_what_it_is():
     missing = [f"{spec.name}.{key}" for spec in builtin
                for key, field in spec.params.model_fields.items() if not field.description]
     assert not missing, missing
+
+
+def test_linearize_prints_the_matrices_and_writes_them(tmp_path):
+    import numpy as np
+
+    res = runner.invoke(app, ["linearize", "leader_follower", "--at", "20", "--states", "sph1.v_x,sph1.omega_z",
+                              "--inputs", "sph1.disturbance_torque_B[2],sph1.disturbance_force_N[0]",
+                              "--outputs", "sph1.state.omega_BN_B.z", "--fault", "t=1,target=sph1,kind=disturbance",
+                              "--out", str(tmp_path / "lin.npz")])
+    assert res.exit_code == 0, res.output
+    saved = np.load(tmp_path / "lin.npz")
+    assert saved["states"].tolist() == ["sph1.v_x", "sph1.omega_z"] and str(saved["scheme"]) == "central2"
+    assert saved["B"][1, 0] == pytest.approx(1 / 0.0190, rel=1e-7)        # 1 / Izz, the seed's Table 2.1
+    assert saved["C"].tolist() == [[0.0, 1.0]]
+    assert "no effect" not in res.output
+    quiet = runner.invoke(app, ["linearize", "leader_follower", "--at", "5", "--states", "sph1.v_x",
+                                "--inputs", "sph1.disturbance_force_N[0]"])
+    assert quiet.exit_code == 0 and "sph1.disturbance_force_N[0] has no effect" in " ".join(quiet.output.split())
+    bad = runner.invoke(app, ["linearize", "leader_follower", "--at", "5", "--states", "sph1.vx"])
+    assert bad.exit_code == 2 and "continuous states r_x" in bad.output

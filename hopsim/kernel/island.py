@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import copy
 import heapq
-from typing import TYPE_CHECKING, Any, Callable
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
@@ -873,6 +874,37 @@ class Island:
     def watched(self) -> bool:
         """Whether a monitor watches this island (contact islands stay in the driver's process)."""
         return bool(self._monitors)
+
+    # ------------------------------------------------------------------ analysis
+    def state_slice(self, model_name: str) -> slice:
+        """Where model ``model_name``'s continuous states lie in :attr:`state` (in its
+        ``state_names`` order)."""
+        offset = 0
+        for s in self._continuous:
+            n = len(s.model.state_names)
+            if s.name == model_name:
+                return slice(offset, offset + n)
+            offset += n
+        raise KeyError(f"island {self.name!r} integrates no continuous model {model_name!r}")
+
+    @contextmanager
+    def sampled_at(self, x: np.ndarray) -> Iterator[np.ndarray]:
+        """Within the block, the island's continuous state is ``x`` and the models hold the
+        derivative sample the integrator's first sample of the next hop would take there (the
+        models' ``start_hop`` for the hop from the island's time to its next barrier, then loads
+        and derivatives); yields the derivative. For analysis (linearization): afterwards the
+        island's state is back, the models' own state (loads, hop flags) is not, and the caller
+        restores it."""
+        t0 = self.t
+        t1 = self.next_explicit_barrier()
+        t1 = t0 + NS_PER_S if t1 is None or t1 <= t0 else t1
+        kept_x, kept_xdot = self._x.copy(), self._xdot.copy()
+        try:
+            for s in self._start_hop:
+                s.call("start_hop", t0, t1)
+            yield self._derivative(t0 / NS_PER_S, np.array(x, dtype=float))
+        finally:
+            self._x[:], self._xdot[:] = kept_x, kept_xdot
 
     # ------------------------------------------------------------------ inspection
     @property

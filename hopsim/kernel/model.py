@@ -169,6 +169,24 @@ class Model(InlineAttributes):
                             f"got {type(msg).__name__}")
         self._outbox.append((port, msg))
 
+    def outputs_at(self, t_ns: int) -> dict[str, Any]:
+        """What :meth:`update_flow_outs` writes at ``t_ns``, by output port, published nowhere:
+        for analysis (linearization) of the model's outputs at its present state. Every output
+        counts as wanted; the caller restores the model's state afterwards (the method may advance
+        a generator or a sequence number as a real I/O step would)."""
+        ctx, unread = self.ctx, None
+        if ctx is not None:
+            unread, ctx.unread_outputs = ctx.unread_outputs, frozenset()
+        outbox, self._outbox, self._may_write = self._outbox, [], True
+        try:
+            self.update_flow_outs(t_ns)
+            written = {port: msg for port, msg in self._outbox if port != BARRIER_REQUEST}
+        finally:
+            self._outbox, self._may_write = outbox, False
+            if ctx is not None:
+                ctx.unread_outputs = unread
+        return written
+
     def request_barrier(self, t_ns: int) -> None:
         """Ask for a barrier of this model's island at ``t_ns`` (a discontinuity ahead, e.g. the
         end of a pulse). Call it at barriers (I/O steps, update_flow_outs, on_fault), not in a hop."""

@@ -126,8 +126,11 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
                  playback=None, checkpoint_every_s: float | None = None,
                  checkpoint_dir: str | Path | None = None, resume_from: dict | None = None,
                  resume_file: str | Path | None = None,
-                 cpu_accounting: bool = False, placement: str | None = None, batching: bool = False) -> RunResult:
-    """Run scenario ``name``; record to ``out`` (MCAP) or, with keep_stream, to memory.
+                 cpu_accounting: bool = False, placement: str | None = None, batching: bool = False,
+                 keep_sim: bool = False) -> RunResult:
+    """Run scenario ``name``; record to ``out`` (MCAP) or, with keep_stream, to memory. The result
+    holds the simulation (at its end, models pulled back from any other process) with keep_stream
+    or ``keep_sim``.
 
     With ``checkpoint_every_s`` a checkpoint is written to ``checkpoint_dir`` at every multiple
     of that period (each one a barrier of every island). ``resume_from`` is a checkpoint's state
@@ -210,11 +213,12 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
         count, digest = recorder.digest.count, recorder.digest.hexdigest()
     else:
         count, digest = stats["published"], ""
-    if keep_stream:
+    keep_sim = keep_sim or keep_stream
+    if keep_sim:
         sim.pull_models()
     runtime.shutdown()
     return RunResult(name, seed, duration_s, sim.time, reason, wall, count, digest,
-                     Path(out) if out else None, stats, sim if keep_stream else None,
+                     Path(out) if out else None, stats, sim if keep_sim else None,
                      recorder if keep_stream else None, cpu, outcome,
                      resume_from["t_ns"] / 1e9 if resume_from else None)
 
