@@ -1,6 +1,8 @@
 """The ``hopsim`` command: list and run scenarios."""
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Optional
 
@@ -85,6 +87,18 @@ def _version(value: bool) -> None:
 
         console.print(f"hopsim {version('hopsim')}")
         raise typer.Exit()
+
+
+def _compile_ahead_of(name: str) -> None:
+    """Compile ``name``'s kernels ahead on every core if this machine has not yet (see
+    :mod:`hopsim.compile_ahead`); if that cannot be done they compile at their first call."""
+    from hopsim.compile_ahead import compile_ahead
+
+    try:
+        compile_ahead(name, report=err.print)
+    except Exception as e:                    # e.g. no process can be started here
+        err.print(f"[yellow]warning:[/yellow] the kernels were not compiled ahead ({type(e).__name__}: {e}); "
+                  f"they compile at their first call")
 
 
 @app.callback()
@@ -203,13 +217,15 @@ def run_cmd(
         from hopsim.kernel.distributed.ray_runtime import set_verbose
 
         set_verbose(verbose)
-    from hopsim.scenarios import ScenarioError, run_scenario
+    from hopsim.scenarios import ScenarioError, get_scenario, run_scenario
     from hopsim.scenarios.registry import FaultSpec
 
     overrides: dict = _parse_sets(set_)
     try:
         if fault:
             overrides["faults"] = [FaultSpec.parse(f).model_dump() for f in fault]
+        get_scenario(name).make_params(overrides)        # a bad parameter is reported before anything compiles
+        _compile_ahead_of(name)
         result = run_scenario(name, overrides, seed=seed, duration_s=duration, out=out,
                               backend=backend, progress=progress, ray_address=ray_address,
                               checkpoint_every_s=checkpoint_every, checkpoint_dir=checkpoint_dir,
@@ -332,6 +348,7 @@ def campaign_cmd(
 
     try:
         specs = [FaultSpec.parse(f) for f in fault]
+        _compile_ahead_of(name)
         rows = run_campaign(name, specs, seed=seed, duration_s=duration, overrides=_parse_sets(set_))
     except (ScenarioError, ValueError) as e:
         err.print(f"[red]error:[/red] {e}")
@@ -399,6 +416,62 @@ def _parse_dispersion(text: str) -> dict:
                              f"list, choice or constant (mvnormal and grid: in a campaign file)")
 
 
+@app.command("linearize")
+def linearize_cmd(
+    name: str = typer.Argument(..., help="scenario name"),
+    at: float = typer.Option(..., "--at", help="simulated time (s) of the operating point"),
+    states: str = typer.Option(..., help="continuous states, comma-separated: MODEL.STATE or MODEL.* "
+                                         "(e.g. sph1.*)"),
+    inputs: str = typer.Option("", help="inputs, comma-separated: MODEL.ATTRIBUTE[I], a model's public "
+                                        "numeric attribute (e.g. sph1.disturbance_force_N[0])"),
+    outputs: str = typer.Option("", help="outputs, comma-separated: MODEL.PORT.FIELD (e.g. "
+                                         "sph1.state.omega_BN_B.x)"),
+    scheme: str = typer.Option("central2", help="central2 (O(h^2)), central4 (O(h^4)) or richardson"),
+    eps: float = typer.Option(1e-6, help="finite-difference step (units of each element)"),
+    eps1: float = typer.Option(0.0, help="relative step: h = eps + eps1 * eps * |value| (0 with richardson)"),
+    seed: int = typer.Option(0, help="run seed"),
+    set_: list[str] = typer.Option([], "--set", help="scenario parameter, key=value (repeatable)"),
+    fault: list[str] = typer.Option([], help="a fault before T, as for `hopsim run` (repeatable)"),
+    out: Optional[Path] = typer.Option(None, help="write A, B, C, D and their names to this .npz file"),
+) -> None:
+    """Linearize a scenario about its state at --at: A, B, C, D by finite differences."""
+    import numpy as np
+
+    from hopsim.scenarios import ScenarioError, get_scenario
+    from hopsim.scenarios.linearize import linearize
+    from hopsim.scenarios.registry import FaultSpec
+
+    def names(text: str) -> list[str]:
+        return [n.strip() for n in re.split(r",(?![^\[]*\])", text) if n.strip()]
+
+    overrides: dict = _parse_sets(set_)
+    try:
+        if fault:
+            overrides["faults"] = [FaultSpec.parse(f).model_dump() for f in fault]
+        get_scenario(name).make_params(overrides)
+        _compile_ahead_of(name)
+        lin = linearize(name, at, names(states), names(inputs), names(outputs), overrides, seed=seed,
+                        scheme=scheme, eps=eps, eps1=eps1)
+    except (ScenarioError, ValueError) as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+    for label, matrix, rows, cols in (("A", lin.A, lin.states, lin.states), ("B", lin.B, lin.states, lin.inputs),
+                                      ("C", lin.C, lin.outputs, lin.states), ("D", lin.D, lin.outputs, lin.inputs)):
+        if matrix.size == 0:
+            continue
+        table = Table(label, *cols, title=f"{label} ({scheme}, eps={eps:g}) at {at:g} s")
+        for row_name, row in zip(rows, matrix):
+            table.add_row(row_name, *[f"{v:.6g}" for v in row])
+        console.print(table)
+    for j, name_j in enumerate(lin.inputs):
+        if not np.any(lin.B[:, j]) and not np.any(lin.D[:, j]):
+            err.print(f"[yellow]warning:[/yellow] input {name_j} has no effect at {at:g} s (its columns of B and D "
+                      f"are zero); an input switched on by a fault needs that fault before --at")
+    if out:
+        lin.save(out)
+        console.print(f"matrices: {out.resolve()}")
+
+
 @montecarlo_app.command("run")
 def montecarlo_run_cmd(
     target: str = typer.Argument(..., help="a campaign file (.toml) or a scenario name"),
@@ -439,6 +512,7 @@ def montecarlo_run_cmd(
     except ScenarioError as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
+    _compile_ahead_of(campaign.scenario)
     failed = 0
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[failed]} failed"), TimeRemainingColumn(), console=console) as bar:

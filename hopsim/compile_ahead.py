@@ -1,0 +1,200 @@
+"""Compile a scenario's numerical kernels ahead of its first run, on every core.
+
+numba compiles a kernel at its first call, one after another in one process: a new machine's
+first run of the SPHERES scenarios spends half a minute compiling. The kernels a scenario calls
+from Python, and the argument types they are called with, are listed in the package's kernel
+manifest (``kernel_manifest.json``, written by ``python -m hopsim.compile_ahead --record``). Before
+a scenario's first run, :func:`compile_ahead` compiles them in a pool of processes, the longest
+first, into numba's disk cache; the run then loads them from the cache. A kernel the manifest
+misses (new argument types, a new kernel) still compiles at its first call, as before.
+
+A stamp beside numba's cache remembers that a scenario's kernels are compiled for these sources
+(hash of the package's Python files), this numba and this CPU; a later run checks the stamp only.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from importlib import resources
+from multiprocessing import get_context
+from pathlib import Path
+
+MANIFEST = "kernel_manifest.json"
+
+Kernel = tuple[str, str, str, float]      # module, function name, signature text, compile seconds
+
+
+def load_manifest() -> dict[str, list[Kernel]]:
+    """Scenario name -> the kernels its run compiles (as recorded)."""
+    text = resources.files("hopsim").joinpath(MANIFEST).read_text()
+    return {name: [tuple(k) for k in kernels] for name, kernels in json.loads(text)["scenarios"].items()}
+
+
+def _sources_digest() -> str:
+    """SHA-256 of hopsim's Python sources, numba's version and this CPU: what a cache is valid for."""
+    import numba
+    from numba.core.config import CPU_NAME
+
+    h = hashlib.sha256(f"{numba.__version__}|{CPU_NAME or ''}|{platform.machine()}".encode())
+    package = Path(__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        h.update(str(path.relative_to(package)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _stamp_dir() -> Path:
+    """Where numba keeps this package's cache: ``NUMBA_CACHE_DIR`` if set, else ``__pycache__`` here."""
+    from numba.core.config import CACHE_DIR
+
+    return Path(CACHE_DIR) if CACHE_DIR else Path(__file__).parent / "__pycache__"
+
+
+def _stamp(scenario: str) -> Path:
+    return _stamp_dir() / f"hopsim-compiled-{scenario}.stamp"
+
+
+def is_compiled(scenario: str) -> bool:
+    """Whether ``scenario``'s kernels were compiled ahead for the present sources."""
+    try:
+        return _stamp(scenario).read_text() == _sources_digest()
+    except OSError:
+        return False
+
+
+def _parse_signature(text: str):
+    from numba.core import types
+
+    return tuple(eval(text, {"__builtins__": {}}, vars(types)))       # the package's own manifest
+
+
+def _dispatcher(module: str, name: str):
+    """The numba dispatcher of ``module.name`` (a function compiled for one signature at its first call
+    gets a dispatcher of its own here: both write the same cache entries)."""
+    from numba import njit
+
+    from hopsim.dynamics._jit import COMPILE_OPTIONS
+
+    fn = getattr(importlib.import_module(module), name)
+    return fn if hasattr(fn, "compile") else njit(**COMPILE_OPTIONS)(fn.__wrapped__)
+
+
+def _compile_one(module: str, name: str, signature: str) -> float:
+    """In a pool process: compile (or load) one kernel into the disk cache; the seconds it took."""
+    t0 = time.perf_counter()
+    _dispatcher(module, name).compile(_parse_signature(signature))
+    return time.perf_counter() - t0
+
+
+def compile_ahead(scenario: str, workers: int | None = None,
+                  report: Callable[[str], None] = lambda line: None) -> int:
+    """Compile the kernels of ``scenario``'s manifest into numba's cache with ``workers`` processes
+    (default: one per core), unless the stamp says they are; the number compiled. ``report``
+    receives one progress line per kernel and a closing line."""
+    if is_compiled(scenario):
+        return 0
+    kernels = sorted(load_manifest().get(scenario, []), key=lambda k: -k[3])
+    if not kernels:
+        return 0
+    workers = max(1, min(workers or os.cpu_count() or 1, len(kernels)))
+    report(f"compiling {len(kernels)} numerical kernels of {scenario} ahead of its first run "
+           f"({workers} processes; later runs load them from the cache)...")
+    t0 = time.perf_counter()
+    failed = []
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        futures = {pool.submit(_compile_one, m, n, s): f"{m.rsplit('.', 1)[-1]}.{n}" for m, n, s, _ in kernels}
+        for done, future in enumerate(as_completed(futures), 1):
+            try:
+                future.result()
+            except Exception as exc:                         # compiled at first call instead
+                failed.append(f"{futures[future]} ({type(exc).__name__})")
+            report(f"  {done}/{len(kernels)} {futures[future]}, {time.perf_counter() - t0:.0f} s")
+    report(f"compiled {len(kernels) - len(failed)} kernels ahead in {time.perf_counter() - t0:.1f} s"
+           + (f"; left to their first call: {', '.join(failed)}" if failed else ""))
+    if not failed:
+        _stamp_dir().mkdir(parents=True, exist_ok=True)
+        _stamp(scenario).write_text(_sources_digest())
+    return len(kernels) - len(failed)
+
+
+# ---------------------------------------------------------------------------------- recording
+
+def _signature_text(args) -> str | None:
+    """The text of a signature that :func:`_parse_signature` gives back exactly, or None."""
+    text = "(" + "".join(f"{a!r}, " for a in args) + ")"
+    try:
+        return text if _parse_signature(text) == tuple(args) else None
+    except Exception:
+        return None
+
+
+def record(scenarios: list[str]) -> dict[str, list[Kernel]]:
+    """Run each scenario for its default duration in a fresh process with an empty numba cache
+    and list the kernels it compiles from Python (top-level compilations only)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    found = {}
+    for name in scenarios:
+        with tempfile.TemporaryDirectory(prefix="hopsim-record-") as cache:
+            out = subprocess.run([sys.executable, "-m", "hopsim.compile_ahead", "--record-one", name],
+                                 env={**os.environ, "NUMBA_CACHE_DIR": cache}, capture_output=True, text=True,
+                                 check=True)
+        found[name] = [tuple(k) for k in json.loads(out.stdout.splitlines()[-1])]
+    return found
+
+
+def _record_one(name: str) -> list[Kernel]:
+    from numba.core import event
+
+    from hopsim.scenarios.runner import run_scenario
+
+    stack, kernels = [], {}
+
+    class _Listener(event.Listener):
+        def on_start(self, ev):
+            stack.append(time.perf_counter())
+
+        def on_end(self, ev):
+            t0 = stack.pop()
+            fn = ev.data["dispatcher"].py_func
+            text = _signature_text(ev.data["args"])
+            if stack or text is None or "<locals>" in fn.__qualname__ or not fn.__module__.startswith("hopsim."):
+                return
+            kernels[(fn.__module__, fn.__qualname__, text)] = round(time.perf_counter() - t0, 2)
+
+    event.register("numba:compile", _Listener())
+    run_scenario(name)
+    return [(m, n, s, sec) for (m, n, s), sec in sorted(kernels.items())]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="compile a scenario's kernels ahead, or record the manifest")
+    ap.add_argument("scenario", nargs="?", help="compile this scenario's kernels ahead")
+    ap.add_argument("--record", action="store_true", help="rewrite the manifest from runs of every scenario")
+    ap.add_argument("--record-one", help=argparse.SUPPRESS)
+    opts = ap.parse_args()
+    if opts.record_one:
+        print(json.dumps(_record_one(opts.record_one)))
+    elif opts.record:
+        from hopsim.scenarios.catalog import all_scenarios
+
+        manifest = {"written_by": "python -m hopsim.compile_ahead --record",
+                    "scenarios": record([spec.name for spec in all_scenarios()])}
+        Path(__file__).with_name(MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    elif opts.scenario:
+        compile_ahead(opts.scenario, report=print)
+    else:
+        ap.error("give a scenario, or --record")
+
+
+if __name__ == "__main__":
+    main()
