@@ -336,12 +336,17 @@ def replay_cmd(
 def campaign_cmd(
     name: str = typer.Argument(..., help="scenario name"),
     fault: list[str] = typer.Option(..., help="one run per fault: t=S,target=MODEL,kind=KIND[,...]"),
-    seed: int = typer.Option(0),
+    seed: int = typer.Option(0, help="the seed of every run (runs differ by their fault only)"),
     duration: Optional[float] = typer.Option(None),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter, key=value"),
     table: Path = typer.Option(Path("runs/campaign.md"), help="where the table goes (.md or .csv)"),
+    directory: Optional[Path] = typer.Option(None, "--dir", help="keep the Monte Carlo campaign here "
+                                             "(results.csv, summary, plots; an interrupted campaign in it is "
+                                             "resumed)"),
+    backend: str = typer.Option("local", help="local (one process) or ray (one task per run)"),
 ) -> None:
-    """Run a scenario once without faults and once per --fault; tabulate the outcomes."""
+    """Run a scenario once without faults and once per --fault; tabulate the outcomes (a Monte
+    Carlo campaign whose dispersion is the fault list, every run with the same seed)."""
     from hopsim.scenarios import ScenarioError
     from hopsim.scenarios.campaign import run_campaign, write_table
     from hopsim.scenarios.registry import FaultSpec
@@ -349,16 +354,22 @@ def campaign_cmd(
     try:
         specs = [FaultSpec.parse(f) for f in fault]
         _compile_ahead_of(name)
-        rows = run_campaign(name, specs, seed=seed, duration_s=duration, overrides=_parse_sets(set_))
+        rows = run_campaign(name, specs, seed=seed, duration_s=duration, overrides=_parse_sets(set_),
+                            directory=directory, backend=backend)
     except (ScenarioError, ValueError) as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
-    out = Table("run", *rows[0].outcome)
+    metrics = list(dict.fromkeys(k for r in rows for k in r.outcome))
+    out = Table("run", *metrics, "error")
     for r in rows:
-        out.add_row(r.label, *[str(v if not isinstance(v, float) else f"{v:.4g}") for v in r.outcome.values()])
+        out.add_row(r.label, *[_cell(r.outcome.get(m)) for m in metrics], r.error or "-")
     console.print(out)
     write_table(rows, table)
-    console.print(f"table: {table.resolve()}")
+    console.print(f"table: {table.resolve()}" + (f"; campaign: {directory.resolve()}" if directory else ""))
+
+
+def _cell(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else "-" if v is None else str(v)
 
 
 @app.command("inspect")

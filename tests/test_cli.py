@@ -210,3 +210,17 @@ def test_linearize_prints_the_matrices_and_writes_them(tmp_path):
     assert quiet.exit_code == 0 and "sph1.disturbance_force_N[0] has no effect" in " ".join(quiet.output.split())
     bad = runner.invoke(app, ["linearize", "leader_follower", "--at", "5", "--states", "sph1.vx"])
     assert bad.exit_code == 2 and "continuous states r_x" in bad.output
+
+
+def test_campaign_is_a_monte_carlo_campaign_over_the_fault_list(tmp_path):
+    import csv
+
+    res = runner.invoke(app, ["campaign", "lander", "--fault", "t=5,target=body,kind=thrust_scale,value=0.5",
+                              "--duration", "20", "--seed", "4", "--dir", str(tmp_path / "c"),
+                              "--table", str(tmp_path / "t.csv")])
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(open(tmp_path / "c" / "results.csv")))
+    assert [r["seed"] for r in rows] == ["4", "4"] and [r["status"] for r in rows] == ["ok", "ok"]
+    assert rows[0]["stream_sha256"] != rows[1]["stream_sha256"]
+    table = (tmp_path / "t.csv").read_text().splitlines()
+    assert table[1].startswith("baseline,") and table[2].startswith("body thrust_scale 0.5 @ 5 s,")

@@ -72,6 +72,8 @@ class Campaign(BaseModel):
     parameters: dict[str, Any] = {}
     dispersions: list[Dispersion] = []
     retain: Retention = Retention()
+    same_seed: bool = Field(False, description="every run takes the campaign seed as its scenario seed, so "
+                                               "runs differ by their dispersions only (a fault campaign)")
 
     @field_validator("duration_s")
     @classmethod
@@ -79,6 +81,11 @@ class Campaign(BaseModel):
         if v is not None and not math.isfinite(v):
             raise ValueError("duration_s must be a finite number of seconds")
         return v
+
+    def scenario_seed(self, run: int) -> int:
+        """The scenario seed of run ``run``: derived from (campaign seed, run), or the campaign
+        seed itself with ``same_seed``."""
+        return self.seed if self.same_seed else run_seed(self.seed, run)
 
     def dispersed(self, run: int) -> dict[str, Any]:
         """The dispersed values of run ``run``, by parameter path."""
@@ -91,7 +98,7 @@ class Campaign(BaseModel):
         params = spec.make_params(self.parameters).model_dump()
         for path, value in self.dispersed(run).items():
             set_path(params, path, value)
-        return run_seed(self.seed, run), spec.make_params(params).model_dump()
+        return self.scenario_seed(run), spec.make_params(params).model_dump()
 
 
 def load_campaign(path: str | Path) -> Campaign:
@@ -129,7 +136,7 @@ def run_one(campaign_json: str, run: int, out: str | None = None) -> dict[str, A
     from hopsim.scenarios.runner import run_scenario
 
     campaign = Campaign.model_validate_json(campaign_json)
-    row: dict[str, Any] = {"run": run, "seed": run_seed(campaign.seed, run), "status": "ok", "error": "",
+    row: dict[str, Any] = {"run": run, "seed": campaign.scenario_seed(run), "status": "ok", "error": "",
                            "parameters": campaign.dispersed(run), "outcome": {}, "stream_sha256": "", "wall_s": 0.0}
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="hopsim-run-") as scratch:
