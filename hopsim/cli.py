@@ -372,6 +372,49 @@ def _cell(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else "-" if v is None else str(v)
 
 
+@app.command("plot")
+def plot_cmd(
+    file: Path = typer.Argument(..., help="a recording"),
+    signals: list[str] = typer.Argument(..., help="TOPIC.FIELD[.FIELD...] (e.g. sph1/state.omega_BN_B.z); "
+                                                  "an element of a repeated number: FIELD[I]"),
+    out: Path = typer.Option(Path("plot.png"), help="the plot: .png, .svg, .pdf, or .html (interactive, offline)"),
+    csv_out: Optional[Path] = typer.Option(None, "--csv", help="also write the columns (t_s and each signal) "
+                                                              "to this CSV file"),
+) -> None:
+    """Plot fields of a recording against simulation time (read column by column)."""
+    from hopsim.bus.columns import ColumnsReport, SignalError, read_signals
+    from hopsim.scenarios.plots import plot_signals
+
+    report = ColumnsReport()
+    try:
+        found = read_signals(file, signals, report)
+        path = plot_signals(list(found.values()), out, title=file.name)
+    except (SignalError, ValueError) as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+    if report.damaged_chunks:
+        err.print(f"[yellow]warning:[/yellow] {report.damaged_chunks} damaged chunk(s) of {report.chunks} skipped")
+    for s in found.values():
+        console.print(f"{s.name}: {len(s.values)} samples, {s.t_s[0] if len(s.t_s) else 0:g}-"
+                      f"{s.t_s[-1] if len(s.t_s) else 0:g} s")
+    if csv_out is not None:
+        _write_columns(list(found.values()), csv_out)
+        console.print(f"columns: {csv_out.resolve()}")
+    console.print(f"plot: {path.resolve()}")
+
+
+def _write_columns(signals, path: Path) -> None:
+    """One row per sample of each signal: signal, t_s, value (signals may be sampled at different times)."""
+    import csv
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["signal", "t_s", "value"])
+        for s in signals:
+            w.writerows((s.name, repr(float(t)), repr(float(v))) for t, v in zip(s.t_s, s.values))
+
+
 @app.command("inspect")
 def inspect_cmd(file: Path = typer.Argument(..., help="a recording")) -> None:
     """Say what a recording holds and whether it is complete (reads damaged files too)."""

@@ -1,0 +1,456 @@
+"""A recording's signals as columns: one numeric field of every message of a topic, as arrays.
+
+``read_signals(path, ["sph1/state.omega_BN_B.z", ...])`` returns, per signal, the log times (ns,
+the simulation time of each message) and the field's values (float64), in file order (the stream
+order). A signal names a topic, then a path of fields in its messages; an element of a repeated
+field takes an index (``imu.samples[2].accel_B.x`` is not supported: a repeated message field
+takes no path below it, but ``values[3]`` of a repeated number does).
+
+The file is read chunk by chunk: each chunk is decompressed (zstd, in C), checked against its CRC,
+and its message records are scanned by a compiled function that follows the field path through
+the protobuf wire format of the chosen channels' messages, without building a message object. A
+message that lacks the field gives the field's default, 0, as protobuf's own decoder does. A
+damaged chunk is skipped and counted; a file without a summary (a killed run's) is read through
+the channel records inside its chunks.
+"""
+from __future__ import annotations
+
+import re
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from hopsim.dynamics._jit import compiled
+
+# how the final field is read: its wire type and its meaning
+DOUBLE, FLOAT, VARINT, ZIGZAG, FIXED64, FIXED32, SFIXED64, SFIXED32, UNSIGNED = range(9)
+_KINDS = {1: DOUBLE, 2: FLOAT, 3: VARINT, 4: UNSIGNED, 5: VARINT, 6: FIXED64, 7: FIXED32, 8: VARINT,
+          13: UNSIGNED, 14: VARINT, 15: SFIXED32, 16: SFIXED64, 17: ZIGZAG, 18: ZIGZAG}
+# (protobuf's FieldDescriptor types: double, float, int64, uint64, int32, fixed64, fixed32, bool,
+#  uint32, enum, sfixed32, sfixed64, sint32, sint64)
+_MESSAGE_TYPE = 11
+MAGIC = b"\x89MCAP0\r\n"
+CHUNK_OPCODE, FOOTER_OPCODE = 0x06, 0x02
+_U64 = struct.Struct("<Q")
+_SIGNAL = re.compile(r"^([^.]+)\.(.+)$")
+_PART = re.compile(r"^(\w+)(?:\[(\d+)\])?$")
+
+
+class SignalError(ValueError):
+    """A signal that names no topic, field or number of the recording."""
+
+
+@dataclass
+class Signal:
+    """One field of one topic's messages over time: ``t_ns`` (int64, ns) and ``values`` (float64)."""
+    name: str
+    t_ns: np.ndarray
+    values: np.ndarray
+    sources: list[str] = field(default_factory=list)
+
+    @property
+    def t_s(self) -> np.ndarray:
+        return self.t_ns / 1e9
+
+
+@dataclass
+class ColumnsReport:
+    chunks: int = 0
+    damaged_chunks: int = 0
+    messages_scanned: int = 0
+
+
+# ------------------------------------------------------------------------------ the compiled scan
+
+@compiled
+def _varint(buf, p):
+    """(value, next position) of the varint at p; (0, -1) past the end."""
+    result = np.uint64(0)
+    shift = np.uint64(0)
+    n = len(buf)
+    while p < n:
+        b = np.uint64(buf[p])
+        p += 1
+        result |= (b & np.uint64(0x7F)) << shift
+        if b < np.uint64(0x80):
+            return result, p
+        shift += np.uint64(7)
+        if shift >= np.uint64(64):
+            return np.uint64(0), -1
+    return np.uint64(0), -1
+
+
+@compiled
+def _skip(buf, p, end, wire):
+    """The position after a field's value of wire type ``wire`` at p; -1 if malformed."""
+    if wire == 0:
+        _, p = _varint(buf, p)
+        return p
+    if wire == 1:
+        return p + 8 if p + 8 <= end else -1
+    if wire == 5:
+        return p + 4 if p + 4 <= end else -1
+    if wire == 2:
+        length, p = _varint(buf, p)
+        if p < 0 or p + np.int64(length) > end:
+            return -1
+        return p + np.int64(length)
+    return -1
+
+
+@compiled
+def _u64_at(buf, p, nbytes):
+    v = np.uint64(0)
+    for i in range(nbytes):
+        v |= np.uint64(buf[p + i]) << np.uint64(8 * i)
+    return v
+
+
+@compiled
+def _number(buf, p, end, wire, kind):
+    """The field's value at p (after its key) as float64; (value, ok)."""
+    if wire == 1 and p + 8 <= end:
+        bits = _u64_at(buf, p, 8)
+        if kind == DOUBLE:
+            return buf[p:p + 8].view(np.float64)[0], True
+        if kind == SFIXED64:
+            return float(np.int64(bits)), True
+        return float(bits), True
+    if wire == 5 and p + 4 <= end:
+        bits = np.uint32(_u64_at(buf, p, 4))
+        if kind == FLOAT:
+            return float(buf[p:p + 4].view(np.float32)[0]), True
+        if kind == SFIXED32:
+            return float(np.int32(bits)), True
+        return float(bits), True
+    if wire == 0:
+        raw, q = _varint(buf, p)
+        if q < 0:
+            return 0.0, False
+        if kind == ZIGZAG:
+            return float(np.int64(raw >> np.uint64(1)) ^ -np.int64(raw & np.uint64(1))), True
+        if kind == UNSIGNED:
+            return float(raw), True
+        return float(np.int64(raw)), True
+    return 0.0, False
+
+
+@compiled
+def _field_value(buf, start, end, tags, indexes, kind):
+    """Follow the field path ``tags`` (field numbers; ``indexes[d]`` >= 0 picks an element of a
+    repeated field at depth d) through the message in buf[start:end]; its value (the default 0 if
+    absent) and whether the bytes were well formed."""
+    depth, last = 0, len(tags) - 1
+    p, stop = start, end
+    value = 0.0
+    seen = 0                                    # elements of a repeated field met so far
+    while p < stop:
+        key, p = _varint(buf, p)
+        if p < 0:
+            return 0.0, False
+        number, wire = np.int64(key >> np.uint64(3)), np.int64(key & np.uint64(7))
+        if number != tags[depth]:
+            p = _skip(buf, p, stop, wire)
+            if p < 0:
+                return 0.0, False
+            continue
+        if depth < last:                       # a message field: descend (its last occurrence wins
+            if wire != 2:                      # for a singular one; the index-th for a repeated one)
+                return 0.0, False
+            length, q = _varint(buf, p)
+            if q < 0 or q + np.int64(length) > stop:
+                return 0.0, False
+            if indexes[depth] < 0 or seen == indexes[depth]:
+                depth += 1
+                p, stop = q, q + np.int64(length)
+                seen = 0
+                continue
+            seen += 1
+            p = q + np.int64(length)
+            continue
+        want = indexes[depth]
+        if wire == 2:                          # a packed repeated number
+            length, q = _varint(buf, p)
+            if q < 0 or q + np.int64(length) > stop:
+                return 0.0, False
+            r, packed_end = q, q + np.int64(length)
+            inner = 1 if kind == DOUBLE or kind == FIXED64 or kind == SFIXED64 else (
+                5 if kind == FLOAT or kind == FIXED32 or kind == SFIXED32 else 0)
+            while r < packed_end:
+                v, ok = _number(buf, r, packed_end, inner, kind)
+                if not ok:
+                    return 0.0, False
+                if seen == want or want < 0:
+                    value = v
+                    if want >= 0:
+                        return value, True
+                seen += 1
+                r = _skip(buf, r, packed_end, inner)
+                if r < 0:
+                    return 0.0, False
+            p = packed_end
+            continue
+        v, ok = _number(buf, p, stop, wire, kind)
+        if not ok:
+            return 0.0, False
+        if want < 0 or seen == want:
+            value = v
+            if want >= 0:
+                return value, True
+        seen += 1
+        p = _skip(buf, p, stop, wire)
+        if p < 0:
+            return 0.0, False
+    return value, True
+
+
+@compiled
+def _scan_chunk(buf, wanted, tags, indexes, kind, t_out, v_out, ch_out, n):
+    """Append (log time, value, channel) of every message record of a wanted channel in the
+    decompressed chunk ``buf`` to the outputs from row n; (new n, channel record offsets found,
+    count of those offsets, records scanned, well formed)."""
+    p, size = 0, len(buf)
+    channel_at = np.empty(64, dtype=np.int64)
+    n_channels = 0
+    scanned = 0
+    while p + 9 <= size:
+        opcode = buf[p]
+        length = np.int64(_u64_at(buf, p + 1, 8))
+        body = p + 9
+        if length < 0 or body + length > size:
+            return n, channel_at, n_channels, scanned, False
+        if opcode == 0x05 and length >= 22:                    # Message
+            channel = np.int64(_u64_at(buf, body, 2))
+            scanned += 1
+            if channel < len(wanted) and wanted[channel]:
+                value, ok = _field_value(buf, body + 22, body + length, tags, indexes, kind)
+                if not ok:
+                    return n, channel_at, n_channels, scanned, False
+                if n == len(t_out):
+                    return -1, channel_at, n_channels, scanned, True      # the caller grows the outputs
+                t_out[n] = np.int64(_u64_at(buf, body + 6, 8))
+                v_out[n] = value
+                ch_out[n] = channel
+                n += 1
+        elif opcode == 0x04 and n_channels < 64:               # Channel
+            channel_at[n_channels] = p
+            n_channels += 1
+        p = body + length
+    return n, channel_at, n_channels, scanned, p == size
+
+
+# ------------------------------------------------------------------------------ files and schemas
+
+def _chunks(path: Path):
+    """(decompressed bytes, or None if damaged) of every chunk record of the file, in order.
+
+    The file's top-level records are walked by their opcode and length; only chunks are read (the
+    message indexes and the summary are skipped). Reading stops where a record's length runs past
+    the end of the file (a killed run's last, unfinished record).
+    """
+    data = memoryview(path.read_bytes())
+    p, size = len(MAGIC), len(data)
+    while p + 9 <= size:
+        opcode = data[p]
+        (length,) = _U64.unpack_from(data, p + 1)
+        body, end = p + 9, p + 9 + length
+        if end > size:
+            return
+        if opcode == CHUNK_OPCODE:
+            yield _chunk(data[body:end])
+        elif opcode == FOOTER_OPCODE:
+            return
+        p = end
+
+
+def _chunk(body: memoryview) -> bytes | None:
+    """The decompressed records of a chunk record's body; None if damaged."""
+    try:
+        _, _, uncompressed_size, crc = struct.unpack_from("<QQQI", body, 0)
+        (n,) = struct.unpack_from("<I", body, 28)
+        compression = bytes(body[32:32 + n]).decode()
+        (m,) = _U64.unpack_from(body, 32 + n)
+        records = body[40 + n:40 + n + m]
+        if len(records) != m:
+            return None
+    except (struct.error, UnicodeDecodeError):
+        return None
+    return _decompress(compression, records, uncompressed_size, crc)
+
+
+def _decompress(compression: str, records, uncompressed_size: int, crc: int) -> bytes | None:
+    try:
+        if compression == "zstd":
+            import zstandard
+
+            data = zstandard.ZstdDecompressor().decompress(records, max_output_size=uncompressed_size)
+        elif compression == "lz4":
+            import lz4.frame
+
+            data = lz4.frame.decompress(records)
+        elif compression == "":
+            data = bytes(records)
+        else:
+            return None
+    except Exception:  # noqa: BLE001  (damaged compressed bytes)
+        return None
+    if len(data) != uncompressed_size or (crc and zlib.crc32(data) != crc):
+        return None
+    return data
+
+
+def _channel_record(buf: bytes, at: int):
+    """(channel id, schema id, topic) of the Channel record at ``at``."""
+    body = at + 9
+    channel_id, schema_id = struct.unpack_from("<HH", buf, body)
+    (n,) = struct.unpack_from("<I", buf, body + 4)
+    return channel_id, schema_id, bytes(buf[body + 8:body + 8 + n]).decode()
+
+
+def _summary(path: Path):
+    """(channels {id: (topic, schema name, source)}, schema names {id: name}) from the summary."""
+    from mcap.reader import make_reader
+
+    try:
+        with open(path, "rb") as f:
+            summary = make_reader(f).get_summary()
+    except Exception:  # noqa: BLE001
+        summary = None
+    if summary is None:
+        return {}, {}
+    schemas = {sid: s.name for sid, s in summary.schemas.items()}
+    channels = {cid: (c.topic, schemas.get(c.schema_id, ""), c.metadata.get("source", ""))
+                for cid, c in summary.channels.items()}
+    return channels, schemas
+
+
+def _schema_names_in_chunks(path: Path) -> dict[int, str]:
+    from mcap.records import Chunk, Schema
+    from mcap.stream_reader import StreamReader, breakup_chunk
+
+    names = {}
+    with open(path, "rb") as f:
+        try:
+            for record in StreamReader(f, emit_chunks=True, validate_crcs=False, record_size_limit=1 << 30).records:
+                inner = breakup_chunk(record, validate_crc=False) if isinstance(record, Chunk) else [record]
+                for r in inner:
+                    if isinstance(r, Schema):
+                        names[r.id] = r.name
+        except Exception:  # noqa: BLE001
+            pass
+    return names
+
+
+def _path(type_name: str, fields: str, signal: str):
+    """(field numbers, indexes, kind) of the path ``fields`` in messages of ``type_name``."""
+    from hopsim.schemas import message_class
+
+    cls = message_class(type_name)
+    if cls is None:
+        raise SignalError(f"{signal}: the messages are of type {type_name!r}, which hopsim does not know")
+    descriptor = cls.DESCRIPTOR
+    tags, indexes, kind = [], [], None
+    parts = fields.split(".")
+    for depth, part in enumerate(parts):
+        found = _PART.match(part)
+        fd = descriptor.fields_by_name.get(found.group(1)) if found else None
+        if fd is None:
+            raise SignalError(f"{signal}: {descriptor.full_name} has no field {part!r}; its fields are "
+                              f"{', '.join(descriptor.fields_by_name)}")
+        repeated = fd.is_repeated
+        index = found.group(2)
+        if repeated and index is None:
+            raise SignalError(f"{signal}: {fd.name} is repeated: pick an element, e.g. {fd.name}[0]")
+        if not repeated and index is not None:
+            raise SignalError(f"{signal}: {fd.name} is not repeated (no index)")
+        tags.append(fd.number)
+        indexes.append(int(index) if index is not None else -1)
+        last = depth == len(parts) - 1
+        if fd.type == _MESSAGE_TYPE:
+            if last:
+                raise SignalError(f"{signal}: {fd.name} is a {fd.message_type.name}; name one of its fields "
+                                  f"({', '.join(fd.message_type.fields_by_name)})")
+            descriptor = fd.message_type
+        elif not last:
+            raise SignalError(f"{signal}: {fd.name} is a number; nothing lies below it")
+        else:
+            kind = _KINDS.get(fd.type)
+            if kind is None:
+                raise SignalError(f"{signal}: {fd.name} is not a number (strings and bytes are not signals)")
+    return np.array(tags, dtype=np.int64), np.array(indexes, dtype=np.int64), kind
+
+
+# ------------------------------------------------------------------------------ the entry point
+
+def read_signals(path: str | Path, signals: list[str], report: ColumnsReport | None = None) -> dict[str, Signal]:
+    """Each signal (``TOPIC.FIELD[.FIELD...]``) of the recording at ``path``, as columns."""
+    path = Path(path)
+    if not path.exists():
+        raise SignalError(f"no such file {path}")
+    report = report if report is not None else ColumnsReport()
+    channels, _ = _summary(path)
+    chunks = [c for c in _chunks(path)]
+    report.chunks = len(chunks)
+    report.damaged_chunks = sum(c is None for c in chunks)
+    if not channels:                              # a killed run's file: channels are in its chunks
+        schema_names = _schema_names_in_chunks(path)
+        for buf in chunks:
+            if buf is None:
+                continue
+            arr = np.frombuffer(buf, dtype=np.uint8)
+            _, at, count, _, _ = _scan_chunk(arr, np.zeros(0, dtype=np.bool_), np.zeros(1, np.int64),
+                                             np.zeros(1, np.int64), DOUBLE, np.empty(0, np.int64),
+                                             np.empty(0), np.empty(0, np.int64), 0)
+            for k in range(count):
+                cid, sid, topic = _channel_record(buf, int(at[k]))
+                channels.setdefault(cid, (topic, schema_names.get(sid, ""), ""))
+    topics = sorted({topic for topic, _, _ in channels.values()})
+    out = {}
+    for signal in signals:
+        found = _SIGNAL.match(signal)
+        if not found:
+            raise SignalError(f"{signal!r}: write TOPIC.FIELD, e.g. sph1/state.omega_BN_B.z")
+        topic, fields = found.group(1), found.group(2)
+        ids = [cid for cid, (t, _, _) in channels.items() if t == topic]
+        if not ids:
+            raise SignalError(f"{signal}: the recording has no topic {topic!r}; its topics are {', '.join(topics)}")
+        types = {channels[cid][1] for cid in ids}
+        if len(types) != 1:
+            raise SignalError(f"{signal}: topic {topic} carries several types ({', '.join(sorted(types))})")
+        tags, indexes, kind = _path(types.pop(), fields, signal)
+        wanted = np.zeros(max(channels) + 1, dtype=np.bool_)
+        wanted[ids] = True
+        t_out, v_out, ch_out, n = np.empty(1 << 12, np.int64), np.empty(1 << 12), np.empty(1 << 12, np.int64), 0
+        scanned = 0
+        for buf in chunks:
+            if buf is None:
+                continue
+            arr = np.frombuffer(buf, dtype=np.uint8)
+            while True:
+                before = n
+                m, _, _, seen, ok = _scan_chunk(arr, wanted, tags, indexes, kind, t_out, v_out, ch_out, n)
+                if m >= 0:
+                    break
+                n = before                          # outputs full: grow and scan the chunk again
+                t_out, v_out, ch_out = (np.resize(a, 2 * len(a)) for a in (t_out, v_out, ch_out))
+            if not ok:
+                report.damaged_chunks += 1
+                m = before                          # a malformed chunk's rows are not kept
+            n = m
+            scanned += seen
+        report.messages_scanned = scanned
+        sources = sorted({channels[int(c)][2] for c in np.unique(ch_out[:n])})
+        out[signal] = Signal(signal, t_out[:n].copy(), v_out[:n].copy(), sources)
+    return out
+
+
+def topics(path: str | Path) -> dict[str, str]:
+    """The recording's topics and their message types (from its summary)."""
+    channels, _ = _summary(Path(path))
+    return {topic: type_name for topic, type_name, _ in sorted(channels.values())}
+
+
+__all__ = ["Signal", "SignalError", "ColumnsReport", "read_signals", "topics"]
