@@ -4,7 +4,7 @@
 
 A recording of ``--messages`` VehicleState messages (100 vehicles at 10 Hz, written with hopsim's
 recorder: zstd chunks of 256 KiB) is read twice per repeat, in turns: with
-:func:`hopsim.bus.columns.read_signals` for one field of one vehicle, and the way a user would
+:func:`hopsim.view.columns.read_signals` for one field of one vehicle, and the way a user would
 without it, decoding every message of the topic with mcap-protobuf-support's decoder and taking
 the field. The values are compared, the medians of the wall times reported.
 """
@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hopsim.bus.columns import read_signals  # noqa: E402
+from hopsim.view.columns import read_signals  # noqa: E402
 from hopsim.bus.envelope import Envelope  # noqa: E402
 from hopsim.bus.recorder import McapRecorder  # noqa: E402
 from hopsim.schemas import Quaternion, Vector3, VehicleState  # noqa: E402

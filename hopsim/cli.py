@@ -91,8 +91,8 @@ def _version(value: bool) -> None:
 
 def _compile_ahead_of(name: str) -> None:
     """Compile ``name``'s kernels ahead on every core if this machine has not yet (see
-    :mod:`hopsim.compile_ahead`); if that cannot be done they compile at their first call."""
-    from hopsim.compile_ahead import compile_ahead
+    :mod:`hopsim.scenarios.compile_ahead`); if that cannot be done they compile at their first call."""
+    from hopsim.scenarios.compile_ahead import compile_ahead
 
     try:
         compile_ahead(name, report=err.print)
@@ -382,8 +382,8 @@ def plot_cmd(
                                                               "to this CSV file"),
 ) -> None:
     """Plot fields of a recording against simulation time (read column by column)."""
-    from hopsim.bus.columns import ColumnsReport, SignalError, read_signals
-    from hopsim.scenarios.plots import plot_signals
+    from hopsim.view.columns import ColumnsReport, SignalError, read_signals
+    from hopsim.view.plots import plot_signals
 
     report = ColumnsReport()
     try:

@@ -10,7 +10,7 @@ from mcap.reader import make_reader
 from mcap_protobuf.decoder import DecoderFactory
 from typer.testing import CliRunner
 
-from hopsim.bus.columns import SignalError, read_signals
+from hopsim.view.columns import SignalError, read_signals
 from hopsim.bus.envelope import Envelope
 from hopsim.bus.recorder import McapRecorder
 from hopsim.cli import app

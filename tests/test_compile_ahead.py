@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from hopsim.compile_ahead import _dispatcher, _parse_signature, _signature_text, load_manifest
+from hopsim.scenarios.compile_ahead import _dispatcher, _parse_signature, _signature_text, load_manifest
 
 
 def test_every_kernel_of_the_manifest_exists_and_its_signature_reads_back():

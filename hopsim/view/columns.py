@@ -23,7 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from hopsim.dynamics._jit import compiled
+from numba import njit
+
+# compiled with hopsim's policy (disk cache, no fast-math, NumPy's error model)
+compiled = njit(cache=True, fastmath=False, error_model="numpy")
 
 # how the final field is read: its wire type and its meaning
 DOUBLE, FLOAT, VARINT, ZIGZAG, FIXED64, FIXED32, SFIXED64, SFIXED32, UNSIGNED = range(9)

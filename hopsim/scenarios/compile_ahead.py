@@ -3,7 +3,7 @@
 numba compiles a kernel at its first call, one after another in one process: a new machine's
 first run of the SPHERES scenarios spends half a minute compiling. The kernels a scenario calls
 from Python, and the argument types they are called with, are listed in the package's kernel
-manifest (``kernel_manifest.json``, written by ``python -m hopsim.compile_ahead --record``). Before
+manifest (``kernel_manifest.json``, written by ``python -m hopsim.scenarios.compile_ahead --record``). Before
 a scenario's first run, :func:`compile_ahead` compiles them in a pool of processes, the longest
 first, into numba's disk cache; the run then loads them from the cache. A kernel the manifest
 misses (new argument types, a new kernel) still compiles at its first call, as before.
@@ -33,7 +33,7 @@ Kernel = tuple[str, str, str, float]      # module, function name, signature tex
 
 def load_manifest() -> dict[str, list[Kernel]]:
     """Scenario name -> the kernels its run compiles (as recorded)."""
-    text = resources.files("hopsim").joinpath(MANIFEST).read_text()
+    text = resources.files("hopsim.scenarios").joinpath(MANIFEST).read_text()
     return {name: [tuple(k) for k in kernels] for name, kernels in json.loads(text)["scenarios"].items()}
 
 
@@ -43,7 +43,7 @@ def _sources_digest() -> str:
     from numba.core.config import CPU_NAME
 
     h = hashlib.sha256(f"{numba.__version__}|{CPU_NAME or ''}|{platform.machine()}".encode())
-    package = Path(__file__).parent
+    package = Path(__file__).parents[1]          # the whole hopsim package
     for path in sorted(package.rglob("*.py")):
         h.update(str(path.relative_to(package)).encode())
         h.update(path.read_bytes())
@@ -145,7 +145,7 @@ def record(scenarios: list[str]) -> dict[str, list[Kernel]]:
     found = {}
     for name in scenarios:
         with tempfile.TemporaryDirectory(prefix="hopsim-record-") as cache:
-            out = subprocess.run([sys.executable, "-m", "hopsim.compile_ahead", "--record-one", name],
+            out = subprocess.run([sys.executable, "-m", "hopsim.scenarios.compile_ahead", "--record-one", name],
                                  env={**os.environ, "NUMBA_CACHE_DIR": cache}, capture_output=True, text=True,
                                  check=True)
         found[name] = [tuple(k) for k in json.loads(out.stdout.splitlines()[-1])]
@@ -187,7 +187,7 @@ def main() -> None:
     elif opts.record:
         from hopsim.scenarios.catalog import all_scenarios
 
-        manifest = {"written_by": "python -m hopsim.compile_ahead --record",
+        manifest = {"written_by": "python -m hopsim.scenarios.compile_ahead --record",
                     "scenarios": record([spec.name for spec in all_scenarios()])}
         Path(__file__).with_name(MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     elif opts.scenario:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hopsim.bus.columns import Signal
+from hopsim.view.columns import Signal
 
 
 def plot_signals(signals: list[Signal], out: str | Path, title: str = "") -> Path:
