@@ -20,6 +20,7 @@ from mcap.reader import make_reader
 from mcap.stream_reader import StreamReader, breakup_chunk
 
 from hopsim.bus.recorder import RESULT_METADATA, StreamDigest
+from hopsim.bus.scene import is_derived
 from hopsim.schemas import Envelope as EnvelopeProto
 
 
@@ -75,6 +76,8 @@ def read_recording(path: str | Path) -> tuple[list[EnvelopeProto], RecordingRepo
             channel = channels.get(record.channel_id)
             if channel is None:                # its channel was in a damaged chunk
                 report.orphaned += 1
+                return
+            if is_derived(channel.metadata):   # Foxglove's view of the stream, not the stream
                 return
             schema = schemas.get(channel.schema_id)
             latency = int(channel.metadata.get("latency_ns", "0"))

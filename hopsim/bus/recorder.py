@@ -23,6 +23,7 @@ from mcap.writer import CompressionType, Writer as McapWriter
 from mcap_protobuf.schema import register_schema
 
 from hopsim.bus.envelope import Envelope
+from hopsim.bus.scene import DERIVED, FoxgloveScene, is_derived
 from hopsim.schemas import Envelope as EnvelopeProto
 
 PROFILE = "hopsim"
@@ -90,8 +91,11 @@ class McapRecorder:
     """Writes envelopes to ``path``; call :meth:`close` (or use as a context manager) to finish."""
 
     def __init__(self, path: str | Path, metadata: dict[str, str] | None = None,
-                 chunk_size: int = CHUNK_BYTES, chunk_span_ns: int = CHUNK_SPAN_NS):
+                 chunk_size: int = CHUNK_BYTES, chunk_span_ns: int = CHUNK_SPAN_NS, scene: bool = True):
+        """``scene``: also write the Foxglove channels derived from the vehicles' states
+        (:mod:`hopsim.bus.scene`)."""
         self.path = Path(path)
+        self._scene = FoxgloveScene() if scene else None
         self._chunk_size = chunk_size
         self._chunk_span_ns = chunk_span_ns
         self._chunk_start_ns: int | None = None
@@ -147,6 +151,8 @@ class McapRecorder:
         segment, self._segment = self._segment, []
         for env in segment:
             self._write_final(env)
+        if self._scene is not None:
+            self._write_derived(self._scene.flush())
 
     def rollback(self) -> None:
         """Forget what was recorded since the last commit (the run goes back to its checkpoint)."""
@@ -165,10 +171,26 @@ class McapRecorder:
         elif env.t_ns - self._chunk_start_ns >= self._chunk_span_ns:
             self._writer.flush()        # the chunk spans CHUNK_SPAN_NS: close it and push it to disk
             self._chunk_start_ns = env.t_ns
+        if self._scene is not None:
+            self._write_derived(self._scene.observe(env.t_ns, env.type_name, env.payload))
         payload = env.payload_bytes()
         self.digest.add(env, payload)
         self._writer.add_message(self._channels[(env.topic, env.source)], log_time=env.t_ns,
                                  data=payload, publish_time=env.t_ns, sequence=env.seq)
+
+    def _write_derived(self, messages) -> None:
+        """Foxglove messages derived from the stream, on channels marked as such (not hashed)."""
+        for topic, t_ns, msg in messages:
+            key = (topic, DERIVED)
+            if key not in self._channels:
+                type_name = msg.DESCRIPTOR.full_name
+                if type_name not in self._schemas:
+                    self._schemas[type_name] = register_schema(self._writer, type(msg))
+                self._channels[key] = self._writer.register_channel(
+                    topic=topic, message_encoding=MessageEncoding.Protobuf, schema_id=self._schemas[type_name],
+                    metadata={DERIVED: "foxglove"})
+            self._writer.add_message(self._channels[key], log_time=t_ns, data=msg.SerializeToString(deterministic=True),
+                                     publish_time=t_ns, sequence=0)
 
     def close(self, result: dict[str, str] | None = None) -> None:
         if self._closed:
@@ -234,6 +256,8 @@ def read_envelopes(path: str | Path) -> Iterator[EnvelopeProto]:
     with open(path, "rb") as f:
         reader = make_reader(f)
         for schema, channel, message in reader.iter_messages(log_time_order=False):
+            if is_derived(channel.metadata):
+                continue
             latency = int(channel.metadata.get("latency_ns", "0"))
             yield EnvelopeProto(t_ns=message.log_time, deliver_ns=message.log_time + latency,
                                 source=channel.metadata.get("source", ""), topic=channel.topic,

@@ -1,0 +1,132 @@
+"""What Foxglove's 3-D panel shows of a recording: the vehicles' poses and bodies, derived from the
+recorded vehicle states.
+
+For every instant at which vehicles publish their state (``hopsim.VehicleState``), the recorder
+writes one ``foxglove.FrameTransforms`` on ``viz/transforms``: a transform per vehicle from the
+``world`` frame (the inertial frame N) to a frame named after the vehicle (its body frame B,
+translation ``r_BN_N`` in m, rotation ``q_BN``). On ``viz/scene`` a ``foxglove.SceneUpdate`` adds
+each vehicle's body (a cube locked to its frame, labelled with its name) when it first appears, and
+its trail in the world frame (positions at least ``TRAIL_EVERY_NS`` apart, the last ``TRAIL_POINTS``
+of them), re-sent every ``TRAIL_EVERY_NS`` for formations up to ``TRAIL_VEHICLES`` vehicles.
+
+These channels are derived from the stream: they carry the channel metadata ``derived=foxglove``,
+take no part in the stream's hash or message count, and readers of the stream skip them.
+"""
+from __future__ import annotations
+
+from foxglove_schemas_protobuf.Color_pb2 import Color
+from foxglove_schemas_protobuf.FrameTransforms_pb2 import FrameTransforms
+from foxglove_schemas_protobuf.LinePrimitive_pb2 import LinePrimitive
+from foxglove_schemas_protobuf.Point3_pb2 import Point3
+from foxglove_schemas_protobuf.SceneEntity_pb2 import SceneEntity
+from foxglove_schemas_protobuf.SceneUpdate_pb2 import SceneUpdate
+
+from hopsim.schemas import VehicleState
+
+DERIVED = "derived"                   # channel metadata key of channels that are not the stream
+TRANSFORMS_TOPIC, SCENE_TOPIC = "viz/transforms", "viz/scene"
+WORLD = "world"
+BODY_SIZE_M = 0.2                     # the drawn body: a cube of this edge (m)
+TRAIL_EVERY_NS = 1_000_000_000
+TRAIL_POINTS = 300
+TRAIL_VEHICLES = 100
+
+
+def is_derived(channel_metadata: dict) -> bool:
+    """Whether a channel holds messages derived from the stream (not part of it)."""
+    return DERIVED in channel_metadata
+
+
+def _stamp(msg, t_ns: int) -> None:
+    msg.timestamp.seconds, msg.timestamp.nanos = divmod(t_ns, 1_000_000_000)
+
+
+class FoxgloveScene:
+    """Turns the vehicle states of each instant into Foxglove messages (see the module)."""
+
+    def __init__(self):
+        self._t_ns: int | None = None
+        self._poses: dict[str, VehicleState] = {}
+        self._known: set[str] = set()
+        self._trails: dict[str, list[tuple[float, float, float]]] = {}
+        self._trail_t: dict[str, int] = {}
+        self._trails_sent_ns = -TRAIL_EVERY_NS
+
+    def observe(self, t_ns: int, type_name: str, payload) -> list[tuple[str, int, object]]:
+        """Take one envelope of the stream (in stream order); the (topic, t_ns, message) to write
+        for the instants it completes."""
+        out = self.flush() if self._t_ns is not None and t_ns != self._t_ns else []
+        if type_name == "hopsim.VehicleState" and payload.vehicle:
+            self._t_ns = t_ns
+            self._poses[payload.vehicle] = payload
+        return out
+
+    def flush(self) -> list[tuple[str, int, object]]:
+        """The messages of the pending instant, if any."""
+        if not self._poses:
+            self._t_ns = None
+            return []
+        t_ns, poses = self._t_ns, self._poses
+        self._poses, self._t_ns = {}, None
+        out = []
+        transforms = FrameTransforms()
+        for name in sorted(poses):
+            s = poses[name]
+            tf = transforms.transforms.add()
+            _stamp(tf, t_ns)
+            tf.parent_frame_id, tf.child_frame_id = WORLD, name
+            tf.translation.x, tf.translation.y, tf.translation.z = s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z
+            q = s.q_BN
+            tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w = q.x, q.y, q.z, q.w
+        out.append((TRANSFORMS_TOPIC, t_ns, transforms))
+        new = sorted(set(poses) - self._known)
+        if new:
+            self._known.update(new)
+            update = SceneUpdate()
+            for name in new:
+                self._body(update.entities.add(), name, t_ns)
+            out.append((SCENE_TOPIC, t_ns, update))
+        if len(self._known) <= TRAIL_VEHICLES:
+            self._extend_trails(poses, t_ns)
+            if t_ns - self._trails_sent_ns >= TRAIL_EVERY_NS:
+                self._trails_sent_ns = t_ns
+                update = SceneUpdate()
+                for name in sorted(self._trails):
+                    self._trail(update.entities.add(), name, t_ns)
+                out.append((SCENE_TOPIC, t_ns, update))
+        return out
+
+    def _extend_trails(self, poses: dict[str, VehicleState], t_ns: int) -> None:
+        for name, s in poses.items():
+            if t_ns - self._trail_t.get(name, -TRAIL_EVERY_NS) >= TRAIL_EVERY_NS // 2:
+                self._trail_t[name] = t_ns
+                points = self._trails.setdefault(name, [])
+                points.append((s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z))
+                del points[:-TRAIL_POINTS]
+
+    @staticmethod
+    def _body(entity: SceneEntity, name: str, t_ns: int) -> None:
+        _stamp(entity, t_ns)
+        entity.frame_id, entity.id, entity.frame_locked = name, f"body/{name}", True
+        cube = entity.cubes.add()
+        cube.pose.orientation.w = 1.0
+        cube.size.x = cube.size.y = cube.size.z = BODY_SIZE_M
+        cube.color.CopyFrom(Color(r=0.85, g=0.55, b=0.15, a=0.9))
+        label = entity.texts.add()
+        label.pose.position.z = BODY_SIZE_M
+        label.pose.orientation.w = 1.0
+        label.billboard, label.font_size, label.scale_invariant, label.text = True, 14.0, True, name
+        label.color.CopyFrom(Color(r=1.0, g=1.0, b=1.0, a=1.0))
+
+    def _trail(self, entity: SceneEntity, name: str, t_ns: int) -> None:
+        _stamp(entity, t_ns)
+        entity.frame_id, entity.id = WORLD, f"trail/{name}"
+        line = entity.lines.add()
+        line.type = LinePrimitive.LINE_STRIP
+        line.pose.orientation.w = 1.0
+        line.thickness, line.scale_invariant = 2.0, True
+        line.color.CopyFrom(Color(r=0.3, g=0.7, b=1.0, a=0.8))
+        line.points.extend(Point3(x=x, y=y, z=z) for x, y, z in self._trails[name])
+
+
+__all__ = ["FoxgloveScene", "is_derived", "DERIVED", "TRANSFORMS_TOPIC", "SCENE_TOPIC"]
