@@ -18,13 +18,16 @@ from hopsim.scenarios import run_scenario
 from hopsim.schemas import Quaternion, Vector3, VehicleState, message_class
 
 
+J2000_NS = 946_728_000 * 10**9     # 2000-01-01T12:00:00Z, the default epoch: log time = epoch + t
+
+
 def decoded(path, topic, getter):
-    """(log times, values) of ``topic`` through mcap-protobuf-support's decoder."""
+    """(simulation times, values) of ``topic`` through mcap-protobuf-support's decoder."""
     t, v = [], []
     with open(path, "rb") as f:
         for _, channel, message, msg in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages():
             if channel.topic == topic:
-                t.append(message.log_time)
+                t.append(message.log_time - J2000_NS)
                 v.append(getter(msg))
     return np.array(t, dtype=np.int64), np.array(v, dtype=float)
 

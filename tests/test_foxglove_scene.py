@@ -49,3 +49,38 @@ def test_the_scene_shows_the_recorded_poses_and_leaves_the_stream_alone(tmp_path
     last = np.array([[p.x, p.y, p.z] for p in trails[-1].lines[0].points])
     first_r = states[min(states)]["sph1"].r_BN_N
     assert last[0].tolist() == [first_r.x, first_r.y, first_r.z] and len(last) > 20
+
+
+def test_log_times_are_the_epoch_plus_simulation_time(tmp_path):
+    from datetime import datetime, timezone
+
+    import pytest
+    from typer.testing import CliRunner
+
+    from hopsim.bus.reading import read_recording
+    from hopsim.cli import app
+
+    path = tmp_path / "lander.mcap"
+    runner = CliRunner()
+    res = runner.invoke(app, ["run", "lander", "--duration", "5", "--set", "epoch_utc=2026-03-01T06:30:00Z",
+                              "--out", str(path), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    epoch = int(datetime(2026, 3, 1, 6, 30, tzinfo=timezone.utc).timestamp()) * 10**9
+    with open(path, "rb") as f:
+        stats = make_reader(f).get_summary().statistics
+    assert stats.message_start_time == epoch and stats.message_end_time == epoch + 5 * 10**9
+    envelopes, report = read_recording(path)
+    assert envelopes[0].t_ns == 0 and report.last_t_ns == 5 * 10**9
+    assert "identical" in runner.invoke(app, ["replay", str(path)]).output
+    with open(path, "rb") as f:
+        stamps = [tf.timestamp.seconds * 10**9 + tf.timestamp.nanos - m.log_time
+                  for _, c, m, msg in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages(
+                      topics=["viz/transforms"]) for tf in msg.transforms]
+    assert stamps and set(stamps) == {0}
+    for bad, why in [("2026-13-01", "not an ISO 8601"), ("1900-01-01T00:00:00Z", "outside 1970-2200")]:
+        res = runner.invoke(app, ["run", "lander", "--duration", "1", "--set", f"epoch_utc={bad}"])
+        assert res.exit_code == 2 and why in " ".join(res.output.split()), res.output
+    from hopsim.scenarios import ScenarioError, get_scenario
+
+    with pytest.raises((ScenarioError, ValueError), match="not an ISO 8601"):
+        get_scenario("lander").make_params({"epoch_utc": "yesterday"})

@@ -27,6 +27,14 @@ from hopsim.bus.scene import DERIVED, FoxgloveScene, is_derived
 from hopsim.schemas import Envelope as EnvelopeProto
 
 PROFILE = "hopsim"
+LOG_TIME_OFFSET = "log_time_offset_ns"     # channel metadata: log time = this + simulation time (ns)
+
+
+def log_time_offset(channel_metadata: dict) -> int:
+    """The offset of a channel's log times from simulation time (ns; 0 for files that have none,
+    or a value that is not a whole number of ns from 0 to 2^63)."""
+    text = channel_metadata.get(LOG_TIME_OFFSET, "0")
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 19 and int(text) < 2**63 else 0
 RUN_METADATA = "hopsim.run"
 RESULT_METADATA = "hopsim.result"
 
@@ -91,11 +99,15 @@ class McapRecorder:
     """Writes envelopes to ``path``; call :meth:`close` (or use as a context manager) to finish."""
 
     def __init__(self, path: str | Path, metadata: dict[str, str] | None = None,
-                 chunk_size: int = CHUNK_BYTES, chunk_span_ns: int = CHUNK_SPAN_NS, scene: bool = True):
+                 chunk_size: int = CHUNK_BYTES, chunk_span_ns: int = CHUNK_SPAN_NS, scene: bool = True,
+                 log_time_offset_ns: int = 0):
         """``scene``: also write the Foxglove channels derived from the vehicles' states
-        (:mod:`hopsim.bus.scene`)."""
+        (:mod:`hopsim.bus.scene`). ``log_time_offset_ns``: the calendar time of t = 0 (ns since
+        1970): every message's log time is that plus its simulation time, and every channel says
+        so (``log_time_offset_ns`` in its metadata) for readers to take it back off."""
         self.path = Path(path)
-        self._scene = FoxgloveScene() if scene else None
+        self._offset = int(log_time_offset_ns)
+        self._scene = FoxgloveScene(self._offset) if scene else None
         self._chunk_size = chunk_size
         self._chunk_span_ns = chunk_span_ns
         self._chunk_start_ns: int | None = None
@@ -132,7 +144,8 @@ class McapRecorder:
                 topic=env.topic, message_encoding=MessageEncoding.Protobuf,
                 schema_id=self._schemas[type_name],
                 metadata={"source": env.source, "latency_ns": str(env.deliver_ns - env.t_ns),
-                          "priority": str(env.priority), "kind": "queue" if queue else "signal"})
+                          "priority": str(env.priority), "kind": "queue" if queue else "signal",
+                          LOG_TIME_OFFSET: str(self._offset)})
         self._buffer.add(env)
 
     def flush(self) -> None:
@@ -175,8 +188,9 @@ class McapRecorder:
             self._write_derived(self._scene.observe(env.t_ns, env.type_name, env.payload))
         payload = env.payload_bytes()
         self.digest.add(env, payload)
-        self._writer.add_message(self._channels[(env.topic, env.source)], log_time=env.t_ns,
-                                 data=payload, publish_time=env.t_ns, sequence=env.seq)
+        t = env.t_ns + self._offset
+        self._writer.add_message(self._channels[(env.topic, env.source)], log_time=t,
+                                 data=payload, publish_time=t, sequence=env.seq)
 
     def _write_derived(self, messages) -> None:
         """Foxglove messages derived from the stream, on channels marked as such (not hashed)."""
@@ -188,9 +202,10 @@ class McapRecorder:
                     self._schemas[type_name] = register_schema(self._writer, type(msg))
                 self._channels[key] = self._writer.register_channel(
                     topic=topic, message_encoding=MessageEncoding.Protobuf, schema_id=self._schemas[type_name],
-                    metadata={DERIVED: "foxglove"})
-            self._writer.add_message(self._channels[key], log_time=t_ns, data=msg.SerializeToString(deterministic=True),
-                                     publish_time=t_ns, sequence=0)
+                    metadata={DERIVED: "foxglove", LOG_TIME_OFFSET: str(self._offset)})
+            t = t_ns + self._offset
+            self._writer.add_message(self._channels[key], log_time=t, data=msg.SerializeToString(deterministic=True),
+                                     publish_time=t, sequence=0)
 
     def close(self, result: dict[str, str] | None = None) -> None:
         if self._closed:
@@ -259,7 +274,8 @@ def read_envelopes(path: str | Path) -> Iterator[EnvelopeProto]:
             if is_derived(channel.metadata):
                 continue
             latency = int(channel.metadata.get("latency_ns", "0"))
-            yield EnvelopeProto(t_ns=message.log_time, deliver_ns=message.log_time + latency,
+            t_ns = message.log_time - log_time_offset(channel.metadata)
+            yield EnvelopeProto(t_ns=t_ns, deliver_ns=t_ns + latency,
                                 source=channel.metadata.get("source", ""), topic=channel.topic,
                                 seq=message.sequence, priority=int(channel.metadata.get("priority", "0")),
                                 type_name=schema.name if schema else "", payload=message.data)

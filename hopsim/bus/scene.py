@@ -38,13 +38,16 @@ def is_derived(channel_metadata: dict) -> bool:
 
 
 def _stamp(msg, t_ns: int) -> None:
+    """Foxglove's timestamp of ``t_ns`` (ns since 1970)."""
     msg.timestamp.seconds, msg.timestamp.nanos = divmod(t_ns, 1_000_000_000)
 
 
 class FoxgloveScene:
     """Turns the vehicle states of each instant into Foxglove messages (see the module)."""
 
-    def __init__(self):
+    def __init__(self, epoch_ns: int = 0):
+        """``epoch_ns``: the calendar time of t = 0 (ns since 1970), added to every timestamp."""
+        self._epoch_ns = epoch_ns
         self._t_ns: int | None = None
         self._poses: dict[str, VehicleState] = {}
         self._known: set[str] = set()
@@ -73,7 +76,7 @@ class FoxgloveScene:
         for name in sorted(poses):
             s = poses[name]
             tf = transforms.transforms.add()
-            _stamp(tf, t_ns)
+            _stamp(tf, self._epoch_ns + t_ns)
             tf.parent_frame_id, tf.child_frame_id = WORLD, name
             tf.translation.x, tf.translation.y, tf.translation.z = s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z
             q = s.q_BN
@@ -84,7 +87,7 @@ class FoxgloveScene:
             self._known.update(new)
             update = SceneUpdate()
             for name in new:
-                self._body(update.entities.add(), name, t_ns)
+                self._body(update.entities.add(), name, self._epoch_ns + t_ns)
             out.append((SCENE_TOPIC, t_ns, update))
         if len(self._known) <= TRAIL_VEHICLES:
             self._extend_trails(poses, t_ns)
@@ -92,7 +95,7 @@ class FoxgloveScene:
                 self._trails_sent_ns = t_ns
                 update = SceneUpdate()
                 for name in sorted(self._trails):
-                    self._trail(update.entities.add(), name, t_ns)
+                    self._trail(update.entities.add(), name, self._epoch_ns + t_ns)
                 out.append((SCENE_TOPIC, t_ns, update))
         return out
 

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 
 class ScenarioError(ValueError):
@@ -141,6 +141,26 @@ def from_command_line(annotation: Any, text: str, name: str) -> Any:
     return text
 
 
+DEFAULT_EPOCH = "2000-01-01T12:00:00Z"
+
+
+def epoch_ns(text: str) -> int:
+    """An ISO 8601 date and time (UTC when no offset is given) in ns since 1970-01-01T00:00:00Z;
+    a ValueError naming the problem otherwise (1970 to 2200: log times are unsigned 64-bit ns)."""
+    from datetime import datetime, timezone
+
+    try:
+        when = datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"epoch {text!r} is not an ISO 8601 date and time, e.g. 2026-03-01T12:00:00Z") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    if not datetime(1970, 1, 1, tzinfo=timezone.utc) <= when <= datetime(2200, 1, 1, tzinfo=timezone.utc):
+        raise ValueError(f"epoch {text!r} lies outside 1970-2200")
+    delta = when - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
+
+
 class ScenarioParams(BaseModel):
     """Base of every scenario's parameters: unknown keys are errors, values are validated.
 
@@ -149,6 +169,20 @@ class ScenarioParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
     faults: list[FaultSpec] = Field([], description="faults sent at their instants (--fault; see hopsim faults)")
+    epoch_utc: str = Field(DEFAULT_EPOCH, description="the calendar time (UTC, ISO 8601) of t = 0: a recording's "
+                                                      "log times are this epoch plus the simulation time")
+
+    @field_validator("epoch_utc")
+    @classmethod
+    def _epoch(cls, v: str) -> str:
+        epoch_ns(v)
+        return v
+
+    @property
+    def epoch_ns(self) -> int:
+        """``epoch_utc`` in ns since 1970-01-01T00:00:00Z."""
+        return epoch_ns(self.epoch_utc)
+
 
 
 @dataclass(frozen=True)

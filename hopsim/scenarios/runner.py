@@ -172,7 +172,8 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
                 "platform": platform.platform(), "python": platform.python_version(),
                 "backend": runtime.name, "placement": runtime.placement}
     # an MCAP recorder opens its file at its first write: a run its build refuses leaves --out alone
-    recorder = McapRecorder(out, metadata) if out else (MemoryRecorder() if keep_stream else None)
+    recorder = (McapRecorder(out, metadata, log_time_offset_ns=params.epoch_ns) if out
+                else (MemoryRecorder() if keep_stream else None))
     run = ScenarioRun(spec, params, seed, runtime, recorder, playback, cpu_accounting,
                       duration_s if progress else None)
     run.batching = batching

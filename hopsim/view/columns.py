@@ -216,7 +216,7 @@ def _scan_chunk(buf, wanted, tags, indexes, kind, t_out, v_out, ch_out, n):
     decompressed chunk ``buf`` to the outputs from row n; (new n, channel record offsets found,
     count of those offsets, records scanned, well formed)."""
     p, size = 0, len(buf)
-    channel_at = np.empty(64, dtype=np.int64)
+    channel_at = np.empty(size // 9 + 1, dtype=np.int64)   # at most one record per 9 bytes
     n_channels = 0
     scanned = 0
     while p + 9 <= size:
@@ -238,7 +238,7 @@ def _scan_chunk(buf, wanted, tags, indexes, kind, t_out, v_out, ch_out, n):
                 v_out[n] = value
                 ch_out[n] = channel
                 n += 1
-        elif opcode == 0x04 and n_channels < 64:               # Channel
+        elif opcode == 0x04:                                   # Channel
             channel_at[n_channels] = p
             n_channels += 1
         p = body + length
@@ -306,15 +306,36 @@ def _decompress(compression: str, records, uncompressed_size: int, crc: int) -> 
 
 
 def _channel_record(buf: bytes, at: int):
-    """(channel id, schema id, topic) of the Channel record at ``at``."""
+    """(channel id, schema id, topic, metadata) of the Channel record at ``at``."""
     body = at + 9
     channel_id, schema_id = struct.unpack_from("<HH", buf, body)
-    (n,) = struct.unpack_from("<I", buf, body + 4)
-    return channel_id, schema_id, bytes(buf[body + 8:body + 8 + n]).decode()
+    p = body + 4
+    strings = []
+    for _ in range(2):                                     # topic, message encoding
+        (n,) = struct.unpack_from("<I", buf, p)
+        strings.append(bytes(buf[p + 4:p + 4 + n]).decode())
+        p += 4 + n
+    (size,) = struct.unpack_from("<I", buf, p)
+    p, end, metadata = p + 4, p + 4 + size, {}
+    while p < end:
+        pair = []
+        for _ in range(2):
+            (n,) = struct.unpack_from("<I", buf, p)
+            pair.append(bytes(buf[p + 4:p + 4 + n]).decode())
+            p += 4 + n
+        metadata[pair[0]] = pair[1]
+    return channel_id, schema_id, strings[0], metadata
+
+
+def _offset(metadata: dict) -> int:
+    from hopsim.bus.recorder import log_time_offset
+
+    return log_time_offset(metadata)
 
 
 def _summary(path: Path):
-    """(channels {id: (topic, schema name, source)}, schema names {id: name}) from the summary."""
+    """(channels {id: (topic, schema name, source, log time offset)}, schema names {id: name}) from
+    the summary."""
     from mcap.reader import make_reader
 
     try:
@@ -325,7 +346,7 @@ def _summary(path: Path):
     if summary is None:
         return {}, {}
     schemas = {sid: s.name for sid, s in summary.schemas.items()}
-    channels = {cid: (c.topic, schemas.get(c.schema_id, ""), c.metadata.get("source", ""))
+    channels = {cid: (c.topic, schemas.get(c.schema_id, ""), c.metadata.get("source", ""), _offset(c.metadata))
                 for cid, c in summary.channels.items()}
     return channels, schemas
 
@@ -408,16 +429,20 @@ def read_signals(path: str | Path, signals: list[str], report: ColumnsReport | N
                                              np.zeros(1, np.int64), DOUBLE, np.empty(0, np.int64),
                                              np.empty(0), np.empty(0, np.int64), 0)
             for k in range(count):
-                cid, sid, topic = _channel_record(buf, int(at[k]))
-                channels.setdefault(cid, (topic, schema_names.get(sid, ""), ""))
-    topics = sorted({topic for topic, _, _ in channels.values()})
+                try:
+                    cid, sid, topic, metadata = _channel_record(buf, int(at[k]))
+                except (struct.error, UnicodeDecodeError):
+                    continue
+                channels.setdefault(cid, (topic, schema_names.get(sid, ""), metadata.get("source", ""),
+                                          _offset(metadata)))
+    topics = sorted({c[0] for c in channels.values()})
     out = {}
     for signal in signals:
         found = _SIGNAL.match(signal)
         if not found:
             raise SignalError(f"{signal!r}: write TOPIC.FIELD, e.g. sph1/state.omega_BN_B.z")
         topic, fields = found.group(1), found.group(2)
-        ids = [cid for cid, (t, _, _) in channels.items() if t == topic]
+        ids = [cid for cid, c in channels.items() if c[0] == topic]
         if not ids:
             raise SignalError(f"{signal}: the recording has no topic {topic!r}; its topics are {', '.join(topics)}")
         types = {channels[cid][1] for cid in ids}
@@ -446,14 +471,17 @@ def read_signals(path: str | Path, signals: list[str], report: ColumnsReport | N
             scanned += seen
         report.messages_scanned = scanned
         sources = sorted({channels[int(c)][2] for c in np.unique(ch_out[:n])})
-        out[signal] = Signal(signal, t_out[:n].copy(), v_out[:n].copy(), sources)
+        offsets = np.zeros(len(wanted), dtype=np.int64)
+        for cid in ids:
+            offsets[cid] = channels[cid][3]
+        out[signal] = Signal(signal, t_out[:n] - offsets[ch_out[:n]], v_out[:n].copy(), sources)
     return out
 
 
 def topics(path: str | Path) -> dict[str, str]:
     """The recording's topics and their message types (from its summary)."""
     channels, _ = _summary(Path(path))
-    return {topic: type_name for topic, type_name, _ in sorted(channels.values())}
+    return {c[0]: c[1] for c in sorted(channels.values())}
 
 
 __all__ = ["Signal", "SignalError", "ColumnsReport", "read_signals", "topics"]
