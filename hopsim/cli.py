@@ -348,7 +348,7 @@ def campaign_cmd(
     """Run a scenario once without faults and once per --fault; tabulate the outcomes (a Monte
     Carlo campaign whose dispersion is the fault list, every run with the same seed)."""
     from hopsim.scenarios import ScenarioError
-    from hopsim.scenarios.campaign import run_campaign, write_table
+    from hopsim.scenarios.campaign import format_cell, run_campaign, write_table
     from hopsim.scenarios.registry import FaultSpec
 
     try:
@@ -362,14 +362,10 @@ def campaign_cmd(
     metrics = list(dict.fromkeys(k for r in rows for k in r.outcome))
     out = Table("run", *metrics, "error")
     for r in rows:
-        out.add_row(r.label, *[_cell(r.outcome.get(m)) for m in metrics], r.error or "-")
+        out.add_row(r.label, *[format_cell(r.outcome.get(m)) for m in metrics], r.error or "-")
     console.print(out)
     write_table(rows, table)
     console.print(f"table: {table.resolve()}" + (f"; campaign: {directory.resolve()}" if directory else ""))
-
-
-def _cell(v) -> str:
-    return f"{v:.4g}" if isinstance(v, float) else "-" if v is None else str(v)
 
 
 @app.command("plot")

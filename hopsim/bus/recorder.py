@@ -29,14 +29,15 @@ from hopsim.schemas import Envelope as EnvelopeProto
 PROFILE = "hopsim"
 LOG_TIME_OFFSET = "log_time_offset_ns"     # channel metadata: log time = this + simulation time (ns)
 
+RUN_METADATA = "hopsim.run"
+RESULT_METADATA = "hopsim.result"
+
 
 def log_time_offset(channel_metadata: dict) -> int:
     """The offset of a channel's log times from simulation time (ns; 0 for files that have none,
     or a value that is not a whole number of ns from 0 to 2^63)."""
     text = channel_metadata.get(LOG_TIME_OFFSET, "0")
     return int(text) if text.isascii() and text.isdigit() and len(text) <= 19 and int(text) < 2**63 else 0
-RUN_METADATA = "hopsim.run"
-RESULT_METADATA = "hopsim.result"
 
 
 _HEADER = struct.Struct("<qqiQ")
@@ -137,16 +138,21 @@ class McapRecorder:
     def record(self, env: Envelope, latency_ns: int = 0, queue: bool = False) -> None:
         key = (env.topic, env.source)
         if key not in self._channels:
-            type_name = env.type_name
-            if type_name not in self._schemas:
-                self._schemas[type_name] = register_schema(self._writer, type(env.payload))
-            self._channels[key] = self._writer.register_channel(
-                topic=env.topic, message_encoding=MessageEncoding.Protobuf,
-                schema_id=self._schemas[type_name],
-                metadata={"source": env.source, "latency_ns": str(env.deliver_ns - env.t_ns),
-                          "priority": str(env.priority), "kind": "queue" if queue else "signal",
-                          LOG_TIME_OFFSET: str(self._offset)})
+            self._channels[key] = self._register_channel(
+                env.topic, type(env.payload),
+                {"source": env.source, "latency_ns": str(env.deliver_ns - env.t_ns), "priority": str(env.priority),
+                 "kind": "queue" if queue else "signal"})
         self._buffer.add(env)
+
+    def _register_channel(self, topic: str, message_type, metadata: dict[str, str]) -> int:
+        """A channel of ``message_type`` messages (its schema registered once), its metadata
+        naming the log time offset."""
+        type_name = message_type.DESCRIPTOR.full_name
+        if type_name not in self._schemas:
+            self._schemas[type_name] = register_schema(self._writer, message_type)
+        return self._writer.register_channel(topic=topic, message_encoding=MessageEncoding.Protobuf,
+                                             schema_id=self._schemas[type_name],
+                                             metadata={**metadata, LOG_TIME_OFFSET: str(self._offset)})
 
     def flush(self) -> None:
         """Write out the envelopes of the current instant (call only when it is complete)."""
@@ -197,12 +203,7 @@ class McapRecorder:
         for topic, t_ns, msg in messages:
             key = (topic, DERIVED)
             if key not in self._channels:
-                type_name = msg.DESCRIPTOR.full_name
-                if type_name not in self._schemas:
-                    self._schemas[type_name] = register_schema(self._writer, type(msg))
-                self._channels[key] = self._writer.register_channel(
-                    topic=topic, message_encoding=MessageEncoding.Protobuf, schema_id=self._schemas[type_name],
-                    metadata={DERIVED: "foxglove", LOG_TIME_OFFSET: str(self._offset)})
+                self._channels[key] = self._register_channel(topic, type(msg), {DERIVED: "foxglove"})
             t = t_ns + self._offset
             self._writer.add_message(self._channels[key], log_time=t, data=msg.SerializeToString(deterministic=True),
                                      publish_time=t, sequence=0)

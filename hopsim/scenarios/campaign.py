@@ -66,7 +66,7 @@ def write_table(rows: list[CampaignRow], path: Path) -> None:
     """CSV (``.csv``) or markdown (anything else)."""
     metrics = list(dict.fromkeys(k for r in rows for k in r.outcome))
     columns = ["run", *metrics, "error"]
-    cells = [[r.label] + [_fmt(r.outcome.get(c)) for c in metrics] + [r.error or "-"] for r in rows]
+    cells = [[r.label] + [format_cell(r.outcome.get(c)) for c in metrics] + [r.error or "-"] for r in rows]
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".csv":
         with open(path, "w", newline="") as f:
@@ -79,7 +79,8 @@ def write_table(rows: list[CampaignRow], path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def _fmt(v: Any) -> str:
+def format_cell(v: Any) -> str:
+    """An outcome value in a table: floats to 4 significant digits, None as '-'."""
     if isinstance(v, float):
         return f"{v:.4g}"
     return "-" if v is None else str(v)

@@ -25,6 +25,8 @@ import numpy as np
 
 from numba import njit
 
+from hopsim.bus.recorder import log_time_offset
+
 # compiled with hopsim's policy (disk cache, no fast-math, NumPy's error model)
 compiled = njit(cache=True, fastmath=False, error_model="numpy")
 
@@ -327,11 +329,6 @@ def _channel_record(buf: bytes, at: int):
     return channel_id, schema_id, strings[0], metadata
 
 
-def _offset(metadata: dict) -> int:
-    from hopsim.bus.recorder import log_time_offset
-
-    return log_time_offset(metadata)
-
 
 def _summary(path: Path):
     """(channels {id: (topic, schema name, source, log time offset)}, schema names {id: name}) from
@@ -346,7 +343,7 @@ def _summary(path: Path):
     if summary is None:
         return {}, {}
     schemas = {sid: s.name for sid, s in summary.schemas.items()}
-    channels = {cid: (c.topic, schemas.get(c.schema_id, ""), c.metadata.get("source", ""), _offset(c.metadata))
+    channels = {cid: (c.topic, schemas.get(c.schema_id, ""), c.metadata.get("source", ""), log_time_offset(c.metadata))
                 for cid, c in summary.channels.items()}
     return channels, schemas
 
@@ -434,7 +431,7 @@ def read_signals(path: str | Path, signals: list[str], report: ColumnsReport | N
                 except (struct.error, UnicodeDecodeError):
                     continue
                 channels.setdefault(cid, (topic, schema_names.get(sid, ""), metadata.get("source", ""),
-                                          _offset(metadata)))
+                                          log_time_offset(metadata)))
     topics = sorted({c[0] for c in channels.values()})
     out = {}
     for signal in signals:
