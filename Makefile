@@ -6,7 +6,7 @@ RUN_STAMP  := $(VENV)/.run-stamp
 TEST_STAMP := $(VENV)/.test-stamp
 OUT    ?= runs
 
-.PHONY: run test lint bench schemas check-schemas clean
+.PHONY: run test lint bench schemas check-schemas clean vendor-three
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,8 +25,19 @@ $(TEST_STAMP): pyproject.toml | $(PY)
 run: $(RUN_STAMP)
 	$(VENV)/bin/hopsim run leader_follower --out $(OUT)/leader_follower.mcap
 
+# the viewer's browser test drives Debian's chromium (Playwright cannot download a browser here)
+CHROMIUM_STAMP := $(VENV)/.chromium-stamp
+$(CHROMIUM_STAMP): | $(PY)
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the viewer's browser test (apt)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo -n ); \
+	  $$SUDO apt-get install -y -q chromium >/dev/null 2>&1 || \
+	  { $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q chromium >/dev/null 2>&1; } || \
+	  echo "could not install chromium: the browser test will say so"; }
+	@command -v chromium >/dev/null 2>&1 && touch $(CHROMIUM_STAMP) || true
+
 ## lint (pyflakes and bugbear rules, see pyproject.toml), then the whole test suite
-test: $(TEST_STAMP)
+test: $(TEST_STAMP) $(CHROMIUM_STAMP)
 	$(VENV)/bin/ruff check hopsim tests bench
 	$(PY) -m pytest -q
 
@@ -47,6 +58,15 @@ $(BSK_STAMP):
 bench: $(TEST_STAMP) $(BSK_STAMP)
 	$(PY) -m pip install --quiet -e '.[test,bench]'
 	HOPSIM_BSK_PYTHON=$(CURDIR)/$(BSK_VENV)/bin/python $(PY) bench/run_all.py
+
+## refresh the viewer's copy of three.js from the npm registry (see hopsim/view/static/vendor/three/README.md)
+THREE_VERSION ?= 0.181.2
+vendor-three:
+	rm -rf /tmp/hopsim-three && mkdir -p /tmp/hopsim-three
+	cd /tmp/hopsim-three && npm pack --silent three@$(THREE_VERSION) >/dev/null && tar xzf three-$(THREE_VERSION).tgz
+	cp /tmp/hopsim-three/package/build/three.core.min.js /tmp/hopsim-three/package/build/three.module.min.js \
+	   /tmp/hopsim-three/package/examples/jsm/controls/OrbitControls.js /tmp/hopsim-three/package/LICENSE \
+	   hopsim/view/static/vendor/three/
 
 ## regenerate the protobuf modules from hopsim/schemas/*.proto
 schemas: $(TEST_STAMP)

@@ -411,6 +411,90 @@ def _write_columns(signals, path: Path) -> None:
             w.writerows((s.name, repr(float(t)), repr(float(v))) for t, v in zip(s.t_s, s.values))
 
 
+@app.command("view")
+def view_cmd(
+    file: Path = typer.Argument(..., help="a recording, or a Monte Carlo campaign directory (with --run)"),
+    run: Optional[int] = typer.Option(None, help="in a campaign directory: the retained run to open"),
+    host: str = typer.Option("127.0.0.1", help="the address to serve on (another than 127.0.0.1 makes the "
+                                               "recording readable from the network)"),
+    port: int = typer.Option(0, min=0, max=65535, help="the port (0: a free one)"),
+    browser: bool = typer.Option(True, help="open the page in the default browser"),
+) -> None:
+    """Open a recording in the browser: the vehicles in 3-D, playback, events, plots (offline)."""
+    import webbrowser
+
+    from hopsim.view.columns import SignalError
+    from hopsim.view.server import RunView, serve
+
+    path = _recording_to_view(file, run)
+    try:
+        view = RunView(path)
+    except (SignalError, OSError, ValueError) as e:
+        err.print(f"[red]error:[/red] {path}: {e}")
+        raise typer.Exit(2) from None
+    try:
+        server = serve(view, host, port)
+    except OSError as e:
+        err.print(f"[red]error:[/red] cannot serve on {host}:{port}: {e.strerror or e}; pick another --port")
+        raise typer.Exit(2) from None
+    url = f"http://{host}:{server.server_address[1]}/"
+    p = view.poses
+    console.print(f"{path.name}: {len(p.vehicles)} vehicles, {len(p.t_s)} instants"
+                  + (f" (every {p.every}th recorded instant)" if p.every > 1 else "")
+                  + f", {len(view.events)} events")
+    if view.report.damaged_chunks:
+        err.print(f"[yellow]warning:[/yellow] {view.report.damaged_chunks} damaged chunk(s) of "
+                  f"{view.report.chunks} skipped")
+    console.print(f"viewer: {url}  (Ctrl-C to stop)")
+    if browser:
+        webbrowser.open(url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+def _recording_to_view(file: Path, run: Optional[int]) -> Path:
+    """The recording ``hopsim view`` opens: ``file``, or a campaign's retained run."""
+    if not file.exists():
+        err.print(f"[red]error:[/red] no such file or directory {file}")
+        raise typer.Exit(2)
+    if not file.is_dir():
+        if run is not None:
+            err.print(f"[red]error:[/red] --run picks a run of a campaign directory; {file} is a file")
+            raise typer.Exit(2)
+        return file
+    from hopsim.scenarios import ScenarioError
+    from hopsim.scenarios.montecarlo import CampaignDirectory
+
+    directory = CampaignDirectory(file)
+    kept = sorted(directory.path.glob("recordings/run_*.mcap"))
+    if run is None:
+        err.print(f"[red]error:[/red] {file} is a directory: name a retained run with --run "
+                  f"({_runs_text(kept)})")
+        raise typer.Exit(2)
+    try:
+        directory.campaign()
+    except ScenarioError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+    path = directory.recording(run)
+    if not path.exists():
+        err.print(f"[red]error:[/red] run {run} was not retained ({_runs_text(kept)}); record it with "
+                  f"`hopsim montecarlo rerun {file} --run {run} --out run.mcap`, then `hopsim view run.mcap`")
+        raise typer.Exit(2)
+    return path
+
+
+def _runs_text(kept: list[Path]) -> str:
+    if not kept:
+        return "no run was retained"
+    runs = [str(int(p.stem.split("_")[1])) for p in kept]
+    return "retained runs: " + ", ".join(runs[:20]) + (" ..." if len(runs) > 20 else "")
+
+
 @app.command("inspect")
 def inspect_cmd(file: Path = typer.Argument(..., help="a recording")) -> None:
     """Say what a recording holds and whether it is complete (reads damaged files too)."""

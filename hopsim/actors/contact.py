@@ -135,6 +135,8 @@ class ContactWorld:
         self.checks = 0
         self._period_s = 1.0 / self.params.check_rate_hz
         self._planes = self._wall_planes()
+        if self._planes:
+            sim.scene["volume_N"] = [list(map(float, self.params.volume_min_N)), list(map(float, self.params.volume_max_N))]
 
     # ------------------------------------------------------------------ assembly
     def add_body(self, model: RigidVehicleDynamics, island: str, radius_m: float, port_B=None,

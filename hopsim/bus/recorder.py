@@ -123,6 +123,12 @@ class McapRecorder:
         self._segment: list[Envelope] = []
         self._closed = False
 
+    def describe(self, metadata: dict[str, str]) -> None:
+        """Add to the run's description (the ``hopsim.run`` metadata) before the first write."""
+        if self._writer_ is not None:
+            raise RuntimeError("the run's description is written with the file's first record: describe it before")
+        self._metadata.update({k: str(v) for k, v in metadata.items()})
+
     @property
     def _writer(self) -> McapWriter:
         """The MCAP writer, its file opened (and the run's description written) on first use."""

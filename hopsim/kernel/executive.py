@@ -98,6 +98,9 @@ class Simulation:
         self.batching = batching              # propagate islands whose hops coincide as one batch
         self._wakes_at: dict[int, list[Island]] = {}
         self.windows = None                   # the WindowedSync of islands in hosts (Ray), set by the runtime
+        # what surrounds the vehicles, for viewers (``volume_N``: the test volume's lower and upper
+        # corners, m, frame N); written into a recording's run metadata; no model reads it
+        self.scene: dict = {}
 
     @property
     def recorder(self):

@@ -185,6 +185,8 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     except BaseException:
         runtime.shutdown()
         raise
+    if isinstance(recorder, McapRecorder) and run.sim.scene:
+        recorder.describe({"scene_json": json.dumps(run.sim.scene, sort_keys=True)})
     wall0 = time.perf_counter()
     try:
         reason = run.advance(duration_s, checkpoint_every_s, Path(checkpoint_dir or "checkpoints"), description)

@@ -39,7 +39,7 @@ _KINDS = {1: DOUBLE, 2: FLOAT, 3: VARINT, 4: UNSIGNED, 5: VARINT, 6: FIXED64, 7:
 _MESSAGE_TYPE = 11
 MAGIC = b"\x89MCAP0\r\n"
 CHUNK_OPCODE, FOOTER_OPCODE = 0x06, 0x02
-_U64 = struct.Struct("<Q")
+_U64, _U32, _U16_PAIR = struct.Struct("<Q"), struct.Struct("<I"), struct.Struct("<HH")
 _SIGNAL = re.compile(r"^([^.]+)\.(.+)$")
 _PART = re.compile(r"^(\w+)(?:\[(\d+)\])?$")
 
@@ -213,10 +213,10 @@ def _field_value(buf, start, end, tags, indexes, kind):
 
 
 @compiled
-def _scan_chunk(buf, wanted, tags, indexes, kind, t_out, v_out, ch_out, n):
-    """Append (log time, value, channel) of every message record of a wanted channel in the
-    decompressed chunk ``buf`` to the outputs from row n; (new n, channel record offsets found,
-    count of those offsets, records scanned, well formed)."""
+def _scan_chunk(buf, wanted, tags, indexes, kind, t_out, v_out, ch_out, at_out, n):
+    """Append (log time, value, channel, offset of the record) of every message record of a wanted
+    channel in the decompressed chunk ``buf`` to the outputs from row n; (new n, channel record
+    offsets found, count of those offsets, records scanned, well formed)."""
     p, size = 0, len(buf)
     channel_at = np.empty(size // 9 + 1, dtype=np.int64)   # at most one record per 9 bytes
     n_channels = 0
@@ -239,6 +239,7 @@ def _scan_chunk(buf, wanted, tags, indexes, kind, t_out, v_out, ch_out, n):
                 t_out[n] = np.int64(_u64_at(buf, body + 6, 8))
                 v_out[n] = value
                 ch_out[n] = channel
+                at_out[n] = p
                 n += 1
         elif opcode == 0x04:                                   # Channel
             channel_at[n_channels] = p
@@ -249,14 +250,13 @@ def _scan_chunk(buf, wanted, tags, indexes, kind, t_out, v_out, ch_out, n):
 
 # ------------------------------------------------------------------------------ files and schemas
 
-def _chunks(path: Path):
-    """(decompressed bytes, or None if damaged) of every chunk record of the file, in order.
+def _chunks(data: memoryview):
+    """(decompressed bytes, or None if damaged) of every chunk record of the file ``data``, in order.
 
     The file's top-level records are walked by their opcode and length; only chunks are read (the
     message indexes and the summary are skipped). Reading stops where a record's length runs past
     the end of the file (a killed run's last, unfinished record).
     """
-    data = memoryview(path.read_bytes())
     p, size = len(MAGIC), len(data)
     while p + 9 <= size:
         opcode = data[p]
@@ -309,43 +309,78 @@ def _decompress(compression: str, records, uncompressed_size: int, crc: int) -> 
 
 def _channel_record(buf: bytes, at: int):
     """(channel id, schema id, topic, metadata) of the Channel record at ``at``."""
-    body = at + 9
-    channel_id, schema_id = struct.unpack_from("<HH", buf, body)
-    p = body + 4
-    strings = []
-    for _ in range(2):                                     # topic, message encoding
-        (n,) = struct.unpack_from("<I", buf, p)
-        strings.append(bytes(buf[p + 4:p + 4 + n]).decode())
-        p += 4 + n
-    (size,) = struct.unpack_from("<I", buf, p)
-    p, end, metadata = p + 4, p + 4 + size, {}
+    channel_id, schema_id = _U16_PAIR.unpack_from(buf, at + 9)
+    topic, p = _string(buf, at + 13)
+    _, p = _string(buf, p)                                 # message encoding
+    return channel_id, schema_id, topic, _string_map(buf, p)
+
+
+SCHEMA_OPCODE, CHANNEL_OPCODE, METADATA_OPCODE = 0x03, 0x04, 0x0C
+
+
+def _string(buf, p: int) -> tuple[str, int]:
+    (n,) = _U32.unpack_from(buf, p)
+    return str(buf[p + 4:p + 4 + n], "utf-8"), p + 4 + n
+
+
+def _string_map(buf, p: int) -> dict[str, str]:
+    (size,) = _U32.unpack_from(buf, p)
+    p, end, out = p + 4, p + 4 + size, {}
     while p < end:
-        pair = []
-        for _ in range(2):
-            (n,) = struct.unpack_from("<I", buf, p)
-            pair.append(bytes(buf[p + 4:p + 4 + n]).decode())
-            p += 4 + n
-        metadata[pair[0]] = pair[1]
-    return channel_id, schema_id, strings[0], metadata
+        key, p = _string(buf, p)
+        out[key], p = _string(buf, p)
+    return out
 
 
-
-def _summary(path: Path):
-    """(channels {id: (topic, schema name, source, log time offset)}, schema names {id: name}) from
-    the summary."""
-    from mcap.reader import make_reader
-
+def _summary(data: memoryview) -> dict:
+    """The channels ``{id: (topic, schema name, source, log time offset)}`` of the file's summary
+    section (found through its footer); {} for a file without one (a killed run's) or with a
+    damaged one."""
+    size = len(data)
+    footer = size - len(MAGIC) - 29
     try:
-        with open(path, "rb") as f:
-            summary = make_reader(f).get_summary()
-    except Exception:  # noqa: BLE001
-        summary = None
-    if summary is None:
-        return {}, {}
-    schemas = {sid: s.name for sid, s in summary.schemas.items()}
-    channels = {cid: (c.topic, schemas.get(c.schema_id, ""), c.metadata.get("source", ""), log_time_offset(c.metadata))
-                for cid, c in summary.channels.items()}
-    return channels, schemas
+        if footer < len(MAGIC) or data[footer] != FOOTER_OPCODE or bytes(data[size - len(MAGIC):]) != MAGIC:
+            return {}
+        summary_start, offsets_start = struct.unpack_from("<QQ", data, footer + 9)
+        end = offsets_start or footer
+        if not 0 < summary_start <= end <= footer:
+            return {}
+        schemas, channels = {}, {}
+        data = bytes(data[summary_start:end])                 # bytes: faster to slice than a view
+        p, end = 0, end - summary_start
+        while p + 9 <= end:
+            opcode = data[p]
+            (length,) = _U64.unpack_from(data, p + 1)
+            if opcode == SCHEMA_OPCODE:
+                (sid,) = struct.unpack_from("<H", data, p + 9)
+                schemas[sid], _ = _string(data, p + 11)
+            elif opcode == CHANNEL_OPCODE:
+                cid, sid, topic, meta = _channel_record(data, p)
+                channels[cid] = (topic, sid, meta.get("source", ""), log_time_offset(meta))
+            p += 9 + length
+    except (struct.error, UnicodeDecodeError, IndexError):
+        return {}
+    return {cid: (c[0], schemas.get(c[1], ""), c[2], c[3]) for cid, c in channels.items()}
+
+
+def _metadata(data: memoryview) -> dict[str, dict[str, str]]:
+    """The file's metadata records ``{name: {key: value}}`` (top-level records, read up to the
+    first damaged one)."""
+    out = {}
+    p, size = len(MAGIC), len(data)
+    while p + 9 <= size:
+        opcode = data[p]
+        (length,) = _U64.unpack_from(data, p + 1)
+        if p + 9 + length > size or opcode == FOOTER_OPCODE:
+            break
+        if opcode == METADATA_OPCODE:
+            try:
+                name, q = _string(data, p + 9)
+                out[name] = _string_map(data, q)
+            except (struct.error, UnicodeDecodeError):
+                break
+        p += 9 + length
+    return out
 
 
 def _schema_names_in_chunks(path: Path) -> dict[int, str]:
@@ -404,81 +439,157 @@ def _path(type_name: str, fields: str, signal: str):
     return np.array(tags, dtype=np.int64), np.array(indexes, dtype=np.int64), kind
 
 
-# ------------------------------------------------------------------------------ the entry point
+# ------------------------------------------------------------------------------ the entry points
 
-def read_signals(path: str | Path, signals: list[str], report: ColumnsReport | None = None) -> dict[str, Signal]:
-    """Each signal (``TOPIC.FIELD[.FIELD...]``) of the recording at ``path``, as columns."""
-    path = Path(path)
-    if not path.exists():
-        raise SignalError(f"no such file {path}")
-    report = report if report is not None else ColumnsReport()
-    channels, _ = _summary(path)
-    chunks = [c for c in _chunks(path)]
-    report.chunks = len(chunks)
-    report.damaged_chunks = sum(c is None for c in chunks)
-    if not channels:                              # a killed run's file: channels are in its chunks
-        schema_names = _schema_names_in_chunks(path)
-        for buf in chunks:
+@dataclass
+class Column:
+    """One field of the messages of a set of channels, in file order: log time (ns, simulation
+    time), value, channel id, and where each message lies (chunk index, record offset)."""
+    t_ns: np.ndarray
+    values: np.ndarray
+    channel: np.ndarray
+    chunk: np.ndarray
+    at: np.ndarray
+
+
+class ColumnReader:
+    """A recording read once (its channels and decompressed chunks), then scanned field by field.
+
+    ``channels``: {channel id: (topic, type name, source, log time offset ns)}. Channels derived
+    from the stream (Foxglove's) are among them; :meth:`channels_of` picks by type. ``metadata``:
+    the file's metadata records, {name: {key: value}} (the run's description and result).
+    """
+
+    def __init__(self, path: str | Path, report: ColumnsReport | None = None):
+        self.path = Path(path)
+        if not self.path.exists():
+            raise SignalError(f"no such file {self.path}")
+        self.report = report if report is not None else ColumnsReport()
+        data = memoryview(self.path.read_bytes())
+        self.channels = _summary(data)
+        self.metadata = _metadata(data)
+        self._chunks = [c for c in _chunks(data)]
+        self.report.chunks = len(self._chunks)
+        self.report.damaged_chunks = sum(c is None for c in self._chunks)
+        if not self.channels:                     # a killed run's file: channels are in its chunks
+            self._channels_from_chunks()
+
+    def _channels_from_chunks(self) -> None:
+        schema_names = _schema_names_in_chunks(self.path)
+        empty_i, empty_f = np.empty(0, np.int64), np.empty(0)
+        for buf in self._chunks:
             if buf is None:
                 continue
             arr = np.frombuffer(buf, dtype=np.uint8)
             _, at, count, _, _ = _scan_chunk(arr, np.zeros(0, dtype=np.bool_), np.zeros(1, np.int64),
-                                             np.zeros(1, np.int64), DOUBLE, np.empty(0, np.int64),
-                                             np.empty(0), np.empty(0, np.int64), 0)
+                                             np.zeros(1, np.int64), DOUBLE, empty_i, empty_f, empty_i, empty_i, 0)
             for k in range(count):
                 try:
                     cid, sid, topic, metadata = _channel_record(buf, int(at[k]))
                 except (struct.error, UnicodeDecodeError):
                     continue
-                channels.setdefault(cid, (topic, schema_names.get(sid, ""), metadata.get("source", ""),
-                                          log_time_offset(metadata)))
-    topics = sorted({c[0] for c in channels.values()})
+                self.channels.setdefault(cid, (topic, schema_names.get(sid, ""), metadata.get("source", ""),
+                                               log_time_offset(metadata)))
+
+    def topics(self) -> list[str]:
+        return sorted({c[0] for c in self.channels.values()})
+
+    def channels_of(self, type_name: str) -> list[int]:
+        """The ids of the channels carrying ``type_name``, in id order."""
+        return sorted(cid for cid, c in self.channels.items() if c[1] == type_name)
+
+    def column(self, ids: list[int], type_name: str, fields: str, signal: str = "") -> Column:
+        """The field path ``fields`` (e.g. ``r_BN_N.x``) of every message of the channels ``ids``
+        (all of type ``type_name``), log times with each channel's calendar offset taken off."""
+        tags, indexes, kind = _path(type_name, fields, signal or f"{type_name}.{fields}")
+        wanted = np.zeros(max(self.channels, default=0) + 1, dtype=np.bool_)
+        wanted[ids] = True
+        size = 1 << 12
+        t_out, v_out = np.empty(size, np.int64), np.empty(size)
+        ch_out, at_out, chunk_of = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64)
+        n, scanned = 0, 0
+        for index, buf in enumerate(self._chunks):
+            if buf is None:
+                continue
+            arr = np.frombuffer(buf, dtype=np.uint8)
+            while True:
+                before = n
+                m, _, _, seen, ok = _scan_chunk(arr, wanted, tags, indexes, kind, t_out, v_out, ch_out, at_out, n)
+                if m >= 0:
+                    break
+                n = before                          # outputs full: grow and scan the chunk again
+                t_out, v_out, ch_out, at_out, chunk_of = (np.resize(a, 2 * len(a))
+                                                          for a in (t_out, v_out, ch_out, at_out, chunk_of))
+            if not ok:
+                self.report.damaged_chunks += 1
+                m = before                          # a malformed chunk's rows are not kept
+            chunk_of[before:m] = index
+            n = m
+            scanned += seen
+        self.report.messages_scanned = scanned
+        offsets = np.zeros(len(wanted), dtype=np.int64)
+        for cid in ids:
+            offsets[cid] = self.channels[cid][3]
+        ch = ch_out[:n].copy()
+        return Column(t_out[:n] - offsets[ch], v_out[:n].copy(), ch, chunk_of[:n].copy(), at_out[:n].copy())
+
+    def payload(self, chunk: int, at: int) -> bytes:
+        """The payload bytes of the message record at offset ``at`` of chunk ``chunk``."""
+        buf = self._chunks[chunk]
+        (length,) = _U64.unpack_from(buf, at + 1)
+        return bytes(buf[at + 9 + 22:at + 9 + length])
+
+
+def read_signals(path: str | Path | ColumnReader, signals: list[str],
+                 report: ColumnsReport | None = None) -> dict[str, Signal]:
+    """Each signal (``TOPIC.FIELD[.FIELD...]``) of the recording at ``path`` (or of a recording
+    already read), as columns."""
+    reader = path if isinstance(path, ColumnReader) else ColumnReader(path, report)
     out = {}
     for signal in signals:
         found = _SIGNAL.match(signal)
         if not found:
             raise SignalError(f"{signal!r}: write TOPIC.FIELD, e.g. sph1/state.omega_BN_B.z")
         topic, fields = found.group(1), found.group(2)
-        ids = [cid for cid, c in channels.items() if c[0] == topic]
+        ids = [cid for cid, c in reader.channels.items() if c[0] == topic]
         if not ids:
-            raise SignalError(f"{signal}: the recording has no topic {topic!r}; its topics are {', '.join(topics)}")
-        types = {channels[cid][1] for cid in ids}
+            raise SignalError(f"{signal}: the recording has no topic {topic!r}; its topics are "
+                              f"{', '.join(reader.topics())}")
+        types = {reader.channels[cid][1] for cid in ids}
         if len(types) != 1:
             raise SignalError(f"{signal}: topic {topic} carries several types ({', '.join(sorted(types))})")
-        tags, indexes, kind = _path(types.pop(), fields, signal)
-        wanted = np.zeros(max(channels) + 1, dtype=np.bool_)
-        wanted[ids] = True
-        t_out, v_out, ch_out, n = np.empty(1 << 12, np.int64), np.empty(1 << 12), np.empty(1 << 12, np.int64), 0
-        scanned = 0
-        for buf in chunks:
-            if buf is None:
-                continue
-            arr = np.frombuffer(buf, dtype=np.uint8)
-            while True:
-                before = n
-                m, _, _, seen, ok = _scan_chunk(arr, wanted, tags, indexes, kind, t_out, v_out, ch_out, n)
-                if m >= 0:
-                    break
-                n = before                          # outputs full: grow and scan the chunk again
-                t_out, v_out, ch_out = (np.resize(a, 2 * len(a)) for a in (t_out, v_out, ch_out))
-            if not ok:
-                report.damaged_chunks += 1
-                m = before                          # a malformed chunk's rows are not kept
-            n = m
-            scanned += seen
-        report.messages_scanned = scanned
-        sources = sorted({channels[int(c)][2] for c in np.unique(ch_out[:n])})
-        offsets = np.zeros(len(wanted), dtype=np.int64)
-        for cid in ids:
-            offsets[cid] = channels[cid][3]
-        out[signal] = Signal(signal, t_out[:n] - offsets[ch_out[:n]], v_out[:n].copy(), sources)
+        col = reader.column(ids, types.pop(), fields, signal)
+        sources = sorted({reader.channels[int(c)][2] for c in np.unique(col.channel)})
+        out[signal] = Signal(signal, col.t_ns, col.values, sources)
     return out
+
+
+def numeric_fields(type_name: str, depth: int = 3) -> list[str]:
+    """The paths of the singular numeric fields of ``type_name`` (messages descended up to
+    ``depth`` levels; repeated fields take their first element), e.g. ``r_BN_N.x``."""
+    from hopsim.schemas import message_class
+
+    cls = message_class(type_name)
+    if cls is None:
+        return []
+
+    def walk(descriptor, prefix, level):
+        for fd in descriptor.fields:
+            name = prefix + fd.name + ("[0]" if fd.is_repeated else "")
+            if fd.type == _MESSAGE_TYPE:
+                if level < depth and not fd.is_repeated:
+                    yield from walk(fd.message_type, name + ".", level + 1)
+            elif fd.type in _KINDS:
+                yield name
+
+    return list(walk(cls.DESCRIPTOR, "", 1))
 
 
 def topics(path: str | Path) -> dict[str, str]:
     """The recording's topics and their message types (from its summary)."""
-    channels, _ = _summary(Path(path))
+    channels = _summary(memoryview(Path(path).read_bytes()))
     return {c[0]: c[1] for c in sorted(channels.values())}
 
 
-__all__ = ["Signal", "SignalError", "ColumnsReport", "read_signals", "topics"]
+__all__ = ["Signal", "SignalError", "ColumnsReport", "Column", "ColumnReader", "read_signals", "numeric_fields",
+           "topics"]

@@ -1,0 +1,155 @@
+"""What the viewer shows of a recording, read from the file as columns.
+
+- :func:`read_poses`: every vehicle's position and attitude at the recorded instants, from the
+  ``hopsim.VehicleState`` messages on ``<vehicle>/state`` (the truth states the dynamics publish):
+  ``r_BN_N`` (m, inertial frame N) and ``q_BN`` (scalar last). At most ``max_samples``
+  vehicle-instants are kept: with many vehicles, every k-th instant (``every``) is kept.
+- :func:`read_events`: what happened at an instant, for the timeline: contacts, docks, undocks,
+  island merges and splits, the run's stop (kernel events), and the faults sent on the bus.
+- :func:`signal_catalog`: the topics whose numeric fields can be plotted.
+- :func:`read_run_info`: the run's description (scenario, parameters, seed, result).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from hopsim.schemas import Fault, KernelEvent
+from hopsim.view.columns import ColumnReader, numeric_fields
+
+STATE_TYPE = "hopsim.VehicleState"
+STATE_SUFFIX = "/state"
+MAX_POSE_SAMPLES = 3_000_000        # vehicle-instants sent to a page (28 bytes each)
+MAX_EVENTS = 5_000
+TIMELINE_KINDS = {KernelEvent.CONTACT: "contact", KernelEvent.DOCK: "dock", KernelEvent.UNDOCK: "undock",
+                  KernelEvent.ISLAND_MERGE: "merge", KernelEvent.ISLAND_SPLIT: "split",
+                  KernelEvent.STOP: "stop"}
+
+
+@dataclass
+class Poses:
+    """Vehicle poses on a grid of instants.
+
+    ``t_s`` (T,) simulation time (s); ``vehicles`` (N names); ``r_N`` (T, N, 3) float32 position
+    of each vehicle's centre of mass relative to ``origin_N`` (m, frame N; float64 (3,), the mean
+    position at the first instant, so that float32 keeps mm over an orbit's radius); ``q_BN``
+    (T, N, 4) float32, scalar last. A vehicle not yet recorded at an instant has NaN there; later
+    gaps hold its last recorded pose. ``every``: recorded instants per kept instant.
+    """
+    t_s: np.ndarray
+    vehicles: list[str]
+    r_N: np.ndarray
+    q_BN: np.ndarray
+    origin_N: np.ndarray
+    every: int
+
+    def to_bytes(self) -> bytes:
+        """The page's binary form: a little-endian u32 header length, the JSON header padded with
+        spaces to a multiple of 8 bytes, then t_s (float64), r_N and q_BN (float32), C order."""
+        header = json.dumps({"instants": len(self.t_s), "vehicles": self.vehicles,
+                             "origin_N": [float(x) for x in self.origin_N], "every": self.every}).encode()
+        header += b" " * (-(4 + len(header)) % 8)
+        return b"".join([np.uint32(len(header)).tobytes(), header, self.t_s.astype("<f8").tobytes(),
+                         np.ascontiguousarray(self.r_N, dtype="<f4").tobytes(),
+                         np.ascontiguousarray(self.q_BN, dtype="<f4").tobytes()])
+
+
+def _state_channels(reader: ColumnReader) -> dict[int, str]:
+    """{channel id: vehicle name} of the truth-state channels."""
+    out = {}
+    for cid in reader.channels_of(STATE_TYPE):
+        topic, _, _, _ = reader.channels[cid]
+        if topic.endswith(STATE_SUFFIX):
+            out[cid] = topic[:-len(STATE_SUFFIX)]
+    return out
+
+
+def read_poses(reader: ColumnReader, max_samples: int = MAX_POSE_SAMPLES) -> Poses:
+    """The vehicles' poses (see :class:`Poses`); no vehicles gives T = N = 0."""
+    owners = _state_channels(reader)
+    names = sorted(set(owners.values()))
+    if not names:
+        return Poses(np.zeros(0), [], np.zeros((0, 0, 3), np.float32), np.zeros((0, 0, 4), np.float32),
+                     np.zeros(3), 1)
+    ids = sorted(owners)
+    vehicle_of = np.full(max(ids) + 1, -1, dtype=np.int64)
+    index = {name: k for k, name in enumerate(names)}
+    for cid in ids:
+        vehicle_of[cid] = index[owners[cid]]
+    fields = ["r_BN_N.x", "r_BN_N.y", "r_BN_N.z", "q_BN.x", "q_BN.y", "q_BN.z", "q_BN.w"]
+    columns = [reader.column(ids, STATE_TYPE, f) for f in fields]
+    t_ns = columns[0].t_ns
+    instants = np.unique(t_ns)
+    every = max(1, -(-len(instants) * len(names) // max_samples))
+    kept = instants[::every]
+    row = np.searchsorted(instants, t_ns)
+    take = row % every == 0
+    frame, vehicle = row[take] // every, vehicle_of[columns[0].channel[take]]
+    data = np.full((len(kept), len(names), 7), np.nan)
+    for k, col in enumerate(columns):
+        data[frame, vehicle, k] = col.values[take]
+    data = _hold_last(data)
+    first = data[0, :, :3]
+    origin = np.nanmean(first, axis=0) if np.isfinite(first).any() else np.zeros(3)
+    r = (data[:, :, :3] - origin).astype(np.float32)
+    return Poses(kept / 1e9, names, r, data[:, :, 3:].astype(np.float32), origin, every)
+
+
+def _hold_last(data: np.ndarray) -> np.ndarray:
+    """``data`` (T, N, K) with each vehicle's missing instants (NaN rows) holding its last row."""
+    valid = np.isfinite(data[:, :, 0])
+    index = np.where(valid, np.arange(len(data))[:, None], 0)
+    np.maximum.accumulate(index, axis=0, out=index)
+    held = data[index, np.arange(data.shape[1])[None, :]]
+    before_first = ~np.maximum.accumulate(valid, axis=0)
+    held[before_first] = np.nan
+    return held
+
+
+def read_events(reader: ColumnReader, limit: int = MAX_EVENTS) -> list[dict]:
+    """The timeline's events in time order, at most ``limit``: each ``{t_s, kind, name, detail}``."""
+    events = []
+    kernel = reader.channels_of("hopsim.KernelEvent")
+    if kernel:
+        col = reader.column(kernel, "hopsim.KernelEvent", "kind")
+        for k in np.flatnonzero(np.isin(col.values, list(TIMELINE_KINDS))):
+            msg = KernelEvent.FromString(reader.payload(int(col.chunk[k]), int(col.at[k])))
+            events.append({"t_s": col.t_ns[k] / 1e9, "kind": TIMELINE_KINDS[msg.kind], "name": msg.name,
+                           "detail": msg.detail})
+    faults = reader.channels_of("hopsim.Fault")
+    if faults:
+        col = reader.column(faults, "hopsim.Fault", "value")
+        for k in range(len(col.t_ns)):
+            msg = Fault.FromString(reader.payload(int(col.chunk[k]), int(col.at[k])))
+            what = f"{msg.kind}" + (f" index {msg.index}" if msg.index >= 0 else "") + (
+                f" value {msg.value:g}" if msg.value else "") + (" (clear)" if msg.clear else "")
+            events.append({"t_s": col.t_ns[k] / 1e9, "kind": "fault", "name": msg.target, "detail": what})
+    events.sort(key=lambda e: e["t_s"])
+    return events[:limit]
+
+
+def signal_catalog(reader: ColumnReader) -> dict:
+    """``{"types": {type: [field paths]}, "topics": [[topic, type], ...]}``: the recording's
+    topics that carry hopsim messages with numeric fields (derived and kernel channels left out)."""
+    topics, types = {}, {}
+    for topic, type_name, _, _ in reader.channels.values():
+        if topic.startswith("kernel/") or not type_name.startswith("hopsim."):
+            continue
+        if type_name not in types:
+            types[type_name] = numeric_fields(type_name)
+        if types[type_name]:
+            topics[topic] = type_name
+    return {"types": {t: f for t, f in types.items() if f}, "topics": sorted([t, n] for t, n in topics.items())}
+
+
+def read_run_info(reader: ColumnReader) -> dict:
+    """The run's description and result (the recording's ``hopsim.run``/``hopsim.result``
+    metadata), as ``{"run": {...}, "result": {...}}``, each {} where absent."""
+    from hopsim.bus.recorder import RESULT_METADATA, RUN_METADATA
+
+    return {"run": reader.metadata.get(RUN_METADATA, {}), "result": reader.metadata.get(RESULT_METADATA, {})}
+
+
+__all__ = ["Poses", "read_poses", "read_events", "signal_catalog", "read_run_info"]

@@ -1,0 +1,167 @@
+"""``hopsim view``: a recording served to a page in the user's browser, on 127.0.0.1.
+
+The server reads the recording once (:class:`~hopsim.view.columns.ColumnReader`) and answers:
+
+- ``/``: the page (``static/index.html``) and its scripts: the viewer (``static/viewer.js``),
+  three.js (``static/vendor/three``) and plotly.js (from the installed ``plotly`` package). Nothing
+  is fetched from elsewhere: the page works offline.
+- ``/api/run``: JSON; the run's description, time span, vehicles, timeline events, the scene's
+  kind (``volume`` with its bounds, ``orbit`` with the Earth's radius, or ``space``) and the
+  signal catalog.
+- ``/api/poses``: the vehicles' poses, binary (:meth:`hopsim.view.run_data.Poses.to_bytes`).
+- ``/api/signal?name=TOPIC.FIELD``: JSON ``{t_s, values}`` of one signal, at most
+  ``MAX_PLOT_POINTS`` points (min and max of each bucket kept when there are more).
+
+Requests are served on threads; reads of the recording are serialized by a lock.
+"""
+from __future__ import annotations
+
+import json
+import mimetypes
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import numpy as np
+
+from hopsim.view.columns import ColumnReader, ColumnsReport, SignalError, read_signals
+from hopsim.view.run_data import read_events, read_poses, read_run_info, signal_catalog
+
+STATIC = Path(__file__).parent / "static"
+MAX_PLOT_POINTS = 20_000
+EARTH_RADIUS_M = 6_378_137.0
+ORBIT_RADIUS_M = 6.0e6          # vehicles farther than this from N's origin fly in orbit about the Earth
+
+
+def _plotly_js() -> Path:
+    return Path(str(resources.files("plotly") / "package_data" / "plotly.min.js"))
+
+
+def decimate(t: np.ndarray, v: np.ndarray, max_points: int = MAX_PLOT_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``max_points`` points of (t, v): each of ``max_points // 2`` buckets keeps its
+    minimum and its maximum, in time order (spikes survive, as a plot at that width shows them)."""
+    if len(t) <= max_points:
+        return t, v
+    buckets = max_points // 2
+    edges = np.linspace(0, len(t), buckets + 1).astype(np.int64)
+    keep = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        segment = v[a:b]
+        if b > a and np.isfinite(segment).any():
+            keep.extend(sorted({a + int(np.nanargmin(segment)), a + int(np.nanargmax(segment))}))
+        elif b > a:
+            keep.append(a)
+    keep = np.array(keep, dtype=np.int64)
+    return t[keep], v[keep]
+
+
+class RunView:
+    """A recording prepared for the page: what ``/api/run`` and ``/api/poses`` answer, computed
+    once; signals read on request."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.report = ColumnsReport()
+        self._reader = ColumnReader(self.path, self.report)
+        self._lock = threading.Lock()
+        self.poses = read_poses(self._reader)
+        self.events = read_events(self._reader)
+        self.catalog = signal_catalog(self._reader)
+        self.info = read_run_info(self._reader)
+
+    def scene(self) -> dict:
+        """What surrounds the vehicles: the test volume (the run's ``scene_json`` metadata), the
+        Earth (vehicles farther than ORBIT_RADIUS_M from N's origin), or nothing."""
+        try:
+            described = json.loads(self.info.get("run", {}).get("scene_json", "{}"))
+            lo, hi = described["volume_N"]
+            return {"kind": "volume", "min_N": [float(x) for x in lo], "max_N": [float(x) for x in hi]}
+        except (TypeError, ValueError, KeyError):
+            pass
+        if float(np.linalg.norm(self.poses.origin_N)) > ORBIT_RADIUS_M:
+            return {"kind": "orbit", "earth_radius_m": EARTH_RADIUS_M}
+        return {"kind": "space"}
+
+    def run(self) -> dict:
+        p = self.poses
+        t = p.t_s
+        return {"file": self.path.name, "info": self.info, "scene": self.scene(),
+                "t0_s": float(t[0]) if len(t) else 0.0, "t1_s": float(t[-1]) if len(t) else 0.0,
+                "vehicles": len(p.vehicles), "instants": len(t), "every": p.every,
+                "events": self.events, "catalog": self.catalog,
+                "chunks": self.report.chunks, "damaged_chunks": self.report.damaged_chunks}
+
+    def signal(self, name: str) -> dict:
+        with self._lock:
+            found = read_signals(self._reader, [name])[name]
+        t, v = decimate(found.t_s, found.values)
+        return {"name": name, "t_s": t.tolist(), "values": [None if not np.isfinite(x) else float(x) for x in v],
+                "points": int(len(found.values)), "shown": int(len(v))}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "hopsim-view"
+    view: RunView
+
+    def log_message(self, fmt, *args):      # quiet: the command prints the address once
+        pass
+
+    def do_GET(self):                        # noqa: N802  (http.server's name)
+        url = urlparse(self.path)
+        route = url.path
+        try:
+            if route in ("/", "/index.html"):
+                return self._file(STATIC / "index.html")
+            if route == "/favicon.ico":
+                return self._bytes(b"", "image/x-icon", HTTPStatus.NO_CONTENT)
+            if route == "/api/run":
+                return self._json(self.view.run())
+            if route == "/api/poses":
+                return self._bytes(self.view.poses.to_bytes(), "application/octet-stream")
+            if route == "/api/signal":
+                name = parse_qs(url.query).get("name", [""])[0]
+                try:
+                    return self._json(self.view.signal(name))
+                except SignalError as err:
+                    return self._json({"error": str(err)}, HTTPStatus.BAD_REQUEST)
+            if route == "/static/vendor/plotly.min.js":
+                return self._file(_plotly_js())
+            if route.startswith("/static/"):
+                target = (STATIC / route[len("/static/"):]).resolve()
+                if STATIC.resolve() in target.parents and target.is_file():
+                    return self._file(target)
+            self.send_error(HTTPStatus.NOT_FOUND)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _file(self, path: Path):
+        kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        if path.suffix == ".js":
+            kind = "text/javascript"
+        self._bytes(path.read_bytes(), kind)
+
+    def _json(self, obj, status=HTTPStatus.OK):
+        self._bytes(json.dumps(obj).encode(), "application/json", status)
+
+    def _bytes(self, body: bytes, kind: str, status=HTTPStatus.OK):
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def serve(view: RunView, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
+    """A server for ``view`` bound to ``host:port`` (port 0: a free one), not yet serving; call
+    ``serve_forever()`` (or run it on a thread) and ``shutdown()``."""
+    handler = type("Handler", (_Handler,), {"view": view})
+    server = ThreadingHTTPServer((host, port), handler)
+    server.daemon_threads = True
+    return server
+
+
+__all__ = ["RunView", "serve", "decimate", "MAX_PLOT_POINTS"]

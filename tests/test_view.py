@@ -1,0 +1,238 @@
+"""`hopsim view`: what the server reads of a recording (poses, events, the test volume, signals)
+equals what was recorded, checked against the messages themselves, the scenario's own outcome and
+its layout; the page, in a real browser, draws each vehicle where and as the recording has it,
+plays, jumps to events and plots a signal with its cursor on the time slider."""
+import json
+import os
+import threading
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+from typer.testing import CliRunner
+
+from hopsim.bus.envelope import Envelope
+from hopsim.bus.recorder import McapRecorder
+from hopsim.cli import app
+from hopsim.scenarios import run_scenario
+from hopsim.scenarios.contact import PileupParams, pileup_layout
+from hopsim.schemas import Quaternion, Vector3, VehicleState
+from hopsim.view.browser import chromium_args, chromium_path
+from hopsim.view.columns import ColumnReader
+from hopsim.view.run_data import read_events, read_poses
+from hopsim.view.server import RunView, decimate, serve
+
+
+def state(name, t_ns, r, q=(0.0, 0.0, 0.0, 1.0)):
+    return Envelope(t_ns=t_ns, deliver_ns=t_ns, source=name, topic=f"{name}/state", seq=0, priority=0,
+                    payload=VehicleState(vehicle=name, t_ns=t_ns, r_BN_N=Vector3(x=r[0], y=r[1], z=r[2]),
+                                         q_BN=Quaternion(x=q[0], y=q[1], z=q[2], w=q[3])))
+
+
+@pytest.fixture(scope="module")
+def two_rates(tmp_path_factory):
+    """'a' at 10 Hz from t = 0, 'b' at 2 Hz from t = 1 s, far from N's origin (an orbit's radius)."""
+    path = tmp_path_factory.mktemp("view") / "rates.mcap"
+    recorder = McapRecorder(path, {"scenario": "test"})
+    for k in range(31):
+        t_ns = k * 100_000_000
+        recorder.record(state("a", t_ns, (7.0e6 + 0.01 * k, -2.0, 3.0 + 1e-3 * k)))
+        if t_ns >= 1_000_000_000 and t_ns % 500_000_000 == 0:
+            recorder.record(state("b", t_ns, (7.0e6 + 5.0, 1.0, 0.25 * k), (0.0, 0.0, np.sin(0.1 * k), np.cos(0.1 * k))))
+        recorder.flush()
+    recorder.close()
+    return path
+
+
+def test_poses_are_the_recorded_states(two_rates):
+    poses = read_poses(ColumnReader(two_rates))
+    assert poses.vehicles == ["a", "b"]
+    assert np.allclose(poses.t_s, np.arange(31) * 0.1)
+    a = poses.r_N[:, 0].astype(float) + poses.origin_N
+    # float32 offsets from a float64 origin keep millimetres 7,000 km from N's origin
+    assert np.max(np.abs(a[:, 0] - (7.0e6 + 0.01 * np.arange(31)))) < 1e-6
+    assert np.max(np.abs(a[:, 2] - (3.0 + 1e-3 * np.arange(31)))) < 1e-6
+    b = poses.r_N[:, 1]
+    assert np.isnan(b[:10]).all()                                    # not yet recorded
+    for k in range(10, 31):                                          # held between its 2 Hz states
+        last = k - k % 5
+        assert b[k, 2] + poses.origin_N[2] == pytest.approx(0.25 * last, abs=1e-6)
+        assert poses.q_BN[k, 1, 2] == pytest.approx(np.sin(0.1 * last), abs=1e-7)
+
+
+def test_many_vehicles_keep_every_kth_instant(two_rates):
+    poses = read_poses(ColumnReader(two_rates), max_samples=20)
+    assert poses.every == 4                                          # ceil(31 * 2 / 20)
+    assert np.allclose(poses.t_s, np.arange(0, 31, 4) * 0.1)
+    assert poses.r_N.shape == (8, 2, 3)
+
+
+def test_pose_bytes_round_trip(two_rates):
+    poses = read_poses(ColumnReader(two_rates))
+    blob = poses.to_bytes()
+    n = int(np.frombuffer(blob[:4], "<u4")[0])
+    header = json.loads(blob[4:4 + n])
+    assert (4 + n) % 8 == 0 and header["vehicles"] == ["a", "b"] and header["instants"] == 31
+    at = 4 + n
+    t = np.frombuffer(blob, "<f8", 31, at)
+    r = np.frombuffer(blob, "<f4", 31 * 2 * 3, at + 8 * 31).reshape(31, 2, 3)
+    q = np.frombuffer(blob, "<f4", 31 * 2 * 4, at + 8 * 31 + 4 * r.size).reshape(31, 2, 4)
+    assert np.array_equal(t, poses.t_s)
+    assert np.array_equal(r, poses.r_N, equal_nan=True) and np.array_equal(q, poses.q_BN, equal_nan=True)
+
+
+def test_decimation_keeps_each_buckets_extremes():
+    t = np.arange(100_000, dtype=float)
+    v = np.sin(t / 5000)
+    v[73_123] = 50.0                                                  # a spike
+    td, vd = decimate(t, v, 1000)
+    assert len(td) <= 1000 and np.all(np.diff(td) > 0)
+    assert 50.0 in vd and vd.min() == pytest.approx(v.min())
+
+
+@pytest.fixture(scope="module")
+def docking(tmp_path_factory):
+    path = tmp_path_factory.mktemp("view") / "pd.mcap"
+    result = run_scenario("passive_docking", out=path)
+    return path, result
+
+
+def test_dock_event_at_the_scenarios_first_contact(docking):
+    path, result = docking
+    events = read_events(ColumnReader(path))
+    docks = [e for e in events if e["kind"] == "dock"]
+    assert len(docks) == result.outcome["docks"] == 1
+    assert docks[0]["t_s"] == pytest.approx(result.outcome["first_contact_s"], abs=1e-9)
+    assert "a=sph1 b=sph2" in docks[0]["detail"]
+
+
+def test_faults_and_walls(tmp_path):
+    path = tmp_path / "pile.mcap"
+    fault = {"t_s": 0.5, "target": "v3", "kind": "disturbance", "force_N": [0.01, 0, 0], "duration_s": 0.2}
+    run_scenario("pileup", {"n_vehicles": 8, "faults": [fault]}, duration_s=1.0, out=path)
+    view = RunView(path)
+    faults = [e for e in view.events if e["kind"] == "fault"]
+    assert [(f["t_s"], f["name"]) for f in faults] == [(0.5, "v3")] and "disturbance" in faults[0]["detail"]
+    box, _, _ = pileup_layout(PileupParams(n_vehicles=8), np.random.default_rng(0))
+    assert view.scene() == {"kind": "volume", "min_N": [0.0] * 3, "max_N": [box] * 3}
+    assert view.run()["info"]["run"]["scenario"] == "pileup"
+
+
+def get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=30) as reply:
+            return reply.status, reply.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+@pytest.fixture(scope="module")
+def served(docking):
+    view = RunView(docking[0])
+    server = serve(view)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield view, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_server_answers_and_refuses(served):
+    view, url = served
+    assert view.path and url.startswith("http://127.0.0.1:")
+    status, body = get(url + "/api/run")
+    run = json.loads(body)
+    assert status == 200 and run["vehicles"] == 2 and run["t1_s"] == pytest.approx(6.0)
+    status, body = get(url + "/api/signal?name=sph1/state.r_BN_N.x")
+    sig = json.loads(body)
+    assert status == 200 and sig["points"] == len(sig["t_s"]) == 61
+    status, body = get(url + "/api/signal?name=sph1/state.nothing")
+    assert status == 400 and "has no field 'nothing'" in json.loads(body)["error"]
+    for path in ("/static/../server.py", "/static/%2e%2e/server.py", "/nowhere"):
+        assert get(url + path)[0] == 404
+    for path in ("/", "/static/viewer.js", "/static/vendor/plotly.min.js", "/static/vendor/three/three.core.min.js"):
+        assert get(url + path)[0] == 200
+
+
+def test_view_command_refuses_clearly(tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(app, ["view", str(tmp_path / "none.mcap"), "--no-browser"])
+    assert result.exit_code == 2 and "no such file or directory" in result.output
+    (tmp_path / "campaign").mkdir()
+    result = runner.invoke(app, ["view", str(tmp_path / "campaign"), "--no-browser"])
+    assert result.exit_code == 2 and "--run" in result.output
+    result = runner.invoke(app, ["view", str(tmp_path / "campaign"), "--run", "3", "--no-browser"])
+    assert result.exit_code == 2 and "not a campaign directory" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+# ------------------------------------------------------------------------------------ the page
+
+def browser_or_skip():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None
+    executable = chromium_path()
+    missing = "playwright" if sync_playwright is None else ("chromium (apt install chromium)" if executable is None else None)
+    if missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{missing} is missing: `make test` installs it")
+        pytest.skip(f"{missing} is missing")
+    return sync_playwright, executable
+
+
+def test_page_draws_plays_jumps_and_plots(served, docking):
+    sync_playwright, executable = browser_or_skip()
+    view, url = served
+    poses = view.poses
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=chromium_args())
+        page = browser.new_page(viewport={"width": 1200, "height": 800})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url + "/")
+        page.wait_for_function("window.hopsimViewer && (window.hopsimViewer.ready || window.hopsimViewer.error)",
+                               timeout=60_000)
+        assert page.evaluate("window.hopsimViewer.error") is None and not errors
+        # each body where the recording has it, its +x axis along R(q_BN) x_B, at a recorded instant
+        k = 25
+        page.evaluate(f"window.hopsimViewer.setTime({poses.t_s[k]})")
+        page.wait_for_timeout(300)
+        for n in range(2):
+            drawn = np.array(page.evaluate(f"window.hopsimViewer.instancePosition({n})"))
+            assert np.allclose(drawn, poses.r_N[k, n], atol=1e-6)
+            x_axis = Rotation.from_quat(poses.q_BN[k, n].astype(float)).apply([1.0, 0.0, 0.0])
+            assert np.allclose(page.evaluate(f"window.hopsimViewer.instanceXAxis({n})"), x_axis, atol=1e-5)
+        # playing advances time; pausing holds it
+        page.evaluate("window.hopsimViewer.setTime(0); window.hopsimViewer.play()")
+        page.wait_for_timeout(1500)
+        page.evaluate("window.hopsimViewer.pause()")
+        t = page.evaluate("window.hopsimViewer.state().t")
+        assert 0.3 < t < 3.0
+        page.wait_for_timeout(400)
+        assert page.evaluate("window.hopsimViewer.state().t") == t
+        # the dock's mark on the timeline jumps to the dock's instant
+        dock = next(e for e in view.events if e["kind"] == "dock")
+        page.click("#marks i.kind-dock")
+        assert page.evaluate("window.hopsimViewer.state().t") == pytest.approx(dock["t_s"], abs=1e-9)
+        # a plot picked by topic and field, its cursor at the slider's time
+        page.fill("#topic", "sph2/state")
+        page.dispatch_event("#topic", "change")
+        page.select_option("#field", "v_BN_N.x")
+        page.click("#add-plot")
+        page.wait_for_function("window.hopsimViewer.state().plots.length === 1", timeout=30_000)
+        page.evaluate("window.hopsimViewer.setTime(4.5)")
+        page.wait_for_timeout(500)
+        st = page.evaluate("window.hopsimViewer.state()")
+        assert st["plots"] == ["sph2/state.v_BN_N.x"] and st["cursor"] == [pytest.approx(4.5)]
+        shot = page.locator("#scene canvas").screenshot()
+        browser.close()
+    import io
+
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(io.BytesIO(shot)).convert("RGB")).reshape(-1, 3).astype(int)
+    orange = (pixels[:, 0] > 150) & (pixels[:, 1] > 90) & (pixels[:, 1] < 170) & (pixels[:, 2] < 90)
+    assert orange.sum() > 50                                         # the bodies are on screen
