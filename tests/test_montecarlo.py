@@ -213,3 +213,25 @@ def test_the_command_runs_a_campaign_and_reruns_one_of_its_runs(tmp_path):
     bad = runner.invoke(app, ["montecarlo", "run", "lander", "--runs", "2", "--disperse", "altitude_m=gauss:1,2",
                               "--dir", str(tmp_path / "bad")])
     assert bad.exit_code == 2 and "unknown kind 'gauss'" in bad.output
+
+
+def test_view_opens_a_retained_run_and_says_how_to_get_another(finished):
+    """`hopsim view DIR --run K`: a retained run's recording; another run: how to record it."""
+    import typer
+    from typer.testing import CliRunner
+
+    from hopsim.cli import _recording_to_view, app
+    from hopsim.view.server import RunView
+
+    directory, rows = finished
+    path = _recording_to_view(directory, 2)
+    assert path == directory / "recordings" / "run_000002.mcap"
+    view = RunView(path)
+    assert view.info["result"]["stream_sha256"] == rows[2]["stream_sha256"]
+    assert dict(view.catalog["topics"])["lander/telemetry"] == "hopsim.LanderTelemetry"
+    assert view.poses.vehicles == ["lander"] and len(view.poses.t_s) > 100
+    result = CliRunner().invoke(app, ["view", str(directory), "--run", "3", "--no-browser"])
+    assert result.exit_code == 2 and "run 3 was not retained" in result.output
+    assert "retained runs: 2" in result.output and "montecarlo rerun" in result.output
+    with pytest.raises(typer.Exit):
+        _recording_to_view(directory, None)
