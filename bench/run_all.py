@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHES = ["bench_first_run.py", "bench_montecarlo.py", "bench_view.py", "bench_kernel.py", "bench_recording.py", "bench_dynamics.py", "bench_spheres.py",
+BENCHES = ["bench_first_run.py", "bench_montecarlo.py", "bench_view.py", "bench_pacing.py", "bench_kernel.py", "bench_recording.py", "bench_dynamics.py", "bench_spheres.py",
            "bench_formation.py", "bench_ray.py", "bench_broadphase.py"]
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 

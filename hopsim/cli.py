@@ -211,6 +211,14 @@ def run_cmd(
     stats: bool = typer.Option(False, "--stats", help="also print the kernel's statistics (islands, barriers, "
                                                       "hops, deliveries, Ray windows)"),
     verbose: bool = typer.Option(False, "--verbose", help="let Ray print its notices and its workers' output"),
+    pace: Optional[float] = typer.Option(None, help="run at this many times real time (1: real time); the "
+                                                    "recorded stream is the same"),
+    live: bool = typer.Option(False, "--live", help="serve the run over Foxglove's WebSocket protocol while it "
+                                                   "runs, and take commands (pause, resume, pace, fault)"),
+    live_host: str = typer.Option("127.0.0.1", help="with --live: the address to serve on"),
+    live_port: int = typer.Option(8765, min=0, max=65535, help="with --live: the port (0: a free one)"),
+    live_allow_remote: bool = typer.Option(False, help="with --live: allow an address other than loopback "
+                                                       "(the server has no authentication)"),
 ) -> None:
     """Run a scenario and, with --out, record it."""
     if backend == "ray":
@@ -225,15 +233,49 @@ def run_cmd(
         if fault:
             overrides["faults"] = [FaultSpec.parse(f).model_dump() for f in fault]
         get_scenario(name).make_params(overrides)        # a bad parameter is reported before anything compiles
+        pacer, server = _pacing(pace, live, live_host, live_port, live_allow_remote, out, backend)
         _compile_ahead_of(name)
-        result = run_scenario(name, overrides, seed=seed, duration_s=duration, out=out,
-                              backend=backend, progress=progress, ray_address=ray_address,
-                              checkpoint_every_s=checkpoint_every, checkpoint_dir=checkpoint_dir,
-                              cpu_accounting=cpu, placement=placement, batching=batching)
+        try:
+            result = run_scenario(name, overrides, seed=seed, duration_s=duration, out=out,
+                                  backend=backend, progress=progress and not live, ray_address=ray_address,
+                                  checkpoint_every_s=checkpoint_every, checkpoint_dir=checkpoint_dir,
+                                  cpu_accounting=cpu, placement=placement, batching=batching,
+                                  pacer=pacer, tap=server.tap if server else None)
+        finally:
+            if server is not None:
+                server.stop()
     except (ScenarioError, ValueError) as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
     _report(result, stats)
+    if "pacing" in result.stats:
+        p = result.stats["pacing"]
+        console.print(f"pacing: {p['ticks']} ticks, {p['overruns']} overruns, lateness p50 {p['lateness_p50_ms']:.3f} ms, "
+                      f"p99 {p['lateness_p99_ms']:.3f} ms; live faults sent: {p['live_faults']}")
+
+
+def _pacing(pace, live, host, port, allow_remote, out, backend):
+    """The pacer and the live server a run asked for (None, None: neither)."""
+    if pace is None and not live:
+        return None, None
+    from hopsim.scenarios.pacing import Pacer, check_factor
+
+    if pace is not None:
+        check_factor(pace)
+    if backend != "local":
+        raise ValueError("--pace and --live run on the local backend (drop --backend ray)")
+    if live and out is None:
+        raise ValueError("--live records what the run receives (faults sent live are part of the run): "
+                         "give --out FILE")
+    pacer = Pacer(pace)
+    if not live:
+        return pacer, None
+    from hopsim.bus.live import LiveServer
+
+    server = LiveServer(pacer, host, port, allow_remote)
+    console.print(f"live: ws://{host}:{server.port} (Foxglove: open connection, Foxglove WebSocket); "
+                  f"parameters pace and paused; services pause, resume, pace, fault")
+    return pacer, server
 
 
 @app.command("resume")

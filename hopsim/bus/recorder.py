@@ -122,6 +122,9 @@ class McapRecorder:
         self.segmented = False              # hold envelopes until commit() (runs that can recover)
         self._segment: list[Envelope] = []
         self._closed = False
+        # called with (topic, message type, log time ns, payload bytes) for every message written,
+        # the stream's and the derived ones (a live server forwards them)
+        self.tap = None
 
     def describe(self, metadata: dict[str, str]) -> None:
         """Add to the run's description (the ``hopsim.run`` metadata) before the first write."""
@@ -203,16 +206,26 @@ class McapRecorder:
         t = env.t_ns + self._offset
         self._writer.add_message(self._channels[(env.topic, env.source)], log_time=t,
                                  data=payload, publish_time=t, sequence=env.seq)
+        if self.tap is not None:
+            self.tap(env.topic, type(env.payload), t, payload)
 
-    def _write_derived(self, messages) -> None:
-        """Foxglove messages derived from the stream, on channels marked as such (not hashed)."""
+    def record_derived(self, topic: str, t_ns: int, msg, kind: str) -> None:
+        """A message about the run that is not part of its stream (``kind`` names what derived it,
+        e.g. ``pacing``): written at once on a channel marked ``derived``, not hashed, not replayed."""
+        self._write_derived([(topic, t_ns, msg)], kind)
+
+    def _write_derived(self, messages, kind: str = "foxglove") -> None:
+        """Messages derived from the stream (Foxglove's by default), on channels marked as such
+        (not hashed)."""
         for topic, t_ns, msg in messages:
             key = (topic, DERIVED)
             if key not in self._channels:
-                self._channels[key] = self._register_channel(topic, type(msg), {DERIVED: "foxglove"})
+                self._channels[key] = self._register_channel(topic, type(msg), {DERIVED: kind})
             t = t_ns + self._offset
-            self._writer.add_message(self._channels[key], log_time=t, data=msg.SerializeToString(deterministic=True),
-                                     publish_time=t, sequence=0)
+            data = msg.SerializeToString(deterministic=True)
+            self._writer.add_message(self._channels[key], log_time=t, data=data, publish_time=t, sequence=0)
+            if self.tap is not None:
+                self.tap(topic, type(msg), t, data)
 
     def close(self, result: dict[str, str] | None = None) -> None:
         if self._closed:

@@ -98,6 +98,21 @@ def resumed_state(path, run: dict) -> dict:
     return state
 
 
+def _live_faults(result: dict, path) -> list[dict]:
+    """The faults a live run was sent while it ran (``live_faults_json``), sent again at their
+    recorded instants by the replay."""
+    text = result.get("live_faults_json")
+    if not text:
+        return []
+    try:
+        faults = json.loads(text)
+    except ValueError:
+        faults = None
+    if not isinstance(faults, list) or not all(isinstance(f, dict) for f in faults):
+        raise ReplayError(f"{path}: the recorded live faults are not a JSON list of faults: the file is damaged")
+    return faults
+
+
 def replay_recording(path: str | Path, live: list[str] | None = None,
                      overrides: dict | None = None, out: str | Path | None = None) -> ReplayResult:
     """Replay ``path``; ``live=None`` is a full replay, a list a partial one (empty: playback only).
@@ -111,6 +126,9 @@ def replay_recording(path: str | Path, live: list[str] | None = None,
                           f"only recordings made by `hopsim run --out` can be replayed")
     described = RecordedRun.check(run, path)
     params = {**described.parameters, **(overrides or {})}
+    live_faults = _live_faults(report.metadata.get(RESULT_METADATA, {}), path)
+    if live_faults:
+        params["faults"] = list(params.get("faults") or []) + live_faults
     duration_s = described.duration_s
     end = report.metadata.get(RESULT_METADATA, {}).get("end_time_s")
     if report.complete and end is not None:

@@ -127,7 +127,7 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
                  checkpoint_dir: str | Path | None = None, resume_from: dict | None = None,
                  resume_file: str | Path | None = None,
                  cpu_accounting: bool = False, placement: str | None = None, batching: bool = False,
-                 keep_sim: bool = False) -> RunResult:
+                 keep_sim: bool = False, pacer=None, tap=None) -> RunResult:
     """Run scenario ``name``; record to ``out`` (MCAP) or, with keep_stream, to memory. The result
     holds the simulation (at its end, models pulled back from any other process) with keep_stream
     or ``keep_sim``.
@@ -139,6 +139,11 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     whose hops coincide in one compiled call (the result is the same bit for bit; off by default:
     ``bench/bench_spheres.py`` and ``bench/bench_formation.py`` measure it slower today, because
     the per-island Python work, not the compiled step, dominates a hop).
+
+    ``pacer`` (:class:`hopsim.scenarios.pacing.Pacer`) paces the run against the wall clock and
+    applies commands received while it runs (faults it sends are listed in the recording's result,
+    ``live_faults_json``, for replay); its lateness goes on the derived channel ``pace/lateness``.
+    ``tap`` receives every message the MCAP recorder writes (a live server).
     """
     spec = get_scenario(name)
     params = spec.make_params(overrides)
@@ -174,9 +179,17 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     # an MCAP recorder opens its file at its first write: a run its build refuses leaves --out alone
     recorder = (McapRecorder(out, metadata, log_time_offset_ns=params.epoch_ns) if out
                 else (MemoryRecorder() if keep_stream else None))
+    if tap is not None and isinstance(recorder, McapRecorder):
+        recorder.tap = tap
+    if pacer is not None and runtime.name != "local":
+        runtime.shutdown()
+        raise ScenarioError("pacing and live commands run on the local backend (drop --backend ray)")
+    if pacer is not None and isinstance(recorder, McapRecorder):
+        pacer.on_tick = _pacing_recorder(recorder, pacer.on_tick)
     run = ScenarioRun(spec, params, seed, runtime, recorder, playback, cpu_accounting,
                       duration_s if progress else None)
     run.batching = batching
+    run.pacer = pacer
     description = {"scenario": name, "overrides": params.model_dump(), "seed": seed,
                    "duration_s": duration_s, "checkpoint_every_s": checkpoint_every_s,
                    "versions": package_versions()}
@@ -194,7 +207,8 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
         # keep everything recorded so far, and say in the file why it ends there
         if recorder is not None:
             recorder.close({"end_time_s": run.sim.time if run.sim else 0.0,
-                            "stop_reason": f"crashed: {type(err).__name__}: {err}"})
+                            "stop_reason": f"crashed: {type(err).__name__}: {err}",
+                            **({"live_faults_json": json.dumps(pacer.injected)} if pacer is not None else {})})
         runtime.shutdown()
         raise
     finally:
@@ -205,6 +219,10 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     stats["recoveries"] = run.recoveries
     stats["skipped_checkpoints"] = run.skipped_checkpoints
     stats["stop_replays"] = run.stop_replays
+    if pacer is not None:
+        p50, p99 = pacer.report.percentiles_ms()
+        stats["pacing"] = {"factor": pacer.factor, "ticks": pacer.report.ticks, "overruns": pacer.report.overruns,
+                           "lateness_p50_ms": p50, "lateness_p99_ms": p99, "live_faults": len(pacer.injected)}
     cpu = sim.cpu_report() if cpu_accounting else {}
     # a partial replay's stand-ins are not the models the metrics read: no outcome then
     outcome = spec.outcome(sim) if spec.outcome is not None and playback is None else {}
@@ -212,7 +230,8 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
         recorder.close({"end_time_s": sim.time, "stop_reason": reason, "final_state_sha256": state_hash(sim),
                         "outcome_json": outcome_json(outcome),
                         "cpu_json": json.dumps(cpu, sort_keys=True),
-                        "recoveries_json": json.dumps(run.recoveries)})
+                        "recoveries_json": json.dumps(run.recoveries),
+                        **({"live_faults_json": json.dumps(pacer.injected)} if pacer is not None else {})})
         count, digest = recorder.digest.count, recorder.digest.hexdigest()
     else:
         count, digest = stats["published"], ""
@@ -224,6 +243,20 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
                      Path(out) if out else None, stats, sim if keep_sim else None,
                      recorder if keep_stream else None, cpu, outcome,
                      resume_from["t_ns"] / 1e9 if resume_from else None)
+
+
+def _pacing_recorder(recorder: McapRecorder, then):
+    """A pacer's tick callback that writes its lateness (s) on the derived channel
+    ``pace/lateness`` (and its overruns on ``pace/overruns``), then calls ``then``."""
+    from hopsim.schemas import Scalar
+
+    def on_tick(t_ns: int, lateness_s: float, overruns: int) -> None:
+        recorder.record_derived("pace/lateness", t_ns, Scalar(value=lateness_s, unit="s"), "pacing")
+        recorder.record_derived("pace/overruns", t_ns, Scalar(value=float(overruns), unit="1"), "pacing")
+        if then is not None:
+            then(t_ns, lateness_s, overruns)
+
+    return on_tick
 
 
 def checkpoint_times(now_ns: int, duration_s: float, every_s: float | None) -> list[int]:
@@ -259,6 +292,7 @@ class ScenarioRun:
         self.skipped_checkpoints: list[dict] = []     # checkpoint instants that fell inside a contact
         self.stop_replays: list[dict] = []            # e_stops in a Ray host run again exactly
         self.batching = False
+        self.pacer = None                             # a Pacer ticks in every simulation built
         self._bar = None
         self._progress_total_s = progress_total_s     # None: no progress bar
 
@@ -280,6 +314,8 @@ class ScenarioRun:
             checkpoint.restore(sim, state)
         self.sim = sim
         self._show_progress()
+        if self.pacer is not None:
+            self.pacer.attach(sim)
         return sim
 
     def advance(self, duration_s: float, every_s: float | None, directory: Path, description: dict) -> str:
