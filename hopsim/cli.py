@@ -219,6 +219,9 @@ def run_cmd(
     live_port: int = typer.Option(8765, min=0, max=65535, help="with --live: the port (0: a free one)"),
     live_allow_remote: bool = typer.Option(False, help="with --live: allow an address other than loopback "
                                                        "(the server has no authentication)"),
+    kernel_events: str = typer.Option("events", help="kernel events recorded: events (zero-crossings, faults, "
+                                                     "contacts, docks, merges, stops) or all (also every "
+                                                     "barrier of every island)"),
 ) -> None:
     """Run a scenario and, with --out, record it."""
     if backend == "ray":
@@ -240,7 +243,7 @@ def run_cmd(
                                   backend=backend, progress=progress and not live, ray_address=ray_address,
                                   checkpoint_every_s=checkpoint_every, checkpoint_dir=checkpoint_dir,
                                   cpu_accounting=cpu, placement=placement, batching=batching,
-                                  pacer=pacer, tap=server.tap if server else None)
+                                  pacer=pacer, tap=server.tap if server else None, kernel_events=kernel_events)
         finally:
             if server is not None:
                 server.stop()

@@ -34,15 +34,39 @@ def test_another_seed_changes_the_stream_first_at_the_noisy_sensor():
 def test_touchdown_is_recorded_as_a_kernel_event():
     r, _ = lander_stream(duration_s=60.0, stop_on_touchdown=True)
     from hopsim.schemas import KernelEvent
-    kernel = [e for e in r.recorder.envelopes if e.topic == "kernel/lander" and e.payload.kind != KernelEvent.BARRIER]
-    assert [k.payload.name for k in kernel] == ["touchdown"]
-    stops = [e.payload for e in r.recorder.envelopes if e.topic == "kernel/sim"]
-    assert [(s.kind, s.name, s.t_ns) for s in stops] == [(KernelEvent.STOP, "e_stop", kernel[0].t_ns)]
-    barriers = [e for e in r.recorder.envelopes if e.topic == "kernel/lander" and e.payload.kind == KernelEvent.BARRIER]
-    assert len(barriers) == r.stats["islands"]["lander"]["barriers"]
+    kernel = [e for e in r.recorder.envelopes if e.source.startswith("kernel")]
+    # the same instant: the stream orders by source, "kernel" before "kernel.lander"
+    assert [(e.topic, e.source, e.payload.name) for e in kernel] == [
+        ("kernel/stop", "kernel", "e_stop"), ("kernel/zero_crossing", "kernel.lander", "touchdown")]
+    assert kernel[0].payload.kind == KernelEvent.STOP and kernel[1].t_ns == kernel[0].t_ns
     assert r.stop_reason == "e_stop" and r.end_time_s == kernel[0].t_ns / 1e9
     body = r.sim.model("body")
     assert body.touched_down and 0.0 <= body.x[0] < 1e-3
+
+
+def test_barriers_are_recorded_when_asked_on_one_channel_per_kind(tmp_path):
+    """--kernel-events all: one BARRIER event per island barrier; the islands' events share a
+    channel per kind and read back with their island's source."""
+    from hopsim.bus.recorder import read_envelopes
+    from hopsim.schemas import KernelEvent
+
+    path = tmp_path / "pd.mcap"
+    r = run_scenario("passive_docking", duration_s=2.0, out=path, kernel_events="all")
+    envelopes = list(read_envelopes(path))
+    barriers = [e for e in envelopes if e.topic == "kernel/barrier"]
+    per_island = {}
+    for e in barriers:
+        event = KernelEvent.FromString(e.payload)
+        assert e.source == f"kernel.{event.island}" and event.kind == KernelEvent.BARRIER
+        per_island[event.island] = per_island.get(event.island, 0) + 1
+    assert per_island == {name: s["barriers"] for name, s in r.stats["islands"].items()}
+    with open(path, "rb") as f:
+        from mcap.reader import make_reader
+
+        kernel_channels = [c for c in make_reader(f).get_summary().channels.values() if c.topic.startswith("kernel/")]
+    assert sorted(c.topic for c in kernel_channels) == sorted({e.topic for e in envelopes if e.topic.startswith("kernel/")})
+    plain = run_scenario("passive_docking", duration_s=2.0, keep_stream=True)
+    assert plain.message_count == r.message_count - len(barriers)
 
 
 def test_mcap_file_decodes_with_the_mcap_protobuf_decoder_alone(tmp_path):

@@ -19,7 +19,7 @@ from mcap.records import Channel, Chunk, Footer, Message, Metadata, Schema
 from mcap.reader import make_reader
 from mcap.stream_reader import StreamReader, breakup_chunk
 
-from hopsim.bus.recorder import RESULT_METADATA, StreamDigest, log_time_offset
+from hopsim.bus.recorder import RESULT_METADATA, StreamDigest, envelope_source, log_time_offset
 from hopsim.bus.scene import is_derived
 from hopsim.schemas import Envelope as EnvelopeProto
 
@@ -84,7 +84,7 @@ def read_recording(path: str | Path) -> tuple[list[EnvelopeProto], RecordingRepo
             t_ns = record.log_time - log_time_offset(channel.metadata)
             envelopes.append(EnvelopeProto(
                 t_ns=t_ns, deliver_ns=t_ns + latency,
-                source=channel.metadata.get("source", ""), topic=channel.topic, seq=record.sequence,
+                source=envelope_source(channel.metadata, record.data), topic=channel.topic, seq=record.sequence,
                 priority=int(channel.metadata.get("priority", "0")),
                 type_name=schema.name if schema else "", payload=record.data))
             report.last_t_ns = t_ns

@@ -24,6 +24,7 @@ from mcap_protobuf.schema import register_schema
 
 from hopsim.bus.envelope import Envelope
 from hopsim.bus.scene import DERIVED, FoxgloveScene, is_derived
+from hopsim.bus.topics import KERNEL_SOURCE, is_kernel_source
 from hopsim.schemas import Envelope as EnvelopeProto
 
 PROFILE = "hopsim"
@@ -47,6 +48,26 @@ _HEADER = struct.Struct("<qqiQ")
 # one damaged byte costs at most one chunk (the reader resynchronizes at the next).
 CHUNK_BYTES = 256 * 1024
 CHUNK_SPAN_NS = 2_000_000_000
+
+
+SOURCE_FROM, SOURCE_FROM_ISLAND = "source_from", "island"
+
+
+def _channel_key(env: Envelope) -> tuple[str, str]:
+    """(topic, source) of an envelope's channel: kernel events of every island share one channel
+    per kind (their source, ``kernel.<island>``, is read back from the event's ``island`` field)."""
+    return (env.topic, KERNEL_SOURCE) if is_kernel_source(env.source) else (env.topic, env.source)
+
+
+def envelope_source(channel_metadata: dict, payload: bytes) -> str:
+    """The source of a recorded message: its channel's, or, on a channel of kernel events, the
+    island's kernel (``kernel.<island>``; ``kernel`` for the executive's own events)."""
+    if channel_metadata.get(SOURCE_FROM) != SOURCE_FROM_ISLAND:
+        return channel_metadata.get("source", "")
+    from hopsim.schemas import KernelEvent
+
+    island = KernelEvent.FromString(payload).island
+    return f"{KERNEL_SOURCE}.{island}" if island else KERNEL_SOURCE
 
 
 class StreamDigest:
@@ -145,12 +166,13 @@ class McapRecorder:
         return self._writer_
 
     def record(self, env: Envelope, latency_ns: int = 0, queue: bool = False) -> None:
-        key = (env.topic, env.source)
+        key = _channel_key(env)
         if key not in self._channels:
-            self._channels[key] = self._register_channel(
-                env.topic, type(env.payload),
-                {"source": env.source, "latency_ns": str(env.deliver_ns - env.t_ns), "priority": str(env.priority),
-                 "kind": "queue" if queue else "signal"})
+            metadata = {"source": key[1], "latency_ns": str(env.deliver_ns - env.t_ns), "priority": str(env.priority),
+                        "kind": "queue" if queue else "signal"}
+            if key[1] == KERNEL_SOURCE:          # one channel per kind of kernel event, for every island
+                metadata[SOURCE_FROM] = SOURCE_FROM_ISLAND
+            self._channels[key] = self._register_channel(env.topic, type(env.payload), metadata)
         self._buffer.add(env)
 
     def _register_channel(self, topic: str, message_type, metadata: dict[str, str]) -> int:
@@ -204,7 +226,7 @@ class McapRecorder:
         payload = env.payload_bytes()
         self.digest.add(env, payload)
         t = env.t_ns + self._offset
-        self._writer.add_message(self._channels[(env.topic, env.source)], log_time=t,
+        self._writer.add_message(self._channels[_channel_key(env)], log_time=t,
                                  data=payload, publish_time=t, sequence=env.seq)
         if self.tap is not None:
             self.tap(env.topic, type(env.payload), t, payload)
@@ -296,7 +318,7 @@ def read_envelopes(path: str | Path) -> Iterator[EnvelopeProto]:
             latency = int(channel.metadata.get("latency_ns", "0"))
             t_ns = message.log_time - log_time_offset(channel.metadata)
             yield EnvelopeProto(t_ns=t_ns, deliver_ns=t_ns + latency,
-                                source=channel.metadata.get("source", ""), topic=channel.topic,
+                                source=envelope_source(channel.metadata, message.data), topic=channel.topic,
                                 seq=message.sequence, priority=int(channel.metadata.get("priority", "0")),
                                 type_name=schema.name if schema else "", payload=message.data)
 

@@ -33,6 +33,21 @@ class Topic:
         return self.msg_type.DESCRIPTOR.full_name
 
 
+KERNEL_SOURCE = "kernel"     # the source of the kernel's own events; an island's are "kernel.<island>"
+
+
+def kernel_topic(kind: int) -> str:
+    """The topic of a kernel event of ``kind`` (``hopsim.KernelEvent.Kind``): ``kernel/<kind>``,
+    lower case (``kernel/zero_crossing``): one topic per kind, whatever island it comes from."""
+    from hopsim.schemas import KernelEvent
+
+    return f"kernel/{KernelEvent.Kind.Name(kind).lower()}"
+
+
+def is_kernel_source(source: str) -> bool:
+    return source == KERNEL_SOURCE or source.startswith(KERNEL_SOURCE + ".")
+
+
 def check_topic_name(name: str) -> None:
     parts = name.split("/")
     if len(parts) < 2 or not all(parts):

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 import simpy
 
 from hopsim.bus.envelope import Envelope
-from hopsim.bus.topics import Subscription, TopicRegistry, WiringError
+from hopsim.bus.topics import Subscription, TopicRegistry, WiringError, kernel_topic
 from hopsim.kernel.errors import CheckpointError, ContactInProgress
 from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
 from hopsim.bus.router import deliver_to_subscribers
@@ -63,12 +63,14 @@ class Simulation:
     """
 
     def __init__(self, seed: int = 0, default_rate_hz: float = 1.0, runtime=None, recorder=None,
-                 record_kernel_events: bool = True, cpu_accounting: bool = False, batching: bool = False):
+                 record_kernel_events: bool = True, cpu_accounting: bool = False, batching: bool = False,
+                 record_barriers: bool = False):
         self.seed = int(seed)
         self.default_rate_hz = float(default_rate_hz)
         self.runtime = runtime or LocalRuntime()
         self._recorder = recorder
         self.record_kernel_events = record_kernel_events
+        self.record_barriers = record_barriers     # a BARRIER kernel event per island per barrier (debugging)
         self.cpu_accounting = cpu_accounting
         self._cpu_start_ns: int | None = None
         self.env = simpy.Environment(initial_time=0)
@@ -381,6 +383,11 @@ class Simulation:
         """Whether kernel events are recorded (islands skip building them otherwise)."""
         return self.record_kernel_events and self._recorder is not None
 
+    @property
+    def barrier_events_wanted(self) -> bool:
+        """Whether each island's every barrier is recorded (off unless asked: replay needs none)."""
+        return self.record_barriers and self.kernel_events_wanted
+
     def record_kernel_event(self, island: Island, kind: int, name: str, detail: str = "") -> None:
         if self._recorder is None or not self.record_kernel_events:
             return
@@ -530,7 +537,8 @@ class Simulation:
         self._halt_at = self.now
         if self.recorder is not None and self.record_kernel_events:
             msg = KernelEvent(t_ns=self.now, kind=KernelEvent.STOP, name=reason)
-            self.recorder.record(Envelope(self.now, self.now, "kernel", "kernel/sim", self._stop_seq, -1, msg),
+            self.recorder.record(Envelope(self.now, self.now, "kernel", kernel_topic(KernelEvent.STOP), self._stop_seq,
+                                          -1, msg),
                                  queue=True)
             self._stop_seq += 1
         for island in self.islands.values():

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import numpy as np
 
 from hopsim.bus.envelope import Envelope
+from hopsim.bus.topics import kernel_topic
 from hopsim.kernel.errors import ActorKilled, CausalityError, CheckpointError
 from hopsim.kernel.events import TimedEvent
 from hopsim.kernel.integrate import default_integrator
@@ -537,7 +538,7 @@ class Island:
         """The barrier at t (ns), in Dshell's order (steps 1 to 5 of the module docstring)."""
         self.stats["barriers"] += 1
         self.t = t
-        if self.sim.kernel_events_wanted:
+        if self.sim.barrier_events_wanted:
             self.kernel_event(KernelEvent.BARRIER, "")
         if self._hit:
             self._zero_crossings_met(t)                                  # 1.
@@ -741,10 +742,10 @@ class Island:
         self.sim.record_kernel_event(self, kind, name, detail)
 
     def kernel_event_envelope(self, kind: int, name: str, detail: str = "") -> Envelope:
-        """A kernel event of this island at its current time, on topic ``kernel/<island>``
-        (numbered in the island's own sequence)."""
+        """A kernel event of this island at its current time, from ``kernel.<island>`` (numbered in
+        the island's own sequence) on its kind's topic ``kernel/<kind>``."""
         msg = KernelEvent(t_ns=self.t, kind=kind, island=self.name, name=name, detail=detail)
-        env = Envelope(self.t, self.t, f"kernel.{self.name}", f"kernel/{self.name}", self._kernel_seq, -1, msg)
+        env = Envelope(self.t, self.t, f"kernel.{self.name}", kernel_topic(kind), self._kernel_seq, -1, msg)
         self._kernel_seq += 1
         return env
 

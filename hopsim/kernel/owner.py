@@ -31,7 +31,11 @@ class IslandOwner(Protocol):
 
     @property
     def kernel_events_wanted(self) -> bool:
-        """Whether kernel events (barriers, zero-crossings, faults) go anywhere."""
+        """Whether kernel events (zero-crossings, faults, contacts...) go anywhere."""
+
+    @property
+    def barrier_events_wanted(self) -> bool:
+        """Whether every barrier is recorded too (a kernel event per island per barrier)."""
 
     def schedule_wake(self, island: Any, t_ns: int, gen: int) -> None:
         """Call ``island.wake(gen)`` at ``t_ns`` (ns)."""

@@ -26,11 +26,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hopsim.bus.compare import Difference, decode_payload, first_difference
 from hopsim.bus.reading import RecordingReport, read_recording
+from hopsim.bus.topics import is_kernel_source
 from hopsim.bus.recorder import RESULT_METADATA, RUN_METADATA
 from hopsim.kernel.executive import SCENARIO_SOURCE
 from hopsim.kernel.playback import PlaybackPlan
 from hopsim.scenarios.registry import ScenarioError
-from hopsim.scenarios.runner import run_scenario
+from hopsim.scenarios.runner import KERNEL_EVENT_LEVELS, run_scenario
 
 
 class ReplayError(ValueError):
@@ -49,10 +50,6 @@ class ReplayResult:
     @property
     def identical(self) -> bool:
         return self.difference is None
-
-
-def _is_kernel(source: str) -> bool:
-    return source == "kernel" or source.startswith("kernel.")
 
 
 class RecordedRun(BaseModel):
@@ -160,13 +157,17 @@ def replay_recording(path: str | Path, live: list[str] | None = None,
         mode = "partial" if live else "playback"
         by_source: dict[str, list] = {}
         for env in recorded:
-            if env.source == SCENARIO_SOURCE or _is_kernel(env.source):
+            if env.source == SCENARIO_SOURCE or is_kernel_source(env.source):
                 continue
             by_source.setdefault(env.source, []).append((env.t_ns, env.topic, decode_payload(env)))
         plan = PlaybackPlan(set(live), by_source)
     # a run that took checkpoints had a barrier of every island at each: the replay takes them too
     # (in a scratch directory), so that its islands hop exactly as the recorded ones did
     every = run.get("checkpoint_every_s") or None
+    level = run.get("kernel_events")
+    if level is not None and level not in KERNEL_EVENT_LEVELS:
+        raise ReplayError(f"{path}: the recorded kernel-event level {level!r} is not one hopsim writes "
+                          f"({', '.join(KERNEL_EVENT_LEVELS)}): the file is damaged")
     resume_from = resumed_state(path, run) if run.get("resumed_at_s") else None
     if resume_from is not None and plan is not None:
         raise ReplayError(f"{path} is a resumed run: replay it whole (a partial replay starts from the run's start)")
@@ -175,11 +176,17 @@ def replay_recording(path: str | Path, live: list[str] | None = None,
         with tempfile.TemporaryDirectory(prefix="hopsim-replay-") as scratch:
             result = run_scenario(described.scenario, params, seed=described.seed, duration_s=duration_s,
                                   keep_stream=True, playback=plan, out=out, resume_from=resume_from,
-                                  checkpoint_every_s=float(every) if every else None, checkpoint_dir=scratch)
+                                  checkpoint_every_s=float(every) if every else None, checkpoint_dir=scratch,
+                                  kernel_events=level or "events")
     except ScenarioError as err:
         raise ReplayError(f"{path}: cannot re-run the recorded scenario: {err}") from None
     wall = time.perf_counter() - t0
     replayed = read_recording(out)[0] if out is not None else [e.to_proto() for e in result.recorder.envelopes]
+    if level is None:
+        # a recording from before kernel events had a topic per kind: its kernel events (one
+        # topic per island, every barrier) are not compared, the models' messages are
+        recorded = [e for e in recorded if not is_kernel_source(e.source)]
+        replayed = [e for e in replayed if not is_kernel_source(e.source)]
     if cut_ns is not None:
         replayed = [e for e in replayed if e.t_ns < cut_ns]
     if plan is not None:

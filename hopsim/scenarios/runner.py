@@ -127,7 +127,7 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
                  checkpoint_dir: str | Path | None = None, resume_from: dict | None = None,
                  resume_file: str | Path | None = None,
                  cpu_accounting: bool = False, placement: str | None = None, batching: bool = False,
-                 keep_sim: bool = False, pacer=None, tap=None) -> RunResult:
+                 keep_sim: bool = False, pacer=None, tap=None, kernel_events: str = "events") -> RunResult:
     """Run scenario ``name``; record to ``out`` (MCAP) or, with keep_stream, to memory. The result
     holds the simulation (at its end, models pulled back from any other process) with keep_stream
     or ``keep_sim``.
@@ -144,7 +144,13 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     applies commands received while it runs (faults it sends are listed in the recording's result,
     ``live_faults_json``, for replay); its lateness goes on the derived channel ``pace/lateness``.
     ``tap`` receives every message the MCAP recorder writes (a live server).
+
+    ``kernel_events``: ``events`` records the kernel's events (zero-crossings, faults, contacts,
+    docks, merges, stops...), ``all`` also every barrier of every island (for debugging the
+    kernel; a replay needs none of them).
     """
+    if kernel_events not in KERNEL_EVENT_LEVELS:
+        raise ScenarioError(f"kernel events: {kernel_events!r}; choose {' or '.join(KERNEL_EVENT_LEVELS)}")
     spec = get_scenario(name)
     params = spec.make_params(overrides)
     duration_s = spec.default_duration_s if duration_s is None else duration_s
@@ -175,7 +181,7 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
                 "resumed_from_sha256": file_sha256(resume_file) if resume_file else "",
                 "versions": json.dumps(package_versions(), sort_keys=True),
                 "platform": platform.platform(), "python": platform.python_version(),
-                "backend": runtime.name, "placement": runtime.placement}
+                "backend": runtime.name, "placement": runtime.placement, "kernel_events": kernel_events}
     # an MCAP recorder opens its file at its first write: a run its build refuses leaves --out alone
     recorder = (McapRecorder(out, metadata, log_time_offset_ns=params.epoch_ns) if out
                 else (MemoryRecorder() if keep_stream else None))
@@ -189,10 +195,11 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     run = ScenarioRun(spec, params, seed, runtime, recorder, playback, cpu_accounting,
                       duration_s if progress else None)
     run.batching = batching
+    run.record_barriers = kernel_events == "all"
     run.pacer = pacer
     description = {"scenario": name, "overrides": params.model_dump(), "seed": seed,
                    "duration_s": duration_s, "checkpoint_every_s": checkpoint_every_s,
-                   "versions": package_versions()}
+                   "versions": package_versions(), "kernel_events": kernel_events}
     try:
         run.build(resume_from)          # the scenario and its faults are valid before --out is touched
     except BaseException:
@@ -245,6 +252,9 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
                      resume_from["t_ns"] / 1e9 if resume_from else None)
 
 
+KERNEL_EVENT_LEVELS = ("events", "all")
+
+
 def _pacing_recorder(recorder: McapRecorder, then):
     """A pacer's tick callback that writes its lateness (s) on the derived channel
     ``pace/lateness`` (and its overruns on ``pace/overruns``), then calls ``then``."""
@@ -293,13 +303,15 @@ class ScenarioRun:
         self.stop_replays: list[dict] = []            # e_stops in a Ray host run again exactly
         self.batching = False
         self.pacer = None                             # a Pacer ticks in every simulation built
+        self.record_barriers = False
         self._bar = None
         self._progress_total_s = progress_total_s     # None: no progress bar
 
     def build(self, state: dict | None = None) -> Simulation:
         handled = self.sim.handled_kills if self.sim is not None else set()
         sim = Simulation(seed=self.seed, runtime=self.runtime, recorder=self.recorder,
-                         cpu_accounting=self.cpu_accounting, batching=self.batching)
+                         cpu_accounting=self.cpu_accounting, batching=self.batching,
+                         record_barriers=self.record_barriers)
         sim.playback = self.playback
         sim.scenario_params = self.params
         self.spec.build(sim, self.params)
@@ -424,4 +436,5 @@ def resume_run(checkpoint_file: str | Path, out: str | Path | None = None, durat
                         duration_s=duration_s or description["duration_s"], out=out, progress=progress,
                         keep_stream=keep_stream, checkpoint_every_s=description["checkpoint_every_s"],
                         checkpoint_dir=checkpoint_dir or Path(checkpoint_file).parent, resume_from=state,
-                        resume_file=checkpoint_file)
+                        resume_file=checkpoint_file,
+                        kernel_events=description.get("kernel_events", "events"))

@@ -35,6 +35,14 @@ from hopsim.kernel.owner import owning_unpickled_islands
 ALL_ISLANDS = "*"       # an operation's island name that stands for every island of the host
 
 
+
+def kernel_event_level(sim, recording: bool) -> int:
+    """What a host forwards of its islands' kernel events: 0 none, 1 events, 2 also barriers."""
+    if not (recording and sim.record_kernel_events):
+        return 0
+    return 2 if sim.record_barriers else 1
+
+
 class HostServices:
     """What an island needs from its owner (:class:`~hopsim.kernel.owner.IslandOwner`), inside a
     host process.
@@ -44,7 +52,7 @@ class HostServices:
     itself (``crossing`` holds those for islands in other hosts).
     """
 
-    def __init__(self, default_rate_hz: float, record_kernel_events: bool, routes: dict, handled_kills: set,
+    def __init__(self, default_rate_hz: float, record_kernel_events: int, routes: dict, handled_kills: set,
                  now: int = 0, windowed: bool = False, batching: bool = False, recording: bool = True):
         self.env = simpy.Environment(initial_time=now)
         self._instant_wakes = InstantWakes(self.env)
@@ -68,8 +76,13 @@ class HostServices:
 
     @property
     def kernel_events_wanted(self) -> bool:
-        """The host has no recorder: it forwards kernel events to the driver's when asked to."""
-        return self.record_kernel_events
+        """The host has no recorder: it forwards kernel events to the driver's when asked to
+        (``record_kernel_events``: 0 none, 1 events, 2 events and every barrier)."""
+        return bool(self.record_kernel_events)
+
+    @property
+    def barrier_events_wanted(self) -> bool:
+        return self.record_kernel_events >= 2
 
     def _reset(self) -> None:
         self.outbox: list[tuple[Any, bool, str]] = []     # (envelope, queue, source island)
@@ -143,7 +156,7 @@ class _Elsewhere:
 class IslandHost:
     """The Ray actor hosting one or more islands (with their models)."""
 
-    def __init__(self, blob: bytes, default_rate_hz: float, record_kernel_events: bool, routes: dict,
+    def __init__(self, blob: bytes, default_rate_hz: float, record_kernel_events: int, routes: dict,
                  handled_kills: set, now: int = 0, windowed: bool = False, recording: bool = True,
                  batching: bool = False):
         self.services = HostServices(default_rate_hz, record_kernel_events, routes, handled_kills, now,
@@ -385,7 +398,7 @@ def place_islands(sim, islands: dict[str, Island], groups: list[list[str]], ray_
     for group in groups:
         members = [islands[n] for n in group]
         blob = cloudpickle.dumps(members)
-        host = ray_remote_cls.remote(blob, sim.default_rate_hz, recording and sim.record_kernel_events, routes,
+        host = ray_remote_cls.remote(blob, sim.default_rate_hz, kernel_event_level(sim, recording), routes,
                                      set(sim.handled_kills), sim.now, windowed, recording, sim.batching)
         for island in members:
             proxies[island.name] = RemoteIsland(sim, island, host)
