@@ -266,3 +266,20 @@ def test_bad_contact_parameters_are_named():
         get_scenario("collision").make_params({"contact": {"restitution": 1.5}})
     with pytest.raises(ScenarioError, match="box_m"):
         get_scenario("pileup").make_params({"box_m": 0.2})
+
+
+def test_contacts_are_recorded_as_fields_that_obey_restitution(tmp_path):
+    """Each impact is a kernel event on kernel/contact whose fields (ContactDetail) read back as
+    columns: the normal speed after is -e times the speed before (Newton's law of restitution,
+    e = 0.5 between frictionless bodies and at the walls), and there are as many as impacts."""
+    from hopsim.scenarios import run_scenario
+    from hopsim.view.columns import read_signals
+
+    path = tmp_path / "pileup.mcap"
+    r = run_scenario("pileup", {"n_vehicles": 8}, duration_s=3.0, out=path, keep_sim=True)
+    cols = read_signals(path, ["kernel/contact.contact.normal_speed_before_mps",
+                               "kernel/contact.contact.normal_speed_after_mps"])
+    before = cols["kernel/contact.contact.normal_speed_before_mps"].values
+    after = cols["kernel/contact.contact.normal_speed_after_mps"].values
+    assert len(before) == r.outcome["contacts"] > 5
+    assert np.all(before < 0) and np.allclose(after, -0.5 * before, rtol=1e-9, atol=1e-12)

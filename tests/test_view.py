@@ -105,7 +105,7 @@ def test_dock_event_at_the_scenarios_first_contact(docking):
     docks = [e for e in events if e["kind"] == "dock"]
     assert len(docks) == result.outcome["docks"] == 1
     assert docks[0]["t_s"] == pytest.approx(result.outcome["first_contact_s"], abs=1e-9)
-    assert "a=sph1 b=sph2" in docks[0]["detail"]
+    assert docks[0]["detail"].startswith("sph1 latched sph2 (gap 0.0504 m")
 
 
 def test_faults_and_walls(tmp_path):

@@ -52,7 +52,7 @@ from hopsim.kernel import ContinuousModel, In
 from hopsim.kernel.zero_crossing import ZeroCrossing
 from hopsim.kernel.merge import grouping, regroup
 from hopsim.kernel.simtime import seconds
-from hopsim.schemas import DockCommand, KernelEvent
+from hopsim.schemas import ContactDetail, DockCommand, KernelEvent
 
 Vec3 = tuple[float, float, float]
 
@@ -419,7 +419,22 @@ class ContactWorld:
         entry = {"t_ns": t_ns, "kind": KernelEvent.Kind.Name(kind), **detail}
         self.contacts.append(entry)
         island = self.sim.islands[body.island].current
-        island.kernel_event(kind, self.name, " ".join(f"{k}={_fmt(v)}" for k, v in detail.items()))
+        island.kernel_event(kind, self.name, " ".join(f"{k}={_fmt(v)}" for k, v in detail.items()),
+                            contact=_contact_detail(detail))
+
+
+def _contact_detail(detail: dict) -> ContactDetail:
+    """The fields of a contact, dock or undock record, as the kernel event's ``contact``."""
+    d = ContactDetail(a=detail["a"], b=detail["b"], primary=detail.get("primary", ""),
+                      normal_speed_before_mps=detail.get("normal_speed_before", 0.0),
+                      normal_speed_after_mps=detail.get("normal_speed_after", 0.0),
+                      port_angle_deg=detail.get("port_angle_deg", 0.0), port_gap_m=detail.get("port_gap_m", 0.0),
+                      separation_speed_mps=detail.get("separation_speed_mps", 0.0))
+    for name in ("impulse_Ns", "point_N"):
+        if name in detail:
+            v = getattr(d, name)
+            v.x, v.y, v.z = (float(c) for c in detail[name])
+    return d
 
 
 def connected_components(items, links) -> list[list]:

@@ -388,10 +388,10 @@ class Simulation:
         """Whether each island's every barrier is recorded (off unless asked: replay needs none)."""
         return self.record_barriers and self.kernel_events_wanted
 
-    def record_kernel_event(self, island: Island, kind: int, name: str, detail: str = "") -> None:
+    def record_kernel_event(self, island: Island, kind: int, name: str, detail: str = "", **fields) -> None:
         if self._recorder is None or not self.record_kernel_events:
             return
-        self._recorder.record(island.kernel_event_envelope(kind, name, detail), queue=True)
+        self._recorder.record(island.kernel_event_envelope(kind, name, detail, **fields), queue=True)
 
     # ------------------------------------------------------------------ time
     @property

@@ -607,7 +607,7 @@ class Island:
                 if env.payload.kind == KILL:
                     self._kill(slot, env, t)
                     continue
-                self.kernel_event(KernelEvent.FAULT, slot.name, f"{env.payload.kind}")
+                self.kernel_event(KernelEvent.FAULT, slot.name, f"{env.payload.kind}", fault=env.payload)
                 slot.call("on_fault", env.payload, t)
                 slot.force_ufo = True
                 continue
@@ -738,13 +738,14 @@ class Island:
         else:
             slot.handle.deliver(port, msg, t_ns)
 
-    def kernel_event(self, kind: int, name: str, detail: str = "") -> None:
-        self.sim.record_kernel_event(self, kind, name, detail)
+    def kernel_event(self, kind: int, name: str, detail: str = "", **fields) -> None:
+        """Record a kernel event (``fields``: more of ``hopsim.KernelEvent``'s fields, e.g. ``contact``)."""
+        self.sim.record_kernel_event(self, kind, name, detail, **fields)
 
-    def kernel_event_envelope(self, kind: int, name: str, detail: str = "") -> Envelope:
+    def kernel_event_envelope(self, kind: int, name: str, detail: str = "", **fields) -> Envelope:
         """A kernel event of this island at its current time, from ``kernel.<island>`` (numbered in
         the island's own sequence) on its kind's topic ``kernel/<kind>``."""
-        msg = KernelEvent(t_ns=self.t, kind=kind, island=self.name, name=name, detail=detail)
+        msg = KernelEvent(t_ns=self.t, kind=kind, island=self.name, name=name, detail=detail, **fields)
         env = Envelope(self.t, self.t, f"kernel.{self.name}", kernel_topic(kind), self._kernel_seq, -1, msg)
         self._kernel_seq += 1
         return env

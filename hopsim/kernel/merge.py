@@ -59,5 +59,5 @@ def regroup(sim: "Simulation", groups: list[list["Island"]]) -> None:
         members = [h.name for h in group]
         if before.get(primary.name) != members:
             kind = KernelEvent.ISLAND_MERGE if len(group) > 1 else KernelEvent.ISLAND_SPLIT
-            primary.kernel_event(kind, primary.name, "+".join(members))
+            primary.kernel_event(kind, primary.name, "+".join(members), members=members)
     sim.rebuild_routes()

@@ -46,7 +46,7 @@ class IslandOwner(Protocol):
     def publish(self, env: Any, source_island: Any, queue: bool) -> None:
         """Record ``env`` (if recording) and route it to its subscribers."""
 
-    def record_kernel_event(self, island: Any, kind: int, name: str, detail: str = "") -> None:
+    def record_kernel_event(self, island: Any, kind: int, name: str, detail: str = "", **fields) -> None:
         """Record a kernel event of ``island`` at its current time."""
 
     def after_barrier(self, island: Any, t_ns: int) -> None:

@@ -12,7 +12,7 @@ from hopsim.schemas.contact_pb2 import DockCommand
 from hopsim.schemas.envelope_pb2 import Envelope
 from hopsim.schemas.fault_pb2 import Fault
 from hopsim.schemas.geometry_pb2 import Quaternion, Vector3
-from hopsim.schemas.kernel_pb2 import KernelEvent, RunMetadata
+from hopsim.schemas.kernel_pb2 import ContactDetail, KernelEvent, RunMetadata
 from hopsim.schemas.profile_pb2 import JointStates, PrescribedMotionProfile
 from hopsim.schemas.signals_pb2 import BatteryState, LanderTelemetry, Scalar, ThrottleCommand
 from hopsim.schemas.vehicle_pb2 import VehicleState, Wrench
@@ -20,7 +20,7 @@ from hopsim.schemas.vehicle_pb2 import VehicleState, Wrench
 __all__ = [
     "Envelope", "Fault", "Quaternion", "Vector3", "KernelEvent", "RunMetadata", "BatteryState",
     "LanderTelemetry", "Scalar", "ThrottleCommand", "VehicleState", "Wrench", "JointStates",
-    "PrescribedMotionProfile", "DockCommand", "message_class",
+    "PrescribedMotionProfile", "DockCommand", "ContactDetail", "message_class",
 ]
 
 

@@ -22,9 +22,11 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from hopsim.schemas import fault_pb2 as hopsim_dot_schemas_dot_fault__pb2
+from hopsim.schemas import geometry_pb2 as hopsim_dot_schemas_dot_geometry__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bhopsim/schemas/kernel.proto\x12\x06hopsim\"\x95\x02\n\x0bKernelEvent\x12\x0c\n\x04t_ns\x18\x01 \x01(\x03\x12&\n\x04kind\x18\x02 \x01(\x0e\x32\x18.hopsim.KernelEvent.Kind\x12\x0e\n\x06island\x18\x03 \x01(\t\x12\x0c\n\x04name\x18\x04 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x05 \x01(\t\"\xa1\x01\n\x04Kind\x12\x0b\n\x07\x42\x41RRIER\x10\x00\x12\x11\n\rZERO_CROSSING\x10\x01\x12\x0c\n\x08ROLLBACK\x10\x02\x12\x10\n\x0cISLAND_MERGE\x10\x03\x12\x10\n\x0cISLAND_SPLIT\x10\x04\x12\t\n\x05\x46\x41ULT\x10\x05\x12\x08\n\x04STOP\x10\x06\x12\x0f\n\x0bTIMED_EVENT\x10\x07\x12\x0b\n\x07\x43ONTACT\x10\x08\x12\x08\n\x04\x44OCK\x10\t\x12\n\n\x06UNDOCK\x10\n\"\xe2\x01\n\x0bRunMetadata\x12\x10\n\x08scenario\x18\x01 \x01(\t\x12\x17\n\x0fparameters_json\x18\x02 \x01(\t\x12\x0c\n\x04seed\x18\x03 \x01(\x04\x12\x33\n\x08versions\x18\x04 \x03(\x0b\x32!.hopsim.RunMetadata.VersionsEntry\x12\x10\n\x08platform\x18\x05 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x06 \x01(\t\x12\x11\n\tplacement\x18\x07 \x01(\t\x1a/\n\rVersionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bhopsim/schemas/kernel.proto\x12\x06hopsim\x1a\x1ahopsim/schemas/fault.proto\x1a\x1dhopsim/schemas/geometry.proto\"\xec\x02\n\x0bKernelEvent\x12\x0c\n\x04t_ns\x18\x01 \x01(\x03\x12&\n\x04kind\x18\x02 \x01(\x0e\x32\x18.hopsim.KernelEvent.Kind\x12\x0e\n\x06island\x18\x03 \x01(\t\x12\x0c\n\x04name\x18\x04 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x05 \x01(\t\x12&\n\x07\x63ontact\x18\x06 \x01(\x0b\x32\x15.hopsim.ContactDetail\x12\x0f\n\x07members\x18\x07 \x03(\t\x12\x1c\n\x05\x66\x61ult\x18\x08 \x01(\x0b\x32\r.hopsim.Fault\"\xa1\x01\n\x04Kind\x12\x0b\n\x07\x42\x41RRIER\x10\x00\x12\x11\n\rZERO_CROSSING\x10\x01\x12\x0c\n\x08ROLLBACK\x10\x02\x12\x10\n\x0cISLAND_MERGE\x10\x03\x12\x10\n\x0cISLAND_SPLIT\x10\x04\x12\t\n\x05\x46\x41ULT\x10\x05\x12\x08\n\x04STOP\x10\x06\x12\x0f\n\x0bTIMED_EVENT\x10\x07\x12\x0b\n\x07\x43ONTACT\x10\x08\x12\x08\n\x04\x44OCK\x10\t\x12\n\n\x06UNDOCK\x10\n\"\x88\x02\n\rContactDetail\x12\t\n\x01\x61\x18\x01 \x01(\t\x12\t\n\x01\x62\x18\x02 \x01(\t\x12#\n\nimpulse_Ns\x18\x03 \x01(\x0b\x32\x0f.hopsim.Vector3\x12 \n\x07point_N\x18\x04 \x01(\x0b\x32\x0f.hopsim.Vector3\x12\x1f\n\x17normal_speed_before_mps\x18\x05 \x01(\x01\x12\x1e\n\x16normal_speed_after_mps\x18\x06 \x01(\x01\x12\x16\n\x0eport_angle_deg\x18\x07 \x01(\x01\x12\x12\n\nport_gap_m\x18\x08 \x01(\x01\x12\x0f\n\x07primary\x18\t \x01(\t\x12\x1c\n\x14separation_speed_mps\x18\n \x01(\x01\"\xe2\x01\n\x0bRunMetadata\x12\x10\n\x08scenario\x18\x01 \x01(\t\x12\x17\n\x0fparameters_json\x18\x02 \x01(\t\x12\x0c\n\x04seed\x18\x03 \x01(\x04\x12\x33\n\x08versions\x18\x04 \x03(\x0b\x32!.hopsim.RunMetadata.VersionsEntry\x12\x10\n\x08platform\x18\x05 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x06 \x01(\t\x12\x11\n\tplacement\x18\x07 \x01(\t\x1a/\n\rVersionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,12 +35,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_RUNMETADATA_VERSIONSENTRY']._loaded_options = None
   _globals['_RUNMETADATA_VERSIONSENTRY']._serialized_options = b'8\001'
-  _globals['_KERNELEVENT']._serialized_start=40
-  _globals['_KERNELEVENT']._serialized_end=317
-  _globals['_KERNELEVENT_KIND']._serialized_start=156
-  _globals['_KERNELEVENT_KIND']._serialized_end=317
-  _globals['_RUNMETADATA']._serialized_start=320
-  _globals['_RUNMETADATA']._serialized_end=546
-  _globals['_RUNMETADATA_VERSIONSENTRY']._serialized_start=499
-  _globals['_RUNMETADATA_VERSIONSENTRY']._serialized_end=546
+  _globals['_KERNELEVENT']._serialized_start=99
+  _globals['_KERNELEVENT']._serialized_end=463
+  _globals['_KERNELEVENT_KIND']._serialized_start=302
+  _globals['_KERNELEVENT_KIND']._serialized_end=463
+  _globals['_CONTACTDETAIL']._serialized_start=466
+  _globals['_CONTACTDETAIL']._serialized_end=730
+  _globals['_RUNMETADATA']._serialized_start=733
+  _globals['_RUNMETADATA']._serialized_end=959
+  _globals['_RUNMETADATA_VERSIONSENTRY']._serialized_start=912
+  _globals['_RUNMETADATA_VERSIONSENTRY']._serialized_end=959
 # @@protoc_insertion_point(module_scope)

@@ -117,7 +117,7 @@ def read_events(reader: ColumnReader, limit: int = MAX_EVENTS) -> list[dict]:
         for k in np.flatnonzero(np.isin(col.values, list(TIMELINE_KINDS))):
             msg = KernelEvent.FromString(reader.payload(int(col.chunk[k]), int(col.at[k])))
             events.append({"t_s": col.t_ns[k] / 1e9, "kind": TIMELINE_KINDS[msg.kind], "name": msg.name,
-                           "detail": msg.detail})
+                           "detail": _describe(msg)})
     faults = reader.channels_of("hopsim.Fault")
     if faults:
         col = reader.column(faults, "hopsim.Fault", "value")
@@ -128,6 +128,23 @@ def read_events(reader: ColumnReader, limit: int = MAX_EVENTS) -> list[dict]:
             events.append({"t_s": col.t_ns[k] / 1e9, "kind": "fault", "name": msg.target, "detail": what})
     events.sort(key=lambda e: e["t_s"])
     return events[:limit]
+
+
+def _describe(event: KernelEvent) -> str:
+    """A line for the timeline: from the event's fields where it has them, else its text."""
+    if event.HasField("contact"):
+        c = event.contact
+        if event.kind == KernelEvent.CONTACT:
+            j = (c.impulse_Ns.x ** 2 + c.impulse_Ns.y ** 2 + c.impulse_Ns.z ** 2) ** 0.5
+            return (f"{c.a} and {c.b}: impulse {j:.4g} N s, normal speed {c.normal_speed_before_mps:.4g} -> "
+                    f"{c.normal_speed_after_mps:.4g} m/s")
+        if event.kind == KernelEvent.DOCK:
+            return f"{c.a} latched {c.b} (gap {c.port_gap_m:.3g} m, angle {c.port_angle_deg:.3g} deg)"
+        if event.kind == KernelEvent.UNDOCK:
+            return f"{c.a} left {c.b} at {c.separation_speed_mps:.3g} m/s"
+    if event.members:
+        return " + ".join(event.members)
+    return event.detail
 
 
 def signal_catalog(reader: ColumnReader) -> dict:

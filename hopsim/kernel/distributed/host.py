@@ -130,9 +130,9 @@ class HostServices:
                     subs.append((here, target, here.by_name[model], port))
         return subs
 
-    def record_kernel_event(self, island: Island, kind: int, name: str, detail: str = "") -> None:
+    def record_kernel_event(self, island: Island, kind: int, name: str, detail: str = "", **fields) -> None:
         if self.record_kernel_events:
-            self.outbox.append((island.kernel_event_envelope(kind, name, detail), True, island.name))
+            self.outbox.append((island.kernel_event_envelope(kind, name, detail, **fields), True, island.name))
 
     def after_barrier(self, island: Island, t: int) -> None:
         """Stop callbacks run in the driver, after the call returns."""
