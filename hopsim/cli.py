@@ -222,6 +222,8 @@ def run_cmd(
     kernel_events: str = typer.Option("events", help="kernel events recorded: events (zero-crossings, faults, "
                                                      "contacts, docks, merges, stops) or all (also every "
                                                      "barrier of every island)"),
+    layout: bool = typer.Option(False, "--layout", help="with --out: also write a Foxglove layout beside the "
+                                                       "recording (FILE.layout.json)"),
 ) -> None:
     """Run a scenario and, with --out, record it."""
     if backend == "ray":
@@ -251,6 +253,10 @@ def run_cmd(
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
     _report(result, stats)
+    if layout and out is not None:
+        from hopsim.view.layout import write_layout
+
+        console.print(f"Foxglove layout: {write_layout(out, live=live).resolve()}")
     if "pacing" in result.stats:
         p = result.stats["pacing"]
         console.print(f"pacing: {p['ticks']} ticks, {p['overruns']} overruns, lateness p50 {p['lateness_p50_ms']:.3f} ms, "
@@ -454,6 +460,24 @@ def _write_columns(signals, path: Path) -> None:
         w.writerow(["signal", "t_s", "value"])
         for s in signals:
             w.writerows((s.name, repr(float(t)), repr(float(v))) for t, v in zip(s.t_s, s.values))
+
+
+@app.command("layout")
+def layout_cmd(
+    file: Path = typer.Argument(..., help="a recording"),
+    out: Optional[Path] = typer.Option(None, help="the layout file (default: FILE.layout.json beside it)"),
+    live: bool = typer.Option(False, "--live", help="add the live panels (pace, pause, send a fault)"),
+) -> None:
+    """Write a Foxglove layout for a recording: 3-D scene, positions, contacts, kernel events."""
+    from hopsim.view.columns import SignalError
+    from hopsim.view.layout import write_layout
+
+    try:
+        path = write_layout(file, out, live)
+    except (SignalError, OSError) as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+    console.print(f"Foxglove layout: {path.resolve()} (Foxglove: Layouts, Import from file)")
 
 
 @app.command("view")

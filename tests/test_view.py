@@ -236,3 +236,49 @@ def test_page_draws_plays_jumps_and_plots(served, docking):
     pixels = np.asarray(Image.open(io.BytesIO(shot)).convert("RGB")).reshape(-1, 3).astype(int)
     orange = (pixels[:, 0] > 150) & (pixels[:, 1] > 90) & (pixels[:, 1] < 170) & (pixels[:, 2] < 90)
     assert orange.sum() > 50                                         # the bodies are on screen
+
+
+def test_foxglove_layout_names_only_the_recordings_topics(docking, tmp_path):
+    """The layout written for a recording plots and shows topics that the recording has, with
+    Foxglove's quoted-topic message paths, and its 3-D panel shows the scene."""
+    import re
+
+    from hopsim.view.columns import topics
+    from hopsim.view.layout import write_layout
+
+    path = write_layout(docking[0], tmp_path / "pd.layout.json", live=True)
+    layout = json.loads(path.read_text())
+    text = json.dumps(layout)
+    paths = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            paths.extend(v for k, v in node.items() if k in ("value", "topicPath") and isinstance(v, str))
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(layout)
+    named = {re.match(r'^"([^"]+)"', p).group(1) for p in paths}
+    assert named and named <= set(topics(docking[0]))
+    assert {"sph1/state", "sph2/state", "kernel/dock"} <= named
+    assert '"panelType": "ThreeDee"' in text and '"viz/scene"' in text
+    assert '"panelType": "Parameters"' in text and '"serviceName": "fault"' in text
+
+
+def test_walls_are_in_foxgloves_scene(tmp_path):
+    from mcap.reader import make_reader
+    from mcap_protobuf.decoder import DecoderFactory
+
+    path = tmp_path / "pile.mcap"
+    run_scenario("pileup", {"n_vehicles": 4}, duration_s=0.2, out=path)
+    box, _, _ = pileup_layout(PileupParams(n_vehicles=4), np.random.default_rng(0))
+    with open(path, "rb") as f:
+        walls = [e for _, c, _, m in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages()
+                 if c.topic == "viz/scene" for e in m.entities if e.id == "volume"]
+    assert len(walls) == 1
+    points = [(p.x, p.y, p.z) for p in walls[0].lines[0].points]
+    assert len(points) == 24                                          # 12 edges
+    assert {c for p in points for c in p} == {0.0, box}

@@ -54,6 +54,11 @@ class FoxgloveScene:
         self._trails: dict[str, list[tuple[float, float, float]]] = {}
         self._trail_t: dict[str, int] = {}
         self._trails_sent_ns = -TRAIL_EVERY_NS
+        self._volume: tuple | None = None      # the test volume's corners (m, frame N), drawn once
+
+    def set_volume(self, lo, hi) -> None:
+        """Draw the test volume's walls: an axis-aligned box from ``lo`` to ``hi`` (m, frame N)."""
+        self._volume = (tuple(map(float, lo)), tuple(map(float, hi)))
 
     def observe(self, t_ns: int, type_name: str, payload) -> list[tuple[str, int, object]]:
         """Take one envelope of the stream (in stream order); the (topic, t_ns, message) to write
@@ -84,10 +89,13 @@ class FoxgloveScene:
         out.append((TRANSFORMS_TOPIC, t_ns, transforms))
         new = sorted(set(poses) - self._known)
         if new:
+            first = not self._known
             self._known.update(new)
             update = SceneUpdate()
             for name in new:
                 self._body(update.entities.add(), name, self._epoch_ns + t_ns)
+            if first and self._volume is not None:
+                self._walls(update.entities.add(), self._epoch_ns + t_ns)
             out.append((SCENE_TOPIC, t_ns, update))
         if len(self._known) <= TRAIL_VEHICLES:
             self._extend_trails(poses, t_ns)
@@ -120,6 +128,22 @@ class FoxgloveScene:
         label.pose.orientation.w = 1.0
         label.billboard, label.font_size, label.scale_invariant, label.text = True, 14.0, True, name
         label.color.CopyFrom(Color(r=1.0, g=1.0, b=1.0, a=1.0))
+
+    def _walls(self, entity: SceneEntity, t_ns: int) -> None:
+        """The test volume's twelve edges, in the world frame."""
+        _stamp(entity, t_ns)
+        entity.frame_id, entity.id = WORLD, "volume"
+        (x0, y0, z0), (x1, y1, z1) = self._volume
+        corners = [(x, y, z) for x in (x0, x1) for y in (y0, y1) for z in (z0, z1)]
+        line = entity.lines.add()
+        line.type = LinePrimitive.LINE_LIST
+        line.pose.orientation.w = 1.0
+        line.thickness, line.scale_invariant = 1.5, True
+        line.color.CopyFrom(Color(r=0.45, g=0.5, b=0.6, a=1.0))
+        for i, a in enumerate(corners):
+            for b in corners[i + 1:]:
+                if sum(p != q for p, q in zip(a, b)) == 1:        # corners one edge apart
+                    line.points.extend([Point3(x=a[0], y=a[1], z=a[2]), Point3(x=b[0], y=b[1], z=b[2])])
 
     def _trail(self, entity: SceneEntity, name: str, t_ns: int) -> None:
         _stamp(entity, t_ns)

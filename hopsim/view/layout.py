@@ -1,0 +1,69 @@
+"""A Foxglove layout for a recording (or a live run): what to open it with in the Foxglove app.
+
+:func:`foxglove_layout` builds it with the Foxglove SDK's layout types from the recording's own
+topics, so it fits any scenario: a 3-D panel on the ``world`` frame showing ``viz/scene`` (bodies,
+trails) and ``viz/transforms`` (poses); plots of the first vehicles' positions (``r_BN_N``, m,
+frame N) and, when there are contacts, of their normal speeds before and after; the kernel's
+events as raw messages; and for a live run the Parameters panel (``pace``, ``paused``) and a
+service-call panel that sends a fault. ``hopsim layout FILE`` and ``hopsim run ... --layout``
+write it as JSON beside the recording; Foxglove imports it from its layout menu.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import foxglove.layouts as fl
+
+from hopsim.view.columns import ColumnReader
+
+PLOTTED_VEHICLES = 3
+
+
+def _path(topic: str, fields: str) -> str:
+    """A Foxglove message path: the topic quoted (hopsim's topics do not start with '/')."""
+    return f'"{topic}".{fields}'
+
+
+def foxglove_layout(topics: dict[str, str], live: bool = False) -> fl.Layout:
+    """The layout for a run whose topics (``{topic: type}``) are these."""
+    states = sorted(t for t, kind in topics.items() if kind == "hopsim.VehicleState" and t.endswith("/state"))
+    three_d = fl.ThreeDeePanel(title="vehicles", config=fl.ThreeDeeConfig(
+        follow_tf="world", follow_mode="follow-none",
+        topics={"viz/scene": fl.BaseRendererSceneUpdateTopicSettings(visible=True)}))
+    series = [fl.PlotSeries(value=_path(t, f"r_BN_N.{axis}"), label=f"{t.split('/')[0]} {axis}",
+                            line_interpolation="step")
+              for t in states[:PLOTTED_VEHICLES] for axis in "xyz"]
+    side: list[fl.SplitItem] = [fl.SplitItem(content=fl.PlotPanel(
+        title="positions r_BN_N (m)", config=fl.PlotConfig(paths=series, show_legend=True)))]
+    if "kernel/contact" in topics:
+        side.append(fl.SplitItem(content=fl.PlotPanel(title="contacts: normal speed (m/s)", config=fl.PlotConfig(
+            paths=[fl.PlotSeries(value=_path("kernel/contact", "contact.normal_speed_before_mps"), label="before"),
+                   fl.PlotSeries(value=_path("kernel/contact", "contact.normal_speed_after_mps"), label="after")],
+            show_legend=True))))
+    events = sorted(t for t in topics if t.startswith("kernel/"))
+    if events:
+        side.append(fl.SplitItem(content=fl.RawMessagesPanel(
+            title="kernel events", config=fl.RawMessagesConfig(topic_path=f'"{events[0]}"'))))
+    if live:
+        side.append(fl.SplitItem(content=fl.TabContainer(tabs=[
+            fl.TabItem(title="pace", content=fl.ParametersPanel(title="pace and pause")),
+            fl.TabItem(title="fault", content=fl.ServiceCallPanel(title="send a fault", config=fl.ServiceCallConfig(
+                service_name="fault", button_text="send",
+                request_payload=json.dumps({"target": "", "kind": "", "value": 0.0}))))])))
+    return fl.Layout(content=fl.SplitContainer(direction="row", items=[
+        fl.SplitItem(proportion=3, content=three_d),
+        fl.SplitItem(proportion=2, content=fl.SplitContainer(direction="column", items=side))]))
+
+
+def write_layout(recording: str | Path, out: str | Path | None = None, live: bool = False) -> Path:
+    """Write the layout of ``recording`` to ``out`` (default: beside it, ``<name>.layout.json``)."""
+    recording = Path(recording)
+    reader = ColumnReader(recording)
+    topics = {c[0]: c[1] for c in reader.channels.values()}
+    out = Path(out) if out is not None else recording.with_suffix(".layout.json")
+    out.write_text(foxglove_layout(topics, live).to_json())
+    return out
+
+
+__all__ = ["foxglove_layout", "write_layout"]
