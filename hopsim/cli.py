@@ -488,6 +488,8 @@ def view_cmd(
                                                "recording readable from the network)"),
     port: int = typer.Option(0, min=0, max=65535, help="the port (0: a free one)"),
     browser: bool = typer.Option(True, help="open the page in the default browser"),
+    follow: bool = typer.Option(False, "--follow", help="a recording still being written (a live run's --out): "
+                                                        "the page shows what it holds as it grows"),
 ) -> None:
     """Open a recording in the browser: the vehicles in 3-D, playback, events, plots (offline)."""
     import webbrowser
@@ -497,7 +499,7 @@ def view_cmd(
 
     path = _recording_to_view(file, run)
     try:
-        view = RunView(path)
+        view = RunView(path, follow=follow)
     except (SignalError, OSError, ValueError) as e:
         err.print(f"[red]error:[/red] {path}: {e}")
         raise typer.Exit(2) from None

@@ -282,3 +282,26 @@ def test_walls_are_in_foxgloves_scene(tmp_path):
     points = [(p.x, p.y, p.z) for p in walls[0].lines[0].points]
     assert len(points) == 24                                          # 12 edges
     assert {c for p in points for c in p} == {0.0, box}
+
+
+def test_following_a_recording_as_it_is_written(tmp_path):
+    """--follow: the server reads a recording that is still being written up to its last closed
+    chunk, and again when it has grown; the origin of the poses stays put."""
+    path = tmp_path / "growing.mcap"
+    recorder = McapRecorder(path, {"scenario": "test"})
+    for k in range(10):
+        recorder.record(state("a", k * 100_000_000, (1.0 + k, 2.0, 3.0)))
+        recorder.flush()
+    recorder.flush_chunk()
+    view = RunView(path, follow=True)
+    assert len(view.poses.t_s) == 10 and view.poses.r_N[-1, 0, 0] == pytest.approx(9.0 - 0.0, abs=1e-6)
+    origin = view.poses.origin_N.copy()
+    assert not view.refresh()                                      # nothing new
+    for k in range(10, 25):
+        recorder.record(state("a", k * 100_000_000, (1.0 + k, 2.0, 3.0)))
+        recorder.flush()
+    recorder.flush_chunk()
+    assert view.refresh()
+    assert len(view.poses.t_s) == 25 and np.array_equal(view.poses.origin_N, origin)
+    assert view.run()["follow"] and view.run()["t1_s"] == pytest.approx(2.4)
+    recorder.close()

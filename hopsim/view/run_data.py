@@ -66,8 +66,9 @@ def _state_channels(reader: ColumnReader) -> dict[int, str]:
     return out
 
 
-def read_poses(reader: ColumnReader, max_samples: int = MAX_POSE_SAMPLES) -> Poses:
-    """The vehicles' poses (see :class:`Poses`); no vehicles gives T = N = 0."""
+def read_poses(reader: ColumnReader, max_samples: int = MAX_POSE_SAMPLES, origin_N=None) -> Poses:
+    """The vehicles' poses (see :class:`Poses`); no vehicles gives T = N = 0. ``origin_N``: the
+    origin to take (m, frame N), instead of the mean position at the first instant."""
     owners = _state_channels(reader)
     names = sorted(set(owners.values()))
     if not names:
@@ -92,7 +93,10 @@ def read_poses(reader: ColumnReader, max_samples: int = MAX_POSE_SAMPLES) -> Pos
         data[frame, vehicle, k] = col.values[take]
     data = _hold_last(data)
     first = data[0, :, :3]
-    origin = np.nanmean(first, axis=0) if np.isfinite(first).any() else np.zeros(3)
+    if origin_N is not None:
+        origin = np.asarray(origin_N, dtype=float)
+    else:
+        origin = np.nanmean(first, axis=0) if np.isfinite(first).any() else np.zeros(3)
     r = (data[:, :, :3] - origin).astype(np.float32)
     return Poses(kept / 1e9, names, r, data[:, :, 3:].astype(np.float32), origin, every)
 

@@ -60,17 +60,34 @@ def decimate(t: np.ndarray, v: np.ndarray, max_points: int = MAX_PLOT_POINTS) ->
 
 class RunView:
     """A recording prepared for the page: what ``/api/run`` and ``/api/poses`` answer, computed
-    once; signals read on request."""
+    once; signals read on request. With ``follow``, a recording still being written (a live run's
+    ``--out``): each ``/api/run`` reads it again if it has grown (up to its last closed chunk)."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, follow: bool = False):
         self.path = Path(path)
-        self.report = ColumnsReport()
-        self._reader = ColumnReader(self.path, self.report)
+        self.follow = follow
         self._lock = threading.Lock()
-        self.poses = read_poses(self._reader)
-        self.events = read_events(self._reader)
-        self.catalog = signal_catalog(self._reader)
-        self.info = read_run_info(self._reader)
+        self._size = -1
+        self._read()
+
+    def _read(self) -> None:
+        size = self.path.stat().st_size
+        report = ColumnsReport()
+        reader = ColumnReader(self.path, report)
+        origin = self.poses.origin_N if self._size >= 0 and self.poses.vehicles else None
+        poses = read_poses(reader, origin_N=origin)
+        events, catalog, info = read_events(reader), signal_catalog(reader), read_run_info(reader)
+        self.report, self._reader, self.poses, self.events, self.catalog, self.info = (
+            report, reader, poses, events, catalog, info)
+        self._size = size
+
+    def refresh(self) -> bool:
+        """Read the recording again if it has grown; whether it had."""
+        with self._lock:
+            if self.path.stat().st_size == self._size:
+                return False
+            self._read()
+            return True
 
     def scene(self) -> dict:
         """What surrounds the vehicles: the test volume (the run's ``scene_json`` metadata), the
@@ -88,7 +105,7 @@ class RunView:
     def run(self) -> dict:
         p = self.poses
         t = p.t_s
-        return {"file": self.path.name, "info": self.info, "scene": self.scene(),
+        return {"file": self.path.name, "info": self.info, "scene": self.scene(), "follow": self.follow,
                 "t0_s": float(t[0]) if len(t) else 0.0, "t1_s": float(t[-1]) if len(t) else 0.0,
                 "vehicles": len(p.vehicles), "instants": len(t), "every": p.every,
                 "events": self.events, "catalog": self.catalog,
@@ -118,6 +135,8 @@ class _Handler(BaseHTTPRequestHandler):
             if route == "/favicon.ico":
                 return self._bytes(b"", "image/x-icon", HTTPStatus.NO_CONTENT)
             if route == "/api/run":
+                if self.view.follow:
+                    self.view.refresh()
                 return self._json(self.view.run())
             if route == "/api/poses":
                 return self._bytes(self.view.poses.to_bytes(), "application/octet-stream")

@@ -82,19 +82,9 @@ function buildScene(run, poses) {
   controls.update();
   controls.addEventListener('change', () => { state.viewChanged = true; });
 
-  // vehicles: one instance each of a box (1 x 0.7 x 0.5 bodies) with a nose cone along +x_B
-  const bodies = new THREE.InstancedMesh(vehicleGeometry(poses.N <= 1000 ? 16 : 6),
-    new THREE.MeshLambertMaterial({ vertexColors: true }), Math.max(1, poses.N));
-  bodies.count = poses.N;
-  bodies.instanceMatrix.setUsage(THREE.DynamicDrawUsage);
-  bodies.frustumCulled = false;
-  scene.add(bodies);
-
   scene.add(environment(run, poses, size, centre));
-  const trails = buildTrails(poses);
-  scene.add(trails);
-
-  Object.assign(three, { renderer, scene, camera, controls, bodies, trails, body, size });
+  Object.assign(three, { renderer, scene, camera, controls, bodies: null, trails: null, body, size });
+  setPoses(poses);
   const resize = () => {
     const w = host.clientWidth, h = host.clientHeight;
     renderer.setSize(w, h, false);
@@ -106,6 +96,28 @@ function buildScene(run, poses) {
   };
   window.addEventListener('resize', resize);
   resize();
+}
+
+// the vehicles (one instance each of a box, 1 x 0.7 x 0.5 bodies, with a nose cone along +x_B)
+// and their trails, for these poses; a live run's growing recording calls it again
+function setPoses(poses) {
+  state.poses = poses;
+  if (!three.bodies || three.bodies.instanceMatrix.count < poses.N) {
+    if (three.bodies) { three.scene.remove(three.bodies); three.bodies.dispose(); }
+    const bodies = new THREE.InstancedMesh(vehicleGeometry(poses.N <= 1000 ? 16 : 6),
+      new THREE.MeshLambertMaterial({ vertexColors: true }), Math.max(1, poses.N));
+    bodies.instanceMatrix.setUsage(THREE.DynamicDrawUsage);
+    bodies.frustumCulled = false;
+    three.scene.add(bodies);
+    three.bodies = bodies;
+  }
+  three.bodies.count = poses.N;
+  const visible = three.trails ? three.trails.visible : true;
+  if (three.trails) { three.scene.remove(three.trails); three.trails.geometry.dispose(); }
+  three.trails = buildTrails(poses);
+  three.trails.visible = visible;
+  three.scene.add(three.trails);
+  state.viewChanged = true;
 }
 
 // a body and its nose as one geometry (one draw for all vehicles), coloured per vertex
@@ -244,18 +256,17 @@ function setTime(t) {
   state.t = Math.min(Math.max(t, run.t0_s), run.t1_s);
   $('slider').value = String(state.t);
   $('clock').textContent = `t = ${state.t.toFixed(3)} s`;
-  if (state.t >= run.t1_s) pause();
+  if (state.t >= run.t1_s && !run.follow) pause();       // following a live run, playing waits for more
 }
 
 function play() {
-  if (state.t >= state.run.t1_s) state.t = state.run.t0_s;
+  if (state.t >= state.run.t1_s && !state.run.follow) state.t = state.run.t0_s;
   state.playing = true; $('play').textContent = '❚❚';
 }
 function pause() { state.playing = false; $('play').textContent = '▶'; }
 
 function buildTimeline(run) {
   const slider = $('slider');
-  slider.min = String(run.t0_s); slider.max = String(run.t1_s); slider.step = 'any';
   slider.addEventListener('input', () => { pause(); setTime(parseFloat(slider.value)); });
   $('play').addEventListener('click', () => (state.playing ? pause() : play()));
   $('speed').addEventListener('change', () => { state.speed = parseFloat($('speed').value); });
@@ -263,8 +274,17 @@ function buildTimeline(run) {
   window.addEventListener('keydown', (e) => {
     if (e.code === 'Space' && e.target.tagName !== 'INPUT') { e.preventDefault(); state.playing ? pause() : play(); }
   });
+  setTimeline(run);
+}
+
+// the slider's span and the events on it and in the list
+function setTimeline(run) {
+  const slider = $('slider');
+  slider.min = String(run.t0_s); slider.max = String(run.t1_s); slider.step = 'any';
   const span = Math.max(run.t1_s - run.t0_s, 1e-9);
   const marks = $('marks'), list = $('events');
+  marks.replaceChildren();
+  list.replaceChildren();
   $('event-count').textContent = `(${run.events.length})`;
   for (const ev of run.events) {
     const jump = () => { pause(); setTime(ev.t_s); };
@@ -370,6 +390,25 @@ function fps() {
   return f.length > 1 ? (1000 * (f.length - 1)) / (f[f.length - 1] - f[0]) : 0;
 }
 
+// a recording still being written (`hopsim view --follow`): read again what it holds now
+const FOLLOW_EVERY_MS = 1500;
+async function follow() {
+  const run = await fetch('/api/run').then((r) => r.json());
+  if (run.instants === state.run.instants && run.events.length === state.run.events.length) return;
+  const atEnd = state.t >= state.run.t1_s - 1e-9;
+  const poses = parsePoses(await fetch('/api/poses').then((r) => r.arrayBuffer()));
+  state.run = run;
+  setPoses(poses);
+  setTimeline(run);
+  if (atEnd) setTime(run.t1_s);
+  $('subtitle').textContent = subtitle(run) + ' · following';
+}
+
+function subtitle(run) {
+  const info = run.info.run || {};
+  return `${run.file} · ${info.scenario || 'run'} · ${run.vehicles} vehicles · ${run.t0_s.toFixed(2)}–${run.t1_s.toFixed(2)} s`;
+}
+
 async function main() {
   const [run, buffer] = await Promise.all([
     fetch('/api/run').then((r) => r.json()),
@@ -378,8 +417,7 @@ async function main() {
   state.run = run;
   state.poses = parsePoses(buffer);
   state.t = run.t0_s;
-  const info = run.info.run || {};
-  $('subtitle').textContent = `${run.file} · ${info.scenario || 'run'} · ${run.vehicles} vehicles · ${run.t0_s.toFixed(2)}–${run.t1_s.toFixed(2)} s`;
+  $('subtitle').textContent = subtitle(run) + (run.follow ? ' · following' : '');
   buildScene(run, state.poses);
   buildTimeline(run);
   buildPicker(run.catalog);
@@ -389,6 +427,7 @@ async function main() {
   $('status').textContent = run.damaged_chunks ? `${run.damaged_chunks} damaged chunk(s) skipped` : `loaded in ${(loadMs / 1000).toFixed(2)} s`;
   window.hopsimViewer.loadMs = loadMs;
   window.hopsimViewer.ready = true;
+  if (run.follow) setInterval(() => follow().catch(() => {}), FOLLOW_EVERY_MS);
 }
 
 // for tests and measurements: the viewer's state and controls
