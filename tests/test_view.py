@@ -305,3 +305,29 @@ def test_following_a_recording_as_it_is_written(tmp_path):
     assert len(view.poses.t_s) == 25 and np.array_equal(view.poses.origin_N, origin)
     assert view.run()["follow"] and view.run()["t1_s"] == pytest.approx(2.4)
     recorder.close()
+
+
+def test_bodies_and_ports_in_foxgloves_scene(docking):
+    """Each contact body is drawn as a sphere of its contact radius, with an arrow out of its
+    docking port; the arrow's rotation takes +x onto the port direction (checked with SciPy)."""
+    from foxglove_schemas_protobuf.ArrowPrimitive_pb2 import ArrowPrimitive
+    from mcap.reader import make_reader
+    from mcap_protobuf.decoder import DecoderFactory
+
+    from hopsim.bus.scene import _port_arrow
+
+    with open(docking[0], "rb") as f:
+        bodies = {e.frame_id: e for _, c, _, m in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages()
+                  if c.topic == "viz/scene" for e in m.entities if e.id.startswith("body/")}
+    assert sorted(bodies) == ["sph1", "sph2"]
+    for e in bodies.values():
+        assert e.spheres[0].size.x == pytest.approx(0.2) and e.frame_locked
+        assert (e.arrows[0].pose.position.x, e.arrows[0].pose.position.y) == (pytest.approx(0.1), 0.0)
+    rng = np.random.default_rng(3)
+    for u in [*rng.normal(size=(20, 3)), (-1.0, 0.0, 0.0), (1.0, 0.0, 0.0)]:
+        u = np.asarray(u) / np.linalg.norm(u)
+        arrow = ArrowPrimitive()
+        _port_arrow(arrow, tuple(u), 0.1)
+        o = arrow.pose.orientation
+        assert np.allclose(Rotation.from_quat([o.x, o.y, o.z, o.w]).apply([1.0, 0.0, 0.0]), u, atol=1e-12)
+        assert np.allclose([arrow.pose.position.x, arrow.pose.position.y, arrow.pose.position.z], 0.1 * u)

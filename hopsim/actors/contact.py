@@ -154,6 +154,10 @@ class ContactWorld:
                 raise ValueError(f"{model.name}: port_B must be a non-zero 3-vector, got {port_B}")
         body = ContactBody(model, island, float(radius_m), port, float(max_accel_mps2), len(self.bodies))
         self.bodies.append(body)
+        drawn = {"radius_m": float(radius_m)}
+        if port is not None:
+            drawn["port_B"] = (port / np.linalg.norm(port)).tolist()
+        self.sim.scene.setdefault("bodies", {})[model.name] = drawn
         self._by_name[model.name] = body
         if dock_commands:
             self.sim.add_model(DockingPort(f"{model.name}_dock", model.name, self), island,

@@ -153,9 +153,10 @@ class McapRecorder:
             raise RuntimeError("the run's description is written with the file's first record: describe it before")
         self._metadata.update({k: str(v) for k, v in metadata.items()})
         if self._scene is not None and "scene_json" in metadata:
-            volume = json.loads(metadata["scene_json"]).get("volume_N")
-            if volume is not None:
-                self._scene.set_volume(*volume)
+            described = json.loads(metadata["scene_json"])
+            if described.get("volume_N") is not None:
+                self._scene.set_volume(*described["volume_N"])
+            self._scene.set_bodies(described.get("bodies", {}))
 
     @property
     def _writer(self) -> McapWriter:

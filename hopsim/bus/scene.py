@@ -37,6 +37,23 @@ def is_derived(channel_metadata: dict) -> bool:
     return DERIVED in channel_metadata
 
 
+def _port_arrow(arrow, port_B, radius_m: float) -> None:
+    """An arrow from the body's surface along its port direction ``port_B`` (unit, body frame)."""
+    ux, uy, uz = port_B
+    arrow.pose.position.x, arrow.pose.position.y, arrow.pose.position.z = (radius_m * c for c in port_B)
+    w = 1.0 + ux                                   # the rotation taking +x onto u: axis x cross u
+    if w < 1e-9:
+        q = (0.0, 0.0, 1.0, 0.0)
+    else:
+        n = (uz * uz + uy * uy + w * w) ** 0.5
+        q = (0.0, -uz / n, uy / n, w / n)
+    o = arrow.pose.orientation
+    o.x, o.y, o.z, o.w = q
+    arrow.shaft_length, arrow.shaft_diameter = 0.6 * radius_m, 0.12 * radius_m
+    arrow.head_length, arrow.head_diameter = 0.3 * radius_m, 0.3 * radius_m
+    arrow.color.CopyFrom(Color(r=0.9, g=0.2, b=0.2, a=1.0))
+
+
 def _stamp(msg, t_ns: int) -> None:
     """Foxglove's timestamp of ``t_ns`` (ns since 1970)."""
     msg.timestamp.seconds, msg.timestamp.nanos = divmod(t_ns, 1_000_000_000)
@@ -55,6 +72,12 @@ class FoxgloveScene:
         self._trail_t: dict[str, int] = {}
         self._trails_sent_ns = -TRAIL_EVERY_NS
         self._volume: tuple | None = None      # the test volume's corners (m, frame N), drawn once
+        self._bodies: dict[str, dict] = {}     # vehicles with a known shape (radius, port)
+
+    def set_bodies(self, bodies: dict) -> None:
+        """Draw these vehicles as spheres of their contact radius with their docking port:
+        ``{vehicle: {"radius_m": r, "port_B": unit vector in the body frame (optional)}}``."""
+        self._bodies = {name: dict(b) for name, b in bodies.items()}
 
     def set_volume(self, lo, hi) -> None:
         """Draw the test volume's walls: an axis-aligned box from ``lo`` to ``hi`` (m, frame N)."""
@@ -93,7 +116,7 @@ class FoxgloveScene:
             self._known.update(new)
             update = SceneUpdate()
             for name in new:
-                self._body(update.entities.add(), name, self._epoch_ns + t_ns)
+                self._body(update.entities.add(), name, self._epoch_ns + t_ns, self._bodies.get(name))
             if first and self._volume is not None:
                 self._walls(update.entities.add(), self._epoch_ns + t_ns)
             out.append((SCENE_TOPIC, t_ns, update))
@@ -116,15 +139,28 @@ class FoxgloveScene:
                 del points[:-TRAIL_POINTS]
 
     @staticmethod
-    def _body(entity: SceneEntity, name: str, t_ns: int) -> None:
+    def _body(entity: SceneEntity, name: str, t_ns: int, shape: dict | None = None) -> None:
+        """A vehicle locked to its frame: a sphere of its contact radius with an arrow out of its
+        docking port where they are known, else a cube of BODY_SIZE_M; its name above it."""
         _stamp(entity, t_ns)
         entity.frame_id, entity.id, entity.frame_locked = name, f"body/{name}", True
-        cube = entity.cubes.add()
-        cube.pose.orientation.w = 1.0
-        cube.size.x = cube.size.y = cube.size.z = BODY_SIZE_M
-        cube.color.CopyFrom(Color(r=0.85, g=0.55, b=0.15, a=0.9))
+        orange = Color(r=0.85, g=0.55, b=0.15, a=0.9)
+        size = BODY_SIZE_M
+        if shape and "radius_m" in shape:
+            size = 2.0 * shape["radius_m"]
+            sphere = entity.spheres.add()
+            sphere.pose.orientation.w = 1.0
+            sphere.size.x = sphere.size.y = sphere.size.z = size
+            sphere.color.CopyFrom(orange)
+            if "port_B" in shape:
+                _port_arrow(entity.arrows.add(), shape["port_B"], shape["radius_m"])
+        else:
+            cube = entity.cubes.add()
+            cube.pose.orientation.w = 1.0
+            cube.size.x = cube.size.y = cube.size.z = size
+            cube.color.CopyFrom(orange)
         label = entity.texts.add()
-        label.pose.position.z = BODY_SIZE_M
+        label.pose.position.z = size
         label.pose.orientation.w = 1.0
         label.billboard, label.font_size, label.scale_invariant, label.text = True, 14.0, True, name
         label.color.CopyFrom(Color(r=1.0, g=1.0, b=1.0, a=1.0))

@@ -101,7 +101,8 @@ class Simulation:
         self._wakes_at: dict[int, list[Island]] = {}
         self.windows = None                   # the WindowedSync of islands in hosts (Ray), set by the runtime
         # what surrounds the vehicles, for viewers (``volume_N``: the test volume's lower and upper
-        # corners, m, frame N); written into a recording's run metadata; no model reads it
+        # corners, m, frame N; ``bodies``: {vehicle: {"radius_m", "port_B" (unit, body frame)}});
+        # written into a recording's run metadata; no model reads it
         self.scene: dict = {}
 
     @property
