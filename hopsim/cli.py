@@ -217,8 +217,8 @@ def run_cmd(
                                                    "runs, and take commands (pause, resume, pace, fault)"),
     live_host: str = typer.Option("127.0.0.1", help="with --live: the address to serve on"),
     live_port: int = typer.Option(8765, min=0, max=65535, help="with --live: the port (0: a free one)"),
-    live_allow_remote: bool = typer.Option(False, help="with --live: allow an address other than loopback "
-                                                       "(the server has no authentication)"),
+    live_token: Optional[str] = typer.Option(None, help="with --live on an address other than loopback: the "
+                                                        "token clients must give (default: one is drawn)"),
     kernel_events: str = typer.Option("events", help="kernel events recorded: events (zero-crossings, faults, "
                                                      "contacts, docks, merges, stops) or all (also every "
                                                      "barrier of every island)"),
@@ -238,7 +238,7 @@ def run_cmd(
         if fault:
             overrides["faults"] = [FaultSpec.parse(f).model_dump() for f in fault]
         get_scenario(name).make_params(overrides)        # a bad parameter is reported before anything compiles
-        pacer, server = _pacing(pace, live, live_host, live_port, live_allow_remote, out, backend)
+        pacer, server = _pacing(pace, live, live_host, live_port, live_token, out, backend)
         _compile_ahead_of(name)
         try:
             result = run_scenario(name, overrides, seed=seed, duration_s=duration, out=out,
@@ -263,7 +263,7 @@ def run_cmd(
                       f"p99 {p['lateness_p99_ms']:.3f} ms; live faults sent: {p['live_faults']}")
 
 
-def _pacing(pace, live, host, port, allow_remote, out, backend):
+def _pacing(pace, live, host, port, token, out, backend):
     """The pacer and the live server a run asked for (None, None: neither)."""
     if pace is None and not live:
         return None, None
@@ -281,8 +281,8 @@ def _pacing(pace, live, host, port, allow_remote, out, backend):
         return pacer, None
     from hopsim.bus.live import LiveServer
 
-    server = LiveServer(pacer, host, port, allow_remote)
-    console.print(f"live: ws://{host}:{server.port} (Foxglove: open connection, Foxglove WebSocket); "
+    server = LiveServer(pacer, host, port, token)
+    console.print(f"live: {server.url} (Foxglove: open connection, Foxglove WebSocket); "
                   f"parameters pace and paused; services pause, resume, pace, fault")
     return pacer, server
 

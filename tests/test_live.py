@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from hopsim.bus.live import LiveError, LiveServer
+from hopsim.bus.live import LiveServer
 from hopsim.scenarios import run_scenario
 from hopsim.scenarios.pacing import Pacer
 from hopsim.scenarios.replay import replay_recording
@@ -33,9 +33,35 @@ def test_paced_run_records_the_same_stream_and_keeps_the_pace(tmp_path):
     assert replay_recording(tmp_path / "paced.mcap").identical
 
 
-def test_remote_addresses_are_refused_without_consent():
-    with pytest.raises(LiveError, match="no authentication"):
-        LiveServer(Pacer(None), host="0.0.0.0", port=0)
+def test_another_address_asks_for_the_token():
+    """Served on an address other than loopback, the run goes through a relay that answers 401
+    to a client without the token and relays the protocol to one with it."""
+    from hopsim.schemas import Scalar
+
+    server = LiveServer(Pacer(None), host="0.0.0.0", port=0, token="s3cret-token")
+    try:
+        assert server.url.endswith(f":{server.port}/?token=s3cret-token")
+        url = f"ws://127.0.0.1:{server.port}/"
+        protocols = ["foxglove.sdk.v1", "foxglove.websocket.v1"]
+
+        async def session():
+            for bad in ("", "?token=wrong"):
+                with pytest.raises(websockets.exceptions.InvalidStatus, match="401"):
+                    async with websockets.connect(url + bad, subprotocols=protocols):
+                        pass
+            async with websockets.connect(url + "?token=s3cret-token", subprotocols=protocols) as ws:
+                info = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                assert info["op"] == "serverInfo" and "services" in info["capabilities"]
+                server.tap("probe/value", Scalar, 5, Scalar(value=1.5).SerializeToString())
+                while True:
+                    msg = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                    if msg["op"] == "advertise":
+                        assert [c["topic"] for c in msg["channels"]] == ["probe/value"]
+                        break
+
+        asyncio.run(session())
+    finally:
+        server.stop()
 
 
 async def client_session(port: int, out: dict) -> None:

@@ -19,15 +19,21 @@ Each command goes to a commander (:class:`hopsim.scenarios.pacing.Pacer` has the
 applies it inside the simulation at its next tick. A fault so sent is an ordinary bus message
 on ``faults/<target>``, recorded like any other.
 
-The server binds to 127.0.0.1 by default. The SDK's server has no authentication, so another
-address is refused unless the caller says that it trusts its network (``allow_remote``).
+The server binds to 127.0.0.1 by default. The SDK's server has no authentication: to serve on
+another address, the SDK's server stays on 127.0.0.1 and a relay (:class:`TokenRelay`) listens on
+that address and admits only clients whose URL carries the token (``ws://HOST:PORT/?token=T``).
 """
 from __future__ import annotations
 
+import asyncio
+import hmac
 import ipaddress
 import json
+import secrets
 import threading
+from http import HTTPStatus
 from typing import Callable
+from urllib.parse import parse_qs, urlparse
 
 from foxglove.websocket import ServerListener
 
@@ -52,13 +58,10 @@ class LiveServer:
     """Forwards recorded messages to WebSocket clients and their commands to ``commander``
     (an object with ``command(kind, value) -> Future``)."""
 
-    def __init__(self, commander, host: str = "127.0.0.1", port: int = 8765, allow_remote: bool = False,
+    def __init__(self, commander, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
                  name: str = "hopsim"):
-        if not is_loopback(host) and not allow_remote:
-            raise LiveError(f"--live-host {host} would serve the run, unauthenticated, to the network (the "
-                            f"Foxglove SDK's server has no authentication); serve on 127.0.0.1 and reach it "
-                            f"through an SSH tunnel (ssh -L 8765:127.0.0.1:8765 HOST), or add "
-                            f"--live-allow-remote on a network you trust")
+        """On a loopback ``host`` the SDK's server listens there; on another, behind a relay that
+        asks for ``token`` (one is drawn when None: :attr:`url` carries it)."""
         import foxglove
         from foxglove.websocket import Capability
 
@@ -68,14 +71,21 @@ class LiveServer:
         self._schemas: dict[type, object] = {}
         self._lock = threading.Lock()
         self._last_time = None
+        self._relay = None
+        remote = not is_loopback(host)
         try:
             self._server = foxglove.start_server(
-                name=name, host=host, port=port,
+                name=name, host="127.0.0.1" if remote else host, port=0 if remote else port,
                 capabilities=[Capability.Parameters, Capability.Services, Capability.Time],
                 server_listener=_Listener(self), supported_encodings=["json"],
                 services=self._services())
         except Exception as err:  # noqa: BLE001  (the SDK raises its own errors for a taken port)
             raise LiveError(f"cannot serve on {host}:{port}: {err}; pick another --live-port") from None
+        self.url = f"ws://{host}:{self._server.port}"
+        if remote:
+            self.token = token or secrets.token_urlsafe(18)
+            self._relay = TokenRelay(host, port, self._server.port, self.token)
+            self.url = f"ws://{host}:{self._relay.port}/?token={self.token}"
 
     @property
     def commander(self):
@@ -83,7 +93,8 @@ class LiveServer:
 
     @property
     def port(self) -> int:
-        return self._server.port
+        """The port clients connect to (the relay's, on another address than loopback)."""
+        return self._relay.port if self._relay is not None else self._server.port
 
     # ------------------------------------------------------------------ messages out
     def tap(self, topic: str, message_type, log_time_ns: int, data: bytes) -> None:
@@ -114,6 +125,8 @@ class LiveServer:
                                                Parameter("paused", value=bool(paused))])
 
     def stop(self) -> None:
+        if self._relay is not None:
+            self._relay.stop()
         self._server.stop()
 
     # ------------------------------------------------------------------ commands in
@@ -161,6 +174,71 @@ class LiveServer:
                         handler=handler(name, parse)) for name, request, parse in specs]
 
 
+class TokenRelay:
+    """A WebSocket relay on ``host:port`` to the live server on 127.0.0.1:``target_port`` that admits
+    a client only if its URL's query has ``token`` (compared in constant time); others get HTTP 401.
+    Frames pass through unchanged in both directions, with the subprotocol the client asked for."""
+
+    SUBPROTOCOLS = ["foxglove.sdk.v1", "foxglove.websocket.v1"]
+
+    def __init__(self, host: str, port: int, target_port: int, token: str):
+        self._target = f"ws://127.0.0.1:{target_port}"
+        self._token = token
+        self._loop = asyncio.new_event_loop()
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(host, port), daemon=True, name="hopsim-live-relay")
+        self._thread.start()
+        self._started.wait(10)
+        if self._error is not None:
+            raise LiveError(f"cannot serve on {host}:{port}: {self._error}; pick another --live-port")
+
+    def _run(self, host: str, port: int) -> None:
+        from websockets.asyncio.server import serve
+
+        async def main():
+            try:
+                self._server = await serve(self._relay, host, port, subprotocols=self.SUBPROTOCOLS,
+                                           process_request=self._check, compression=None, max_size=None)
+            except OSError as err:
+                self._error = err
+                self._started.set()
+                return
+            self.port = self._server.sockets[0].getsockname()[1]
+            self._started.set()
+            await self._server.wait_closed()
+
+        self._loop.run_until_complete(main())
+
+    def _check(self, connection, request):
+        given = parse_qs(urlparse(request.path).query).get("token", [""])[0]
+        if not hmac.compare_digest(given.encode(), self._token.encode()):
+            return connection.respond(HTTPStatus.UNAUTHORIZED, "a live hopsim run: add ?token=... to the URL\n")
+        return None
+
+    async def _relay(self, client) -> None:
+        from websockets.asyncio.client import connect
+        from websockets.exceptions import ConnectionClosed
+
+        async with connect(self._target, subprotocols=[client.subprotocol], compression=None,
+                           max_size=None) as upstream:
+            async def pipe(a, b):
+                try:
+                    async for frame in a:
+                        await b.send(frame)
+                except ConnectionClosed:
+                    pass
+                finally:
+                    await b.close()
+
+            await asyncio.gather(pipe(client, upstream), pipe(upstream, client))
+
+    def stop(self) -> None:
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._server.close)
+        self._thread.join(5)
+
+
 def _factor(value) -> float | None:
     """A pacing factor from a client: 0 (or none) runs as fast as it can."""
     if value is None:
@@ -195,4 +273,4 @@ class _Listener(ServerListener):
         return self.on_get_parameters(client, [p.name for p in parameters], request_id)
 
 
-__all__ = ["LiveServer", "LiveError", "is_loopback"]
+__all__ = ["LiveServer", "LiveError", "TokenRelay", "is_loopback"]
