@@ -36,10 +36,11 @@ $(CHROMIUM_STAMP): | $(PY)
 	  echo "could not install chromium: the browser test will say so"; }
 	@command -v chromium >/dev/null 2>&1 && touch $(CHROMIUM_STAMP) || true
 
-## lint (pyflakes and bugbear rules, see pyproject.toml), then the whole test suite
-test: $(TEST_STAMP) $(CHROMIUM_STAMP)
+## lint (pyflakes and bugbear rules, see pyproject.toml), then the whole test suite (Basilisk's
+## environment is the peer that gravity is checked against)
+test: $(TEST_STAMP) $(CHROMIUM_STAMP) $(BSK_STAMP)
 	$(VENV)/bin/ruff check hopsim tests bench
-	$(PY) -m pytest -q
+	HOPSIM_BSK_PYTHON=$(CURDIR)/$(BSK_VENV)/bin/python $(PY) -m pytest -q
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check hopsim tests bench
