@@ -5,6 +5,8 @@ PY     := $(VENV)/bin/python
 RUN_STAMP  := $(VENV)/.run-stamp
 TEST_STAMP := $(VENV)/.test-stamp
 OUT    ?= runs
+BSK_VENV  := .venv-bsk
+BSK_STAMP := $(BSK_VENV)/.installed-stamp
 
 .PHONY: run test lint bench schemas check-schemas clean vendor-three
 
@@ -45,8 +47,6 @@ test: $(TEST_STAMP) $(CHROMIUM_STAMP) $(BSK_STAMP)
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check hopsim tests bench
 
-BSK_VENV := .venv-bsk
-BSK_STAMP := $(BSK_VENV)/.installed-stamp
 
 # Basilisk's wheel pins an older protobuf than hopsim, so it gets an environment of its own
 $(BSK_STAMP):
