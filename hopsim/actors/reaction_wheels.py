@@ -1,0 +1,162 @@
+"""A spacecraft's attitude with reaction wheels (Dshell's ReactionWheel with its friction models).
+
+States: the attitude ``q_BN`` (scalar last; v_N = R(q_BN) v_B), the body's angular velocity
+``omega_BN_B`` (rad/s) and each wheel's spin rate relative to the body ``Omega_i`` (rad/s). Wheel i
+spins about the unit axis ``g_i`` (body frame) with axial inertia ``J_i`` (kg m^2); ``inertia_B``
+is the spacecraft's inertia about its centre of mass including the wheels except their axial
+inertia (Schaub and Junkins, Analytical Mechanics of Space Systems, 4th ed., section 4.5:
+[I_RW]). With h_i = J_i (g_i . omega + Omega_i) the wheels' spin momenta,
+
+    H_B      = [I_RW] omega + sum_i h_i g_i                        (total angular momentum)
+    [I_RW] omega' = L_B - omega x H_B - sum_i g_i (u_i - f_i)
+    h_i'     = u_i - f_i,      Omega_i' = (u_i - f_i) / J_i - g_i . omega'
+    q_BN'    = 1/2 q_BN (x) (omega, 0)
+
+with u_i the motor torque (the command, limited to ``max_torque_Nm``, held over a hop) and f_i the
+bearing friction: viscous ``viscous_Nms * Omega_i`` plus Coulomb ``coulomb_Nm`` opposing the spin,
+ramped linearly within ``coulomb_speed_radps`` of zero so that the derivative stays continuous
+(a stopped wheel does not chatter). Motor and friction torques are internal: without an external
+torque L_B the total angular momentum H_N = R(q_BN) H_B is constant, which is what moving
+momentum between wheels and body means.
+
+Faults: ``wheel_failed`` (wheel ``index``, -1 for all: its motor torque is zero; the bearing still
+drags), ``torque_scale`` (wheel ``index``: motor torque times ``value``), ``disturbance``
+(``torque_B`` on the body for ``duration_s``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from hopsim.dynamics.spatial import quat_normalize, quat_rate, quat_to_dcm
+from hopsim.kernel import ContinuousModel, FixedRate, In, Out
+from hopsim.schemas import Quaternion, ReactionWheelCommand, ReactionWheelState, Vector3, VehicleState
+
+FOREVER_NS = 2**62
+
+
+def wheel_friction(Omega: np.ndarray, viscous_Nms: np.ndarray, coulomb_Nm: np.ndarray,
+                   coulomb_speed_radps: np.ndarray) -> np.ndarray:
+    """Bearing friction torque on each wheel (N m), opposing its spin rate ``Omega`` (rad/s)."""
+    ramp = np.clip(Omega / coulomb_speed_radps, -1.0, 1.0)
+    return viscous_Nms * Omega + coulomb_Nm * ramp
+
+
+class ReactionWheelSpacecraft(ContinuousModel):
+    """A rigid spacecraft's attitude and its reaction wheels (see the module)."""
+
+    inputs = {"torque_cmd": In(ReactionWheelCommand)}
+    outputs = {"state": Out(VehicleState), "wheels": Out(ReactionWheelState)}
+    feed_through = False
+    accepts_faults = {"wheel_failed": ("index", "clear"), "torque_scale": ("index", "value", "clear"),
+                      "disturbance": ("torque_B", "duration_s", "clear")}
+
+    def __init__(self, name: str, inertia_B, axes_B, J_kgm2, q_BN=(0.0, 0.0, 0.0, 1.0),
+                 omega_BN_B=(0.0, 0.0, 0.0), Omega_radps=None, max_torque_Nm=0.2, viscous_Nms=0.0,
+                 coulomb_Nm=0.0, coulomb_speed_radps=0.1, rate_hz: float = 10.0):
+        G = np.array(axes_B, dtype=float).reshape(-1, 3)
+        k = len(G)
+        self.state_names = ("qx", "qy", "qz", "qw", "wx", "wy", "wz") + tuple(f"Omega{i}" for i in range(k))
+        super().__init__(name)
+        self.inertia_B = np.array(inertia_B, dtype=float)
+        if self.inertia_B.shape != (3, 3) or not np.all(np.isfinite(self.inertia_B)) \
+                or np.any(np.linalg.eigvalsh(0.5 * (self.inertia_B + self.inertia_B.T)) <= 0):
+            raise ValueError(f"{name}: inertia_B must be a symmetric positive definite 3x3 matrix (kg m^2)")
+        norms = np.linalg.norm(G, axis=1)
+        if k == 0 or np.any(~np.isfinite(norms)) or np.any(norms == 0):
+            raise ValueError(f"{name}: axes_B must be one or more non-zero 3-vectors (body frame)")
+        self.G = G / norms[:, None]
+        self.J = self._per_wheel(name, "J_kgm2", J_kgm2, k, positive=True)
+        self.max_torque = self._per_wheel(name, "max_torque_Nm", max_torque_Nm, k, positive=True)
+        self.viscous = self._per_wheel(name, "viscous_Nms", viscous_Nms, k)
+        self.coulomb = self._per_wheel(name, "coulomb_Nm", coulomb_Nm, k)
+        self.coulomb_speed = self._per_wheel(name, "coulomb_speed_radps", coulomb_speed_radps, k, positive=True)
+        Omega0 = np.zeros(k) if Omega_radps is None else self._per_wheel(name, "Omega_radps", Omega_radps, k,
+                                                                          negative_ok=True)
+        self.x0 = np.concatenate([quat_normalize(np.array(q_BN, dtype=float)), np.array(omega_BN_B, dtype=float),
+                                  Omega0])
+        self.inertia_inv = np.linalg.inv(self.inertia_B)
+        self.io_schedule = FixedRate(rate_hz)
+        self.n_wheels = k
+        self.torque_scale = np.ones(k)
+        self.failed = np.zeros(k, dtype=bool)
+        self.disturbance_torque_B = np.zeros(3)
+        self.disturbance_until_ns = 0
+        self.u = np.zeros(k)                       # motor torques over the current hop (N m)
+        self._disturbed = False
+
+    @staticmethod
+    def _per_wheel(name, what, value, k, positive=False, negative_ok=False) -> np.ndarray:
+        v = np.broadcast_to(np.asarray(value, dtype=float), (k,)).copy()
+        if not np.all(np.isfinite(v)) or (positive and np.any(v <= 0)) or (not positive and not negative_ok
+                                                                           and np.any(v < 0)):
+            need = "positive" if positive else ("finite" if negative_ok else "non-negative")
+            raise ValueError(f"{name}: {what} must be {need} (one value, or one per wheel), got {value}")
+        return v
+
+    def initial_state(self) -> np.ndarray:
+        return self.x0.copy()
+
+    # ------------------------------------------------------------------ faults
+    def on_fault(self, fault, t_ns: int) -> None:
+        """``wheel_failed``, ``torque_scale`` (per wheel ``index``, -1 all) and ``disturbance``."""
+        wheels = slice(None) if fault.index < 0 else fault.index
+        if fault.kind in ("wheel_failed", "torque_scale") and fault.index >= self.n_wheels:
+            raise ValueError(f"{self.name}: no wheel {fault.index} (it has {self.n_wheels})")
+        if fault.kind == "wheel_failed":
+            self.failed[wheels] = not fault.clear
+        elif fault.kind == "torque_scale":
+            self.torque_scale[wheels] = 1.0 if fault.clear else fault.value
+        elif fault.kind == "disturbance":
+            self.disturbance_torque_B = np.array([fault.torque_B.x, fault.torque_B.y, fault.torque_B.z])
+            if fault.clear:
+                self.disturbance_until_ns = 0
+            elif fault.duration_s > 0:
+                self.disturbance_until_ns = t_ns + round(fault.duration_s * 1e9)
+                self.request_barrier(self.disturbance_until_ns)
+            else:
+                self.disturbance_until_ns = FOREVER_NS
+
+    # ------------------------------------------------------------------ lifecycle
+    def start_hop(self, t0_ns: int, t1_ns: int) -> None:
+        """Latch the motor torques (limited, scaled, failed wheels off) and the disturbance for the hop."""
+        cmd = self.read("torque_cmd")
+        u = np.zeros(self.n_wheels)
+        if cmd is not None:
+            given = np.array(cmd.torque_Nm[:self.n_wheels], dtype=float)
+            u[:len(given)] = np.where(np.isfinite(given), given, 0.0)
+        self.u = np.where(self.failed, 0.0, np.clip(u, -self.max_torque, self.max_torque) * self.torque_scale)
+        self._disturbed = t0_ns < self.disturbance_until_ns
+
+    def angular_momentum_B(self, x=None) -> np.ndarray:
+        """H_B (N m s): body and wheels about the centre of mass, B components."""
+        x = self.x if x is None else x
+        omega, Omega = x[4:7], x[7:]
+        h = self.J * (self.G @ omega + Omega)
+        return self.inertia_B @ omega + self.G.T @ h
+
+    def post_deriv(self, t_s: float) -> None:
+        x = self.x
+        q, omega, Omega = x[0:4], x[4:7], x[7:]
+        wheel_torque = self.u - wheel_friction(Omega, self.viscous, self.coulomb, self.coulomb_speed)
+        external = self.disturbance_torque_B if self._disturbed else np.zeros(3)
+        H = self.angular_momentum_B(x)
+        omega_dot = self.inertia_inv @ (external - np.cross(omega, H) - self.G.T @ wheel_torque)
+        self.xdot[0:4] = quat_rate(q, omega)
+        self.xdot[4:7] = omega_dot
+        self.xdot[7:] = wheel_torque / self.J - self.G @ omega_dot
+
+    def update_flow_outs(self, t_ns: int) -> None:
+        x = self.x
+        q = x[0:4]
+        H_B = self.angular_momentum_B()
+        H_N = quat_to_dcm(q) @ H_B
+        self.write("state", VehicleState(vehicle=self.name, t_ns=t_ns, q_BN=Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]),
+                                         omega_BN_B=Vector3(x=x[4], y=x[5], z=x[6])))
+        friction = wheel_friction(x[7:], self.viscous, self.coulomb, self.coulomb_speed)
+        self.write("wheels", ReactionWheelState(
+            vehicle=self.name, t_ns=t_ns, speed_radps=x[7:].tolist(), motor_torque_Nm=self.u.tolist(),
+            friction_torque_Nm=friction.tolist(), H_B=Vector3(x=H_B[0], y=H_B[1], z=H_B[2]),
+            H_N=Vector3(x=H_N[0], y=H_N[1], z=H_N[2])))
+
+
+__all__ = ["ReactionWheelSpacecraft", "wheel_friction"]
