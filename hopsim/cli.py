@@ -517,6 +517,7 @@ def view_cmd(
         err.print(f"[yellow]warning:[/yellow] {view.report.damaged_chunks} damaged chunk(s) of "
                   f"{view.report.chunks} skipped")
     console.print(f"viewer: {url}  (Ctrl-C to stop)")
+    console.file.flush()                    # the address reaches a pipe now, not when the server stops
     if browser:
         webbrowser.open(url)
     try:

@@ -10,14 +10,20 @@ What runs, read from README.md:
 - each ```` ```toml ```` block whose first line is ``# NAME`` is written to ``NAME`` first;
 - each ```` ```python ```` block runs as a script.
 
+``hopsim view`` serves until it is stopped: it runs without opening a browser until it prints its
+address, its page and ``/api/run`` must answer there, and then it is stopped with Ctrl-C (SIGINT).
+
 ``make`` lines are what CI itself runs; ``ray start`` lines start a cluster. Neither runs here.
 """
 from __future__ import annotations
 
 import re
 import shlex
+import signal
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -88,6 +94,32 @@ def _hopsim(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
                           cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
+def _serve_and_fetch(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """Start ``hopsim view``, fetch its page and /api/run from the address it prints, stop it."""
+    proc = subprocess.Popen([sys.executable, "-m", "hopsim.cli", *args, "--no-browser"], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, deadline, url = [], time.monotonic() + 300, None
+    while url is None and time.monotonic() < deadline and proc.poll() is None:
+        line = proc.stdout.readline()
+        out.append(line)
+        found = re.search(r"viewer: (http://127\.0\.0\.1:\d+/)", line)
+        url = found.group(1) if found else None
+    code = proc.poll()
+    if url is not None:
+        for path in ("", "api/run"):
+            with urllib.request.urlopen(url + path, timeout=60) as reply:
+                code = 0 if reply.status == 200 else 3
+        proc.send_signal(signal.SIGINT)
+    try:
+        rest, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        rest, err = proc.communicate()
+    if url is not None and proc.returncode != 0:
+        code = proc.returncode
+    return subprocess.CompletedProcess(args, 3 if code is None else code, "".join(out) + rest, err)
+
+
 def _has_progress(args: list[str]) -> bool:
     return bool(args) and args[0] in ("run", "resume") and "--no-progress" not in args
 
@@ -99,7 +131,7 @@ def test_every_readme_command_and_program_runs_as_written(tmp_path):
             (tmp_path / body[0].strip()[2:]).write_text("\n".join(body) + "\n")
     failures = []
     for args, expected in COMMANDS:
-        done = _hopsim(args, tmp_path)
+        done = _serve_and_fetch(args, tmp_path) if args[0] == "view" else _hopsim(args, tmp_path)
         if done.returncode != expected or "Traceback" in done.stderr:
             failures.append(f"hopsim {' '.join(args)} -> exit {done.returncode} (expected {expected})\n"
                             f"{done.stdout[-800:]}\n{done.stderr[-1500:]}")
