@@ -1,0 +1,232 @@
+"""Thrusters and the fuel tank that feeds them (Dshell's FixedThruster, PulsedThruster,
+ThrottledThruster and FuelTank).
+
+A thruster at ``position_B`` (m, body frame, relative to the spacecraft's centre of mass) pushes
+along the unit ``direction_B`` with ``level_N`` (N) while it fires, and burns propellant at
+``level / (isp_s * g0)`` (kg/s, g0 = 9.80665 m/s^2). It publishes its ``wrench`` (force in the body
+frame and its torque r x F about the centre of mass, N and N m) and its propellant ``flow``
+(kg/s) whenever either changes, and reads the tank's ``fuel_remaining`` (kg): with none left it
+does not fire (the tank's value is the one it last published, Dshell's one-step lag that avoids an
+algebraic loop). Commands come every ``period_s`` (the thruster's I/O step) and act at the
+instant they arrive (a thruster has feed-through, as Dshell's fire with no delay); a command holds
+until the next one replaces it:
+
+- :class:`FixedThruster`: ``on`` (Scalar, > 0 fires) holds for the whole step;
+- :class:`PulsedThruster`: ``on_time`` (Scalar, s) fires from the start of the step for
+  min(on_time, period); a command shorter than ``min_on_time_s`` is raised to it (the minimum
+  impulse bit, ``level * min_on_time_s``), and 0 is off. The pulse ends exactly: the thruster's
+  next I/O instant is the pulse's end;
+- :class:`ThrottledThruster`: ``throttle`` (Scalar, 0..1) sets the level
+  ``min_level + throttle * (max_level - min_level)`` for the step (0: off).
+
+Faults: ``thruster_stuck_on`` and ``thruster_stuck_off`` (until cleared), ``thrust_scale``
+(``value``).
+
+:class:`FuelTank` integrates its propellant mass m_f' = -sum of the flows it receives (each held
+between messages, which end hops, so the integral is exact), and publishes the spacecraft's mass
+properties, linear in the fill fraction f = m_f / capacity between empty and full (Dshell's
+FuelTank): mass = dry + m_f, centre of mass and inertia interpolated, ``r_CB_B = empty + f (full -
+empty)``, ``I = I_empty + f (I_full - I_empty)`` (both about the centre of mass). Inside a hop in
+which a thruster keeps firing, the integrated mass may run below zero; the outputs clamp it at 0
+(thrusters stop at their next step), and a scenario that needs the exact instant adds a
+zero-crossing on the state ``fuel_kg``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from hopsim.kernel import ContinuousModel, FixedRate, In, Model, Out, VariableRate
+from hopsim.schemas import MassProperties, Scalar, Vector3, Wrench
+
+G0 = 9.80665                    # standard gravity (m/s^2), the Isp convention
+UNIT_INERTIA = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+
+
+def _vector(name: str, what: str, value, unit: bool = False) -> np.ndarray:
+    v = np.asarray(value, dtype=float)
+    if v.shape != (3,) or not np.all(np.isfinite(v)) or (unit and np.linalg.norm(v) == 0):
+        raise ValueError(f"{name}: {what} must be a finite{' non-zero' if unit else ''} 3-vector, got {value}")
+    return v / np.linalg.norm(v) if unit else v
+
+
+def _positive(name: str, what: str, value: float) -> float:
+    value = float(value)
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name}: {what} must be a positive number, got {value}")
+    return value
+
+
+class ThrusterBase(Model):
+    """What every thruster shares (see the module); subclasses say how a command sets the level
+    and for how long it fires."""
+
+    outputs = {"wrench": Out(Wrench), "flow": Out(Scalar)}
+    io_schedule = VariableRate()
+    feed_through = True
+    accepts_faults = {"thruster_stuck_on": ("clear",), "thruster_stuck_off": ("clear",),
+                      "thrust_scale": ("value", "clear")}
+    command_port = "cmd"
+
+    def __init__(self, name: str, body: str, level_N: float, isp_s: float, direction_B, position_B=(0.0, 0.0, 0.0),
+                 period_s: float = 1.0):
+        # a command triggers: its arrival is an I/O step, where the firing's end becomes the next one
+        self.inputs = {self.command_port: In(Scalar, trigger=True), "fuel_remaining": In(Scalar)}
+        super().__init__(name)
+        self.body = body
+        self.level_N = _positive(name, "level_N", level_N)
+        self.isp_s = _positive(name, "isp_s", isp_s)
+        self.direction_B = _vector(name, "direction_B", direction_B, unit=True)
+        self.position_B = _vector(name, "position_B", position_B)
+        self.period_ns = round(_positive(name, "period_s", period_s) * 1e9)
+        self.stuck_on = self.stuck_off = False
+        self.scale = 1.0
+        self.firing_level_N = 0.0            # thrust over the current interval (N)
+        self.off_ns = 0                      # when the current firing ends (ns)
+        self.step_level_N = 0.0              # level commanded for the current step (N)
+
+    # ------------------------------------------------------------------ schedule
+    def next_io_time(self, t_ns: int) -> int | None:
+        """The next command instant, or the end of the current firing if sooner."""
+        tick = (t_ns // self.period_ns + 1) * self.period_ns
+        return self.off_ns if t_ns < self.off_ns < tick else tick
+
+    def on_fault(self, fault, t_ns: int) -> None:
+        if fault.kind == "thruster_stuck_on":
+            self.stuck_on = not fault.clear
+        elif fault.kind == "thruster_stuck_off":
+            self.stuck_off = not fault.clear
+        elif fault.kind == "thrust_scale":
+            self.scale = 1.0 if fault.clear else fault.value
+
+    def command(self, msg) -> tuple[float, int]:
+        """(level N, firing duration ns) a command sets for the step; override."""
+        raise NotImplementedError
+
+    def update_flow_outs(self, t_ns: int) -> None:
+        """The thrust from now to the next instant, and what it burns. At a command instant it also
+        sets the step's firing (``step_level_N``, ``off_ns``) from the command just received."""
+        if t_ns % self.period_ns == 0:
+            cmd = self.read(self.command_port)
+            level, duration = self.command(cmd) if cmd is not None else (0.0, 0)
+            self.step_level_N, self.off_ns = level, t_ns + min(duration, self.period_ns)
+        fuel = self.read("fuel_remaining")
+        dry = fuel is not None and fuel.value <= 0.0
+        level = self.step_level_N if t_ns < self.off_ns else 0.0
+        if self.stuck_on:
+            level = self.level_N
+        if self.stuck_off or dry:
+            level = 0.0
+        level *= self.scale
+        self.firing_level_N = level
+        force = level * self.direction_B
+        torque = np.cross(self.position_B, force)
+        self.write("wrench", Wrench(body=self.body, force=Vector3(x=force[0], y=force[1], z=force[2]),
+                                    torque=Vector3(x=torque[0], y=torque[1], z=torque[2]), frame=Wrench.BODY))
+        self.write("flow", Scalar(value=level / (self.isp_s * G0), unit="kg/s"))
+
+
+class FixedThruster(ThrusterBase):
+    """On/off for a whole step: command ``on`` > 0 fires at ``level_N``."""
+
+    command_port = "on"
+
+    def command(self, msg) -> tuple[float, int]:
+        return (self.level_N, self.period_ns) if msg.value > 0 else (0.0, 0)
+
+
+class PulsedThruster(ThrusterBase):
+    """Fires for ``on_time`` s from the start of a step, at least ``min_on_time_s`` (the minimum
+    impulse bit), at most the step."""
+
+    command_port = "on_time"
+
+    def __init__(self, name: str, body: str, level_N: float, isp_s: float, direction_B, position_B=(0.0, 0.0, 0.0),
+                 period_s: float = 1.0, min_on_time_s: float = 0.01):
+        super().__init__(name, body, level_N, isp_s, direction_B, position_B, period_s)
+        self.min_on_ns = round(_positive(name, "min_on_time_s", min_on_time_s) * 1e9)
+
+    def command(self, msg) -> tuple[float, int]:
+        if not (np.isfinite(msg.value) and msg.value > 0):
+            return 0.0, 0
+        return self.level_N, max(round(msg.value * 1e9), self.min_on_ns)
+
+
+class ThrottledThruster(ThrusterBase):
+    """``throttle`` in [0, 1] sets ``min_level_N + throttle (level_N - min_level_N)``; 0 is off."""
+
+    command_port = "throttle"
+
+    def __init__(self, name: str, body: str, level_N: float, isp_s: float, direction_B, position_B=(0.0, 0.0, 0.0),
+                 period_s: float = 1.0, min_level_N: float = 0.0):
+        super().__init__(name, body, level_N, isp_s, direction_B, position_B, period_s)
+        if not (np.isfinite(min_level_N) and 0 <= min_level_N <= self.level_N):
+            raise ValueError(f"{name}: min_level_N must lie in [0, level_N], got {min_level_N}")
+        self.min_level_N = float(min_level_N)
+
+    def command(self, msg) -> tuple[float, int]:
+        throttle = float(np.clip(msg.value, 0.0, 1.0)) if np.isfinite(msg.value) else 0.0
+        if throttle == 0.0:
+            return 0.0, 0
+        return self.min_level_N + throttle * (self.level_N - self.min_level_N), self.period_ns
+
+
+class FuelTank(ContinuousModel):
+    """A tank feeding ``n_thrusters`` thrusters (inputs ``flow0``...) and the spacecraft's mass
+    properties (see the module)."""
+
+    outputs = {"fuel_remaining": Out(Scalar), "mass": Out(MassProperties)}
+    feed_through = False
+
+    def __init__(self, name: str, n_thrusters: int, fuel_kg: float, capacity_kg: float, dry_mass_kg: float,
+                 cm_empty_B=(0.0, 0.0, 0.0), cm_full_B=(0.0, 0.0, 0.0), inertia_empty_B=UNIT_INERTIA,
+                 inertia_full_B=UNIT_INERTIA, rate_hz: float = 1.0):
+        if int(n_thrusters) < 1:
+            raise ValueError(f"{name}: a tank feeds at least one thruster, got n_thrusters = {n_thrusters}")
+        self.inputs = {f"flow{i}": In(Scalar) for i in range(int(n_thrusters))}
+        self.state_names = ("fuel_kg",)
+        super().__init__(name)
+        self.capacity_kg = _positive(name, "capacity_kg", capacity_kg)
+        if not (np.isfinite(fuel_kg) and 0 <= fuel_kg <= self.capacity_kg):
+            raise ValueError(f"{name}: fuel_kg must lie in [0, capacity_kg = {self.capacity_kg}], got {fuel_kg}")
+        self.fuel0_kg = float(fuel_kg)
+        self.dry_mass_kg = _positive(name, "dry_mass_kg", dry_mass_kg)
+        self.cm_empty_B, self.cm_full_B = _vector(name, "cm_empty_B", cm_empty_B), _vector(name, "cm_full_B", cm_full_B)
+        self.inertia_empty_B = np.array(inertia_empty_B, dtype=float).reshape(3, 3)
+        self.inertia_full_B = np.array(inertia_full_B, dtype=float).reshape(3, 3)
+        for what, m in (("inertia_empty_B", self.inertia_empty_B), ("inertia_full_B", self.inertia_full_B)):
+            if not np.all(np.isfinite(m)) or np.any(np.linalg.eigvalsh(0.5 * (m + m.T)) <= 0):
+                raise ValueError(f"{name}: {what} must be a symmetric positive definite 3x3 matrix (kg m^2)")
+        self.io_schedule = FixedRate(rate_hz)
+        self.flow_kgps = 0.0
+
+    def initial_state(self) -> np.ndarray:
+        return np.array([self.fuel0_kg])
+
+    def start_hop(self, t0_ns: int, t1_ns: int) -> None:
+        """Latch the total flow for the hop (flows change only with a message, which ends a hop)."""
+        total = 0.0
+        for port in self.inputs:
+            msg = self.read(port)
+            if msg is not None and np.isfinite(msg.value):
+                total += max(msg.value, 0.0)
+        self.flow_kgps = total if self.x[0] > 0.0 else 0.0
+
+    def post_deriv(self, t_s: float) -> None:
+        self.xdot[0] = -self.flow_kgps
+
+    def mass_properties(self, fuel_kg: float) -> tuple[float, np.ndarray, np.ndarray]:
+        """(mass kg, r_CB_B m, inertia about the CM kg m^2) with ``fuel_kg`` on board."""
+        f = min(max(fuel_kg, 0.0), self.capacity_kg) / self.capacity_kg
+        cm = self.cm_empty_B + f * (self.cm_full_B - self.cm_empty_B)
+        inertia = self.inertia_empty_B + f * (self.inertia_full_B - self.inertia_empty_B)
+        return self.dry_mass_kg + max(fuel_kg, 0.0), cm, inertia
+
+    def update_flow_outs(self, t_ns: int) -> None:
+        fuel = max(float(self.x[0]), 0.0)
+        mass, cm, inertia = self.mass_properties(fuel)
+        self.write("fuel_remaining", Scalar(value=fuel, unit="kg"))
+        self.write("mass", MassProperties(mass_kg=mass, fuel_kg=fuel, r_CB_B=Vector3(x=cm[0], y=cm[1], z=cm[2]),
+                                          inertia_B=inertia.ravel().tolist()))
+
+
+__all__ = ["ThrusterBase", "FixedThruster", "PulsedThruster", "ThrottledThruster", "FuelTank", "G0"]
