@@ -15,14 +15,15 @@ from hopsim.schemas.geometry_pb2 import Quaternion, Vector3
 from hopsim.schemas.kernel_pb2 import ContactDetail, KernelEvent, RunMetadata
 from hopsim.schemas.profile_pb2 import JointStates, PrescribedMotionProfile
 from hopsim.schemas.signals_pb2 import BatteryState, LanderTelemetry, Scalar, ThrottleCommand
-from hopsim.schemas.vehicle_pb2 import (MassProperties, ReactionWheelCommand, ReactionWheelState, VehicleState,
-                                        Wrench)
+from hopsim.schemas.vehicle_pb2 import (AttitudeMeasurement, ImuMeasurement, MassProperties,
+                                        PositionVelocityMeasurement, ReactionWheelCommand, ReactionWheelState,
+                                        VehicleState, Wrench)
 
 __all__ = [
     "Envelope", "Fault", "Quaternion", "Vector3", "KernelEvent", "RunMetadata", "BatteryState",
     "LanderTelemetry", "Scalar", "ThrottleCommand", "VehicleState", "Wrench", "JointStates",
     "PrescribedMotionProfile", "DockCommand", "ContactDetail", "ReactionWheelCommand", "ReactionWheelState",
-    "MassProperties", "message_class",
+    "MassProperties", "AttitudeMeasurement", "PositionVelocityMeasurement", "ImuMeasurement", "message_class",
 ]
 
 
