@@ -1,0 +1,182 @@
+"""A rigid spacecraft in Earth orbit: translation and attitude under gravity, drag, solar pressure,
+the gravity-gradient torque and its thrusters, with mass properties from its fuel tank.
+
+States (13): ``r_BN_N`` and ``v_BN_N`` of the centre of mass (m, m/s; N is the Earth-centred
+inertial frame, the mean equator and equinox of date of :mod:`hopsim.dynamics.environment`),
+``q_BN`` (scalar last; v_N = R(q_BN) v_B) and ``omega_BN_B`` (rad/s). The derivative, at every
+derivative sample (orbital gravity changes within a hop):
+
+    r' = v
+    v' = g(r, t) + a_drag + a_srp + R(q) F_B / m
+    q' = 1/2 q (x) (omega, 0)
+    omega' = I^-1 (tau_B + tau_gg - omega x I omega)
+
+- g: a point mass (``field=None``, mu = ``mu``), or a spherical-harmonic ``field``
+  (:class:`hopsim.dynamics.spherical_harmonics.GravityField`, e.g. GGM03S) to ``degree``,
+  evaluated in the Earth-fixed frame, which turns by GMST from ``epoch_jd`` (UT1 Julian date of
+  t = 0);
+- drag: a cannonball of ``cd_area_m2`` (C_D A, m^2) in an exponential atmosphere (``rho0_kgpm3``
+  at ``h0_m``, scale height ``scale_height_m``; altitude above a sphere of the Earth's radius)
+  turning with the Earth; ``cd_area_m2 = 0``: none;
+- solar pressure: a cannonball of ``cr_area_m2`` (C_R A, m^2) with the Earth's cylindrical
+  shadow; 0: none;
+- tau_gg: the point-mass gravity-gradient torque (``gravity_gradient``);
+- F_B and tau_B: the sum of the wrenches received on ``wrench0`` ... ``wrench{n-1}`` (body frame,
+  torques about the centre of mass), held between messages (which end hops);
+- m and I: ``mass_kg`` and ``inertia_B`` (about the centre of mass), replaced by the latest
+  ``mass`` message (``hopsim.MassProperties`` from a fuel tank) if one is wired.
+
+Outputs ``state`` (``hopsim.VehicleState``, with a_BN_N the total acceleration of the latest
+derivative sample and the mass) at ``rate_hz``. Fault ``disturbance``: ``force_N`` (N, frame N)
+and ``torque_B`` (N m) for ``duration_s``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from hopsim.dynamics.environment import (drag_acceleration, exponential_density, gmst_rad, srp_acceleration,
+                                         sun_position)
+from hopsim.dynamics.gravity import EARTH_MU, EARTH_RADIUS, gravity_gradient_torque, point_mass_acceleration
+from hopsim.dynamics.spatial import quat_normalize, quat_rate, quat_to_dcm
+from hopsim.dynamics.spherical_harmonics import GravityField, spherical_harmonic_acceleration
+from hopsim.kernel import ContinuousModel, FixedRate, In, Out
+from hopsim.schemas import MassProperties, Quaternion, Vector3, VehicleState, Wrench
+
+FOREVER_NS = 2**62
+JD_J2000 = 2451545.0
+
+
+def _v3(a) -> Vector3:
+    return Vector3(x=float(a[0]), y=float(a[1]), z=float(a[2]))
+
+
+class OrbitingSpacecraft(ContinuousModel):
+    """A rigid spacecraft in Earth orbit (see the module)."""
+
+    state_names = ("r_x", "r_y", "r_z", "v_x", "v_y", "v_z", "q_x", "q_y", "q_z", "q_w",
+                   "omega_x", "omega_y", "omega_z")
+    outputs = {"state": Out(VehicleState)}
+    feed_through = False
+    accepts_faults = {"disturbance": ("force_N", "torque_B", "duration_s", "clear")}
+
+    def __init__(self, name: str, r_BN_N, v_BN_N, mass_kg: float, inertia_B, q_BN=(0.0, 0.0, 0.0, 1.0),
+                 omega_BN_B=(0.0, 0.0, 0.0), field: GravityField | None = None, degree: int = 0,
+                 mu: float = EARTH_MU, epoch_jd: float = JD_J2000, cd_area_m2: float = 0.0,
+                 rho0_kgpm3: float = 0.0, h0_m: float = 0.0, scale_height_m: float = 1.0, cr_area_m2: float = 0.0,
+                 gravity_gradient: bool = True, n_thrusters: int = 0, rate_hz: float = 1.0):
+        self.inputs = {**{f"wrench{i}": In(Wrench) for i in range(int(n_thrusters))}, "mass": In(MassProperties)}
+        super().__init__(name)
+        x0 = np.concatenate([np.asarray(r_BN_N, float), np.asarray(v_BN_N, float),
+                             quat_normalize(np.asarray(q_BN, float)), np.asarray(omega_BN_B, float)])
+        if x0.shape != (13,) or not np.all(np.isfinite(x0)) or np.linalg.norm(x0[0:3]) <= EARTH_RADIUS * 0.5:
+            raise ValueError(f"{name}: the initial state must be finite 3-vectors (m, m/s, rad/s) above the Earth")
+        if not (np.isfinite(mass_kg) and mass_kg > 0):
+            raise ValueError(f"{name}: mass_kg must be positive, got {mass_kg}")
+        inertia = np.array(inertia_B, dtype=float).reshape(3, 3)
+        if not np.all(np.isfinite(inertia)) or np.any(np.linalg.eigvalsh(0.5 * (inertia + inertia.T)) <= 0):
+            raise ValueError(f"{name}: inertia_B must be a symmetric positive definite 3x3 matrix (kg m^2)")
+        for what, value in (("cd_area_m2", cd_area_m2), ("cr_area_m2", cr_area_m2), ("rho0_kgpm3", rho0_kgpm3)):
+            if not (np.isfinite(value) and value >= 0):
+                raise ValueError(f"{name}: {what} must be a non-negative number, got {value}")
+        if not (np.isfinite(scale_height_m) and scale_height_m > 0):
+            raise ValueError(f"{name}: scale_height_m must be positive, got {scale_height_m}")
+        self.x0 = x0
+        self.mass_kg, self.inertia_B = float(mass_kg), inertia
+        self.field, self.degree = field, int(degree)
+        if field is not None:
+            self.C, self.S = field.unnormalized(self.degree)
+            self.mu = field.mu
+        else:
+            self.C = self.S = None
+            self.mu = float(mu)
+        self.epoch_jd = float(epoch_jd)
+        self.cd_area_m2, self.cr_area_m2 = float(cd_area_m2), float(cr_area_m2)
+        self.rho0, self.h0, self.scale_height = float(rho0_kgpm3), float(h0_m), float(scale_height_m)
+        self.gravity_gradient = bool(gravity_gradient)
+        self.n_thrusters = int(n_thrusters)
+        self.io_schedule = FixedRate(rate_hz)
+        self.force_B = np.zeros(3)
+        self.torque_B = np.zeros(3)
+        self.disturbance_force_N = np.zeros(3)
+        self.disturbance_torque_B = np.zeros(3)
+        self.disturbance_until_ns = 0
+        self._disturbed = False
+        self.accel_N = np.zeros(3)
+
+    def initial_state(self) -> np.ndarray:
+        return self.x0.copy()
+
+    def on_fault(self, fault, t_ns: int) -> None:
+        if fault.clear:
+            self.disturbance_until_ns = 0
+            return
+        self.disturbance_force_N = np.array([fault.force_N.x, fault.force_N.y, fault.force_N.z])
+        self.disturbance_torque_B = np.array([fault.torque_B.x, fault.torque_B.y, fault.torque_B.z])
+        if fault.duration_s > 0:
+            self.disturbance_until_ns = t_ns + round(fault.duration_s * 1e9)
+            self.request_barrier(self.disturbance_until_ns)
+        else:
+            self.disturbance_until_ns = FOREVER_NS
+
+    def start_hop(self, t0_ns: int, t1_ns: int) -> None:
+        """Latch the thrusters' wrenches, the mass properties and the disturbance for the hop."""
+        force, torque = np.zeros(3), np.zeros(3)
+        for i in range(self.n_thrusters):
+            w = self.read(f"wrench{i}")
+            if w is not None:
+                force += (w.force.x, w.force.y, w.force.z)
+                torque += (w.torque.x, w.torque.y, w.torque.z)
+        self.force_B, self.torque_B = force, torque
+        m = self.read("mass")
+        if m is not None and m.mass_kg > 0 and len(m.inertia_B) == 9:
+            self.mass_kg, self.inertia_B = m.mass_kg, np.array(m.inertia_B, dtype=float).reshape(3, 3)
+        self._disturbed = t0_ns < self.disturbance_until_ns
+
+    def gravity_N(self, r_N: np.ndarray, t_s: float) -> np.ndarray:
+        """Gravitational acceleration (m/s^2, frame N) at ``r_N`` (m) at ``t_s``."""
+        if self.field is None:
+            return point_mass_acceleration(r_N, self.mu)
+        g = gmst_rad(self.epoch_jd + t_s / 86400.0)
+        c, s = math.cos(g), math.sin(g)
+        r_F = np.array([c * r_N[0] + s * r_N[1], -s * r_N[0] + c * r_N[1], r_N[2]])
+        a_F = spherical_harmonic_acceleration(r_F, self.mu, self.field.radius, self.C, self.S, self.degree)
+        return np.array([c * a_F[0] - s * a_F[1], s * a_F[0] + c * a_F[1], a_F[2]])
+
+    def post_deriv(self, t_s: float) -> None:
+        x = self.x
+        r, v, q, omega = x[0:3], x[3:6], x[6:10], x[10:13]
+        R = quat_to_dcm(q)
+        a = self.gravity_N(r, t_s) + R @ self.force_B / self.mass_kg
+        if self.cd_area_m2 > 0 and self.rho0 > 0:
+            rho = exponential_density(float(np.linalg.norm(r)) - EARTH_RADIUS, self.rho0, self.h0, self.scale_height)
+            a += drag_acceleration(r, v, rho, self.cd_area_m2 / self.mass_kg)
+        if self.cr_area_m2 > 0:
+            a += srp_acceleration(r, sun_position(self.epoch_jd + t_s / 86400.0), self.cr_area_m2 / self.mass_kg)
+        torque = self.torque_B.copy()
+        if self._disturbed:
+            a += self.disturbance_force_N / self.mass_kg
+            torque += self.disturbance_torque_B
+        if self.gravity_gradient:
+            torque += gravity_gradient_torque(R.T @ r, self.inertia_B, self.mu)
+        I = self.inertia_B
+        self.xdot[0:3] = v
+        self.xdot[3:6] = a
+        self.xdot[6:10] = quat_rate(q, omega)
+        self.xdot[10:13] = np.linalg.solve(I, torque - np.cross(omega, I @ omega))
+        self.accel_N = a
+
+    def end_hop(self, t0_ns: int, t1_ns: int) -> None:
+        """The attitude back on the unit sphere (the integrator drifts off it)."""
+        self.x[6:10] = quat_normalize(self.x[6:10])
+
+    def update_flow_outs(self, t_ns: int) -> None:
+        x = self.x
+        q = x[6:10]
+        self.write("state", VehicleState(vehicle=self.name, t_ns=t_ns, r_BN_N=_v3(x[0:3]), v_BN_N=_v3(x[3:6]),
+                                         q_BN=Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]), omega_BN_B=_v3(x[10:13]),
+                                         a_BN_N=_v3(self.accel_N), mass=self.mass_kg))
+
+
+__all__ = ["OrbitingSpacecraft"]
