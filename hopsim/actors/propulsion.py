@@ -7,7 +7,7 @@ along the unit ``direction_B`` with ``level_N`` (N) while it fires, and burns pr
 frame and its torque r x F about the centre of mass, N and N m) and its propellant ``flow``
 (kg/s) whenever either changes, and reads the tank's ``fuel_remaining`` (kg): with none left it
 does not fire (the tank's value is the one it last published, Dshell's one-step lag that avoids an
-algebraic loop). Commands come every ``period_s`` (the thruster's I/O step) and act at the
+algebraic loop). Commands come every ``period_s`` from ``phase_s`` (the thruster's I/O step) and act at the
 instant they arrive (a thruster has feed-through, as Dshell's fire with no delay); a command holds
 until the next one replaces it:
 
@@ -68,7 +68,7 @@ class ThrusterBase(Model):
     command_port = "cmd"
 
     def __init__(self, name: str, body: str, level_N: float, isp_s: float, direction_B, position_B=(0.0, 0.0, 0.0),
-                 period_s: float = 1.0):
+                 period_s: float = 1.0, phase_s: float = 0.0):
         # a command triggers: its arrival is an I/O step, where the firing's end becomes the next one
         self.inputs = {self.command_port: In(Scalar, trigger=True), "fuel_remaining": In(Scalar)}
         super().__init__(name)
@@ -78,6 +78,9 @@ class ThrusterBase(Model):
         self.direction_B = _vector(name, "direction_B", direction_B, unit=True)
         self.position_B = _vector(name, "position_B", position_B)
         self.period_ns = round(_positive(name, "period_s", period_s) * 1e9)
+        if not (np.isfinite(phase_s) and 0 <= phase_s < period_s):
+            raise ValueError(f"{name}: phase_s must lie in [0, period_s), got {phase_s}")
+        self.phase_ns = round(phase_s * 1e9)     # command instants: phase + k period
         self.stuck_on = self.stuck_off = False
         self.scale = 1.0
         self.firing_level_N = 0.0            # thrust over the current interval (N)
@@ -87,7 +90,7 @@ class ThrusterBase(Model):
     # ------------------------------------------------------------------ schedule
     def next_io_time(self, t_ns: int) -> int | None:
         """The next command instant, or the end of the current firing if sooner."""
-        tick = (t_ns // self.period_ns + 1) * self.period_ns
+        tick = ((t_ns - self.phase_ns) // self.period_ns + 1) * self.period_ns + self.phase_ns
         return self.off_ns if t_ns < self.off_ns < tick else tick
 
     def on_fault(self, fault, t_ns: int) -> None:
@@ -105,7 +108,7 @@ class ThrusterBase(Model):
     def update_flow_outs(self, t_ns: int) -> None:
         """The thrust from now to the next instant, and what it burns. At a command instant it also
         sets the step's firing (``step_level_N``, ``off_ns``) from the command just received."""
-        if t_ns % self.period_ns == 0:
+        if (t_ns - self.phase_ns) % self.period_ns == 0:
             cmd = self.read(self.command_port)
             level, duration = self.command(cmd) if cmd is not None else (0.0, 0)
             self.step_level_N, self.off_ns = level, t_ns + min(duration, self.period_ns)
@@ -141,8 +144,8 @@ class PulsedThruster(ThrusterBase):
     command_port = "on_time"
 
     def __init__(self, name: str, body: str, level_N: float, isp_s: float, direction_B, position_B=(0.0, 0.0, 0.0),
-                 period_s: float = 1.0, min_on_time_s: float = 0.01):
-        super().__init__(name, body, level_N, isp_s, direction_B, position_B, period_s)
+                 period_s: float = 1.0, min_on_time_s: float = 0.01, phase_s: float = 0.0):
+        super().__init__(name, body, level_N, isp_s, direction_B, position_B, period_s, phase_s)
         self.min_on_ns = round(_positive(name, "min_on_time_s", min_on_time_s) * 1e9)
 
     def command(self, msg) -> tuple[float, int]:
@@ -157,8 +160,8 @@ class ThrottledThruster(ThrusterBase):
     command_port = "throttle"
 
     def __init__(self, name: str, body: str, level_N: float, isp_s: float, direction_B, position_B=(0.0, 0.0, 0.0),
-                 period_s: float = 1.0, min_level_N: float = 0.0):
-        super().__init__(name, body, level_N, isp_s, direction_B, position_B, period_s)
+                 period_s: float = 1.0, min_level_N: float = 0.0, phase_s: float = 0.0):
+        super().__init__(name, body, level_N, isp_s, direction_B, position_B, period_s, phase_s)
         if not (np.isfinite(min_level_N) and 0 <= min_level_N <= self.level_N):
             raise ValueError(f"{name}: min_level_N must lie in [0, level_N], got {min_level_N}")
         self.min_level_N = float(min_level_N)

@@ -59,3 +59,18 @@ def clohessy_wiltshire_matrix(n: float) -> np.ndarray:
     A[3, 0], A[5, 2] = 3.0 * n * n, -n * n
     A[3, 4], A[4, 3] = 2.0 * n, -2.0 * n
     return A
+
+
+def clohessy_wiltshire_transition(n: float, t: float) -> np.ndarray:
+    """The state-transition matrix exp(A t) of the Clohessy-Wiltshire equations (state (rho,
+    rho') in the Hill frame, x radial, y along-track, z normal), in closed form (Vallado 2013,
+    eq. 6-66, in this module's axes)."""
+    s, c = np.sin(n * t), np.cos(n * t)
+    Phi = np.zeros((6, 6))
+    Phi[0, 0], Phi[0, 3], Phi[0, 4] = 4 - 3 * c, s / n, 2 * (1 - c) / n
+    Phi[1, 0], Phi[1, 1], Phi[1, 3], Phi[1, 4] = 6 * (s - n * t), 1.0, -2 * (1 - c) / n, (4 * s - 3 * n * t) / n
+    Phi[2, 2], Phi[2, 5] = c, s / n
+    Phi[3, 0], Phi[3, 3], Phi[3, 4] = 3 * n * s, c, 2 * s
+    Phi[4, 0], Phi[4, 3], Phi[4, 4] = -6 * n * (1 - c), -2 * s, 4 * c - 3
+    Phi[5, 2], Phi[5, 5] = -n * s, c
+    return Phi

@@ -10,7 +10,7 @@ from hopsim.scenarios.registry import ScenarioError, ScenarioSpec, registered
 
 
 def _load_builtin() -> None:
-    from hopsim.scenarios import contact, deploy_boom, formation, lander, spheres  # noqa: F401  (register on import)
+    from hopsim.scenarios import contact, deploy_boom, formation, lander, rendezvous, spheres  # noqa: F401  (register on import)
 
 
 def get_scenario(name: str) -> ScenarioSpec:
