@@ -9,7 +9,7 @@ import pytest
 from hopsim.actors.reaction_wheels import ReactionWheelSpacecraft
 from hopsim.dynamics.spatial import quat_to_dcm
 from hopsim.kernel import Simulation
-from hopsim.schemas import Fault, ReactionWheelCommand
+from hopsim.schemas import Fault, ReactionWheelCommand, Vector3
 
 INERTIA = np.diag([10.0, 12.0, 8.0])
 
@@ -76,3 +76,12 @@ def test_a_failed_wheel_exerts_no_torque():
     assert np.allclose(model.x[4:9], 0.0, atol=1e-15)
     with pytest.raises(ValueError, match="must be positive"):
         ReactionWheelSpacecraft("bad", INERTIA, axes_B=[(0, 0, 1)], J_kgm2=float("nan"))
+
+
+def test_a_disturbance_torque_adds_its_angular_impulse():
+    """tau about z for 10 s on a body at rest: the total angular momentum grows by tau * 10 (z stays
+    the body's and N's common axis), then stays."""
+    sim, model = spacecraft(axes_B=[(1, 0, 0)], J_kgm2=0.05, rate_hz=1.0)
+    sim.schedule_fault(Fault(target="sc", kind="disturbance", torque_B=Vector3(z=0.03), duration_s=10.0), 2.0)
+    sim.advance_to(30.0)
+    assert np.allclose(H_N(model), [0.0, 0.0, 0.3], rtol=0, atol=1e-12)

@@ -36,6 +36,7 @@ import math
 
 import numpy as np
 
+from hopsim.actors.disturbance import Disturbance
 from hopsim.dynamics.environment import (drag_acceleration, exponential_density, gmst_rad, srp_acceleration,
                                          sun_position)
 from hopsim.dynamics.gravity import EARTH_MU, EARTH_RADIUS, gravity_gradient_torque, point_mass_acceleration
@@ -44,7 +45,6 @@ from hopsim.dynamics.spherical_harmonics import GravityField, spherical_harmonic
 from hopsim.kernel import ContinuousModel, FixedRate, In, Out
 from hopsim.schemas import MassProperties, Quaternion, Vector3, VehicleState, Wrench
 
-FOREVER_NS = 2**62
 JD_J2000 = 2451545.0
 
 
@@ -99,9 +99,7 @@ class OrbitingSpacecraft(ContinuousModel):
         self.io_schedule = FixedRate(rate_hz)
         self.force_B = np.zeros(3)
         self.torque_B = np.zeros(3)
-        self.disturbance_force_N = np.zeros(3)
-        self.disturbance_torque_B = np.zeros(3)
-        self.disturbance_until_ns = 0
+        self.disturbance = Disturbance()
         self._disturbed = False
         self.accel_N = np.zeros(3)
 
@@ -109,16 +107,8 @@ class OrbitingSpacecraft(ContinuousModel):
         return self.x0.copy()
 
     def on_fault(self, fault, t_ns: int) -> None:
-        if fault.clear:
-            self.disturbance_until_ns = 0
-            return
-        self.disturbance_force_N = np.array([fault.force_N.x, fault.force_N.y, fault.force_N.z])
-        self.disturbance_torque_B = np.array([fault.torque_B.x, fault.torque_B.y, fault.torque_B.z])
-        if fault.duration_s > 0:
-            self.disturbance_until_ns = t_ns + round(fault.duration_s * 1e9)
-            self.request_barrier(self.disturbance_until_ns)
-        else:
-            self.disturbance_until_ns = FOREVER_NS
+        """``disturbance``: ``force_N`` and ``torque_B`` for ``duration_s``."""
+        self.disturbance.apply(fault, t_ns, self.request_barrier)
 
     def start_hop(self, t0_ns: int, t1_ns: int) -> None:
         """Latch the thrusters' wrenches, the mass properties and the disturbance for the hop."""
@@ -132,7 +122,7 @@ class OrbitingSpacecraft(ContinuousModel):
         m = self.read("mass")
         if m is not None and m.mass_kg > 0 and len(m.inertia_B) == 9:
             self.mass_kg, self.inertia_B = m.mass_kg, np.array(m.inertia_B, dtype=float).reshape(3, 3)
-        self._disturbed = t0_ns < self.disturbance_until_ns
+        self._disturbed = self.disturbance.acts_over(t0_ns)
 
     def gravity_N(self, r_N: np.ndarray, t_s: float) -> np.ndarray:
         """Gravitational acceleration (m/s^2, frame N) at ``r_N`` (m) at ``t_s``."""
@@ -156,8 +146,8 @@ class OrbitingSpacecraft(ContinuousModel):
             a += srp_acceleration(r, sun_position(self.epoch_jd + t_s / 86400.0), self.cr_area_m2 / self.mass_kg)
         torque = self.torque_B.copy()
         if self._disturbed:
-            a += self.disturbance_force_N / self.mass_kg
-            torque += self.disturbance_torque_B
+            a += self.disturbance.force_N / self.mass_kg
+            torque += self.disturbance.torque_B
         if self.gravity_gradient:
             torque += gravity_gradient_torque(R.T @ r, self.inertia_B, self.mu)
         I = self.inertia_B

@@ -27,12 +27,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from hopsim.actors.disturbance import Disturbance
 from hopsim.dynamics.spatial import quat_normalize, quat_rate, quat_to_dcm
 from hopsim.kernel import ContinuousModel, FixedRate, In, Out
 from hopsim.schemas import Quaternion, ReactionWheelCommand, ReactionWheelState, Vector3, VehicleState
-
-FOREVER_NS = 2**62
-
 
 def wheel_friction(Omega: np.ndarray, viscous_Nms: np.ndarray, coulomb_Nm: np.ndarray,
                    coulomb_speed_radps: np.ndarray) -> np.ndarray:
@@ -79,8 +77,7 @@ class ReactionWheelSpacecraft(ContinuousModel):
         self.n_wheels = k
         self.torque_scale = np.ones(k)
         self.failed = np.zeros(k, dtype=bool)
-        self.disturbance_torque_B = np.zeros(3)
-        self.disturbance_until_ns = 0
+        self.disturbance = Disturbance()
         self.u = np.zeros(k)                       # motor torques over the current hop (N m)
         self._disturbed = False
 
@@ -107,14 +104,7 @@ class ReactionWheelSpacecraft(ContinuousModel):
         elif fault.kind == "torque_scale":
             self.torque_scale[wheels] = 1.0 if fault.clear else fault.value
         elif fault.kind == "disturbance":
-            self.disturbance_torque_B = np.array([fault.torque_B.x, fault.torque_B.y, fault.torque_B.z])
-            if fault.clear:
-                self.disturbance_until_ns = 0
-            elif fault.duration_s > 0:
-                self.disturbance_until_ns = t_ns + round(fault.duration_s * 1e9)
-                self.request_barrier(self.disturbance_until_ns)
-            else:
-                self.disturbance_until_ns = FOREVER_NS
+            self.disturbance.apply(fault, t_ns, self.request_barrier)
 
     # ------------------------------------------------------------------ lifecycle
     def start_hop(self, t0_ns: int, t1_ns: int) -> None:
@@ -125,7 +115,7 @@ class ReactionWheelSpacecraft(ContinuousModel):
             given = np.array(cmd.torque_Nm[:self.n_wheels], dtype=float)
             u[:len(given)] = np.where(np.isfinite(given), given, 0.0)
         self.u = np.where(self.failed, 0.0, np.clip(u, -self.max_torque, self.max_torque) * self.torque_scale)
-        self._disturbed = t0_ns < self.disturbance_until_ns
+        self._disturbed = self.disturbance.acts_over(t0_ns)
 
     def angular_momentum_B(self, x=None) -> np.ndarray:
         """H_B (N m s): body and wheels about the centre of mass, B components."""
@@ -138,7 +128,7 @@ class ReactionWheelSpacecraft(ContinuousModel):
         x = self.x
         q, omega, Omega = x[0:4], x[4:7], x[7:]
         wheel_torque = self.u - wheel_friction(Omega, self.viscous, self.coulomb, self.coulomb_speed)
-        external = self.disturbance_torque_B if self._disturbed else np.zeros(3)
+        external = self.disturbance.torque_B if self._disturbed else np.zeros(3)
         H = self.angular_momentum_B(x)
         omega_dot = self.inertia_inv @ (external - np.cross(omega, H) - self.G.T @ wheel_torque)
         self.xdot[0:4] = quat_rate(q, omega)
