@@ -464,20 +464,51 @@ def _write_columns(signals, path: Path) -> None:
 
 @app.command("layout")
 def layout_cmd(
-    file: Path = typer.Argument(..., help="a recording"),
-    out: Optional[Path] = typer.Option(None, help="the layout file (default: FILE.layout.json beside it)"),
-    live: bool = typer.Option(False, "--live", help="add the live panels (pace, pause, send a fault)"),
+    file: str = typer.Argument(..., help="a recording, or a built-in scenario (its shipped layout)"),
+    out: Optional[Path] = typer.Option(None, help="the layout file (default: FILE.layout.json beside the "
+                                                  "recording; SCENARIO.layout.json here for a scenario)"),
+    live: bool = typer.Option(False, "--live", help="with a recording: add the live panels (pace, pause, fault)"),
 ) -> None:
-    """Write a Foxglove layout for a recording: 3-D scene, positions, contacts, kernel events."""
-    from hopsim.view.columns import SignalError
-    from hopsim.view.layout import write_layout
+    """Write a Foxglove layout: 3-D scene, positions, contacts, kernel events (and live panels)."""
+    import shutil
 
+    from hopsim.view.columns import SignalError
+    from hopsim.view.layout import builtin_layout, write_layout
+
+    shipped = builtin_layout(file)
     try:
-        path = write_layout(file, out, live)
+        if not Path(file).exists() and shipped.exists():
+            path = out or Path(f"{file}.layout.json")
+            shutil.copyfile(shipped, path)
+        elif not Path(file).exists():
+            err.print(f"[red]error:[/red] {file} is neither a recording nor a built-in scenario "
+                      f"(see `hopsim scenarios`)")
+            raise typer.Exit(2)
+        else:
+            path = write_layout(file, out, live)
     except (SignalError, OSError) as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
-    console.print(f"Foxglove layout: {path.resolve()} (Foxglove: Layouts, Import from file)")
+    console.print(f"Foxglove layout: {Path(path).resolve()} (Foxglove: Layouts, Import from file)")
+
+
+def builtin_layouts() -> dict[str, str]:
+    """The shipped layouts' text, built from each built-in scenario's topics (with live panels):
+    ``python -c "from hopsim.cli import write_builtin_layouts; write_builtin_layouts()"`` writes them."""
+    from hopsim.scenarios import all_scenarios
+    from hopsim.scenarios.runner import scenario_topics
+    from hopsim.view.layout import foxglove_layout
+
+    return {spec.name: foxglove_layout(scenario_topics(spec.name), live=True).to_json()
+            for spec in all_scenarios() if spec.build.__module__.startswith("hopsim.")}
+
+
+def write_builtin_layouts() -> None:
+    from hopsim.view.layout import LAYOUTS
+
+    LAYOUTS.mkdir(exist_ok=True)
+    for name, text in builtin_layouts().items():
+        (LAYOUTS / f"{name}.json").write_text(text + "\n")
 
 
 @app.command("view")

@@ -3,6 +3,7 @@ equals what was recorded, checked against the messages themselves, the scenario'
 its layout; the page, in a real browser, draws each vehicle where and as the recording has it,
 plays, jumps to events and plots a signal with its cursor on the time slider."""
 import json
+import re
 import os
 import threading
 import urllib.error
@@ -238,17 +239,8 @@ def test_page_draws_plays_jumps_and_plots(served, docking):
     assert orange.sum() > 50                                         # the bodies are on screen
 
 
-def test_foxglove_layout_names_only_the_recordings_topics(docking, tmp_path):
-    """The layout written for a recording plots and shows topics that the recording has, with
-    Foxglove's quoted-topic message paths, and its 3-D panel shows the scene."""
-    import re
-
-    from hopsim.view.columns import topics
-    from hopsim.view.layout import write_layout
-
-    path = write_layout(docking[0], tmp_path / "pd.layout.json", live=True)
-    layout = json.loads(path.read_text())
-    text = json.dumps(layout)
+def layout_topics(layout) -> set[str]:
+    """The topics a layout's message paths (``"topic".field``) and topic paths name."""
     paths = []
 
     def walk(node):
@@ -261,7 +253,20 @@ def test_foxglove_layout_names_only_the_recordings_topics(docking, tmp_path):
                 walk(v)
 
     walk(layout)
-    named = {re.match(r'^"([^"]+)"', p).group(1) for p in paths}
+    return {re.match(r'^"([^"]+)"', p).group(1) for p in paths}
+
+
+def test_foxglove_layout_names_only_the_recordings_topics(docking, tmp_path):
+    """The layout written for a recording plots and shows topics that the recording has, with
+    Foxglove's quoted-topic message paths, and its 3-D panel shows the scene."""
+
+    from hopsim.view.columns import topics
+    from hopsim.view.layout import write_layout
+
+    path = write_layout(docking[0], tmp_path / "pd.layout.json", live=True)
+    layout = json.loads(path.read_text())
+    text = json.dumps(layout)
+    named = layout_topics(layout)
     assert named and named <= set(topics(docking[0]))
     assert {"sph1/state", "sph2/state", "kernel/dock"} <= named
     assert '"panelType": "ThreeDee"' in text and '"viz/scene"' in text
@@ -331,3 +336,24 @@ def test_bodies_and_ports_in_foxgloves_scene(docking):
         o = arrow.pose.orientation
         assert np.allclose(Rotation.from_quat([o.x, o.y, o.z, o.w]).apply([1.0, 0.0, 0.0]), u, atol=1e-12)
         assert np.allclose([arrow.pose.position.x, arrow.pose.position.y, arrow.pose.position.z], 0.1 * u)
+
+
+def test_shipped_layouts_are_current_and_name_a_runs_topics(docking, tmp_path):
+    """The layouts shipped for the built-in scenarios equal those built from the scenarios' topics
+    now (regenerate with hopsim.cli.write_builtin_layouts), and passive_docking's names only
+    topics that its recording has (kernel events only when they happen)."""
+    from hopsim.cli import builtin_layouts
+    from hopsim.view.columns import topics
+    from hopsim.view.layout import builtin_layout
+
+    for name, text in builtin_layouts().items():
+        assert builtin_layout(name).read_text() == text + "\n", f"{name}: run hopsim.cli.write_builtin_layouts()"
+    shipped = builtin_layout("passive_docking").read_text()
+    named = layout_topics(json.loads(shipped))
+
+    assert {"sph1/state", "sph2/state", "kernel/contact"} <= named
+    assert {t for t in named if not t.startswith("kernel/")} <= set(topics(docking[0]))
+    res = CliRunner().invoke(app, ["layout", "passive_docking", "--out", str(tmp_path / "pd.json")])
+    assert res.exit_code == 0 and (tmp_path / "pd.json").read_text() == shipped
+    res = CliRunner().invoke(app, ["layout", "no_such_thing"])
+    assert res.exit_code == 2 and "neither a recording nor a built-in scenario" in res.output

@@ -255,6 +255,28 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
 KERNEL_EVENT_LEVELS = ("events", "all")
 
 
+def scenario_topics(name: str, overrides: dict[str, Any] | None = None) -> dict[str, str]:
+    """The topics a run of scenario ``name`` records, ``{topic: message type}``, found by building
+    it (nothing runs): its bus topics, Foxglove's 3-D channels when vehicles publish their state,
+    and the kernel-event topics it can produce (contacts and docks with a contact world, faults,
+    the stop)."""
+    from hopsim.bus.scene import SCENE_TOPIC, TRANSFORMS_TOPIC
+    from hopsim.bus.topics import kernel_topic
+    from hopsim.schemas import KernelEvent
+
+    spec = get_scenario(name)
+    sim = Simulation(seed=0)
+    spec.build(sim, spec.make_params(overrides or {}))
+    topics = {t: topic.type_name for t, topic in sim.topics.topics.items()}
+    if any(kind == "hopsim.VehicleState" for kind in topics.values()):
+        topics.update({TRANSFORMS_TOPIC: "foxglove.FrameTransforms", SCENE_TOPIC: "foxglove.SceneUpdate"})
+    kinds = [KernelEvent.FAULT, KernelEvent.STOP]
+    if sim.scene.get("bodies"):
+        kinds += [KernelEvent.CONTACT, KernelEvent.DOCK, KernelEvent.UNDOCK]
+    topics.update({kernel_topic(k): "hopsim.KernelEvent" for k in kinds})
+    return topics
+
+
 def _pacing_recorder(recorder: McapRecorder, then):
     """A pacer's tick callback that writes its lateness (s) on the derived channel
     ``pace/lateness`` (and its overruns on ``pace/overruns``), then calls ``then``."""

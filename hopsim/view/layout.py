@@ -6,7 +6,9 @@ trails) and ``viz/transforms`` (poses); plots of the first vehicles' positions (
 frame N) and, when there are contacts, of their normal speeds before and after; the kernel's
 events as raw messages; and for a live run the Parameters panel (``pace``, ``paused``) and a
 service-call panel that sends a fault. ``hopsim layout FILE`` and ``hopsim run ... --layout``
-write it as JSON beside the recording; Foxglove imports it from its layout menu.
+write it as JSON beside the recording; Foxglove imports it from its layout menu. The layouts of
+the built-in scenarios (built from their topics, with the live panels) ship in
+``hopsim/view/layouts``: ``hopsim layout SCENARIO`` writes one out.
 """
 from __future__ import annotations
 
@@ -56,6 +58,14 @@ def foxglove_layout(topics: dict[str, str], live: bool = False) -> fl.Layout:
         fl.SplitItem(proportion=2, content=fl.SplitContainer(direction="column", items=side))]))
 
 
+LAYOUTS = Path(__file__).parent / "layouts"
+
+
+def builtin_layout(scenario: str) -> Path:
+    """The layout shipped for a built-in scenario (``hopsim/view/layouts/<scenario>.json``)."""
+    return LAYOUTS / f"{scenario}.json"
+
+
 def write_layout(recording: str | Path, out: str | Path | None = None, live: bool = False) -> Path:
     """Write the layout of ``recording`` to ``out`` (default: beside it, ``<name>.layout.json``)."""
     recording = Path(recording)
@@ -66,4 +76,4 @@ def write_layout(recording: str | Path, out: str | Path | None = None, live: boo
     return out
 
 
-__all__ = ["foxglove_layout", "write_layout"]
+__all__ = ["foxglove_layout", "write_layout", "builtin_layout", "LAYOUTS"]
