@@ -586,8 +586,9 @@ def numeric_fields(type_name: str, depth: int = 3) -> list[str]:
 
 
 def topics(path: str | Path) -> dict[str, str]:
-    """The recording's topics and their message types (from its summary)."""
-    channels = _summary(memoryview(Path(path).read_bytes()))
+    """The recording's topics and their message types: from its summary, or, for a file without
+    one (a killed run's), from the channel records inside its chunks."""
+    channels = _summary(memoryview(Path(path).read_bytes())) or ColumnReader(path).channels
     return {c[0]: c[1] for c in sorted(channels.values())}
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import foxglove.layouts as fl
 
-from hopsim.view.columns import ColumnReader
+from hopsim.view.columns import topics
 
 PLOTTED_VEHICLES = 3
 
@@ -69,10 +69,8 @@ def builtin_layout(scenario: str) -> Path:
 def write_layout(recording: str | Path, out: str | Path | None = None, live: bool = False) -> Path:
     """Write the layout of ``recording`` to ``out`` (default: beside it, ``<name>.layout.json``)."""
     recording = Path(recording)
-    reader = ColumnReader(recording)
-    topics = {c[0]: c[1] for c in reader.channels.values()}
     out = Path(out) if out is not None else recording.with_suffix(".layout.json")
-    out.write_text(foxglove_layout(topics, live).to_json())
+    out.write_text(foxglove_layout(topics(recording), live).to_json())
     return out
 
 
