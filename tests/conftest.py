@@ -24,11 +24,11 @@ def shared_ray():
     """A local Ray for the tests of one module; none of its processes may outlive it."""
     import ray
 
-    from hopsim.kernel.distributed.ray_runtime import start_ray
+    from hopsim.kernel.distributed.ray_runtime import start_ray, stop_ray
 
     start_ray(num_cpus=2)              # as the command starts it: its own local Ray, token authentication on
     yield ray
-    ray.shutdown()
+    stop_ray()
     assert no_ray_processes_within(15.0), ray_processes()
 
 

@@ -8,7 +8,7 @@ from contextlib import nullcontext
 import pytest
 from pydantic import Field
 
-from hopsim.bus.recorder import MemoryRecorder
+from hopsim.bus.recorder import MemoryRecorder, envelope_stream_bytes, read_envelopes
 from hopsim.kernel import FixedRate, In, Model, Out, Simulation, Tie
 from hopsim.kernel.distributed import make_runtime
 from hopsim.scenarios.formation import FormationParams
@@ -88,7 +88,7 @@ def test_islands_under_a_monitor_stay_in_the_driver_and_the_rest_in_hosts(shared
         remote.runtime.release_hosts(list(remote.runtime._island_hosts))
 
 
-def test_a_stop_inside_a_host_ends_the_stream_at_that_instant(shared_ray):
+def test_a_stop_inside_a_host_ends_the_stream_at_that_instant(shared_ray, tmp_path):
     """Touchdown (a zero-crossing that sets e_stop) in the lander's host while the ground station's
     host, with telemetry every 20 ms, has already run past it: the runner runs again from its last
     checkpoint with windows ending at the stop, and the stream is the local one."""
@@ -101,6 +101,11 @@ def test_a_stop_inside_a_host_ends_the_stream_at_that_instant(shared_ray):
         assert remote.stop_reason == "e_stop" and remote.end_time_s == local.end_time_s
         assert remote.stats["stop_replays"] == [{"t_s": local.end_time_s, "resumed_from_s": 0.0}]
         assert remote.recorder.stream_bytes() == local.recorder.stream_bytes(), placement
+    # to a file, written as the run goes: what the first pass wrote before the stop's instant is
+    # given again by the run from the checkpoint, and the file is the local stream once
+    path = tmp_path / "remote.mcap"
+    remote = run_scenario("lander", p, seed=7, duration_s=10.0, out=path, backend="ray", placement="shards:2")
+    assert remote.stats["stop_replays"] and envelope_stream_bytes(read_envelopes(path)) == local.recorder.stream_bytes()
 
 
 @scenario("formation_with_stop", FormationParams, "test: a formation that one vehicle stops at 3.5 s",
@@ -253,12 +258,14 @@ def test_a_host_process_dying_inside_a_pipelined_window_is_recovered(shared_ray,
     p = {"n_vehicles": 6}
     kw = dict(checkpoint_every_s=2.0, checkpoint_dir=tmp_path)
     local = run("formation_with_host_crash", p, 8.0, **kw)
-    remote = run("formation_with_host_crash", p, 8.0, backend="ray", placement="shards:2", **kw)
+    path = tmp_path / "remote.mcap"             # written as the run goes, through the recovery
+    remote = run_scenario("formation_with_host_crash", p, seed=7, duration_s=8.0, out=path, backend="ray",
+                          placement="shards:2", **kw)
     assert (tmp_path / "crashed").exists()
     (recovery,) = remote.stats["recoveries"]
     assert recovery["resumed_from_s"] == 2.0
     assert remote.stats["sync"]["pipelined_windows"] > 0
-    assert remote.recorder.stream_bytes() == local.recorder.stream_bytes()
+    assert envelope_stream_bytes(read_envelopes(path)) == local.recorder.stream_bytes()
 
 
 def test_stop_callbacks_keep_hosts_in_lockstep(shared_ray):

@@ -92,6 +92,15 @@ class StreamDigest:
     def hexdigest(self) -> str:
         return self._h.hexdigest()
 
+    def copy(self) -> "StreamDigest":
+        twin = StreamDigest()
+        twin._h, twin.count = self._h.copy(), self.count
+        return twin
+
+
+class RecordingMismatch(RuntimeError):
+    """A run recovered from a kept state did not give again what it had recorded before."""
+
 
 class StreamBuffer:
     """Holds the envelopes of the current instant and releases them in total order."""
@@ -139,9 +148,12 @@ class McapRecorder:
         self._schemas: dict[str, int] = {}
         self._channels: dict[tuple[str, str], int] = {}
         self.digest = StreamDigest()
-        self._buffer = StreamBuffer(self._write)
-        self.segmented = False              # hold envelopes until commit() (runs that can recover)
-        self._segment: list[Envelope] = []
+        self._buffer = StreamBuffer(self._write_final)
+        # a run that can recover from a killed actor goes back to its last kept state (commit) and
+        # runs again from there: what it wrote since stays in the file, and the re-run's envelopes
+        # are checked against it (digest) until they pass its end (see rollback)
+        self._kept = self.digest.copy()
+        self._rerun_until: tuple[int, str] | None = None     # (count written, digest of them)
         self._closed = False
         # called with (topic, message type, log time ns, payload bytes) for every message written,
         # the stream's and the derived ones (a live server forwards them)
@@ -201,26 +213,43 @@ class McapRecorder:
         self._file.flush()
 
     def commit(self) -> None:
-        """Everything recorded so far is final (a checkpoint was taken)."""
+        """The run may come back to this point (a kept state): remember the stream's position.
+        Everything recorded so far is written already (a kill loses at most the open chunk)."""
         self._buffer.flush()
-        segment, self._segment = self._segment, []
-        for env in segment:
-            self._write_final(env)
         if self._scene is not None:
             self._write_derived(self._scene.flush())
+        self._kept = self.digest.copy()
 
     def rollback(self) -> None:
-        """Forget what was recorded since the last commit (the run goes back to its checkpoint)."""
-        self._buffer = StreamBuffer(self._write)
-        self._segment = []
+        """The run goes back to its last commit and runs again from there (recovery from a killed
+        actor). The envelopes written since stay in the file: the re-run must give them again,
+        the same bit for bit (its stream is that of a run where nothing died), and they are
+        checked, not written twice; the instant being recorded (incomplete) is dropped."""
+        if self._rerun_until is None or self.digest.count > self._rerun_until[0]:
+            self._rerun_until = (self.digest.count, self.digest.hexdigest())
+        self.digest = self._kept.copy()
+        self._buffer = StreamBuffer(self._write_final)
 
-    def _write(self, env: Envelope) -> None:
-        if self.segmented:
-            self._segment.append(env)
-        else:
-            self._write_final(env)
+    def _rerun(self, env: Envelope) -> bool:
+        """True while ``env`` is one the re-run after a rollback gives again (already in the
+        file): its digest is checked when the re-run reaches the file's last envelope."""
+        written, hexdigest = self._rerun_until
+        if self.digest.count >= written:
+            self._rerun_until = None
+            return False
+        self.digest.add(env)
+        if self.digest.count == written:
+            self._rerun_until = None
+            if self.digest.hexdigest() != hexdigest:
+                raise RecordingMismatch(
+                    f"{self.path}: the run recovered from its last kept state did not give again the "
+                    f"{written} envelopes recorded before the recovery (a model that is not deterministic: "
+                    f"its randomness must come from its model_rng)")
+        return True
 
     def _write_final(self, env: Envelope) -> None:
+        if self._rerun_until is not None and self._rerun(env):
+            return
         if self._chunk_start_ns is None:
             self._chunk_start_ns = env.t_ns
         elif env.t_ns - self._chunk_start_ns >= self._chunk_span_ns:
@@ -260,6 +289,12 @@ class McapRecorder:
         self.commit()
         summary = {"message_count": str(self.digest.count), "stream_sha256": self.digest.hexdigest()}
         summary.update({k: str(v) for k, v in (result or {}).items()})
+        if self._rerun_until is not None:     # the file holds more than the recovered run gave again
+            written, hexdigest = self._rerun_until
+            summary.update(message_count=str(written), stream_sha256=hexdigest,
+                           stop_reason=f"{summary.get('stop_reason', '')}; the run recovered from its last kept "
+                                       f"state ended after {self.digest.count} of the {written} envelopes "
+                                       f"recorded before the recovery")
         self._writer.add_metadata(RESULT_METADATA, summary)
         self._writer.finish()
         self._file.close()
@@ -279,8 +314,7 @@ class MemoryRecorder:
         self.envelopes: list[Envelope] = []
         self.digest = StreamDigest()
         self._buffer = StreamBuffer(self._keep)
-        self.segmented = False
-        self._committed = (0, 0, self.digest._h.copy())
+        self._committed = (0, self.digest.copy())
 
     def record(self, env: Envelope, latency_ns: int = 0, queue: bool = False) -> None:
         self._buffer.add(env)
@@ -293,12 +327,12 @@ class MemoryRecorder:
 
     def commit(self) -> None:
         self._buffer.flush()
-        self._committed = (len(self.envelopes), self.digest.count, self.digest._h.copy())
+        self._committed = (len(self.envelopes), self.digest.copy())
 
     def rollback(self) -> None:
-        n, count, h = self._committed
+        n, digest = self._committed
         del self.envelopes[n:]
-        self.digest.count, self.digest._h = count, h.copy()
+        self.digest = digest.copy()
         self._buffer = StreamBuffer(self._keep)
 
     def _keep(self, env: Envelope) -> None:

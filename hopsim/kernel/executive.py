@@ -511,8 +511,10 @@ class Simulation:
         finally:
             for island in self.islands.values():
                 island.settle(self.now)
-            if self.recorder is not None:
-                self.recorder.flush()    # every event of this instant is done: it is final
+        # every event of this instant is done: it is final (after an exception it is not: a run
+        # that recovers runs it again, a crash's recording ends with what it has)
+        if self.recorder is not None:
+            self.recorder.flush()
         return self.stop_reason if self._halt_at is not None else "time"
 
     def after_barrier(self, island: Island, t: int) -> None:

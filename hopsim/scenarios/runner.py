@@ -135,7 +135,8 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     With ``checkpoint_every_s`` a checkpoint is written to ``checkpoint_dir`` at every multiple
     of that period (each one a barrier of every island). ``resume_from`` is a checkpoint's state
     to continue from (see :func:`resume_run`). A run with a ``kill`` fault, or on Ray, keeps its
-    last checkpoint in memory and recovers a killed actor from it. ``batching`` propagates islands
+    last checkpoint in memory and recovers a killed actor from it (the recording is written as
+    the run goes all the same; the run after a recovery is checked against it). ``batching`` propagates islands
     whose hops coincide in one compiled call (the result is the same bit for bit; off by default:
     ``bench/bench_spheres.py`` and ``bench/bench_formation.py`` measure it slower today, because
     the per-island Python work, not the compiled step, dominates a hop).
@@ -309,8 +310,9 @@ def checkpoint_path(directory: Path, scenario: str, t_ns: int) -> Path:
 
 class ScenarioRun:
     """One run: builds the simulation, advances it from checkpoint to checkpoint, and recovers
-    from a killed actor by rebuilding the scenario from the last checkpoint (the recording goes
-    back to that checkpoint too, so the stream is the one of a run where nothing died)."""
+    from a killed actor by rebuilding the scenario from the last checkpoint (the run from there
+    gives again, bit for bit, what the recording holds since: the stream is the one of a run where
+    nothing died)."""
 
     def __init__(self, spec, params, seed, runtime, recorder, playback, cpu_accounting,
                  progress_total_s: float | None):
@@ -405,7 +407,8 @@ class ScenarioRun:
         return self.sim.advance_to(t_ns / 1e9)
 
     def _back_to_last_state(self) -> None:
-        """Forget everything since the last kept state: the recording, the actors, the simulation."""
+        """Back to the last kept state: the actors and the simulation are rebuilt from it; the
+        recording keeps what it wrote and checks that the run gives it again."""
         if self.recorder is not None:
             self.recorder.rollback()
         self.sim.release_models()
@@ -418,7 +421,6 @@ class ScenarioRun:
         except checkpoint.ContactInProgress:
             return
         if self.recorder is not None:
-            self.recorder.segmented = True
             self.recorder.commit()
 
     # ------------------------------------------------------------------ progress display

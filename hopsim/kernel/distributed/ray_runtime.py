@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from hopsim.kernel.distributed.reaper import start_reaper, stop_reaper
 from hopsim.kernel.errors import ActorKilled
 from hopsim.kernel.model import Model, ModelContext
 from hopsim.kernel.runtime import LocalHandle, LocalRuntime, invoke
@@ -156,8 +157,8 @@ class RayRuntime:
             except Exception:   # an actor already gone is fine at shutdown
                 pass
         self._handles.clear()
-        if self._started_here and self._ray.is_initialized():
-            self._ray.shutdown()
+        if self._started_here:
+            stop_ray()
 
 
 _VERBOSE = False
@@ -183,7 +184,8 @@ def start_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
 
     Without ``address`` a new local Ray is always started (``address="local"``), whatever cluster
     this machine runs or ran (``ray.init()`` alone would join the last one ``ray start`` made),
-    with its node address 127.0.0.1. With one, a cluster that cannot be reached is a
+    listening on 127.0.0.1 only, with a reaper that stops its processes if this one dies
+    (:mod:`hopsim.kernel.distributed.reaper`); :func:`stop_ray` shuts both down. With one, a cluster that cannot be reached is a
     :class:`RayUnavailable` naming the address.
     """
     import ray
@@ -200,8 +202,47 @@ def start_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
             raise RayUnavailable(f"cannot reach the Ray cluster at {address!r} ({str(err).splitlines()[0]}); "
                                  f"`ray status` on the head node prints the address to give") from None
     else:
-        ray.init(address="local", _node_ip_address="127.0.0.1", num_cpus=num_cpus or os.cpu_count(), **kwargs)
+        global _REAPER
+        with _loopback_node():
+            ray.init(address="local", _node_ip_address="127.0.0.1", num_cpus=num_cpus or os.cpu_count(), **kwargs)
+        _REAPER = start_reaper()
     return True
+
+
+_REAPER = None           # the reaper of the local Ray this process started (see reaper.py)
+
+
+def stop_ray() -> None:
+    """Shut down the Ray this process started or joined, and its reaper."""
+    global _REAPER
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+    stop_reaper(_REAPER)
+    _REAPER = None
+
+
+@contextmanager
+def _loopback_node() -> Iterator[None]:
+    """While a local Ray starts: its node address is 127.0.0.1, so that its GCS, raylet, workers
+    and agents listen on the loopback interface only (Ray would take the machine's address, and
+    its gRPC servers would listen on every interface). Ray does this on macOS and Windows, where
+    clusters are off (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER``); the processes it starts inherit the
+    setting, and the driver gets its own back afterwards."""
+    from ray._private import ray_constants
+
+    name = ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR
+    before_env, before = os.environ.get(name), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[name], ray_constants.ENABLE_RAY_CLUSTER = "0", False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = before
+        if before_env is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = before_env
 
 
 def _check_reachable(address: str) -> None:
@@ -238,8 +279,8 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
     try:
         yield ray
     finally:
-        if started and ray.is_initialized():
-            ray.shutdown()
+        if started:
+            stop_ray()
 
 
 def parse_placement(placement: str) -> int | None:

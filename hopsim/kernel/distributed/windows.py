@@ -144,8 +144,9 @@ class WindowedSync:
                 island.settle(sim.now)
             for host in self.hosts:
                 self.send(host, (ALL_ISLANDS, "settle", (sim.now,)))
-            if sim.recorder is not None:
-                sim.recorder.flush()
+        # the last instant is final, unless hosts ran past a stop (the runner runs it again)
+        if sim.recorder is not None and self.overshoot_at is None:
+            sim.recorder.flush()
         return sim.stop_reason if sim.halted_at is not None else "time"
 
     def island_stats(self) -> dict[str, dict]:

@@ -1,0 +1,177 @@
+"""Nothing is lost on a kill: a run that can recover writes its stream as it goes (the run after a
+recovery is checked against what the file holds), and a process killed with SIGKILL at any
+instant, local or on Ray, leaves a file readable up to its last closed chunk, whose messages are
+the uninterrupted run's; a killed Ray driver takes its Ray processes with it."""
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hopsim.bus.envelope import Envelope
+from hopsim.bus.reading import read_recording
+from hopsim.bus.recorder import McapRecorder, RecordingMismatch, read_envelopes, read_metadata
+from hopsim.scenarios.registry import FaultSpec
+from hopsim.scenarios.replay import replay_recording
+from hopsim.scenarios.runner import run_scenario
+from hopsim.schemas import Scalar
+
+S = 1_000_000_000
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def scalar(t_s: int, value: float, source: str = "m") -> Envelope:
+    return Envelope(t_s * S, t_s * S, source, f"{source}/x", t_s, 0, Scalar(value=value, unit="1"))
+
+
+def values(path) -> list[float]:
+    return [Scalar.FromString(e.payload).value for e in read_envelopes(path)]
+
+
+def test_a_rolled_back_run_is_written_once_and_checked_against_the_file(tmp_path):
+    """Envelopes 0-2 kept, 3-5 written, the run goes back to 2 and gives 3-5 again, then 6-7:
+    the file holds 0-7 once, as a run that never went back would have written it."""
+    path = tmp_path / "r.mcap"
+    rec = McapRecorder(path, chunk_size=64)          # chunks this small are on disk at once
+    for t in range(3):
+        rec.record(scalar(t, t))
+    rec.flush()
+    rec.commit()
+    for t in range(3, 6):
+        rec.record(scalar(t, t))
+    rec.flush()
+    assert path.stat().st_size > 0                   # written as it goes, not held
+    rec.record(scalar(6, 99.0))                      # the instant being recorded when the run fails
+    rec.rollback()
+    for t in range(3, 8):
+        rec.record(scalar(t, t))
+    rec.close()
+    straight = McapRecorder(tmp_path / "straight.mcap")
+    for t in range(8):
+        straight.record(scalar(t, t))
+    straight.close()
+    assert values(path) == [float(t) for t in range(8)]
+    assert read_metadata(path)["hopsim.result"] == read_metadata(tmp_path / "straight.mcap")["hopsim.result"]
+
+
+def test_a_run_that_does_not_give_again_what_it_wrote_is_stopped_by_name(tmp_path):
+    rec = McapRecorder(tmp_path / "r.mcap")
+    rec.record(scalar(0, 0.0))
+    rec.flush()
+    rec.commit()
+    rec.record(scalar(1, 1.0))
+    rec.record(scalar(2, 2.0))
+    rec.flush()
+    rec.rollback()
+    rec.record(scalar(1, 1.0))
+    with pytest.raises(RecordingMismatch, match="did not give again the 3 envelopes"):
+        rec.record(scalar(2, 2.5))
+        rec.flush()
+
+
+def test_a_recovered_runs_file_equals_the_run_where_nothing_died(tmp_path):
+    """lander with its controller killed at 12.3 s, no checkpoint: the run goes back to t = 0 and
+    runs again; the file (written all along) is the kill-free run's plus the fault's message."""
+    run_scenario("lander", {}, seed=2, duration_s=25.0, out=tmp_path / "plain.mcap")
+    kill = [FaultSpec(t_s=12.3, target="controller", kind="kill").model_dump()]
+    killed = run_scenario("lander", {"faults": kill}, seed=2, duration_s=25.0, out=tmp_path / "killed.mcap")
+    assert killed.stats["recoveries"] == [{"actor": "controller", "t_s": 12.3, "resumed_from_s": 0.0}]
+    models = [e.SerializeToString() for e in read_envelopes(tmp_path / "killed.mcap")
+              if not e.topic.startswith("faults/")]
+    assert models == [e.SerializeToString() for e in read_envelopes(tmp_path / "plain.mcap")]
+    envelopes, report = read_recording(tmp_path / "killed.mcap")
+    assert report.complete and report.problem is None and report.messages == killed.message_count == len(models) + 1
+    assert replay_recording(tmp_path / "killed.mcap").identical
+
+
+# ------------------------------------------------------------------ SIGKILL of a whole run
+
+def hopsim(*args: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "hopsim.cli", *args], env=env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+
+
+def kill_when_written(proc: subprocess.Popen, path: Path, rng: random.Random, bytes_first: int) -> float:
+    """SIGKILL ``proc`` at a random instant (0.2-2.5 s) after ``path`` holds ``bytes_first``
+    bytes; the delay waited."""
+    deadline = time.monotonic() + 90
+    while not (path.exists() and path.stat().st_size >= bytes_first):
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline, "the run wrote nothing in 90 s"
+        time.sleep(0.05)
+    delay = rng.uniform(0.2, 2.5)
+    time.sleep(delay)
+    assert proc.poll() is None, "the run ended before the kill: make it longer"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return delay
+
+
+def assert_prefix_of_the_uninterrupted_run(path: Path, scenario: str, overrides: dict, seed: int) -> int:
+    envelopes, report = read_recording(path)
+    assert not report.complete and report.messages > 100, report.summary()
+    last_s = report.last_t_ns / 1e9
+    full = run_scenario(scenario, overrides, seed=seed, duration_s=last_s + 1.0, keep_stream=True)
+    reference = full.recorder.stream_bytes()
+    got = [e.SerializeToString(deterministic=True) for e in envelopes]
+    assert got == reference[:len(got)]
+    return len(got)
+
+
+def test_sigkill_of_a_local_run_that_can_recover_leaves_a_readable_file(tmp_path):
+    """A formation with a kill fault late in the run (a run that keeps a state to recover from,
+    which once held its stream in memory to the end): SIGKILL at a random instant."""
+    rng = random.Random(20)
+    out = tmp_path / "f.mcap"
+    proc = hopsim("run", "formation", "--duration", "1000000", "--seed", "4", "--out", str(out),
+                  "--set", "n_vehicles=6", "--fault", "t=900000,target=v0_fsw,kind=kill")
+    kill_when_written(proc, out, rng, bytes_first=20_000)
+    # before its instant a fault adds nothing to the stream: the reference runs without it
+    assert assert_prefix_of_the_uninterrupted_run(out, "formation", {"n_vehicles": 6}, 4)
+
+
+def ray_pids_of(pid: int) -> set[int]:
+    """The Ray processes (raylet, GCS, agents, workers) descended from process ``pid``."""
+    from hopsim.kernel.distributed.reaper import descendants, is_ray_process
+
+    return {p for p in descendants(pid) if is_ray_process(p)}
+
+
+def alive(pids: set[int]) -> set[int]:
+    out = set()
+    for p in pids:
+        try:
+            state = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if state != "Z":
+            out.add(p)
+    return out
+
+
+@pytest.mark.ray
+def test_sigkill_of_a_ray_driver_leaves_a_readable_file_and_no_ray_process(tmp_path):
+    rng = random.Random(21)
+    out = tmp_path / "f.mcap"
+    proc = hopsim("run", "formation", "--backend", "ray", "--placement", "shards:2", "--duration", "1000000",
+                  "--seed", "5", "--out", str(out), "--set", "n_vehicles=6")
+    deadline = time.monotonic() + 90
+    while not (out.exists() and out.stat().st_size >= 20_000):
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    ray = ray_pids_of(proc.pid)
+    assert any("raylet" in Path(f"/proc/{p}/cmdline").read_text() for p in ray), ray
+    time.sleep(rng.uniform(0.2, 2.5))
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    end = time.monotonic() + 15.0                    # "within seconds": Ray's agents linger minutes unaided
+    while alive(ray) and time.monotonic() < end:
+        time.sleep(0.2)
+    assert not alive(ray), [Path(f"/proc/{p}/cmdline").read_text() for p in alive(ray)]
+    assert assert_prefix_of_the_uninterrupted_run(out, "formation", {"n_vehicles": 6}, 5)
