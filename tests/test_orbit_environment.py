@@ -1,4 +1,5 @@
-"""The Earth's rotation and the Sun against astropy; drag and solar pressure against closed forms."""
+"""The Earth's rotation and the Sun against astropy; drag and solar pressure against closed forms;
+the tabulated air density against Vallado's table and the 1976 standard atmosphere."""
 import math
 
 import astropy.time as astropy_time          # a test extra: the peer these models are checked against
@@ -7,7 +8,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from hopsim.dynamics.environment import (AU_M, SOLAR_PRESSURE_1AU, drag_acceleration, eci_to_ecef, gmst_rad,
-                                         in_cylindrical_shadow, srp_acceleration, sun_position)
+                                         in_cylindrical_shadow, srp_acceleration, sun_position, tabulated_density)
 from hopsim.dynamics.gravity import EARTH_MU, EARTH_RADIUS, point_mass_acceleration
 
 DATES = ["2000-01-01T12:00:00", "2006-04-02T00:00:00", "2019-07-21T16:30:00", "2024-11-05T03:10:00"]
@@ -82,3 +83,39 @@ def test_drag_lowers_a_circular_orbit_at_the_rate_of_theory():
     r0, u = np.array([a0, 0.0, 0.0]), np.array([0.0, v0, 0.0])
     omega_r = np.cross([0.0, 0.0, 7.2921150e-5], r0)
     np.testing.assert_allclose(drag_acceleration(r0, u + omega_r, rho, bc), -0.5 * rho * bc * v0 * u, rtol=1e-12)
+
+
+# Vallado, Fundamentals of Astrodynamics and Applications, 4th ed. (2013), Table 8-4: base altitude
+# (km) and nominal density (kg/m^3) of each band, typed from the book
+VALLADO_TABLE_8_4 = [
+    (0, 1.225), (25, 3.899e-2), (30, 1.774e-2), (40, 3.972e-3), (50, 1.057e-3), (60, 3.206e-4),
+    (70, 8.770e-5), (80, 1.905e-5), (90, 3.396e-6), (100, 5.297e-7), (110, 9.661e-8), (120, 2.438e-8),
+    (130, 8.484e-9), (140, 3.845e-9), (150, 2.070e-9), (180, 5.464e-10), (200, 2.789e-10),
+    (250, 7.248e-11), (300, 2.418e-11), (350, 9.518e-12), (400, 3.725e-12), (450, 1.585e-12),
+    (500, 6.967e-13), (600, 1.454e-13), (700, 3.614e-14), (800, 1.170e-14), (900, 5.245e-15),
+    (1000, 3.019e-15),
+]
+
+
+def test_the_density_table_gives_vallados_nominal_density_at_each_base_altitude():
+    for h_km, rho0 in VALLADO_TABLE_8_4:
+        assert tabulated_density(h_km * 1e3) == pytest.approx(rho0, rel=1e-12), h_km
+    with pytest.raises(ValueError, match="altitude_m must be a finite"):
+        tabulated_density(float("nan"))
+
+
+def test_the_density_table_is_nearly_continuous_and_decreasing():
+    """Vallado built the scale heights so the bands join: the largest jump is 0.14 % (at 25 km),
+    the others below 0.01 %."""
+    for h_km, _ in VALLADO_TABLE_8_4[1:]:
+        below, at = tabulated_density(h_km * 1e3 - 1e-6), tabulated_density(h_km * 1e3)
+        assert abs(below / at - 1.0) < 2e-3, h_km
+    rho = [tabulated_density(h_km * 1e3) for h_km in range(0, 1001)]
+    assert np.all(np.diff(rho) < 0)
+
+
+def test_the_density_table_at_100_km_is_near_the_1976_standard_atmosphere():
+    """U.S. Standard Atmosphere 1976 (Table I): 5.604e-7 kg/m^3 at 100 km. Vallado's table is
+    CIRA-72 above 25 km and lies 5.5 % below it there (10 % above at 200 km, 33 % above at 400 km,
+    where the thermospheres of the two models part)."""
+    assert tabulated_density(100e3) == pytest.approx(5.604e-7, rel=0.06)

@@ -1,11 +1,15 @@
 """Thrusters and their tank: a pulse fires for exactly its on-time (the minimum impulse bit for a
 shorter command), the tank loses exactly level * t / (Isp g0) per firing, a dry tank stops the
 thrusters, the mass properties interpolate linearly with the fill, and faults stick a thruster on
-or off."""
+or off; a blowdown thruster follows the closed-form blowdown law, and a manifold drains its tank at
+the sum of its thrusters' flows."""
 import numpy as np
 import pytest
 
-from hopsim.actors.propulsion import G0, FixedThruster, FuelTank, PulsedThruster, ThrottledThruster
+from scipy.integrate import quad
+
+from hopsim.actors.propulsion import (G0, BlowdownThruster, FixedThruster, FuelManifold, FuelTank, PulsedThruster,
+                                      ThrottledThruster)
 from hopsim.bus.recorder import MemoryRecorder
 from hopsim.kernel import Simulation
 from hopsim.schemas import Fault, Scalar
@@ -79,3 +83,117 @@ def test_throttle_and_faults():
     assert impulse([(round(t * 1e9), f, 0.0) for t, f in pushes], 5_000_000_000) == pytest.approx(LEVEL * 1.0)
     with pytest.raises(ValueError, match="level_N must be a positive number"):
         FixedThruster("bad", "sc", float("inf"), ISP, (1, 0, 0))
+
+
+def blowdown_run(tank_fuel_kg, duration_s, commands=(), faults=(), period_s=1.0, level_N=LEVEL, isp_s=ISP, **kw):
+    """A blowdown thruster and its tank (publishing at the thruster's rate); the forces by time (ns)."""
+    recorder = MemoryRecorder()
+    sim = Simulation(seed=1, recorder=recorder)
+    sim.add_island("sc")
+    thr = BlowdownThruster("thr", "sc", level_N, isp_s, (1, 0, 0), period_s=period_s, **kw)
+    sim.add_model(thr, "sc", ties={"on": "sc/on", "fuel_remaining": "sc/fuel", "wrench": "sc/w", "flow": "sc/flow"})
+    tank = FuelTank("tank", 1, tank_fuel_kg, kw["load_kg"], 4.0, rate_hz=1.0 / period_s)
+    sim.add_model(tank, "sc", ties={"flow0": "sc/flow", "fuel_remaining": "sc/fuel", "mass": "sc/mass"})
+    for t, v in commands:
+        sim.inject("sc/on", Scalar(value=v), t)
+    for t, fault in faults:
+        sim.schedule_fault(fault, t)
+    sim.advance_to(duration_s)
+    recorder.flush()
+    force = {e.t_ns: e.payload.force.x for e in recorder.envelopes if e.topic == "sc/w"}   # the last at each t
+    return tank, force
+
+
+@pytest.mark.parametrize("gamma, a, b", [(1.0, 1.0, 0.0), (1.4, 0.9, 0.05)])
+def test_blowdown_thrust_after_a_known_propellant_use_is_the_closed_form(gamma, a, b):
+    """Load 0.2 kg, 0.1 L of gas, rho = 1000 kg/m^3: with 0.1 kg used the gas fills 0.2 L, so
+    p / p0 = (1/2)^gamma; F = F0 (p/p0)^a, Isp = Isp0 (p/p0)^b; a 1 s firing then uses F / (Isp g0)."""
+    blowdown = dict(load_kg=0.2, gas_volume_m3=1e-4, propellant_density_kgpm3=1000.0, gamma=gamma,
+                    thrust_exponent=a, isp_exponent=b)
+
+    def thrust_isp(used_kg):
+        ratio = (1e-4 / (1e-4 + used_kg / 1000.0)) ** gamma
+        return LEVEL * ratio ** a, ISP * ratio ** b
+
+    tank, force = blowdown_run(0.1, 5.0, commands=[(1.0, 1.0), (2.0, 0.0), (3.0, 1.0), (4.0, 0.0)], **blowdown)
+    f1, isp1 = thrust_isp(0.1)
+    used_2 = 0.1 + f1 / (isp1 * G0) * 1.0
+    f2, isp2 = thrust_isp(used_2)
+    assert force[1_000_000_000] == pytest.approx(f1, rel=1e-12)
+    assert force[3_000_000_000] == pytest.approx(f2, rel=1e-12)
+    assert force[2_000_000_000] == force[4_000_000_000] == 0.0
+    assert tank.x[0] == pytest.approx(0.2 - used_2 - f2 / (isp2 * G0) * 1.0, rel=1e-12)
+    # stuck on (the thrusters' fault), it fires at the blowdown level, not level_N
+    tank, force = blowdown_run(0.1, 3.0, faults=[(1.0, Fault(target="thr", kind="thruster_stuck_on")),
+                                                 (2.0, Fault(target="thr", kind="thruster_stuck_on", clear=True))],
+                               **blowdown)
+    assert force[1_000_000_000] == pytest.approx(f1, rel=1e-12) and force[2_000_000_000] == 0.0
+
+
+def test_a_blowdown_burn_to_depletion_gives_the_integral_of_the_closed_form():
+    """F0 = 1 N, Isp0 = 200 s, 0.05 kg of hydrazine (1004 kg/m^3) with as much gas as liquid
+    (blowdown ratio 2), isothermal, F ~ p, Isp ~ p^0.1. Per kilogram the impulse is Isp g0, so the
+    total impulse is g0 int_0^m0 Isp(m) dm, and the burn lasts int_0^m0 Isp(m) g0 / F(m) dm. The
+    thruster fires the step in which the tank runs dry whole (Dshell), so the impulse may exceed
+    the integral by at most one step at the final thrust; the burn's end is within one step."""
+    f0, isp0, load, rho, step = 1.0, 200.0, 0.05, 1004.0, 0.5
+    v0 = load / rho
+
+    def ratio(m_used):
+        return v0 / (v0 + m_used / rho)
+
+    impulse_closed = quad(lambda m: G0 * isp0 * ratio(m) ** 0.1, 0.0, load)[0]
+    burn_closed = quad(lambda m: G0 * isp0 * ratio(m) ** 0.1 / (f0 * ratio(m)), 0.0, load)[0]
+    tank, force = blowdown_run(load, 200.0, commands=[(1.0, 1.0)], period_s=step, level_N=f0, isp_s=isp0,
+                               load_kg=load, gas_volume_m3=v0, propellant_density_kgpm3=rho, isp_exponent=0.1)
+    times = sorted(force)
+    total = sum(force[t0] * (t1 - t0) / 1e9 for t0, t1 in zip(times, times[1:] + [200_000_000_000]))
+    assert 0.0 <= total - impulse_closed <= f0 * ratio(load) * step
+    end = min(t for t in times if t > 1_000_000_000 and force[t] == 0.0) / 1e9
+    assert abs((end - 1.0) - burn_closed) <= step
+
+
+def manifold_run(levels, isps, fuel_kg, duration_s, commands=()):
+    """Thrusters on one manifold, which feeds one tank; they read the tank's fuel; the tank and
+    the first thruster's forces by time (ns)."""
+    recorder = MemoryRecorder()
+    sim = Simulation(seed=1, recorder=recorder)
+    sim.add_island("sc")
+    for i, (level, isp) in enumerate(zip(levels, isps)):
+        sim.add_model(FixedThruster(f"thr{i}", "sc", level, isp, (1, 0, 0)), "sc",
+                      ties={"on": "sc/on", "fuel_remaining": "sc/fuel", "wrench": f"sc/w{i}",
+                            "flow": f"sc/flow{i}"})
+    sim.add_model(FuelManifold("manifold", len(levels)), "sc",
+                  ties={**{f"flow{i}": f"sc/flow{i}" for i in range(len(levels))}, "flow": "sc/flow"})
+    tank = FuelTank("tank", 1, fuel_kg, 0.2, 4.0)
+    sim.add_model(tank, "sc", ties={"flow0": "sc/flow", "fuel_remaining": "sc/fuel", "mass": "sc/mass"})
+    for t, v in commands:
+        sim.inject("sc/on", Scalar(value=v), t)
+    sim.advance_to(duration_s)
+    recorder.flush()
+    return tank, {e.t_ns: e.payload.force.x for e in recorder.envelopes if e.topic == "sc/w0"}
+
+
+def test_a_manifold_drains_its_tank_at_the_sum_of_its_thrusters_flows():
+    levels, isps = (0.5, 0.3), (70.0, 60.0)
+    tank, _ = manifold_run(levels, isps, 0.1, 5.0, commands=[(1.0, 1.0)])      # both fire from 1 s to 5 s
+    mdot = levels[0] / (isps[0] * G0) + levels[1] / (isps[1] * G0)
+    assert tank.x[0] == pytest.approx(0.1 - mdot * 4.0, rel=1e-9)
+    # fuel for 2.5 s of both: the tank says dry at its next publication, 4 s, where they stop
+    _, force = manifold_run(levels, isps, mdot * 2.5, 6.0, commands=[(1.0, 1.0)])
+    assert force[3_000_000_000] == levels[0] and force[4_000_000_000] == force[6_000_000_000] == 0.0
+
+
+def test_blowdown_and_manifold_parameters_are_checked():
+    good = dict(load_kg=0.2, gas_volume_m3=1e-4, propellant_density_kgpm3=1000.0)
+    for bad, message in [({"gas_volume_m3": float("nan")}, "gas_volume_m3 must be a positive number"),
+                         ({"load_kg": 0.0}, "load_kg must be a positive number"),
+                         ({"propellant_density_kgpm3": float("inf")}, "propellant_density_kgpm3 must be a positive"),
+                         ({"thrust_exponent": -0.5}, "thrust_exponent must be a finite number >= 0"),
+                         ({"isp_exponent": float("nan")}, "isp_exponent must be a finite number >= 0"),
+                         ({"gamma": 0.9}, r"gamma must lie in \[1, 5/3\]")]:
+        with pytest.raises(ValueError, match=message):
+            BlowdownThruster("bad", "sc", LEVEL, ISP, (1, 0, 0), **{**good, **bad})
+    for n in (0, 1.5, True):
+        with pytest.raises(ValueError, match="n_thrusters must be an integer >= 1"):
+            FuelManifold("bad", n)

@@ -1,5 +1,5 @@
 """Thrusters and the fuel tank that feeds them (Dshell's FixedThruster, PulsedThruster,
-ThrottledThruster and FuelTank).
+ThrottledThruster, PulsedThrusterBlowdown's law, FuelTank and FuelManifold).
 
 A thruster at ``position_B`` (m, body frame, relative to the spacecraft's centre of mass) pushes
 along the unit ``direction_B`` with ``level_N`` (N) while it fires, and burns propellant at
@@ -17,10 +17,35 @@ until the next one replaces it:
   impulse bit, ``level * min_on_time_s``), and 0 is off. The pulse ends exactly: the thruster's
   next I/O instant is the pulse's end;
 - :class:`ThrottledThruster`: ``throttle`` (Scalar, 0..1) sets the level
-  ``min_level + throttle * (max_level - min_level)`` for the step (0: off).
+  ``min_level + throttle * (max_level - min_level)`` for the step (0: off);
+- :class:`BlowdownThruster`: ``on`` as :class:`FixedThruster`, fed by a blowdown tank (below).
 
 Faults: ``thruster_stuck_on`` and ``thruster_stuck_off`` (until cleared), ``thrust_scale``
 (``value``).
+
+:class:`BlowdownThruster` (Dshell's PulsedThrusterBlowdown law, with FixedThruster's on/off
+commands): the tank has no pressure regulator; a gas cushion pushes the propellant out and expands
+as it leaves. With ``load_kg`` of propellant on board (density rho, kg/m^3) the gas fills
+``gas_volume_m3`` (V0) at the pressure p0; once m_used = ``load_kg`` - fuel_remaining has left, the
+gas fills V = V0 + m_used / rho and
+
+    p / p0 = (V0 / V)^gamma      (gamma = 1: isothermal, a slow blowdown; up to 5/3: adiabatic)
+
+(the blowdown law p V^gamma = const, e.g. Brown, Spacecraft Propulsion, AIAA 1996). Thrust and Isp
+follow Dshell's power laws level = level_C p^level_exp and isp = isp_C p^isp_exp, normalised at p0:
+
+    F = level_N (p / p0)^thrust_exponent,   Isp = isp_s (p / p0)^isp_exponent.
+
+The defaults (1, 0) are the first approximation of the textbooks: F = C_F A_t p_c (Sutton and
+Biblarz, Rocket Propulsion Elements, ch. 3) with the chamber pressure p_c a fixed fraction of the
+feed pressure, and Isp (set by c* and C_F) nearly independent of it. The pressure comes from the
+tank's last published ``fuel_remaining`` (the same one-step lag; none yet: the load), so F and Isp
+are held between the thruster's updates (its I/O instants and the tank's publications).
+
+:class:`FuelManifold` (Dshell's FuelManifold, for one tank): publishes the sum of the flows of the
+thrusters on its ``flow0``... (kg/s) as one ``flow`` for the tank. The thrusters read the tank's
+``fuel_remaining`` directly (a manifold that passed it on would close a loop of feed-through
+models, thruster -> manifold -> thruster).
 
 :class:`FuelTank` integrates its propellant mass m_f' = -sum of the flows it receives (each held
 between messages, which end hops, so the integral is exact), and publishes the spacecraft's mass
@@ -35,7 +60,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hopsim.kernel import ContinuousModel, FixedRate, In, Model, Out, VariableRate
+from hopsim.kernel import ContinuousModel, FixedRate, In, Model, NoIo, Out, VariableRate
 from hopsim.schemas import MassProperties, Scalar, Vector3, Wrench
 
 G0 = 9.80665                    # standard gravity (m/s^2), the Isp convention
@@ -54,6 +79,19 @@ def _positive(name: str, what: str, value: float) -> float:
     if not (np.isfinite(value) and value > 0):
         raise ValueError(f"{name}: {what} must be a positive number, got {value}")
     return value
+
+
+def _non_negative(name: str, what: str, value: float) -> float:
+    value = float(value)
+    if not (np.isfinite(value) and value >= 0):
+        raise ValueError(f"{name}: {what} must be a finite number >= 0, got {value}")
+    return value
+
+
+def _count(name: str, what: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name}: {what} must be an integer >= 1 (one input per thruster), got {value!r}")
+    return int(value)
 
 
 class ThrusterBase(Model):
@@ -119,13 +157,19 @@ class ThrusterBase(Model):
             level = self.level_N
         if self.stuck_off or dry:
             level = 0.0
-        level *= self.scale
+        thrust_factor, isp_s = self.performance(None if fuel is None else fuel.value)
+        level *= self.scale * thrust_factor
         self.firing_level_N = level
         force = level * self.direction_B
         torque = np.cross(self.position_B, force)
         self.write("wrench", Wrench(body=self.body, force=Vector3(x=force[0], y=force[1], z=force[2]),
                                     torque=Vector3(x=torque[0], y=torque[1], z=torque[2]), frame=Wrench.BODY))
-        self.write("flow", Scalar(value=level / (self.isp_s * G0), unit="kg/s"))
+        self.write("flow", Scalar(value=level / (isp_s * G0), unit="kg/s"))
+
+    def performance(self, fuel_kg: float | None) -> tuple[float, float]:
+        """(thrust factor, Isp s) with ``fuel_kg`` (kg, the tank's last value; None: none yet):
+        1 and ``isp_s`` for a regulated feed; :class:`BlowdownThruster` overrides it."""
+        return 1.0, self.isp_s
 
 
 class FixedThruster(ThrusterBase):
@@ -171,6 +215,41 @@ class ThrottledThruster(ThrusterBase):
         if throttle == 0.0:
             return 0.0, 0
         return self.min_level_N + throttle * (self.level_N - self.min_level_N), self.period_ns
+
+
+class BlowdownThruster(FixedThruster):
+    """On/off as :class:`FixedThruster`; ``level_N`` (N) and ``isp_s`` (s) hold with ``load_kg``
+    (kg) on board and fall with the pressure of its blowdown tank (see the module):
+    ``gas_volume_m3`` (m^3) of gas with that load, ``propellant_density_kgpm3`` (kg/m^3),
+    ``thrust_exponent`` and ``isp_exponent`` (>= 0), ``gamma`` in [1, 5/3]."""
+
+    def __init__(self, name: str, body: str, level_N: float, isp_s: float, direction_B, position_B=(0.0, 0.0, 0.0),
+                 period_s: float = 1.0, phase_s: float = 0.0, *, load_kg: float, gas_volume_m3: float,
+                 propellant_density_kgpm3: float, thrust_exponent: float = 1.0, isp_exponent: float = 0.0,
+                 gamma: float = 1.0):
+        super().__init__(name, body, level_N, isp_s, direction_B, position_B, period_s, phase_s)
+        self.load_kg = _positive(name, "load_kg", load_kg)
+        self.gas_volume_m3 = _positive(name, "gas_volume_m3", gas_volume_m3)
+        self.propellant_density_kgpm3 = _positive(name, "propellant_density_kgpm3", propellant_density_kgpm3)
+        self.thrust_exponent = _non_negative(name, "thrust_exponent", thrust_exponent)
+        self.isp_exponent = _non_negative(name, "isp_exponent", isp_exponent)
+        if not (np.isfinite(gamma) and 1.0 <= gamma <= 5.0 / 3.0):
+            raise ValueError(f"{name}: gamma must lie in [1, 5/3] (1: isothermal, 1.4: nitrogen, 5/3: helium, "
+                             f"adiabatic), got {gamma}")
+        self.gamma = float(gamma)
+
+    def pressure_ratio(self, fuel_kg: float) -> float:
+        """p / p0 with ``fuel_kg`` (kg) left: (V0 / (V0 + m_used / rho))^gamma, the fuel clamped
+        to [0, ``load_kg``]."""
+        used = self.load_kg - min(max(fuel_kg, 0.0), self.load_kg)
+        return (self.gas_volume_m3 / (self.gas_volume_m3 + used / self.propellant_density_kgpm3)) ** self.gamma
+
+    def performance(self, fuel_kg: float | None) -> tuple[float, float]:
+        """((p / p0)^thrust_exponent, isp_s (p / p0)^isp_exponent); no tank value yet: the load's."""
+        if fuel_kg is None:
+            return 1.0, self.isp_s
+        ratio = self.pressure_ratio(fuel_kg)
+        return ratio ** self.thrust_exponent, self.isp_s * ratio ** self.isp_exponent
 
 
 class FuelTank(ContinuousModel):
@@ -232,4 +311,29 @@ class FuelTank(ContinuousModel):
                                           inertia_B=inertia.ravel().tolist()))
 
 
-__all__ = ["ThrusterBase", "FixedThruster", "PulsedThruster", "ThrottledThruster", "FuelTank", "G0"]
+class FuelManifold(Model):
+    """One tank feeding ``n_thrusters`` thrusters (see the module): inputs ``flow0``... (kg/s),
+    output their sum ``flow`` (kg/s; a missing, non-finite or negative flow counts 0, as in
+    :class:`FuelTank`)."""
+
+    outputs = {"flow": Out(Scalar)}
+    io_schedule = NoIo()             # it runs when a flow reaches it
+    feed_through = True
+
+    def __init__(self, name: str, n_thrusters: int):
+        n = _count(name, "n_thrusters", n_thrusters)
+        self.inputs = {f"flow{i}": In(Scalar) for i in range(n)}
+        super().__init__(name)
+        self.n_thrusters = n
+
+    def update_flow_outs(self, t_ns: int) -> None:
+        total = 0.0
+        for i in range(self.n_thrusters):
+            msg = self.read(f"flow{i}")
+            if msg is not None and np.isfinite(msg.value):
+                total += max(msg.value, 0.0)
+        self.write("flow", Scalar(value=total, unit="kg/s"))
+
+
+__all__ = ["ThrusterBase", "FixedThruster", "PulsedThruster", "ThrottledThruster", "BlowdownThruster", "FuelTank",
+           "FuelManifold", "G0"]

@@ -14,6 +14,10 @@ seeded generator (same run seed, same noise):
   ``accel_sigma_mps2`` and ``accel_bias_mps2`` (``g_N``: the gravity the vehicle falls under,
   which an accelerometer does not sense; zero in free space).
 
+- :class:`CmFrameStateSensor`: a deputy's centre-of-mass position and velocity relative to a chief's
+  in a frame of the chief (Hill/LVLH, UVW or inertial), with ``sigma_pos_m``, ``bias_pos_m`` and
+  ``sigma_vel_mps`` in that frame's axes; it reads both vehicles' ``state``.
+
 Faults: ``sensor_bias`` (``value`` added to every axis's bias, in the sensor's unit), ``noise_scale``
 (noise times ``value``), ``dropout`` (measurements marked invalid until cleared).
 """
@@ -21,10 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from hopsim.dynamics.orbit_frames import hill_dcm, hill_rate
 from hopsim.dynamics.spatial import quat_multiply, quat_normalize, quat_to_dcm
 from hopsim.kernel import FixedRate, In, Model, Out
-from hopsim.schemas import (AttitudeMeasurement, ImuMeasurement, PositionVelocityMeasurement, Quaternion, Vector3,
-                            VehicleState)
+from hopsim.schemas import (AttitudeMeasurement, ImuMeasurement, PositionVelocityMeasurement, Quaternion,
+                            RelativeStateMeasurement, Vector3, VehicleState)
 
 
 def _v(a) -> Vector3:
@@ -165,4 +170,117 @@ class Imu(NoisySensor):
                                          valid=True))
 
 
-__all__ = ["StarTracker", "GnssReceiver", "Imu", "NoisySensor", "small_rotation"]
+# the frames CmFrameStateSensor measures in: the name it is given -> the name it publishes
+RELATIVE_FRAMES = {"hill": "hill", "lvlh": "hill", "uvw": "uvw", "inertial": "inertial"}
+
+
+def relative_state(frame: str, r_c, v_c, r_d, v_d) -> tuple[np.ndarray, np.ndarray]:
+    """(rho_F m, rho_dot_F m/s): the deputy's position relative to the chief in ``frame`` (a
+    published name of :data:`RELATIVE_FRAMES`) and its time derivative seen in that frame."""
+    rho_N, drho_N = np.asarray(r_d, float) - r_c, np.asarray(v_d, float) - v_c
+    if frame == "inertial":
+        return rho_N, drho_N
+    C_HN = hill_dcm(r_c, v_c)                     # "hill" and "uvw" share their axes
+    omega, _ = hill_rate(r_c, v_c)
+    rho_H = C_HN @ rho_N
+    return rho_H, C_HN @ drho_N - np.cross([0.0, 0.0, omega], rho_H)
+
+
+class CmFrameStateSensor(NoisySensor):
+    """A deputy spacecraft's centre-of-mass position and velocity relative to a chief's, in a frame
+    of the chief (a relative-navigation sensor; after Dshell's CmFrameStateSensor, which gives
+    only the attitude relative to such a frame).
+
+    Inputs ``chief`` and ``deputy``: each vehicle's ``hopsim.VehicleState`` (e.g. an
+    :class:`~hopsim.actors.orbiting_spacecraft.OrbitingSpacecraft`'s ``state``), of which it
+    uses r_BN_N (m) and v_BN_N (m/s), both in the inertial frame N. The two states must be of the
+    same instant (in low orbit a state one second old is 7.6 km off along-track), and a state
+    from another island arrives one of its I/O steps late: the sensor keeps the states it
+    receives and measures at the latest instant at which it has both (``t_ns`` of the
+    measurement: that instant, one step behind the sensor's own when a vehicle lives on another
+    island; publish both states at common instants, e.g. at the same rate). Output ``relative``
+    (``hopsim.RelativeStateMeasurement``) at ``rate_hz``: with rho_N = r_d - r_c and
+    rho_dot_N = v_d - v_c,
+
+    - ``frame="hill"`` (alias ``"lvlh"``): the chief's Hill frame H (Schaub & Junkins,
+      *Analytical Mechanics of Space Systems*, ch. 14; Basilisk's Hill frame): x = r_c/|r_c|
+      (radial, outward), z = h/|h| with h = r_c x v_c (orbit normal), y = z x x (along-track).
+      C_HN has these axes as rows; H turns at omega_HN = |h|/|r_c|^2 about z, so
+
+          rho_H = C_HN rho_N,   rho_dot_H = C_HN rho_dot_N - omega_HN x rho_H
+
+      (the transport theorem: the derivative seen in H, not the inertial one rotated into H);
+    - ``frame="uvw"``: Vallado's RSW satellite frame (*Fundamentals of Astrodynamics and
+      Applications*, 4th ed., 2013, sec. 3.3; called UVW in CCSDS conjunction data messages):
+      R (U) radial, S (V) perpendicular to R in the orbit plane toward the motion, W (W) along h.
+      These are the same axes as Hill's, so the numbers are the same; the name is kept in the
+      message for the reader. (Dshell's LVLH, z toward the planet and y along -h, is another
+      frame and is not offered here.)
+    - ``frame="inertial"``: rho_N and rho_dot_N.
+
+    Errors, in the chosen frame's axes: r_meas = rho_F + ``bias_pos_m`` + w_r (``sigma_pos_m``)
+    and v_meas = rho_dot_F + w_v (``sigma_vel_mps``). Faults as the module's: ``sensor_bias``
+    (m, added to the position bias), ``noise_scale`` and ``dropout``; a measurement is invalid
+    (zero vectors, the sensor's instant) during a dropout or while no instant has both states.
+    """
+
+    inputs = {"chief": In(VehicleState), "deputy": In(VehicleState)}
+    outputs = {"relative": Out(RelativeStateMeasurement)}
+    KEPT_STATES = 64          # per vehicle: instants kept while waiting for the other's state
+
+    def __init__(self, name: str, chief: str, deputy: str, frame: str = "hill", sigma_pos_m=0.1,
+                 sigma_vel_mps=1e-3, bias_pos_m=0.0, rate_hz: float = 1.0):
+        super().__init__(name, deputy, rate_hz)
+        if frame not in RELATIVE_FRAMES:
+            raise ValueError(f"{name}: frame must be one of {sorted(RELATIVE_FRAMES)}, got {frame!r}")
+        self.chief, self.deputy, self.frame = chief, deputy, RELATIVE_FRAMES[frame]
+        self.sigma_pos_m = _nonnegative(name, "sigma_pos_m", sigma_pos_m)
+        self.sigma_vel_mps = _nonnegative(name, "sigma_vel_mps", sigma_vel_mps)
+        self.bias_pos_m = _finite(name, "bias_pos_m", bias_pos_m)
+        # (r_BN_N, v_BN_N) of each vehicle by instant (ns), from the latest common instant on
+        self.states: dict[str, dict[int, tuple[np.ndarray, np.ndarray]]] = {"chief": {}, "deputy": {}}
+
+    def keep_states(self) -> None:
+        """Keep the latest state of each vehicle by its instant (the ports hold only the latest)."""
+        for port, kept in self.states.items():
+            msg = self.read(port)
+            if msg is not None and msg.t_ns not in kept:
+                kept[msg.t_ns] = (_xyz(msg.r_BN_N), _xyz(msg.v_BN_N))
+                if len(kept) > self.KEPT_STATES:
+                    del kept[min(kept)]
+
+    def start_hop(self, t0_ns: int, t1_ns: int) -> None:
+        """Keep the states that arrived at this barrier (another island's may arrive between the
+        sensor's steps and be replaced before the next)."""
+        self.keep_states()
+
+    def latest_common_instant(self) -> int | None:
+        """The latest instant (ns) at which both vehicles' states are known, or None. Forgets the
+        states older than that instant."""
+        self.keep_states()
+        common = self.states["chief"].keys() & self.states["deputy"].keys()
+        if not common:
+            return None
+        t_common = max(common)
+        for kept in self.states.values():
+            for t in [t for t in kept if t < t_common]:
+                del kept[t]
+        return t_common
+
+    def update_flow_outs(self, t_ns: int) -> None:
+        t_state = self.latest_common_instant()
+        w_r, w_v = self.noise(self.sigma_pos_m), self.noise(self.sigma_vel_mps)
+        header = dict(chief=self.chief, deputy=self.deputy, frame=self.frame)
+        if t_state is None or self.dropped:
+            self.write("relative", RelativeStateMeasurement(**header, t_ns=t_ns))
+            return
+        (r_c, v_c), (r_d, v_d) = self.states["chief"][t_state], self.states["deputy"][t_state]
+        rho, rho_dot = relative_state(self.frame, r_c, v_c, r_d, v_d)
+        r = rho + self.bias_pos_m + self.fault_bias + w_r
+        v = rho_dot + w_v
+        self.write("relative", RelativeStateMeasurement(**header, t_ns=t_state, r_DC_F=_v(r), v_DC_F=_v(v),
+                                                        valid=True))
+
+
+__all__ = ["StarTracker", "GnssReceiver", "Imu", "CmFrameStateSensor", "NoisySensor", "RELATIVE_FRAMES",
+           "relative_state", "small_rotation"]

@@ -1,5 +1,6 @@
 """The near-Earth environment beyond gravity: the Earth's rotation, the Sun's direction and the
-Earth's shadow, atmospheric drag and solar radiation pressure on a cannonball.
+Earth's shadow, the air density (one exponential band, or Vallado's table of them), atmospheric
+drag and solar radiation pressure on a cannonball.
 
 Times are Julian dates (days; UT1 for the Earth's rotation, TT ~ UTC for the Sun at this model's
 accuracy). Vectors are in an Earth-centred inertial frame (ECI: the mean equator and equinox of
@@ -7,6 +8,7 @@ date, which the low-precision Sun model gives) or the Earth-fixed frame (ECEF), 
 """
 from __future__ import annotations
 
+import bisect
 import math
 
 import numpy as np
@@ -61,6 +63,37 @@ def exponential_density(altitude_m: float, rho0: float, h0_m: float, scale_heigh
     density rho0 at the base altitude h0 and the scale height H are the user's, e.g. a row of
     Vallado's Table 8-4 for the altitude band flown)."""
     return rho0 * math.exp(-(altitude_m - h0_m) / scale_height_m)
+
+
+VALLADO_EXPONENTIAL_ATMOSPHERE = (
+    # base altitude h0 (km), nominal density rho0 (kg/m^3), scale height H (km)
+    (0.0, 1.225, 7.249), (25.0, 3.899e-2, 6.349), (30.0, 1.774e-2, 6.682), (40.0, 3.972e-3, 7.554),
+    (50.0, 1.057e-3, 8.382), (60.0, 3.206e-4, 7.714), (70.0, 8.770e-5, 6.549), (80.0, 1.905e-5, 5.799),
+    (90.0, 3.396e-6, 5.382), (100.0, 5.297e-7, 5.877), (110.0, 9.661e-8, 7.263), (120.0, 2.438e-8, 9.473),
+    (130.0, 8.484e-9, 12.636), (140.0, 3.845e-9, 16.149), (150.0, 2.070e-9, 22.523), (180.0, 5.464e-10, 29.740),
+    (200.0, 2.789e-10, 37.105), (250.0, 7.248e-11, 45.546), (300.0, 2.418e-11, 53.628), (350.0, 9.518e-12, 53.298),
+    (400.0, 3.725e-12, 58.515), (450.0, 1.585e-12, 60.828), (500.0, 6.967e-13, 63.822), (600.0, 1.454e-13, 71.835),
+    (700.0, 3.614e-14, 88.667), (800.0, 1.170e-14, 124.64), (900.0, 5.245e-15, 181.05), (1000.0, 3.019e-15, 268.00),
+)
+"""Vallado's Table 8-4, "Exponential Atmospheric Model" (D. A. Vallado, Fundamentals of
+Astrodynamics and Applications, 4th ed., Microcosm Press, 2013): one row per altitude band,
+h0 <= h < the next row's h0 (the last row from 1000 km up). Built from the U.S. Standard Atmosphere
+1976 at 0 km and CIRA-72 above 25 km (exospheric temperature 1000 K above 500 km), so that the bands
+join almost continuously (the largest jump, 0.14 %, at 25 km)."""
+
+_BAND_BASE_M = tuple(1e3 * h0 for h0, _, _ in VALLADO_EXPONENTIAL_ATMOSPHERE)
+_BAND_RHO0 = tuple(rho0 for _, rho0, _ in VALLADO_EXPONENTIAL_ATMOSPHERE)
+_BAND_SCALE_M = tuple(1e3 * h for _, _, h in VALLADO_EXPONENTIAL_ATMOSPHERE)
+
+
+def tabulated_density(altitude_m: float) -> float:
+    """Air density (kg/m^3) at ``altitude_m`` (m above the Earth's surface) from
+    :data:`VALLADO_EXPONENTIAL_ATMOSPHERE`: rho0 exp(-(h - h0) / H) of the band h0 <= h < next h0;
+    below 0 m the first band's law, from the last band's base (1000 km) up the last band's."""
+    if not math.isfinite(altitude_m):
+        raise ValueError(f"altitude_m must be a finite altitude in metres, got {altitude_m}")
+    i = max(bisect.bisect_right(_BAND_BASE_M, altitude_m) - 1, 0)
+    return _BAND_RHO0[i] * math.exp(-(altitude_m - _BAND_BASE_M[i]) / _BAND_SCALE_M[i])
 
 
 def drag_acceleration(r, v, density: float, cd_area_over_mass: float) -> np.ndarray:

@@ -17,13 +17,14 @@ from hopsim.schemas.profile_pb2 import JointStates, PrescribedMotionProfile
 from hopsim.schemas.signals_pb2 import BatteryState, LanderTelemetry, Scalar, ThrottleCommand
 from hopsim.schemas.vehicle_pb2 import (AttitudeMeasurement, ImuMeasurement, MassProperties,
                                         PositionVelocityMeasurement, ReactionWheelCommand, ReactionWheelState,
-                                        VehicleState, Wrench)
+                                        RelativeStateMeasurement, VehicleState, Wrench)
 
 __all__ = [
     "Envelope", "Fault", "Quaternion", "Vector3", "KernelEvent", "RunMetadata", "BatteryState",
     "LanderTelemetry", "Scalar", "ThrottleCommand", "VehicleState", "Wrench", "JointStates",
     "PrescribedMotionProfile", "DockCommand", "ContactDetail", "ReactionWheelCommand", "ReactionWheelState",
-    "MassProperties", "AttitudeMeasurement", "PositionVelocityMeasurement", "ImuMeasurement", "message_class",
+    "MassProperties", "AttitudeMeasurement", "PositionVelocityMeasurement", "ImuMeasurement", "RelativeStateMeasurement",
+    "message_class",
 ]
 
 
