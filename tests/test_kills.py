@@ -96,20 +96,18 @@ def hopsim(*args: str) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
 
 
-def kill_when_written(proc: subprocess.Popen, path: Path, rng: random.Random, bytes_first: int) -> float:
-    """SIGKILL ``proc`` at a random instant (0.2-2.5 s) after ``path`` holds ``bytes_first``
-    bytes; the delay waited."""
+def wait_for_bytes(proc: subprocess.Popen, path: Path, n_bytes: int) -> None:
+    """Until ``path`` holds ``n_bytes`` (the run writes as it goes); fails if it never does."""
     deadline = time.monotonic() + 90
-    while not (path.exists() and path.stat().st_size >= bytes_first):
+    while not (path.exists() and path.stat().st_size >= n_bytes):
         assert proc.poll() is None, proc.stderr.read().decode()
         assert time.monotonic() < deadline, "the run wrote nothing in 90 s"
         time.sleep(0.05)
-    delay = rng.uniform(0.2, 2.5)
-    time.sleep(delay)
-    assert proc.poll() is None, "the run ended before the kill: make it longer"
+
+
+def sigkill(proc: subprocess.Popen) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    return delay
 
 
 def assert_prefix_of_the_uninterrupted_run(path: Path, scenario: str, overrides: dict, seed: int) -> int:
@@ -130,7 +128,12 @@ def test_sigkill_of_a_local_run_that_can_recover_leaves_a_readable_file(tmp_path
     out = tmp_path / "f.mcap"
     proc = hopsim("run", "formation", "--duration", "1000000", "--seed", "4", "--out", str(out),
                   "--set", "n_vehicles=6", "--fault", "t=900000,target=v0_fsw,kind=kill")
-    kill_when_written(proc, out, rng, bytes_first=20_000)
+    try:
+        wait_for_bytes(proc, out, 20_000)
+        time.sleep(rng.uniform(0.2, 2.5))              # a random instant after the first chunks
+        assert proc.poll() is None, "the run ended before the kill: make it longer"
+    finally:
+        sigkill(proc)
     # before its instant a fault adds nothing to the stream: the reference runs without it
     assert assert_prefix_of_the_uninterrupted_run(out, "formation", {"n_vehicles": 6}, 4)
 
@@ -160,16 +163,13 @@ def test_sigkill_of_a_ray_driver_leaves_a_readable_file_and_no_ray_process(tmp_p
     out = tmp_path / "f.mcap"
     proc = hopsim("run", "formation", "--backend", "ray", "--placement", "shards:2", "--duration", "1000000",
                   "--seed", "5", "--out", str(out), "--set", "n_vehicles=6")
-    deadline = time.monotonic() + 90
-    while not (out.exists() and out.stat().st_size >= 20_000):
-        assert proc.poll() is None, proc.stderr.read().decode()
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    ray = ray_pids_of(proc.pid)
-    assert any("raylet" in Path(f"/proc/{p}/cmdline").read_text() for p in ray), ray
-    time.sleep(rng.uniform(0.2, 2.5))
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    try:
+        wait_for_bytes(proc, out, 20_000)
+        ray = ray_pids_of(proc.pid)
+        assert any("raylet" in Path(f"/proc/{p}/cmdline").read_text() for p in ray), ray
+        time.sleep(rng.uniform(0.2, 2.5))
+    finally:
+        sigkill(proc)
     end = time.monotonic() + 15.0                    # "within seconds": Ray's agents linger minutes unaided
     while alive(ray) and time.monotonic() < end:
         time.sleep(0.2)

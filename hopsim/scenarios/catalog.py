@@ -10,7 +10,8 @@ from hopsim.scenarios.registry import ScenarioError, ScenarioSpec, registered
 
 
 def _load_builtin() -> None:
-    from hopsim.scenarios import contact, deploy_boom, formation, lander, rendezvous, spheres  # noqa: F401  (register on import)
+    from hopsim.scenarios import (constellation, contact, deploy_boom, formation, lander,  # noqa: F401  (register
+                                  orbit_formation, rendezvous, spheres)                # on import)
 
 
 def get_scenario(name: str) -> ScenarioSpec:

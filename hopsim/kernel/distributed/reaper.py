@@ -4,7 +4,7 @@ A local Ray started by hopsim runs a GCS, a raylet, workers and two agents (dash
 runtime-env) as the driver's descendants. ``ray.shutdown()`` stops them; a driver killed with
 SIGKILL cannot, and while the GCS and raylet notice and exit, Ray's agents listen on for minutes.
 The *reaper* is a small process the driver starts beside its Ray: it notes the driver's Ray
-descendants twice a second and holds the read end of a pipe whose write end only the driver
+descendants every second and holds the read end of a pipe whose write end only the driver
 holds. The driver says ``done`` on the pipe after ``ray.shutdown()``; if instead the pipe closes
 without a word, the driver died, and the reaper stops (SIGTERM, then SIGKILL after 3 s) every
 noted process still running. Processes are named by (pid, start time), so a reused pid is never
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 PROC = Path("/proc")
-NOTE_EVERY_S = 0.5
+NOTE_EVERY_S = 1.0
 GRACE_S = 3.0
 
 
