@@ -25,7 +25,7 @@ $(TEST_STAMP): pyproject.toml | $(PY)
 
 ## run the flagship scenario (SPHERES leader-follower) on the embedded local backend, record it
 run: $(RUN_STAMP)
-	$(VENV)/bin/hopsim run leader_follower --out $(OUT)/leader_follower.mcap
+	$(VENV)/bin/hopsim run leader_follower --out $(OUT)/leader_follower.mcap --force
 
 # the viewer's browser test drives Debian's chromium (Playwright cannot download a browser here)
 CHROMIUM_STAMP := $(VENV)/.chromium-stamp

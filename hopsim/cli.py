@@ -196,6 +196,8 @@ def run_cmd(
     seed: int = typer.Option(0, help="run seed; every model's generator derives from it"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter, key=value (repeatable)"),
     out: Optional[Path] = typer.Option(None, help="record every envelope to this MCAP file"),
+    force: bool = typer.Option(False, "--force", help="replace an existing --out file (only once the run "
+                                                     "has checked its inputs)"),
     backend: str = typer.Option("local", help="runtime: local (in-process) or ray"),
     placement: Optional[str] = typer.Option(None, help="with --backend ray: per-island (default), "
                                                        "per-model or shards:K"),
@@ -226,6 +228,7 @@ def run_cmd(
                                                        "recording (FILE.layout.json)"),
 ) -> None:
     """Run a scenario and, with --out, record it."""
+    _check_out(out, force)
     if backend == "ray":
         from hopsim.kernel.distributed.ray_runtime import set_verbose
 
@@ -291,11 +294,14 @@ def _pacing(pace, live, host, port, token, out, backend):
 def resume_cmd(
     checkpoint_file: Path = typer.Argument(..., help="a checkpoint written by `hopsim run --checkpoint-every`"),
     out: Optional[Path] = typer.Option(None, help="record the rest of the run to this MCAP file"),
+    force: bool = typer.Option(False, "--force", help="replace an existing --out file (only once the run "
+                                                     "has checked its inputs)"),
     duration: Optional[float] = typer.Option(None, help="end time (default: the original run's)"),
     progress: bool = typer.Option(True, help="show a progress bar"),
     stats: bool = typer.Option(False, "--stats", help="also print the kernel's statistics"),
 ) -> None:
     """Continue a run from a checkpoint; the stream equals the uninterrupted run's from there on."""
+    _check_out(out, force)
     from hopsim.kernel.checkpoint import CheckpointError
     from hopsim.scenarios.runner import resume_run
 
@@ -308,6 +314,14 @@ def resume_cmd(
 
 
 ISLANDS_LISTED = 12      # more islands than this are summed up in one line
+
+
+def _check_out(out: Optional[Path], force: bool) -> None:
+    """A recording already at ``out`` is replaced only when asked (``--force``), and then only
+    once the run has checked its inputs (the file is opened at the run's first write)."""
+    if out is not None and out.exists() and not force:
+        err.print(f"[red]error:[/red] {out} exists: give --force to replace it, or another --out")
+        raise typer.Exit(2)
 
 
 def _report(result, stats: bool = False) -> None:
@@ -362,8 +376,14 @@ def replay_cmd(
     playback_only: bool = typer.Option(False, help="nothing live: republish the recorded outputs"),
     set_: list[str] = typer.Option([], "--set", help="change a scenario parameter for the replay"),
     out: Optional[Path] = typer.Option(None, help="record the replayed run (diverged or not) to this MCAP file"),
+    force: bool = typer.Option(False, "--force", help="replace an existing --out file (only once the run "
+                                                     "has checked its inputs)"),
 ) -> None:
     """Re-run a recording and compare: prints 'identical' or the first envelope that differs."""
+    if out is not None and out.resolve() == file.resolve():
+        err.print(f"[red]error:[/red] --out {out} is the recording being replayed: give another file")
+        raise typer.Exit(2)
+    _check_out(out, force)
     from hopsim.scenarios.replay import ReplayError, replay_recording
 
     live_names = [] if playback_only else ([n.strip() for n in live.split(",") if n.strip()] if live else None)
@@ -775,8 +795,11 @@ def montecarlo_rerun_cmd(
     directory: Path = typer.Argument(..., help="a campaign directory"),
     run: int = typer.Option(..., help="the run to run again"),
     out: Optional[Path] = typer.Option(None, help="record it to this MCAP file"),
+    force: bool = typer.Option(False, "--force", help="replace an existing --out file (only once the run "
+                                                     "has checked its inputs)"),
 ) -> None:
     """Run one run of a campaign again, alone; it equals its row (same seed, parameters, stream)."""
+    _check_out(out, force)
     from hopsim.scenarios import ScenarioError
     from hopsim.scenarios.montecarlo import rerun
 

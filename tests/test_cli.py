@@ -126,7 +126,7 @@ def test_replay_out_records_the_replayed_run(tmp_path):
     assert runner.invoke(app, ["run", "lander", "--duration", "5", "--out", str(src), "--no-progress"]).exit_code == 0
     res = runner.invoke(app, ["replay", str(src), "--out", str(again)])
     assert res.exit_code == 0 and "identical" in res.output and again.exists()
-    res = runner.invoke(app, ["replay", str(src), "--set", "control_gain=0.5", "--out", str(again)])
+    res = runner.invoke(app, ["replay", str(src), "--set", "control_gain=0.5", "--out", str(again), "--force"])
     assert res.exit_code == 1 and "diverged" in res.output
     assert read_metadata(again)["hopsim.run"]["parameters_json"].count('"control_gain":0.5') == 1
 
@@ -160,9 +160,26 @@ def test_out_is_left_alone_when_the_run_is_refused(tmp_path):
     out.write_bytes(b"an earlier recording")
     for extra in (["--set", "mass_kg=-1"], ["--fault", "t=1,target=nobody,kind=dropout"],
                   ["--fault", "t=1,target=altimeter,kind=dropout,value=3"]):
-        res = runner.invoke(app, ["run", "lander", "--duration", "2", "--out", str(out), "--no-progress", *extra])
+        res = runner.invoke(app, ["run", "lander", "--duration", "2", "--out", str(out), "--force", "--no-progress",
+                                  *extra])
         assert res.exit_code == 2, res.output
         assert out.read_bytes() == b"an earlier recording"
+
+
+def test_an_existing_recording_is_replaced_only_with_force(tmp_path):
+    out = tmp_path / "keep.mcap"
+    out.write_bytes(b"an earlier recording")
+    for command in (["run", "lander", "--duration", "1"], ["replay", str(tmp_path / "other.mcap")],
+                    ["resume", str(tmp_path / "x.ckpt")], ["montecarlo", "rerun", str(tmp_path), "--run", "0"]):
+        res = runner.invoke(app, [*command, "--out", str(out)])
+        assert res.exit_code == 2 and "exists: give --force to replace it" in " ".join(res.output.split()), res.output
+        assert out.read_bytes() == b"an earlier recording"
+    res = runner.invoke(app, ["run", "lander", "--duration", "1", "--out", str(out), "--force", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert read_metadata(out)["hopsim.run"]["scenario"] == "lander"
+    res = runner.invoke(app, ["replay", str(out), "--out", str(out), "--force"])
+    assert res.exit_code == 2 and "is the recording being replayed" in " ".join(res.output.split())
+    assert read_metadata(out)["hopsim.run"]["scenario"] == "lander"
 
 
 @pytest.mark.ray
