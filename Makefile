@@ -39,11 +39,10 @@ $(CHROMIUM_STAMP): | $(PY)
 	@command -v chromium >/dev/null 2>&1 && touch $(CHROMIUM_STAMP) || true
 
 ## lint (pyflakes and bugbear rules, see pyproject.toml), then the whole test suite (Basilisk's
-## environment is the peer that gravity is checked against) in two processes: the tests that start
-## a Ray run in one of them, one after another (tests/conftest.py), the others beside them
+## environment is the peer that gravity is checked against)
 test: $(TEST_STAMP) $(CHROMIUM_STAMP) $(BSK_STAMP)
 	$(VENV)/bin/ruff check hopsim tests bench
-	HOPSIM_BSK_PYTHON=$(CURDIR)/$(BSK_VENV)/bin/python $(PY) -m pytest -q -n 2 --dist loadgroup
+	HOPSIM_BSK_PYTHON=$(CURDIR)/$(BSK_VENV)/bin/python $(PY) -m pytest -q
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check hopsim tests bench

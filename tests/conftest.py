@@ -44,15 +44,6 @@ def no_ray_processes_within(seconds: float) -> bool:
     return True
 
 
-def pytest_collection_modifyitems(config, items):
-    """The tests that start Ray run in one worker of ``pytest -n`` (``--dist loadgroup``), one
-    after another: they check that no Ray process outlives them, and one stops every Ray on the
-    machine (``ray stop --force``)."""
-    for item in items:
-        if item.get_closest_marker("ray") is not None:
-            item.add_marker(pytest.mark.xdist_group("ray"))
-
-
 _exit_status: int | None = None
 
 
