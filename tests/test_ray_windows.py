@@ -31,7 +31,7 @@ def run(name, overrides, seconds, **kw):
     ("cooperative_docking", {}, 12.0, PLACEMENTS),
     ("passive_docking", {}, 20.0, PLACEMENTS),
     # 50 vehicles: per-model would start ~150 Ray actors on two cores; 6 vehicles cover it
-    ("formation", {"n_vehicles": 30, "radio_loss": 0.1}, 4.0, ["per-island", "shards:2", "shards:3"]),
+    ("formation", {"n_vehicles": 12, "radio_loss": 0.1}, 4.0, ["per-island", "shards:2", "shards:3"]),
     ("formation", {"n_vehicles": 6, "radio_loss": 0.1}, 4.0, ["per-model"]),
 ])
 def test_every_placement_records_the_local_stream(shared_ray, name, overrides, seconds, placements):

@@ -26,6 +26,17 @@ derivative sample (orbital gravity changes within a hop):
 - m and I: ``mass_kg`` and ``inertia_B`` (about the centre of mass), replaced by the latest
   ``mass`` message (``hopsim.MassProperties`` from a fuel tank) if one is wired.
 
+Reaction wheels (optional, ``axes_B``: one unit spin axis per wheel, body frame): the state gains
+each wheel's spin rate relative to the body ``Omega_i`` (rad/s) after the 13 above, and omega'
+and Omega_i' are :func:`hopsim.dynamics.wheels.wheel_accelerations` with L_B = tau_B + tau_gg:
+``J_kgm2`` the wheels' axial inertias, ``inertia_B`` then Schaub and Junkins' [I_RW] (everything
+but the wheels' axial inertia; the gravity gradient uses the whole inertia), motor torques from
+the ``torque_cmd`` input (``hopsim.ReactionWheelCommand``, limited to ``max_torque_Nm``, held
+between messages), bearing friction ``viscous_Nms``, ``coulomb_Nm``, ``coulomb_speed_radps`` as
+in :func:`hopsim.dynamics.wheels.wheel_friction`. The wheels are internal: the orbit does not
+see them. Output ``wheels`` (``hopsim.ReactionWheelState``) at ``rate_hz``. Without wheels,
+13 states, no ``torque_cmd`` and no ``wheels``.
+
 Outputs ``state`` (``hopsim.VehicleState``, with a_BN_N the total acceleration of the latest
 derivative sample and the mass) at ``rate_hz``. Fault ``disturbance``: ``force_N`` (N, frame N)
 and ``torque_B`` (N m) for ``duration_s``.
@@ -42,8 +53,11 @@ from hopsim.dynamics.environment import (drag_acceleration, exponential_density,
 from hopsim.dynamics.gravity import EARTH_MU, EARTH_RADIUS, gravity_gradient_torque, point_mass_acceleration
 from hopsim.dynamics.spatial import quat_normalize, quat_rate, quat_to_dcm
 from hopsim.dynamics.spherical_harmonics import GravityField, spherical_harmonic_acceleration
+from hopsim.dynamics.wheels import (per_wheel, wheel_accelerations, wheel_angular_momentum_B, wheel_axes,
+                                    wheel_friction)
 from hopsim.kernel import ContinuousModel, FixedRate, In, Out
-from hopsim.schemas import MassProperties, Quaternion, Vector3, VehicleState, Wrench
+from hopsim.schemas import (MassProperties, Quaternion, ReactionWheelCommand, ReactionWheelState, Vector3,
+                            VehicleState, Wrench)
 
 JD_J2000 = 2451545.0
 
@@ -65,8 +79,16 @@ class OrbitingSpacecraft(ContinuousModel):
                  omega_BN_B=(0.0, 0.0, 0.0), field: GravityField | None = None, degree: int = 0,
                  mu: float = EARTH_MU, epoch_jd: float = JD_J2000, cd_area_m2: float = 0.0,
                  rho0_kgpm3: float = 0.0, h0_m: float = 0.0, scale_height_m: float = 1.0, cr_area_m2: float = 0.0,
-                 gravity_gradient: bool = True, n_thrusters: int = 0, rate_hz: float = 1.0):
+                 gravity_gradient: bool = True, n_thrusters: int = 0, rate_hz: float = 1.0, axes_B=None,
+                 J_kgm2=0.05, Omega_radps=None, max_torque_Nm=0.2, viscous_Nms=0.0, coulomb_Nm=0.0,
+                 coulomb_speed_radps=0.1):
         self.inputs = {**{f"wrench{i}": In(Wrench) for i in range(int(n_thrusters))}, "mass": In(MassProperties)}
+        G = np.zeros((0, 3)) if axes_B is None else wheel_axes(name, axes_B)
+        k = len(G)
+        if k:
+            self.inputs["torque_cmd"] = In(ReactionWheelCommand)
+            self.outputs = {**type(self).outputs, "wheels": Out(ReactionWheelState)}
+            self.state_names = type(self).state_names + tuple(f"Omega{i}" for i in range(k))
         super().__init__(name)
         x0 = np.concatenate([np.asarray(r_BN_N, float), np.asarray(v_BN_N, float),
                              quat_normalize(np.asarray(q_BN, float)), np.asarray(omega_BN_B, float)])
@@ -82,8 +104,18 @@ class OrbitingSpacecraft(ContinuousModel):
                 raise ValueError(f"{name}: {what} must be a non-negative number, got {value}")
         if not (np.isfinite(scale_height_m) and scale_height_m > 0):
             raise ValueError(f"{name}: scale_height_m must be positive, got {scale_height_m}")
-        self.x0 = x0
-        self.mass_kg, self.inertia_B = float(mass_kg), inertia
+        self.n_wheels, self.G = k, G
+        self.J = per_wheel(name, "J_kgm2", J_kgm2, k, positive=True)
+        self.max_torque = per_wheel(name, "max_torque_Nm", max_torque_Nm, k, positive=True)
+        self.viscous = per_wheel(name, "viscous_Nms", viscous_Nms, k)
+        self.coulomb = per_wheel(name, "coulomb_Nm", coulomb_Nm, k)
+        self.coulomb_speed = per_wheel(name, "coulomb_speed_radps", coulomb_speed_radps, k, positive=True)
+        Omega0 = np.zeros(k) if Omega_radps is None else per_wheel(name, "Omega_radps", Omega_radps, k,
+                                                                    negative_ok=True)
+        self.u = np.zeros(k)                       # motor torques over the current hop (N m)
+        self.x0 = np.concatenate([x0, Omega0])
+        self.mass_kg = float(mass_kg)
+        self._set_inertia(inertia)
         self.field, self.degree = field, int(degree)
         if field is not None:
             self.C, self.S = field.unnormalized(self.degree)
@@ -103,15 +135,31 @@ class OrbitingSpacecraft(ContinuousModel):
         self._disturbed = False
         self.accel_N = np.zeros(3)
 
+    def _set_inertia(self, inertia_B: np.ndarray) -> None:
+        """inertia_B ([I_RW] with wheels), its inverse and the whole inertia (for the gravity gradient)."""
+        self.inertia_B = inertia_B
+        if self.n_wheels:
+            self.inertia_inv = np.linalg.inv(inertia_B)
+            self.inertia_total_B = inertia_B + (self.G.T * self.J) @ self.G
+        else:
+            self.inertia_inv = None
+            self.inertia_total_B = inertia_B
+
     def initial_state(self) -> np.ndarray:
         return self.x0.copy()
+
+    def angular_momentum_B(self, x=None) -> np.ndarray:
+        """H_B (N m s): body and wheels about the centre of mass, B components."""
+        x = self.x if x is None else x
+        return wheel_angular_momentum_B(self.inertia_B, self.G, self.J, x[10:13], x[13:])
 
     def on_fault(self, fault, t_ns: int) -> None:
         """``disturbance``: ``force_N`` and ``torque_B`` for ``duration_s``."""
         self.disturbance.apply(fault, t_ns, self.request_barrier)
 
     def start_hop(self, t0_ns: int, t1_ns: int) -> None:
-        """Latch the thrusters' wrenches, the mass properties and the disturbance for the hop."""
+        """Latch the thrusters' wrenches, the mass properties, the wheels' motor torques (limited)
+        and the disturbance for the hop."""
         force, torque = np.zeros(3), np.zeros(3)
         for i in range(self.n_thrusters):
             w = self.read(f"wrench{i}")
@@ -121,7 +169,15 @@ class OrbitingSpacecraft(ContinuousModel):
         self.force_B, self.torque_B = force, torque
         m = self.read("mass")
         if m is not None and m.mass_kg > 0 and len(m.inertia_B) == 9:
-            self.mass_kg, self.inertia_B = m.mass_kg, np.array(m.inertia_B, dtype=float).reshape(3, 3)
+            self.mass_kg = m.mass_kg
+            self._set_inertia(np.array(m.inertia_B, dtype=float).reshape(3, 3))
+        if self.n_wheels:
+            cmd = self.read("torque_cmd")
+            u = np.zeros(self.n_wheels)
+            if cmd is not None:
+                given = np.array(cmd.torque_Nm[:self.n_wheels], dtype=float)
+                u[:len(given)] = np.where(np.isfinite(given), given, 0.0)
+            self.u = np.clip(u, -self.max_torque, self.max_torque)
         self._disturbed = self.disturbance.acts_over(t0_ns)
 
     def gravity_N(self, r_N: np.ndarray, t_s: float) -> np.ndarray:
@@ -149,12 +205,18 @@ class OrbitingSpacecraft(ContinuousModel):
             a += self.disturbance.force_N / self.mass_kg
             torque += self.disturbance.torque_B
         if self.gravity_gradient:
-            torque += gravity_gradient_torque(R.T @ r, self.inertia_B, self.mu)
+            torque += gravity_gradient_torque(R.T @ r, self.inertia_total_B, self.mu)
         I = self.inertia_B
         self.xdot[0:3] = v
         self.xdot[3:6] = a
         self.xdot[6:10] = quat_rate(q, omega)
-        self.xdot[10:13] = np.linalg.solve(I, torque - np.cross(omega, I @ omega))
+        if self.n_wheels:
+            Omega = x[13:]
+            friction = wheel_friction(Omega, self.viscous, self.coulomb, self.coulomb_speed)
+            self.xdot[10:13], self.xdot[13:] = wheel_accelerations(I, self.inertia_inv, self.G, self.J, omega, Omega,
+                                                                   self.u, friction, torque)
+        else:
+            self.xdot[10:13] = np.linalg.solve(I, torque - np.cross(omega, I @ omega))
         self.accel_N = a
 
     def end_hop(self, t0_ns: int, t1_ns: int) -> None:
@@ -167,6 +229,12 @@ class OrbitingSpacecraft(ContinuousModel):
         self.write("state", VehicleState(vehicle=self.name, t_ns=t_ns, r_BN_N=_v3(x[0:3]), v_BN_N=_v3(x[3:6]),
                                          q_BN=Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]), omega_BN_B=_v3(x[10:13]),
                                          a_BN_N=_v3(self.accel_N), mass=self.mass_kg))
+        if self.n_wheels:
+            H_B = self.angular_momentum_B()
+            friction = wheel_friction(x[13:], self.viscous, self.coulomb, self.coulomb_speed)
+            self.write("wheels", ReactionWheelState(
+                vehicle=self.name, t_ns=t_ns, speed_radps=x[13:].tolist(), motor_torque_Nm=self.u.tolist(),
+                friction_torque_Nm=friction.tolist(), H_B=_v3(H_B), H_N=_v3(quat_to_dcm(q) @ H_B)))
 
 
 __all__ = ["OrbitingSpacecraft"]

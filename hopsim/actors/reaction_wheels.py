@@ -1,4 +1,5 @@
-"""A spacecraft's attitude with reaction wheels (Dshell's ReactionWheel with its friction models).
+"""A spacecraft's attitude with reaction wheels (Dshell's ReactionWheel with its friction models);
+the equations are :func:`hopsim.dynamics.wheels.wheel_accelerations`.
 
 States: the attitude ``q_BN`` (scalar last; v_N = R(q_BN) v_B), the body's angular velocity
 ``omega_BN_B`` (rad/s) and each wheel's spin rate relative to the body ``Omega_i`` (rad/s). Wheel i
@@ -29,15 +30,10 @@ import numpy as np
 
 from hopsim.actors.disturbance import Disturbance
 from hopsim.dynamics.spatial import quat_normalize, quat_rate, quat_to_dcm
+from hopsim.dynamics.wheels import (per_wheel, wheel_accelerations, wheel_angular_momentum_B, wheel_axes,
+                                    wheel_friction)
 from hopsim.kernel import ContinuousModel, FixedRate, In, Out
 from hopsim.schemas import Quaternion, ReactionWheelCommand, ReactionWheelState, Vector3, VehicleState
-
-def wheel_friction(Omega: np.ndarray, viscous_Nms: np.ndarray, coulomb_Nm: np.ndarray,
-                   coulomb_speed_radps: np.ndarray) -> np.ndarray:
-    """Bearing friction torque on each wheel (N m), opposing its spin rate ``Omega`` (rad/s)."""
-    ramp = np.clip(Omega / coulomb_speed_radps, -1.0, 1.0)
-    return viscous_Nms * Omega + coulomb_Nm * ramp
-
 
 class ReactionWheelSpacecraft(ContinuousModel):
     """A rigid spacecraft's attitude and its reaction wheels (see the module)."""
@@ -59,10 +55,7 @@ class ReactionWheelSpacecraft(ContinuousModel):
         if self.inertia_B.shape != (3, 3) or not np.all(np.isfinite(self.inertia_B)) \
                 or np.any(np.linalg.eigvalsh(0.5 * (self.inertia_B + self.inertia_B.T)) <= 0):
             raise ValueError(f"{name}: inertia_B must be a symmetric positive definite 3x3 matrix (kg m^2)")
-        norms = np.linalg.norm(G, axis=1)
-        if k == 0 or np.any(~np.isfinite(norms)) or np.any(norms == 0):
-            raise ValueError(f"{name}: axes_B must be one or more non-zero 3-vectors (body frame)")
-        self.G = G / norms[:, None]
+        self.G = wheel_axes(name, G)
         self.J = self._per_wheel(name, "J_kgm2", J_kgm2, k, positive=True)
         self.max_torque = self._per_wheel(name, "max_torque_Nm", max_torque_Nm, k, positive=True)
         self.viscous = self._per_wheel(name, "viscous_Nms", viscous_Nms, k)
@@ -81,14 +74,7 @@ class ReactionWheelSpacecraft(ContinuousModel):
         self.u = np.zeros(k)                       # motor torques over the current hop (N m)
         self._disturbed = False
 
-    @staticmethod
-    def _per_wheel(name, what, value, k, positive=False, negative_ok=False) -> np.ndarray:
-        v = np.broadcast_to(np.asarray(value, dtype=float), (k,)).copy()
-        if not np.all(np.isfinite(v)) or (positive and np.any(v <= 0)) or (not positive and not negative_ok
-                                                                           and np.any(v < 0)):
-            need = "positive" if positive else ("finite" if negative_ok else "non-negative")
-            raise ValueError(f"{name}: {what} must be {need} (one value, or one per wheel), got {value}")
-        return v
+    _per_wheel = staticmethod(per_wheel)
 
     def initial_state(self) -> np.ndarray:
         return self.x0.copy()
@@ -120,20 +106,18 @@ class ReactionWheelSpacecraft(ContinuousModel):
     def angular_momentum_B(self, x=None) -> np.ndarray:
         """H_B (N m s): body and wheels about the centre of mass, B components."""
         x = self.x if x is None else x
-        omega, Omega = x[4:7], x[7:]
-        h = self.J * (self.G @ omega + Omega)
-        return self.inertia_B @ omega + self.G.T @ h
+        return wheel_angular_momentum_B(self.inertia_B, self.G, self.J, x[4:7], x[7:])
 
     def post_deriv(self, t_s: float) -> None:
         x = self.x
         q, omega, Omega = x[0:4], x[4:7], x[7:]
-        wheel_torque = self.u - wheel_friction(Omega, self.viscous, self.coulomb, self.coulomb_speed)
+        friction = wheel_friction(Omega, self.viscous, self.coulomb, self.coulomb_speed)
         external = self.disturbance.torque_B if self._disturbed else np.zeros(3)
-        H = self.angular_momentum_B(x)
-        omega_dot = self.inertia_inv @ (external - np.cross(omega, H) - self.G.T @ wheel_torque)
+        omega_dot, Omega_dot = wheel_accelerations(self.inertia_B, self.inertia_inv, self.G, self.J, omega, Omega,
+                                                   self.u, friction, external)
         self.xdot[0:4] = quat_rate(q, omega)
         self.xdot[4:7] = omega_dot
-        self.xdot[7:] = wheel_torque / self.J - self.G @ omega_dot
+        self.xdot[7:] = Omega_dot
 
     def update_flow_outs(self, t_ns: int) -> None:
         x = self.x

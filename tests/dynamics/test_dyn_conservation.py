@@ -42,7 +42,7 @@ def _initial_state(tree, rng):
     return Q, U
 
 
-def test_free_flying_tree_conserves_momentum_and_energy_over_1000_s():
+def test_free_flying_tree_conserves_momentum_and_energy_over_300_s():
     rng = np.random.default_rng(21)
     tree = spacecraft(rng)
     Q, U = _initial_state(tree, rng)
@@ -59,7 +59,7 @@ def test_free_flying_tree_conserves_momentum_and_energy_over_1000_s():
     integ = DOP853(rtol=1e-11, atol=1e-12)
     x = np.concatenate([Q, U])
     t = 0.0
-    for t1 in np.linspace(50.0, 1000.0, 20):
+    for t1 in np.linspace(15.0, 300.0, 20):
         x = integ.advance(f, t, x, t1)
         x[:nq] = normalize_configuration(tree, x[:nq])
         t = t1
