@@ -2,16 +2,13 @@
 another protobuf): point mass, J2 alone and the GGM03S field to degree 8 and 20, from the same
 coefficients, at points from low orbit to beyond geostationary, to 1e-12 relative."""
 import json
-import os
 import subprocess
-from pathlib import Path
 
 import numpy as np
-import pytest
 
 from hopsim.dynamics.spherical_harmonics import ggm03s, spherical_harmonic_acceleration
+from basilisk_peer import bsk_python
 
-ROOT = Path(__file__).resolve().parents[1]
 
 BSK_SCRIPT = r"""
 import json, sys
@@ -28,20 +25,8 @@ json.dump(out, sys.stdout)
 """
 
 
-def bsk_python() -> str | None:
-    named = os.environ.get("HOPSIM_BSK_PYTHON")
-    if named:
-        return named
-    local = ROOT / ".venv-bsk" / "bin" / "python"
-    return str(local) if local.exists() else None
-
-
 def test_gravity_equals_basilisks():
     python = bsk_python()
-    if python is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("Basilisk's environment is missing: `make test` creates .venv-bsk")
-        pytest.skip("no Basilisk environment (.venv-bsk, or HOPSIM_BSK_PYTHON)")
     field = ggm03s()
     rng = np.random.default_rng(8)
     u = rng.normal(size=(12, 3))

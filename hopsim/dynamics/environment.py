@@ -92,8 +92,16 @@ def tabulated_density(altitude_m: float) -> float:
     below 0 m the first band's law, from the last band's base (1000 km) up the last band's."""
     if not math.isfinite(altitude_m):
         raise ValueError(f"altitude_m must be a finite altitude in metres, got {altitude_m}")
+    h0, rho0, scale = density_band(altitude_m)
+    return rho0 * math.exp(-(altitude_m - h0) / scale)
+
+
+def density_band(altitude_m: float) -> tuple[float, float, float]:
+    """(h0 m, rho0 kg/m^3, H m): the band of :data:`VALLADO_EXPONENTIAL_ATMOSPHERE` that holds
+    ``altitude_m`` (h0 <= h < next h0; below 0 m the first band, from 1000 km the last), for a model
+    that takes one exponential law (e.g. :class:`~hopsim.actors.orbiting_spacecraft.OrbitingSpacecraft`)."""
     i = max(bisect.bisect_right(_BAND_BASE_M, altitude_m) - 1, 0)
-    return _BAND_RHO0[i] * math.exp(-(altitude_m - _BAND_BASE_M[i]) / _BAND_SCALE_M[i])
+    return _BAND_BASE_M[i], _BAND_RHO0[i], _BAND_SCALE_M[i]
 
 
 def drag_acceleration(r, v, density: float, cd_area_over_mass: float) -> np.ndarray:

@@ -47,6 +47,7 @@ from hopsim.actors.orbiting_spacecraft import OrbitingSpacecraft
 from hopsim.actors.propulsion import G0, FuelTank, PulsedThruster
 from hopsim.actors.sensors import GnssReceiver
 from hopsim.actors.station_keeping import StationKeeping, phase_error, slot_rate
+from hopsim.dynamics.environment import density_band
 from hopsim.dynamics.integrators import DOP853
 from hopsim.dynamics.orbital_elements import state_from_elements
 from hopsim.dynamics.spatial import dcm_to_quat
@@ -56,15 +57,6 @@ from hopsim.kernel.model import model_rng
 from hopsim.scenarios.registry import ScenarioParams, scenario
 
 BALLISTIC_STREAM = "constellation.ballistic"     # generator name of the per-satellite drag factors
-
-# Vallado (2013) Table 8-4, exponential atmosphere: base altitude (m), base density (kg/m^3),
-# scale height (m); the row at or below the altitude is used
-ATMOSPHERE = [(150e3, 2.070e-9, 22.523e3), (180e3, 5.464e-10, 29.740e3), (200e3, 2.789e-10, 37.105e3),
-              (250e3, 7.248e-11, 45.546e3), (300e3, 2.418e-11, 53.628e3), (350e3, 9.518e-12, 53.298e3),
-              (400e3, 3.725e-12, 58.515e3), (450e3, 1.585e-12, 60.828e3), (500e3, 6.967e-13, 63.822e3),
-              (600e3, 1.454e-13, 71.835e3), (700e3, 3.614e-14, 88.667e3), (800e3, 1.170e-14, 124.64e3),
-              (900e3, 5.245e-15, 181.05e3), (1000e3, 3.019e-15, 268.00e3)]
-
 
 class ConstellationParams(ScenarioParams):
     n_satellites: int = Field(24, ge=1, le=10_000, description="T: satellites in all (one island each)")
@@ -142,12 +134,6 @@ def ballistic_factors(p: ConstellationParams, seed: int) -> np.ndarray:
     return 1.0 + p.ballistic_spread * rng.uniform(-1.0, 1.0, p.n_satellites)
 
 
-def atmosphere(altitude_m: float) -> tuple[float, float, float]:
-    """(h0 m, rho0 kg/m^3, H m): the Table 8-4 row at or below ``altitude_m``."""
-    rows = [row for row in ATMOSPHERE if row[0] <= altitude_m] or ATMOSPHERE[:1]
-    return rows[-1]
-
-
 def lvlh_attitude(r_N: np.ndarray, v_N: np.ndarray, rate_radps: float) -> tuple[np.ndarray, np.ndarray]:
     """(q_BN scalar last, omega_BN_B rad/s): body x along v, z to nadir, y = z x x (against the
     orbit normal), spinning at ``rate_radps`` about the orbit normal."""
@@ -198,7 +184,7 @@ def build_constellation(sim: Simulation, p: ConstellationParams) -> None:
     u_dot = slot_rate(a, inc, mu, j2, radius)
     window = 2.0 * math.pi / u_dot
     field = ggm03s()
-    h0, rho0, scale = atmosphere(p.altitude_m)
+    h0, rho0, scale = density_band(p.altitude_m)     # one band of Vallado's table for the whole orbit
     factors = ballistic_factors(p, sim.seed)
     inertia = np.diag([100.0, 120.0, 80.0])           # kg m^2; y (the spin axis) a principal axis
     rate = 1.0 / p.control_period_s
