@@ -74,8 +74,8 @@ def test_faults_lists_targets_kinds_and_the_fields_they_read():
 def test_vector_parameters_from_the_command_line(tmp_path):
     import json
 
-    for text in ("0,0.3,0.1", "[0,0.3,0.1]"):
-        out = tmp_path / "boom.mcap"
+    for i, text in enumerate(("0,0.3,0.1", "[0,0.3,0.1]")):
+        out = tmp_path / f"boom{i}.mcap"
         res = runner.invoke(app, ["run", "deploy_boom", "--duration", "1", "--set", f"boom_offset_m={text}",
                                   "--out", str(out), "--no-progress"])
         assert res.exit_code == 0, res.output

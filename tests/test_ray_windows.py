@@ -27,7 +27,7 @@ def run(name, overrides, seconds, **kw):
 
 
 @pytest.mark.parametrize("name, overrides, seconds, placements", [
-    ("leader_follower", {}, 12.0, PLACEMENTS),
+    ("leader_follower", {}, 6.0, PLACEMENTS),
     ("cooperative_docking", {}, 12.0, PLACEMENTS),
     ("passive_docking", {}, 20.0, PLACEMENTS),
     # 50 vehicles: per-model would start ~150 Ray actors on two cores; 6 vehicles cover it
