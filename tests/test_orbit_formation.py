@@ -10,7 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from hopsim.actors.orbit_formation import argument_of_latitude, slot_reference
+from hopsim.actors.orbit_formation import slot_reference
+from hopsim.dynamics.orbital_elements import argument_of_latitude
 from hopsim.dynamics.orbit_frames import inertial_to_hill
 from hopsim.scenarios import run_scenario
 from hopsim.scenarios.orbit_formation import OrbitFormationParams, chief_orbit, slot_errors, slots

@@ -54,7 +54,7 @@ import math
 import numpy as np
 
 from hopsim.dynamics.orbit_frames import clohessy_wiltshire_transition, hill_dcm, inertial_to_hill
-from hopsim.dynamics.orbital_elements import hill_position_from_roe
+from hopsim.dynamics.orbital_elements import argument_of_latitude, hill_position_from_roe
 from hopsim.kernel import FixedRate, In, Model, NoIo, Out
 from hopsim.kernel.simtime import PeriodicSchedule
 from hopsim.schemas import MassProperties, PositionVelocityMeasurement, RelativeStateMeasurement, Scalar, Vector3
@@ -68,16 +68,6 @@ def passively_safe_roe(a_c: float, k: int, n: int, de_m: float, di_m: float) -> 
     phi = 2.0 * math.pi * k / n
     c, s = math.cos(phi), math.sin(phi)
     return np.array([0.0, 0.0, de_m * c, de_m * s, di_m * c, di_m * s]) / a_c
-
-
-def argument_of_latitude(r_N, v_N) -> float:
-    """The angle (rad) from the ascending node of the orbit through ``r_N``, ``v_N`` to ``r_N``."""
-    r, v = np.asarray(r_N, dtype=float), np.asarray(v_N, dtype=float)
-    h = np.cross(r, v)
-    h /= np.linalg.norm(h)
-    node = np.array([-h[1], h[0], 0.0])
-    node /= np.linalg.norm(node)
-    return math.atan2(float(np.cross(node, r) @ h), float(node @ r))
 
 
 def slot_reference(a_c: float, n: float, u_c: float, roe) -> tuple[np.ndarray, np.ndarray]:
@@ -248,4 +238,4 @@ class SlotKeeper(Model):
             self.write(f"on_time{i}", Scalar(value=float(on[i]), unit="s"))
 
 
-__all__ = ["BroadcastRadio", "SlotKeeper", "argument_of_latitude", "passively_safe_roe", "slot_reference"]
+__all__ = ["BroadcastRadio", "SlotKeeper", "passively_safe_roe", "slot_reference"]

@@ -53,6 +53,7 @@ import math
 
 import numpy as np
 
+from hopsim.dynamics.orbital_elements import argument_of_latitude
 from hopsim.kernel import FixedRate, In, Model, Out
 from hopsim.schemas import MassProperties, PositionVelocityMeasurement, Scalar
 
@@ -64,18 +65,6 @@ def slot_rate(a_m: float, inclination_rad: float, mu: float, j2: float, radius_m
     axis ``a_m`` (m) and inclination (rad) under J2 (``j2`` = 0: n). See the module."""
     n = math.sqrt(mu / a_m ** 3)
     return n * (1.0 + 1.5 * j2 * (radius_m / a_m) ** 2 * (4.0 * math.cos(inclination_rad) ** 2 - 1.0))
-
-
-def argument_of_latitude(r_N, v_N) -> float:
-    """The osculating argument of latitude (rad, [-pi, pi)) of position ``r_N`` (m) and velocity
-    ``v_N`` (m/s) in N: the angle from the ascending node of the orbit through them to r."""
-    r, v = np.asarray(r_N, dtype=float), np.asarray(v_N, dtype=float)
-    h = np.cross(r, v)
-    h /= np.linalg.norm(h)
-    node = np.array([-h[1], h[0], 0.0])
-    norm = np.linalg.norm(node)
-    node = node / norm if norm > 1e-12 else np.array([1.0, 0.0, 0.0])      # equatorial: from x_N
-    return math.atan2(float(np.cross(h, node) @ r), float(node @ r))
 
 
 def phase_error(r_N, v_N, t_s: float, u0_rad: float, u_dot_radps: float) -> float:
@@ -171,4 +160,4 @@ class StationKeeping(Model):
             self.write(f"on_time{i}", Scalar(value=on[i], unit="s"))
 
 
-__all__ = ["StationKeeping", "slot_rate", "argument_of_latitude", "phase_error"]
+__all__ = ["StationKeeping", "slot_rate", "phase_error"]

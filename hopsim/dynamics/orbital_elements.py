@@ -93,6 +93,18 @@ def elements_from_state(r_N, v_N, mu: float) -> tuple[float, float, float, float
     return a, e, i, raan, argp, M
 
 
+def argument_of_latitude(r_N, v_N) -> float:
+    """The osculating argument of latitude (rad, [-pi, pi)) of position ``r_N`` (m) and velocity
+    ``v_N`` (m/s) in N: the angle from the ascending node of the orbit through them to r."""
+    r, v = np.asarray(r_N, dtype=float), np.asarray(v_N, dtype=float)
+    h = np.cross(r, v)
+    h /= np.linalg.norm(h)
+    node = np.array([-h[1], h[0], 0.0])
+    norm = np.linalg.norm(node)
+    node = node / norm if norm > 1e-12 else np.array([1.0, 0.0, 0.0])      # equatorial: from x_N
+    return math.atan2(float(np.cross(h, node) @ r), float(node @ r))
+
+
 def state_from_elements(a: float, e: float, i: float, raan: float, argp: float, M: float,
                         mu: float) -> tuple[np.ndarray, np.ndarray]:
     """(r_N, v_N) (m, m/s) on the orbit with these elements."""
@@ -157,5 +169,5 @@ def hill_position_from_roe(a_c: float, u_c: float, roe) -> np.ndarray:
     return a_c * np.array([da - dex * c - dey * s, dl + 2.0 * dex * s - 2.0 * dey * c, dix * s - diy * c])
 
 
-__all__ = ["elements_from_state", "state_from_elements", "mean_to_eccentric", "relative_elements",
+__all__ = ["argument_of_latitude", "elements_from_state", "state_from_elements", "mean_to_eccentric", "relative_elements",
            "deputy_elements", "hill_position_from_roe"]

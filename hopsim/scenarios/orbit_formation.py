@@ -33,14 +33,14 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from hopsim.actors.formation import period_ns
-from hopsim.actors.orbit_formation import (BroadcastRadio, SlotKeeper, argument_of_latitude, passively_safe_roe,
+from hopsim.actors.orbit_formation import (BroadcastRadio, SlotKeeper, passively_safe_roe,
                                            slot_reference)
 from hopsim.actors.orbiting_spacecraft import OrbitingSpacecraft
 from hopsim.actors.propulsion import G0, FuelTank, PulsedThruster
 from hopsim.actors.sensors import GnssReceiver
 from hopsim.dynamics.integrators import DOP853
 from hopsim.dynamics.orbit_frames import hill_to_inertial, inertial_to_hill
-from hopsim.dynamics.orbital_elements import deputy_elements, state_from_elements
+from hopsim.dynamics.orbital_elements import argument_of_latitude, deputy_elements, state_from_elements
 from hopsim.dynamics.spherical_harmonics import ggm03s
 from hopsim.kernel import Simulation, Tie
 from hopsim.kernel.model import model_rng

@@ -136,8 +136,8 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     of that period (each one a barrier of every island). ``resume_from`` is a checkpoint's state
     to continue from (see :func:`resume_run`). A run with a ``kill`` fault, or on Ray, keeps its
     last checkpoint in memory and recovers a killed actor from it (the recording is written as
-    the run goes all the same; the run after a recovery is checked against it). ``batching`` propagates islands
-    whose hops coincide in one compiled call (the result is the same bit for bit; off by default:
+    the run goes all the same; the run after a recovery is checked against it). ``batching``
+    propagates islands whose hops coincide in one compiled call (the result is the same bit for bit; off by default:
     ``bench/bench_spheres.py`` and ``bench/bench_formation.py`` measure it slower today, because
     the per-island Python work, not the compiled step, dominates a hop).
 

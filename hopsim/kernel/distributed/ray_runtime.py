@@ -185,8 +185,8 @@ def start_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     Without ``address`` a new local Ray is always started (``address="local"``), whatever cluster
     this machine runs or ran (``ray.init()`` alone would join the last one ``ray start`` made),
     listening on 127.0.0.1 only, with a reaper that stops its processes if this one dies
-    (:mod:`hopsim.kernel.distributed.reaper`); :func:`stop_ray` shuts both down. With one, a cluster that cannot be reached is a
-    :class:`RayUnavailable` naming the address.
+    (:mod:`hopsim.kernel.distributed.reaper`); :func:`stop_ray` shuts both down. With one, a
+    cluster that cannot be reached is a :class:`RayUnavailable` naming the address.
     """
     import ray
 
