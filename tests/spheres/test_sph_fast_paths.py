@@ -283,54 +283,102 @@ def test_packet_fast_paths_match_the_plain_forms():
         assert packets.encode(pkt, 0xA5) == packets.encode_fields(3, 1, packets.STATE, 65535, plain, 0xA5)
 
 
-def test_thruster_caches_match_recomputation(monkeypatch):
-    """In noisy runs (thrust noise on): the mask-cached wrench equals the uncached computation,
-    a plan taken over from the look-ahead equals the one the timeline would compute, and a
-    look-ahead timeline adopted for a command is what applying the command would have made."""
+def test_thruster_memos_match_recomputation(monkeypatch):
+    """In noisy runs (thrust noise on): the wrench remembered for an open mask equals the one
+    computed afresh, a plan taken over from the look-ahead equals the one the timeline would
+    compute, a look-ahead timeline adopted for a command is what applying the command would have
+    made, and the plan-derived values equal their derivation from the plan."""
+    from hopsim.actors.spheres.thruster_memo import CommandLookahead, PlanMemo
     from hopsim.actors.spheres.thrusters import ThrusterSimulator
     from hopsim.kernel import Simulation
     from hopsim.scenarios.catalog import get_scenario
-    checked = {"wrench": 0, "plan": 0}
-    update, reuse = ThrusterSimulator._update_wrench, ThrusterSimulator._reuse_ahead_plan
+    checked = {"wrench": 0, "adopt": 0, "derived": 0}
+    update, apply = ThrusterSimulator._update_wrench, CommandLookahead.apply
+    memo_get = PlanMemo.get
 
     def checked_update(self):
         update(self)
         got = (list(self._thrust_list), self.firing, self.thrust_N.copy(), self.force_B.copy(), self.torque_B.copy())
-        self._update_wrench_uncached()
+        self._compute_wrench()
         assert got[0] == self._thrust_list and got[1] == self.firing
         for a, b in zip(got[2:], (self.thrust_N, self.force_B, self.torque_B)):
             assert np.array_equal(_bits(a), _bits(b))
         checked["wrench"] += 1
 
-    def checked_reuse(self):
-        reuse(self)
-        if self.timeline._planned is not None:
-            assert self.timeline._planned == self.timeline._future()
-            checked["plan"] += 1
+    def checked_apply(self, timeline, cmd):
+        before = timeline.clone()
+        adopting = self._cmd is cmd and self._unchanged_since_cloned(timeline, cmd[0])
+        after, applied = apply(self, timeline, cmd)
+        if adopting:
+            # the command applied to the timeline as it was: same transitions, same state
+            assert after is not timeline
+            assert before.command(*cmd) == applied
+            assert before.same_state(after) and before.__dict__.keys() == after.__dict__.keys()
+            assert (before.t_ns, before.open_mask, before.next_event_ns) == (
+                after.t_ns, after.open_mask, after.next_event_ns)
+            assert before.planned() == after.planned()
+            checked["adopt"] += 1
+        return after, applied
 
-    adopt = ThrusterSimulator._adopt_ahead
-    checked["adopt"] = 0
+    def checked_get(self, plan, derive):
+        value = memo_get(self, plan, derive)
+        assert value == derive(list(plan))
+        checked["derived"] += 1
+        return value
 
-    def checked_adopt(self, t_cmd):
-        cmd, before = self._ahead_cmd, self.timeline.clone()
-        if not adopt(self, t_cmd):
-            return False
-        # the command applied to the timeline as it was: same transitions, same state
-        applied = before.command(t_cmd, cmd[1], cmd[2])
-        assert applied == self._ahead_applied
-        assert before.same_state(self.timeline) and before.__dict__.keys() == self.timeline.__dict__.keys()
-        assert (before.t_ns, before.open_mask, before.next_event_ns) == (
-            self.timeline.t_ns, self.timeline.open_mask, self.timeline.next_event_ns)
-        assert before.planned() == self.timeline.planned()
-        checked["adopt"] += 1
-        return True
-
-    monkeypatch.setattr(ThrusterSimulator, "_adopt_ahead", checked_adopt)
     monkeypatch.setattr(ThrusterSimulator, "_update_wrench", checked_update)
-    monkeypatch.setattr(ThrusterSimulator, "_reuse_ahead_plan", checked_reuse)
+    monkeypatch.setattr(CommandLookahead, "apply", checked_apply)
+    monkeypatch.setattr(PlanMemo, "get", checked_get)
     for over in ({}, {"thrust_noise": 0.01}):
         spec = get_scenario("leader_follower")
         sim = Simulation(seed=0, batching=True)
         spec.build(sim, spec.make_params(over))
         sim.advance_to(12.0)
-    assert checked["wrench"] > 100 and checked["plan"] > 50 and checked["adopt"] > 50
+    assert checked["wrench"] > 100 and checked["adopt"] > 50 and checked["derived"] > 100
+
+
+def test_command_lookahead_gives_what_applying_the_commands_gives():
+    """One or two commands wait for their tick while the plan is asked for; meanwhile the
+    timeline may move on (then the look-ahead copy is stale and must not be adopted). After the
+    commands are applied through the look-ahead, the timeline is the one that applied them
+    directly: same transitions, same state, same plan, and a plan handed over from the copy is
+    the one the timeline computes."""
+    from hopsim.actors.spheres.thruster_memo import CommandLookahead
+    rng = random.Random(7)
+    outcomes = {"adopted": 0, "applied": 0, "plan handed over": 0}
+    for _ in range(400):
+        on, off = rng.choice([(6 * MS, 0), (6 * MS, 2 * MS), (3 * MS, 5 * MS)])
+        tl, ref = ValveTimeline(on, off), ValveTimeline(on, off)
+        look = CommandLookahead()
+        t = 0
+        for _ in range(12):
+            t = max(t, tl.t_ns) + rng.choice([0, 1, 5, 7, 100]) * MS
+            waiting = []
+            for _ in range(rng.choice([1, 1, 2])):
+                on_times = None if rng.random() < 0.3 else [rng.choice([0, 6 * MS, 50 * MS]) for _ in range(12)]
+                waiting.append((t + rng.choice([0, 2, 10]) * MS, rng.getrandbits(12), on_times))
+            waiting.sort(key=lambda c: c[0])
+            tl.advance(t, True)
+            ref.advance(t, True)
+            plan = look.planned(tl, waiting)
+            ahead, transitions = ref.clone(), []
+            for cmd in waiting:
+                transitions += ahead.command(*cmd)
+            assert plan == sorted(transitions + ahead.planned())
+            if rng.random() < 0.3 and waiting[0][0] > t:      # the timeline moves on meanwhile
+                tl.advance(waiting[0][0] - 1)
+                ref.advance(waiting[0][0] - 1)
+            for cmd in waiting:
+                before = tl
+                tl, applied = look.apply(tl, cmd)
+                outcomes["adopted" if tl is not before else "applied"] += 1
+                assert applied == ref.command(*cmd)
+            had_plan = tl._planned is not None
+            look.hand_plan_to(tl)
+            if not had_plan and tl._planned is not None:
+                outcomes["plan handed over"] += 1
+                assert tl._planned == tl._future()
+            assert tl.same_state(ref) and (tl.t_ns, tl.open_mask, tl.next_event_ns) == (
+                ref.t_ns, ref.open_mask, ref.next_event_ns)
+            assert tl.planned() == ref.planned()
+    assert min(outcomes.values()) > 100, outcomes

@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit
 
 from hopsim.actors.spheres.params import G0, ThrusterParams
+from hopsim.actors.spheres.thruster_memo import CommandLookahead, PlanMemo, WrenchMemo
 from hopsim.actors.spheres.valves import NUM_THRUSTERS, ValveTimeline
 from hopsim.kernel import ContinuousModel, In, Out, VariableRate
 from hopsim.kernel.simtime import NS_PER_S, seconds
@@ -86,19 +87,9 @@ class ThrusterSimulator(ContinuousModel):
         self._thrust_list = [0.0] * NUM_THRUSTERS      # the same as a list
         self._stuck = False                            # any stuck_open / stuck_closed fault set
         self._propellant_total_kg = 0.0                # propellant_used_kg.sum()
-        # (force_B, torque_B) by per-thruster thrust (a tuple): the wrench of a thrust vector
-        # seen before is reused instead of recomputed (same arrays in, same numbers out); emptied
-        # when the centre of mass moves
-        self._wrench_cache: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self.force_B = np.zeros(3)
         self.torque_B = np.zeros(3)
         self.firing = False
-        # open mask -> (thrust list, firing, thrust array, force, torque), valid while the
-        # thrust of an open valve stays what it was (_thrust_gen: bumped by noise draws, scale
-        # faults and centre-of-mass moves); see _update_wrench
-        self._mask_cache: dict[int, tuple] = {}
-        self._thrust_gen = 0
-        self._mask_cache_gen = 0
         self.impulse_Ns = np.zeros(NUM_THRUSTERS)      # per thruster since the start
         self.propellant_used_kg = np.zeros(NUM_THRUSTERS)
         self.mass0_kg = body.mass_kg
@@ -108,18 +99,11 @@ class ThrusterSimulator(ContinuousModel):
         self.hops_across_events = 0
         self.switch_log: list[tuple[int, int, bool]] | None = None   # set to a list to record
         self._stale = True
-        self._ahead: list | None = None      # planned() while commands wait for their tick
-        self._ahead_tl: ValveTimeline | None = None   # the look-ahead copy _ahead came from
-        # with one command waiting: that command, the timeline the look-ahead was cloned from
-        # with its count of changes then, and the transitions the look-ahead's command returned
-        # (see _settle)
-        self._ahead_cmd: tuple | None = None
-        self._ahead_from: tuple[ValveTimeline, int] | None = None
-        self._ahead_applied: list | None = None
-        self._times_for: list | None = None  # the planned() list that _times was derived from
-        self._times: list[int] = []          # _switch_times() of that plan
-        self._switches_for: list | None = None   # the planned() list that _switches was built from
-        self._switches: list[ValveSwitch] = []   # its ValveState.planned entries
+        # what would be computed again otherwise (hopsim.actors.spheres.thruster_memo)
+        self._wrenches = WrenchMemo()
+        self._lookahead = CommandLookahead()
+        self._switch_times_memo = PlanMemo()
+        self._switch_entries_memo = PlanMemo()
 
     # ------------------------------------------------------------------ valve bookkeeping
     def _switched(self, transitions) -> None:
@@ -129,7 +113,7 @@ class ThrusterSimulator(ContinuousModel):
         for t_ns, i, is_open in transitions:
             if is_open and self.params.noise_fraction > 0.0:
                 self.noise_factor[i] = 1.0 + self.params.noise_fraction * self.rng.standard_normal()
-                self._thrust_gen += 1
+                self._wrenches.thrust_changed()
             if self.switch_log is not None:
                 self.switch_log.append((t_ns, i + 1, is_open))
 
@@ -150,56 +134,46 @@ class ThrusterSimulator(ContinuousModel):
         return [levels[i] * scale[i] * noise[i] if o else 0.0 for i, o in enumerate(open_)]
 
     def _update_wrench(self) -> None:
-        if self._stuck or self._propellant_total_kg >= self.params.propellant_kg:
-            self._update_wrench_uncached()
-            return
-        # Fast path: without stuck valves and with propellant left, the thrust, wrench and
-        # firing flag are a function of the open mask (levels, scales and noise factors fixed
-        # while _thrust_gen stays); each mask's result is computed once by
-        # _update_wrench_uncached and reused (the same objects, never changed in place).
-        # test_sph_fast_paths.py checks it against the uncached form.
-        if self._mask_cache_gen != self._thrust_gen:
-            self._mask_cache.clear()
-            self._mask_cache_gen = self._thrust_gen
-        entry = self._mask_cache.get(self.timeline.open_mask)
-        if entry is not None and entry[1] and self.geometry.r_CB_list != self.body.r_CB_B.tolist():
-            entry = None        # the centre of mass moved: recompute (which resets the caches)
-        if entry is None:
-            self._update_wrench_uncached()
-            entry = (self._thrust_list, self.firing, self.thrust_N, self.force_B, self.torque_B)
-            if self._mask_cache_gen != self._thrust_gen:      # set_centre_of_mass in there
-                self._mask_cache.clear()
-                self._mask_cache_gen = self._thrust_gen
-            self._mask_cache[self.timeline.open_mask] = entry
-            return
-        self._thrust_list, self.firing, self.thrust_N, self.force_B, self.torque_B = entry
-
-    def _update_wrench_uncached(self) -> None:
         """Thrust list and array, firing flag and wrench (force N and torque N m, B, about the
-        CM) of the valves as they are now."""
+        CM) of the valves as they are now. Without stuck valves and with propellant left they are
+        a function of the open mask while the thrust levels hold: remembered per mask."""
+        by_mask = not self._stuck and self._propellant_total_kg < self.params.propellant_kg
+        if by_mask:
+            entry = self._wrenches.of_mask(self.timeline.open_mask)
+            if entry is not None and not (entry[1] and self._centre_of_mass_moved()):
+                self._thrust_list, self.firing, self.thrust_N, self.force_B, self.torque_B = entry
+                return
+        self._compute_wrench()
+        if by_mask:
+            self._wrenches.keep_mask(self.timeline.open_mask, (self._thrust_list, self.firing, self.thrust_N,
+                                                              self.force_B, self.torque_B))
+
+    def _compute_wrench(self) -> None:
+        """:meth:`_update_wrench` from the valves, levels, scales, noise factors and arms."""
         thrust = self._effective_thrust()
         self._thrust_list = thrust
         self.thrust_N = np.array(thrust)
         self.firing = any(thrust)
         if self.firing:
-            if self.geometry.r_CB_list != self.body.r_CB_B.tolist():
+            if self._centre_of_mass_moved():
                 self.geometry.set_centre_of_mass(self.body.r_CB_B)
-                self._wrench_cache.clear()
-                self._thrust_gen += 1
-            key = tuple(thrust)
-            wrench = self._wrench_cache.get(key)
-            if wrench is None:
-                force, torque = self.geometry.wrench(self.thrust_N)
-                if self.params.planar:
-                    force[2] = 0.0
-                    torque[0] = torque[1] = 0.0
-                if len(self._wrench_cache) >= 256:      # noisy thrust: keys rarely repeat
-                    self._wrench_cache.clear()
-                wrench = self._wrench_cache[key] = (force, torque)
-            self.force_B, self.torque_B = wrench      # never changed in place
+                self._wrenches.arms_changed()
+            self.force_B, self.torque_B = self._wrenches.wrench(thrust, self._wrench_of_thrust)
         else:
             self.force_B = np.zeros(3)
             self.torque_B = np.zeros(3)
+
+    def _centre_of_mass_moved(self) -> bool:
+        return self.geometry.r_CB_list != self.body.r_CB_B.tolist()
+
+    def _wrench_of_thrust(self) -> tuple[np.ndarray, np.ndarray]:
+        """Force (N) and torque about the CM (N m), body frame, of ``thrust_N`` (in-plane only
+        on the air table)."""
+        force, torque = self.geometry.wrench(self.thrust_N)
+        if self.params.planar:
+            force[2] = 0.0
+            torque[0] = torque[1] = 0.0
+        return force, torque
 
     def _account_propellant(self, t_ns: int) -> None:
         """Propellant burnt from the last account (``t_flow_ns``) to ``t_ns`` at the thrust held
@@ -220,63 +194,18 @@ class ThrusterSimulator(ContinuousModel):
         the plan may have changed."""
         if not self.pending_cmds:
             return self.timeline.planned_view()
-        if self._ahead is None:
-            ahead = self.timeline.clone()
-            if len(self.pending_cmds) == 1:
-                self._ahead_cmd = self.pending_cmds[0]
-                self._ahead_from = (self.timeline, self.timeline.changes)
-            else:
-                self._ahead_cmd = self._ahead_from = None
-            out = []
-            for t_cmd, mask, on_times in self.pending_cmds:
-                out += ahead.command(t_cmd, mask, on_times)
-            self._ahead_applied = out
-            # after a command the plan is a list made anew, so it can stand for the whole plan
-            # when the commands applied no transition (and, adopted, keeps its derived caches)
-            plan = ahead.planned_view()
-            self._ahead = sorted(out + plan) if out else plan
-            self._ahead_tl = ahead
-        return self._ahead
-
-    def _reuse_ahead_plan(self) -> None:
-        """Once the waiting commands are applied, the look-ahead copy already holds the plan:
-        when its valve state is the timeline's, give the timeline that plan (the list
-        :meth:`ValveTimeline._future` would make again, a pure function of that state) instead
-        of recomputing it. The state comparison makes this exact; test_sph_fast_paths.py
-        checks the plans of a command sequence against a fresh timeline's."""
-        tl, ahead = self.timeline, self._ahead_tl
-        self._ahead_tl = None
-        if (ahead is not None and tl._planned is None and ahead._planned is not None
-                and tl.next_event_ns == ahead.next_event_ns and tl.same_state(ahead)):
-            tl._planned = ahead._planned
-
-    def _adopt_ahead(self, t_cmd: int) -> bool:
-        """Fast path for applying the one waiting command at ``t_cmd`` (ns): when the timeline is
-        still in the state the look-ahead copy was cloned from (the same timeline, with the same
-        count of changes: nothing happened to it since but the passing of time), that copy, which
-        applied the same command at the same instant, is what ``timeline.command`` would make of
-        it (a pure function of that state and the command), and its transitions are the ones it
-        would return. Take the copy as the timeline instead of repeating the command.
-        test_sph_fast_paths.py checks it."""
-        tl, ahead, before = self.timeline, self._ahead_tl, self._ahead_from
-        if (ahead is None or before is None or tl.t_ns > t_cmd or ahead.t_ns != t_cmd
-                or before[0] is not tl or before[1] != tl.changes):
-            return False
-        self.timeline = ahead
-        self._ahead_tl = None
-        return True
+        return self._lookahead.planned(self.timeline, self.pending_cmds)
 
     def _switch_times(self) -> list[int]:
-        """Sorted instants of the planned transitions and fault ends (cached per plan; callers
-        must not change the list)."""
-        planned = self._planned_view()
-        if planned is not self._times_for:
-            times = {t for t, _, _ in planned}
-            if self.fault_clears:
-                times.update(t for t, _, _ in self.fault_clears)
-            self._times = sorted(times)
-            self._times_for = planned
-        return self._times
+        """Sorted instants of the planned transitions and fault ends (callers must not change
+        the list)."""
+        return self._switch_times_memo.get(self._planned_view(), self._times_of)
+
+    def _times_of(self, planned: list[tuple[int, int, bool]]) -> list[int]:
+        times = {t for t, _, _ in planned}
+        if self.fault_clears:
+            times.update(t for t, _, _ in self.fault_clears)
+        return sorted(times)
 
     def _ask_barriers(self, t_ns: int) -> None:
         """Barriers at every planned transition before the I/O instant the kernel already has."""
@@ -302,26 +231,20 @@ class ThrusterSimulator(ContinuousModel):
             return
         changed = self._stale
         while self.pending_cmds and self.pending_cmds[0][0] <= t_ns:
-            cmd = self.pending_cmds.pop(0)
-            t_cmd, mask, on_times = cmd
-            if self._ahead_cmd is cmd and self._adopt_ahead(t_cmd):
-                self._switched(self._ahead_applied)
-            else:
-                self._switched(self.timeline.command(t_cmd, mask, on_times))
-            self._ahead_cmd = self._ahead_from = self._ahead_applied = None
-            self._ahead = None
+            self.timeline, applied = self._lookahead.apply(self.timeline, self.pending_cmds.pop(0))
+            self._switched(applied)
             changed = True
             if not self.pending_cmds:
-                self._reuse_ahead_plan()
+                self._lookahead.hand_plan_to(self.timeline)
         while self.fault_clears and self.fault_clears[0][0] <= t_ns:
             _, kind, index = self.fault_clears.pop(0)
             self._clear_fault(kind, index)
-            self._times_for = None
+            self._switch_times_memo.forget()
             changed = True
         switched = self.timeline.advance(t_ns, before_activations)
         if switched:
             self._switched(switched)
-            self._ahead = None
+            self._lookahead.forget_plan()
         if changed or switched:
             self._update_wrench()
             self._stale = False
@@ -348,7 +271,7 @@ class ThrusterSimulator(ContinuousModel):
                 self.pending_cmds.append((max(cmd.t_ns, t_ns), cmd.mask, list(cmd.on_time_ns) or None))
             if len(self.pending_cmds) > 1:
                 self.pending_cmds.sort(key=lambda c: c[0])
-            self._ahead = None
+            self._lookahead.forget_plan()
             self._stale = True
             self._ask_barriers(t_ns)
         # (without commands, one settle does what the two would: the same transitions in the
@@ -358,13 +281,10 @@ class ThrusterSimulator(ContinuousModel):
             self.write("valves", self._valve_state(t_ns))
 
     def _valve_state(self, t_ns: int) -> ValveState:
-        planned = self._planned_view()
-        if planned is not self._switches_for:      # a new plan: its entries, built once
-            self._switches = [ValveSwitch(t_ns=t, thruster=i + 1, open=o) for t, i, o in planned]
-            self._switches_for = planned
+        switches = self._switch_entries_memo.get(self._planned_view(), _switch_entries)
         msg = ValveState(vehicle=self.vehicle, t_ns=t_ns, open_mask=self.timeline.open_mask,
                          thrust_N=self._thrust_list, propellant_used_kg=self.propellant_used_kg.tolist(),
-                         mass_kg=self.body.mass_kg, planned=self._switches)
+                         mass_kg=self.body.mass_kg, planned=switches)
         set_vector3(msg.force_B, self.force_B.tolist())
         set_vector3(msg.torque_B, self.torque_B.tolist())
         return msg
@@ -381,7 +301,7 @@ class ThrusterSimulator(ContinuousModel):
         for i in self._indices(index):
             if kind == "thrust_scale":
                 self.scale[i] = 1.0
-                self._thrust_gen += 1
+                self._wrenches.thrust_changed()
             elif kind == "thruster_stuck_on":
                 self.stuck_open[i] = False
             else:
@@ -400,16 +320,21 @@ class ThrusterSimulator(ContinuousModel):
                     self.stuck_open[i] = True
                 else:
                     self.scale[i] = fault.value
-                    self._thrust_gen += 1
+                    self._wrenches.thrust_changed()
             self._stuck = bool(self.stuck_open.any() or self.stuck_closed.any())
             if fault.duration_s > 0:
                 t_clear = t_ns + seconds(fault.duration_s)
                 self.fault_clears.append((t_clear, fault.kind, fault.index))
                 self.fault_clears.sort()
-                self._times_for = None
+                self._switch_times_memo.forget()
                 self._ask_barriers(t_ns)
         self._stale = True
         self._settle(t_ns)
+
+
+def _switch_entries(planned: list[tuple[int, int, bool]]) -> list[ValveSwitch]:
+    """A plan's entries of ValveState.planned (thrusters numbered from 1)."""
+    return [ValveSwitch(t_ns=t, thruster=i + 1, open=o) for t, i, o in planned]
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")

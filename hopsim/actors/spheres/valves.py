@@ -75,6 +75,14 @@ class ValveTimeline:
         return (self.on_delay_ns == other.on_delay_ns and self.off_delay_ns == other.off_delay_ns
                 and self.state.tobytes() == other.state.tobytes())
 
+    def take_plan_of(self, other: "ValveTimeline") -> None:
+        """Take ``other``'s plan as this timeline's own, if this one has none yet and both are in
+        the same state (the plan is a pure function of the state): the list :meth:`_future`
+        would make again."""
+        if (self._planned is None and other._planned is not None
+                and self.next_event_ns == other.next_event_ns and self.same_state(other)):
+            self._planned = other._planned
+
     # ------------------------------------------------------------------ commands
     def command(self, t_ns: int, mask: int, on_time_ns=None) -> list[tuple[int, int, bool]]:
         """A command at ``t_ns``: bit i of ``mask`` commands thruster i+1 on, for ``on_time_ns[i]``
