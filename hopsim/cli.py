@@ -541,6 +541,8 @@ def view_cmd(
     browser: bool = typer.Option(True, help="open the page in the default browser"),
     follow: bool = typer.Option(False, "--follow", help="a recording still being written (a live run's --out): "
                                                         "the page shows what it holds as it grows"),
+    hill: Optional[str] = typer.Option(None, metavar="CHIEF", help="show the vehicles relative to vehicle CHIEF, "
+                                       "in its Hill frame (LVLH: x radial, y along-track, z orbit normal)"),
 ) -> None:
     """Open a recording in the browser: the vehicles in 3-D, playback, events, plots (offline)."""
     import webbrowser
@@ -550,7 +552,7 @@ def view_cmd(
 
     path = _recording_to_view(file, run)
     try:
-        view = RunView(path, follow=follow)
+        view = RunView(path, follow=follow, hill_of=hill)
     except (SignalError, OSError, ValueError) as e:
         err.print(f"[red]error:[/red] {path}: {e}")
         raise typer.Exit(2) from None
@@ -562,6 +564,7 @@ def view_cmd(
     url = f"http://{host}:{server.server_address[1]}/"
     p = view.poses
     console.print(f"{path.name}: {len(p.vehicles)} vehicles, {len(p.t_s)} instants"
+                  + (f", in the Hill frame of {hill}" if hill else "")
                   + (f" (every {p.every}th recorded instant)" if p.every > 1 else "")
                   + f", {len(view.events)} events")
     if view.report.damaged_chunks:

@@ -63,6 +63,56 @@ def test_poses_are_the_recorded_states(two_rates):
         assert poses.q_BN[k, 1, 2] == pytest.approx(np.sin(0.1 * last), abs=1e-7)
 
 
+def test_poses_in_a_chiefs_hill_frame(tmp_path):
+    """A chief on an inclined circular orbit and two vehicles placed around it in its Hill frame
+    (one 100 m radially out, one moving along a known path with a known attitude relative to H):
+    ``--hill chief`` gives back those relative positions and attitudes; the frame is built from
+    the recorded states by the orbit-frame functions of hopsim.dynamics."""
+    from hopsim.dynamics.orbit_frames import hill_dcm, inertial_to_hill
+
+    mu, a, inc = 3.986004418e14, 6.9e6, 0.9
+    n = np.sqrt(mu / a**3)
+    path = tmp_path / "hill.mcap"
+    recorder = McapRecorder(path, {"scenario": "test"})
+    expected = []
+    for k in range(11):
+        t_ns = k * 60_000_000_000
+        th = n * t_ns / 1e9
+        r_c = a * np.array([np.cos(th), np.sin(th) * np.cos(inc), np.sin(th) * np.sin(inc)])
+        v_c = a * n * np.array([-np.sin(th), np.cos(th) * np.cos(inc), np.cos(th) * np.sin(inc)])
+        C_HN = hill_dcm(r_c, v_c)
+        rho = np.array([20.0 * np.sin(0.3 * k), 150.0 - 10.0 * k, -5.0 + k])
+        R_HB = Rotation.from_rotvec([0.1 * k, -0.2, 0.05 * k])             # the attitude relative to H
+        placed = {"chief": (r_c, v_c, Rotation.identity()),
+                  "up": (r_c + 100.0 * C_HN[0], v_c, Rotation.identity()),
+                  "mover": (r_c + C_HN.T @ rho, v_c, Rotation.from_matrix(C_HN.T) * R_HB)}
+        for name, (r, v, R_NB) in placed.items():
+            q = R_NB.as_quat()
+            msg = VehicleState(vehicle=name, t_ns=t_ns, r_BN_N=Vector3(x=r[0], y=r[1], z=r[2]),
+                               v_BN_N=Vector3(x=v[0], y=v[1], z=v[2]),
+                               q_BN=Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]))
+            recorder.record(Envelope(t_ns, t_ns, name, f"{name}/state", k, 0, msg))
+        recorder.flush()
+        expected.append((inertial_to_hill(r_c, v_c, r_c + C_HN.T @ rho, v_c)[0], R_HB))
+    recorder.close()
+
+    poses = read_poses(ColumnReader(path), hill_of="chief")
+    assert poses.frame == "hill:chief" and poses.vehicles == ["chief", "mover", "up"]
+    assert np.all(poses.origin_N == 0.0)
+    assert np.max(np.abs(poses.r_N[:, 0])) == 0.0                              # the chief at H's origin
+    assert np.max(np.abs(poses.r_N[:, 2] - [100.0, 0.0, 0.0])) < 1e-4         # radially out
+    for k, (rho, R_HB) in enumerate(expected):
+        assert np.max(np.abs(poses.r_N[k, 1] - rho)) < 1e-4                    # float32 of ~150 m
+        got = Rotation.from_quat(poses.q_BN[k, 1].astype(float))
+        assert (got.inv() * R_HB).magnitude() < 1e-6                           # rad
+    view = RunView(path, hill_of="chief")
+    assert view.run()["frame"] == "hill:chief" and view.scene() == {"kind": "hill", "chief": "chief"}
+    with pytest.raises(ValueError, match="no vehicle 'nobody'.*chief, mover, up"):
+        read_poses(ColumnReader(path), hill_of="nobody")
+    result = CliRunner().invoke(app, ["view", str(path), "--hill", "nobody", "--no-browser"])
+    assert result.exit_code == 2 and "no vehicle 'nobody'" in result.output
+
+
 def test_many_vehicles_keep_every_kth_instant(two_rates):
     poses = read_poses(ColumnReader(two_rates), max_samples=20)
     assert poses.every == 4                                          # ceil(31 * 2 / 20)

@@ -2,8 +2,9 @@
 
 - :func:`read_poses`: every vehicle's position and attitude at the recorded instants, from the
   ``hopsim.VehicleState`` messages on ``<vehicle>/state`` (the truth states the dynamics publish):
-  ``r_BN_N`` (m, inertial frame N) and ``q_BN`` (scalar last). At most ``max_samples``
-  vehicle-instants are kept: with many vehicles, every k-th instant (``every``) is kept.
+  ``r_BN_N`` (m, inertial frame N) and ``q_BN`` (scalar last), or, asked for, relative to a chief
+  in its Hill frame (:func:`hill_frame`). At most ``max_samples`` vehicle-instants are kept: with
+  many vehicles, every k-th instant (``every``) is kept.
 - :func:`read_events`: what happened at an instant, for the timeline: contacts, docks, undocks,
   island merges and splits, the run's stop (kernel events), and the faults sent on the bus.
 - :func:`signal_catalog`: the topics whose numeric fields can be plotted.
@@ -15,6 +16,8 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
+
+from scipy.spatial.transform import Rotation
 
 from hopsim.schemas import Fault, KernelEvent
 from hopsim.view.columns import ColumnReader, numeric_fields
@@ -37,6 +40,10 @@ class Poses:
     position at the first instant, so that float32 keeps mm over an orbit's radius); ``q_BN``
     (T, N, 4) float32, scalar last. A vehicle not yet recorded at an instant has NaN there; later
     gaps hold its last recorded pose. ``every``: recorded instants per kept instant.
+
+    ``frame``: ``"N"``, or ``"hill:<chief>"`` when the poses are in a chief's Hill frame H
+    (:func:`hill_frame`): then ``r_N`` holds rho, the position relative to the chief in H, and
+    ``q_BN`` the attitude relative to H (``q_BH``), and ``origin_N`` is zero.
     """
     t_s: np.ndarray
     vehicles: list[str]
@@ -44,11 +51,12 @@ class Poses:
     q_BN: np.ndarray
     origin_N: np.ndarray
     every: int
+    frame: str = "N"
 
     def to_bytes(self) -> bytes:
         """The page's binary form: a little-endian u32 header length, the JSON header padded with
         spaces to a multiple of 8 bytes, then t_s (float64), r_N and q_BN (float32), C order."""
-        header = json.dumps({"instants": len(self.t_s), "vehicles": self.vehicles,
+        header = json.dumps({"instants": len(self.t_s), "vehicles": self.vehicles, "frame": self.frame,
                              "origin_N": [float(x) for x in self.origin_N], "every": self.every}).encode()
         header += b" " * (-(4 + len(header)) % 8)
         return b"".join([np.uint32(len(header)).tobytes(), header, self.t_s.astype("<f8").tobytes(),
@@ -66,11 +74,18 @@ def _state_channels(reader: ColumnReader) -> dict[int, str]:
     return out
 
 
-def read_poses(reader: ColumnReader, max_samples: int = MAX_POSE_SAMPLES, origin_N=None) -> Poses:
+def read_poses(reader: ColumnReader, max_samples: int = MAX_POSE_SAMPLES, origin_N=None,
+               hill_of: str | None = None) -> Poses:
     """The vehicles' poses (see :class:`Poses`); no vehicles gives T = N = 0. ``origin_N``: the
-    origin to take (m, frame N), instead of the mean position at the first instant."""
+    origin to take (m, frame N), instead of the mean position at the first instant. ``hill_of``:
+    a vehicle's name: the poses relative to it, in its Hill frame (a ValueError names the
+    vehicles when it is not one of them)."""
     owners = _state_channels(reader)
     names = sorted(set(owners.values()))
+    if hill_of is not None and hill_of not in names:
+        shown = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
+        raise ValueError(f"no vehicle {hill_of!r} in the recording to take the Hill frame of; its vehicles: "
+                         f"{shown or 'none'}")
     if not names:
         return Poses(np.zeros(0), [], np.zeros((0, 0, 3), np.float32), np.zeros((0, 0, 4), np.float32),
                      np.zeros(3), 1)
@@ -80,6 +95,8 @@ def read_poses(reader: ColumnReader, max_samples: int = MAX_POSE_SAMPLES, origin
     for cid in ids:
         vehicle_of[cid] = index[owners[cid]]
     fields = ["r_BN_N.x", "r_BN_N.y", "r_BN_N.z", "q_BN.x", "q_BN.y", "q_BN.z", "q_BN.w"]
+    if hill_of is not None:
+        fields += ["v_BN_N.x", "v_BN_N.y", "v_BN_N.z"]
     columns = [reader.column(ids, STATE_TYPE, f) for f in fields]
     t_ns = columns[0].t_ns
     instants = np.unique(t_ns)
@@ -88,17 +105,43 @@ def read_poses(reader: ColumnReader, max_samples: int = MAX_POSE_SAMPLES, origin
     row = np.searchsorted(instants, t_ns)
     take = row % every == 0
     frame, vehicle = row[take] // every, vehicle_of[columns[0].channel[take]]
-    data = np.full((len(kept), len(names), 7), np.nan)
+    data = np.full((len(kept), len(names), len(fields)), np.nan)
     for k, col in enumerate(columns):
         data[frame, vehicle, k] = col.values[take]
     data = _hold_last(data)
+    if hill_of is not None:
+        chief = data[:, index[hill_of]]
+        r_H, q_BH = hill_frame(chief[:, :3], chief[:, 7:10], data[:, :, :3], data[:, :, 3:7])
+        return Poses(kept / 1e9, names, r_H.astype(np.float32), q_BH.astype(np.float32), np.zeros(3), every,
+                     frame=f"hill:{hill_of}")
     first = data[0, :, :3]
     if origin_N is not None:
         origin = np.asarray(origin_N, dtype=float)
     else:
         origin = np.nanmean(first, axis=0) if np.isfinite(first).any() else np.zeros(3)
     r = (data[:, :, :3] - origin).astype(np.float32)
-    return Poses(kept / 1e9, names, r, data[:, :, 3:].astype(np.float32), origin, every)
+    return Poses(kept / 1e9, names, r, data[:, :, 3:7].astype(np.float32), origin, every)
+
+
+def hill_frame(r_c: np.ndarray, v_c: np.ndarray, r_N: np.ndarray, q_BN: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Poses relative to a chief, in its Hill (LVLH) frame H: x along the chief's position
+    (radial), z along its orbital angular momentum r_c x v_c (orbit normal), y = z x x
+    (along-track). ``r_c``, ``v_c`` (T, 3): the chief's position and velocity (m, m/s, frame N);
+    ``r_N`` (T, N, 3) and ``q_BN`` (T, N, 4, scalar last): every vehicle's. Returns rho (T, N, 3),
+    the position relative to the chief in H (m), and q_BH (T, N, 4, scalar last), the attitude
+    relative to H (v_H = R(q_BH) v_B). NaN where a vehicle or the chief is not recorded yet."""
+    x = r_c / np.linalg.norm(r_c, axis=1, keepdims=True)
+    h = np.cross(r_c, v_c)
+    z = h / np.linalg.norm(h, axis=1, keepdims=True)
+    C_HN = np.stack([x, np.cross(z, x), z], axis=1)              # (T, 3, 3): rows are H's axes in N
+    rho = np.einsum("tij,tnj->tni", C_HN, r_N - r_c[:, None, :])
+    q_BH = np.full(q_BN.shape, np.nan)
+    known = np.isfinite(q_BN).all(axis=2) & np.isfinite(C_HN).all(axis=(1, 2))[:, None]
+    if known.any():
+        t_of = np.broadcast_to(np.arange(len(q_BN))[:, None], known.shape)[known]
+        C_NB = Rotation.from_quat(q_BN[known]).as_matrix()
+        q_BH[known] = Rotation.from_matrix(C_HN[t_of] @ C_NB).as_quat()
+    return rho, q_BH
 
 
 def _hold_last(data: np.ndarray) -> np.ndarray:
@@ -173,4 +216,4 @@ def read_run_info(reader: ColumnReader) -> dict:
     return {"run": reader.metadata.get(RUN_METADATA, {}), "result": reader.metadata.get(RESULT_METADATA, {})}
 
 
-__all__ = ["Poses", "read_poses", "read_events", "signal_catalog", "read_run_info"]
+__all__ = ["Poses", "read_poses", "hill_frame", "read_events", "signal_catalog", "read_run_info"]

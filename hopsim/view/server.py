@@ -63,9 +63,10 @@ class RunView:
     once; signals read on request. With ``follow``, a recording still being written (a live run's
     ``--out``): each ``/api/run`` reads it again if it has grown (up to its last closed chunk)."""
 
-    def __init__(self, path: str | Path, follow: bool = False):
+    def __init__(self, path: str | Path, follow: bool = False, hill_of: str | None = None):
         self.path = Path(path)
         self.follow = follow
+        self.hill_of = hill_of      # a vehicle: the poses in its Hill frame (see read_poses)
         self._lock = threading.Lock()
         self._size = -1
         self._read()
@@ -75,7 +76,7 @@ class RunView:
         report = ColumnsReport()
         reader = ColumnReader(self.path, report)
         origin = self.poses.origin_N if self._size >= 0 and self.poses.vehicles else None
-        poses = read_poses(reader, origin_N=origin)
+        poses = read_poses(reader, origin_N=origin, hill_of=self.hill_of)
         events, catalog, info = read_events(reader), signal_catalog(reader), read_run_info(reader)
         self.report, self._reader, self.poses, self.events, self.catalog, self.info = (
             report, reader, poses, events, catalog, info)
@@ -91,7 +92,10 @@ class RunView:
 
     def scene(self) -> dict:
         """What surrounds the vehicles: the test volume (the run's ``scene_json`` metadata), the
-        Earth (vehicles farther than ORBIT_RADIUS_M from N's origin), or nothing."""
+        Earth (vehicles farther than ORBIT_RADIUS_M from N's origin), or nothing (a grid; also in
+        a chief's Hill frame)."""
+        if self.hill_of is not None:
+            return {"kind": "hill", "chief": self.hill_of}
         try:
             described = json.loads(self.info.get("run", {}).get("scene_json", "{}"))
             lo, hi = described["volume_N"]
@@ -106,6 +110,7 @@ class RunView:
         p = self.poses
         t = p.t_s
         return {"file": self.path.name, "info": self.info, "scene": self.scene(), "follow": self.follow,
+                "frame": p.frame,
                 "t0_s": float(t[0]) if len(t) else 0.0, "t1_s": float(t[-1]) if len(t) else 0.0,
                 "vehicles": len(p.vehicles), "instants": len(t), "every": p.every,
                 "events": self.events, "catalog": self.catalog,

@@ -3,6 +3,8 @@
 // Data comes from the server of `hopsim view` (hopsim/view/server.py): /api/run, /api/poses,
 // /api/signal. Positions are in the inertial frame N relative to the run's origin (m); attitudes
 // are q_BN (scalar last), so a body's +x axis (the nose cone) is drawn where R(q_BN) x_B points.
+// Asked for (`hopsim view --hill CHIEF`), they are relative to a chief in its Hill frame H
+// instead (poses.frame "hill:<chief>"; x radial, y along-track, z orbit normal) and attitudes q_BH.
 import * as THREE from 'three';
 import { OrbitControls } from '/static/vendor/three/OrbitControls.js';
 
@@ -159,11 +161,11 @@ function environment(run, poses, size, centre) {
     group.add(earth);
   } else {
     const grid = new THREE.GridHelper(size * 2, 20, 0x3a4250, 0x262c36);
-    grid.rotation.x = Math.PI / 2;                       // the x-y plane of N
+    grid.rotation.x = Math.PI / 2;                       // the frame's x-y plane (in H: radial, along-track)
     grid.position.set(centre.x, centre.y, centre.z - size / 2);
     group.add(grid);
   }
-  group.add(new THREE.AxesHelper(size / 6));             // N's axes at the run's origin: x red, y green, z blue
+  group.add(new THREE.AxesHelper(size / 6));             // the frame's axes at its origin: x red, y green, z blue
   return group;
 }
 
@@ -406,7 +408,8 @@ async function follow() {
 
 function subtitle(run) {
   const info = run.info.run || {};
-  return `${run.file} · ${info.scenario || 'run'} · ${run.vehicles} vehicles · ${run.t0_s.toFixed(2)}–${run.t1_s.toFixed(2)} s`;
+  const frame = run.scene.kind === 'hill' ? ` · Hill frame of ${run.scene.chief}` : '';
+  return `${run.file} · ${info.scenario || 'run'} · ${run.vehicles} vehicles${frame} · ${run.t0_s.toFixed(2)}–${run.t1_s.toFixed(2)} s`;
 }
 
 async function main() {
