@@ -13,7 +13,7 @@ from hopsim.dynamics.integrators import DOP853
 from hopsim.dynamics.orbital_elements import elements_from_state, state_from_elements
 from hopsim.dynamics.spherical_harmonics import GravityField, ggm03s
 from hopsim.kernel import Simulation
-from hopsim.schemas import MassProperties, Vector3, Wrench
+from hopsim.schemas import Fault, MassProperties, Vector3, Wrench
 
 INERTIA = np.diag([40.0, 50.0, 30.0])
 
@@ -125,3 +125,118 @@ def test_reaction_wheels_conserve_angular_momentum_and_leave_the_orbit_alone():
     assert np.linalg.norm(H - H0, axis=1).max() / np.linalg.norm(H0) < 1e-9
     assert np.abs(x_wheels[13:] - wheels["Omega_radps"]).max() > 10.0        # momentum did move
     np.testing.assert_array_equal(x_wheels[0:6], x_plain[0:6])
+
+
+def wheeled(duration_s, faults=(), commands=(), steps=10, **kw):
+    """A spacecraft with reaction wheels and no external torque (no gravity gradient, no drag), RK4
+    with ``steps`` steps a second; ``faults`` and ``commands`` (t_s, torques) sent. Returns the
+    model and its ``wheels`` messages (1 Hz)."""
+    from hopsim.bus.recorder import MemoryRecorder
+    from hopsim.dynamics.integrators import RK4
+    from hopsim.schemas import ReactionWheelCommand
+
+    recorder = MemoryRecorder()
+    sim = Simulation(seed=1, recorder=recorder)
+    sim.add_island("sc", integrator=RK4(), n_integration_steps=steps)
+    r, v = state_from_elements(6.9e6, 0.01, 0.9, 0.1, 0.2, 0.3, EARTH_MU)
+    model = sim.add_model(OrbitingSpacecraft("sc", r, v, 100.0, INERTIA, gravity_gradient=False, rate_hz=1.0, **kw),
+                          "sc", ties={"torque_cmd": "sc/rw_cmd", "wheels": "sc/wheels"})
+    for fault, t in faults:
+        sim.schedule_fault(fault, t)
+    for t, torques in commands:
+        sim.inject("sc/rw_cmd", ReactionWheelCommand(torque_Nm=torques), t)
+    sim.advance_to(duration_s)
+    recorder.flush()
+    return model, [e.payload for e in recorder.envelopes if e.topic == "sc/wheels"]
+
+
+def H_N(model, x=None):
+    from hopsim.dynamics.spatial import quat_to_dcm
+
+    x = model.x if x is None else x
+    return quat_to_dcm(x[6:10]) @ model.angular_momentum_B(x)
+
+
+def test_a_failed_wheel_gives_no_motor_torque_and_spins_down_by_friction_only():
+    """Wheel 0 on z fails at t = 0 while commanded: no motor torque, so with H = 0 (the body
+    counter-rotates about z) its spin momentum h = J (omega_z + Omega) obeys h' = -f(Omega) with
+    Omega = h (1/J + 1/I_zz) = h k, and f = c Omega + F_c min(Omega / v_c, 1):
+    Omega = (Omega_0 + F_c/c) exp(-k c t) - F_c/c down to v_c at t_1, then
+    v_c exp(-k (c + F_c/v_c) (t - t_1)). Wheel 1 (on x, at rest, commanded 0) stays still."""
+    J, c, Fc, vc, Omega0, Izz = 0.05, 1e-3, 1e-2, 0.5, 15.0, INERTIA[2, 2]
+    model, wheels = wheeled(60.0, faults=[(Fault(target="sc", kind="wheel_failed", index=0), 0.0)],
+                            commands=[(0.0, [0.05, 0.0])], axes_B=[(0, 0, 1), (1, 0, 0)], J_kgm2=J,
+                            Omega_radps=[Omega0, 0.0], omega_BN_B=(0, 0, -J * Omega0 / (Izz + J)), viscous_Nms=c,
+                            coulomb_Nm=Fc, coulomb_speed_radps=vc)
+    k = 1 / J + 1 / Izz
+    t1 = math.log((Omega0 + Fc / c) / (vc + Fc / c)) / (k * c)
+    assert 20.0 < t1 < 50.0                 # both pieces are sampled
+
+    def spin(t):
+        if t <= t1:
+            return (Omega0 + Fc / c) * math.exp(-k * c * t) - Fc / c
+        return vc * math.exp(-k * (c + Fc / vc) * (t - t1))
+
+    t = np.array([w.t_ns for w in wheels]) * 1e-9
+    speed = np.array([w.speed_radps for w in wheels])
+    assert np.all(np.array([w.motor_torque_Nm for w in wheels]) == 0.0)
+    expected = np.array([spin(s) for s in t])
+    # RK4 (h = 0.1 s) is exact to rounding on each smooth piece; the step across the ramp's
+    # corner at t_1 is first order there: 3e-6 rad/s
+    assert np.abs(speed[:, 0] - expected).max() < 1e-5
+    assert np.abs(speed[t < t1 - 0.1, 0] - expected[t < t1 - 0.1]).max() < 1e-9
+    assert np.all(speed[:, 1] == 0.0)
+
+
+def test_total_angular_momentum_is_conserved_with_a_failed_wheel():
+    """Four wheels in a pyramid under random commands; wheel 2 fails at 20 s and is repaired at
+    50 s: H_N stays constant to 1e-9 relative, and wheel 2's motor torque is zero while failed."""
+    beta = math.radians(30.0)
+    axes = [(math.cos(beta) * math.cos(az), math.cos(beta) * math.sin(az), math.sin(beta))
+            for az in np.radians([0.0, 90.0, 180.0, 270.0])]
+    rng = np.random.default_rng(5)
+    commands = [(10.0 * k, rng.uniform(-0.05, 0.05, 4).tolist()) for k in range(8)]
+    faults = [(Fault(target="sc", kind="wheel_failed", index=2), 20.0),
+              (Fault(target="sc", kind="wheel_failed", index=2, clear=True), 50.0)]
+    kw = dict(axes_B=axes, J_kgm2=0.05, Omega_radps=(100.0, -50.0, 20.0, 0.0), omega_BN_B=(0.02, -0.01, 0.03),
+              q_BN=(0.1, 0.2, 0.3, 0.9), viscous_Nms=1e-4, coulomb_Nm=2e-3, coulomb_speed_radps=0.5)
+    model, wheels = wheeled(80.0, faults, commands, **kw)
+    H0 = H_N(model, model.x0)
+    u = {round(w.t_ns * 1e-9): np.array(w.motor_torque_Nm) for w in wheels}
+    assert all(u[t][2] == 0.0 for t in range(21, 51)) and u[19][2] != 0.0 and u[51][2] != 0.0
+    assert np.linalg.norm(H_N(model) - H0) / np.linalg.norm(H0) < 1e-9
+
+
+def test_torque_scale_scales_the_applied_motor_torque_and_clear_restores_it():
+    """Commands (0.3, -0.03) N m, limit 0.1 N m, no friction: the applied torques are the limited
+    commands times the scale; each wheel's spin momentum h = J (g . omega + Omega) grows by the
+    integral of its applied torque (h' = u exactly)."""
+    faults = [(Fault(target="sc", kind="torque_scale", index=1, value=0.5), 5.0),
+              (Fault(target="sc", kind="torque_scale", index=-1, value=0.25), 10.0),
+              (Fault(target="sc", kind="torque_scale", index=0, clear=True), 15.0),
+              (Fault(target="sc", kind="torque_scale", index=1, clear=True), 18.0)]
+    model, wheels = wheeled(20.0, faults, commands=[(0.0, [0.3, -0.03])], axes_B=[(0, 0, 1), (1, 0, 0)],
+                            J_kgm2=0.05, max_torque_Nm=0.1)
+    u = {round(w.t_ns * 1e-9): w.motor_torque_Nm for w in wheels}
+    assert u[3] == [0.1, -0.03] and u[7] == [0.1, -0.015] and u[12] == [0.025, -0.0075]
+    assert u[16] == [0.1, -0.0075] and u[19] == [0.1, -0.03]
+    h = model.J * (model.G @ model.x[10:13] + model.x[13:15])
+    expected = [0.1 * 10 + 0.025 * 5 + 0.1 * 5, -0.03 * 5 - 0.015 * 5 - 0.0075 * 8 - 0.03 * 2]
+    assert np.allclose(h, expected, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("fault, message", [
+    (Fault(target="sc", kind="wheel_failed", index=2), "no wheel 2; it has 2"),
+    (Fault(target="sc", kind="torque_scale", index=-2, value=0.5), "no wheel -2"),
+    (Fault(target="sc", kind="torque_scale", index=0, value=float("nan")), "value must be a finite scale"),
+], ids=["index out of range", "index below -1", "NaN scale"])
+def test_a_bad_wheel_fault_is_an_error(fault, message):
+    with pytest.raises(ValueError, match=message):
+        wheeled(2.0, [(fault, 1.0)], axes_B=[(0, 0, 1), (1, 0, 0)])
+    sim = Simulation(seed=1)
+    sim.add_island("sc")
+    sim.add_model(OrbitingSpacecraft("sc", *state_from_elements(7e6, 0.0, 0.0, 0.0, 0.0, 0.0, EARTH_MU), 100.0,
+                                     INERTIA), "sc")
+    sim.schedule_fault(Fault(target="sc", kind="wheel_failed", index=0), 1.0)
+    with pytest.raises(ValueError, match="has no reaction wheels"):
+        sim.advance_to(2.0)

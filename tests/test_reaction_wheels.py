@@ -85,3 +85,15 @@ def test_a_disturbance_torque_adds_its_angular_impulse():
     sim.schedule_fault(Fault(target="sc", kind="disturbance", torque_B=Vector3(z=0.03), duration_s=10.0), 2.0)
     sim.advance_to(30.0)
     assert np.allclose(H_N(model), [0.0, 0.0, 0.3], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("fault, message", [
+    (Fault(target="sc", kind="wheel_failed", index=1), "no wheel 1; it has 1"),
+    (Fault(target="sc", kind="torque_scale", index=-2, value=0.5), "no wheel -2"),
+    (Fault(target="sc", kind="torque_scale", index=0, value=float("inf")), "value must be a finite scale"),
+], ids=["index out of range", "index below -1", "infinite scale"])
+def test_a_bad_wheel_fault_is_an_error(fault, message):
+    sim, _ = spacecraft(axes_B=[(0, 0, 1)], J_kgm2=0.05, rate_hz=1.0)
+    sim.schedule_fault(fault, 0.5)
+    with pytest.raises(ValueError, match=message):
+        sim.advance_to(2.0)

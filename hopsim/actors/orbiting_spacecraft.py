@@ -27,19 +27,26 @@ derivative sample (orbital gravity changes within a hop):
   ``mass`` message (``hopsim.MassProperties`` from a fuel tank) if one is wired.
 
 Reaction wheels (optional, ``axes_B``: one unit spin axis per wheel, body frame): the state gains
-each wheel's spin rate relative to the body ``Omega_i`` (rad/s) after the 13 above, and omega'
-and Omega_i' are :func:`hopsim.dynamics.wheels.wheel_accelerations` with L_B = tau_B + tau_gg:
+each wheel's spin rate relative to the body ``Omega_i`` (rad/s) after the 13 above (and, with
+LuGre friction only, each wheel's bristle deflection ``z_i`` (rad) after those), and omega' and
+Omega_i' are :func:`hopsim.dynamics.wheels.wheel_accelerations` with L_B = tau_B + tau_gg:
 ``J_kgm2`` the wheels' axial inertias, ``inertia_B`` then Schaub and Junkins' [I_RW] (everything
 but the wheels' axial inertia; the gravity gradient uses the whole inertia), motor torques from
 the ``torque_cmd`` input (``hopsim.ReactionWheelCommand``, limited to ``max_torque_Nm``, held
-between messages), bearing friction ``viscous_Nms``, ``coulomb_Nm``, ``coulomb_speed_radps`` as
-in :func:`hopsim.dynamics.wheels.wheel_friction`. The wheels are internal: the orbit does not
-see them. Output ``wheels`` (``hopsim.ReactionWheelState``) at ``rate_hz``. Without wheels,
-13 states, no ``torque_cmd`` and no ``wheels``.
+between messages), bearing friction :class:`hopsim.dynamics.wheels.BearingFriction`:
+``friction="coulomb_viscous"`` (the default: ``viscous_Nms``, ``coulomb_Nm``,
+``coulomb_speed_radps``) or ``"lugre"`` (``viscous_Nms``, ``coulomb_Nm``, ``static_Nm``,
+``stribeck_speed_radps``, ``bristle_stiffness_Nmprad``, ``bristle_damping_Nmsprad``; its stiffness
+sets the integration step, and an unstable integration raises at the end of its hop). The wheels
+are internal: the orbit does not see them. Output ``wheels`` (``hopsim.ReactionWheelState``) at
+``rate_hz``. Without wheels, 13 states, no ``torque_cmd`` and no ``wheels``.
 
 Outputs ``state`` (``hopsim.VehicleState``, with a_BN_N the total acceleration of the latest
-derivative sample and the mass) at ``rate_hz``. Fault ``disturbance``: ``force_N`` (N, frame N)
-and ``torque_B`` (N m) for ``duration_s``.
+derivative sample and the mass) at ``rate_hz``. Faults: ``disturbance``: ``force_N`` (N, frame N)
+and ``torque_B`` (N m) for ``duration_s``; ``wheel_failed`` (wheel ``index``, -1 for all: no motor
+torque, the bearing still drags) and ``torque_scale`` (wheel ``index``: motor torque times
+``value``), both :class:`hopsim.dynamics.wheels.WheelMotors` (an error on a spacecraft without
+wheels).
 """
 from __future__ import annotations
 
@@ -53,8 +60,8 @@ from hopsim.dynamics.environment import (drag_acceleration, exponential_density,
 from hopsim.dynamics.gravity import EARTH_MU, EARTH_RADIUS, gravity_gradient_torque, point_mass_acceleration
 from hopsim.dynamics.spatial import quat_normalize, quat_rate, quat_to_dcm
 from hopsim.dynamics.spherical_harmonics import GravityField, spherical_harmonic_acceleration
-from hopsim.dynamics.wheels import (per_wheel, wheel_accelerations, wheel_angular_momentum_B, wheel_axes,
-                                    wheel_friction)
+from hopsim.dynamics.wheels import (WHEEL_FAULTS, BearingFriction, WheelMotors, per_wheel, wheel_accelerations,
+                                    wheel_angular_momentum_B, wheel_axes)
 from hopsim.kernel import ContinuousModel, FixedRate, In, Out
 from hopsim.schemas import (MassProperties, Quaternion, ReactionWheelCommand, ReactionWheelState, Vector3,
                             VehicleState, Wrench)
@@ -73,7 +80,7 @@ class OrbitingSpacecraft(ContinuousModel):
                    "omega_x", "omega_y", "omega_z")
     outputs = {"state": Out(VehicleState)}
     feed_through = False
-    accepts_faults = {"disturbance": ("force_N", "torque_B", "duration_s", "clear")}
+    accepts_faults = {"disturbance": ("force_N", "torque_B", "duration_s", "clear"), **WHEEL_FAULTS}
 
     def __init__(self, name: str, r_BN_N, v_BN_N, mass_kg: float, inertia_B, q_BN=(0.0, 0.0, 0.0, 1.0),
                  omega_BN_B=(0.0, 0.0, 0.0), field: GravityField | None = None, degree: int = 0,
@@ -81,14 +88,18 @@ class OrbitingSpacecraft(ContinuousModel):
                  rho0_kgpm3: float = 0.0, h0_m: float = 0.0, scale_height_m: float = 1.0, cr_area_m2: float = 0.0,
                  gravity_gradient: bool = True, n_thrusters: int = 0, rate_hz: float = 1.0, axes_B=None,
                  J_kgm2=0.05, Omega_radps=None, max_torque_Nm=0.2, viscous_Nms=0.0, coulomb_Nm=0.0,
-                 coulomb_speed_radps=0.1):
+                 coulomb_speed_radps=0.1, friction: str = "coulomb_viscous", static_Nm=None,
+                 stribeck_speed_radps=None, bristle_stiffness_Nmprad=None, bristle_damping_Nmsprad=None):
         self.inputs = {**{f"wrench{i}": In(Wrench) for i in range(int(n_thrusters))}, "mass": In(MassProperties)}
         G = np.zeros((0, 3)) if axes_B is None else wheel_axes(name, axes_B)
         k = len(G)
+        bearings = BearingFriction(name, k, friction, viscous_Nms, coulomb_Nm, coulomb_speed_radps, static_Nm,
+                                   stribeck_speed_radps, bristle_stiffness_Nmprad, bristle_damping_Nmsprad)
         if k:
             self.inputs["torque_cmd"] = In(ReactionWheelCommand)
             self.outputs = {**type(self).outputs, "wheels": Out(ReactionWheelState)}
-            self.state_names = type(self).state_names + tuple(f"Omega{i}" for i in range(k))
+            self.state_names = type(self).state_names + tuple(f"Omega{i}" for i in range(k)) \
+                + tuple(f"z{i}" for i in range(bearings.n_states))
         super().__init__(name)
         x0 = np.concatenate([np.asarray(r_BN_N, float), np.asarray(v_BN_N, float),
                              quat_normalize(np.asarray(q_BN, float)), np.asarray(omega_BN_B, float)])
@@ -106,14 +117,12 @@ class OrbitingSpacecraft(ContinuousModel):
             raise ValueError(f"{name}: scale_height_m must be positive, got {scale_height_m}")
         self.n_wheels, self.G = k, G
         self.J = per_wheel(name, "J_kgm2", J_kgm2, k, positive=True)
-        self.max_torque = per_wheel(name, "max_torque_Nm", max_torque_Nm, k, positive=True)
-        self.viscous = per_wheel(name, "viscous_Nms", viscous_Nms, k)
-        self.coulomb = per_wheel(name, "coulomb_Nm", coulomb_Nm, k)
-        self.coulomb_speed = per_wheel(name, "coulomb_speed_radps", coulomb_speed_radps, k, positive=True)
+        self.motors = WheelMotors(name, k, max_torque_Nm)
+        self.bearings = bearings
         Omega0 = np.zeros(k) if Omega_radps is None else per_wheel(name, "Omega_radps", Omega_radps, k,
                                                                     negative_ok=True)
         self.u = np.zeros(k)                       # motor torques over the current hop (N m)
-        self.x0 = np.concatenate([x0, Omega0])
+        self.x0 = np.concatenate([x0, Omega0, np.zeros(bearings.n_states)])
         self.mass_kg = float(mass_kg)
         self._set_inertia(inertia)
         self.field, self.degree = field, int(degree)
@@ -134,6 +143,7 @@ class OrbitingSpacecraft(ContinuousModel):
         self.disturbance = Disturbance()
         self._disturbed = False
         self.accel_N = np.zeros(3)
+        self.lugre_step_s = math.inf               # the longest stable RK4 step at the hop's start (s)
 
     def _set_inertia(self, inertia_B: np.ndarray) -> None:
         """inertia_B ([I_RW] with wheels), its inverse and the whole inertia (for the gravity gradient)."""
@@ -151,11 +161,19 @@ class OrbitingSpacecraft(ContinuousModel):
     def angular_momentum_B(self, x=None) -> np.ndarray:
         """H_B (N m s): body and wheels about the centre of mass, B components."""
         x = self.x if x is None else x
-        return wheel_angular_momentum_B(self.inertia_B, self.G, self.J, x[10:13], x[13:])
+        return wheel_angular_momentum_B(self.inertia_B, self.G, self.J, x[10:13], x[13:13 + self.n_wheels])
+
+    def effective_inertia(self) -> np.ndarray:
+        """Each wheel's effective inertia about its axis (kg m^2): 1 / (1/J_i + g_i . [I_RW]^-1 g_i)."""
+        return 1.0 / (1.0 / self.J + np.einsum("ij,jk,ik->i", self.G, self.inertia_inv, self.G))
 
     def on_fault(self, fault, t_ns: int) -> None:
-        """``disturbance``: ``force_N`` and ``torque_B`` for ``duration_s``."""
-        self.disturbance.apply(fault, t_ns, self.request_barrier)
+        """``disturbance``: ``force_N`` and ``torque_B`` for ``duration_s``; ``wheel_failed`` and
+        ``torque_scale`` (per wheel ``index``, -1 all)."""
+        if fault.kind in WHEEL_FAULTS:
+            self.motors.on_fault(fault)
+        elif fault.kind == "disturbance":
+            self.disturbance.apply(fault, t_ns, self.request_barrier)
 
     def start_hop(self, t0_ns: int, t1_ns: int) -> None:
         """Latch the thrusters' wrenches, the mass properties, the wheels' motor torques (limited)
@@ -173,11 +191,9 @@ class OrbitingSpacecraft(ContinuousModel):
             self._set_inertia(np.array(m.inertia_B, dtype=float).reshape(3, 3))
         if self.n_wheels:
             cmd = self.read("torque_cmd")
-            u = np.zeros(self.n_wheels)
-            if cmd is not None:
-                given = np.array(cmd.torque_Nm[:self.n_wheels], dtype=float)
-                u[:len(given)] = np.where(np.isfinite(given), given, 0.0)
-            self.u = np.clip(u, -self.max_torque, self.max_torque)
+            self.u = self.motors.torques(None if cmd is None else cmd.torque_Nm)
+            if self.bearings.n_states:
+                self.lugre_step_s = self.bearings.max_step_s(self.x[13:13 + self.n_wheels], self.effective_inertia())
         self._disturbed = self.disturbance.acts_over(t0_ns)
 
     def gravity_N(self, r_N: np.ndarray, t_s: float) -> np.ndarray:
@@ -211,17 +227,22 @@ class OrbitingSpacecraft(ContinuousModel):
         self.xdot[3:6] = a
         self.xdot[6:10] = quat_rate(q, omega)
         if self.n_wheels:
-            Omega = x[13:]
-            friction = wheel_friction(Omega, self.viscous, self.coulomb, self.coulomb_speed)
-            self.xdot[10:13], self.xdot[13:] = wheel_accelerations(I, self.inertia_inv, self.G, self.J, omega, Omega,
-                                                                   self.u, friction, torque)
+            k = self.n_wheels
+            Omega = x[13:13 + k]
+            friction, z_dot = self.bearings.torques(Omega, x[13 + k:])
+            self.xdot[10:13], self.xdot[13:13 + k] = wheel_accelerations(I, self.inertia_inv, self.G, self.J, omega,
+                                                                         Omega, self.u, friction, torque)
+            self.xdot[13 + k:] = z_dot
         else:
             self.xdot[10:13] = np.linalg.solve(I, torque - np.cross(omega, I @ omega))
         self.accel_N = a
 
     def end_hop(self, t0_ns: int, t1_ns: int) -> None:
-        """The attitude back on the unit sphere (the integrator drifts off it)."""
+        """The attitude back on the unit sphere (the integrator drifts off it); raise if the LuGre
+        bristles' integration went unstable over the hop."""
         self.x[6:10] = quat_normalize(self.x[6:10])
+        if self.bearings.n_states:
+            self.bearings.check(self.name, self.x[13 + self.n_wheels:], self.lugre_step_s, (t1_ns - t0_ns) * 1e-9)
 
     def update_flow_outs(self, t_ns: int) -> None:
         x = self.x
@@ -231,9 +252,10 @@ class OrbitingSpacecraft(ContinuousModel):
                                          a_BN_N=_v3(self.accel_N), mass=self.mass_kg))
         if self.n_wheels:
             H_B = self.angular_momentum_B()
-            friction = wheel_friction(x[13:], self.viscous, self.coulomb, self.coulomb_speed)
+            k = self.n_wheels
+            friction, _ = self.bearings.torques(x[13:13 + k], x[13 + k:])
             self.write("wheels", ReactionWheelState(
-                vehicle=self.name, t_ns=t_ns, speed_radps=x[13:].tolist(), motor_torque_Nm=self.u.tolist(),
+                vehicle=self.name, t_ns=t_ns, speed_radps=x[13:13 + k].tolist(), motor_torque_Nm=self.u.tolist(),
                 friction_torque_Nm=friction.tolist(), H_B=_v3(H_B), H_N=_v3(quat_to_dcm(q) @ H_B)))
 
 

@@ -19,12 +19,24 @@ With h_i = J_i (g_i . omega + Omega_i) the wheels' spin momenta (N m s),
     [I_RW] omega' = L_B - omega x H_B - sum_i g_i (u_i - f_i)
     h_i'          = u_i - f_i,     Omega_i' = (u_i - f_i) / J_i - g_i . omega'
 
-Friction: viscous c_i Omega_i plus Coulomb F_i opposing the spin, ramped linearly within
-``coulomb_speed_radps`` of zero so that the derivative stays continuous (a stopped wheel does
-not chatter). Motor and friction torques are internal: with L_B = 0 the total angular momentum
+Friction (:class:`BearingFriction`), one of :data:`FRICTION_MODELS`:
+
+- ``"coulomb_viscous"`` (:func:`wheel_friction`): viscous c_i Omega_i plus Coulomb F_i opposing
+  the spin, ramped linearly within ``coulomb_speed_radps`` of zero so that the derivative stays
+  continuous (a stopped wheel does not chatter). No state.
+- ``"lugre"`` (:func:`lugre_friction`): the LuGre model (Canudas de Wit, Olsson, Astrom and
+  Lischinsky, "A new model for control of systems with friction", IEEE Trans. Automatic Control
+  40(3), 1995), with one bristle deflection z_i (rad) per wheel as a continuous state.
+
+Motor and friction torques are internal: with L_B = 0 the total angular momentum
 H_N = R(q_BN) H_B is constant.
+
+Motors (:class:`WheelMotors`): the commanded torques limited to the motors' maximum, with the
+faults :data:`WHEEL_FAULTS`.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -56,6 +68,176 @@ def wheel_friction(Omega: np.ndarray, viscous_Nms: np.ndarray, coulomb_Nm: np.nd
     return viscous_Nms * Omega + coulomb_Nm * ramp
 
 
+def lugre_friction(Omega: np.ndarray, z: np.ndarray, stiffness_Nmprad: np.ndarray, damping_Nmsprad: np.ndarray,
+                   viscous_Nms: np.ndarray, coulomb_Nm: np.ndarray, static_Nm: np.ndarray,
+                   stribeck_speed_radps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(F, z') of the LuGre model (Canudas de Wit et al. 1995, whose sigma_0 g(v) is g(v) here) for
+    each wheel:
+
+        g(v) = F_c + (F_s - F_c) exp(-(v / v_s)^2)
+        z'   = v - sigma_0 |v| z / g(v)
+        F    = sigma_0 z + sigma_1 z' + sigma_2 v
+
+    ``Omega`` v, the spin rate relative to the body (rad/s); ``z`` the bristle deflection (rad);
+    ``stiffness_Nmprad`` sigma_0 (N m/rad); ``damping_Nmsprad`` sigma_1 (N m s/rad);
+    ``viscous_Nms`` sigma_2 (N m s/rad); ``coulomb_Nm`` F_c and ``static_Nm`` F_s (N m, both
+    positive); ``stribeck_speed_radps`` v_s (rad/s). F (N m) is the friction torque opposing the
+    spin, z' (rad/s). At constant v, z settles to g(v) sign(v) / sigma_0 and F to the Stribeck
+    curve g(v) sign(v) + sigma_2 v; near rest (|z| << F_c / sigma_0) F is a spring of stiffness
+    sigma_0 on the wheel's angle.
+    """
+    g = coulomb_Nm + (static_Nm - coulomb_Nm) * np.exp(-(Omega / stribeck_speed_radps) ** 2)
+    z_dot = Omega - stiffness_Nmprad * np.abs(Omega) * z / g
+    return stiffness_Nmprad * z + damping_Nmsprad * z_dot + viscous_Nms * Omega, z_dot
+
+
+FRICTION_MODELS = ("coulomb_viscous", "lugre")
+# fraction of RK4's stability limit on the negative real axis (2.78) and the imaginary axis (2.83)
+# used for :meth:`BearingFriction.max_step_s`
+_RK4_STABLE = 2.5
+_NO_STATES = np.zeros(0)
+
+
+class BearingFriction:
+    """The bearing friction of k wheels: ``model`` one of :data:`FRICTION_MODELS`, parameters
+    one value or one per wheel, checked.
+
+    ``"coulomb_viscous"`` (:func:`wheel_friction`): ``viscous_Nms`` (N m s/rad), ``coulomb_Nm``
+    (N m), ``coulomb_speed_radps`` (rad/s, positive). No state.
+
+    ``"lugre"`` (:func:`lugre_friction`): sigma_2 = ``viscous_Nms``, F_c = ``coulomb_Nm`` (positive),
+    F_s = ``static_Nm`` (N m, positive; None: F_c, no Stribeck peak), v_s =
+    ``stribeck_speed_radps`` (rad/s, positive; None: 0.1), sigma_0 = ``bristle_stiffness_Nmprad``
+    (N m/rad, positive, required), sigma_1 = ``bristle_damping_Nmsprad`` (N m s/rad,
+    non-negative; None: 0); ``coulomb_speed_radps`` is not used. One state per wheel, the bristle
+    deflection z_i (rad), starting at 0. These four parameters are an error with the other model.
+
+    The bristles make the equations stiff. Linearised, a wheel of effective inertia J_eff
+    (1/J_eff = 1/J_i + g_i . [I_RW]^-1 g_i) has the modes (1/s) -sigma_0 |Omega| / g(Omega)
+    (sliding), +-i sqrt(sigma_0 / J_eff) (the pre-sliding spring) and -(sigma_1 + sigma_2) / J_eff
+    (overdamped bristles). RK4 is stable only with steps shorter than about 2.8 / |mode| (its
+    stability limit on the real and on the imaginary axis): :meth:`max_step_s` gives
+    2.5 / |fastest mode| (s), e.g. 5e-5 s for sigma_0 = 1 N m/rad, F_c = 2e-3 N m and
+    Omega = 100 rad/s, 0.05 s for sigma_0 = 0.05 N m/rad and Omega = 2 rad/s. A fixed-step
+    island needs n_integration_steps >= hop / max_step_s; adaptive integrators shorten their
+    steps themselves. An unstable integration does not go unnoticed: the exact z stays within
+    max(F_c, F_s) / sigma_0 (the boundedness of z shown by Canudas de Wit et al. 1995), and
+    :meth:`check`, called by the models at the end of every hop, raises when the integrated z
+    leaves it by more than half of it.
+    """
+
+    def __init__(self, name: str, k: int, model: str = "coulomb_viscous", viscous_Nms=0.0, coulomb_Nm=0.0,
+                 coulomb_speed_radps=0.1, static_Nm=None, stribeck_speed_radps=None, bristle_stiffness_Nmprad=None,
+                 bristle_damping_Nmsprad=None):
+        if model not in FRICTION_MODELS:
+            raise ValueError(f"{name}: friction must be one of {list(FRICTION_MODELS)}, got {model!r}")
+        lugre_only = {"static_Nm": static_Nm, "stribeck_speed_radps": stribeck_speed_radps,
+                      "bristle_stiffness_Nmprad": bristle_stiffness_Nmprad,
+                      "bristle_damping_Nmsprad": bristle_damping_Nmsprad}
+        given = [what for what, value in lugre_only.items() if value is not None]
+        if model != "lugre" and given:
+            raise ValueError(f"{name}: {', '.join(given)}: parameters of friction 'lugre', not of {model!r}")
+        if model == "lugre" and bristle_stiffness_Nmprad is None:
+            raise ValueError(f"{name}: friction 'lugre' needs bristle_stiffness_Nmprad (sigma_0, N m/rad); "
+                             f"it sets the integration step (see BearingFriction)")
+        self.model = model
+        self.viscous = per_wheel(name, "viscous_Nms", viscous_Nms, k)
+        self.coulomb = per_wheel(name, "coulomb_Nm", coulomb_Nm, k, positive=model == "lugre")
+        self.coulomb_speed = per_wheel(name, "coulomb_speed_radps", coulomb_speed_radps, k, positive=True)
+        self.n_states = 0
+        if model == "lugre":
+            self.static = per_wheel(name, "static_Nm", coulomb_Nm if static_Nm is None else static_Nm, k,
+                                    positive=True)
+            self.stribeck_speed = per_wheel(name, "stribeck_speed_radps",
+                                            0.1 if stribeck_speed_radps is None else stribeck_speed_radps, k,
+                                            positive=True)
+            self.stiffness = per_wheel(name, "bristle_stiffness_Nmprad", bristle_stiffness_Nmprad, k, positive=True)
+            self.damping = per_wheel(name, "bristle_damping_Nmsprad",
+                                     0.0 if bristle_damping_Nmsprad is None else bristle_damping_Nmsprad, k)
+            self.z_bound = np.maximum(self.coulomb, self.static) / self.stiffness
+            self.n_states = k
+
+    def torques(self, Omega: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(f, z'): the friction torque on each wheel (N m) at spin rates ``Omega`` (rad/s) and
+        bristle deflections ``z`` (rad; empty for ``"coulomb_viscous"``), and z' (rad/s)."""
+        if self.n_states == 0:
+            return wheel_friction(Omega, self.viscous, self.coulomb, self.coulomb_speed), _NO_STATES
+        return lugre_friction(Omega, z, self.stiffness, self.damping, self.viscous, self.coulomb, self.static,
+                              self.stribeck_speed)
+
+    def max_step_s(self, Omega: np.ndarray, J_eff: np.ndarray) -> float:
+        """The longest stable RK4 step (s) at spin rates ``Omega`` (rad/s), 2.5 over the fastest
+        linearised mode (see the class); ``J_eff`` the wheels' effective inertias (kg m^2).
+        Infinite for ``"coulomb_viscous"``."""
+        if self.n_states == 0:
+            return math.inf
+        g = self.coulomb + (self.static - self.coulomb) * np.exp(-(Omega / self.stribeck_speed) ** 2)
+        rates = np.concatenate([self.stiffness * np.abs(Omega) / g, np.sqrt(self.stiffness / J_eff),
+                                (self.damping + self.viscous) / J_eff])
+        return _RK4_STABLE / float(rates.max())
+
+    def check(self, name: str, z: np.ndarray, max_step_s: float, hop_s: float) -> None:
+        """Raise if the bristle deflections ``z`` (rad) at the end of a hop of ``hop_s`` (s) left
+        their bound max(F_c, F_s) / sigma_0 (by half of it) or are not finite: the integration
+        was unstable (see the class). ``max_step_s``: :meth:`max_step_s` at the hop's start."""
+        if self.n_states == 0 or np.all(np.abs(z) <= 1.5 * self.z_bound):
+            return
+        i = int(np.argmax(np.where(np.isfinite(z), np.abs(z) / self.z_bound, np.inf)))
+        raise RuntimeError(
+            f"{name}: the LuGre friction's integration is unstable: wheel {i}'s bristle deflection is {z[i]:.3g} rad, "
+            f"beyond its bound max(F_c, F_s) / sigma_0 = {self.z_bound[i]:.3g} rad. The bristles' stiffness sets the "
+            f"step: RK4 needs steps under about {max_step_s:.3g} s at the wheel speeds of the hop's start, and the "
+            f"hop was {hop_s:.3g} s (take more n_integration_steps, an adaptive integrator, or a smaller "
+            f"bristle_stiffness_Nmprad)")
+
+
+WHEEL_FAULTS = {"wheel_failed": ("index", "clear"), "torque_scale": ("index", "value", "clear")}
+
+
+class WheelMotors:
+    """The motors of k wheels: commanded torques limited to ``max_torque_Nm`` (N m, one value or
+    one per wheel), and the faults :data:`WHEEL_FAULTS` (fields of :class:`hopsim.schemas.Fault`):
+
+    - ``wheel_failed``: wheel ``index`` (0 .. k-1, -1 for all) gives no motor torque (its bearing
+      still drags); ``clear`` repairs it;
+    - ``torque_scale``: wheel ``index``'s motor torque times ``value`` (finite); ``clear``: 1.
+    """
+
+    def __init__(self, name: str, k: int, max_torque_Nm):
+        self.name = name
+        self.max_torque = per_wheel(name, "max_torque_Nm", max_torque_Nm, k, positive=True)
+        self.torque_scale = np.ones(k)
+        self.failed = np.zeros(k, dtype=bool)
+
+    def on_fault(self, fault) -> None:
+        """Apply a ``wheel_failed`` or ``torque_scale`` fault; raise on a wheel it does not have
+        or a scale that is not finite."""
+        k = len(self.failed)
+        if k == 0:
+            raise ValueError(f"{self.name}: fault {fault.kind!r}: it has no reaction wheels (axes_B)")
+        if not -1 <= fault.index < k:
+            raise ValueError(f"{self.name}: fault {fault.kind!r}: no wheel {fault.index}; it has {k} (index "
+                             f"0 .. {k - 1}, or -1 for all)")
+        wheels = slice(None) if fault.index < 0 else fault.index
+        if fault.kind == "wheel_failed":
+            self.failed[wheels] = not fault.clear
+        elif fault.clear:
+            self.torque_scale[wheels] = 1.0
+        elif not math.isfinite(fault.value):
+            raise ValueError(f"{self.name}: fault 'torque_scale': value must be a finite scale, got {fault.value}")
+        else:
+            self.torque_scale[wheels] = fault.value
+
+    def torques(self, command_Nm) -> np.ndarray:
+        """The motor torques u (N m): ``command_Nm`` (one per wheel; missing or not finite: 0;
+        None: all 0) limited to the maximum, times the scale, 0 on failed wheels."""
+        u = np.zeros(len(self.failed))
+        if command_Nm is not None:
+            given = np.array(command_Nm[:len(u)], dtype=float)
+            u[:len(given)] = np.where(np.isfinite(given), given, 0.0)
+        return np.where(self.failed, 0.0, np.clip(u, -self.max_torque, self.max_torque) * self.torque_scale)
+
+
 def wheel_angular_momentum_B(inertia_B: np.ndarray, G: np.ndarray, J: np.ndarray, omega: np.ndarray,
                              Omega: np.ndarray) -> np.ndarray:
     """H_B = [I_RW] omega + sum_i J_i (g_i . omega + Omega_i) g_i (N m s, B components)."""
@@ -83,4 +265,5 @@ def wheel_accelerations(inertia_B: np.ndarray, inertia_inv: np.ndarray, G: np.nd
     return omega_dot, wheel_torque / J - G @ omega_dot
 
 
-__all__ = ["per_wheel", "wheel_accelerations", "wheel_angular_momentum_B", "wheel_axes", "wheel_friction"]
+__all__ = ["BearingFriction", "FRICTION_MODELS", "WHEEL_FAULTS", "WheelMotors", "lugre_friction", "per_wheel",
+           "wheel_accelerations", "wheel_angular_momentum_B", "wheel_axes", "wheel_friction"]
