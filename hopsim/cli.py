@@ -180,7 +180,7 @@ def faults_cmd(name: str = typer.Argument(..., help="scenario name")) -> None:
         raise typer.Exit(2) from None
     table = Table("target", "kind", "fields it reads", title=f"faults of {name} (every model also accepts kill)")
     for slot in sim.slots():
-        kinds = {k: v for k, v in fault_kinds(slot.cls).items() if k != "kill"}
+        kinds = {k: v for k, v in fault_kinds(slot.cls).items() if k in slot.accepts_faults}   # kill apart
         for kind, fields in kinds.items():
             table.add_row(slot.name, kind, ", ".join(fields) or "-")
     console.print(table)

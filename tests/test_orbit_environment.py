@@ -49,16 +49,16 @@ def test_the_sun_is_where_astropy_puts_it(date):
 
 def test_the_shadow_is_a_cylinder_behind_the_earth():
     r_sun = np.array([AU_M, 0.0, 0.0])
-    assert in_cylindrical_shadow([-7.0e6, 0.0, 0.0], r_sun)
-    assert in_cylindrical_shadow([-7.0e6, 0.0, EARTH_RADIUS - 1.0], r_sun)
-    assert not in_cylindrical_shadow([-7.0e6, 0.0, EARTH_RADIUS + 1.0], r_sun)
-    assert not in_cylindrical_shadow([7.0e6, 0.0, 0.0], r_sun)
-    assert np.all(srp_acceleration([-7.0e6, 0.0, 0.0], r_sun, 0.02) == 0.0)
+    assert in_cylindrical_shadow(np.array([-7.0e6, 0.0, 0.0]), r_sun)
+    assert in_cylindrical_shadow(np.array([-7.0e6, 0.0, EARTH_RADIUS - 1.0]), r_sun)
+    assert not in_cylindrical_shadow(np.array([-7.0e6, 0.0, EARTH_RADIUS + 1.0]), r_sun)
+    assert not in_cylindrical_shadow(np.array([7.0e6, 0.0, 0.0]), r_sun)
+    assert np.all(srp_acceleration(np.array([-7.0e6, 0.0, 0.0]), r_sun, 0.02) == 0.0)
 
 
 def test_solar_pressure_at_one_au_pushes_away_from_the_sun():
     r_sun = np.array([0.0, AU_M, 0.0])
-    a = srp_acceleration([7.0e6, 0.0, 0.0], r_sun, 0.02)
+    a = srp_acceleration(np.array([7.0e6, 0.0, 0.0]), r_sun, 0.02)
     away = (np.array([7.0e6, 0.0, 0.0]) - r_sun) / np.linalg.norm(np.array([7.0e6, 0.0, 0.0]) - r_sun)
     np.testing.assert_allclose(a, SOLAR_PRESSURE_1AU * 0.02 * away, rtol=1e-4)
 

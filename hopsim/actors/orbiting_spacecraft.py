@@ -41,12 +41,18 @@ sets the integration step, and an unstable integration raises at the end of its 
 are internal: the orbit does not see them. Output ``wheels`` (``hopsim.ReactionWheelState``) at
 ``rate_hz``. Without wheels, 13 states, no ``torque_cmd`` and no ``wheels``.
 
-Outputs ``state`` (``hopsim.VehicleState``, with a_BN_N the total acceleration of the latest
+Outputs ``state`` (``hopsim.VehicleState``, with a_BN_N and omega_dot_BN_B of the latest
 derivative sample and the mass) at ``rate_hz``. Faults: ``disturbance``: ``force_N`` (N, frame N)
 and ``torque_B`` (N m) for ``duration_s``; ``wheel_failed`` (wheel ``index``, -1 for all: no motor
 torque, the bearing still drags) and ``torque_scale`` (wheel ``index``: motor torque times
-``value``), both :class:`hopsim.dynamics.wheels.WheelMotors` (an error on a spacecraft without
+``value``), both :class:`hopsim.dynamics.wheels.WheelMotors` (accepted only by a spacecraft with
 wheels).
+
+The equations are compiled, once, in :mod:`hopsim.dynamics.orbiting_body`: ``post_deriv`` calls
+its derivative for any integrator; in an island integrated by RK4 the spacecraft propagates a whole
+hop in one compiled call (:meth:`OrbitingSpacecraft.propagate_hop`, its loads latched at the hop's
+start), and the islands whose hops coincide in one call for all (``Simulation(batching=True)``);
+the published accelerations are then the derivative at the hop's end.
 """
 from __future__ import annotations
 
@@ -55,15 +61,16 @@ import math
 import numpy as np
 
 from hopsim.actors.disturbance import Disturbance
-from hopsim.dynamics.environment import (drag_acceleration, exponential_density, gmst_rad, srp_acceleration,
-                                         sun_position)
-from hopsim.dynamics.gravity import EARTH_MU, EARTH_RADIUS, gravity_gradient_torque, point_mass_acceleration
-from hopsim.dynamics.spatial import quat_normalize, quat_rate, quat_to_dcm
-from hopsim.dynamics.spherical_harmonics import GravityField, spherical_harmonic_acceleration
-from hopsim.dynamics.wheels import (WHEEL_FAULTS, BearingFriction, WheelMotors, per_wheel, wheel_accelerations,
-                                    wheel_angular_momentum_B, wheel_axes)
+from hopsim.actors.messages import StateMessageBuilder
+from hopsim.dynamics.gravity import EARTH_MU, EARTH_RADIUS
+from hopsim.dynamics.orbiting_body import (FRICTION_PARAMS, N_LOADS, P_MASS, P_MU, gravity_acceleration,
+                                           orbiting_derivative, parameters, rk4_hops)
+from hopsim.dynamics.spatial import quat_normalize, quat_to_dcm
+from hopsim.dynamics.spherical_harmonics import GravityField
+from hopsim.dynamics.wheels import (WHEEL_FAULTS, BearingFriction, WheelMotors, per_wheel, wheel_angular_momentum_B,
+                                    wheel_axes)
 from hopsim.kernel import ContinuousModel, FixedRate, In, Out
-from hopsim.schemas import (MassProperties, Quaternion, ReactionWheelCommand, ReactionWheelState, Vector3,
+from hopsim.schemas import (MassProperties, ReactionWheelCommand, ReactionWheelState, Vector3,
                             VehicleState, Wrench)
 
 JD_J2000 = 2451545.0
@@ -81,6 +88,9 @@ class OrbitingSpacecraft(ContinuousModel):
     outputs = {"state": Out(VehicleState)}
     feed_through = False
     accepts_faults = {"disturbance": ("force_N", "torque_B", "duration_s", "clear"), **WHEEL_FAULTS}
+    loads_constant_over_hop = True      # thrust, wheel torques and disturbances are held over a hop
+    # _state_builder is scratch memory for update_flow_outs
+    _FRAMEWORK_ATTRS = ContinuousModel._FRAMEWORK_ATTRS | {"_state_builder"}
 
     def __init__(self, name: str, r_BN_N, v_BN_N, mass_kg: float, inertia_B, q_BN=(0.0, 0.0, 0.0, 1.0),
                  omega_BN_B=(0.0, 0.0, 0.0), field: GravityField | None = None, degree: int = 0,
@@ -115,6 +125,9 @@ class OrbitingSpacecraft(ContinuousModel):
                 raise ValueError(f"{name}: {what} must be a non-negative number, got {value}")
         if not (np.isfinite(scale_height_m) and scale_height_m > 0):
             raise ValueError(f"{name}: scale_height_m must be positive, got {scale_height_m}")
+        if not k:                       # the wheel faults only where there are wheels
+            self.accepts_faults = {kind: fields for kind, fields in type(self).accepts_faults.items()
+                                   if kind not in WHEEL_FAULTS}
         self.n_wheels, self.G = k, G
         self.J = per_wheel(name, "J_kgm2", J_kgm2, k, positive=True)
         self.motors = WheelMotors(name, k, max_torque_Nm)
@@ -123,37 +136,44 @@ class OrbitingSpacecraft(ContinuousModel):
                                                                     negative_ok=True)
         self.u = np.zeros(k)                       # motor torques over the current hop (N m)
         self.x0 = np.concatenate([x0, Omega0, np.zeros(bearings.n_states)])
-        self.mass_kg = float(mass_kg)
-        self._set_inertia(inertia)
-        self.field, self.degree = field, int(degree)
         if field is not None:
-            self.C, self.S = field.unnormalized(self.degree)
-            self.mu = field.mu
+            C, S = field.unnormalized(int(degree))
+            mu, radius, degree = field.mu, field.radius, int(degree)
         else:
-            self.C = self.S = None
-            self.mu = float(mu)
+            C = S = np.zeros((1, 1))
+            mu, radius, degree = float(mu), EARTH_RADIUS, -1
+        self.field, self.C, self.S = field, C, S
         self.epoch_jd = float(epoch_jd)
         self.cd_area_m2, self.cr_area_m2 = float(cd_area_m2), float(cr_area_m2)
-        self.rho0, self.h0, self.scale_height = float(rho0_kgpm3), float(h0_m), float(scale_height_m)
         self.gravity_gradient = bool(gravity_gradient)
+        # the parameters, loads and bearings as the compiled equations take them
+        self.params = parameters(mu, radius, degree, self.epoch_jd, self.cd_area_m2, float(rho0_kgpm3), float(h0_m),
+                                 float(scale_height_m), self.cr_area_m2, float(mass_kg), self.gravity_gradient,
+                                 bearings.n_states > 0)
+        self.loads = np.zeros(N_LOADS)
+        self.friction_table = bearings.table() if k else np.zeros((0, FRICTION_PARAMS))
+        self._set_inertia(inertia)
         self.n_thrusters = int(n_thrusters)
         self.io_schedule = FixedRate(rate_hz)
-        self.force_B = np.zeros(3)
-        self.torque_B = np.zeros(3)
         self.disturbance = Disturbance()
-        self._disturbed = False
-        self.accel_N = np.zeros(3)
+        self._state_builder = StateMessageBuilder()
         self.lugre_step_s = math.inf               # the longest stable RK4 step at the hop's start (s)
+
+    @property
+    def mass_kg(self) -> float:
+        """The spacecraft's mass (kg): the constructor's, then the latest ``mass`` message's."""
+        return float(self.params[P_MASS])
+
+    @property
+    def mu(self) -> float:
+        """The gravitational parameter (m^3/s^2)."""
+        return float(self.params[P_MU])
 
     def _set_inertia(self, inertia_B: np.ndarray) -> None:
         """inertia_B ([I_RW] with wheels), its inverse and the whole inertia (for the gravity gradient)."""
         self.inertia_B = inertia_B
-        if self.n_wheels:
-            self.inertia_inv = np.linalg.inv(inertia_B)
-            self.inertia_total_B = inertia_B + (self.G.T * self.J) @ self.G
-        else:
-            self.inertia_inv = None
-            self.inertia_total_B = inertia_B
+        self.inertia_inv = np.linalg.inv(inertia_B)
+        self.inertia_total_B = inertia_B + (self.G.T * self.J) @ self.G if self.n_wheels else inertia_B
 
     def initial_state(self) -> np.ndarray:
         return self.x0.copy()
@@ -178,64 +198,64 @@ class OrbitingSpacecraft(ContinuousModel):
     def start_hop(self, t0_ns: int, t1_ns: int) -> None:
         """Latch the thrusters' wrenches, the mass properties, the wheels' motor torques (limited)
         and the disturbance for the hop."""
-        force, torque = np.zeros(3), np.zeros(3)
+        loads = self.loads
+        loads[:] = 0.0
         for i in range(self.n_thrusters):
             w = self.read(f"wrench{i}")
             if w is not None:
-                force += (w.force.x, w.force.y, w.force.z)
-                torque += (w.torque.x, w.torque.y, w.torque.z)
-        self.force_B, self.torque_B = force, torque
+                loads[0:6] += (w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z)
         m = self.read("mass")
         if m is not None and m.mass_kg > 0 and len(m.inertia_B) == 9:
-            self.mass_kg = m.mass_kg
+            self.params[P_MASS] = m.mass_kg
             self._set_inertia(np.array(m.inertia_B, dtype=float).reshape(3, 3))
         if self.n_wheels:
             cmd = self.read("torque_cmd")
             self.u = self.motors.torques(None if cmd is None else cmd.torque_Nm)
             if self.bearings.n_states:
                 self.lugre_step_s = self.bearings.max_step_s(self.x[13:13 + self.n_wheels], self.effective_inertia())
-        self._disturbed = self.disturbance.acts_over(t0_ns)
+        if self.disturbance.acts_over(t0_ns):
+            loads[6:9] = self.disturbance.force_N
+            loads[9:12] = self.disturbance.torque_B
 
     def gravity_N(self, r_N: np.ndarray, t_s: float) -> np.ndarray:
         """Gravitational acceleration (m/s^2, frame N) at ``r_N`` (m) at ``t_s``."""
-        if self.field is None:
-            return point_mass_acceleration(r_N, self.mu)
-        g = gmst_rad(self.epoch_jd + t_s / 86400.0)
-        c, s = math.cos(g), math.sin(g)
-        r_F = np.array([c * r_N[0] + s * r_N[1], -s * r_N[0] + c * r_N[1], r_N[2]])
-        a_F = spherical_harmonic_acceleration(r_F, self.mu, self.field.radius, self.C, self.S, self.degree)
-        return np.array([c * a_F[0] - s * a_F[1], s * a_F[0] + c * a_F[1], a_F[2]])
+        return gravity_acceleration(np.asarray(r_N, dtype=float), float(t_s), self.params, self.C, self.S)
 
     def post_deriv(self, t_s: float) -> None:
-        x = self.x
-        r, v, q, omega = x[0:3], x[3:6], x[6:10], x[10:13]
-        R = quat_to_dcm(q)
-        a = self.gravity_N(r, t_s) + R @ self.force_B / self.mass_kg
-        if self.cd_area_m2 > 0 and self.rho0 > 0:
-            rho = exponential_density(float(np.linalg.norm(r)) - EARTH_RADIUS, self.rho0, self.h0, self.scale_height)
-            a += drag_acceleration(r, v, rho, self.cd_area_m2 / self.mass_kg)
-        if self.cr_area_m2 > 0:
-            a += srp_acceleration(r, sun_position(self.epoch_jd + t_s / 86400.0), self.cr_area_m2 / self.mass_kg)
-        torque = self.torque_B.copy()
-        if self._disturbed:
-            a += self.disturbance.force_N / self.mass_kg
-            torque += self.disturbance.torque_B
-        if self.gravity_gradient:
-            torque += gravity_gradient_torque(R.T @ r, self.inertia_total_B, self.mu)
-        I = self.inertia_B
-        self.xdot[0:3] = v
-        self.xdot[3:6] = a
-        self.xdot[6:10] = quat_rate(q, omega)
-        if self.n_wheels:
-            k = self.n_wheels
-            Omega = x[13:13 + k]
-            friction, z_dot = self.bearings.torques(Omega, x[13 + k:])
-            self.xdot[10:13], self.xdot[13:13 + k] = wheel_accelerations(I, self.inertia_inv, self.G, self.J, omega,
-                                                                         Omega, self.u, friction, torque)
-            self.xdot[13 + k:] = z_dot
-        else:
-            self.xdot[10:13] = np.linalg.solve(I, torque - np.cross(omega, I @ omega))
-        self.accel_N = a
+        orbiting_derivative(t_s, self.x, self.xdot, self.params, self.loads, self.inertia_B, self.inertia_inv,
+                            self.inertia_total_B, self.C, self.S, self.G, self.J, self.u, self.friction_table)
+
+    # ------------------------------------------------------------------ compiled hops
+    def hop_ready(self) -> bool:
+        return True
+
+    @staticmethod
+    def propagate_hop(bodies: list["OrbitingSpacecraft"], steps_s, t0_s: float = 0.0) -> None:
+        """RK4 over the sub-steps ``steps_s`` (s) from ``t0_s`` (s) for many spacecraft, loads
+        latched (:func:`hopsim.dynamics.orbiting_body.rk4_hops`), one compiled call for each set
+        that shares a gravity field and a state layout; v' published is the derivative at the
+        hop's end. One spacecraft or many: the same arithmetic."""
+        steps = np.array(steps_s, dtype=float)
+        if len(bodies) == 1:                    # its own arrays, as rows of one
+            b = bodies[0]
+            rk4_hops(t0_s, steps, b.x[None], b.xdot[None], b.params[None], b.loads[None], b.inertia_B[None],
+                     b.inertia_inv[None], b.inertia_total_B[None], b.C, b.S, b.G[None], b.J[None], b.u[None],
+                     b.friction_table[None])
+            return
+        batches: dict[tuple, list[OrbitingSpacecraft]] = {}
+        for b in bodies:
+            batches.setdefault((id(b.C), id(b.S), len(b.x), b.n_wheels), []).append(b)
+        for batch in batches.values():
+            X = np.array([b.x for b in batch])
+            Xdot = np.empty_like(X)
+            rk4_hops(t0_s, steps, X, Xdot, np.array([b.params for b in batch]), np.array([b.loads for b in batch]),
+                     np.array([b.inertia_B for b in batch]), np.array([b.inertia_inv for b in batch]),
+                     np.array([b.inertia_total_B for b in batch]), batch[0].C, batch[0].S,
+                     np.array([b.G for b in batch]), np.array([b.J for b in batch]), np.array([b.u for b in batch]),
+                     np.array([b.friction_table for b in batch]))
+            for b, x, xdot in zip(batch, X, Xdot):
+                b.x[:] = x
+                b.xdot[:] = xdot
 
     def end_hop(self, t0_ns: int, t1_ns: int) -> None:
         """The attitude back on the unit sphere (the integrator drifts off it); raise if the LuGre
@@ -246,11 +266,10 @@ class OrbitingSpacecraft(ContinuousModel):
 
     def update_flow_outs(self, t_ns: int) -> None:
         x = self.x
-        q = x[6:10]
-        self.write("state", VehicleState(vehicle=self.name, t_ns=t_ns, r_BN_N=_v3(x[0:3]), v_BN_N=_v3(x[3:6]),
-                                         q_BN=Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]), omega_BN_B=_v3(x[10:13]),
-                                         a_BN_N=_v3(self.accel_N), mass=self.mass_kg))
-        if self.n_wheels:
+        if self.wanted("state"):
+            self.write("state", self._state_builder.build(self.name, t_ns, x[0:13], self.xdot[0:13], self.mass_kg))
+        if self.n_wheels and self.wanted("wheels"):
+            q = x[6:10]
             H_B = self.angular_momentum_B()
             k = self.n_wheels
             friction, _ = self.bearings.torques(x[13:13 + k], x[13 + k:])

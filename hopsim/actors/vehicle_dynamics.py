@@ -204,10 +204,11 @@ class RigidVehicleDynamics(ContinuousModel):
         return not self._welds and self._primary is None
 
     @staticmethod
-    def propagate_hop(bodies: list[RigidVehicleDynamics], steps_s) -> None:
+    def propagate_hop(bodies: list[RigidVehicleDynamics], steps_s, t0_s: float = 0.0) -> None:
         """RK4 over a hop for many free vehicles, one compiled call per sub-step, with the loads
-        gathered in their accumulators (constant over the hop); the published accelerations are
-        the derivative at the hop's end. One vehicle or many: the same arithmetic."""
+        gathered in their accumulators (constant over the hop; nothing depends on the time
+        ``t0_s``); the published accelerations are the derivative at the hop's end. One vehicle
+        or many: the same arithmetic."""
         if len(bodies) == 1:
             b = bodies[0]
             _hop_one(b.x, b.xdot, steps_s, b.mass_kg, b.inertia_C_B, b.r_CB_B, b._force_N,

@@ -4,7 +4,9 @@ drag and solar radiation pressure on a cannonball.
 
 Times are Julian dates (days; UT1 for the Earth's rotation, TT ~ UTC for the Sun at this model's
 accuracy). Vectors are in an Earth-centred inertial frame (ECI: the mean equator and equinox of
-date, which the low-precision Sun model gives) or the Earth-fixed frame (ECEF), in m, m/s, m/s^2.
+date, which the low-precision Sun model gives) or the Earth-fixed frame (ECEF), in m, m/s, m/s^2;
+they are float64 arrays of 3 (the functions are compiled, for the orbiting spacecraft's compiled
+equations of motion, :mod:`hopsim.dynamics.orbiting_body`).
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import math
 
 import numpy as np
 
+from hopsim.dynamics._jit import compiled
 from hopsim.dynamics.gravity import EARTH_RADIUS, EARTH_ROTATION_RATE
 
 JD_J2000 = 2451545.0
@@ -20,7 +23,8 @@ AU_M = 149_597_870_700.0
 SOLAR_PRESSURE_1AU = 4.56e-6          # N/m^2: the solar flux (1361 W/m^2) over c, at 1 AU
 
 
-def gmst_rad(jd_ut1: float) -> float:
+@compiled
+def gmst_rad(jd_ut1):
     """Greenwich mean sidereal time (rad, in [0, 2 pi)) at a UT1 Julian date (IAU 1982, as in
     Vallado's Algorithm 15)."""
     t = (jd_ut1 - JD_J2000) / 36525.0
@@ -37,7 +41,8 @@ def eci_to_ecef(r_eci, jd_ut1: float) -> np.ndarray:
     return np.array([c * r[0] + s * r[1], -s * r[0] + c * r[1], r[2]])
 
 
-def sun_position(jd: float) -> np.ndarray:
+@compiled
+def sun_position(jd):
     """The Sun's position from the Earth's centre (m, ECI of date), by the Astronomical Almanac's
     low-precision formulae (about 0.01 deg from 1950 to 2050)."""
     n = jd - JD_J2000
@@ -46,19 +51,22 @@ def sun_position(jd: float) -> np.ndarray:
     longitude = mean_longitude + math.radians(1.915 * math.sin(anomaly) + 0.020 * math.sin(2.0 * anomaly))
     obliquity = math.radians(23.439 - 4.0e-7 * n)
     distance = (1.00014 - 0.01671 * math.cos(anomaly) - 0.00014 * math.cos(2.0 * anomaly)) * AU_M
-    return distance * np.array([math.cos(longitude), math.cos(obliquity) * math.sin(longitude),
-                                math.sin(obliquity) * math.sin(longitude)])
+    return np.array([distance * math.cos(longitude), distance * (math.cos(obliquity) * math.sin(longitude)),
+                     distance * (math.sin(obliquity) * math.sin(longitude))])
 
 
-def in_cylindrical_shadow(r, r_sun) -> bool:
+@compiled
+def in_cylindrical_shadow(r, r_sun):
     """Whether a spacecraft at ``r`` is in the Earth's cylindrical shadow (the Sun at ``r_sun``)."""
-    r, r_sun = np.asarray(r, dtype=float), np.asarray(r_sun, dtype=float)
-    s = r_sun / np.linalg.norm(r_sun)
-    along = float(r @ s)
-    return along < 0.0 and float(np.linalg.norm(r - along * s)) < EARTH_RADIUS
+    d = math.sqrt(r_sun[0] * r_sun[0] + r_sun[1] * r_sun[1] + r_sun[2] * r_sun[2])
+    s0, s1, s2 = r_sun[0] / d, r_sun[1] / d, r_sun[2] / d
+    along = r[0] * s0 + r[1] * s1 + r[2] * s2
+    p0, p1, p2 = r[0] - along * s0, r[1] - along * s1, r[2] - along * s2
+    return along < 0.0 and math.sqrt(p0 * p0 + p1 * p1 + p2 * p2) < EARTH_RADIUS
 
 
-def exponential_density(altitude_m: float, rho0: float, h0_m: float, scale_height_m: float) -> float:
+@compiled
+def exponential_density(altitude_m, rho0, h0_m, scale_height_m):
     """Air density (kg/m^3) of an exponential atmosphere: rho0 exp(-(h - h0) / H) (the base
     density rho0 at the base altitude h0 and the scale height H are the user's, e.g. a row of
     Vallado's Table 8-4 for the altitude band flown)."""
@@ -104,20 +112,24 @@ def density_band(altitude_m: float) -> tuple[float, float, float]:
     return _BAND_BASE_M[i], _BAND_RHO0[i], _BAND_SCALE_M[i]
 
 
-def drag_acceleration(r, v, density: float, cd_area_over_mass: float) -> np.ndarray:
+@compiled
+def drag_acceleration(r, v, density, cd_area_over_mass):
     """-1/2 rho (C_D A / m) |v_rel| v_rel (m/s^2) with v_rel = v - w_E x r, the velocity through
     an atmosphere that turns with the Earth (``cd_area_over_mass`` in m^2/kg)."""
-    r, v = np.asarray(r, dtype=float), np.asarray(v, dtype=float)
-    v_rel = v - np.cross([0.0, 0.0, EARTH_ROTATION_RATE], r)
-    return -0.5 * density * cd_area_over_mass * float(np.linalg.norm(v_rel)) * v_rel
+    u0 = v[0] + EARTH_ROTATION_RATE * r[1]
+    u1 = v[1] - EARTH_ROTATION_RATE * r[0]
+    u2 = v[2]
+    k = -0.5 * density * cd_area_over_mass * math.sqrt(u0 * u0 + u1 * u1 + u2 * u2)
+    return np.array([k * u0, k * u1, k * u2])
 
 
-def srp_acceleration(r, r_sun, cr_area_over_mass: float) -> np.ndarray:
+@compiled
+def srp_acceleration(r, r_sun, cr_area_over_mass):
     """Solar radiation pressure on a cannonball (m/s^2): P (1 AU / d)^2 C_R A / m along the Sun
     -> spacecraft line, zero in the Earth's cylindrical shadow (``cr_area_over_mass`` in m^2/kg)."""
-    r, r_sun = np.asarray(r, dtype=float), np.asarray(r_sun, dtype=float)
     if in_cylindrical_shadow(r, r_sun):
         return np.zeros(3)
-    away = r - r_sun
-    d = float(np.linalg.norm(away))
-    return SOLAR_PRESSURE_1AU * (AU_M / d) ** 2 * cr_area_over_mass * away / d
+    a0, a1, a2 = r[0] - r_sun[0], r[1] - r_sun[1], r[2] - r_sun[2]
+    d = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
+    k = SOLAR_PRESSURE_1AU * (AU_M / d) ** 2 * cr_area_over_mass / d
+    return np.array([k * a0, k * a1, k * a2])

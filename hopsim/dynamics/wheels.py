@@ -40,6 +40,8 @@ import math
 
 import numpy as np
 
+from hopsim.dynamics._jit import compiled
+
 
 def wheel_axes(name: str, axes_B) -> np.ndarray:
     """The wheels' unit spin axes (k x 3, body frame) from one or more non-zero 3-vectors."""
@@ -61,16 +63,16 @@ def per_wheel(name: str, what: str, value, k: int, positive: bool = False, negat
     return v
 
 
-def wheel_friction(Omega: np.ndarray, viscous_Nms: np.ndarray, coulomb_Nm: np.ndarray,
-                   coulomb_speed_radps: np.ndarray) -> np.ndarray:
+@compiled
+def wheel_friction(Omega, viscous_Nms, coulomb_Nm, coulomb_speed_radps):
     """Bearing friction torque on each wheel (N m), opposing its spin rate ``Omega`` (rad/s)."""
     ramp = np.clip(Omega / coulomb_speed_radps, -1.0, 1.0)
     return viscous_Nms * Omega + coulomb_Nm * ramp
 
 
-def lugre_friction(Omega: np.ndarray, z: np.ndarray, stiffness_Nmprad: np.ndarray, damping_Nmsprad: np.ndarray,
-                   viscous_Nms: np.ndarray, coulomb_Nm: np.ndarray, static_Nm: np.ndarray,
-                   stribeck_speed_radps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+@compiled
+def lugre_friction(Omega, z, stiffness_Nmprad, damping_Nmsprad, viscous_Nms, coulomb_Nm, static_Nm,
+                   stribeck_speed_radps):
     """(F, z') of the LuGre model (Canudas de Wit et al. 1995, whose sigma_0 g(v) is g(v) here) for
     each wheel:
 
@@ -157,6 +159,16 @@ class BearingFriction:
             self.z_bound = np.maximum(self.coulomb, self.static) / self.stiffness
             self.n_states = k
 
+    def table(self) -> np.ndarray:
+        """The parameters as one row per wheel (k x 7): viscous, Coulomb, Coulomb ramp speed, static,
+        Stribeck speed, bristle stiffness, bristle damping (the columns ``F_*`` of
+        :mod:`hopsim.dynamics.orbiting_body`; the last four zero for ``"coulomb_viscous"``)."""
+        k = len(self.viscous)
+        lugre = self.n_states > 0
+        columns = [self.viscous, self.coulomb, self.coulomb_speed] + (
+            [self.static, self.stribeck_speed, self.stiffness, self.damping] if lugre else [np.zeros(k)] * 4)
+        return np.ascontiguousarray(np.stack(columns, axis=1))
+
     def torques(self, Omega: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(f, z'): the friction torque on each wheel (N m) at spin rates ``Omega`` (rad/s) and
         bristle deflections ``z`` (rad; empty for ``"coulomb_viscous"``), and z' (rad/s)."""
@@ -231,23 +243,26 @@ class WheelMotors:
     def torques(self, command_Nm) -> np.ndarray:
         """The motor torques u (N m): ``command_Nm`` (one per wheel; missing or not finite: 0;
         None: all 0) limited to the maximum, times the scale, 0 on failed wheels."""
-        u = np.zeros(len(self.failed))
+        k = len(self.failed)
+        u = [0.0] * k
         if command_Nm is not None:
-            given = np.array(command_Nm[:len(u)], dtype=float)
-            u[:len(given)] = np.where(np.isfinite(given), given, 0.0)
-        return np.where(self.failed, 0.0, np.clip(u, -self.max_torque, self.max_torque) * self.torque_scale)
+            for i, c in enumerate(command_Nm[:k]):
+                u[i] = c if math.isfinite(c) else 0.0
+        # plain floats for a few wheels (numpy's clip and where cost tens of microseconds a call):
+        # the same limit, product and zero per wheel
+        limits, scales, failed = self.max_torque.tolist(), self.torque_scale.tolist(), self.failed.tolist()
+        return np.array([0.0 if failed[i] else min(max(u[i], -limits[i]), limits[i]) * scales[i] for i in range(k)])
 
 
-def wheel_angular_momentum_B(inertia_B: np.ndarray, G: np.ndarray, J: np.ndarray, omega: np.ndarray,
-                             Omega: np.ndarray) -> np.ndarray:
+@compiled
+def wheel_angular_momentum_B(inertia_B, G, J, omega, Omega):
     """H_B = [I_RW] omega + sum_i J_i (g_i . omega + Omega_i) g_i (N m s, B components)."""
     h = J * (G @ omega + Omega)
     return inertia_B @ omega + G.T @ h
 
 
-def wheel_accelerations(inertia_B: np.ndarray, inertia_inv: np.ndarray, G: np.ndarray, J: np.ndarray,
-                        omega: np.ndarray, Omega: np.ndarray, motor_Nm: np.ndarray, friction_Nm: np.ndarray,
-                        torque_B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+@compiled
+def wheel_accelerations(inertia_B, inertia_inv, G, J, omega, Omega, motor_Nm, friction_Nm, torque_B):
     """(omega', Omega') (rad/s^2): the body's angular acceleration omega_BN_B' and the wheels'
     spin accelerations relative to the body, from the module's equations.
 
@@ -257,9 +272,8 @@ def wheel_accelerations(inertia_B: np.ndarray, inertia_inv: np.ndarray, G: np.nd
     """
     wheel_torque = motor_Nm - friction_Nm
     H = wheel_angular_momentum_B(inertia_B, G, J, omega, Omega)
-    # omega x H written out: np.cross costs ~10 us a call, the same products and differences
-    w0, w1, w2 = omega
-    H0, H1, H2 = H
+    w0, w1, w2 = omega[0], omega[1], omega[2]
+    H0, H1, H2 = H[0], H[1], H[2]
     omega_x_H = np.array([w1 * H2 - w2 * H1, w2 * H0 - w0 * H2, w0 * H1 - w1 * H0])
     omega_dot = inertia_inv @ (torque_B - omega_x_H - G.T @ wheel_torque)
     return omega_dot, wheel_torque / J - G @ omega_dot

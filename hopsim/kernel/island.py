@@ -52,7 +52,8 @@ NO_HIT: tuple = ()        # no zero-crossing met at the planned hop end
 def propagate_together(islands: list["Island"], t1: int) -> None:
     """Propagate the lazy hops of ``islands`` that end at ``t1`` with one compiled call per kind
     of body and sub-steps (DESIGN.md: islands whose hops coincide, as one batch; the arithmetic is
-    the single-island path's, so the result does not change by a bit)."""
+    the single-island path's, so the result does not change by a bit). Hops with the same end and
+    the same sub-steps start at the same instant too."""
     groups: dict[tuple, list[Island]] = {}
     for isl in dict.fromkeys(islands):          # an island re-planned to the same instant is listed twice
         if isl._pending_end != t1 or isl._propagated or isl._batched == t1 or isl.t >= t1:
@@ -65,7 +66,7 @@ def propagate_together(islands: list["Island"], t1: int) -> None:
             continue                                   # alone: its own wake propagates it
         for isl in members:
             isl.gather_loads(isl.t, t1)
-        cls.propagate_hop([isl._hop_body.model for isl in members], steps)
+        cls.propagate_hop([isl._hop_body.model for isl in members], steps, members[0].t / NS_PER_S)
         for isl in members:
             isl.finish_hop(isl.t, t1)
 
@@ -456,7 +457,7 @@ class Island:
         plan = self.hop_plan(t0, t1)
         if plan is not None:
             self.gather_loads(t0, t1)
-            plan[0].propagate_hop([self._hop_body.model], plan[1])
+            plan[0].propagate_hop([self._hop_body.model], plan[1], t0 / NS_PER_S)
             self.finish_hop(t0, t1)
             return
         for s in self._start_hop:

@@ -258,8 +258,9 @@ class ContinuousModel(Model):
     # and propagate with a model's own compiled hop step (see ``propagate_hop``)
     loads_constant_over_hop: ClassVar[bool] = False
     # a continuous model that owns the island's states may define
-    #   propagate_hop(models, steps_s) (staticmethod): propagate many such models, loads gathered,
-    #     over the sub-steps ``steps_s`` in one compiled call (the same arithmetic for one or many)
+    #   propagate_hop(models, steps_s, t0_s) (staticmethod): propagate many such models, loads
+    #     gathered, over the sub-steps ``steps_s`` (s) from ``t0_s`` (s, the hop's start) in one
+    #     compiled call (the same arithmetic for one or many)
     #   hop_ready() -> bool: whether it can do so now
     propagate_hop: ClassVar[Any] = None
 
