@@ -516,11 +516,15 @@ def builtin_layouts() -> dict[str, str]:
     """The shipped layouts' text, built from each built-in scenario's topics (with live panels):
     ``python -c "from hopsim.cli import write_builtin_layouts; write_builtin_layouts()"`` writes them."""
     from hopsim.scenarios import all_scenarios
-    from hopsim.scenarios.runner import scenario_topics
-    from hopsim.view.layout import foxglove_layout
+    from hopsim.scenarios.runner import describe_scenario
+    from hopsim.view.layout import foxglove_layout, scene_frame
 
-    return {spec.name: foxglove_layout(scenario_topics(spec.name), live=True).to_json()
-            for spec in all_scenarios() if spec.build.__module__.startswith("hopsim.")}
+    layouts = {}
+    for spec in all_scenarios():
+        if spec.build.__module__.startswith("hopsim."):
+            topics, scene = describe_scenario(spec.name)
+            layouts[spec.name] = foxglove_layout(topics, live=True, frame=scene_frame(scene)).to_json()
+    return layouts
 
 
 def write_builtin_layouts() -> None:
@@ -529,6 +533,17 @@ def write_builtin_layouts() -> None:
     LAYOUTS.mkdir(exist_ok=True)
     for name, text in builtin_layouts().items():
         (LAYOUTS / f"{name}.json").write_text(text + "\n")
+
+
+def _scene_chief(info: dict) -> str | None:
+    """The chief a recording's scenario names for its Hill frame (``scene_json``), if any."""
+    import json
+
+    try:
+        chief = json.loads(info.get("run", {}).get("scene_json", "{}")).get("hill_chief")
+    except (TypeError, ValueError, AttributeError):
+        return None
+    return chief if isinstance(chief, str) else None
 
 
 @app.command("view")
@@ -567,6 +582,9 @@ def view_cmd(
                   + (f", in the Hill frame of {hill}" if hill else "")
                   + (f" (every {p.every}th recorded instant)" if p.every > 1 else "")
                   + f", {len(view.events)} events")
+    named = _scene_chief(view.info)
+    if named and not hill:
+        console.print(f"(its scenario flies around {named}: --hill {named} shows the others in its Hill frame)")
     if view.report.damaged_chunks:
         err.print(f"[yellow]warning:[/yellow] {view.report.damaged_chunks} damaged chunk(s) of "
                   f"{view.report.chunks} skipped")

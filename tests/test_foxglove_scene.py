@@ -84,3 +84,52 @@ def test_log_times_are_the_epoch_plus_simulation_time(tmp_path):
 
     with pytest.raises((ScenarioError, ValueError), match="not an ISO 8601"):
         get_scenario("lander").make_params({"epoch_utc": "yesterday"})
+
+
+def test_a_chiefs_hill_frame_and_the_relative_trails_in_it():
+    """A chief on an inclined circular orbit and a deputy placed at known positions in its Hill
+    frame: the scene's ``hill/chief`` transform maps those Hill positions onto the deputy's
+    recorded inertial ones, and the deputy's Hill trail holds them (orbit frames of
+    hopsim.dynamics and SciPy's rotations as the references)."""
+    from scipy.spatial.transform import Rotation
+
+    from hopsim.bus.scene import FoxgloveScene
+    from hopsim.dynamics.orbit_frames import hill_dcm, inertial_to_hill
+    from hopsim.schemas import Vector3, VehicleState
+
+    mu, a, inc = 3.986004418e14, 6.9e6, 0.9
+    n = np.sqrt(mu / a**3)
+    scene = FoxgloveScene()
+    scene.set_hill_chief("chief")
+    placed, transforms, trails = [], [], []
+    for k in range(6):
+        t_ns = k * 10_000_000_000
+        th = n * t_ns / 1e9
+        r_c = a * np.array([np.cos(th), np.sin(th) * np.cos(inc), np.sin(th) * np.sin(inc)])
+        v_c = a * n * np.array([-np.sin(th), np.cos(th) * np.cos(inc), np.cos(th) * np.sin(inc)])
+        rho = np.array([50.0 * np.sin(0.4 * k), 200.0 - 15.0 * k, 30.0])
+        r_d = r_c + hill_dcm(r_c, v_c).T @ rho
+        placed.append((r_c, v_c, r_d))
+        for name, r, v in (("chief", r_c, v_c), ("d0", r_d, v_c)):
+            state = VehicleState(vehicle=name, t_ns=t_ns, r_BN_N=Vector3(x=r[0], y=r[1], z=r[2]),
+                                 v_BN_N=Vector3(x=v[0], y=v[1], z=v[2]))
+            state.q_BN.w = 1.0
+            for topic, _, msg in scene.observe(t_ns, "hopsim.VehicleState", state):
+                (transforms if topic == "viz/transforms" else trails).append(msg)
+    for topic, _, msg in scene.flush():
+        (transforms if topic == "viz/transforms" else trails).append(msg)
+    assert len(transforms) == 6
+    for (r_c, v_c, r_d), tfs in zip(placed, transforms):
+        tf = {t.child_frame_id: t for t in tfs.transforms}["hill/chief"]
+        assert tf.parent_frame_id == "world"
+        assert [tf.translation.x, tf.translation.y, tf.translation.z] == r_c.tolist()
+        R_NH = Rotation.from_quat([tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w])
+        rho = inertial_to_hill(r_c, v_c, r_d, v_c)[0]
+        np.testing.assert_allclose(r_c + R_NH.apply(rho), r_d, rtol=0, atol=1e-6)       # m
+    hill_trails = [e for u in trails for e in u.entities if e.id == "hill_trail/d0"]
+    assert hill_trails and all(e.frame_id == "hill/chief" for e in hill_trails)
+    assert not [e for u in trails for e in u.entities if e.id == "hill_trail/chief"]
+    points = np.array([[p.x, p.y, p.z] for p in hill_trails[-1].lines[0].points])
+    expected = np.array([inertial_to_hill(r_c, v_c, r_d, v_c)[0] for r_c, v_c, r_d in placed])
+    np.testing.assert_allclose(points, expected[:len(points)], rtol=0, atol=1e-6)
+    assert len(points) >= 5

@@ -9,10 +9,19 @@ each vehicle's body (a cube locked to its frame, labelled with its name) when it
 its trail in the world frame (positions at least ``TRAIL_EVERY_NS`` apart, the last ``TRAIL_POINTS``
 of them), re-sent every ``TRAIL_EVERY_NS`` for formations up to ``TRAIL_VEHICLES`` vehicles.
 
+For a formation in orbit whose scenario names a chief (``sim.scene["hill_chief"]``), the
+transforms also hold the chief's Hill frame ``hill/<chief>`` (LVLH: x radial, y along-track, z
+orbit normal, from the chief's recorded position and velocity), and ``viz/scene`` the other
+vehicles' trails in it (``hill_trail/<vehicle>``: positions relative to the chief, in H, the
+last ``HILL_TRAIL_POINTS``): choose ``hill/<chief>`` as the 3-D panel's display frame to see the
+relative orbits as they are flown.
+
 These channels are derived from the stream: they carry the channel metadata ``derived=foxglove``,
 take no part in the stream's hash or message count, and readers of the stream skip them.
 """
 from __future__ import annotations
+
+import math
 
 from foxglove_schemas_protobuf.Color_pb2 import Color
 from foxglove_schemas_protobuf.FrameTransforms_pb2 import FrameTransforms
@@ -30,6 +39,43 @@ BODY_SIZE_M = 0.2                     # the drawn body: a cube of this edge (m)
 TRAIL_EVERY_NS = 1_000_000_000
 TRAIL_POINTS = 300
 TRAIL_VEHICLES = 100
+HILL_TRAIL_POINTS = 1000
+
+
+def hill_frame_name(chief: str) -> str:
+    """The name of a chief's Hill frame in the scene."""
+    return f"hill/{chief}"
+
+
+def hill_rotation(r, v) -> list[list[float]]:
+    """C_HN (rows: the Hill frame's axes in N) of a chief at position ``r`` and velocity ``v``
+    (3 floats each, frame N): x along r, z along r x v, y = z x x (NaN where r or r x v is 0)."""
+    def unit(a):
+        n = (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]) ** 0.5
+        return [a[0] / n, a[1] / n, a[2] / n] if n > 0.0 else [math.nan] * 3     # no frame: NaN
+
+    def cross(a, b):
+        return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+
+    x = unit(r)
+    z = unit(cross(r, v))
+    return [x, cross(z, x), z]
+
+
+def _quaternion_of(m) -> tuple[float, float, float, float]:
+    """The unit quaternion (x, y, z, w) of the rotation matrix ``m`` (v' = m v), Shepperd's method."""
+    tr = m[0][0] + m[1][1] + m[2][2]
+    if tr > 0.0:
+        s = 2.0 * (tr + 1.0) ** 0.5
+        return ((m[2][1] - m[1][2]) / s, (m[0][2] - m[2][0]) / s, (m[1][0] - m[0][1]) / s, 0.25 * s)
+    if m[0][0] > m[1][1] and m[0][0] > m[2][2]:
+        s = 2.0 * (1.0 + m[0][0] - m[1][1] - m[2][2]) ** 0.5
+        return (0.25 * s, (m[0][1] + m[1][0]) / s, (m[0][2] + m[2][0]) / s, (m[2][1] - m[1][2]) / s)
+    if m[1][1] > m[2][2]:
+        s = 2.0 * (1.0 + m[1][1] - m[0][0] - m[2][2]) ** 0.5
+        return ((m[0][1] + m[1][0]) / s, 0.25 * s, (m[1][2] + m[2][1]) / s, (m[0][2] - m[2][0]) / s)
+    s = 2.0 * (1.0 + m[2][2] - m[0][0] - m[1][1]) ** 0.5
+    return ((m[0][2] + m[2][0]) / s, (m[1][2] + m[2][1]) / s, 0.25 * s, (m[1][0] - m[0][1]) / s)
 
 
 def is_derived(channel_metadata: dict) -> bool:
@@ -73,11 +119,18 @@ class FoxgloveScene:
         self._trails_sent_ns = -TRAIL_EVERY_NS
         self._volume: tuple | None = None      # the test volume's corners (m, frame N), drawn once
         self._bodies: dict[str, dict] = {}     # vehicles with a known shape (radius, port)
+        self._chief: str | None = None          # the vehicle whose Hill frame is drawn
+        self._hill_trails: dict[str, list[tuple[float, float, float]]] = {}
+        self._hill_trail_t: dict[str, int] = {}
 
     def set_bodies(self, bodies: dict) -> None:
         """Draw these vehicles as spheres of their contact radius with their docking port:
         ``{vehicle: {"radius_m": r, "port_B": unit vector in the body frame (optional)}}``."""
         self._bodies = {name: dict(b) for name, b in bodies.items()}
+
+    def set_hill_chief(self, chief: str | None) -> None:
+        """Add ``chief``'s Hill frame and the others' trails in it (None: none)."""
+        self._chief = chief
 
     def set_volume(self, lo, hi) -> None:
         """Draw the test volume's walls: an axis-aligned box from ``lo`` to ``hi`` (m, frame N)."""
@@ -109,6 +162,9 @@ class FoxgloveScene:
             tf.translation.x, tf.translation.y, tf.translation.z = s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z
             q = s.q_BN
             tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w = q.x, q.y, q.z, q.w
+        chief = poses.get(self._chief) if self._chief is not None else None
+        if chief is not None:
+            C_HN = self._hill_transform(transforms.transforms.add(), chief, self._epoch_ns + t_ns)
         out.append((TRANSFORMS_TOPIC, t_ns, transforms))
         new = sorted(set(poses) - self._known)
         if new:
@@ -120,6 +176,8 @@ class FoxgloveScene:
             if first and self._volume is not None:
                 self._walls(update.entities.add(), self._epoch_ns + t_ns)
             out.append((SCENE_TOPIC, t_ns, update))
+        if chief is not None and len(self._known) <= TRAIL_VEHICLES:
+            self._extend_hill_trails(poses, chief, C_HN, t_ns)
         if len(self._known) <= TRAIL_VEHICLES:
             self._extend_trails(poses, t_ns)
             if t_ns - self._trails_sent_ns >= TRAIL_EVERY_NS:
@@ -127,8 +185,34 @@ class FoxgloveScene:
                 update = SceneUpdate()
                 for name in sorted(self._trails):
                     self._trail(update.entities.add(), name, self._epoch_ns + t_ns)
+                for name in sorted(self._hill_trails):
+                    self._trail(update.entities.add(), name, self._epoch_ns + t_ns, hill=True)
                 out.append((SCENE_TOPIC, t_ns, update))
         return out
+
+    def _hill_transform(self, tf, chief: VehicleState, t_ns: int) -> list[list[float]]:
+        """The chief's Hill frame H in the world frame (translation: the chief's position; rotation
+        C_NH); returns C_HN."""
+        r = (chief.r_BN_N.x, chief.r_BN_N.y, chief.r_BN_N.z)
+        C_HN = hill_rotation(r, (chief.v_BN_N.x, chief.v_BN_N.y, chief.v_BN_N.z))
+        _stamp(tf, t_ns)
+        tf.parent_frame_id, tf.child_frame_id = WORLD, hill_frame_name(self._chief)
+        tf.translation.x, tf.translation.y, tf.translation.z = r
+        C_NH = [[C_HN[j][i] for j in range(3)] for i in range(3)]
+        tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w = _quaternion_of(C_NH)
+        return C_HN
+
+    def _extend_hill_trails(self, poses: dict[str, VehicleState], chief: VehicleState, C_HN, t_ns: int) -> None:
+        """Each other vehicle's position relative to the chief, in H (m)."""
+        c = chief.r_BN_N
+        for name, s in poses.items():
+            if name == self._chief or t_ns - self._hill_trail_t.get(name, -TRAIL_EVERY_NS) < TRAIL_EVERY_NS // 2:
+                continue
+            self._hill_trail_t[name] = t_ns
+            d = (s.r_BN_N.x - c.x, s.r_BN_N.y - c.y, s.r_BN_N.z - c.z)
+            points = self._hill_trails.setdefault(name, [])
+            points.append(tuple(row[0] * d[0] + row[1] * d[1] + row[2] * d[2] for row in C_HN))
+            del points[:-HILL_TRAIL_POINTS]
 
     def _extend_trails(self, poses: dict[str, VehicleState], t_ns: int) -> None:
         for name, s in poses.items():
@@ -181,15 +265,21 @@ class FoxgloveScene:
                 if sum(p != q for p, q in zip(a, b)) == 1:        # corners one edge apart
                     line.points.extend([Point3(x=a[0], y=a[1], z=a[2]), Point3(x=b[0], y=b[1], z=b[2])])
 
-    def _trail(self, entity: SceneEntity, name: str, t_ns: int) -> None:
+    def _trail(self, entity: SceneEntity, name: str, t_ns: int, hill: bool = False) -> None:
+        """A vehicle's trail: in the world frame, or relative to the chief in its Hill frame."""
         _stamp(entity, t_ns)
-        entity.frame_id, entity.id = WORLD, f"trail/{name}"
+        if hill:
+            entity.frame_id, entity.id = hill_frame_name(self._chief), f"hill_trail/{name}"
+        else:
+            entity.frame_id, entity.id = WORLD, f"trail/{name}"
         line = entity.lines.add()
         line.type = LinePrimitive.LINE_STRIP
         line.pose.orientation.w = 1.0
         line.thickness, line.scale_invariant = 2.0, True
         line.color.CopyFrom(Color(r=0.3, g=0.7, b=1.0, a=0.8))
-        line.points.extend(Point3(x=x, y=y, z=z) for x, y, z in self._trails[name])
+        points = self._hill_trails[name] if hill else self._trails[name]
+        line.points.extend(Point3(x=x, y=y, z=z) for x, y, z in points)
 
 
-__all__ = ["FoxgloveScene", "is_derived", "DERIVED", "TRANSFORMS_TOPIC", "SCENE_TOPIC"]
+__all__ = ["FoxgloveScene", "is_derived", "hill_frame_name", "hill_rotation", "DERIVED", "TRANSFORMS_TOPIC",
+           "SCENE_TOPIC"]

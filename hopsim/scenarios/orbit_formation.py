@@ -169,6 +169,7 @@ def build_orbit_formation(sim: Simulation, p: OrbitFormationParams) -> None:
     integrator = dict(rtol=1e-11, atol=1e-4, max_step=20.0)
     mass0 = p.deputy_mass_kg + p.fuel_kg
 
+    sim.scene["hill_chief"] = "chief"          # the viewers show the deputies in the chief's Hill frame
     sim.add_island("chief", integrator=DOP853(**integrator))
     sim.add_model(OrbitingSpacecraft("chief", r_c, v_c, mass0, INERTIA_B, cd_area_m2=p.cd_area_m2, **common),
                   "chief", ties={"state": "chief/state"})

@@ -94,6 +94,7 @@ def build_rendezvous(sim: Simulation, p: RendezvousParams) -> None:
     inertia = np.diag([60.0, 70.0, 50.0])
     common = dict(field=field if p.gravity_degree > 0 else None, degree=p.gravity_degree, mu=field.mu,
                   gravity_gradient=False, rate_hz=1.0)
+    sim.scene["hill_chief"] = "target"         # the viewers show the chaser in the target's Hill frame
     sim.add_island("orbit", integrator=DOP853(rtol=1e-11, atol=1e-4, max_step=20.0))
     sim.add_model(OrbitingSpacecraft("target", r_t, v_t, 500.0, inertia * 5, **common), "orbit",
                   ties={"state": "target/state"})

@@ -257,10 +257,17 @@ KERNEL_EVENT_LEVELS = ("events", "all")
 
 
 def scenario_topics(name: str, overrides: dict[str, Any] | None = None) -> dict[str, str]:
-    """The topics a run of scenario ``name`` records, ``{topic: message type}``, found by building
-    it (nothing runs): its bus topics, Foxglove's 3-D channels when vehicles publish their state,
-    and the kernel-event topics it can produce (contacts and docks with a contact world, faults,
-    the stop)."""
+    """The topics a run of scenario ``name`` records, ``{topic: message type}`` (see
+    :func:`describe_scenario`)."""
+    return describe_scenario(name, overrides)[0]
+
+
+def describe_scenario(name: str, overrides: dict[str, Any] | None = None) -> tuple[dict[str, str], dict]:
+    """What a run of scenario ``name`` records and shows, found by building it (nothing runs): its
+    topics ``{topic: message type}`` (its bus topics, Foxglove's 3-D channels when vehicles
+    publish their state, and the kernel-event topics it can produce: contacts and docks with a
+    contact world, faults, the stop) and its scene (``Simulation.scene``: a test volume, bodies,
+    a chief)."""
     from hopsim.bus.scene import SCENE_TOPIC, TRANSFORMS_TOPIC
     from hopsim.bus.topics import kernel_topic
     from hopsim.schemas import KernelEvent
@@ -275,7 +282,7 @@ def scenario_topics(name: str, overrides: dict[str, Any] | None = None) -> dict[
     if sim.scene.get("bodies"):
         kinds += [KernelEvent.CONTACT, KernelEvent.DOCK, KernelEvent.UNDOCK]
     topics.update({kernel_topic(k): "hopsim.KernelEvent" for k in kinds})
-    return topics
+    return topics, dict(sim.scene)
 
 
 def _pacing_recorder(recorder: McapRecorder, then):

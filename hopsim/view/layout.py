@@ -1,8 +1,9 @@
 """A Foxglove layout for a recording (or a live run): what to open it with in the Foxglove app.
 
 :func:`foxglove_layout` builds it with the Foxglove SDK's layout types from the recording's own
-topics, so it fits any scenario: a 3-D panel on the ``world`` frame showing ``viz/scene`` (bodies,
-trails) and ``viz/transforms`` (poses); plots of the first vehicles' positions (``r_BN_N``, m,
+topics, so it fits any scenario: a 3-D panel on the ``world`` frame (for a formation in orbit whose
+scenario names a chief, on the chief's Hill frame ``hill/<chief>``, where relative orbits are seen
+as flown) showing ``viz/scene`` (bodies, trails) and ``viz/transforms`` (poses); plots of the first vehicles' positions (``r_BN_N``, m,
 frame N) and, when there are contacts, of their normal speeds before and after; the kernel's
 events as raw messages; and for a live run the Parameters panel (``pace``, ``paused``) and a
 service-call panel that sends a fault. ``hopsim layout FILE`` and ``hopsim run ... --layout``
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import foxglove.layouts as fl
 
+from hopsim.bus.scene import WORLD, hill_frame_name
 from hopsim.view.columns import topics
 
 PLOTTED_VEHICLES = 3
@@ -27,11 +29,11 @@ def _path(topic: str, fields: str) -> str:
     return f'"{topic}".{fields}'
 
 
-def foxglove_layout(topics: dict[str, str], live: bool = False) -> fl.Layout:
-    """The layout for a run whose topics (``{topic: type}``) are these."""
+def foxglove_layout(topics: dict[str, str], live: bool = False, frame: str = WORLD) -> fl.Layout:
+    """The layout for a run whose topics (``{topic: type}``) are these; its 3-D panel on ``frame``."""
     states = sorted(t for t, kind in topics.items() if kind == "hopsim.VehicleState" and t.endswith("/state"))
     three_d = fl.ThreeDeePanel(title="vehicles", config=fl.ThreeDeeConfig(
-        follow_tf="world", follow_mode="follow-none",
+        follow_tf=frame, follow_mode="follow-none",
         topics={"viz/scene": fl.BaseRendererSceneUpdateTopicSettings(visible=True)}))
     series = [fl.PlotSeries(value=_path(t, f"r_BN_N.{axis}"), label=f"{t.split('/')[0]} {axis}",
                             line_interpolation="step")
@@ -70,8 +72,27 @@ def write_layout(recording: str | Path, out: str | Path | None = None, live: boo
     """Write the layout of ``recording`` to ``out`` (default: beside it, ``<name>.layout.json``)."""
     recording = Path(recording)
     out = Path(out) if out is not None else recording.with_suffix(".layout.json")
-    out.write_text(foxglove_layout(topics(recording), live).to_json())
+    out.write_text(foxglove_layout(topics(recording), live, scene_frame(recording_scene(recording))).to_json())
     return out
 
 
-__all__ = ["foxglove_layout", "write_layout", "builtin_layout", "LAYOUTS"]
+def recording_scene(recording: str | Path) -> dict:
+    """The scene a recording's run described (its ``scene_json`` metadata; {} if none)."""
+    from mcap.exceptions import McapError
+
+    from hopsim.bus.recorder import RUN_METADATA, read_metadata
+
+    try:
+        scene = json.loads(read_metadata(recording).get(RUN_METADATA, {}).get("scene_json", "{}"))
+    except (ValueError, OSError, McapError):       # a damaged or unfinished file: no scene
+        return {}
+    return scene if isinstance(scene, dict) else {}
+
+
+def scene_frame(scene: dict) -> str:
+    """The frame to show a scene in: its chief's Hill frame if it names one, else the world."""
+    chief = scene.get("hill_chief")
+    return hill_frame_name(chief) if isinstance(chief, str) else WORLD
+
+
+__all__ = ["foxglove_layout", "write_layout", "builtin_layout", "recording_scene", "scene_frame", "LAYOUTS"]

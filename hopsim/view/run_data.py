@@ -19,6 +19,7 @@ import numpy as np
 
 from scipy.spatial.transform import Rotation
 
+from hopsim.bus.scene import hill_rotation
 from hopsim.schemas import Fault, KernelEvent
 from hopsim.view.columns import ColumnReader, numeric_fields
 
@@ -130,10 +131,7 @@ def hill_frame(r_c: np.ndarray, v_c: np.ndarray, r_N: np.ndarray, q_BN: np.ndarr
     ``r_N`` (T, N, 3) and ``q_BN`` (T, N, 4, scalar last): every vehicle's. Returns rho (T, N, 3),
     the position relative to the chief in H (m), and q_BH (T, N, 4, scalar last), the attitude
     relative to H (v_H = R(q_BH) v_B). NaN where a vehicle or the chief is not recorded yet."""
-    x = r_c / np.linalg.norm(r_c, axis=1, keepdims=True)
-    h = np.cross(r_c, v_c)
-    z = h / np.linalg.norm(h, axis=1, keepdims=True)
-    C_HN = np.stack([x, np.cross(z, x), z], axis=1)              # (T, 3, 3): rows are H's axes in N
+    C_HN = np.array([hill_rotation(r.tolist(), v.tolist()) for r, v in zip(r_c, v_c)]).reshape(-1, 3, 3)
     rho = np.einsum("tij,tnj->tni", C_HN, r_N - r_c[:, None, :])
     q_BH = np.full(q_BN.shape, np.nan)
     known = np.isfinite(q_BN).all(axis=2) & np.isfinite(C_HN).all(axis=(1, 2))[:, None]
