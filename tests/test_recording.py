@@ -111,3 +111,110 @@ def test_local_and_ray_runtimes_give_identical_bytes():
     r, remote = lander_stream(seed=11, duration_s=3.0, backend="ray")
     assert remote == local
     assert not ray.is_initialized()      # the run started a local Ray and shut it down
+
+
+# ------------------------------------------------------------------ the recorder's fast paths, bit for bit
+
+def test_add_messages_writes_what_add_message_writes_one_by_one():
+    """The recorder's writer adds an instant's messages in one call: the file is the one mcap's
+    Writer.add_message writes called for each message in turn, with chunks that fill in the
+    middle of a call, channels and schemas registered between calls, log times that go back
+    and chunks closed on demand."""
+    import io
+    import random
+
+    from mcap.writer import CompressionType, Writer
+
+    from hopsim.bus.recorder import _Writer
+
+    rng = random.Random(3)
+    ops, channels, t = [("schema",), ("channel",)], 1, 1_000
+    for _ in range(400):
+        roll = rng.random()
+        if roll < 0.03:
+            ops.append(("schema",))
+        elif roll < 0.08:
+            ops.append(("channel",))
+            channels += 1
+        elif roll < 0.1:
+            ops.append(("flush",))
+        else:
+            t = max(0, t + rng.choice([-7, 0, 0, 5, 1_000]))
+            ops.append(("messages", t, [(rng.randint(1, channels), rng.randrange(2**32), rng.randbytes(rng.randint(0, 90)))
+                                        for _ in range(rng.choice([0, 1, 1, 3, 12]))]))
+    files = {}
+    for batched in (True, False):
+        out = io.BytesIO()
+        writer = (_Writer if batched else Writer)(out, chunk_size=700, compression=CompressionType.ZSTD)
+        writer.start(profile="hopsim", library="test")
+        schemas = 0
+        for op in ops:
+            if op[0] == "schema":
+                schemas += 1
+                writer.register_schema(f"s{schemas}", "protobuf", b"x" * schemas)
+            elif op[0] == "channel":
+                writer.register_channel("t", "protobuf", schemas, {"n": str(schemas)})
+            elif op[0] == "flush":
+                writer.flush()
+            elif batched:
+                writer.add_messages(op[1], op[2])
+            else:
+                for channel_id, sequence, data in op[2]:
+                    writer.add_message(channel_id, log_time=op[1], data=data, publish_time=op[1], sequence=sequence)
+        writer.finish()
+        files[batched] = out.getvalue()
+    assert files[True] == files[False] and len(files[True]) > 20_000
+
+
+def test_the_recorder_writes_the_bytes_of_one_add_message_per_envelope(tmp_path, monkeypatch):
+    """A recorded run, chunks filling in the middle of instants, against the same recorder
+    writing each message with mcap's own Writer.add_message: the same file."""
+    from hopsim.bus import recorder
+    from hopsim.bus.recorder import McapRecorder
+
+    class OneByOne(recorder._Writer):
+        def add_messages(self, log_time, messages):
+            for channel_id, sequence, data in messages:
+                self.add_message(channel_id, log_time=log_time, data=data, publish_time=log_time, sequence=sequence)
+
+    run = run_scenario("lander", {}, seed=4, duration_s=30.0, keep_stream=True)
+    for name in ("fast", "plain"):
+        if name == "plain":
+            monkeypatch.setattr(recorder, "_Writer", OneByOne)
+        rec = McapRecorder(tmp_path / f"{name}.mcap", {"scenario": "lander"}, chunk_size=2_000,
+                           log_time_offset_ns=7)
+        for env in run.recorder.envelopes:
+            rec.record(env)
+        rec.close({"end": "30"})
+    fast, plain = (tmp_path / "fast.mcap").read_bytes(), (tmp_path / "plain.mcap").read_bytes()
+    assert fast == plain and len(fast) > 50_000
+    assert read_metadata(tmp_path / "fast.mcap")["hopsim.result"]["stream_sha256"] == run.stream_sha256
+
+
+def test_a_recordings_digest_is_the_stream_digest_of_its_envelopes(tmp_path):
+    """The recorder hashes an instant at once (each envelope's header packed in one call): the
+    digest is StreamDigest.add's, envelope by envelope, here with every island's kernel events
+    on one channel per kind."""
+    path = tmp_path / "pd.mcap"
+    recorded = run_scenario("passive_docking", duration_s=2.0, out=path, kernel_events="all")
+    in_memory = run_scenario("passive_docking", duration_s=2.0, keep_stream=True, kernel_events="all")
+    assert recorded.stream_sha256 == in_memory.stream_sha256 == read_metadata(path)["hopsim.result"]["stream_sha256"]
+    assert recorded.message_count == len(in_memory.recorder.envelopes) > 50
+
+
+def test_payloads_serialize_as_with_deterministic_true():
+    """Payloads of types without maps or extensions skip the keyword (same bytes); the others keep it."""
+    from google.protobuf import struct_pb2
+
+    from hopsim.bus.recorder import deterministic_serializer
+
+    r = run_scenario("lander", {}, seed=1, duration_s=3.0, keep_stream=True, kernel_events="all")
+    payloads = [e.payload for e in r.recorder.envelopes]
+    assert len({type(p) for p in payloads}) >= 5
+    for p in payloads:
+        assert deterministic_serializer(type(p))(p) == p.SerializeToString(deterministic=True)
+    keys = [f"k{i}" for i in (5, 1, 9, 3, 7, 0, 8, 2, 6, 4)]
+    value = struct_pb2.Value(struct_value=struct_pb2.Struct(fields={k: struct_pb2.Value(number_value=1) for k in keys}))
+    for message in (value.struct_value, value):           # a map, and a map inside a field
+        assert deterministic_serializer(type(message))(message) == message.SerializeToString(deterministic=True)
+        assert deterministic_serializer(type(message)) is not type(message).SerializeToString

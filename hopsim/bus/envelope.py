@@ -5,9 +5,13 @@ recording it is serialized (deterministically, so equal messages give equal byte
 """
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 from hopsim.schemas import Envelope as EnvelopeProto
+
+# an envelope's place in the bus's total order: (time, priority, source, sequence)
+ORDER_KEY = attrgetter("t_ns", "priority", "source", "seq")
 
 
 class Envelope:
@@ -31,7 +35,7 @@ class Envelope:
         self.payload = payload
 
     def order_key(self) -> tuple:
-        return (self.t_ns, self.priority, self.source, self.seq)
+        return ORDER_KEY(self)
 
     @property
     def type_name(self) -> str:

@@ -14,18 +14,22 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+from functools import partial
+from itertools import chain
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator, NamedTuple
 
+from mcap.opcode import Opcode
 from mcap.reader import make_reader
+from mcap.records import MessageIndex
 from mcap.well_known import MessageEncoding
 from mcap.writer import CompressionType, Writer as McapWriter
 from mcap_protobuf.schema import register_schema
 
-from hopsim.bus.envelope import Envelope
+from hopsim.bus.envelope import ORDER_KEY, Envelope
 from hopsim.bus.scene import DERIVED, FoxgloveScene, is_derived
 from hopsim.bus.topics import KERNEL_SOURCE, is_kernel_source
-from hopsim.schemas import Envelope as EnvelopeProto
+from hopsim.schemas import Envelope as EnvelopeProto, VehicleState
 
 PROFILE = "hopsim"
 LOG_TIME_OFFSET = "log_time_offset_ns"     # channel metadata: log time = this + simulation time (ns)
@@ -71,13 +75,18 @@ def envelope_source(channel_metadata: dict, payload: bytes) -> str:
 
 
 class StreamDigest:
-    """SHA-256 over every envelope (header fields and payload bytes), in stream order."""
+    """SHA-256 over every envelope (header fields and payload bytes), in stream order.
+
+    An envelope is hashed as its header (t_ns, deliver_ns: int64; priority: int32; seq: uint64),
+    its names (``source\\0topic\\0type name\\0``, UTF-8) and its payload, the names and the payload
+    each after their length (uint32), all little-endian."""
 
     def __init__(self):
         self._h = hashlib.sha256()
         self.count = 0
 
-    def add(self, env: Envelope, payload: bytes | None = None) -> None:
+    def add(self, env, payload: bytes | None = None) -> None:
+        """Hash one envelope: an :class:`Envelope`, or a recorded ``EnvelopeProto`` with its payload bytes."""
         if payload is None:
             payload = env.payload_bytes()
         names = f"{env.source}\0{env.topic}\0{env.type_name}\0".encode()
@@ -89,6 +98,11 @@ class StreamDigest:
         update(payload)
         self.count += 1
 
+    def add_framed(self, data: bytes, count: int) -> None:
+        """Hash ``count`` envelopes given as the bytes :meth:`add` hashes for each, one after the other."""
+        self._h.update(data)
+        self.count += count
+
     def hexdigest(self) -> str:
         return self._h.hexdigest()
 
@@ -98,14 +112,119 @@ class StreamDigest:
         return twin
 
 
+def _digest_head(source: str, topic: str, type_name: str) -> tuple[struct.Struct, bytes]:
+    """What :meth:`StreamDigest.add` hashes before the payload of an envelope of this source, topic
+    and type, as one pack: ``head.pack(t_ns, deliver_ns, priority, seq, names, len(payload))``."""
+    names = f"{source}\0{topic}\0{type_name}\0".encode()
+    names = len(names).to_bytes(4, "little") + names
+    return struct.Struct(f"<qqiQ{len(names)}sI"), names
+
+
+def _has_maps_or_extensions(descriptor, seen: set | None = None) -> bool:
+    """Whether messages of this type (or any message type within it) can hold map entries or
+    extensions: the only fields whose serialized order ``deterministic=True`` fixes."""
+    seen = set() if seen is None else seen
+    if descriptor.full_name in seen:
+        return False
+    seen.add(descriptor.full_name)
+    if descriptor.GetOptions().map_entry or descriptor.extension_ranges:
+        return True
+    return any(_has_maps_or_extensions(f.message_type, seen) for f in descriptor.fields if f.message_type is not None)
+
+
+def deterministic_serializer(message_type) -> Callable[[object], bytes]:
+    """``SerializeToString(deterministic=True)`` for messages of ``message_type``: the plain call
+    where the keyword changes no byte (parsing it costs about as much as serializing a small message)."""
+    if _has_maps_or_extensions(message_type.DESCRIPTOR):
+        return partial(message_type.SerializeToString, deterministic=True)
+    return message_type.SerializeToString
+
+
+class _Route(NamedTuple):
+    """What writing an envelope of one (topic, source, payload type) takes, worked out once."""
+    channel_id: int
+    digest_head: struct.Struct          # see _digest_head
+    digest_names: bytes
+    is_state: bool                      # a vehicle state: the scene reads it
+    serialize: Callable[[object], bytes]
+
+
+class _MessageIndex(MessageIndex):
+    """An MCAP message index written with one pack for its entries (the same bytes)."""
+
+    def write(self, stream):
+        stream.start_record(Opcode.MESSAGE_INDEX)
+        stream.write2(self.channel_id)
+        stream.write4(len(self.records) * 16)
+        stream.write(struct.pack(f"<{2 * len(self.records)}Q", *chain.from_iterable(self.records)))
+        stream.finish_record()
+
+
+# an MCAP message record: opcode, length of what follows, channel id, sequence, log time, publish
+# time, then the data
+_MESSAGE = struct.Struct("<BQHIQQ")
+_MESSAGE_OPCODE = int(Opcode.MESSAGE)
+_MESSAGE_FIELDS = _MESSAGE.size - 9       # the record's length counts what follows opcode and length
+
+
+class _Writer(McapWriter):
+    """mcap's Writer, with :meth:`add_messages` for the messages of one log time.
+
+    ``add_messages`` writes what :meth:`add_message` called for each message in turn writes (the
+    same records, chunks, indexes and statistics; tests/test_recording.py compares the two) with
+    one call: it frames the records itself into the Writer's chunk builder and statistics, which
+    are private to the mcap version pinned in pyproject.toml.
+    """
+
+    def __init__(self, output, chunk_size: int, compression: CompressionType):
+        super().__init__(output, chunk_size=chunk_size, compression=compression)
+        self._chunk_bytes = chunk_size
+
+    def add_messages(self, log_time: int, messages: list[tuple[int, int, bytes]]) -> None:
+        """Add ``messages``, (channel id, sequence, data) in order, each logged and published at ``log_time``."""
+        if not messages:
+            return
+        stats, chunk = self._Writer__statistics, self._Writer__chunk_builder
+        if stats.message_count == 0 or log_time < stats.message_start_time:
+            stats.message_start_time = log_time
+        if log_time > stats.message_end_time:
+            stats.message_end_time = log_time
+        stats.message_count += len(messages)
+        if chunk.num_messages == 0:
+            chunk.message_start_time = chunk.message_end_time = log_time
+        if log_time < chunk.message_start_time:
+            chunk.message_start_time = log_time
+        if log_time > chunk.message_end_time:
+            chunk.message_end_time = log_time
+        counts, indexes, pack = stats.channel_message_counts, chunk.message_indices, _MESSAGE.pack
+        size, records, closed = chunk.count, [], 0
+        for n, (channel_id, sequence, data) in enumerate(messages, 1):
+            index = indexes.get(channel_id)
+            if index is None:
+                index = indexes[channel_id] = _MessageIndex(channel_id, [])
+            index.records.append((log_time, size))
+            counts[channel_id] += 1
+            records += pack(_MESSAGE_OPCODE, _MESSAGE_FIELDS + len(data), channel_id, sequence, log_time, log_time), data
+            size += _MESSAGE.size + len(data)
+            if size > self._chunk_bytes:        # as add_message: close the chunk this message fills
+                chunk.record_writer.write(b"".join(records))
+                chunk.num_messages += n - closed
+                self.flush()
+                records, closed, size = [], n, 0
+                chunk.message_start_time = chunk.message_end_time = log_time     # the chunk that follows
+        chunk.record_writer.write(b"".join(records))
+        chunk.num_messages += len(messages) - closed
+
+
 class RecordingMismatch(RuntimeError):
     """A run recovered from a kept state did not give again what it had recorded before."""
 
 
 class StreamBuffer:
-    """Holds the envelopes of the current instant and releases them in total order."""
+    """Holds the envelopes of the current instant and releases them in total order, together:
+    ``sink`` receives the list of one instant's envelopes."""
 
-    def __init__(self, sink):
+    def __init__(self, sink: Callable[[list[Envelope]], None]):
         self._sink = sink
         self._t = None
         self._pending: list[Envelope] = []
@@ -120,10 +239,12 @@ class StreamBuffer:
 
     def flush(self) -> None:
         if self._pending:
-            self._pending.sort(key=Envelope.order_key)
-            for env in self._pending:
-                self._sink(env)
-            self._pending.clear()
+            pending, self._pending = self._pending, []
+            pending.sort(key=ORDER_KEY)
+            self._sink(pending)
+
+
+_STATE_TYPE = VehicleState.DESCRIPTOR.full_name      # what the scene draws from
 
 
 class McapRecorder:
@@ -147,8 +268,9 @@ class McapRecorder:
         self._writer_ = None                # leaves an existing file alone
         self._schemas: dict[str, int] = {}
         self._channels: dict[tuple[str, str], int] = {}
+        self._routes: dict[tuple[str, str, type], _Route] = {}     # by (topic, source, payload type)
         self.digest = StreamDigest()
-        self._buffer = StreamBuffer(self._write_final)
+        self._buffer = StreamBuffer(self._write_instant)
         # a run that can recover from a killed actor goes back to its last kept state (commit) and
         # runs again from there: what it wrote since stays in the file, and the re-run's envelopes
         # are checked against it (digest) until they pass its end (see rollback)
@@ -169,20 +291,28 @@ class McapRecorder:
             if described.get("volume_N") is not None:
                 self._scene.set_volume(*described["volume_N"])
             self._scene.set_bodies(described.get("bodies", {}))
+            self._scene.set_hill_chief(described.get("hill_chief"))
 
     @property
-    def _writer(self) -> McapWriter:
+    def _writer(self) -> _Writer:
         """The MCAP writer, its file opened (and the run's description written) on first use."""
         if self._writer_ is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "wb")
-            self._writer_ = McapWriter(self._file, chunk_size=self._chunk_size, compression=CompressionType.ZSTD)
+            self._writer_ = _Writer(self._file, chunk_size=self._chunk_size, compression=CompressionType.ZSTD)
             self._writer_.start(profile=PROFILE, library="hopsim")
             if self._metadata:
                 self._writer_.add_metadata(RUN_METADATA, self._metadata)
         return self._writer_
 
     def record(self, env: Envelope, latency_ns: int = 0, queue: bool = False) -> None:
+        if (env.topic, env.source, type(env.payload)) not in self._routes:
+            self._add_route(env, queue)
+        self._buffer.add(env)
+
+    def _add_route(self, env: Envelope, queue: bool) -> None:
+        """The route of ``env``'s (topic, source, payload type); its channel is registered (written
+        to the file) when it is the first of its channel."""
         key = _channel_key(env)
         if key not in self._channels:
             metadata = {"source": key[1], "latency_ns": str(env.deliver_ns - env.t_ns), "priority": str(env.priority),
@@ -190,7 +320,11 @@ class McapRecorder:
             if key[1] == KERNEL_SOURCE:          # one channel per kind of kernel event, for every island
                 metadata[SOURCE_FROM] = SOURCE_FROM_ISLAND
             self._channels[key] = self._register_channel(env.topic, type(env.payload), metadata)
-        self._buffer.add(env)
+        message_type = type(env.payload)
+        type_name = message_type.DESCRIPTOR.full_name
+        self._routes[env.topic, env.source, message_type] = _Route(
+            self._channels[key], *_digest_head(env.source, env.topic, type_name), type_name == _STATE_TYPE,
+            deterministic_serializer(message_type))
 
     def _register_channel(self, topic: str, message_type, metadata: dict[str, str]) -> int:
         """A channel of ``message_type`` messages (its schema registered once), its metadata
@@ -228,7 +362,7 @@ class McapRecorder:
         if self._rerun_until is None or self.digest.count > self._rerun_until[0]:
             self._rerun_until = (self.digest.count, self.digest.hexdigest())
         self.digest = self._kept.copy()
-        self._buffer = StreamBuffer(self._write_final)
+        self._buffer = StreamBuffer(self._write_instant)
 
     def _rerun(self, env: Envelope) -> bool:
         """True while ``env`` is one the re-run after a rollback gives again (already in the
@@ -247,23 +381,54 @@ class McapRecorder:
                     f"its randomness must come from its model_rng)")
         return True
 
-    def _write_final(self, env: Envelope) -> None:
-        if self._rerun_until is not None and self._rerun(env):
-            return
+    def _past_rerun(self, envelopes: list[Envelope]) -> list[Envelope]:
+        """The envelopes after those the re-run gives again (see :meth:`_rerun`)."""
+        for i, env in enumerate(envelopes):
+            if self._rerun_until is None or not self._rerun(env):
+                return envelopes[i:]
+        return []
+
+    def _write_instant(self, envelopes: list[Envelope]) -> None:
+        """Write one instant's envelopes (in stream order): hash them, write the scene's messages of
+        the instant before, then the envelopes as MCAP messages, each payload serialized once."""
+        if self._rerun_until is not None:
+            envelopes = self._past_rerun(envelopes)
+            if not envelopes:
+                return
+        t_ns = envelopes[0].t_ns
         if self._chunk_start_ns is None:
-            self._chunk_start_ns = env.t_ns
-        elif env.t_ns - self._chunk_start_ns >= self._chunk_span_ns:
+            self._chunk_start_ns = t_ns
+        elif t_ns - self._chunk_start_ns >= self._chunk_span_ns:
             self._writer.flush()        # the chunk spans CHUNK_SPAN_NS: close it and push it to disk
-            self._chunk_start_ns = env.t_ns
+            self._chunk_start_ns = t_ns
+        routes = self._routes
+        hashed, messages, states = [], [], []
+        for env in envelopes:
+            payload = env.payload
+            channel_id, digest_head, digest_names, is_state, serialize = routes[env.topic, env.source, type(payload)]
+            data = serialize(payload)
+            hashed += (digest_head.pack(t_ns, env.deliver_ns, env.priority, env.seq, digest_names, len(data)), data)
+            messages.append((channel_id, env.seq, data))
+            if is_state:
+                states.append(env)
+        self.digest.add_framed(b"".join(hashed), len(envelopes))
         if self._scene is not None:
-            self._write_derived(self._scene.observe(env.t_ns, env.type_name, env.payload))
-        payload = env.payload_bytes()
-        self.digest.add(env, payload)
-        t = env.t_ns + self._offset
-        self._writer.add_message(self._channels[_channel_key(env)], log_time=t,
-                                 data=payload, publish_time=t, sequence=env.seq)
+            self._observe_scene(envelopes[0], states)
+        t = t_ns + self._offset
+        self._writer.add_messages(t, messages)
         if self.tap is not None:
-            self.tap(env.topic, type(env.payload), t, payload)
+            for env, (_, _, data) in zip(envelopes, messages):
+                self.tap(env.topic, type(env.payload), t, data)
+
+    def _observe_scene(self, first: Envelope, states: list[Envelope]) -> None:
+        """Show the scene an instant: its first envelope and its vehicle states (the scene skips the
+        others). The first envelope of an instant completes the scene's instant before, whose
+        messages are written then."""
+        observe = self._scene.observe
+        self._write_derived(observe(first.t_ns, first.type_name, first.payload))
+        for env in states:
+            if env is not first:
+                self._write_derived(observe(env.t_ns, _STATE_TYPE, env.payload))
 
     def record_derived(self, topic: str, t_ns: int, msg, kind: str) -> None:
         """A message about the run that is not part of its stream (``kind`` names what derived it,
@@ -279,7 +444,7 @@ class McapRecorder:
                 self._channels[key] = self._register_channel(topic, type(msg), {DERIVED: kind})
             t = t_ns + self._offset
             data = msg.SerializeToString(deterministic=True)
-            self._writer.add_message(self._channels[key], log_time=t, data=data, publish_time=t, sequence=0)
+            self._writer.add_messages(t, [(self._channels[key], 0, data)])
             if self.tap is not None:
                 self.tap(topic, type(msg), t, data)
 
@@ -335,9 +500,10 @@ class MemoryRecorder:
         self.digest = digest.copy()
         self._buffer = StreamBuffer(self._keep)
 
-    def _keep(self, env: Envelope) -> None:
-        self.envelopes.append(env)
-        self.digest.add(env)
+    def _keep(self, envelopes: list[Envelope]) -> None:
+        self.envelopes += envelopes
+        for env in envelopes:
+            self.digest.add(env)
 
     def close(self, result=None) -> None:
         self._buffer.flush()
