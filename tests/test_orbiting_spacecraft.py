@@ -279,13 +279,26 @@ def full_environment_runs(batching: bool, compiled_hops: bool, n: int = 3, durat
     return np.array([m.x for m in models]), recorder.stream_bytes()
 
 
-def test_compiled_hops_follow_the_kernels_rk4_and_batches_change_no_bit():
+def test_compiled_hops_follow_the_kernels_rk4_and_batches_change_no_bit(monkeypatch):
     """The compiled RK4 hop (one spacecraft per call, or three in one) against the kernel's RK4
     over the same derivative (post_deriv): with sub-steps of whole seconds, whose lengths and
     times the two form alike from integer nanoseconds, the same states bit for bit after 300 s;
     one spacecraft alone or three in one compiled call: the same stream, bit for bit."""
+    from hopsim.actors import orbiting_spacecraft
+
+    rows = []
+    hops = orbiting_spacecraft.rk4_hops
+
+    def counted(t0_s, steps_s, X, *rest):
+        rows.append(len(X))
+        return hops(t0_s, steps_s, X, *rest)
+
+    monkeypatch.setattr(orbiting_spacecraft, "rk4_hops", counted)
     single, stream_single = full_environment_runs(batching=False, compiled_hops=True)
+    assert set(rows) == {1}
+    rows.clear()
     batched, stream_batched = full_environment_runs(batching=True, compiled_hops=True)
+    assert 3 in rows                                          # the three spacecraft in one call
     kernel, _ = full_environment_runs(batching=False, compiled_hops=False)
     assert stream_batched == stream_single
     np.testing.assert_array_equal(batched, single)

@@ -63,7 +63,7 @@ import numpy as np
 from hopsim.actors.disturbance import Disturbance
 from hopsim.actors.messages import StateMessageBuilder
 from hopsim.dynamics.gravity import EARTH_MU, EARTH_RADIUS
-from hopsim.dynamics.orbiting_body import (FRICTION_PARAMS, N_LOADS, P_MASS, P_MU, gravity_acceleration,
+from hopsim.dynamics.orbiting_body import (FRICTION_PARAMS, N_LOADS, P_DEGREE, P_MASS, P_MU, gravity_acceleration,
                                            orbiting_derivative, parameters, rk4_hops)
 from hopsim.dynamics.spatial import quat_normalize, quat_to_dcm
 from hopsim.dynamics.spherical_harmonics import GravityField
@@ -243,8 +243,8 @@ class OrbitingSpacecraft(ContinuousModel):
                      b.friction_table[None])
             return
         batches: dict[tuple, list[OrbitingSpacecraft]] = {}
-        for b in bodies:
-            batches.setdefault((id(b.C), id(b.S), len(b.x), b.n_wheels), []).append(b)
+        for b in bodies:            # one field to one degree: the same coefficients (batch[0]'s)
+            batches.setdefault((id(b.field), b.params[P_DEGREE], len(b.x), b.n_wheels), []).append(b)
         for batch in batches.values():
             X = np.array([b.x for b in batch])
             Xdot = np.empty_like(X)
