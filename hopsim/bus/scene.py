@@ -114,13 +114,13 @@ class FoxgloveScene:
         self._t_ns: int | None = None
         self._poses: dict[str, VehicleState] = {}
         self._known: set[str] = set()
-        self._trails: dict[str, list[tuple[float, float, float]]] = {}
+        self._trails: dict[str, LinePrimitive] = {}       # each vehicle's trail (frame N), kept as sent
         self._trail_t: dict[str, int] = {}
         self._trails_sent_ns = -TRAIL_EVERY_NS
         self._volume: tuple | None = None      # the test volume's corners (m, frame N), drawn once
         self._bodies: dict[str, dict] = {}     # vehicles with a known shape (radius, port)
         self._chief: str | None = None          # the vehicle whose Hill frame is drawn
-        self._hill_trails: dict[str, list[tuple[float, float, float]]] = {}
+        self._hill_trails: dict[str, LinePrimitive] = {}  # relative to the chief, in its Hill frame
         self._hill_trail_t: dict[str, int] = {}
 
     def set_bodies(self, bodies: dict) -> None:
@@ -210,17 +210,14 @@ class FoxgloveScene:
                 continue
             self._hill_trail_t[name] = t_ns
             d = (s.r_BN_N.x - c.x, s.r_BN_N.y - c.y, s.r_BN_N.z - c.z)
-            points = self._hill_trails.setdefault(name, [])
-            points.append(tuple(row[0] * d[0] + row[1] * d[1] + row[2] * d[2] for row in C_HN))
-            del points[:-HILL_TRAIL_POINTS]
+            x, y, z = (row[0] * d[0] + row[1] * d[1] + row[2] * d[2] for row in C_HN)
+            _append(self._hill_trails, name, x, y, z, HILL_TRAIL_POINTS)
 
     def _extend_trails(self, poses: dict[str, VehicleState], t_ns: int) -> None:
         for name, s in poses.items():
             if t_ns - self._trail_t.get(name, -TRAIL_EVERY_NS) >= TRAIL_EVERY_NS // 2:
                 self._trail_t[name] = t_ns
-                points = self._trails.setdefault(name, [])
-                points.append((s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z))
-                del points[:-TRAIL_POINTS]
+                _append(self._trails, name, s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z, TRAIL_POINTS)
 
     @staticmethod
     def _body(entity: SceneEntity, name: str, t_ns: int, shape: dict | None = None) -> None:
@@ -272,13 +269,20 @@ class FoxgloveScene:
             entity.frame_id, entity.id = hill_frame_name(self._chief), f"hill_trail/{name}"
         else:
             entity.frame_id, entity.id = WORLD, f"trail/{name}"
-        line = entity.lines.add()
-        line.type = LinePrimitive.LINE_STRIP
+        entity.lines.add().CopyFrom(self._hill_trails[name] if hill else self._trails[name])
+
+
+def _append(trails: dict[str, LinePrimitive], name: str, x: float, y: float, z: float, keep: int) -> None:
+    """Add a point (m) to ``name``'s trail, keeping its last ``keep`` points (the line is kept
+    between the updates that send it, so that a second's new points are all that is built)."""
+    line = trails.get(name)
+    if line is None:
+        line = trails[name] = LinePrimitive(type=LinePrimitive.LINE_STRIP, thickness=2.0, scale_invariant=True,
+                                            color=Color(r=0.3, g=0.7, b=1.0, a=0.8))
         line.pose.orientation.w = 1.0
-        line.thickness, line.scale_invariant = 2.0, True
-        line.color.CopyFrom(Color(r=0.3, g=0.7, b=1.0, a=0.8))
-        points = self._hill_trails[name] if hill else self._trails[name]
-        line.points.extend(Point3(x=x, y=y, z=z) for x, y, z in points)
+    line.points.add(x=x, y=y, z=z)
+    if len(line.points) > keep:
+        del line.points[:len(line.points) - keep]
 
 
 __all__ = ["FoxgloveScene", "is_derived", "hill_frame_name", "hill_rotation", "DERIVED", "TRANSFORMS_TOPIC",
