@@ -64,7 +64,7 @@ from hopsim.actors.disturbance import Disturbance
 from hopsim.actors.messages import StateMessageBuilder
 from hopsim.dynamics.gravity import EARTH_MU, EARTH_RADIUS
 from hopsim.dynamics.orbiting_body import (FRICTION_PARAMS, N_LOADS, P_DEGREE, P_MASS, P_MU, gravity_acceleration,
-                                           orbiting_derivative, parameters, rk4_hops)
+                                           orbiting_derivative, parameters, rk4_hops, scratch)
 from hopsim.dynamics.spatial import quat_normalize, quat_to_dcm
 from hopsim.dynamics.spherical_harmonics import GravityField
 from hopsim.dynamics.wheels import (WHEEL_FAULTS, BearingFriction, WheelMotors, per_wheel, wheel_angular_momentum_B,
@@ -152,6 +152,7 @@ class OrbitingSpacecraft(ContinuousModel):
                                  bearings.n_states > 0)
         self.loads = np.zeros(N_LOADS)
         self.friction_table = bearings.table() if k else np.zeros((0, FRICTION_PARAMS))
+        self._work = scratch(degree, k)            # the derivative's work arrays (it allocates nothing)
         self._set_inertia(inertia)
         self.n_thrusters = int(n_thrusters)
         self.io_schedule = FixedRate(rate_hz)
@@ -223,7 +224,8 @@ class OrbitingSpacecraft(ContinuousModel):
 
     def post_deriv(self, t_s: float) -> None:
         orbiting_derivative(t_s, self.x, self.xdot, self.params, self.loads, self.inertia_B, self.inertia_inv,
-                            self.inertia_total_B, self.C, self.S, self.G, self.J, self.u, self.friction_table)
+                            self.inertia_total_B, self.C, self.S, self.G, self.J, self.u, self.friction_table,
+                            *self._work)
 
     # ------------------------------------------------------------------ compiled hops
     def hop_ready(self) -> bool:

@@ -42,27 +42,41 @@ def eci_to_ecef(r_eci, jd_ut1: float) -> np.ndarray:
 
 
 @compiled
-def sun_position(jd):
-    """The Sun's position from the Earth's centre (m, ECI of date), by the Astronomical Almanac's
-    low-precision formulae (about 0.01 deg from 1950 to 2050)."""
+def sun_position_xyz(jd):
+    """The Sun's position from the Earth's centre (m, ECI of date) as a tuple, by the Astronomical
+    Almanac's low-precision formulae (about 0.01 deg from 1950 to 2050)."""
     n = jd - JD_J2000
     mean_longitude = math.radians((280.460 + 0.9856474 * n) % 360.0)
     anomaly = math.radians((357.528 + 0.9856003 * n) % 360.0)
     longitude = mean_longitude + math.radians(1.915 * math.sin(anomaly) + 0.020 * math.sin(2.0 * anomaly))
     obliquity = math.radians(23.439 - 4.0e-7 * n)
     distance = (1.00014 - 0.01671 * math.cos(anomaly) - 0.00014 * math.cos(2.0 * anomaly)) * AU_M
-    return np.array([distance * math.cos(longitude), distance * (math.cos(obliquity) * math.sin(longitude)),
-                     distance * (math.sin(obliquity) * math.sin(longitude))])
+    return (distance * math.cos(longitude), distance * (math.cos(obliquity) * math.sin(longitude)),
+            distance * (math.sin(obliquity) * math.sin(longitude)))
+
+
+@compiled
+def sun_position(jd):
+    """The Sun's position from the Earth's centre (m, ECI of date), :func:`sun_position_xyz` as an array."""
+    x, y, z = sun_position_xyz(jd)
+    return np.array([x, y, z])
+
+
+@compiled
+def in_cylindrical_shadow_xyz(x, y, z, sx, sy, sz):
+    """Whether a spacecraft at ``(x, y, z)`` is in the Earth's cylindrical shadow (the Sun at
+    ``(sx, sy, sz)``; m, ECI)."""
+    d = math.sqrt(sx * sx + sy * sy + sz * sz)
+    s0, s1, s2 = sx / d, sy / d, sz / d
+    along = x * s0 + y * s1 + z * s2
+    p0, p1, p2 = x - along * s0, y - along * s1, z - along * s2
+    return along < 0.0 and math.sqrt(p0 * p0 + p1 * p1 + p2 * p2) < EARTH_RADIUS
 
 
 @compiled
 def in_cylindrical_shadow(r, r_sun):
     """Whether a spacecraft at ``r`` is in the Earth's cylindrical shadow (the Sun at ``r_sun``)."""
-    d = math.sqrt(r_sun[0] * r_sun[0] + r_sun[1] * r_sun[1] + r_sun[2] * r_sun[2])
-    s0, s1, s2 = r_sun[0] / d, r_sun[1] / d, r_sun[2] / d
-    along = r[0] * s0 + r[1] * s1 + r[2] * s2
-    p0, p1, p2 = r[0] - along * s0, r[1] - along * s1, r[2] - along * s2
-    return along < 0.0 and math.sqrt(p0 * p0 + p1 * p1 + p2 * p2) < EARTH_RADIUS
+    return in_cylindrical_shadow_xyz(r[0], r[1], r[2], r_sun[0], r_sun[1], r_sun[2])
 
 
 @compiled
@@ -113,23 +127,37 @@ def density_band(altitude_m: float) -> tuple[float, float, float]:
 
 
 @compiled
+def drag_acceleration_xyz(x, y, z, vx, vy, vz, density, cd_area_over_mass):
+    """:func:`drag_acceleration` at ``r = (x, y, z)``, ``v = (vx, vy, vz)`` as a tuple (m/s^2)."""
+    u0 = vx + EARTH_ROTATION_RATE * y
+    u1 = vy - EARTH_ROTATION_RATE * x
+    u2 = vz
+    k = -0.5 * density * cd_area_over_mass * math.sqrt(u0 * u0 + u1 * u1 + u2 * u2)
+    return k * u0, k * u1, k * u2
+
+
+@compiled
 def drag_acceleration(r, v, density, cd_area_over_mass):
     """-1/2 rho (C_D A / m) |v_rel| v_rel (m/s^2) with v_rel = v - w_E x r, the velocity through
     an atmosphere that turns with the Earth (``cd_area_over_mass`` in m^2/kg)."""
-    u0 = v[0] + EARTH_ROTATION_RATE * r[1]
-    u1 = v[1] - EARTH_ROTATION_RATE * r[0]
-    u2 = v[2]
-    k = -0.5 * density * cd_area_over_mass * math.sqrt(u0 * u0 + u1 * u1 + u2 * u2)
-    return np.array([k * u0, k * u1, k * u2])
+    ax, ay, az = drag_acceleration_xyz(r[0], r[1], r[2], v[0], v[1], v[2], density, cd_area_over_mass)
+    return np.array([ax, ay, az])
+
+
+@compiled
+def srp_acceleration_xyz(x, y, z, sx, sy, sz, cr_area_over_mass):
+    """:func:`srp_acceleration` at ``r = (x, y, z)``, the Sun at ``(sx, sy, sz)``, as a tuple (m/s^2)."""
+    if in_cylindrical_shadow_xyz(x, y, z, sx, sy, sz):
+        return 0.0, 0.0, 0.0
+    a0, a1, a2 = x - sx, y - sy, z - sz
+    d = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
+    k = SOLAR_PRESSURE_1AU * (AU_M / d) ** 2 * cr_area_over_mass / d
+    return k * a0, k * a1, k * a2
 
 
 @compiled
 def srp_acceleration(r, r_sun, cr_area_over_mass):
     """Solar radiation pressure on a cannonball (m/s^2): P (1 AU / d)^2 C_R A / m along the Sun
     -> spacecraft line, zero in the Earth's cylindrical shadow (``cr_area_over_mass`` in m^2/kg)."""
-    if in_cylindrical_shadow(r, r_sun):
-        return np.zeros(3)
-    a0, a1, a2 = r[0] - r_sun[0], r[1] - r_sun[1], r[2] - r_sun[2]
-    d = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
-    k = SOLAR_PRESSURE_1AU * (AU_M / d) ** 2 * cr_area_over_mass / d
-    return np.array([k * a0, k * a1, k * a2])
+    ax, ay, az = srp_acceleration_xyz(r[0], r[1], r[2], r_sun[0], r_sun[1], r_sun[2], cr_area_over_mass)
+    return np.array([ax, ay, az])

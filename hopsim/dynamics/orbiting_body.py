@@ -26,12 +26,11 @@ import math
 import numpy as np
 
 from hopsim.dynamics._jit import compiled
-from hopsim.dynamics.environment import (drag_acceleration, exponential_density, gmst_rad, srp_acceleration,
-                                         sun_position)
-from hopsim.dynamics.gravity import EARTH_RADIUS, gravity_gradient_torque, point_mass_acceleration
-from hopsim.dynamics.spatial import quat_rate, quat_to_dcm
-from hopsim.dynamics.spherical_harmonics import spherical_harmonic_acceleration
-from hopsim.dynamics.wheels import lugre_friction, wheel_accelerations, wheel_friction
+from hopsim.dynamics.environment import (drag_acceleration_xyz, exponential_density, gmst_rad, srp_acceleration_xyz,
+                                         sun_position_xyz)
+from hopsim.dynamics.gravity import EARTH_RADIUS
+from hopsim.dynamics.spherical_harmonics import spherical_harmonic_acceleration_xyz
+from hopsim.dynamics.wheels import lugre_friction_into, wheel_accelerations_into, wheel_friction_into
 
 # parameters (one float vector per spacecraft)
 P_MU = 0                # gravitational parameter (m^3/s^2)
@@ -72,67 +71,127 @@ def parameters(mu: float, radius_m: float, degree: int, epoch_jd: float, cd_area
     return p
 
 
+def scratch(degree: int, n_wheels: int) -> tuple[np.ndarray, np.ndarray]:
+    """The work arrays :func:`orbiting_derivative` fills and reads, so that it allocates nothing:
+    ``VW`` (2 x (degree + 3) x (degree + 3), Cunningham's V and W) and ``f`` (one per wheel,
+    friction torques)."""
+    d = max(int(degree), 0) + 3
+    return np.zeros((2, d, d)), np.zeros(max(int(n_wheels), 0))
+
+
 @compiled
-def gravity_acceleration(r, t_s, p, C, S):
-    """Gravitational acceleration (m/s^2, frame N) at ``r`` (m, frame N) at ``t_s`` (s): a point
-    mass, or the spherical-harmonic field ``C``, ``S`` (unnormalized) to ``p[P_DEGREE]`` evaluated
-    in the Earth-fixed frame, which turns by GMST from ``p[P_EPOCH_JD]``."""
+def gravity_xyz(x, y, z, t_s, p, C, S, VW):
+    """Gravitational acceleration (m/s^2, frame N) as a tuple at ``(x, y, z)`` (m, frame N) at
+    ``t_s`` (s): a point mass, or the spherical-harmonic field ``C``, ``S`` (unnormalized) to
+    ``p[P_DEGREE]`` evaluated in the Earth-fixed frame, which turns by GMST from ``p[P_EPOCH_JD]``."""
     mu = p[P_MU]
     degree = int(p[P_DEGREE])
     if degree < 0:
-        return point_mass_acceleration(r, mu)
+        d = math.sqrt(x * x + y * y + z * z)
+        k = -mu / (d * d * d)
+        return k * x, k * y, k * z
     g = gmst_rad(p[P_EPOCH_JD] + t_s / 86400.0)
     c, s = math.cos(g), math.sin(g)
-    r_F = np.array([c * r[0] + s * r[1], -s * r[0] + c * r[1], r[2]])
-    a_F = spherical_harmonic_acceleration(r_F, mu, p[P_RADIUS], C, S, degree)
-    return np.array([c * a_F[0] - s * a_F[1], s * a_F[0] + c * a_F[1], a_F[2]])
+    fx, fy, fz = spherical_harmonic_acceleration_xyz(c * x + s * y, -s * x + c * y, z, mu, p[P_RADIUS], C, S,
+                                                     degree, VW[0], VW[1])
+    return c * fx - s * fy, s * fx + c * fy, fz
+
+
+@compiled
+def gravity_acceleration(r, t_s, p, C, S):
+    """:func:`gravity_xyz` at ``r`` (m, frame N) as an array (m/s^2, frame N)."""
+    d = max(int(p[P_DEGREE]), 0) + 3
+    ax, ay, az = gravity_xyz(r[0], r[1], r[2], t_s, p, C, S, np.zeros((2, d, d)))
+    return np.array([ax, ay, az])
 
 
 @compiled
 def orbiting_derivative(t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                        friction):
+                        friction, VW, f):
     """The state derivative at ``t_s`` (s) into ``xdot``; returns v' (m/s^2, frame N).
 
     ``inertia_B`` (kg m^2, about the centre of mass, B): with wheels Schaub and Junkins' [I_RW]
     (everything but the wheels' axial inertia), ``inertia_inv`` its inverse, ``inertia_total_B``
     the whole spacecraft's (for the gravity gradient); ``G`` (k x 3) the wheels' unit spin axes
     (B), ``J`` (k) their axial inertias (kg m^2), ``motor_Nm`` (k) their motor torques (N m),
-    ``friction`` (k x FRICTION_PARAMS) their bearings."""
-    r, v, q, omega = x[0:3], x[3:6], x[6:10], x[10:13]
-    R = quat_to_dcm(q)
+    ``friction`` (k x FRICTION_PARAMS) their bearings; ``VW`` and ``f`` the work arrays of
+    :func:`scratch`. Written in scalars: it allocates nothing (four calls per RK4 step)."""
+    rx, ry, rz, vx, vy, vz = x[0], x[1], x[2], x[3], x[4], x[5]
+    qx, qy, qz, qw = x[6], x[7], x[8], x[9]
+    wx, wy, wz = x[10], x[11], x[12]
+    # R(q_BN): B components -> N components (hopsim.dynamics.spatial.quat_to_dcm)
+    R00 = 1.0 - 2.0 * (qy * qy + qz * qz)
+    R01 = 2.0 * (qx * qy - qz * qw)
+    R02 = 2.0 * (qx * qz + qy * qw)
+    R10 = 2.0 * (qx * qy + qz * qw)
+    R11 = 1.0 - 2.0 * (qx * qx + qz * qz)
+    R12 = 2.0 * (qy * qz - qx * qw)
+    R20 = 2.0 * (qx * qz - qy * qw)
+    R21 = 2.0 * (qy * qz + qx * qw)
+    R22 = 1.0 - 2.0 * (qx * qx + qy * qy)
     m = p[P_MASS]
-    a = gravity_acceleration(r, t_s, p, C, S)
-    a += R @ loads[L_FORCE_B:L_FORCE_B + 3] / m
+    ax, ay, az = gravity_xyz(rx, ry, rz, t_s, p, C, S, VW)
+    Fx, Fy, Fz = loads[L_FORCE_B], loads[L_FORCE_B + 1], loads[L_FORCE_B + 2]
+    ax += (R00 * Fx + R01 * Fy + R02 * Fz) / m
+    ay += (R10 * Fx + R11 * Fy + R12 * Fz) / m
+    az += (R20 * Fx + R21 * Fy + R22 * Fz) / m
     if p[P_CD_AREA] > 0.0 and p[P_RHO0] > 0.0:
-        altitude = math.sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]) - EARTH_RADIUS
+        altitude = math.sqrt(rx * rx + ry * ry + rz * rz) - EARTH_RADIUS
         rho = exponential_density(altitude, p[P_RHO0], p[P_H0], p[P_SCALE])
-        a += drag_acceleration(r, v, rho, p[P_CD_AREA] / m)
+        dx, dy, dz = drag_acceleration_xyz(rx, ry, rz, vx, vy, vz, rho, p[P_CD_AREA] / m)
+        ax, ay, az = ax + dx, ay + dy, az + dz
     if p[P_CR_AREA] > 0.0:
-        a += srp_acceleration(r, sun_position(p[P_EPOCH_JD] + t_s / 86400.0), p[P_CR_AREA] / m)
-    a += loads[L_DIST_FORCE_N:L_DIST_FORCE_N + 3] / m
-    torque = loads[L_TORQUE_B:L_TORQUE_B + 3] + loads[L_DIST_TORQUE_B:L_DIST_TORQUE_B + 3]
+        sx, sy, sz = sun_position_xyz(p[P_EPOCH_JD] + t_s / 86400.0)
+        px, py, pz = srp_acceleration_xyz(rx, ry, rz, sx, sy, sz, p[P_CR_AREA] / m)
+        ax, ay, az = ax + px, ay + py, az + pz
+    ax += loads[L_DIST_FORCE_N] / m
+    ay += loads[L_DIST_FORCE_N + 1] / m
+    az += loads[L_DIST_FORCE_N + 2] / m
+    tx = loads[L_TORQUE_B] + loads[L_DIST_TORQUE_B]
+    ty = loads[L_TORQUE_B + 1] + loads[L_DIST_TORQUE_B + 1]
+    tz = loads[L_TORQUE_B + 2] + loads[L_DIST_TORQUE_B + 2]
     if p[P_GRAVITY_GRADIENT] != 0.0:
-        torque += gravity_gradient_torque(R.T @ r, inertia_total_B, p[P_MU])
-    xdot[0:3] = v
-    xdot[3:6] = a
-    xdot[6:10] = quat_rate(q, omega)
+        # 3 mu / |r|^5 r_B x (I r_B), r_B = R^T r (hopsim.dynamics.gravity.gravity_gradient_torque)
+        bx = R00 * rx + R10 * ry + R20 * rz
+        by = R01 * rx + R11 * ry + R21 * rz
+        bz = R02 * rx + R12 * ry + R22 * rz
+        I = inertia_total_B
+        ix = I[0, 0] * bx + I[0, 1] * by + I[0, 2] * bz
+        iy = I[1, 0] * bx + I[1, 1] * by + I[1, 2] * bz
+        iz = I[2, 0] * bx + I[2, 1] * by + I[2, 2] * bz
+        d2 = bx * bx + by * by + bz * bz
+        kg = 3.0 * p[P_MU] / (d2 * d2 * math.sqrt(d2))
+        tx += kg * (by * iz - bz * iy)
+        ty += kg * (bz * ix - bx * iz)
+        tz += kg * (bx * iy - by * ix)
+    xdot[0], xdot[1], xdot[2] = vx, vy, vz
+    xdot[3], xdot[4], xdot[5] = ax, ay, az
+    # q' = 1/2 q (x) (omega, 0) (hopsim.dynamics.spatial.quat_rate)
+    xdot[6] = 0.5 * (qw * wx + qy * wz - qz * wy)
+    xdot[7] = 0.5 * (qw * wy + qz * wx - qx * wz)
+    xdot[8] = 0.5 * (qw * wz + qx * wy - qy * wx)
+    xdot[9] = -0.5 * (qx * wx + qy * wy + qz * wz)
     k = len(J)
     if k:
         Omega = x[13:13 + k]
         if p[P_LUGRE] != 0.0:
-            f, z_dot = lugre_friction(Omega, x[13 + k:13 + 2 * k], friction[:, F_STIFFNESS], friction[:, F_DAMPING],
-                                      friction[:, F_VISCOUS], friction[:, F_COULOMB], friction[:, F_STATIC],
-                                      friction[:, F_STRIBECK_SPEED])
-            xdot[13 + k:13 + 2 * k] = z_dot
+            lugre_friction_into(Omega, x[13 + k:13 + 2 * k], friction[:, F_STIFFNESS], friction[:, F_DAMPING],
+                                friction[:, F_VISCOUS], friction[:, F_COULOMB], friction[:, F_STATIC],
+                                friction[:, F_STRIBECK_SPEED], f, xdot[13 + k:13 + 2 * k])
         else:
-            f = wheel_friction(Omega, friction[:, F_VISCOUS], friction[:, F_COULOMB], friction[:, F_COULOMB_SPEED])
-        omega_dot, Omega_dot = wheel_accelerations(inertia_B, inertia_inv, G, J, omega, Omega, motor_Nm, f, torque)
-        xdot[10:13] = omega_dot
-        xdot[13:13 + k] = Omega_dot
+            wheel_friction_into(Omega, friction[:, F_VISCOUS], friction[:, F_COULOMB], friction[:, F_COULOMB_SPEED], f)
+        wheel_accelerations_into(inertia_B, inertia_inv, G, J, x[10:13], Omega, motor_Nm, f, tx, ty, tz,
+                                 xdot[10:13], xdot[13:13 + k])
     else:
-        Iw = inertia_B @ omega
-        xdot[10:13] = inertia_inv @ (torque - np.cross(omega, Iw))
-    return a
+        # I^-1 (tau - omega x I omega)
+        hx = inertia_B[0, 0] * wx + inertia_B[0, 1] * wy + inertia_B[0, 2] * wz
+        hy = inertia_B[1, 0] * wx + inertia_B[1, 1] * wy + inertia_B[1, 2] * wz
+        hz = inertia_B[2, 0] * wx + inertia_B[2, 1] * wy + inertia_B[2, 2] * wz
+        bx, by, bz = tx - (wy * hz - wz * hy), ty - (wz * hx - wx * hz), tz - (wx * hy - wy * hx)
+        xdot[10] = inertia_inv[0, 0] * bx + inertia_inv[0, 1] * by + inertia_inv[0, 2] * bz
+        xdot[11] = inertia_inv[1, 0] * bx + inertia_inv[1, 1] * by + inertia_inv[1, 2] * bz
+        xdot[12] = inertia_inv[2, 0] * bx + inertia_inv[2, 1] * by + inertia_inv[2, 2] * bz
+    return ax, ay, az
 
 
 @compiled
@@ -142,30 +201,41 @@ def rk4_hops(t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_t
     (n x state size): the rows become the states at the hop's end and ``Xdot`` the derivatives
     there (the model's end_hop puts the attitudes back on the unit sphere, as after any
     integrator). The other arrays hold one row per spacecraft (``C``, ``S``: one field for all; ``G``, ``J``,
-    ``motor_Nm``, ``friction``: the same number of wheels for all)."""
+    ``motor_Nm``, ``friction``: the same number of wheels for all). The arithmetic of each step
+    is :class:`hopsim.dynamics.integrators.RK4`'s, element by element."""
     n, size = X.shape
     k1 = np.empty(size)
     k2 = np.empty(size)
     k3 = np.empty(size)
     k4 = np.empty(size)
+    xs = np.empty(size)
+    degree = 0
+    for i in range(n):
+        degree = max(degree, int(P[i, P_DEGREE]))
+    VW, f = np.zeros((2, degree + 3, degree + 3)), np.zeros(J.shape[1])
     for i in range(n):
         x = X[i]
+        Pi, Li, Ii, Iinv, It, Gi, Ji, Ui, Fi = (P[i], loads[i], inertia_B[i], inertia_inv[i], inertia_total_B[i],
+                                                G[i], J[i], motor_Nm[i], friction[i])
         t = t0_s
         for h in steps_s:
             half = 0.5 * h
-            orbiting_derivative(t, x, k1, P[i], loads[i], inertia_B[i], inertia_inv[i], inertia_total_B[i], C, S,
-                                G[i], J[i], motor_Nm[i], friction[i])
-            orbiting_derivative(t + half, x + half * k1, k2, P[i], loads[i], inertia_B[i], inertia_inv[i],
-                                inertia_total_B[i], C, S, G[i], J[i], motor_Nm[i], friction[i])
-            orbiting_derivative(t + half, x + half * k2, k3, P[i], loads[i], inertia_B[i], inertia_inv[i],
-                                inertia_total_B[i], C, S, G[i], J[i], motor_Nm[i], friction[i])
-            orbiting_derivative(t + h, x + h * k3, k4, P[i], loads[i], inertia_B[i], inertia_inv[i],
-                                inertia_total_B[i], C, S, G[i], J[i], motor_Nm[i], friction[i])
-            x[:] = x + (h / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+            orbiting_derivative(t, x, k1, Pi, Li, Ii, Iinv, It, C, S, Gi, Ji, Ui, Fi, VW, f)
+            for j in range(size):
+                xs[j] = x[j] + half * k1[j]
+            orbiting_derivative(t + half, xs, k2, Pi, Li, Ii, Iinv, It, C, S, Gi, Ji, Ui, Fi, VW, f)
+            for j in range(size):
+                xs[j] = x[j] + half * k2[j]
+            orbiting_derivative(t + half, xs, k3, Pi, Li, Ii, Iinv, It, C, S, Gi, Ji, Ui, Fi, VW, f)
+            for j in range(size):
+                xs[j] = x[j] + h * k3[j]
+            orbiting_derivative(t + h, xs, k4, Pi, Li, Ii, Iinv, It, C, S, Gi, Ji, Ui, Fi, VW, f)
+            sixth = h / 6.0
+            for j in range(size):
+                x[j] = x[j] + sixth * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j])
             t += h
-        orbiting_derivative(t, x, Xdot[i], P[i], loads[i], inertia_B[i], inertia_inv[i], inertia_total_B[i], C, S,
-                            G[i], J[i], motor_Nm[i], friction[i])
+        orbiting_derivative(t, x, Xdot[i], Pi, Li, Ii, Iinv, It, C, S, Gi, Ji, Ui, Fi, VW, f)
 
 
-__all__ = ["orbiting_derivative", "gravity_acceleration", "rk4_hops", "parameters", "N_PARAMS", "N_LOADS",
+__all__ = ["orbiting_derivative", "gravity_acceleration", "gravity_xyz", "scratch", "rk4_hops", "parameters", "N_PARAMS", "N_LOADS",
            "FRICTION_PARAMS"]

@@ -83,15 +83,14 @@ def ggm03s() -> GravityField:
 
 
 @compiled
-def _cunningham(r, radius, n_max):
-    """V, W ((n_max + 1) x (n_max + 1)) at ``r`` (m, frame F)."""
-    x, y, z = r[0], r[1], r[2]
+def cunningham_into(x, y, z, radius, n_max, V, W):
+    """Fill the lower triangles (n >= m) of ``V``, ``W`` to degree ``n_max`` at ``(x, y, z)``
+    (m, frame F); the upper triangles are left as they are (no formula reads them)."""
     r2 = x * x + y * y + z * z
     rho = radius * radius / r2
     x0, y0, z0 = x * radius / r2, y * radius / r2, z * radius / r2
-    V = np.zeros((n_max + 1, n_max + 1))
-    W = np.zeros((n_max + 1, n_max + 1))
     V[0, 0] = radius / np.sqrt(r2)
+    W[0, 0] = 0.0
     for m in range(n_max + 1):
         if m > 0:
             V[m, m] = (2 * m - 1) * (x0 * V[m - 1, m - 1] - y0 * W[m - 1, m - 1])
@@ -102,14 +101,23 @@ def _cunningham(r, radius, n_max):
         for n in range(m + 2, n_max + 1):
             V[n, m] = ((2 * n - 1) * z0 * V[n - 1, m] - (n + m - 1) * rho * V[n - 2, m]) / (n - m)
             W[n, m] = ((2 * n - 1) * z0 * W[n - 1, m] - (n + m - 1) * rho * W[n - 2, m]) / (n - m)
+
+
+@compiled
+def _cunningham(r, radius, n_max):
+    """V, W ((n_max + 1) x (n_max + 1)) at ``r`` (m, frame F)."""
+    V = np.zeros((n_max + 1, n_max + 1))
+    W = np.zeros((n_max + 1, n_max + 1))
+    cunningham_into(r[0], r[1], r[2], radius, n_max, V, W)
     return V, W
 
 
 @compiled
-def spherical_harmonic_acceleration(r, mu, radius, C, S, n_max):
-    """grad U (m/s^2, frame F) at ``r`` (m, frame F) of the field with unnormalized ``C``, ``S``
-    to degree ``n_max`` (C[0, 0] = 1 gives the point mass)."""
-    V, W = _cunningham(r, radius, n_max + 1)
+def spherical_harmonic_acceleration_xyz(x, y, z, mu, radius, C, S, n_max, V, W):
+    """grad U (m/s^2, frame F) as a tuple, at ``(x, y, z)`` (m, frame F); ``V``, ``W`` are
+    scratch of at least (n_max + 2) x (n_max + 2) (no allocation: the orbiting spacecraft's
+    derivative calls it four times per RK4 step)."""
+    cunningham_into(x, y, z, radius, n_max + 1, V, W)
     ax, ay, az = 0.0, 0.0, 0.0
     for n in range(n_max + 1):
         for m in range(n + 1):
@@ -125,7 +133,17 @@ def spherical_harmonic_acceleration(r, mu, radius, C, S, n_max):
                              + f * (-c * W[n + 1, m - 1] + s * V[n + 1, m - 1]))
             az += (n - m + 1) * (-c * V[n + 1, m] - s * W[n + 1, m])
     k = mu / (radius * radius)
-    return np.array([k * ax, k * ay, k * az])
+    return k * ax, k * ay, k * az
+
+
+@compiled
+def spherical_harmonic_acceleration(r, mu, radius, C, S, n_max):
+    """grad U (m/s^2, frame F) at ``r`` (m, frame F) of the field with unnormalized ``C``, ``S``
+    to degree ``n_max`` (C[0, 0] = 1 gives the point mass)."""
+    V = np.zeros((n_max + 2, n_max + 2))
+    W = np.zeros((n_max + 2, n_max + 2))
+    ax, ay, az = spherical_harmonic_acceleration_xyz(r[0], r[1], r[2], mu, radius, C, S, n_max, V, W)
+    return np.array([ax, ay, az])
 
 
 @compiled
@@ -140,4 +158,5 @@ def spherical_harmonic_potential(r, mu, radius, C, S, n_max):
 
 
 __all__ = ["GravityField", "read_field", "ggm03s", "spherical_harmonic_acceleration",
+           "spherical_harmonic_acceleration_xyz", "cunningham_into",
            "spherical_harmonic_potential"]

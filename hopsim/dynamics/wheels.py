@@ -1,5 +1,5 @@
 """Reaction wheels on a rigid body: the body's angular acceleration and the wheels' spin
-accelerations, with bearing friction (pure NumPy; Schaub and Junkins, Analytical Mechanics of
+accelerations, with bearing friction (compiled; Schaub and Junkins, Analytical Mechanics of
 Space Systems, 4th ed., section 4.5).
 
 Frames and symbols (SI units):
@@ -64,10 +64,33 @@ def per_wheel(name: str, what: str, value, k: int, positive: bool = False, negat
 
 
 @compiled
+def wheel_friction_into(Omega, viscous_Nms, coulomb_Nm, coulomb_speed_radps, out):
+    """:func:`wheel_friction` into ``out`` (N m, one per wheel)."""
+    for i in range(len(Omega)):
+        ramp = Omega[i] / coulomb_speed_radps[i]
+        ramp = 1.0 if ramp > 1.0 else (-1.0 if ramp < -1.0 else ramp)
+        out[i] = viscous_Nms[i] * Omega[i] + coulomb_Nm[i] * ramp
+
+
+@compiled
 def wheel_friction(Omega, viscous_Nms, coulomb_Nm, coulomb_speed_radps):
     """Bearing friction torque on each wheel (N m), opposing its spin rate ``Omega`` (rad/s)."""
-    ramp = np.clip(Omega / coulomb_speed_radps, -1.0, 1.0)
-    return viscous_Nms * Omega + coulomb_Nm * ramp
+    out = np.empty(len(Omega))
+    wheel_friction_into(Omega, viscous_Nms, coulomb_Nm, coulomb_speed_radps, out)
+    return out
+
+
+@compiled
+def lugre_friction_into(Omega, z, stiffness_Nmprad, damping_Nmsprad, viscous_Nms, coulomb_Nm, static_Nm,
+                        stribeck_speed_radps, f_out, z_dot_out):
+    """:func:`lugre_friction` into ``f_out`` (N m) and ``z_dot_out`` (rad/s)."""
+    for i in range(len(Omega)):
+        v = Omega[i]
+        ratio = v / stribeck_speed_radps[i]
+        g = coulomb_Nm[i] + (static_Nm[i] - coulomb_Nm[i]) * math.exp(-(ratio * ratio))
+        z_dot = v - stiffness_Nmprad[i] * abs(v) * z[i] / g
+        f_out[i] = stiffness_Nmprad[i] * z[i] + damping_Nmsprad[i] * z_dot + viscous_Nms[i] * v
+        z_dot_out[i] = z_dot
 
 
 @compiled
@@ -88,9 +111,10 @@ def lugre_friction(Omega, z, stiffness_Nmprad, damping_Nmsprad, viscous_Nms, cou
     curve g(v) sign(v) + sigma_2 v; near rest (|z| << F_c / sigma_0) F is a spring of stiffness
     sigma_0 on the wheel's angle.
     """
-    g = coulomb_Nm + (static_Nm - coulomb_Nm) * np.exp(-(Omega / stribeck_speed_radps) ** 2)
-    z_dot = Omega - stiffness_Nmprad * np.abs(Omega) * z / g
-    return stiffness_Nmprad * z + damping_Nmsprad * z_dot + viscous_Nms * Omega, z_dot
+    f, z_dot = np.empty(len(Omega)), np.empty(len(Omega))
+    lugre_friction_into(Omega, z, stiffness_Nmprad, damping_Nmsprad, viscous_Nms, coulomb_Nm, static_Nm,
+                        stribeck_speed_radps, f, z_dot)
+    return f, z_dot
 
 
 FRICTION_MODELS = ("coulomb_viscous", "lugre")
@@ -255,10 +279,48 @@ class WheelMotors:
 
 
 @compiled
+def wheel_angular_momentum_xyz(inertia_B, G, J, w0, w1, w2, Omega):
+    """H_B (N m s, B components) of :func:`wheel_angular_momentum_B` as a tuple, ``omega`` = (w0, w1, w2)."""
+    H0 = inertia_B[0, 0] * w0 + inertia_B[0, 1] * w1 + inertia_B[0, 2] * w2
+    H1 = inertia_B[1, 0] * w0 + inertia_B[1, 1] * w1 + inertia_B[1, 2] * w2
+    H2 = inertia_B[2, 0] * w0 + inertia_B[2, 1] * w1 + inertia_B[2, 2] * w2
+    for i in range(len(J)):
+        g0, g1, g2 = G[i, 0], G[i, 1], G[i, 2]
+        h = J[i] * (g0 * w0 + g1 * w1 + g2 * w2 + Omega[i])
+        H0 += h * g0
+        H1 += h * g1
+        H2 += h * g2
+    return H0, H1, H2
+
+
+@compiled
 def wheel_angular_momentum_B(inertia_B, G, J, omega, Omega):
     """H_B = [I_RW] omega + sum_i J_i (g_i . omega + Omega_i) g_i (N m s, B components)."""
-    h = J * (G @ omega + Omega)
-    return inertia_B @ omega + G.T @ h
+    H0, H1, H2 = wheel_angular_momentum_xyz(inertia_B, G, J, omega[0], omega[1], omega[2], Omega)
+    return np.array([H0, H1, H2])
+
+
+@compiled
+def wheel_accelerations_into(inertia_B, inertia_inv, G, J, omega, Omega, motor_Nm, friction_Nm, L0, L1, L2,
+                             omega_dot, Omega_dot):
+    """:func:`wheel_accelerations` into ``omega_dot`` (3) and ``Omega_dot`` (k), the external
+    torque L_B = (L0, L1, L2) (N m, B)."""
+    w0, w1, w2 = omega[0], omega[1], omega[2]
+    H0, H1, H2 = wheel_angular_momentum_xyz(inertia_B, G, J, w0, w1, w2, Omega)
+    b0 = L0 - (w1 * H2 - w2 * H1)
+    b1 = L1 - (w2 * H0 - w0 * H2)
+    b2 = L2 - (w0 * H1 - w1 * H0)
+    for i in range(len(J)):
+        u = motor_Nm[i] - friction_Nm[i]
+        b0 -= G[i, 0] * u
+        b1 -= G[i, 1] * u
+        b2 -= G[i, 2] * u
+    d0 = inertia_inv[0, 0] * b0 + inertia_inv[0, 1] * b1 + inertia_inv[0, 2] * b2
+    d1 = inertia_inv[1, 0] * b0 + inertia_inv[1, 1] * b1 + inertia_inv[1, 2] * b2
+    d2 = inertia_inv[2, 0] * b0 + inertia_inv[2, 1] * b1 + inertia_inv[2, 2] * b2
+    omega_dot[0], omega_dot[1], omega_dot[2] = d0, d1, d2
+    for i in range(len(J)):
+        Omega_dot[i] = (motor_Nm[i] - friction_Nm[i]) / J[i] - (G[i, 0] * d0 + G[i, 1] * d1 + G[i, 2] * d2)
 
 
 @compiled
@@ -270,14 +332,12 @@ def wheel_accelerations(inertia_B, inertia_inv, G, J, omega, Omega, motor_Nm, fr
     (rad/s, B), ``Omega`` (k, rad/s), ``motor_Nm`` u and ``friction_Nm`` f (k, N m, see
     :func:`wheel_friction`), ``torque_B`` L_B (N m, B) the external torque about the centre of mass.
     """
-    wheel_torque = motor_Nm - friction_Nm
-    H = wheel_angular_momentum_B(inertia_B, G, J, omega, Omega)
-    w0, w1, w2 = omega[0], omega[1], omega[2]
-    H0, H1, H2 = H[0], H[1], H[2]
-    omega_x_H = np.array([w1 * H2 - w2 * H1, w2 * H0 - w0 * H2, w0 * H1 - w1 * H0])
-    omega_dot = inertia_inv @ (torque_B - omega_x_H - G.T @ wheel_torque)
-    return omega_dot, wheel_torque / J - G @ omega_dot
+    omega_dot, Omega_dot = np.empty(3), np.empty(len(J))
+    wheel_accelerations_into(inertia_B, inertia_inv, G, J, omega, Omega, motor_Nm, friction_Nm, torque_B[0],
+                             torque_B[1], torque_B[2], omega_dot, Omega_dot)
+    return omega_dot, Omega_dot
 
 
 __all__ = ["BearingFriction", "FRICTION_MODELS", "WHEEL_FAULTS", "WheelMotors", "lugre_friction", "per_wheel",
-           "wheel_accelerations", "wheel_angular_momentum_B", "wheel_axes", "wheel_friction"]
+           "wheel_accelerations", "wheel_accelerations_into", "wheel_angular_momentum_B", "wheel_axes",
+           "wheel_friction", "wheel_friction_into", "lugre_friction_into"]
