@@ -210,6 +210,8 @@ def run_cmd(
     cpu: bool = typer.Option(False, help="measure and print each actor's share of CPU time"),
     batching: bool = typer.Option(False, help="propagate islands whose hops coincide as one batch "
                                              "(same result, bit for bit)"),
+    rate_groups: bool = typer.Option(True, help="advance islands on one periodic schedule with one barrier "
+                                               "per instant (same result, bit for bit)"),
     stats: bool = typer.Option(False, "--stats", help="also print the kernel's statistics (islands, barriers, "
                                                       "hops, deliveries, Ray windows)"),
     verbose: bool = typer.Option(False, "--verbose", help="let Ray print its notices and its workers' output"),
@@ -248,7 +250,7 @@ def run_cmd(
                                   backend=backend, progress=progress and not live, ray_address=ray_address,
                                   checkpoint_every_s=checkpoint_every, checkpoint_dir=checkpoint_dir,
                                   cpu_accounting=cpu, placement=placement, batching=batching,
-                                  pacer=pacer, tap=server.tap if server else None, kernel_events=kernel_events)
+                                  rate_groups=rate_groups, pacer=pacer, tap=server.tap if server else None, kernel_events=kernel_events)
         finally:
             if server is not None:
                 server.stop()

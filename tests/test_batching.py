@@ -19,7 +19,7 @@ def test_batching_changes_no_bit_of_the_stream(name, overrides, duration):
 
 
 def test_a_batch_really_groups_islands():
-    from hopsim.kernel import island as island_module
+    from hopsim.kernel import executive, island as island_module
 
     sizes = []
     original = island_module.propagate_together
@@ -28,9 +28,11 @@ def test_a_batch_really_groups_islands():
         sizes.append(len(islands))
         return original(islands, t1)
 
-    island_module.propagate_together = spy
+    # lone islands' wakes batch through the island module, a rate group through the executive's
+    island_module.propagate_together = executive.propagate_together = spy
     try:
         run_scenario("formation", {"n_vehicles": 8}, duration_s=5.0, batching=True)
+        run_scenario("formation", {"n_vehicles": 8}, duration_s=5.0, batching=True, rate_groups=False)
     finally:
-        island_module.propagate_together = original
-    assert max(sizes) >= 8
+        island_module.propagate_together = executive.propagate_together = original
+    assert max(sizes) >= 8 and sizes.count(8) >= 8

@@ -123,6 +123,15 @@ class Island:
         self._monitors: list = []           # monitors of every member
         self._home_monitors: list = []      # monitors of this home island
         self._deferred = False
+        # rate groups (hopsim.kernel.rate_group): the models on a periodic schedule, in call order,
+        # the schedule's key when every model runs on that one schedule or on messages only, and
+        # the group this island is a member of (its I/O heap is rebuilt when it leaves)
+        self._io_slots: list[Slot] = []          # periodic and variable-rate models, in call order
+        self._variable_slots: list[Slot] = []
+        self._fast_slot: Slot | None = None      # a model on the fastest periodic schedule
+        self.rate_key: tuple | None = None
+        self.group = None
+        self._io_heap_stale = False
 
     # ------------------------------------------------------------------ assembly
     def add_slot(self, slot: Slot) -> None:
@@ -156,6 +165,31 @@ class Island:
             s.io_next = self._first_io(s, t0)
             if s.io_next is not None:
                 heapq.heappush(self._io_heap, (s.io_next, s.order, s))
+        self._find_rate_key()
+
+    def _find_rate_key(self) -> None:
+        """The key of the island's fastest periodic schedule when the others' instants are among
+        its instants (whole-nanosecond periods, each a multiple of the fastest, in phase), so that
+        the island's barriers are that schedule's while its variable-rate models are idle or due
+        on it; None when the island cannot be a rate group's member."""
+        self._io_slots = [s for s in self.slots if s.periodic is not None or s.variable_rate]
+        self._variable_slots = [s for s in self._io_slots if s.periodic is None]
+        periodic = [s for s in self._io_slots if s.periodic is not None]
+        self.rate_key = None
+        self._fast_slot = None
+        called_directly = all(s.local and not s.accounting and not s.method_events
+                              and not s.io_events["begin"] and not s.io_events["end"] for s in self.slots)
+        if not periodic or not called_directly:
+            return
+        fast = min(periodic, key=lambda s: s.periodic.key[1] / s.periodic.key[2])
+        t0, num, den = fast.periodic.key
+        for s in periodic:
+            t0_s, num_s, den_s = s.periodic.key
+            if den != 1 or den_s != 1 or num_s % num or (t0_s - t0) % num:
+                if s.periodic.key != fast.periodic.key:
+                    return
+        self._fast_slot = fast
+        self.rate_key = fast.periodic.key
 
     def assemble(self, x: np.ndarray) -> None:
         """Number ``self.slots`` in their call order, take ``x`` as the continuous state (the
@@ -274,6 +308,9 @@ class Island:
     def __setstate__(self, state: dict) -> None:
         set_attributes(self, state)
         self.link_states()
+        if self.group is not None:             # a group is its process's: plan alone until rejoining
+            self.group = None
+            self._rebuild_io_heap()
 
     @staticmethod
     def _with_events(slot: Slot, method: str) -> Callable[[float], None]:
@@ -315,6 +352,7 @@ class Island:
             return
         self._stops = [s for s in self._stops if s <= t_ns]
         heapq.heapify(self._stops)
+        self._leave_group()
         if self._initial:
             return
         if self._propagated:
@@ -361,6 +399,8 @@ class Island:
         events = self._events
         while events and events[0][3].cancelled:
             heapq.heappop(events)
+        if self._io_heap_stale:
+            self._rebuild_io_heap()
         io = self._io_heap
         while io and io[0][0] != io[0][2].io_next:
             heapq.heappop(io)                          # superseded by a re-asked next_io_time
@@ -400,9 +440,78 @@ class Island:
                 f"{now} ns; use more integration steps per hop or a smaller eps")
         self._pending_end = t_end
         self._gen += 1
+        if self.rate_key is not None and not self._propagated and self._on_schedule(t_end):
+            group = self.sim.rate_group(self.rate_key)
+            if group is not None:
+                self.group = group
+                group.stats["joins"] += 1
+                group.admit(self, t_end)
+                return
         self.sim.schedule_wake(self, t_end, self._gen)
 
+    def _on_schedule(self, t_ns: int) -> bool:
+        """Whether this island's timeline is its fastest schedule up to ``t_ns``, that schedule's
+        next instant (no variable-rate model due earlier), and the island may be grouped now."""
+        if (self._fast_slot.io_next != t_ns or self.zero_crossings or self._monitors or self.absorbed_into is not None
+                or len(self.members) != 1 or self.trace_steps or self.hop_log is not None):
+            return False
+        for s in self._variable_slots:
+            if s.io_next is not None and s.io_next < t_ns:
+                return False
+        return True
+
+    def _leave_group(self) -> None:
+        """Stop being a rate group's member (the group passes over this island's entries)."""
+        group = self.group
+        if group is not None:
+            self.group = None
+            group.stats["leaves"] += 1
+            if self._io_heap_stale:
+                self._rebuild_io_heap()
+
+    def _rebuild_io_heap(self) -> None:
+        self._io_heap = [(s.io_next, s.order, s) for s in self.slots if s.io_next is not None]
+        heapq.heapify(self._io_heap)
+        self._io_heap_stale = False
+
+    @property
+    def planned_end(self) -> int | None:
+        """The instant (ns) of the barrier this island has planned next (None: none planned)."""
+        return self._pending_end
+
+    def group_barrier(self, t: int) -> None:
+        """The barrier at the kernel's time ``t`` (ns) of a rate group's member, whose compiled hop
+        the group may have propagated already: the hop, the barrier, then either the schedule's
+        next instant in the group or a plan of its own (:mod:`hopsim.kernel.rate_group`)."""
+        if t > self.t:
+            self._end_hop_at(t)
+        self._pending_end = None
+        self._in_barrier = True
+        try:
+            self._barrier(t)
+        finally:
+            self._in_barrier = False
+        nxt = self._fast_slot.io_next
+        if self._nothing_due_before(nxt) and self._on_schedule(nxt):
+            self._pending_end = nxt
+            self._gen += 1
+            self.group.admit(self, nxt)
+        else:
+            self._leave_group()
+            self._plan()
+
+    def _nothing_due_before(self, t_ns: int) -> bool:
+        """Whether no event, delivery, requested barrier or stop is due before ``t_ns``."""
+        events = self._events
+        while events and events[0][3].cancelled:
+            heapq.heappop(events)
+        for queue in (events, self._inbox, self._requested):
+            if queue and queue[0][0] < t_ns:
+                return False
+        return not (self._stops and self._stops[0] < t_ns)
+
     def _replan(self) -> None:
+        self._leave_group()
         if self._propagated:
             self._restore(self._hop_start_state)
             self.stats["rollbacks"] += 1
@@ -572,14 +681,25 @@ class Island:
         """2. ``end_io_step`` of the models whose I/O step ends at t, then their next I/O
         instants; returns them (marked ``due``) in call order."""
         due: list[Slot] = []
-        io = self._io_heap
-        if not io or io[0][0] > t:
-            return due
-        while io and io[0][0] <= t:
-            _, _, slot = heapq.heappop(io)
-            if slot.io_next == t and not slot.due:
-                slot.due = True
-                due.append(slot)
+        grouped = self.group is not None
+        if grouped:
+            # a rate group's member: no heap (it is rebuilt on leaving), the models due now
+            self._io_heap_stale = True
+            for slot in self._io_slots:
+                if slot.io_next == t and not slot.due:
+                    slot.due = True
+                    due.append(slot)
+        else:
+            if self._io_heap_stale:
+                self._rebuild_io_heap()
+            io = self._io_heap
+            if not io or io[0][0] > t:
+                return due
+            while io and io[0][0] <= t:
+                _, _, slot = heapq.heappop(io)
+                if slot.io_next == t and not slot.due:
+                    slot.due = True
+                    due.append(slot)
         for s in due:
             if s.io_prev is not None:
                 for ev in s.io_events["end"]:
@@ -595,7 +715,8 @@ class Island:
                 s.io_next = nxt = self._asked_next_io(s, t)
                 if nxt is None:
                     continue
-            heapq.heappush(io, (nxt, s.order, s))
+            if not grouped:
+                heapq.heappush(io, (nxt, s.order, s))
         return due
 
     def _deliver(self, t: int) -> None:
@@ -670,12 +791,15 @@ class Island:
 
     def _reask_next_io(self, t: int, slots: list[Slot]) -> None:
         """A message reached these variable-rate models: each may need its next step at another time."""
+        grouped = self.group is not None
+        if not grouped and self._io_heap_stale:
+            self._rebuild_io_heap()
         io = self._io_heap
         for s in slots:
             nxt = self._asked_next_io(s, t)
             if nxt != s.io_next:
                 s.io_next = nxt
-                if nxt is not None:
+                if nxt is not None and not grouped:
                     heapq.heappush(io, (nxt, s.order, s))
 
     def _kill(self, slot: Slot, env: Envelope, t: int) -> None:
@@ -761,7 +885,7 @@ class Island:
         island = {
             "t": self.t,
             "x": self._x.copy(),
-            "io": [(t, slot.name) for t, _, slot in self._io_heap],
+            "io": sorted((s.io_next, s.name) for s in self.slots if s.io_next is not None),
             "inbox": [(d, p, src, seq, rank, env, slot.name, port)
                       for d, p, src, seq, rank, env, slot, port in self._inbox],
             "stops": list(self._stops),
@@ -821,6 +945,7 @@ class Island:
         """Give up what this island integrates, for a regrouping (:mod:`hopsim.kernel.merge`):
         its continuous models' states (by model name), pending deliveries, timed events,
         requested barriers, stops and zero-crossings. Any wake-up it planned is void."""
+        self._leave_group()
         self._gen += 1
         return {"states": {s.name: s.model.x.copy() for s in self._continuous},
                 "inbox": self._inbox, "events": self._events, "requested": self._requested,

@@ -40,6 +40,10 @@ class IslandOwner(Protocol):
     def schedule_wake(self, island: Any, t_ns: int, gen: int) -> None:
         """Call ``island.wake(gen)`` at ``t_ns`` (ns)."""
 
+    def rate_group(self, key: tuple) -> Any:
+        """The rate group of the periodic schedule ``key`` (:mod:`hopsim.kernel.rate_group`), or
+        None when this owner does not group islands."""
+
     def take_batch(self, t_ns: int) -> list | None:
         """With batching, the islands whose lazy hops end at ``t_ns`` (once per instant)."""
 

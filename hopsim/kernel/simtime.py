@@ -39,6 +39,11 @@ class PeriodicSchedule:
         period = Fraction(NS_PER_S) / Fraction(rate_hz).limit_denominator(10**9)
         self._num, self._den = period.numerator, period.denominator
 
+    @property
+    def key(self) -> tuple[int, int, int]:
+        """What identifies the schedule's instants: equal keys, equal instants."""
+        return (self.t0_ns, self._num, self._den)
+
     def instant(self, k: int) -> int:
         """The k-th instant of the schedule (ns)."""
         if self._den == 1:                  # a whole number of ns per period

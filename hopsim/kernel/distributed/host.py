@@ -99,6 +99,10 @@ class HostServices:
         if self.batching and island.has_compiled_hop:
             self._wakes_at.setdefault(t_ns, []).append(island)
 
+    def rate_group(self, key: tuple) -> None:
+        """A host does not group its islands (each barrier is its own wake-up)."""
+        return None
+
     def take_batch(self, t_ns: int) -> list[Island] | None:
         """Windowed, the islands of this host whose hops end at ``t_ns`` (once per instant)."""
         return self._wakes_at.pop(t_ns, None) if self._wakes_at else None

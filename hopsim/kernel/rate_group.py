@@ -1,0 +1,67 @@
+"""Rate groups: the islands whose barriers coincide, advanced with one barrier per instant.
+
+An island whose models all run on one periodic schedule (or on messages only) spends most of its
+barriers on that schedule alone. While its timeline *is* the schedule -- nothing (a delivery, a
+timed event, a stop, a barrier a model asks for) falls between two of the schedule's instants --
+it belongs to the schedule's rate group (DESIGN.md, "Islands, hops and the kernel"). The group
+owns its members' wake-ups: one simpy event per instant for every member due then, the members'
+compiled hops propagated together (one call per kind of body, when the owner batches), and each
+member's barrier without the planning a lone island does (no heap of I/O instants, no wake-up of
+its own): after its barrier a member either stays for the schedule's next instant or leaves.
+
+A member leaves when its timeline departs from the group's: something is due on it before the
+schedule's next instant, a zero-crossing condition is armed, a monitor watches it, it merges
+(contact), or the run returns (:meth:`Island.settle`). It then plans alone, and joins again at a
+later barrier whose next barrier is the schedule's.
+
+Grouping changes no result: a member's barrier is the lone island's, step for step; islands
+exchange messages at least 1 ns apart, so the order in which islands process one instant is free;
+the recorder writes each instant's envelopes in the bus's total order.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from hopsim.kernel.island import Island
+
+
+class RateGroup:
+    """The islands that share the periodic schedule ``key`` (see :meth:`PeriodicSchedule.key`),
+    listed per instant. Created by the owner (:meth:`Simulation.rate_group`)."""
+
+    def __init__(self, key: tuple, schedule_wake: Callable[[Any, int, int], None],
+                 propagate: Callable[[list, int], None] | None, after_barrier: Callable[[Any, int], None]):
+        self.key = key
+        self._schedule_wake = schedule_wake      # the owner's one simpy event per instant
+        self._propagate = propagate              # the owner's batch of compiled hops, or None
+        self._after_barrier = after_barrier
+        self._at: dict[int, list[Island]] = {}   # instant (ns) -> the members due then, in joining order
+        self.stats = {"instants": 0, "member_barriers": 0, "joins": 0, "leaves": 0}
+
+    def admit(self, island: "Island", t_ns: int) -> None:
+        """``island`` has its next barrier at ``t_ns``, one of the schedule's instants."""
+        due = self._at.get(t_ns)
+        if due is None:
+            due = self._at[t_ns] = []
+            self._schedule_wake(self, t_ns, t_ns)
+        due.append(island)
+
+    def wake(self, t_ns: int) -> None:
+        """The barriers of every member due at ``t_ns`` (the owner's clock is there)."""
+        # an island that left and joined again for this instant is listed twice: once is its barrier
+        members = [isl for isl in dict.fromkeys(self._at.pop(t_ns, ()))
+                   if isl.group is self and isl.planned_end == t_ns]
+        if not members:
+            return
+        self.stats["instants"] += 1
+        self.stats["member_barriers"] += len(members)
+        if self._propagate is not None:
+            self._propagate([isl for isl in members if isl.has_compiled_hop], t_ns)
+        after = self._after_barrier
+        for isl in members:
+            isl.group_barrier(t_ns)
+            after(isl, t_ns)
+
+
+__all__ = ["RateGroup"]

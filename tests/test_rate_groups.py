@@ -1,0 +1,109 @@
+"""Rate groups (``hopsim.kernel.rate_group``): islands on one periodic schedule advanced with one
+barrier per instant. An optimization that must not change a single bit of the recorded stream
+(DESIGN.md, "Islands, hops and the kernel"): every built-in scenario is run with grouping on and
+off, and the two streams compared; islands must really be grouped, leave when their timeline
+departs from the schedule, and join again."""
+from __future__ import annotations
+
+import pytest
+
+from hopsim.kernel import Simulation
+from hopsim.scenarios.runner import resume_run, run_scenario, state_hash
+
+S = 1_000_000_000
+
+# scenario, overrides, duration (s), whether its islands are grouped at all: the lander and the
+# docking scenarios' islands watch zero-crossings or are watched by a contact monitor, and the
+# rendezvous' island has its capture condition armed throughout
+CASES = [
+    ("lander", {}, 10.0, False),
+    ("formation", {"n_vehicles": 12}, 20.0, True),
+    ("formation", {"n_vehicles": 9, "layout": "lattice", "radio_loss": 0.3, "radio_latency_s": 1.5,
+                   "faults": [{"t_s": 5.5, "target": "v3_thr", "kind": "thrust_scale", "value": 0.5},
+                              {"t_s": 8.0, "target": "v5_radio", "kind": "radio_loss", "value": 1.0}]}, 12.0, True),
+    ("leader_follower", {}, 12.0, True),
+    ("cooperative_docking", {}, 10.0, True),
+    ("pileup", {"n_vehicles": 12}, 3.0, False),
+    ("collision", {}, 3.0, False),
+    ("passive_docking", {}, 6.0, False),
+    ("deploy_boom", {}, 10.0, True),
+    ("orbit_formation", {"n_vehicles": 4}, 300.0, True),
+    ("constellation", {}, 180.0, True),
+    ("rendezvous", {}, 200.0, False),
+]
+
+
+def member_barriers(result) -> int:
+    return sum(g["member_barriers"] for g in result.sim.stats()["rate_groups"].values())
+
+
+@pytest.mark.parametrize("name, overrides, duration, grouped", CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_rate_groups_change_no_bit_of_the_stream(name, overrides, duration, grouped):
+    on = run_scenario(name, overrides, duration_s=duration, keep_stream=True, keep_sim=True)
+    off = run_scenario(name, overrides, duration_s=duration, keep_stream=True, keep_sim=True, rate_groups=False)
+    assert on.message_count == off.message_count > 0
+    assert on.stream_sha256 == off.stream_sha256
+    assert state_hash(on.sim) == state_hash(off.sim)
+    assert member_barriers(off) == 0
+    assert (member_barriers(on) > 0) == grouped
+
+
+def test_the_formation_is_one_group_with_one_barrier_per_vehicle_and_instant():
+    result = run_scenario("formation", {"n_vehicles": 20}, duration_s=30.0, keep_stream=True, keep_sim=True)
+    (stats,) = result.sim.stats()["rate_groups"].values()
+    # every vehicle joins at its first barrier and leaves when the run returns; t = 1 .. 30 s
+    assert stats["instants"] == 30 and stats["member_barriers"] == 20 * 30
+    assert stats["joins"] == stats["leaves"] == 20
+
+
+def test_an_island_leaves_when_its_timeline_departs_from_the_schedule_and_joins_again():
+    """A fault delivered between two control instants is a barrier of the target's island alone:
+    that island leaves the group for it and joins again at its next control instant."""
+    def run(faults):
+        return run_scenario("formation", {"n_vehicles": 6, "faults": faults}, duration_s=10.0, keep_stream=True,
+                            keep_sim=True)
+
+    plain = run([])
+    faulted = run([{"t_s": 4.5, "target": "v2_thr", "kind": "thrust_scale", "value": 0.5}])
+    (quiet,) = plain.sim.stats()["rate_groups"].values()
+    (stats,) = faulted.sim.stats()["rate_groups"].values()
+    assert stats["joins"] == quiet["joins"] + 1 and stats["leaves"] == quiet["leaves"] + 1
+    # v2 leaves after the group's barrier at 4 s, runs its 4.5 s barrier alone and is back at 5 s
+    assert stats["member_barriers"] == quiet["member_barriers"]
+    assert faulted.sim.stats()["islands"]["v2"]["barriers"] == plain.sim.stats()["islands"]["v2"]["barriers"] + 1
+    off = run_scenario("formation", {"n_vehicles": 6, "faults": [{"t_s": 4.5, "target": "v2_thr",
+                                                                   "kind": "thrust_scale", "value": 0.5}]},
+                       duration_s=10.0, keep_stream=True, rate_groups=False)
+    assert faulted.stream_sha256 == off.stream_sha256 != plain.stream_sha256
+
+
+def test_a_checkpoint_taken_in_a_group_resumes_to_the_uninterrupted_stream(tmp_path):
+    full = run_scenario("formation", {"n_vehicles": 8, "radio_loss": 0.2}, seed=3, duration_s=20.0,
+                        keep_stream=True, checkpoint_every_s=10.0, checkpoint_dir=tmp_path, progress=False)
+    (path,) = sorted(tmp_path.glob("formation_*.ckpt"))
+    resumed = resume_run(path, keep_stream=True, progress=False)
+    after = [e.to_bytes() for e in full.recorder.envelopes if e.t_ns > 10 * S]
+    assert len(after) > 100 and resumed.recorder.stream_bytes() == after
+
+
+def test_advancing_in_pieces_off_the_schedule_gives_the_stream_without_groups():
+    """Stops that fall between the group's instants (advance_to(2.5)) are barriers of every island
+    (they split a hop): the members leave and plan alone up to them, and join again after."""
+    from hopsim.bus.recorder import MemoryRecorder
+    from hopsim.scenarios.catalog import get_scenario
+
+    def run(groups: bool) -> Simulation:
+        spec = get_scenario("formation")
+        params = spec.make_params({"n_vehicles": 5})
+        sim = Simulation(seed=1, recorder=MemoryRecorder(), rate_groups=groups)
+        sim.scenario_params = params
+        spec.build(sim, params)
+        for t in (0.5, 2.5, 2.75, 6.0, 9.3, 12.0):
+            sim.advance_to(t)
+        return sim
+
+    on, off = run(True), run(False)
+    assert on.recorder.stream_bytes() == off.recorder.stream_bytes()
+    (stats,) = on.stats()["rate_groups"].values()
+    assert stats["joins"] == stats["leaves"] >= 5 * 6 and stats["member_barriers"] >= 5 * 8
