@@ -287,13 +287,18 @@ def test_compiled_hops_follow_the_kernels_rk4_and_batches_change_no_bit(monkeypa
     from hopsim.actors import orbiting_spacecraft
 
     rows = []
-    hops = orbiting_spacecraft.rk4_hops
+    hops, hop = orbiting_spacecraft.rk4_hops, orbiting_spacecraft.rk4_hop
 
     def counted(t0_s, steps_s, X, *rest):
         rows.append(len(X))
         return hops(t0_s, steps_s, X, *rest)
 
+    def one(*args):
+        rows.append(1)
+        return hop(*args)
+
     monkeypatch.setattr(orbiting_spacecraft, "rk4_hops", counted)
+    monkeypatch.setattr(orbiting_spacecraft, "rk4_hop", one)
     single, stream_single = full_environment_runs(batching=False, compiled_hops=True)
     assert set(rows) == {1}
     rows.clear()

@@ -164,7 +164,7 @@ def manifold_run(levels, isps, fuel_kg, duration_s, commands=()):
                       ties={"on": "sc/on", "fuel_remaining": "sc/fuel", "wrench": f"sc/w{i}",
                             "flow": f"sc/flow{i}"})
     sim.add_model(FuelManifold("manifold", len(levels)), "sc",
-                  ties={**{f"flow{i}": f"sc/flow{i}" for i in range(len(levels))}, "flow": "sc/flow"})
+                  ties={**{f"flow{i}": f"sc/flow{i}" for i in range(len(levels))}, "tank_flow0": "sc/flow"})
     tank = FuelTank("tank", 1, fuel_kg, 0.2, 4.0)
     sim.add_model(tank, "sc", ties={"flow0": "sc/flow", "fuel_remaining": "sc/fuel", "mass": "sc/mass"})
     for t, v in commands:
@@ -184,6 +184,67 @@ def test_a_manifold_drains_its_tank_at_the_sum_of_its_thrusters_flows():
     assert force[3_000_000_000] == levels[0] and force[4_000_000_000] == force[6_000_000_000] == 0.0
 
 
+def two_tank_run(fuel_kg, weights, levels, isp_s, duration_s, fire_at_s=1.0):
+    """Thrusters of ``levels`` (N, all ``isp_s``) on a manifold over tanks holding ``fuel_kg``
+    (kg), drawn by ``weights``; the thrusters read the manifold's total (the loop broken). Returns
+    the tanks and the recorded (t_ns, topic) -> value of the tanks' fuel and the manifold's total."""
+    recorder = MemoryRecorder()
+    sim = Simulation(seed=1, recorder=recorder)
+    sim.add_island("sc")
+    n, m = len(levels), len(fuel_kg)
+    for i, level in enumerate(levels):
+        sim.add_model(FixedThruster(f"thr{i}", "sc", level, isp_s, (1, 0, 0)), "sc",
+                      ties={"on": "sc/on", "fuel_remaining": "sc/fuel", "wrench": f"sc/w{i}", "flow": f"sc/flow{i}"})
+    sim.add_model(FuelManifold("manifold", n, weights), "sc",
+                  ties={**{f"flow{i}": f"sc/flow{i}" for i in range(n)},
+                        **{f"remaining{j}": f"sc/tank{j}/fuel" for j in range(m)},
+                        **{f"tank_flow{j}": f"sc/tank{j}/flow" for j in range(m)}, "fuel_remaining": "sc/fuel"})
+    sim.add_break("sc/fuel")
+    tanks = []
+    for j, fuel in enumerate(fuel_kg):
+        tanks.append(sim.add_model(FuelTank(f"tank{j}", 1, fuel, 1.0, 4.0), "sc",
+                                   ties={"flow0": f"sc/tank{j}/flow", "fuel_remaining": f"sc/tank{j}/fuel",
+                                         "mass": f"sc/tank{j}/mass"}))
+    sim.inject("sc/on", Scalar(value=1.0), fire_at_s)
+    sim.advance_to(duration_s)
+    recorder.flush()
+    values = {(e.t_ns, e.topic): e.payload.value for e in recorder.envelopes
+              if e.topic in ("sc/fuel",) or e.topic.endswith("/fuel")}
+    return tanks, values
+
+
+def test_a_manifold_over_two_tanks_draws_by_its_weights_and_sums_what_is_left():
+    """Dshell's regression shape: 2 tanks and 4 thrusters. Each tank drains at the total flow
+    times its weight's share; together they lose exactly the thrusters' propellant."""
+    levels, isp = (0.5, 0.3, 0.2, 0.4), 65.0
+    mdot = sum(level / (isp * G0) for level in levels)
+    tanks, values = two_tank_run((0.5, 0.5), (1.0, 3.0), levels, isp, 6.0)
+    burn_s = 5.0
+    assert tanks[0].x[0] == pytest.approx(0.5 - 0.25 * mdot * burn_s, rel=1e-12)
+    assert tanks[1].x[0] == pytest.approx(0.5 - 0.75 * mdot * burn_s, rel=1e-12)
+    used = 1.0 - tanks[0].x[0] - tanks[1].x[0]
+    assert used == pytest.approx(mdot * burn_s, rel=1e-12)
+    t = 4_000_000_000
+    assert values[(t, "sc/fuel")] == pytest.approx(values[(t, "sc/tank0/fuel")] + values[(t, "sc/tank1/fuel")],
+                                                   rel=1e-15)
+
+
+def test_an_empty_tank_gives_its_share_to_the_others():
+    """Tank 0 holds fuel for 1.5 s of its half share; once it says empty (its publication at 3 s:
+    tanks publish once a second), tank 1 takes the whole flow."""
+    levels, isp = (0.5, 0.5), 70.0
+    mdot = sum(level / (isp * G0) for level in levels)
+    small = 0.5 * mdot * 1.5
+    tanks, values = two_tank_run((small, 0.5), (1.0, 1.0), levels, isp, 8.0)
+    assert values[(2_000_000_000, "sc/tank0/fuel")] > 0.0 and values[(3_000_000_000, "sc/tank0/fuel")] == 0.0
+    # tank 1: half the flow from 1 s until tank 0's empty publication at 3 s, then all of it to 8 s
+    assert tanks[1].x[0] == pytest.approx(0.5 - 0.5 * mdot * 2.0 - mdot * 5.0, rel=1e-12)
+    # tank 0 integrated its half share until 3 s, past empty (its outputs clamp at 0; see FuelTank)
+    assert tanks[0].x[0] == pytest.approx(small - 0.5 * mdot * 2.0, rel=1e-12) and tanks[0].x[0] < 0.0
+    # the thrusters stop only when both are empty: they fire still at 8 s
+    assert values[(8_000_000_000, "sc/fuel")] > 0.0
+
+
 def test_blowdown_and_manifold_parameters_are_checked():
     good = dict(load_kg=0.2, gas_volume_m3=1e-4, propellant_density_kgpm3=1000.0)
     for bad, message in [({"gas_volume_m3": float("nan")}, "gas_volume_m3 must be a positive number"),
@@ -197,3 +258,6 @@ def test_blowdown_and_manifold_parameters_are_checked():
     for n in (0, 1.5, True):
         with pytest.raises(ValueError, match="n_thrusters must be an integer >= 1"):
             FuelManifold("bad", n)
+    for weights in ((), (1.0, float("nan")), (1.0, -0.5), (0.0, 0.0), ((1.0, 2.0),)):
+        with pytest.raises(ValueError, match="draw_weights must be one finite weight >= 0 per tank"):
+            FuelManifold("bad", 2, weights)

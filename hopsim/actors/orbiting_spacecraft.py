@@ -64,7 +64,8 @@ from hopsim.actors.disturbance import Disturbance
 from hopsim.actors.messages import StateMessageBuilder
 from hopsim.dynamics.gravity import EARTH_MU, EARTH_RADIUS
 from hopsim.dynamics.orbiting_body import (FRICTION_PARAMS, N_LOADS, P_DEGREE, P_MASS, P_MU, gravity_acceleration,
-                                           orbiting_derivative, parameters, rk4_hops, scratch)
+                                           orbiting_derivative, parameters, rk4_hop, rk4_hops,
+                                           scratch)
 from hopsim.dynamics.spatial import quat_normalize, quat_to_dcm
 from hopsim.dynamics.spherical_harmonics import GravityField
 from hopsim.dynamics.wheels import (WHEEL_FAULTS, BearingFriction, WheelMotors, per_wheel, wheel_angular_momentum_B,
@@ -152,7 +153,7 @@ class OrbitingSpacecraft(ContinuousModel):
                                  bearings.n_states > 0)
         self.loads = np.zeros(N_LOADS)
         self.friction_table = bearings.table() if k else np.zeros((0, FRICTION_PARAMS))
-        self._work = scratch(degree, k)            # the derivative's work arrays (it allocates nothing)
+        self._work = scratch(degree, k, len(self.x0))   # the compiled equations' work arrays
         self._set_inertia(inertia)
         self.n_thrusters = int(n_thrusters)
         self.io_schedule = FixedRate(rate_hz)
@@ -225,7 +226,7 @@ class OrbitingSpacecraft(ContinuousModel):
     def post_deriv(self, t_s: float) -> None:
         orbiting_derivative(t_s, self.x, self.xdot, self.params, self.loads, self.inertia_B, self.inertia_inv,
                             self.inertia_total_B, self.C, self.S, self.G, self.J, self.u, self.friction_table,
-                            *self._work)
+                            *self._work[:2])
 
     # ------------------------------------------------------------------ compiled hops
     def hop_ready(self) -> bool:
@@ -238,11 +239,10 @@ class OrbitingSpacecraft(ContinuousModel):
         that shares a gravity field and a state layout; v' published is the derivative at the
         hop's end. One spacecraft or many: the same arithmetic."""
         steps = np.array(steps_s, dtype=float)
-        if len(bodies) == 1:                    # its own arrays, as rows of one
+        if len(bodies) == 1:                    # its own arrays
             b = bodies[0]
-            rk4_hops(t0_s, steps, b.x[None], b.xdot[None], b.params[None], b.loads[None], b.inertia_B[None],
-                     b.inertia_inv[None], b.inertia_total_B[None], b.C, b.S, b.G[None], b.J[None], b.u[None],
-                     b.friction_table[None])
+            rk4_hop(t0_s, steps, b.x, b.xdot, b.params, b.loads, b.inertia_B, b.inertia_inv, b.inertia_total_B, b.C,
+                    b.S, b.G, b.J, b.u, b.friction_table, *b._work)
             return
         batches: dict[tuple, list[OrbitingSpacecraft]] = {}
         for b in bodies:            # one field to one degree: the same coefficients (batch[0]'s)

@@ -42,10 +42,11 @@ feed pressure, and Isp (set by c* and C_F) nearly independent of it. The pressur
 tank's last published ``fuel_remaining`` (the same one-step lag; none yet: the load), so F and Isp
 are held between the thruster's updates (its I/O instants and the tank's publications).
 
-:class:`FuelManifold` (Dshell's FuelManifold, for one tank): publishes the sum of the flows of the
-thrusters on its ``flow0``... (kg/s) as one ``flow`` for the tank. The thrusters read the tank's
-``fuel_remaining`` directly (a manifold that passed it on would close a loop of feed-through
-models, thruster -> manifold -> thruster).
+:class:`FuelManifold` (Dshell's FuelManifold): the thrusters on its ``flow0``... (kg/s) draw from
+one or several tanks, in proportion to weights, an empty tank's share going to the others; it
+publishes each tank's flow and the tanks' total ``fuel_remaining``. With one tank the thrusters
+may read the tank's ``fuel_remaining`` directly; with several they read the manifold's, a loop of
+feed-through models (thruster -> manifold -> thruster) declared broken: one update late.
 
 :class:`FuelTank` integrates its propellant mass m_f' = -sum of the flows it receives (each held
 between messages, which end hops, so the integral is exact), and publishes the spacecraft's mass
@@ -312,19 +313,35 @@ class FuelTank(ContinuousModel):
 
 
 class FuelManifold(Model):
-    """One tank feeding ``n_thrusters`` thrusters (see the module): inputs ``flow0``... (kg/s),
-    output their sum ``flow`` (kg/s; a missing, non-finite or negative flow counts 0, as in
-    :class:`FuelTank`)."""
+    """Thrusters feeding from one or several tanks (Dshell's FuelManifold, see the module).
 
-    outputs = {"flow": Out(Scalar)}
-    io_schedule = NoIo()             # it runs when a flow reaches it
+    Inputs ``flow0``... (kg/s, one per thruster) and ``remaining0``... (kg, each tank's
+    ``fuel_remaining``; a tank not heard from yet counts as not empty). Outputs ``tank_flow0``...
+    (kg/s, one per tank) and ``fuel_remaining`` (kg, the tanks' sum, for the thrusters).
+
+    The thrusters' total flow F (a missing, non-finite or negative flow counts 0, as in
+    :class:`FuelTank`) is drawn from the tanks in proportion to ``draw_weights`` w_j (one per tank,
+    default one tank): tank j gets F w_j / sum_k w_k over the tanks that are not empty, so that an
+    empty tank's share goes to the others (Dshell's rescaling "to a total flow rate of 1"); with
+    every tank empty, none. Thrusters that read ``fuel_remaining`` close a loop of feed-through
+    models (thruster -> manifold -> thruster): declare it broken (``sim.add_break(topic)``) and
+    they see the sum one update late, as Dshell's discrete fuel state."""
+
+    io_schedule = NoIo()             # it runs when a flow or a tank's remaining fuel reaches it
     feed_through = True
 
-    def __init__(self, name: str, n_thrusters: int):
+    def __init__(self, name: str, n_thrusters: int, draw_weights=(1.0,)):
         n = _count(name, "n_thrusters", n_thrusters)
-        self.inputs = {f"flow{i}": In(Scalar) for i in range(n)}
+        w = np.asarray(draw_weights, dtype=float)
+        if w.ndim != 1 or w.size < 1 or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
+            raise ValueError(f"{name}: draw_weights must be one finite weight >= 0 per tank, not all 0, "
+                             f"got {draw_weights!r}")
+        self.inputs = {**{f"flow{i}": In(Scalar) for i in range(n)},
+                       **{f"remaining{j}": In(Scalar) for j in range(w.size)}}
+        self.outputs = {**{f"tank_flow{j}": Out(Scalar) for j in range(w.size)}, "fuel_remaining": Out(Scalar)}
         super().__init__(name)
-        self.n_thrusters = n
+        self.n_thrusters, self.n_tanks = n, int(w.size)
+        self.draw_weights = tuple(w.tolist())
 
     def update_flow_outs(self, t_ns: int) -> None:
         total = 0.0
@@ -332,7 +349,13 @@ class FuelManifold(Model):
             msg = self.read(f"flow{i}")
             if msg is not None and np.isfinite(msg.value):
                 total += max(msg.value, 0.0)
-        self.write("flow", Scalar(value=total, unit="kg/s"))
+        remaining = [self.read(f"remaining{j}") for j in range(self.n_tanks)]
+        weights = [0.0 if r is not None and not r.value > 0.0 else w for r, w in zip(remaining, self.draw_weights)]
+        share = sum(weights)
+        for j, w in enumerate(weights):
+            self.write(f"tank_flow{j}", Scalar(value=total * w / share if share > 0.0 else 0.0, unit="kg/s"))
+        fuel = sum(max(r.value, 0.0) for r in remaining if r is not None and np.isfinite(r.value))
+        self.write("fuel_remaining", Scalar(value=fuel, unit="kg"))
 
 
 __all__ = ["ThrusterBase", "FixedThruster", "PulsedThruster", "ThrottledThruster", "BlowdownThruster", "FuelTank",

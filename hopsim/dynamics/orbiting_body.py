@@ -71,12 +71,12 @@ def parameters(mu: float, radius_m: float, degree: int, epoch_jd: float, cd_area
     return p
 
 
-def scratch(degree: int, n_wheels: int) -> tuple[np.ndarray, np.ndarray]:
-    """The work arrays :func:`orbiting_derivative` fills and reads, so that it allocates nothing:
-    ``VW`` (2 x (degree + 3) x (degree + 3), Cunningham's V and W) and ``f`` (one per wheel,
-    friction torques)."""
+def scratch(degree: int, n_wheels: int, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The work arrays :func:`orbiting_derivative` and :func:`rk4_hop` fill and read, so that they
+    allocate nothing: ``VW`` (2 x (degree + 3) x (degree + 3), Cunningham's V and W), ``f`` (one
+    per wheel, friction torques) and ``K`` (5 x ``size``, RK4's stages)."""
     d = max(int(degree), 0) + 3
-    return np.zeros((2, d, d)), np.zeros(max(int(n_wheels), 0))
+    return np.zeros((2, d, d)), np.zeros(max(int(n_wheels), 0)), np.zeros((5, int(size)))
 
 
 @compiled
@@ -195,47 +195,55 @@ def orbiting_derivative(t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_
 
 
 @compiled
+def rk4_hop(t0_s, steps_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+            friction, VW, f, K):
+    """Classical RK4 over the sub-steps ``steps_s`` (s) from ``t0_s`` (s) for one spacecraft: ``x``
+    becomes the state at the hop's end and ``xdot`` the derivative there (the model's end_hop puts
+    the attitude back on the unit sphere, as after any integrator). ``VW``, ``f`` and ``K`` (5 x
+    state size: k1..k4 and the stage state) are work arrays (:func:`scratch`). The arithmetic of
+    each step is :class:`hopsim.dynamics.integrators.RK4`'s, element by element."""
+    size = len(x)
+    k1, k2, k3, k4, xs = K[0], K[1], K[2], K[3], K[4]
+    t = t0_s
+    for h in steps_s:
+        half = 0.5 * h
+        orbiting_derivative(t, x, k1, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                            friction, VW, f)
+        for j in range(size):
+            xs[j] = x[j] + half * k1[j]
+        orbiting_derivative(t + half, xs, k2, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
+                            motor_Nm, friction, VW, f)
+        for j in range(size):
+            xs[j] = x[j] + half * k2[j]
+        orbiting_derivative(t + half, xs, k3, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
+                            motor_Nm, friction, VW, f)
+        for j in range(size):
+            xs[j] = x[j] + h * k3[j]
+        orbiting_derivative(t + h, xs, k4, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                            friction, VW, f)
+        sixth = h / 6.0
+        for j in range(size):
+            x[j] = x[j] + sixth * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j])
+        t += h
+    orbiting_derivative(t, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                        friction, VW, f)
+
+
+@compiled
 def rk4_hops(t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
              friction):
-    """Classical RK4 over the sub-steps ``steps_s`` (s) from ``t0_s`` (s) for every row of ``X``
-    (n x state size): the rows become the states at the hop's end and ``Xdot`` the derivatives
-    there (the model's end_hop puts the attitudes back on the unit sphere, as after any
-    integrator). The other arrays hold one row per spacecraft (``C``, ``S``: one field for all; ``G``, ``J``,
-    ``motor_Nm``, ``friction``: the same number of wheels for all). The arithmetic of each step
-    is :class:`hopsim.dynamics.integrators.RK4`'s, element by element."""
+    """:func:`rk4_hop` for every row of ``X`` (n x state size) and ``Xdot``; the other arrays hold
+    one row per spacecraft (``C``, ``S``: one field for all; ``G``, ``J``, ``motor_Nm``,
+    ``friction``: the same number of wheels for all)."""
     n, size = X.shape
-    k1 = np.empty(size)
-    k2 = np.empty(size)
-    k3 = np.empty(size)
-    k4 = np.empty(size)
-    xs = np.empty(size)
     degree = 0
     for i in range(n):
         degree = max(degree, int(P[i, P_DEGREE]))
-    VW, f = np.zeros((2, degree + 3, degree + 3)), np.zeros(J.shape[1])
+    VW, f, K = np.zeros((2, degree + 3, degree + 3)), np.zeros(J.shape[1]), np.zeros((5, size))
     for i in range(n):
-        x = X[i]
-        Pi, Li, Ii, Iinv, It, Gi, Ji, Ui, Fi = (P[i], loads[i], inertia_B[i], inertia_inv[i], inertia_total_B[i],
-                                                G[i], J[i], motor_Nm[i], friction[i])
-        t = t0_s
-        for h in steps_s:
-            half = 0.5 * h
-            orbiting_derivative(t, x, k1, Pi, Li, Ii, Iinv, It, C, S, Gi, Ji, Ui, Fi, VW, f)
-            for j in range(size):
-                xs[j] = x[j] + half * k1[j]
-            orbiting_derivative(t + half, xs, k2, Pi, Li, Ii, Iinv, It, C, S, Gi, Ji, Ui, Fi, VW, f)
-            for j in range(size):
-                xs[j] = x[j] + half * k2[j]
-            orbiting_derivative(t + half, xs, k3, Pi, Li, Ii, Iinv, It, C, S, Gi, Ji, Ui, Fi, VW, f)
-            for j in range(size):
-                xs[j] = x[j] + h * k3[j]
-            orbiting_derivative(t + h, xs, k4, Pi, Li, Ii, Iinv, It, C, S, Gi, Ji, Ui, Fi, VW, f)
-            sixth = h / 6.0
-            for j in range(size):
-                x[j] = x[j] + sixth * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j])
-            t += h
-        orbiting_derivative(t, x, Xdot[i], Pi, Li, Ii, Iinv, It, C, S, Gi, Ji, Ui, Fi, VW, f)
+        rk4_hop(t0_s, steps_s, X[i], Xdot[i], P[i], loads[i], inertia_B[i], inertia_inv[i], inertia_total_B[i], C, S,
+                G[i], J[i], motor_Nm[i], friction[i], VW, f, K)
 
 
-__all__ = ["orbiting_derivative", "gravity_acceleration", "gravity_xyz", "scratch", "rk4_hops", "parameters", "N_PARAMS", "N_LOADS",
+__all__ = ["orbiting_derivative", "gravity_acceleration", "gravity_xyz", "scratch", "rk4_hop", "rk4_hops", "parameters", "N_PARAMS", "N_LOADS",
            "FRICTION_PARAMS"]

@@ -28,7 +28,8 @@ import simpy
 
 from hopsim.bus.router import deliver_to_subscribers
 from hopsim.kernel.errors import ActorKilled
-from hopsim.kernel.island import Island
+from hopsim.kernel.island import Island, propagate_together
+from hopsim.kernel.rate_group import RateGroup
 from hopsim.kernel.wakes import InstantWakes
 from hopsim.kernel.owner import owning_unpickled_islands
 
@@ -53,13 +54,16 @@ class HostServices:
     """
 
     def __init__(self, default_rate_hz: float, record_kernel_events: int, routes: dict, handled_kills: set,
-                 now: int = 0, windowed: bool = False, batching: bool = False, recording: bool = True):
+                 now: int = 0, windowed: bool = False, batching: bool = False, recording: bool = True,
+                 rate_groups: bool = False):
         self.env = simpy.Environment(initial_time=now)
         self._instant_wakes = InstantWakes(self.env)
         self.recording = recording         # windowed: envelopes travel to the driver to be recorded
         self._now = now
         self.windowed = windowed
         self.batching = batching
+        self.rate_groups = rate_groups and windowed     # in lockstep the driver wakes each island
+        self._rate_groups: dict[tuple, RateGroup] = {}
         self.default_rate_hz = default_rate_hz
         self.record_kernel_events = record_kernel_events
         self.routes = routes               # topic -> [(island name, model name, port)]
@@ -99,9 +103,17 @@ class HostServices:
         if self.batching and island.has_compiled_hop:
             self._wakes_at.setdefault(t_ns, []).append(island)
 
-    def rate_group(self, key: tuple) -> None:
-        """A host does not group its islands (each barrier is its own wake-up)."""
-        return None
+    def rate_group(self, key: tuple) -> RateGroup | None:
+        """Windowed, the rate group of the periodic schedule ``key`` among this host's islands (in
+        lockstep the driver wakes each island: none)."""
+        if not self.rate_groups:
+            return None
+        group = self._rate_groups.get(key)
+        if group is None:
+            group = self._rate_groups[key] = RateGroup(key, self._instant_wakes.schedule,
+                                                       propagate_together if self.batching else None,
+                                                       self.after_barrier)
+        return group
 
     def take_batch(self, t_ns: int) -> list[Island] | None:
         """Windowed, the islands of this host whose hops end at ``t_ns`` (once per instant)."""
@@ -162,9 +174,9 @@ class IslandHost:
 
     def __init__(self, blob: bytes, default_rate_hz: float, record_kernel_events: int, routes: dict,
                  handled_kills: set, now: int = 0, windowed: bool = False, recording: bool = True,
-                 batching: bool = False):
+                 batching: bool = False, rate_groups: bool = False):
         self.services = HostServices(default_rate_hz, record_kernel_events, routes, handled_kills, now,
-                                     windowed, batching, recording)
+                                     windowed, batching, recording, rate_groups)
         with owning_unpickled_islands(self.services):
             islands = cloudpickle.loads(blob)
         for island in islands:
@@ -403,7 +415,8 @@ def place_islands(sim, islands: dict[str, Island], groups: list[list[str]], ray_
         members = [islands[n] for n in group]
         blob = cloudpickle.dumps(members)
         host = ray_remote_cls.remote(blob, sim.default_rate_hz, kernel_event_level(sim, recording), routes,
-                                     set(sim.handled_kills), sim.now, windowed, recording, sim.batching)
+                                     set(sim.handled_kills), sim.now, windowed, recording, sim.batching,
+                                     sim.rate_groups)
         for island in members:
             proxies[island.name] = RemoteIsland(sim, island, host)
     return proxies
