@@ -29,6 +29,7 @@ from hopsim.dynamics._jit import compiled
 from hopsim.dynamics.environment import (drag_acceleration_xyz, exponential_density, gmst_rad, srp_acceleration_xyz,
                                          sun_position_xyz)
 from hopsim.dynamics.gravity import EARTH_RADIUS
+from hopsim.dynamics.spatial import quat_dcm_entries
 from hopsim.dynamics.spherical_harmonics import spherical_harmonic_acceleration_xyz
 from hopsim.dynamics.wheels import lugre_friction_into, wheel_accelerations_into, wheel_friction_into
 
@@ -119,16 +120,7 @@ def orbiting_derivative(t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_
     rx, ry, rz, vx, vy, vz = x[0], x[1], x[2], x[3], x[4], x[5]
     qx, qy, qz, qw = x[6], x[7], x[8], x[9]
     wx, wy, wz = x[10], x[11], x[12]
-    # R(q_BN): B components -> N components (hopsim.dynamics.spatial.quat_to_dcm)
-    R00 = 1.0 - 2.0 * (qy * qy + qz * qz)
-    R01 = 2.0 * (qx * qy - qz * qw)
-    R02 = 2.0 * (qx * qz + qy * qw)
-    R10 = 2.0 * (qx * qy + qz * qw)
-    R11 = 1.0 - 2.0 * (qx * qx + qz * qz)
-    R12 = 2.0 * (qy * qz - qx * qw)
-    R20 = 2.0 * (qx * qz - qy * qw)
-    R21 = 2.0 * (qy * qz + qx * qw)
-    R22 = 1.0 - 2.0 * (qx * qx + qy * qy)
+    R00, R01, R02, R10, R11, R12, R20, R21, R22 = quat_dcm_entries(qx, qy, qz, qw)    # R(q_BN): B -> N
     m = p[P_MASS]
     ax, ay, az = gravity_xyz(rx, ry, rz, t_s, p, C, S, VW)
     Fx, Fy, Fz = loads[L_FORCE_B], loads[L_FORCE_B + 1], loads[L_FORCE_B + 2]

@@ -32,7 +32,7 @@ functions, so batched and single results are identical bit for bit.
 import numpy as np
 
 from hopsim.dynamics._jit import compiled
-from hopsim.dynamics.spatial import inverse3, quat_normalize, quat_to_dcm
+from hopsim.dynamics.spatial import inverse3, quat_dcm_entries, quat_normalize, quat_to_dcm
 
 STATE_SIZE = 13
 R_SLICE = slice(0, 3)
@@ -56,16 +56,7 @@ def _derivative_into(out, x, mass, I, Iinv, c, force_N, force_B, torque_B, point
     """Write the state derivative of one vehicle into ``out`` (scalar code: no allocation)."""
     qx, qy, qz, qw = x[6], x[7], x[8], x[9]
     wx, wy, wz = x[10], x[11], x[12]
-    # R = R(q): body -> inertial
-    r00 = 1.0 - 2.0 * (qy * qy + qz * qz)
-    r01 = 2.0 * (qx * qy - qz * qw)
-    r02 = 2.0 * (qx * qz + qy * qw)
-    r10 = 2.0 * (qx * qy + qz * qw)
-    r11 = 1.0 - 2.0 * (qx * qx + qz * qz)
-    r12 = 2.0 * (qy * qz - qx * qw)
-    r20 = 2.0 * (qx * qz - qy * qw)
-    r21 = 2.0 * (qy * qz + qx * qw)
-    r22 = 1.0 - 2.0 * (qx * qx + qy * qy)
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = quat_dcm_entries(qx, qy, qz, qw)   # R = R(q): body -> inertial
     # applied force in N and in B
     fx = force_N[0] + r00 * force_B[0] + r01 * force_B[1] + r02 * force_B[2]
     fy = force_N[1] + r10 * force_B[0] + r11 * force_B[1] + r12 * force_B[2]

@@ -24,7 +24,7 @@ from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
 from hopsim.bus.router import deliver_to_subscribers
 from hopsim.kernel.faults import FAULT_PORT, KILL, fault_topic
 from hopsim.kernel.island import Island, propagate_together
-from hopsim.kernel.rate_group import RateGroup
+from hopsim.kernel.rate_group import RateGroup, RateGroups
 from hopsim.kernel.slot import Slot
 from hopsim.kernel.wakes import InstantWakes
 from hopsim.kernel.zero_crossing import ZeroCrossing
@@ -100,7 +100,7 @@ class Simulation:
         self._monitors: list[Monitor] = []
         self.batching = batching              # propagate islands whose hops coincide as one batch
         self.rate_groups = rate_groups        # islands on one periodic schedule share its barriers
-        self._rate_groups: dict[tuple, RateGroup] = {}
+        self._rate_groups = self._new_rate_groups()
         self._wakes_at: dict[int, list[Island]] = {}
         self.windows = None                   # the WindowedSync of islands in hosts (Ray), set by the runtime
         # what surrounds the vehicles, for viewers (``volume_N``: the test volume's lower and upper
@@ -412,14 +412,11 @@ class Simulation:
 
     def rate_group(self, key: tuple) -> RateGroup | None:
         """The rate group of the periodic schedule ``key`` (None when grouping is off)."""
-        if not self.rate_groups:
-            return None
-        group = self._rate_groups.get(key)
-        if group is None:
-            group = self._rate_groups[key] = RateGroup(key, self._instant_wakes.schedule,
-                                                       propagate_together if self.batching else None,
-                                                       self.after_barrier)
-        return group
+        return self._rate_groups.group(key) if self.rate_groups else None
+
+    def _new_rate_groups(self) -> RateGroups:
+        return RateGroups(self._instant_wakes.schedule, propagate_together if self.batching else None,
+                          self.after_barrier)
 
     def take_batch(self, t_ns: int) -> list[Island] | None:
         """The islands planned to wake at ``t_ns`` (once: the first wake at an instant takes them)."""
@@ -627,7 +624,7 @@ class Simulation:
         self._prepare()
         self.env = simpy.Environment(initial_time=now)
         self._instant_wakes = InstantWakes(self.env)
-        self._rate_groups = {}
+        self._rate_groups = self._new_rate_groups()
         self.e_stop = state["e_stop"]
         self._scenario_seq = state["scenario_seq"]
         self._publish_counts = state["published"]
@@ -734,8 +731,7 @@ class Simulation:
         else:
             out = {name: dict(isl.stats) for name, isl in self.islands.items()}
         stats = {"islands": out, "published": self._publish_counts, "time_s": self.time,
-                 "rate_groups": {f"{key[1] / key[2] / 1e9:g} s period, phase {key[0] / 1e9:g} s": dict(g.stats)
-                                 for key, g in self._rate_groups.items()}}
+                 "rate_groups": self._rate_groups.stats()}
         if self.windows is not None:
             stats["sync"] = {k: list(v) if isinstance(v, list) else v for k, v in self.windows.stats.items()}
         return stats

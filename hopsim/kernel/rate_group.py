@@ -64,4 +64,25 @@ class RateGroup:
             after(isl, t_ns)
 
 
-__all__ = ["RateGroup"]
+class RateGroups:
+    """An owner's rate groups, one per periodic schedule, made when an island first joins."""
+
+    def __init__(self, schedule_wake: Callable[[Any, int, int], None], propagate: Callable[[list, int], None] | None,
+                 after_barrier: Callable[[Any, int], None]):
+        self._make = (schedule_wake, propagate, after_barrier)
+        self._groups: dict[tuple, RateGroup] = {}
+
+    def group(self, key: tuple) -> RateGroup:
+        """The rate group of the periodic schedule ``key``."""
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = RateGroup(key, *self._make)
+        return group
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        """Each group's counters, by its schedule ("1 s period, phase 0 s")."""
+        return {f"{key[1] / key[2] / 1e9:g} s period, phase {key[0] / 1e9:g} s": dict(g.stats)
+                for key, g in self._groups.items()}
+
+
+__all__ = ["RateGroup", "RateGroups"]

@@ -29,7 +29,7 @@ import simpy
 from hopsim.bus.router import deliver_to_subscribers
 from hopsim.kernel.errors import ActorKilled
 from hopsim.kernel.island import Island, propagate_together
-from hopsim.kernel.rate_group import RateGroup
+from hopsim.kernel.rate_group import RateGroup, RateGroups
 from hopsim.kernel.wakes import InstantWakes
 from hopsim.kernel.owner import owning_unpickled_islands
 
@@ -63,7 +63,8 @@ class HostServices:
         self.windowed = windowed
         self.batching = batching
         self.rate_groups = rate_groups and windowed     # in lockstep the driver wakes each island
-        self._rate_groups: dict[tuple, RateGroup] = {}
+        self._rate_groups = RateGroups(self._instant_wakes.schedule, propagate_together if batching else None,
+                                       self.after_barrier)
         self.default_rate_hz = default_rate_hz
         self.record_kernel_events = record_kernel_events
         self.routes = routes               # topic -> [(island name, model name, port)]
@@ -106,14 +107,7 @@ class HostServices:
     def rate_group(self, key: tuple) -> RateGroup | None:
         """Windowed, the rate group of the periodic schedule ``key`` among this host's islands (in
         lockstep the driver wakes each island: none)."""
-        if not self.rate_groups:
-            return None
-        group = self._rate_groups.get(key)
-        if group is None:
-            group = self._rate_groups[key] = RateGroup(key, self._instant_wakes.schedule,
-                                                       propagate_together if self.batching else None,
-                                                       self.after_barrier)
-        return group
+        return self._rate_groups.group(key) if self.rate_groups else None
 
     def take_batch(self, t_ns: int) -> list[Island] | None:
         """Windowed, the islands of this host whose hops end at ``t_ns`` (once per instant)."""
