@@ -107,3 +107,57 @@ def test_advancing_in_pieces_off_the_schedule_gives_the_stream_without_groups():
     assert on.recorder.stream_bytes() == off.recorder.stream_bytes()
     (stats,) = on.stats()["rate_groups"].values()
     assert stats["joins"] == stats["leaves"] >= 5 * 6 and stats["member_barriers"] >= 5 * 8
+
+
+def multirate_island(sim: Simulation, name: str, *schedules) -> list:
+    from models_for_tests import IoRecorder
+
+    sim.add_island(name)
+    return [sim.add_model(IoRecorder(f"{name}_m{k}", schedule), name) for k, schedule in enumerate(schedules)]
+
+
+@pytest.mark.parametrize("schedules, key", [
+    # 10 Hz with 2 Hz and 1 Hz (phase 0.3 s: on the 10 Hz instants): the 10 Hz schedule's key
+    ((("fixed", 10.0, 0.0), ("fixed", 2.0, 0.0), ("fixed", 1.0, 0.3), ("noio",), ("variable", [250_000_000])),
+     (0, 100_000_000, 1)),
+    # 3 Hz is not a whole number of ns per period, 2.5 s is not a multiple of 1 s, and 0.05 s of
+    # phase is off the 10 Hz instants: never grouped
+    ((("fixed", 10.0, 0.0), ("fixed", 3.0, 0.0)), None),
+    ((("fixed", 1.0, 0.0), ("fixed", 0.4, 0.0)), None),
+    ((("fixed", 10.0, 0.0), ("fixed", 1.0, 0.05)), None),
+])
+def test_an_island_is_grouped_on_its_fastest_schedule_when_the_others_fall_on_it(schedules, key):
+    """Every model's I/O steps (the instants of its end_io_step, update_flow_outs and
+    start_io_step calls) are the same grouped or not; the island's rate key is its fastest
+    schedule when every other schedule's instants are among that one's."""
+    from hopsim.kernel import FixedRate, NoIo, VariableRate
+
+    def schedule(spec):
+        if spec[0] == "fixed":
+            return FixedRate(spec[1], phase_s=spec[2])
+        return NoIo() if spec[0] == "noio" else VariableRate()
+
+    def run(groups: bool):
+        from models_for_tests import VariableStepper
+
+        sim = Simulation(seed=0, rate_groups=groups)
+        models = multirate_island(sim, "a", *[schedule(s) for s in schedules if s[0] != "variable"])
+        for s in schedules:
+            if s[0] == "variable":
+                models.append(sim.add_model(VariableStepper("a_var", s[1]), "a"))
+        sim.advance_to(3.0)
+        return sim, [(m.ends, m.starts, m.ufos) for m in models]
+
+    on, calls_on = run(True)
+    off, calls_off = run(False)
+    assert calls_on == calls_off and any(ufos for _, _, ufos in calls_on)
+    assert on.islands["a"].rate_key == key
+    grouped = sum(g["member_barriers"] for g in on.stats()["rate_groups"].values())
+    if key is None:
+        assert grouped == 0
+    else:
+        # the 30 instants of 10 Hz in (0, 3] s are the group's; the variable-rate model's step at
+        # 0.25 s is the island's own: it leaves after 0.2 s and joins again for 0.3 s
+        (stats,) = on.stats()["rate_groups"].values()
+        assert grouped == 30 and stats["joins"] == stats["leaves"] == 2
+        assert on.stats()["islands"]["a"]["barriers"] == off.stats()["islands"]["a"]["barriers"] == 1 + 30 + 1

@@ -123,9 +123,9 @@ class Island:
         self._monitors: list = []           # monitors of every member
         self._home_monitors: list = []      # monitors of this home island
         self._deferred = False
-        # rate groups (hopsim.kernel.rate_group): the models on a periodic schedule, in call order,
-        # the schedule's key when every model runs on that one schedule or on messages only, and
-        # the group this island is a member of (its I/O heap is rebuilt when it leaves)
+        # rate groups (hopsim.kernel.rate_group): the key of the schedule whose instants are the
+        # island's barriers (None: never grouped) and the group this island is a member of (the
+        # I/O heap is not kept meanwhile: it is rebuilt when needed again)
         self._io_slots: list[Slot] = []          # periodic and variable-rate models, in call order
         self._variable_slots: list[Slot] = []
         self._fast_slot: Slot | None = None      # a model on the fastest periodic schedule
@@ -183,13 +183,15 @@ class Island:
             return
         fast = min(periodic, key=lambda s: s.periodic.key[1] / s.periodic.key[2])
         t0, num, den = fast.periodic.key
-        for s in periodic:
+
+        def among_fast_instants(s: Slot) -> bool:
             t0_s, num_s, den_s = s.periodic.key
-            if den != 1 or den_s != 1 or num_s % num or (t0_s - t0) % num:
-                if s.periodic.key != fast.periodic.key:
-                    return
-        self._fast_slot = fast
-        self.rate_key = fast.periodic.key
+            return (t0_s, num_s, den_s) == (t0, num, den) or (
+                den == den_s == 1 and num_s % num == 0 and (t0_s - t0) % num == 0)
+
+        if all(among_fast_instants(s) for s in periodic):
+            self._fast_slot = fast
+            self.rate_key = fast.periodic.key
 
     def assemble(self, x: np.ndarray) -> None:
         """Number ``self.slots`` in their call order, take ``x`` as the continuous state (the
@@ -440,7 +442,7 @@ class Island:
                 f"{now} ns; use more integration steps per hop or a smaller eps")
         self._pending_end = t_end
         self._gen += 1
-        if self.rate_key is not None and not self._propagated and self._on_schedule(t_end):
+        if self.rate_key is not None and self._on_schedule(t_end):
             group = self.sim.rate_group(self.rate_key)
             if group is not None:
                 self.group = group
