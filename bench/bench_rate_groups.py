@@ -56,9 +56,9 @@ class Workload(NamedTuple):
 
 # N = 1000 is not counted: its set-up alone takes about 3 minutes under callgrind
 WORKLOADS = {
-    "formation, N = 100": Workload("formation", 100, 100.0, 2.0, 42.0),
-    "formation, N = 1000": Workload("formation", 1000, 10.0, None, None),
-    "orbit, N = 100": Workload("orbit", 100, 100.0, 2.0, 42.0),
+    "formation, N = 100": Workload("formation", 100, 300.0, 2.0, 42.0),
+    "formation, N = 1000": Workload("formation", 1000, 20.0, None, None),
+    "orbit, N = 100": Workload("orbit", 100, 300.0, 2.0, 42.0),
 }
 CALLGRIND_ENV = {"NUMBA_CPU_NAME": "generic", "PYTHONHASHSEED": "0"}
 CALLGRIND_JOBS = 2             # callgrind runs at a time: their counts do not depend on the load
@@ -190,7 +190,7 @@ def instructions_per_step() -> dict[str, dict[bool, float]]:
 
 
 def print_section(cpu: dict, instr: dict, repeat: int) -> None:
-    print("#### Rate groups\n")
+    print("### Rate groups\n")
     print("CPU time and instructions per vehicle-step (one island's 1 s step) with rate groups off and on, "
           "the same workload and stream; off / on above 1 is what the groups save.\n")
     header = ("workload", "off (us / vehicle-step)", "on (us / vehicle-step)", "off / on",
