@@ -415,8 +415,12 @@ class Simulation:
         return self._rate_groups.group(key) if self.rate_groups else None
 
     def _new_rate_groups(self) -> RateGroups:
-        return RateGroups(self._instant_wakes.schedule, propagate_together if self.batching else None,
-                          self.after_barrier)
+        return RateGroups(self._instant_wakes.schedule, self._propagate_batch, self.after_barrier)
+
+    def _propagate_batch(self, islands: list[Island], t_ns: int) -> None:
+        """With batching, the compiled hops of ``islands`` (a rate group's members) ending at ``t_ns``."""
+        if self.batching:
+            propagate_together(islands, t_ns)
 
     def take_batch(self, t_ns: int) -> list[Island] | None:
         """The islands planned to wake at ``t_ns`` (once: the first wake at an instant takes them)."""

@@ -34,7 +34,7 @@ class RateGroup:
                  propagate: Callable[[list, int], None] | None, after_barrier: Callable[[Any, int], None]):
         self.key = key
         self._schedule_wake = schedule_wake      # the owner's one simpy event per instant
-        self._propagate = propagate              # the owner's batch of compiled hops, or None
+        self._propagate = propagate              # the owner's batch of compiled hops (if it batches), or None
         self._after_barrier = after_barrier
         self._at: dict[int, list[Island]] = {}   # instant (ns) -> the members due then, in joining order
         self.stats = {"instants": 0, "member_barriers": 0, "joins": 0, "leaves": 0}
