@@ -30,11 +30,18 @@ EARTH_ROTATION_RATE = 7.2921150e-5          # rad/s
 
 
 @compiled
+def point_mass_xyz(x, y, z, mu):
+    """-mu r / |r|^3 (m/s^2) at ``r = (x, y, z)`` (m), as a tuple."""
+    d = np.sqrt(x * x + y * y + z * z)
+    k = -mu / (d * d * d)
+    return k * x, k * y, k * z
+
+
+@compiled
 def point_mass_acceleration(r, mu):
     """-mu r / |r|^3 (m/s^2) at ``r`` (m)."""
-    d = np.sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2])
-    k = -mu / (d * d * d)
-    return np.array([k * r[0], k * r[1], k * r[2]])
+    ax, ay, az = point_mass_xyz(r[0], r[1], r[2], mu)
+    return np.array([ax, ay, az])
 
 
 @compiled
@@ -66,11 +73,20 @@ def zonal_potential(r, mu, radius, j2, j3):
 
 
 @compiled
+def gravity_gradient_xyz(bx, by, bz, inertia_B, mu):
+    """:func:`gravity_gradient_torque` at ``r_B = (bx, by, bz)`` as a tuple (N m, B), in scalars."""
+    ix = inertia_B[0, 0] * bx + inertia_B[0, 1] * by + inertia_B[0, 2] * bz
+    iy = inertia_B[1, 0] * bx + inertia_B[1, 1] * by + inertia_B[1, 2] * bz
+    iz = inertia_B[2, 0] * bx + inertia_B[2, 1] * by + inertia_B[2, 2] * bz
+    d2 = bx * bx + by * by + bz * bz
+    k = 3.0 * mu / (d2 * d2 * np.sqrt(d2))
+    return k * (by * iz - bz * iy), k * (bz * ix - bx * iz), k * (bx * iy - by * ix)
+
+
+@compiled
 def gravity_gradient_torque(r_B, inertia_B, mu):
     """The point-mass gravity-gradient torque 3 mu / |r|^5 r x (I r) (N m) on a rigid body whose
     centre of mass lies at ``r_B`` (m, in the body frame B) from the planet's centre, inertia
     ``inertia_B`` (kg m^2, about the centre of mass, in B)."""
-    d2 = r_B[0] * r_B[0] + r_B[1] * r_B[1] + r_B[2] * r_B[2]
-    k = 3.0 * mu / (d2 * d2 * np.sqrt(d2))
-    ir = inertia_B @ r_B
-    return k * np.cross(r_B, ir)
+    tx, ty, tz = gravity_gradient_xyz(r_B[0], r_B[1], r_B[2], inertia_B, mu)
+    return np.array([tx, ty, tz])

@@ -28,7 +28,7 @@ import numpy as np
 from hopsim.dynamics._jit import compiled
 from hopsim.dynamics.environment import (drag_acceleration_xyz, exponential_density, gmst_rad, srp_acceleration_xyz,
                                          sun_position_xyz)
-from hopsim.dynamics.gravity import EARTH_RADIUS
+from hopsim.dynamics.gravity import EARTH_RADIUS, gravity_gradient_xyz, point_mass_xyz
 from hopsim.dynamics.spatial import quat_dcm_entries
 from hopsim.dynamics.spherical_harmonics import spherical_harmonic_acceleration_xyz
 from hopsim.dynamics.wheels import lugre_friction_into, wheel_accelerations_into, wheel_friction_into
@@ -88,9 +88,7 @@ def gravity_xyz(x, y, z, t_s, p, C, S, VW):
     mu = p[P_MU]
     degree = int(p[P_DEGREE])
     if degree < 0:
-        d = math.sqrt(x * x + y * y + z * z)
-        k = -mu / (d * d * d)
-        return k * x, k * y, k * z
+        return point_mass_xyz(x, y, z, mu)
     g = gmst_rad(p[P_EPOCH_JD] + t_s / 86400.0)
     c, s = math.cos(g), math.sin(g)
     fx, fy, fz = spherical_harmonic_acceleration_xyz(c * x + s * y, -s * x + c * y, z, mu, p[P_RADIUS], C, S,
@@ -143,19 +141,10 @@ def orbiting_derivative(t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_
     ty = loads[L_TORQUE_B + 1] + loads[L_DIST_TORQUE_B + 1]
     tz = loads[L_TORQUE_B + 2] + loads[L_DIST_TORQUE_B + 2]
     if p[P_GRAVITY_GRADIENT] != 0.0:
-        # 3 mu / |r|^5 r_B x (I r_B), r_B = R^T r (hopsim.dynamics.gravity.gravity_gradient_torque)
-        bx = R00 * rx + R10 * ry + R20 * rz
-        by = R01 * rx + R11 * ry + R21 * rz
-        bz = R02 * rx + R12 * ry + R22 * rz
-        I = inertia_total_B
-        ix = I[0, 0] * bx + I[0, 1] * by + I[0, 2] * bz
-        iy = I[1, 0] * bx + I[1, 1] * by + I[1, 2] * bz
-        iz = I[2, 0] * bx + I[2, 1] * by + I[2, 2] * bz
-        d2 = bx * bx + by * by + bz * bz
-        kg = 3.0 * p[P_MU] / (d2 * d2 * math.sqrt(d2))
-        tx += kg * (by * iz - bz * iy)
-        ty += kg * (bz * ix - bx * iz)
-        tz += kg * (bx * iy - by * ix)
+        # at r_B = R^T r
+        gx, gy, gz = gravity_gradient_xyz(R00 * rx + R10 * ry + R20 * rz, R01 * rx + R11 * ry + R21 * rz,
+                                          R02 * rx + R12 * ry + R22 * rz, inertia_total_B, p[P_MU])
+        tx, ty, tz = tx + gx, ty + gy, tz + gz
     xdot[0], xdot[1], xdot[2] = vx, vy, vz
     xdot[3], xdot[4], xdot[5] = ax, ay, az
     # q' = 1/2 q (x) (omega, 0) (hopsim.dynamics.spatial.quat_rate)
