@@ -358,6 +358,9 @@ def _report_stats(result) -> None:
         console.print(f"  {len(islands):,} islands: {lo if lo == hi else f'{lo} to {hi}'} barriers each, "
                       f"{total['hops']:,} hops, {total['deliveries']:,} deliveries, "
                       f"{total['rollbacks']:,} rollbacks in all")
+    for schedule, g in result.stats.get("rate_groups", {}).items():
+        console.print(f"  rate group ({schedule}): {g['instants']:,} instants, {g['member_barriers']:,} member "
+                      f"barriers, {g['joins']:,} joins, {g['leaves']:,} leaves")
     sync = result.stats.get("sync")
     if sync:
         lookahead = "none" if sync["lookahead_s"] is None else f"{sync['lookahead_s']:g} s"

@@ -25,13 +25,19 @@ def test_run_records_and_says_where(tmp_path):
 
 
 def test_a_run_of_many_islands_is_summed_up_in_one_line():
-    """20 vehicles at 1 Hz for 3 s: every island has barriers at 0, 1, 2 and 3 s and 3 hops."""
+    """20 vehicles at 1 Hz for 3 s: every island has barriers at 0, 1, 2 and 3 s and 3 hops, the
+    last three as members of the 1 Hz rate group (the first is each island's own start)."""
     res = runner.invoke(app, ["run", "formation", "--duration", "3", "--set", "n_vehicles=20", "--no-progress",
                               "--stats"])
     assert res.exit_code == 0, res.output
     text = " ".join(res.output.split())
     assert "island v00:" not in text
     assert "20 islands: 4 barriers each, 60 hops" in text
+    assert "rate group (1 s period, phase 0 s): 3 instants, 60 member barriers, 20 joins, 20 leaves" in text
+    res = runner.invoke(app, ["run", "formation", "--duration", "3", "--set", "n_vehicles=20", "--no-progress",
+                              "--stats", "--no-rate-groups"])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 0 and "20 islands: 4 barriers each, 60 hops" in text and "rate group" not in text
 
 
 def test_unknown_scenario_and_bad_parameter_are_clear_errors():
