@@ -398,24 +398,28 @@ class Island:
     def next_explicit_barrier(self) -> int | None:
         """The earliest instant (ns) of the I/O schedule, timed events, deliveries, requested
         barriers, stops and monitor checks; None when nothing is ahead."""
-        events = self._events
-        while events and events[0][3].cancelled:
-            heapq.heappop(events)
         if self._io_heap_stale:
             self._rebuild_io_heap()
         io = self._io_heap
         while io and io[0][0] != io[0][2].io_next:
             heapq.heappop(io)                          # superseded by a re-asked next_io_time
-        t1 = io[0][0] if io else NEVER
+        t1 = min(io[0][0] if io else NEVER, self._next_other_barrier())
+        return None if t1 == NEVER else t1
+
+    def _next_other_barrier(self) -> int:
+        """The earliest instant (ns) of the timed events, deliveries, requested barriers, stops
+        and monitor checks (the timeline but the I/O schedule); NEVER when none."""
+        events = self._events
+        while events and events[0][3].cancelled:
+            heapq.heappop(events)
+        t1 = self._stops[0] if self._stops else NEVER
         for queue in (events, self._inbox, self._requested):
             if queue and queue[0][0] < t1:
                 t1 = queue[0][0]
-        if self._stops and self._stops[0] < t1:
-            t1 = self._stops[0]
         for m in self._monitors:
             if m.next_ns < t1:
                 t1 = m.next_ns
-        return None if t1 == NEVER else t1
+        return t1
 
     # ------------------------------------------------------------------ hops
     def _plan(self) -> None:
@@ -446,8 +450,7 @@ class Island:
             group = self.sim.rate_group(self.rate_key)
             if group is not None:
                 self.group = group
-                group.stats["joins"] += 1
-                group.admit(self, t_end)
+                group.join(self, t_end)
                 return
         self.sim.schedule_wake(self, t_end, self._gen)
 
@@ -467,7 +470,7 @@ class Island:
         group = self.group
         if group is not None:
             self.group = None
-            group.stats["leaves"] += 1
+            group.left(self)
             if self._io_heap_stale:
                 self._rebuild_io_heap()
 
@@ -494,23 +497,13 @@ class Island:
         finally:
             self._in_barrier = False
         nxt = self._fast_slot.io_next
-        if self._nothing_due_before(nxt) and self._on_schedule(nxt):
+        if self._next_other_barrier() >= nxt and self._on_schedule(nxt):
             self._pending_end = nxt
             self._gen += 1
             self.group.admit(self, nxt)
         else:
             self._leave_group()
             self._plan()
-
-    def _nothing_due_before(self, t_ns: int) -> bool:
-        """Whether no event, delivery, requested barrier or stop is due before ``t_ns``."""
-        events = self._events
-        while events and events[0][3].cancelled:
-            heapq.heappop(events)
-        for queue in (events, self._inbox, self._requested):
-            if queue and queue[0][0] < t_ns:
-                return False
-        return not (self._stops and self._stops[0] < t_ns)
 
     def _replan(self) -> None:
         self._leave_group()

@@ -39,8 +39,17 @@ class RateGroup:
         self._at: dict[int, list[Island]] = {}   # instant (ns) -> the members due then, in joining order
         self.stats = {"instants": 0, "member_barriers": 0, "joins": 0, "leaves": 0}
 
+    def join(self, island: "Island", t_ns: int) -> None:
+        """``island`` becomes a member, its next barrier at ``t_ns``, one of the schedule's instants."""
+        self.stats["joins"] += 1
+        self.admit(island, t_ns)
+
+    def left(self, island: "Island") -> None:
+        """``island`` is no longer a member (its entries are passed over)."""
+        self.stats["leaves"] += 1
+
     def admit(self, island: "Island", t_ns: int) -> None:
-        """``island`` has its next barrier at ``t_ns``, one of the schedule's instants."""
+        """A member has its next barrier at ``t_ns``, one of the schedule's instants."""
         due = self._at.get(t_ns)
         if due is None:
             due = self._at[t_ns] = []
