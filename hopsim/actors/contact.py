@@ -1,7 +1,8 @@
 """Contact between vehicles: the proximity monitor, impacts, walls, docking and undocking.
 
 DESIGN.md, "Islands interact only through the bus and through contact". A :class:`ContactWorld`
-watches a set of spherical vehicles (each a :class:`RigidVehicleDynamics` in its own home island):
+watches a set of spherical vehicles (each a :class:`~hopsim.actors.welding.Weldable`, e.g. a
+:class:`~hopsim.actors.vehicle_dynamics.RigidVehicleDynamics` in its own home island):
 
 * **Proximity monitor.** At a fixed check rate (a :class:`~hopsim.kernel.monitor.Monitor`: the
   check instants are barriers of every watched island) it bounds how far each sphere can move
@@ -20,14 +21,16 @@ watches a set of spherical vehicles (each a :class:`RigidVehicleDynamics` in its
   planes with their own restitution and friction, watched the same way for vehicles that can
   reach them.
 * **Docking.** On contact, two vehicles with docking ports latch when the ports face each other
-  within ``dock_angle_deg`` and the port points are closer than ``dock_gap_m``: the vehicles are
+  within ``dock_angle_deg``, the port points are closer than ``dock_gap_m`` and they close no
+  faster than ``dock_speed_mps`` (a docking mechanism's capture envelope): the vehicles are
   welded into one rigid composite whose velocity conserves their linear and angular momentum
   (:func:`hopsim.dynamics.contact.weld_state`). Each vehicle's thrusters keep pushing on it and
   the loads are summed on the composite; each vehicle still publishes its own state. A third
   vehicle can hit or dock with a composite. A :class:`DockCommand` with ``undock`` on
   ``<vehicle>/dock_cmd`` releases the latch (optionally with a separation speed).
 
-Contacts, docks and undocks are recorded as kernel events (``kernel/<island>``, kinds CONTACT,
+Contacts, docks and undocks are recorded as kernel events (topic ``kernel/<kind>``, source
+``kernel.<island>``; kinds CONTACT,
 DOCK, UNDOCK, ISLAND_MERGE, ISLAND_SPLIT) with the impulse and speeds in the detail.
 
 Contact needs its islands in one process with the monitor: on the ``ray`` backend with placement
@@ -43,10 +46,10 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from hopsim.actors.vehicle_dynamics import RigidVehicleDynamics
+from hopsim.actors.welding import Weldable
 from hopsim.dynamics.contact import (apply_impulse, broadphase_pairs, point_velocity, port_alignment,
                                      relative_pose, sphere_contact_impulse, sphere_gap, wall_contact_impulse,
-                                     wall_gap, weld_state, welded_follower_state)
+                                     wall_gap, weld_state)
 from hopsim.dynamics.spatial import quat_to_dcm
 from hopsim.kernel import ContinuousModel, In
 from hopsim.kernel.zero_crossing import ZeroCrossing
@@ -70,6 +73,8 @@ class ContactParams(BaseModel):
     docking: bool = Field(True, description="vehicles with ports latch when the ports face each other")
     dock_angle_deg: float = Field(10.0, gt=0, le=180, description="largest angle between facing ports")
     dock_gap_m: float = Field(0.1, gt=0, description="largest distance between the port points")
+    dock_speed_mps: float | None = Field(None, gt=0, description="largest closing speed the latch captures "
+                                         "(m/s; faster: an impact); None: any")
     volume_min_N: Vec3 | None = Field(None, description="walls: lower corner of the test volume (m)")
     volume_max_N: Vec3 | None = Field(None, description="walls: upper corner of the test volume (m)")
 
@@ -78,7 +83,7 @@ class ContactParams(BaseModel):
 class ContactBody:
     """A vehicle taking part in contact: a sphere of ``radius_m`` about the body origin B."""
 
-    model: RigidVehicleDynamics
+    model: Weldable
     island: str
     radius_m: float
     port_B: np.ndarray | None          # docking port direction (body frame), None: no port
@@ -90,7 +95,7 @@ class ContactBody:
         return self.model.name
 
     @property
-    def root(self) -> RigidVehicleDynamics:
+    def root(self) -> Weldable:
         """The vehicle integrating this one: its composite's primary, or itself."""
         return self.model.primary or self.model
 
@@ -139,7 +144,7 @@ class ContactWorld:
             sim.scene["volume_N"] = [list(map(float, self.params.volume_min_N)), list(map(float, self.params.volume_max_N))]
 
     # ------------------------------------------------------------------ assembly
-    def add_body(self, model: RigidVehicleDynamics, island: str, radius_m: float, port_B=None,
+    def add_body(self, model: Weldable, island: str, radius_m: float, port_B=None,
                  max_accel_mps2: float = 0.0, dock_commands: bool = True) -> ContactBody:
         """Let ``model`` (in home island ``island``) touch the others; ``port_B`` is its docking
         port direction in the body frame (None: it cannot dock)."""
@@ -291,6 +296,9 @@ class ContactWorld:
         if zc not in island.zero_crossings:
             island.add_zero_crossing(zc)
 
+    def _watches(self, zc: ZeroCrossing) -> bool:
+        return any(z is zc for z in self._pairs.values()) or any(z is zc for z in self._walls.values())
+
     def _disarm(self, zc: ZeroCrossing) -> None:
         island = self.sim.islands[zc.island].current
         if zc in island.zero_crossings:
@@ -311,7 +319,8 @@ class ContactWorld:
         """A zero-crossing on ``gap`` that resolves the contact and keeps watching."""
         def touch(t_ns: int) -> None:
             resolve(t_ns)
-            self._arm(zc, body)
+            if self._watches(zc):               # not disarmed by the contact (a dock)
+                self._arm(zc, body)
 
         zc = ZeroCrossing(f"{self.name}:{label}", gap, touch, "falling", max(1, seconds(self.params.eps_s)),
                           island=body.island, restorable=False)
@@ -319,6 +328,8 @@ class ContactWorld:
 
     # ------------------------------------------------------------------ impacts
     def _resolve_pair(self, a: ContactBody, b: ContactBody, t_ns: int) -> None:
+        if a.root is b.root:
+            return                              # welded since the condition was armed: one body
         p = self.params
         xa, ma, Ia, ca = _composite_view(a.model)
         xb, mb, Ib, cb = _composite_view(b.model)
@@ -330,8 +341,9 @@ class ContactWorld:
             return                              # touching but not closing: nothing to do
         if p.docking and a.port_B is not None and b.port_B is not None:
             angle, gap = port_alignment(a.model.x, b.model.x, a.port_B, b.port_B, a.radius_m, b.radius_m)
-            if angle <= math.radians(p.dock_angle_deg) and gap <= p.dock_gap_m:
-                self._dock(a, b, t_ns, angle, gap)
+            slow = p.dock_speed_mps is None or -before <= p.dock_speed_mps
+            if angle <= math.radians(p.dock_angle_deg) and gap <= p.dock_gap_m and slow:
+                self._dock(a, b, t_ns, angle, gap, -before)
                 return
         _apply(a.root, -J, point)
         _apply(b.root, J, point)
@@ -353,8 +365,8 @@ class ContactWorld:
                      point_N=contact.tolist(), normal_speed_before=before, normal_speed_after=after)
 
     # ------------------------------------------------------------------ docking
-    def _dock(self, a: ContactBody, b: ContactBody, t_ns: int, angle: float, gap: float) -> None:
-        """Weld b's composite onto a's: momentum-conserving latch."""
+    def _dock(self, a: ContactBody, b: ContactBody, t_ns: int, angle: float, gap: float, closing: float) -> None:
+        """Weld b's composite onto a's (they close at ``closing`` m/s): momentum-conserving latch."""
         pa, pb = a.root, b.root
         xa, ma, Ia, ca = _composite_view(pa)
         xb, mb, Ib, cb = _composite_view(pb)
@@ -362,13 +374,16 @@ class ContactWorld:
         movers = [pb, *pb.followers]
         for f in pb.followers:
             pb.unweld(f)
-        pa.x[:] = x_new
+        pa.x[0:13] = x_new
         for f in sorted(movers, key=lambda m: m.name):
-            r_FP_P, q_FP = relative_pose(pa.x, f.x)
+            r_FP_P, q_FP = relative_pose(pa.x[0:13], f.x[0:13])
             pa.weld(f, r_FP_P, q_FP)
+        for i, j in list(self._pairs):      # one body now: no contact within it
+            if self.bodies[i].root is self.bodies[j].root:
+                self._disarm(self._pairs.pop((i, j)))
         self._reset_integrator(a)
         self._record(KernelEvent.DOCK, a, t_ns, a=a.name, b=b.name, port_angle_deg=math.degrees(angle),
-                     port_gap_m=gap, primary=pa.name)
+                     port_gap_m=gap, primary=pa.name, normal_speed_before=-closing)
 
     def undock(self, vehicle: str, from_vehicle: str | None, separation_speed_mps: float, t_ns: int) -> None:
         """Release ``vehicle`` from its composite (from one neighbour, or from all); the two parts
@@ -388,7 +403,7 @@ class ContactWorld:
             new_root = min(staying, key=lambda m: m.name)
             for f in staying:
                 if f is not new_root:
-                    r, q = relative_pose(new_root.x, f.x)
+                    r, q = relative_pose(new_root.x[0:13], f.x[0:13])
                     new_root.weld(f, r, q)
         other = min(staying, key=lambda m: m.name)
         if separation_speed_mps > 0.0:
@@ -397,7 +412,7 @@ class ContactWorld:
         self._record(KernelEvent.UNDOCK, body, t_ns, a=vehicle, b=",".join(sorted(p.name for p in staying)),
                      separation_speed_mps=separation_speed_mps)
 
-    def _separate(self, body: ContactBody, other_root: RigidVehicleDynamics, speed: float) -> None:
+    def _separate(self, body: ContactBody, other_root: Weldable, speed: float) -> None:
         """Equal and opposite impulse at the port point so that the parts' port points separate at
         ``speed`` along the port axis (linear and angular momentum conserved)."""
         m = body.model
@@ -469,7 +484,7 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def _kinetic_energy(m: RigidVehicleDynamics) -> float:
+def _kinetic_energy(m: Weldable) -> float:
     """Kinetic energy (J) of one vehicle from its own mass properties."""
     x = m.x
     R = quat_to_dcm(x[6:10])
@@ -478,22 +493,20 @@ def _kinetic_energy(m: RigidVehicleDynamics) -> float:
     return 0.5 * m.mass_kg * float(v_C @ v_C) + 0.5 * float(w @ m.inertia_C_B @ w)
 
 
-def _composite_view(m: RigidVehicleDynamics):
+def _composite_view(m: Weldable):
     """``(x, mass, inertia_C_B, r_CB_B)`` of the rigid body ``m`` belongs to (its composite when
     docked), seen from ``m``'s own frame: impacts on ``m`` act on all of it."""
     root = m.primary or m
     mass, inertia_P, r_C_P = root.composite()
     if root is m:
-        return m.x.copy(), mass, inertia_P, r_C_P
-    r_FP_P, q_FP = relative_pose(root.x, m.x)
+        return m.x[0:13].copy(), mass, inertia_P, r_C_P
+    r_FP_P, q_FP = relative_pose(root.x[0:13], m.x[0:13])
     R_PF = quat_to_dcm(q_FP)
-    return m.x.copy(), mass, R_PF.T @ inertia_P @ R_PF, R_PF.T @ (r_C_P - r_FP_P)
+    return m.x[0:13].copy(), mass, R_PF.T @ inertia_P @ R_PF, R_PF.T @ (r_C_P - r_FP_P)
 
 
-def _apply(root: RigidVehicleDynamics, J_N: np.ndarray, point_N: np.ndarray) -> None:
+def _apply(root: Weldable, J_N: np.ndarray, point_N: np.ndarray) -> None:
     """Apply an impulse to the composite of ``root`` and put its followers back on it."""
     mass, inertia, r_C = root.composite()
-    root.x[:] = apply_impulse(root.x.copy(), mass, inertia, r_C, np.asarray(J_N, float), point_N)
-    for f in root.followers:
-        w = f._primary_weld
-        f.x[:] = welded_follower_state(root.x, w.r_FP_P, w.q_FP)
+    root.x[0:13] = apply_impulse(root.x[0:13].copy(), mass, inertia, r_C, np.asarray(J_N, float), point_N)
+    root.place_followers()

@@ -53,6 +53,17 @@ its derivative for any integrator; in an island integrated by RK4 the spacecraft
 hop in one compiled call (:meth:`OrbitingSpacecraft.propagate_hop`, its loads latched at the hop's
 start), and the islands whose hops coincide in one call for all (``Simulation(batching=True)``);
 the published accelerations are then the derivative at the hop's end.
+
+Docking (:class:`hopsim.actors.contact.ContactWorld`, :mod:`hopsim.actors.welding`): welded
+spacecraft fly as one rigid composite integrated by the primary. Its derivative is the equations
+above for the composite: the state of its centre of mass C (``r_CN = r_BN + R c``, ``v_CN = v_BN
++ R (omega x c)``, ``c`` the composite's centre of mass from the primary's, B axes), its mass and
+inertia about C (:meth:`Weldable.composite`), the sum of every part's drag and radiation areas
+(cannonballs), every part's loads moved to C (forces rotated into B, torques about C), and the
+primary's wheels; the primary's own acceleration then follows from C's by rigid kinematics:
+``a_BN = a_CN - R (omega_dot x c + omega x (omega x c))`` (Schaub and Junkins, 2nd ed., sec. 2.5).
+Followers ride on it (:func:`hopsim.dynamics.weld.welded_follower_derivative`) and keep publishing
+their own state. A follower has no wheels (their spin would need the composite's equations).
 """
 from __future__ import annotations
 
@@ -62,11 +73,15 @@ import numpy as np
 
 from hopsim.actors.disturbance import Disturbance
 from hopsim.actors.messages import StateMessageBuilder
+from hopsim.actors.welding import Weldable
 from hopsim.dynamics.gravity import EARTH_MU, EARTH_RADIUS
-from hopsim.dynamics.orbiting_body import (FRICTION_PARAMS, N_LOADS, P_DEGREE, P_MASS, P_MU, gravity_acceleration,
+from hopsim.dynamics.orbiting_body import (FRICTION_PARAMS, L_DIST_FORCE_N, L_DIST_TORQUE_B, L_FORCE_B, L_TORQUE_B,
+                                           N_LOADS, P_CD_AREA, P_CR_AREA, P_DEGREE, P_MASS, P_MU,
+                                           gravity_acceleration,
                                            orbiting_derivative, parameters, rk4_hop, rk4_hops,
                                            scratch)
 from hopsim.dynamics.spatial import quat_normalize, quat_to_dcm
+from hopsim.dynamics.weld import welded_follower_derivative
 from hopsim.dynamics.spherical_harmonics import GravityField
 from hopsim.dynamics.wheels import (WHEEL_FAULTS, BearingFriction, WheelMotors, per_wheel, wheel_angular_momentum_B,
                                     wheel_axes)
@@ -81,7 +96,7 @@ def _v3(a) -> Vector3:
     return Vector3(x=float(a[0]), y=float(a[1]), z=float(a[2]))
 
 
-class OrbitingSpacecraft(ContinuousModel):
+class OrbitingSpacecraft(Weldable, ContinuousModel):
     """A rigid spacecraft in Earth orbit (see the module)."""
 
     state_names = ("r_x", "r_y", "r_z", "v_x", "v_y", "v_z", "q_x", "q_y", "q_z", "q_w",
@@ -90,8 +105,9 @@ class OrbitingSpacecraft(ContinuousModel):
     feed_through = False
     accepts_faults = {"disturbance": ("force_N", "torque_B", "duration_s", "clear"), **WHEEL_FAULTS}
     loads_constant_over_hop = True      # thrust, wheel torques and disturbances are held over a hop
-    # _state_builder is scratch memory for update_flow_outs
-    _FRAMEWORK_ATTRS = ContinuousModel._FRAMEWORK_ATTRS | {"_state_builder"}
+    # _state_builder is scratch memory for update_flow_outs; welds are links between models,
+    # made and broken at barriers only
+    _FRAMEWORK_ATTRS = ContinuousModel._FRAMEWORK_ATTRS | {"_state_builder", "_welds", "_primary_weld"}
 
     def __init__(self, name: str, r_BN_N, v_BN_N, mass_kg: float, inertia_B, q_BN=(0.0, 0.0, 0.0, 1.0),
                  omega_BN_B=(0.0, 0.0, 0.0), field: GravityField | None = None, degree: int = 0,
@@ -160,11 +176,22 @@ class OrbitingSpacecraft(ContinuousModel):
         self.disturbance = Disturbance()
         self._state_builder = StateMessageBuilder()
         self.lugre_step_s = math.inf               # the longest stable RK4 step at the hop's start (s)
+        self._init_welds()
 
     @property
     def mass_kg(self) -> float:
         """The spacecraft's mass (kg): the constructor's, then the latest ``mass`` message's."""
         return float(self.params[P_MASS])
+
+    @property
+    def inertia_C_B(self) -> np.ndarray:
+        """The whole inertia about the centre of mass (kg m^2, B axes; wheels' axial inertia included)."""
+        return self.inertia_total_B
+
+    @property
+    def r_CB_B(self) -> np.ndarray:
+        """The centre of mass from the state's origin (m, B): the state is the centre of mass's."""
+        return np.zeros(3)
 
     @property
     def mu(self) -> float:
@@ -224,13 +251,63 @@ class OrbitingSpacecraft(ContinuousModel):
         return gravity_acceleration(np.asarray(r_N, dtype=float), float(t_s), self.params, self.C, self.S)
 
     def post_deriv(self, t_s: float) -> None:
+        """The state's derivative; a primary's is its composite's and writes its followers' too."""
+        if self._primary is not None:
+            return                      # the primary wrote this follower's derivative
+        if self._welds:
+            self._composite_derivative(t_s)
+            return
         orbiting_derivative(t_s, self.x, self.xdot, self.params, self.loads, self.inertia_B, self.inertia_inv,
                             self.inertia_total_B, self.C, self.S, self.G, self.J, self.u, self.friction_table,
                             *self._work[:2])
 
+    def _composite_derivative(self, t_s: float) -> None:
+        """The derivative of a primary carrying followers (see the module: the composite's
+        equations about its centre of mass C, then the primary's own acceleration from C's)."""
+        M, I_C, c = self.composite()
+        x = self.x
+        R = quat_to_dcm(x[6:10])
+        w = x[10:13]
+        params = self.params.copy()
+        params[P_MASS] = M
+        loads = np.zeros(N_LOADS)
+        parts = [(self, np.zeros(3), np.eye(3))] + [(wd.follower, wd.r_FP_P, wd.R_PF) for wd in self._welds]
+        for part, r_FP_P, R_PF in parts:          # each part's loads act at its own centre of mass
+            arm_B = r_FP_P - c
+            pl = part.loads
+            f_B = R_PF @ pl[L_FORCE_B:L_FORCE_B + 3]
+            d_N = pl[L_DIST_FORCE_N:L_DIST_FORCE_N + 3]
+            loads[L_FORCE_B:L_FORCE_B + 3] += f_B
+            loads[L_TORQUE_B:L_TORQUE_B + 3] += R_PF @ pl[L_TORQUE_B:L_TORQUE_B + 3] + np.cross(arm_B, f_B)
+            loads[L_DIST_FORCE_N:L_DIST_FORCE_N + 3] += d_N
+            loads[L_DIST_TORQUE_B:L_DIST_TORQUE_B + 3] += (R_PF @ pl[L_DIST_TORQUE_B:L_DIST_TORQUE_B + 3]
+                                                           + np.cross(arm_B, R.T @ d_N))
+            if part is not self:
+                params[P_CD_AREA] += part.cd_area_m2
+                params[P_CR_AREA] += part.cr_area_m2
+        inertia_rw = I_C - (self.G.T * self.J) @ self.G if self.n_wheels else I_C
+        x_C = x.copy()
+        x_C[0:3] = x[0:3] + R @ c
+        x_C[3:6] = x[3:6] + R @ np.cross(w, c)
+        xdot_C = np.empty_like(x)
+        orbiting_derivative(t_s, x_C, xdot_C, params, loads, inertia_rw, np.linalg.inv(inertia_rw), I_C, self.C,
+                            self.S, self.G, self.J, self.u, self.friction_table, *self._work[:2])
+        xdot = self.xdot
+        xdot[:] = xdot_C
+        xdot[0:3] = x[3:6]
+        xdot[3:6] = xdot_C[3:6] - R @ (np.cross(xdot_C[10:13], c) + np.cross(w, np.cross(w, c)))
+        for wd in self._welds:
+            wd.follower.xdot[0:13] = welded_follower_derivative(x[0:13], xdot[0:13], wd.r_FP_P, wd.q_FP)
+
+    def check_weldable_follower(self) -> None:
+        if self.n_wheels:
+            raise ValueError(f"{self.name} has reaction wheels and cannot ride on another spacecraft as a "
+                             f"follower: make it the primary of the composite (the vehicle that docks first)")
+
     # ------------------------------------------------------------------ compiled hops
     def hop_ready(self) -> bool:
-        return True
+        """A free spacecraft propagates itself (a composite needs its followers' kinematics)."""
+        return not self._welds and self._primary is None
 
     @staticmethod
     def propagate_hop(bodies: list["OrbitingSpacecraft"], steps_s, t0_s: float = 0.0) -> None:
@@ -261,8 +338,12 @@ class OrbitingSpacecraft(ContinuousModel):
 
     def end_hop(self, t0_ns: int, t1_ns: int) -> None:
         """The attitude back on the unit sphere (the integrator drifts off it); raise if the LuGre
-        bristles' integration went unstable over the hop."""
+        bristles' integration went unstable over the hop; put welded followers back exactly on the
+        composite."""
+        if self._primary is not None:
+            return                      # the primary puts this follower on the composite
         self.x[6:10] = quat_normalize(self.x[6:10])
+        self.place_followers()
         if self.bearings.n_states:
             self.bearings.check(self.name, self.x[13 + self.n_wheels:], self.lugre_step_s, (t1_ns - t0_ns) * 1e-9)
 

@@ -22,17 +22,15 @@ Fault ``disturbance``: ``force_N`` (N, inertial) at the centre of mass and ``tor
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from hopsim.dynamics._jit import compiled
-from hopsim.dynamics.contact import composite_mass_properties, welded_follower_state
 from hopsim.dynamics.rigid_body import (STATE_SIZE, _derivative_into, _rk4_step_into, derivative_single,
                                         derivatives_batch, pack_state, rk4_step_batch)
 from hopsim.dynamics.spatial import inverse3, quat_normalize, quat_to_dcm
 from hopsim.dynamics.weld import welded_follower_derivative
 from hopsim.actors.messages import StateMessageBuilder
+from hopsim.actors.welding import Weldable
 from hopsim.kernel import ContinuousModel, FixedRate, Out
 from hopsim.schemas import VehicleState
 
@@ -66,20 +64,7 @@ def _hop_one(x, xdot, steps_s, mass, inertia_C_B, r_CB_B, force_N, force_B, torq
     x[6:10] = quat_normalize(x[6:10])
 
 
-@dataclass(eq=False)
-class Weld:
-    """A follower fixed to a primary: its origin at ``r_FP_P`` (m, in P), attitude ``q_FP``."""
-
-    follower: "RigidVehicleDynamics"
-    r_FP_P: np.ndarray
-    q_FP: np.ndarray
-
-    @property
-    def R_PF(self) -> np.ndarray:
-        return quat_to_dcm(self.q_FP)
-
-
-class RigidVehicleDynamics(ContinuousModel):
+class RigidVehicleDynamics(Weldable, ContinuousModel):
     """Rigid-body dynamics of one vehicle (mass kg, inertia about the CM in B kg m^2, CM offset m)."""
 
     state_names = STATE_NAMES
@@ -114,9 +99,7 @@ class RigidVehicleDynamics(ContinuousModel):
         self.disturbance_torque_B = np.zeros(3)
         self.disturbance_until_ns = 0
         self._disturbed = False
-        self._welds: list[Weld] = []               # followers welded to this vehicle (primary)
-        self._primary: RigidVehicleDynamics | None = None
-        self._primary_weld: Weld | None = None     # this vehicle's weld, when it is a follower
+        self._init_welds()
         self._quat_fixed = False                   # propagate_hop did end_hop's quaternion fix
         self._state_builder = StateMessageBuilder()
 
@@ -161,42 +144,6 @@ class RigidVehicleDynamics(ContinuousModel):
         w = self._primary_weld
         p = self.r_CB_B if point_B is None else np.asarray(point_B, dtype=float)
         return w.r_FP_P + w.R_PF @ p
-
-    # ------------------------------------------------------------------ docking
-    @property
-    def primary(self) -> "RigidVehicleDynamics | None":
-        """The vehicle this one is welded to (None when free or itself a primary)."""
-        return self._primary
-
-    @property
-    def followers(self) -> list["RigidVehicleDynamics"]:
-        return [w.follower for w in self._welds]
-
-    def weld(self, follower: "RigidVehicleDynamics", r_FP_P, q_FP) -> None:
-        """Fix ``follower`` to this vehicle at ``r_FP_P`` (m, in this body's frame) with attitude
-        ``q_FP`` relative to it; velocities must already be on one rigid field (set this vehicle's
-        state to the composite's first: :func:`hopsim.dynamics.contact.weld_state`)."""
-        if follower is self or follower._primary is not None or follower._welds or self._primary is not None:
-            raise ValueError(f"cannot weld {follower.name} to {self.name}: weld free vehicles to a primary")
-        w = Weld(follower, np.asarray(r_FP_P, dtype=float), quat_normalize(np.asarray(q_FP, dtype=float)))
-        self._welds.append(w)
-        follower._primary, follower._primary_weld = self, w
-        follower.x[:] = welded_follower_state(self.x, w.r_FP_P, w.q_FP)
-
-    def unweld(self, follower: "RigidVehicleDynamics") -> None:
-        """Free ``follower``: it keeps its current state (on the composite's velocity field)."""
-        self._welds = [w for w in self._welds if w.follower is not follower]
-        follower._primary = follower._primary_weld = None
-
-    def composite(self) -> tuple[float, np.ndarray, np.ndarray]:
-        """(mass kg, inertia about the CM in this body's frame kg m^2, CM from this body's origin
-        in this frame m) of this vehicle and everything welded to it."""
-        M, I_C, r_C = self.mass_kg, self.inertia_C_B, self.r_CB_B
-        for w in self._welds:
-            f = w.follower
-            M, I_C, r_C = composite_mass_properties(M, I_C, r_C, f.mass_kg, f.inertia_C_B, f.r_CB_B,
-                                                    w.r_FP_P, w.R_PF)
-        return M, I_C, r_C
 
     # ------------------------------------------------------------------ compiled hops
     def hop_ready(self) -> bool:
@@ -288,8 +235,7 @@ class RigidVehicleDynamics(ContinuousModel):
             self._quat_fixed = False    # done already, in the single-vehicle compiled hop
         else:
             self.x[6:10] = quat_normalize(self.x[6:10].copy())
-        for w in self._welds:
-            w.follower.x[:] = welded_follower_state(self.x, w.r_FP_P, w.q_FP)
+        self.place_followers()
 
     def update_flow_outs(self, t_ns: int) -> None:
         """The state (m, m/s, quaternion, rad/s in N and B) with the accelerations of the latest
