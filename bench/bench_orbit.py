@@ -4,7 +4,8 @@ wheels, stepped with fixed-step RK4 at 1 s, in hopsim and in Basilisk in the sam
     .venv/bin/python bench/bench_orbit.py
 
 hopsim: one :class:`~hopsim.actors.orbiting_spacecraft.OrbitingSpacecraft` per island (``RK4``,
-one step per 1 Hz hop): GGM03S to degree 8 in the Earth-fixed frame, a cannonball in an
+one step per 1 Hz hop; the islands form one rate group, whose hops go through the spacecraft's
+fleet form, and, in a second column, each through its own scalar path): GGM03S to degree 8 in the Earth-fixed frame, a cannonball in an
 exponential atmosphere, cannonball solar pressure (analytic Sun, cylindrical shadow), four wheels
 in a pyramid with viscous and Coulomb friction under a constant command, no gravity gradient.
 
@@ -74,9 +75,9 @@ def initial_states(n: int, mu: float):
 # --------------------------------------------------------------------------- hopsim
 
 
-def hopsim_sim(n: int):
+def hopsim_sim(n: int, fleets: bool = True):
     field = ggm03s()
-    sim = Simulation(seed=1)
+    sim = Simulation(seed=1, fleets=fleets)
     for i, (r, v) in enumerate(initial_states(n, field.mu)):
         name = f"sc{i}"
         sim.add_island(name, integrator=RK4(), n_integration_steps=1)
@@ -89,10 +90,10 @@ def hopsim_sim(n: int):
     return sim
 
 
-def hopsim_step_time(n: int) -> float:
+def hopsim_step_time(n: int, fleets: bool = True) -> float:
     """Seconds per spacecraft-step (set-up and the first step excluded)."""
     steps = steps_for(n)
-    sim = hopsim_sim(n)
+    sim = hopsim_sim(n, fleets)
     sim.advance_to(1.0)
     t0 = time.perf_counter()
     sim.advance_to(1.0 + steps)
@@ -229,10 +230,11 @@ def profile_one() -> list[str]:
 def main():
     python = bsk_python()
     sizes = list(SIZES)
-    hop, bsk = {n: [] for n in sizes}, {n: [] for n in sizes}
+    hop, scalar, bsk = {n: [] for n in sizes}, {n: [] for n in sizes}, {n: [] for n in sizes}
     for _ in range(REPEATS):
         for n in sizes:
             hop[n].append(hopsim_step_time(n))
+            scalar[n].append(hopsim_step_time(n, fleets=False))
             if python is not None:
                 t = basilisk_step_time(n, python)
                 if t is not None:
@@ -240,14 +242,15 @@ def main():
     print("# Orbit benchmark: degree-8 gravity, drag, SRP and four reaction wheels, RK4 at 1 s\n")
     print(f"numpy {np.__version__}, {os.cpu_count()} CPUs; medians of {REPEATS} interleaved repeats, "
           "set-up and first step excluded.\n")
-    print("| N | steps | hopsim [us / spacecraft-step] | Basilisk [us / spacecraft-step] | hopsim / Basilisk |")
-    print("|---:|---:|---:|---:|---:|")
+    print("| N | steps | hopsim [us / spacecraft-step] | hopsim, no fleet forms | Basilisk [us / spacecraft-step] "
+          "| hopsim / Basilisk |")
+    print("|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
-        th = statistics.median(hop[n])
+        th, ts = statistics.median(hop[n]), statistics.median(scalar[n])
         tb = statistics.median(bsk[n]) if bsk[n] else None
         b = "not measured" if tb is None else f"{tb * 1e6:.1f}"
-        ratio = "not measured" if tb is None else f"{th / tb:.1f}"
-        print(f"| {n} | {steps_for(n)} | {th * 1e6:.1f} | {b} | {ratio} |")
+        ratio = "not measured" if tb is None else f"{th / tb:.2f}"
+        print(f"| {n} | {steps_for(n)} | {th * 1e6:.1f} | {ts * 1e6:.1f} | {b} | {ratio} |")
     if python is None:
         print("\nBasilisk: not measured (no `.venv-bsk`; point `HOPSIM_BSK_PYTHON` at an interpreter with `bsk`).")
     print("\nhopsim, N = 1, 300 steps: cProfile top 10 by own time\n")

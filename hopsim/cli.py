@@ -212,6 +212,8 @@ def run_cmd(
                                              "(same result, bit for bit)"),
     rate_groups: bool = typer.Option(True, help="advance islands on one periodic schedule with one barrier "
                                                "per instant (same result, bit for bit)"),
+    fleets: bool = typer.Option(True, help="propagate a rate group's hops through the models' fleet forms "
+                                          "(same result, bit for bit)"),
     stats: bool = typer.Option(False, "--stats", help="also print the kernel's statistics (islands, barriers, "
                                                       "hops, deliveries, Ray windows)"),
     verbose: bool = typer.Option(False, "--verbose", help="let Ray print its notices and its workers' output"),
@@ -250,7 +252,7 @@ def run_cmd(
                                   backend=backend, progress=progress and not live, ray_address=ray_address,
                                   checkpoint_every_s=checkpoint_every, checkpoint_dir=checkpoint_dir,
                                   cpu_accounting=cpu, placement=placement, batching=batching,
-                                  rate_groups=rate_groups, pacer=pacer, tap=server.tap if server else None, kernel_events=kernel_events)
+                                  rate_groups=rate_groups, fleets=fleets, pacer=pacer, tap=server.tap if server else None, kernel_events=kernel_events)
         finally:
             if server is not None:
                 server.stop()
@@ -361,6 +363,9 @@ def _report_stats(result) -> None:
     for schedule, g in result.stats.get("rate_groups", {}).items():
         console.print(f"  rate group ({schedule}): {g['instants']:,} instants, {g['member_barriers']:,} member "
                       f"barriers, {g['joins']:,} joins, {g['leaves']:,} leaves")
+    fleet = result.stats.get("fleets")
+    if fleet and fleet["calls"]:
+        console.print(f"  fleet forms: {fleet['hops']:,} hops in {fleet['calls']:,} calls")
     sync = result.stats.get("sync")
     if sync:
         lookahead = "none" if sync["lookahead_s"] is None else f"{sync['lookahead_s']:g} s"

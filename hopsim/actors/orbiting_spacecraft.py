@@ -73,6 +73,7 @@ import numpy as np
 
 from hopsim.actors.disturbance import Disturbance
 from hopsim.actors.messages import StateMessageBuilder
+from hopsim.actors.orbiting_fleet import OrbitingFleet
 from hopsim.actors.welding import Weldable
 from hopsim.dynamics.gravity import EARTH_MU, EARTH_RADIUS
 from hopsim.dynamics.orbiting_body import (FRICTION_PARAMS, L_DIST_FORCE_N, L_DIST_TORQUE_B, L_FORCE_B, L_TORQUE_B,
@@ -105,6 +106,7 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
     feed_through = False
     accepts_faults = {"disturbance": ("force_N", "torque_B", "duration_s", "clear"), **WHEEL_FAULTS}
     loads_constant_over_hop = True      # thrust, wheel torques and disturbances are held over a hop
+    fleet_form = OrbitingFleet          # many spacecraft's hops in one call (hopsim.kernel.fleet)
     # _state_builder is scratch memory for update_flow_outs; welds are links between models,
     # made and broken at barriers only
     _FRAMEWORK_ATTRS = ContinuousModel._FRAMEWORK_ATTRS | {"_state_builder", "_welds", "_primary_weld"}
@@ -170,6 +172,7 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         self.loads = np.zeros(N_LOADS)
         self.friction_table = bearings.table() if k else np.zeros((0, FRICTION_PARAMS))
         self._work = scratch(degree, k, len(self.x0))   # the compiled equations' work arrays
+        self.inertia_B, self.inertia_inv, self.inertia_total_B = np.zeros((3, 3)), np.zeros((3, 3)), np.zeros((3, 3))
         self._set_inertia(inertia)
         self.n_thrusters = int(n_thrusters)
         self.io_schedule = FixedRate(rate_hz)
@@ -199,10 +202,12 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         return float(self.params[P_MU])
 
     def _set_inertia(self, inertia_B: np.ndarray) -> None:
-        """inertia_B ([I_RW] with wheels), its inverse and the whole inertia (for the gravity gradient)."""
-        self.inertia_B = inertia_B
-        self.inertia_inv = np.linalg.inv(inertia_B)
-        self.inertia_total_B = inertia_B + (self.G.T * self.J) @ self.G if self.n_wheels else inertia_B
+        """inertia_B ([I_RW] with wheels), its inverse and the whole inertia (for the gravity gradient),
+        written in place (a fleet form's rows may hold them)."""
+        total = inertia_B + (self.G.T * self.J) @ self.G if self.n_wheels else inertia_B
+        self.inertia_B[:] = inertia_B
+        self.inertia_inv[:] = np.linalg.inv(inertia_B)
+        self.inertia_total_B[:] = total
 
     def initial_state(self) -> np.ndarray:
         return self.x0.copy()
@@ -239,7 +244,7 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
             self._set_inertia(np.array(m.inertia_B, dtype=float).reshape(3, 3))
         if self.n_wheels:
             cmd = self.read("torque_cmd")
-            self.u = self.motors.torques(None if cmd is None else cmd.torque_Nm)
+            self.u[:] = self.motors.torques(None if cmd is None else cmd.torque_Nm)
             if self.bearings.n_states:
                 self.lugre_step_s = self.bearings.max_step_s(self.x[13:13 + self.n_wheels], self.effective_inertia())
         if self.disturbance.acts_over(t0_ns):

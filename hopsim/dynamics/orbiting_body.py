@@ -29,7 +29,7 @@ from hopsim.dynamics._jit import compiled
 from hopsim.dynamics.environment import (drag_acceleration_xyz, exponential_density, gmst_rad, srp_acceleration_xyz,
                                          sun_position_xyz)
 from hopsim.dynamics.gravity import EARTH_RADIUS, gravity_gradient_xyz, point_mass_xyz
-from hopsim.dynamics.spatial import quat_dcm_entries
+from hopsim.dynamics.spatial import quat_dcm_entries, quat_normalize
 from hopsim.dynamics.spherical_harmonics import spherical_harmonic_acceleration_xyz
 from hopsim.dynamics.wheels import lugre_friction_into, wheel_accelerations_into, wheel_friction_into
 
@@ -226,5 +226,19 @@ def rk4_hops(t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_t
                 G[i], J[i], motor_Nm[i], friction[i], VW, f, K)
 
 
-__all__ = ["orbiting_derivative", "gravity_acceleration", "gravity_xyz", "scratch", "rk4_hop", "rk4_hops", "parameters", "N_PARAMS", "N_LOADS",
+@compiled
+def rk4_rows(rows, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+             friction, VW, f, K):
+    """:func:`rk4_hop` for the rows ``rows`` of a fleet's arrays (one row per spacecraft, as in
+    :func:`rk4_hops`; work arrays as :func:`scratch` makes them for the fleet's degree and state
+    size), each followed by the model's end_hop: the attitude back on the unit sphere
+    (:func:`hopsim.dynamics.spatial.quat_normalize`)."""
+    for i in range(len(rows)):
+        r = rows[i]
+        rk4_hop(t0_s, steps_s, X[r], Xdot[r], P[r], loads[r], inertia_B[r], inertia_inv[r], inertia_total_B[r], C, S,
+                G[r], J[r], motor_Nm[r], friction[r], VW, f, K)
+        X[r, 6:10] = quat_normalize(X[r, 6:10])
+
+
+__all__ = ["orbiting_derivative", "rk4_rows", "gravity_acceleration", "gravity_xyz", "scratch", "rk4_hop", "rk4_hops", "parameters", "N_PARAMS", "N_LOADS",
            "FRICTION_PARAMS"]

@@ -23,6 +23,7 @@ from hopsim.kernel.errors import CheckpointError, ContactInProgress
 from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
 from hopsim.bus.router import deliver_to_subscribers
 from hopsim.kernel.faults import FAULT_PORT, KILL, fault_topic
+from hopsim.kernel.fleet import Fleets
 from hopsim.kernel.island import Island, propagate_together
 from hopsim.kernel.rate_group import RateGroup, RateGroups
 from hopsim.kernel.slot import Slot
@@ -61,11 +62,13 @@ class Simulation:
     Parameters are the run ``seed`` (every model's generator derives from it and the model's name),
     the default model rate for models with :class:`~hopsim.kernel.model.DefaultRate` I/O, the
     runtime (local by default) and an optional recorder that receives every envelope.
+    ``rate_groups`` (:mod:`hopsim.kernel.rate_group`), ``fleets`` (:mod:`hopsim.kernel.fleet`) and
+    ``batching`` change how fast a run goes, never its result.
     """
 
     def __init__(self, seed: int = 0, default_rate_hz: float = 1.0, runtime=None, recorder=None,
                  record_kernel_events: bool = True, cpu_accounting: bool = False, batching: bool = False,
-                 record_barriers: bool = False, rate_groups: bool = True):
+                 record_barriers: bool = False, rate_groups: bool = True, fleets: bool = True):
         self.seed = int(seed)
         self.default_rate_hz = float(default_rate_hz)
         self.runtime = runtime or LocalRuntime()
@@ -100,6 +103,8 @@ class Simulation:
         self._monitors: list[Monitor] = []
         self.batching = batching              # propagate islands whose hops coincide as one batch
         self.rate_groups = rate_groups        # islands on one periodic schedule share its barriers
+        self.fleets = fleets                  # a rate group's hops through their models' fleet forms
+        self._fleets = Fleets()
         self._rate_groups = self._new_rate_groups()
         self._wakes_at: dict[int, list[Island]] = {}
         self.windows = None                   # the WindowedSync of islands in hosts (Ray), set by the runtime
@@ -418,9 +423,10 @@ class Simulation:
         return RateGroups(self._instant_wakes.schedule, self._propagate_batch, self.after_barrier)
 
     def _propagate_batch(self, islands: list[Island], t_ns: int) -> None:
-        """With batching, the compiled hops of ``islands`` (a rate group's members) ending at ``t_ns``."""
-        if self.batching:
-            propagate_together(islands, t_ns)
+        """The compiled hops of ``islands`` (a rate group's members) ending at ``t_ns``: through
+        their bodies' fleet forms (``fleets``), and the others as one batch (``batching``)."""
+        if self.batching or self.fleets:
+            propagate_together(islands, t_ns, self._fleets if self.fleets else None, self.batching)
 
     def take_batch(self, t_ns: int) -> list[Island] | None:
         """The islands planned to wake at ``t_ns`` (once: the first wake at an instant takes them)."""
@@ -735,7 +741,7 @@ class Simulation:
         else:
             out = {name: dict(isl.stats) for name, isl in self.islands.items()}
         stats = {"islands": out, "published": self._publish_counts, "time_s": self.time,
-                 "rate_groups": self._rate_groups.stats()}
+                 "rate_groups": self._rate_groups.stats(), "fleets": dict(self._fleets.stats)}
         if self.windows is not None:
             stats["sync"] = {k: list(v) if isinstance(v, list) else v for k, v in self.windows.stats.items()}
         return stats

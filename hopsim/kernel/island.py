@@ -49,26 +49,39 @@ NEVER = 1 << 63           # later than any instant (ns)
 NO_HIT: tuple = ()        # no zero-crossing met at the planned hop end
 
 
-def propagate_together(islands: list["Island"], t1: int) -> None:
+def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: bool = True) -> None:
     """Propagate the lazy hops of ``islands`` that end at ``t1`` with one compiled call per kind
     of body and sub-steps (DESIGN.md: islands whose hops coincide, as one batch; the arithmetic is
     the single-island path's, so the result does not change by a bit). Hops with the same end and
-    the same sub-steps start at the same instant too."""
+    the same sub-steps start at the same instant too. With ``fleets`` (:class:`~hopsim.kernel.fleet.Fleets`),
+    the islands whose body has a fleet form hand their whole hops to it, one call per fleet; with
+    ``batch`` False only those (the others propagate alone, at their own wakes)."""
     groups: dict[tuple, list[Island]] = {}
     for isl in dict.fromkeys(islands):          # an island re-planned to the same instant is listed twice
         if isl._pending_end != t1 or isl._propagated or isl._batched == t1 or isl.t >= t1:
             continue
         plan = isl.hop_plan(isl.t, t1)
-        if plan is not None:
-            groups.setdefault(plan, []).append(isl)
-    for (cls, steps), members in groups.items():
-        if len(members) < 2:
+        if plan is None:
+            continue
+        body = isl.fleet_body if fleets is not None else None
+        fleet = fleets.fleet_of(body) if body is not None else None
+        groups.setdefault((plan[0], plan[1], fleet), []).append(isl)
+    for (cls, steps, fleet), members in groups.items():
+        t0 = members[0].t
+        if fleet is not None:
+            fleet.hop([isl.fleet_body for isl in members], [isl._hop_body.received for isl in members], t0, t1,
+                      steps)
+            fleets.counted(len(members))
+            for isl in members:
+                isl.finish_hop(t0, t1, end_hops=False)
+            continue
+        if len(members) < 2 or not batch:
             continue                                   # alone: its own wake propagates it
         for isl in members:
-            isl.gather_loads(isl.t, t1)
-        cls.propagate_hop([isl._hop_body.model for isl in members], steps, members[0].t / NS_PER_S)
+            isl.gather_loads(t0, t1)
+        cls.propagate_hop([isl._hop_body.model for isl in members], steps, t0 / NS_PER_S)
         for isl in members:
-            isl.finish_hop(isl.t, t1)
+            isl.finish_hop(t0, t1)
 
 
 class Island:
@@ -119,6 +132,7 @@ class Island:
         self.absorbed_into: Island | None = None
         self.members: list[Island] = [self]
         self._hop_body: Slot | None = None
+        self._fleet_body = None             # the hop body's model when a fleet form may take its hops
         self._batched: int | None = None    # the hop end a batch already propagated this island to
         self._monitors: list = []           # monitors of every member
         self._home_monitors: list = []      # monitors of this home island
@@ -215,6 +229,7 @@ class Island:
         self._rollback_slots = [s for s in self.slots
                                 if s.is_continuous or s.overrides("start_hop") or s.overrides("end_hop")]
         self._hop_body = self._find_hop_body()
+        self._fleet_body = self._find_fleet_body()
         self._io_heap = [(s.io_next, s.order, s) for s in self.slots if s.io_next is not None]
         heapq.heapify(self._io_heap)
 
@@ -236,6 +251,24 @@ class Island:
         if body.overrides("pre_deriv") and not body.model.loads_constant_over_hop:
             return None
         return body
+
+    def _find_fleet_body(self):
+        """The hop body's model if a fleet form may take over this island's whole hop: the body is
+        called directly and is the only model with start_hop, end_hop or pre_deriv
+        (:mod:`hopsim.kernel.fleet`)."""
+        body = self._hop_body
+        if body is None or not body.direct:
+            return None
+        if any(s is not body for s in self._start_hop) or any(s is not body for s in self._end_hop):
+            return None
+        if any(s is not body and s.overrides("pre_deriv") for s in self._continuous):
+            return None
+        return body.model
+
+    @property
+    def fleet_body(self):
+        """The model whose fleet form may propagate this island's hops (None: the scalar path)."""
+        return self._fleet_body
 
     @property
     def has_compiled_hop(self) -> bool:
@@ -267,9 +300,11 @@ class Island:
         for f in self._pre:
             f(t_s)
 
-    def finish_hop(self, t0: int, t1: int) -> None:
-        for s in self._end_hop:
-            s.call("end_hop", t0, t1)
+    def finish_hop(self, t0: int, t1: int, end_hops: bool = True) -> None:
+        """The hop to t1 is propagated: end_hop (unless a fleet form ran it), count it."""
+        if end_hops:
+            for s in self._end_hop:
+                s.call("end_hop", t0, t1)
         self.stats["propagations"] += 1
         self._batched = t1
         self._hop_steps = [(t0, t1)] if self.trace_steps else []
@@ -720,6 +755,7 @@ class Island:
         while inbox and inbox[0][0] == t:
             _, _, _, _, _, env, slot, port = heapq.heappop(inbox)
             self.stats["deliveries"] += 1
+            slot.received += 1
             if port == FAULT_PORT:
                 if env.payload.kind == KILL:
                     self._kill(slot, env, t)
@@ -849,6 +885,7 @@ class Island:
         if port in slot.trigger_ports:
             slot.triggered = True
         self.stats["deliveries"] += 1
+        slot.received += 1
 
     @staticmethod
     def _hand_over(slot: Slot, port: str, msg: Any, t_ns: int) -> None:

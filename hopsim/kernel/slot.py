@@ -64,6 +64,7 @@ class Slot(InlineAttributes):
         self.accounting = False
         self.cpu_ns = 0            # CPU time spent in this model's methods (thread time, ns)
         self.direct = False        # local, no method events, no accounting: call the object itself
+        self.received = 0          # messages and faults handed to the model so far (a fleet form's cue)
 
     def overrides(self, method: str) -> bool:
         """Whether calling ``method`` can do anything (skipping no-op calls changes no result)."""

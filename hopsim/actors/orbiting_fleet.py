@@ -1,0 +1,134 @@
+"""The fleet form of :class:`~hopsim.actors.orbiting_spacecraft.OrbitingSpacecraft`: many
+spacecraft's hops in one compiled call (:mod:`hopsim.kernel.fleet`).
+
+The fleet holds one row per spacecraft of: the state and its derivative, the parameters, the
+latched loads, the inertias (``inertia_B``, its inverse, the total), the wheels' axes, axial
+inertias, motor torques and friction parameters. A spacecraft's own ``params``, ``loads``,
+inertias, ``G``, ``J``, ``u`` and ``friction_table`` are views of its row (the scalar code writes
+them in place), so its scalar methods and its snapshot see the same numbers; ``x`` and ``xdot``
+stay its island's and are copied in and out around the compiled call.
+
+A hop of N spacecraft (:meth:`OrbitingFleet.hop`) is the scalar form's start_hop, compiled RK4
+hop (:func:`hopsim.dynamics.orbiting_body.rk4_hop`) and end_hop for each, in one call
+(:func:`hopsim.dynamics.orbiting_body.rk4_rows`):
+
+- start_hop latches the thrusters' wrenches, the mass properties and the wheel command from the
+  ports. It is the scalar method itself, run only for a spacecraft that received a message or a
+  fault since its last hop, or whose disturbance may act (its end is a barrier; while it might
+  act, every hop latches again). Otherwise the row still holds what start_hop would latch: the
+  same messages give the same sums.
+- end_hop puts the attitude back on the unit sphere (the same compiled ``quat_normalize``).
+
+Spacecraft with LuGre bearings (their stable step is checked every hop) have no fleet form.
+A spacecraft whose arrays were replaced (a rollback's restore) is adopted again, and latches.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from hopsim.dynamics.orbiting_body import P_DEGREE, rk4_rows, scratch
+
+# the spacecraft's arrays that live in the fleet's rows
+ROW_ATTRIBUTES = ("params", "loads", "inertia_B", "inertia_inv", "inertia_total_B", "G", "J", "u", "friction_table")
+
+
+class OrbitingFleet:
+    """Spacecraft of one gravity field, degree and state layout (see the module)."""
+
+    @staticmethod
+    def key(model):
+        """Spacecraft sharing a key share arrays of one shape and one field; LuGre: no fleet."""
+        if model.bearings.n_states:
+            return None
+        return (id(model.field), int(model.C.shape[0]), len(model.x0), model.n_wheels)
+
+    def __init__(self):
+        self.models: list = []
+        self._row: dict[int, int] = {}        # id(model) -> row
+        self._views: list[tuple] = []         # per row: the views the model holds
+        self._version = np.zeros(0, dtype=np.int64)
+        self._t0_last = np.zeros(0, dtype=np.int64)
+        self.arrays: dict[str, np.ndarray] = {}
+        self.X = self.Xdot = np.zeros((0, 0))
+        self._work = None
+        self._field = None
+
+    # ------------------------------------------------------------------ rows
+    def _grow(self, model) -> None:
+        """Room for twice as many rows (every model already adopted points at the new arrays)."""
+        n = max(8, 2 * len(self.models))
+        old = self.arrays
+        self.arrays = {}
+        for name in ROW_ATTRIBUTES:
+            value = getattr(model, name)
+            grown = np.zeros((n, *np.shape(value)))
+            if self.models:
+                grown[:len(self.models)] = old[name][:len(self.models)]
+            self.arrays[name] = grown
+        size = len(model.x0)
+        self.X, self.Xdot = np.zeros((n, size)), np.zeros((n, size))     # filled at each hop
+        self._version = np.concatenate([self._version, np.full(n - len(self._version), -1)])
+        self._t0_last = np.concatenate([self._t0_last, np.zeros(n - len(self._t0_last), dtype=np.int64)])
+        for r, m in enumerate(self.models):
+            self._point(m, r)
+
+    def _point(self, model, row: int) -> None:
+        """Make the model's row attributes views of ``row``."""
+        views = tuple(self.arrays[name][row] for name in ROW_ATTRIBUTES)
+        for name, view in zip(ROW_ATTRIBUTES, views, strict=True):
+            setattr(model, name, view)
+        self._views[row] = views
+
+    def _adopt(self, model) -> int:
+        """Give ``model`` a row (again, after a restore replaced its arrays): its values move in."""
+        row = self._row.get(id(model))
+        if row is None:
+            if self._work is None:
+                self._field = (model.C, model.S)
+                self._work = scratch(int(model.params[P_DEGREE]), model.n_wheels, len(model.x0))
+            if len(self.models) == len(self.X):
+                self._grow(model)
+            row = len(self.models)
+            self.models.append(model)
+            self._views.append(())
+            self._row[id(model)] = row
+        for name in ROW_ATTRIBUTES:
+            self.arrays[name][row] = getattr(model, name)
+        self._point(model, row)
+        self._version[row] = -1                # latch at the next hop
+        return row
+
+    def _linked(self, model, row: int) -> bool:
+        views = self._views[row]
+        return all(getattr(model, name) is view for name, view in zip(ROW_ATTRIBUTES, views, strict=True))
+
+    # ------------------------------------------------------------------ the hop
+    def hop(self, models: list, versions: list[int], t0_ns: int, t1_ns: int, steps_s) -> None:
+        """start_hop, RK4 over ``steps_s`` (s) from ``t0_ns`` and end_hop of every spacecraft in
+        ``models`` (``versions``: the messages and faults each has received)."""
+        rows = np.empty(len(models), dtype=np.int64)
+        for i, m in enumerate(models):
+            row = self._row.get(id(m))
+            if row is None or not self._linked(m, row):
+                row = self._adopt(m)             # may grow the arrays
+            if versions[i] != self._version[row] or m.disturbance.until_ns > self._t0_last[row]:
+                m.start_hop(t0_ns, t1_ns)
+                self._version[row] = versions[i]
+            self._t0_last[row] = t0_ns
+            rows[i] = row
+        X = self.X
+        for i, m in enumerate(models):
+            X[rows[i]] = m.x
+        a = self.arrays
+        C, S = self._field
+        rk4_rows(rows, t0_ns / 1e9, np.array(steps_s, dtype=float), X, self.Xdot, a["params"], a["loads"],
+                 a["inertia_B"], a["inertia_inv"], a["inertia_total_B"], C, S, a["G"], a["J"], a["u"],
+                 a["friction_table"], *self._work)
+        Xdot = self.Xdot
+        for i, m in enumerate(models):
+            row = rows[i]
+            m.x[:] = X[row]
+            m.xdot[:] = Xdot[row]
+
+
+__all__ = ["OrbitingFleet"]

@@ -1,0 +1,115 @@
+"""Fleet forms (``hopsim.kernel.fleet``): a rate group's hops handed to a model kind's fleet form
+in one compiled call must give the scalar form's result bit for bit. The reference is the same
+run with fleet forms off (each spacecraft's start_hop, compiled hop and end_hop on its own), and
+with rate groups off (no group, no fleet): recorded streams, states and derivatives equal."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from hopsim.actors.orbiting_spacecraft import OrbitingSpacecraft
+from hopsim.bus.recorder import MemoryRecorder
+from hopsim.dynamics.integrators import RK4
+from hopsim.dynamics.orbital_elements import state_from_elements
+from hopsim.dynamics.spherical_harmonics import ggm03s
+from hopsim.kernel import Simulation
+from hopsim.schemas import Fault, MassProperties, ReactionWheelCommand, Vector3
+
+FIELD = ggm03s()
+AXES_B = [[0.577, 0.577, 0.577], [-0.577, 0.577, 0.577], [0.577, -0.577, 0.577], [0.577, 0.577, -0.577]]
+
+
+def build(fleets: bool, rate_groups: bool = True, n_wheeled: int = 11, n_plain: int = 5) -> Simulation:
+    """Wheeled spacecraft on a degree-4 field (one fleet), plain ones on a point mass (another),
+    one with LuGre bearings (no fleet form), all in RK4 islands at 1 Hz (two sub-steps); wheel
+    commands, a mass change and faults arrive on and between the 1 Hz instants."""
+    sim = Simulation(seed=4, recorder=MemoryRecorder(), fleets=fleets, rate_groups=rate_groups)
+    common = dict(cd_area_m2=4.0, rho0_kgpm3=4e-13, h0_m=500e3, scale_height_m=60e3, cr_area_m2=2.6, rate_hz=1.0)
+    names = []
+    for i in range(n_wheeled + n_plain + 1):
+        name = f"sc{i}"
+        r, v = state_from_elements(6.9e6 + 3e3 * i, 0.001 + 1e-4 * i, math.radians(40.0 + i), 0.1 * i, 0.2,
+                                   0.3 * i, FIELD.mu)
+        extra = {}
+        if i < n_wheeled or i == n_wheeled + n_plain:
+            extra = dict(field=FIELD, degree=4, axes_B=AXES_B, J_kgm2=0.08, Omega_radps=[50.0, -20.0, 10.0, 0.0],
+                         viscous_Nms=1e-5, coulomb_Nm=4e-4)
+        if i == n_wheeled + n_plain:
+            extra.update(friction="lugre", static_Nm=6e-4, stribeck_speed_radps=0.5, bristle_stiffness_Nmprad=1e-3,
+                         bristle_damping_Nmsprad=1e-4, Omega_radps=[0.0] * 4)
+        sim.add_island(name, integrator=RK4(), n_integration_steps=2)
+        ties = {"state": f"{name}/state", "mass": f"{name}/mass"}
+        if "axes_B" in extra:
+            ties.update(torque_cmd="fleet/rw_cmd", wheels=f"{name}/wheels")
+        sim.add_model(OrbitingSpacecraft(name, r, v, 500.0, [[400.0, 2.0, 0.0], [2.0, 300.0, 0.0], [0.0, 0.0, 200.0]],
+                                         omega_BN_B=(0.001, -0.002, 0.003), gravity_gradient=i % 2 == 0,
+                                         **common, **extra), name, ties=ties)
+        names.append(name)
+    sim.inject("fleet/rw_cmd", ReactionWheelCommand(torque_Nm=[0.01, -0.01, 0.005, 0.0]), 0.0)
+    sim.inject("fleet/rw_cmd", ReactionWheelCommand(torque_Nm=[0.0, 0.02, -0.01, 0.003]), 7.0)     # on an instant
+    sim.inject("sc5/mass", MassProperties(mass_kg=480.0, inertia_B=[390, 2, 0, 2, 290, 0, 0, 0, 195]), 4.4)
+    sim.schedule_fault(Fault(target="sc3", kind="disturbance", force_N=Vector3(x=0.2, y=-0.1, z=0.05),
+                             torque_B=Vector3(x=0.001), duration_s=2.5), 3.0)
+    sim.schedule_fault(Fault(target="sc4", kind="wheel_failed", index=1), 6.5)
+    sim.schedule_fault(Fault(target="sc12", kind="disturbance", force_N=Vector3(z=0.3), duration_s=2.0), 9.0)
+    return sim
+
+
+def outcome(sim: Simulation):
+    states = [(sim.model(n).x.copy(), sim.model(n).xdot.copy()) for n in sorted(sim.islands)]
+    return sim.recorder.stream_bytes(), states
+
+
+def test_fleet_forms_change_no_bit_of_the_stream():
+    runs = {}
+    for fleets, groups in ((True, True), (False, True), (False, False)):
+        sim = build(fleets, groups)
+        sim.advance_to(12.0)
+        runs[fleets, groups] = (outcome(sim), sim.stats())
+    (stream, states), stats = runs[True, True]
+    assert len(stream) > 300
+    for key in ((False, True), (False, False)):
+        other_stream, other_states = runs[key][0]
+        assert other_stream == stream
+        for (x, xdot), (y, ydot) in zip(states, other_states, strict=True):
+            assert np.array_equal(x, y) and np.array_equal(xdot, ydot)
+    # the fleets really took the hops: 16 spacecraft with a fleet form, 12 instants, less the
+    # hops an island took alone (around the mass message, the faults and the disturbances' ends)
+    assert 12 * 16 - 30 <= stats["fleets"]["hops"] <= 12 * 16 and stats["fleets"]["calls"] >= 12
+    assert runs[False, True][1]["fleets"]["hops"] == 0
+
+
+def test_a_fleet_grows_and_takes_a_restored_spacecraft_back():
+    """More spacecraft than a fleet's first rows; a checkpoint restored into a fresh simulation
+    continues with the uninterrupted stream (the restored models' arrays become rows again)."""
+    full = build(True, n_wheeled=20, n_plain=1)
+    full.advance_to(6.0)
+    state = full.capture_state()
+    full.advance_to(12.0)
+    resumed = build(True, n_wheeled=20, n_plain=1)
+    resumed.restore_state(state)
+    resumed.advance_to(12.0)
+    after = [b for b in full.recorder.stream_bytes()][-len(resumed.recorder.stream_bytes()):]
+    assert len(after) > 100 and resumed.recorder.stream_bytes() == after
+    for name in full.islands:
+        assert np.array_equal(full.model(name).x, resumed.model(name).x)
+    assert resumed.stats()["fleets"]["hops"] > 0
+
+
+def test_a_restored_spacecraft_is_taken_back_with_its_restored_arrays():
+    """A model's restore replaces its arrays (here: back to its mass before a mass message): the
+    fleet takes the restored values as its row and latches again, as the scalar form would."""
+    runs = []
+    for fleets in (True, False):
+        sim = build(fleets)
+        sim.advance_to(4.0)
+        snapshot = sim.model("sc5").snapshot()
+        sim.advance_to(6.0)
+        sim.model("sc5").restore(snapshot)
+        sim.advance_to(10.0)
+        runs.append(outcome(sim))
+        assert sim.model("sc5").mass_kg == 500.0
+    assert runs[0][0] == runs[1][0]
+    for (x, xdot), (y, ydot) in zip(runs[0][1], runs[1][1], strict=True):
+        assert np.array_equal(x, y) and np.array_equal(xdot, ydot)
