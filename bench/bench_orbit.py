@@ -5,8 +5,8 @@ wheels, stepped with fixed-step RK4 at 1 s, in hopsim and in Basilisk in the sam
 
 hopsim: one :class:`~hopsim.actors.orbiting_spacecraft.OrbitingSpacecraft` per island (``RK4``,
 one step per 1 Hz hop; the islands form one rate group, whose hops go through the spacecraft's
-fleet form, and, in a second column, each through its own scalar path): GGM03S to degree 8 in the Earth-fixed frame, a cannonball in an
-exponential atmosphere, cannonball solar pressure (analytic Sun, cylindrical shadow), four wheels
+fleet form, and, in a second column, each through its own scalar path): GGM03S to degree 8 in
+the Earth-fixed frame, a cannonball in an exponential atmosphere, cannonball solar pressure (analytic Sun, cylindrical shadow), four wheels
 in a pyramid with viscous and Coulomb friction under a constant command, no gravity gradient.
 
 Basilisk (an interpreter with the ``bsk`` wheel from ``HOPSIM_BSK_PYTHON``, else ``.venv-bsk``):
