@@ -278,3 +278,42 @@ def test_stop_callbacks_keep_hosts_in_lockstep(shared_ray):
         assert sim.windows is None
     finally:
         sim.runtime.release_hosts(list(sim.runtime._island_hosts))
+
+
+class OrbitFleetParams(ScenarioParams):
+    n_spacecraft: int = Field(6, ge=1, le=100, description="spacecraft, each in its own RK4 island")
+
+
+@scenario("orbit_fleet", OrbitFleetParams, "test: spacecraft in RK4 islands at 1 Hz (one rate group, a fleet "
+          "form), wheel commands on and between the instants", default_duration_s=8.0)
+def _orbit_fleet(sim, p):
+    import math
+
+    from hopsim.actors.orbiting_spacecraft import OrbitingSpacecraft
+    from hopsim.dynamics.integrators import RK4
+    from hopsim.dynamics.orbital_elements import state_from_elements
+    from hopsim.dynamics.spherical_harmonics import ggm03s
+    from hopsim.schemas import ReactionWheelCommand
+
+    field = ggm03s()
+    for i in range(p.n_spacecraft):
+        name = f"sc{i}"
+        r, v = state_from_elements(6.9e6 + 2e3 * i, 0.001, math.radians(30.0 + i), 0.1 * i, 0.2, 0.3 * i, field.mu)
+        sim.add_island(name, integrator=RK4(), n_integration_steps=2)
+        sim.add_model(OrbitingSpacecraft(name, r, v, 500.0, [[400.0, 0, 0], [0, 300.0, 0], [0, 0, 200.0]],
+                                         field=field, degree=4, cd_area_m2=4.0, rho0_kgpm3=4e-13, h0_m=500e3,
+                                         scale_height_m=60e3, axes_B=[(1, 0, 0), (0, 1, 0), (0, 0, 1)], rate_hz=1.0),
+                      name, ties={"state": f"{name}/state", "wheels": f"{name}/wheels", "torque_cmd": "fleet/rw_cmd"})
+    sim.inject("fleet/rw_cmd", ReactionWheelCommand(torque_Nm=[0.01, -0.01, 0.005]), 0.0)
+    sim.inject("fleet/rw_cmd", ReactionWheelCommand(torque_Nm=[0.0, 0.02, -0.01]), 3.5)
+
+
+def test_fleet_forms_in_hosts_record_the_local_stream(shared_ray):
+    """A shard's rate group hands its hops to the fleet form as the local run does."""
+    local = run("orbit_fleet", {}, 8.0, keep_sim=True)
+    scalar = run("orbit_fleet", {}, 8.0, fleets=False)
+    assert local.recorder.stream_bytes() == scalar.recorder.stream_bytes()
+    remote = run("orbit_fleet", {}, 8.0, backend="ray", placement="shards:2")
+    assert remote.recorder.stream_bytes() == local.recorder.stream_bytes()
+    fleet_hops = [s["fleet_hops"] for s in remote.stats["islands"].values()]
+    assert min(fleet_hops) > 0 and sum(fleet_hops) == sum(s["fleet_hops"] for s in local.stats["islands"].values())

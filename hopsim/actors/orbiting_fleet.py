@@ -20,7 +20,8 @@ hop (:func:`hopsim.dynamics.orbiting_body.rk4_hop`) and end_hop for each, in one
 - end_hop puts the attitude back on the unit sphere (the same compiled ``quat_normalize``).
 
 Spacecraft with LuGre bearings (their stable step is checked every hop) have no fleet form.
-A spacecraft whose arrays were replaced (a rollback's restore) is adopted again, and latches.
+A spacecraft whose arrays were replaced (a restore replaces all of them at once; the model's own
+code writes them in place) is adopted again, and latches.
 """
 from __future__ import annotations
 
@@ -99,8 +100,9 @@ class OrbitingFleet:
         return row
 
     def _linked(self, model, row: int) -> bool:
-        views = self._views[row]
-        return all(getattr(model, name) is view for name, view in zip(ROW_ATTRIBUTES, views, strict=True))
+        """Whether the model still holds its row's views. A restore replaces all of a model's
+        attributes at once, and the model writes its row arrays in place, so one is checked."""
+        return model.params is self._views[row][0]
 
     # ------------------------------------------------------------------ the hop
     def hop(self, models: list, versions: list[int], t0_ns: int, t1_ns: int, steps_s) -> None:

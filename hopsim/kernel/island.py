@@ -74,6 +74,7 @@ def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: boo
             fleets.counted(len(members))
             for isl in members:
                 isl.finish_hop(t0, t1, end_hops=False)
+                isl.stats["fleet_hops"] += 1
             continue
         if len(members) < 2 or not batch:
             continue                                   # alone: its own wake propagates it
@@ -103,7 +104,7 @@ class Island:
         self.trace_steps = False
         self.step_log: list[tuple[int, int]] = []
         self.hop_log: list[tuple[int, int]] | None = None
-        self.stats = {"barriers": 0, "hops": 0, "propagations": 0, "rollbacks": 0, "deliveries": 0}
+        self.stats = {"barriers": 0, "hops": 0, "propagations": 0, "rollbacks": 0, "deliveries": 0, "fleet_hops": 0}
         self._hop_steps: list[tuple[int, int]] = []
         self._io_heap: list = []
         self._events: list = []
@@ -941,7 +942,7 @@ class Island:
         self._pending_end = None
         self._propagated = False
         self.integrator = st["integrator"]
-        self.stats = dict(st["stats"])
+        self.stats = {**self.stats, **st["stats"]}      # a counter newer than the checkpoint starts at 0
         self._kernel_seq = st["kernel_seq"]
         self._stops = list(st["stops"])
         heapq.heapify(self._stops)

@@ -28,6 +28,7 @@ import simpy
 
 from hopsim.bus.router import deliver_to_subscribers
 from hopsim.kernel.errors import ActorKilled
+from hopsim.kernel.fleet import Fleets
 from hopsim.kernel.island import Island, propagate_together
 from hopsim.kernel.rate_group import RateGroup, RateGroups
 from hopsim.kernel.wakes import InstantWakes
@@ -55,7 +56,7 @@ class HostServices:
 
     def __init__(self, default_rate_hz: float, record_kernel_events: int, routes: dict, handled_kills: set,
                  now: int = 0, windowed: bool = False, batching: bool = False, recording: bool = True,
-                 rate_groups: bool = False):
+                 rate_groups: bool = False, fleets: bool = False):
         self.env = simpy.Environment(initial_time=now)
         self._instant_wakes = InstantWakes(self.env)
         self.recording = recording         # windowed: envelopes travel to the driver to be recorded
@@ -63,7 +64,9 @@ class HostServices:
         self.windowed = windowed
         self.batching = batching
         self.rate_groups = rate_groups and windowed     # in lockstep the driver wakes each island
-        self._rate_groups = RateGroups(self._instant_wakes.schedule, propagate_together if batching else None,
+        self._fleets = Fleets() if fleets else None       # its rate groups' hops through fleet forms
+        self._rate_groups = RateGroups(self._instant_wakes.schedule,
+                                       self._propagate_batch if batching or fleets else None,
                                        self.after_barrier)
         self.default_rate_hz = default_rate_hz
         self.record_kernel_events = record_kernel_events
@@ -108,6 +111,11 @@ class HostServices:
         """Windowed, the rate group of the periodic schedule ``key`` among this host's islands (in
         lockstep the driver wakes each island: none)."""
         return self._rate_groups.group(key) if self.rate_groups else None
+
+    def _propagate_batch(self, islands: list[Island], t_ns: int) -> None:
+        """A rate group's compiled hops ending at ``t_ns``: through fleet forms, the rest batched
+        (as :meth:`Simulation._propagate_batch`)."""
+        propagate_together(islands, t_ns, self._fleets, self.batching)
 
     def take_batch(self, t_ns: int) -> list[Island] | None:
         """Windowed, the islands of this host whose hops end at ``t_ns`` (once per instant)."""
@@ -168,9 +176,9 @@ class IslandHost:
 
     def __init__(self, blob: bytes, default_rate_hz: float, record_kernel_events: int, routes: dict,
                  handled_kills: set, now: int = 0, windowed: bool = False, recording: bool = True,
-                 batching: bool = False, rate_groups: bool = False):
+                 batching: bool = False, rate_groups: bool = False, fleets: bool = False):
         self.services = HostServices(default_rate_hz, record_kernel_events, routes, handled_kills, now,
-                                     windowed, batching, recording, rate_groups)
+                                     windowed, batching, recording, rate_groups, fleets)
         with owning_unpickled_islands(self.services):
             islands = cloudpickle.loads(blob)
         for island in islands:
@@ -410,7 +418,7 @@ def place_islands(sim, islands: dict[str, Island], groups: list[list[str]], ray_
         blob = cloudpickle.dumps(members)
         host = ray_remote_cls.remote(blob, sim.default_rate_hz, kernel_event_level(sim, recording), routes,
                                      set(sim.handled_kills), sim.now, windowed, recording, sim.batching,
-                                     sim.rate_groups)
+                                     sim.rate_groups, sim.fleets)
         for island in members:
             proxies[island.name] = RemoteIsland(sim, island, host)
     return proxies
