@@ -1,11 +1,14 @@
-"""Rate groups: CPU time and instructions per vehicle-step with them off and on, in the same run.
+"""Rate groups and fleet forms: CPU time and instructions per vehicle-step with them off and on, in the same run.
 
     .venv/bin/python bench/bench_rate_groups.py [--repeat N] [--no-callgrind]
 
 A rate group (:mod:`hopsim.kernel.rate_group`) advances the islands that share one periodic
 schedule with one wake-up per instant, and their barriers without a plan of their own; the stream
 is the same with groups on or off (``Simulation(rate_groups=...)``). Each workload is run with
-groups off and on, and the figures are ratios off / on (above 1: the groups save):
+groups off and on, and the figures are ratios off / on (above 1: the groups save). A workload
+whose models have a fleet form (:mod:`hopsim.kernel.fleet`: the orbiting spacecraft) runs a third
+time, with the group's hops through the fleet form (``Simulation(fleets=True)``, the default);
+"on" alone is groups without fleet forms:
 
 - ``formation`` scenario, N = 100 and N = 1000 vehicles, 1 Hz, one island per vehicle;
 - N = 100 spacecraft of ``bench_orbit.py`` (degree-8 gravity, drag, solar pressure, four wheels,
@@ -15,7 +18,7 @@ A vehicle-step is one island's 1 s step (N per simulated second; the hops counte
 
 CPU time: every run is a fresh process (``--one``) that builds the workload, advances the first
 simulated second untimed, then measures ``time.process_time`` over the timed advance. Off and on
-runs alternate, ``--repeat`` pairs (default 5); medians, in microseconds per vehicle-step. Each
+runs alternate, ``--repeat`` rounds (default 5); medians, in microseconds per vehicle-step. Each
 workload runs once before, so that numba's on-disk cache is warm.
 
 Instructions: callgrind (``valgrind --tool=callgrind``) counts every instruction of a run. Each
@@ -52,13 +55,18 @@ class Workload(NamedTuple):
     timed_s: float             # simulated seconds timed, after the first
     short_s: float | None      # callgrind's short and long runs, simulated seconds after the first
     long_s: float | None       # (None: not counted)
+    fleet_form: bool = False   # its models have a fleet form: a third setting
+
+    @property
+    def settings(self) -> tuple[str, ...]:
+        return ("off", "on", "fleets") if self.fleet_form else ("off", "on")
 
 
 # N = 1000 is not counted: its set-up alone takes about 3 minutes under callgrind
 WORKLOADS = {
     "formation, N = 100": Workload("formation", 100, 300.0, 2.0, 42.0),
     "formation, N = 1000": Workload("formation", 1000, 20.0, None, None),
-    "orbit, N = 100": Workload("orbit", 100, 300.0, 2.0, 42.0),
+    "orbit, N = 100": Workload("orbit", 100, 300.0, 2.0, 42.0, fleet_form=True),
 }
 CALLGRIND_ENV = {"NUMBA_CPU_NAME": "generic", "PYTHONHASHSEED": "0"}
 CALLGRIND_JOBS = 2             # callgrind runs at a time: their counts do not depend on the load
@@ -69,27 +77,27 @@ I_REFS = re.compile(r"I\s+refs:\s*([\d,]+)")
 # --------------------------------------------------------------------------- one run (in its own process)
 
 
-def formation_sim(n: int, groups: bool):
+def formation_sim(n: int, setting: str):
     from hopsim.kernel import Simulation
     from hopsim.scenarios.catalog import get_scenario
 
     spec = get_scenario("formation")
     params = spec.make_params({"n_vehicles": n})
-    sim = Simulation(seed=0, rate_groups=groups)
+    sim = Simulation(seed=0, rate_groups=setting != "off", fleets=setting == "fleets")
     sim.scenario_params = params
     spec.build(sim, params)
     return sim
 
 
-def orbit_sim(n: int, groups: bool):
-    """``bench_orbit.hopsim_sim(n)``, with rate groups as asked."""
+def orbit_sim(n: int, setting: str):
+    """``bench_orbit.hopsim_sim(n)``, with rate groups and fleet forms as asked."""
     sys.path.insert(0, str(BENCH))
     import bench_orbit as bo
 
     from hopsim.kernel import Simulation
 
     field = bo.ggm03s()
-    sim = Simulation(seed=1, rate_groups=groups)
+    sim = Simulation(seed=1, rate_groups=setting != "off", fleets=setting == "fleets")
     for i, (r, v) in enumerate(bo.initial_states(n, field.mu)):
         name = f"sc{i}"
         sim.add_island(name, integrator=bo.RK4(), n_integration_steps=1)
@@ -107,9 +115,9 @@ def hops(sim) -> int:
     return sum(isl.stats["hops"] for isl in sim.islands.values())
 
 
-def one(kind: str, n: int, groups: bool, duration_s: float) -> dict:
+def one(kind: str, n: int, setting: str, duration_s: float) -> dict:
     """Build one workload, advance its first second, then time ``duration_s`` more."""
-    sim = formation_sim(n, groups) if kind == "formation" else orbit_sim(n, groups)
+    sim = formation_sim(n, setting) if kind == "formation" else orbit_sim(n, setting)
     sim.advance_to(1.0)
     hops0 = hops(sim)
     t0 = time.process_time()
@@ -121,35 +129,35 @@ def one(kind: str, n: int, groups: bool, duration_s: float) -> dict:
 # --------------------------------------------------------------------------- the runs (from the parent)
 
 
-def one_args(w: Workload, groups: bool, duration_s: float) -> list[str]:
+def one_args(w: Workload, setting: str, duration_s: float) -> list[str]:
     return [sys.executable, str(Path(__file__).resolve()), "--one", w.kind, "--n", str(w.n),
-            "--groups", "on" if groups else "off", "--duration", str(duration_s)]
+            "--setting", setting, "--duration", str(duration_s)]
 
 
-def run_one(w: Workload, groups: bool, duration_s: float, env: dict | None = None) -> dict:
+def run_one(w: Workload, setting: str, duration_s: float, env: dict | None = None) -> dict:
     """One run in a fresh process; its measurements."""
-    proc = subprocess.run(one_args(w, groups, duration_s), capture_output=True, text=True, cwd=ROOT,
+    proc = subprocess.run(one_args(w, setting, duration_s), capture_output=True, text=True, cwd=ROOT,
                           env=env, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"{w.kind} N = {w.n} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def cpu_us_per_step(w: Workload, repeat: int) -> dict[bool, float]:
-    """Median CPU time per vehicle-step (us), groups off and on, over ``repeat`` interleaved pairs."""
-    run_one(w, True, 1.0)                                # numba's cache warm, files in the page cache
-    samples: dict[bool, list[float]] = {False: [], True: []}
+def cpu_us_per_step(w: Workload, repeat: int) -> dict[str, float]:
+    """Median CPU time per vehicle-step (us) per setting, over ``repeat`` interleaved rounds."""
+    run_one(w, "on", 1.0)                                # numba's cache warm, files in the page cache
+    samples: dict[str, list[float]] = {setting: [] for setting in w.settings}
     for k in range(repeat):
-        order = (False, True) if k % 2 == 0 else (True, False)     # off first, then on first, ...
-        for groups in order:
-            r = run_one(w, groups, w.timed_s)
-            samples[groups].append(r["cpu_s"] / r["steps"] * 1e6)
-    return {groups: statistics.median(s) for groups, s in samples.items()}
+        order = w.settings if k % 2 == 0 else w.settings[::-1]     # off first, then last first, ...
+        for setting in order:
+            r = run_one(w, setting, w.timed_s)
+            samples[setting].append(r["cpu_s"] / r["steps"] * 1e6)
+    return {setting: statistics.median(s) for setting, s in samples.items()}
 
 
-def instructions(w: Workload, groups: bool, duration_s: float) -> tuple[int, int]:
+def instructions(w: Workload, setting: str, duration_s: float) -> tuple[int, int]:
     """Instructions of one whole run under callgrind, and its timed vehicle-steps."""
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *one_args(w, groups, duration_s)]
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *one_args(w, setting, duration_s)]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, **CALLGRIND_ENV},
                           check=False)
     if proc.returncode != 0:
@@ -161,28 +169,29 @@ def instructions(w: Workload, groups: bool, duration_s: float) -> tuple[int, int
     return int(found.group(1).replace(",", "")), steps
 
 
-def instructions_per_step() -> dict[str, dict[bool, float]]:
-    """Instructions per vehicle-step, groups off and on, per counted workload: the difference of a
-    long and a short run, divided by the extra vehicle-steps."""
+def instructions_per_step() -> dict[str, dict[str, float]]:
+    """Instructions per vehicle-step per setting and counted workload: the difference of a long
+    and a short run, divided by the extra vehicle-steps."""
     counted = {name: w for name, w in WORKLOADS.items() if w.short_s is not None}
     for w in counted.values():
-        run_one(w, True, w.short_s, env={**os.environ, **CALLGRIND_ENV})   # the generic CPU's cache warm
-    runs = [(name, groups, duration_s) for name, w in counted.items()
-            for groups in (False, True) for duration_s in (w.short_s, w.long_s)]
+        for setting in w.settings:                       # the generic CPU's cache warm
+            run_one(w, setting, w.short_s, env={**os.environ, **CALLGRIND_ENV})
+    runs = [(name, setting, duration_s) for name, w in counted.items()
+            for setting in w.settings for duration_s in (w.short_s, w.long_s)]
 
-    def count(run: tuple[str, bool, float]) -> tuple[int, int]:
-        name, groups, duration_s = run
-        return instructions(WORKLOADS[name], groups, duration_s)
+    def count(run: tuple[str, str, float]) -> tuple[int, int]:
+        name, setting, duration_s = run
+        return instructions(WORKLOADS[name], setting, duration_s)
 
     with ThreadPoolExecutor(max_workers=CALLGRIND_JOBS) as pool:
         result = dict(zip(runs, pool.map(count, runs)))
-    out: dict[str, dict[bool, float]] = {}
+    out: dict[str, dict[str, float]] = {}
     for name, w in counted.items():
         out[name] = {}
-        for groups in (False, True):
-            i_short, steps_short = result[name, groups, w.short_s]
-            i_long, steps_long = result[name, groups, w.long_s]
-            out[name][groups] = (i_long - i_short) / (steps_long - steps_short)
+        for setting in w.settings:
+            i_short, steps_short = result[name, setting, w.short_s]
+            i_long, steps_long = result[name, setting, w.long_s]
+            out[name][setting] = (i_long - i_short) / (steps_long - steps_short)
     return out
 
 
@@ -190,23 +199,25 @@ def instructions_per_step() -> dict[str, dict[bool, float]]:
 
 
 def print_section(cpu: dict, instr: dict, repeat: int) -> None:
-    print("### Rate groups\n")
-    print("CPU time and instructions per vehicle-step (one island's 1 s step) with rate groups off and on, "
-          "the same workload and stream; off / on above 1 is what the groups save.\n")
-    header = ("workload", "off (us / vehicle-step)", "on (us / vehicle-step)", "off / on",
-              "off (instructions / vehicle-step)", "on (instructions / vehicle-step)", "off / on")
+    print("### Rate groups and fleet forms\n")
+    print("CPU time and instructions per vehicle-step (one island's 1 s step) with rate groups off and on "
+          "(without fleet forms), and on with the group's hops through a fleet form where the models have "
+          "one; the same workload and stream; off / on above 1 is what they save.\n")
+    header = ("workload", "setting", "us / vehicle-step", "off / this", "instructions / vehicle-step", "off / this")
     print("| " + " | ".join(header) + " |")
-    print("|---|" + "---:|" * (len(header) - 1))
+    print("|---|---|" + "---:|" * (len(header) - 2))
+    labels = {"off": "groups off", "on": "groups on", "fleets": "groups on, fleet forms"}
     for name, w in WORKLOADS.items():
-        off, on = cpu[name][False], cpu[name][True]
-        row = [f"{name} ({w.timed_s:g} s)", f"{off:.1f}", f"{on:.1f}", f"{off / on:.2f}"]
-        if name in instr:
-            i_off, i_on = instr[name][False], instr[name][True]
-            row += [f"{i_off:,.0f}", f"{i_on:,.0f}", f"{i_off / i_on:.2f}"]
-        else:
-            row += ["not measured"] * 3
-        print("| " + " | ".join(row) + " |")
-    print(f"\nCPU time (`time.process_time`): medians of {repeat} interleaved off/on pairs, each run a fresh "
+        for setting in w.settings:
+            t, t_off = cpu[name][setting], cpu[name]["off"]
+            row = [f"{name} ({w.timed_s:g} s)", labels[setting], f"{t:.1f}", f"{t_off / t:.2f}"]
+            if name in instr:
+                i, i_off = instr[name][setting], instr[name]["off"]
+                row += [f"{i:,.0f}", f"{i_off / i:.2f}"]
+            else:
+                row += ["not measured"] * 2
+            print("| " + " | ".join(row) + " |")
+    print(f"\nCPU time (`time.process_time`): medians of {repeat} interleaved rounds of the settings, each run a fresh "
           "process, set-up and first simulated second excluded; the timed simulated seconds in brackets.")
     if instr:
         spans = "; ".join(f"{name}: {WORKLOADS[name].short_s:g} s and {WORKLOADS[name].long_s:g} s" for name in instr)
@@ -217,16 +228,16 @@ def print_section(cpu: dict, instr: dict, repeat: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=5, help="interleaved off/on pairs per workload (default 5)")
+    ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds of the settings per workload (default 5)")
     ap.add_argument("--callgrind", action=argparse.BooleanOptionalAction, default=True,
                     help="count instructions under callgrind (default on)")
     ap.add_argument("--one", choices=("formation", "orbit"), help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--groups", choices=("off", "on"), help=argparse.SUPPRESS)
+    ap.add_argument("--setting", choices=("off", "on", "fleets"), help=argparse.SUPPRESS)
     ap.add_argument("--duration", type=float, help=argparse.SUPPRESS)
     opts = ap.parse_args()
     if opts.one is not None:
-        print(json.dumps(one(opts.one, opts.n, opts.groups == "on", opts.duration)))
+        print(json.dumps(one(opts.one, opts.n, opts.setting, opts.duration)))
         return
     cpu = {name: cpu_us_per_step(w, opts.repeat) for name, w in WORKLOADS.items()}
     instr = instructions_per_step() if opts.callgrind else {}

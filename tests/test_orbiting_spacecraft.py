@@ -241,7 +241,8 @@ def test_a_bad_wheel_fault_is_an_error(fault, message):
         sim.schedule_fault(Fault(target="sc", kind="wheel_failed", index=0), 1.0)
 
 
-def full_environment_runs(batching: bool, compiled_hops: bool, n: int = 3, duration_s: float = 300.0):
+def full_environment_runs(batching: bool, compiled_hops: bool, n: int = 3, duration_s: float = 300.0,
+                          fleets: bool = False):
     """``n`` spacecraft, each in its own RK4 island (5 steps a 10 s hop): degree-8 gravity, drag,
     solar pressure, the gravity gradient, four wheels under a command, a thruster wrench and a
     disturbance; returns their final states and the recorded stream."""
@@ -253,7 +254,7 @@ def full_environment_runs(batching: bool, compiled_hops: bool, n: int = 3, durat
     axes = [(math.cos(beta) * math.cos(az), math.cos(beta) * math.sin(az), math.sin(beta))
             for az in np.radians([0.0, 90.0, 180.0, 270.0])]
     recorder = MemoryRecorder()
-    sim = Simulation(seed=2, recorder=recorder, batching=batching)
+    sim = Simulation(seed=2, recorder=recorder, batching=batching, fleets=fleets)
     field = ggm03s()
     models = []
     for i in range(n):
@@ -283,7 +284,8 @@ def test_compiled_hops_follow_the_kernels_rk4_and_batches_change_no_bit(monkeypa
     """The compiled RK4 hop (one spacecraft per call, or three in one) against the kernel's RK4
     over the same derivative (post_deriv): with sub-steps of whole seconds, whose lengths and
     times the two form alike from integer nanoseconds, the same states bit for bit after 300 s;
-    one spacecraft alone or three in one compiled call: the same stream, bit for bit."""
+    one spacecraft alone, three in one compiled call, or the three through the fleet form
+    (``hopsim.actors.orbiting_fleet``): the same stream, bit for bit."""
     from hopsim.actors import orbiting_spacecraft
 
     rows = []
@@ -305,6 +307,8 @@ def test_compiled_hops_follow_the_kernels_rk4_and_batches_change_no_bit(monkeypa
     batched, stream_batched = full_environment_runs(batching=True, compiled_hops=True)
     assert 3 in rows                                          # the three spacecraft in one call
     kernel, _ = full_environment_runs(batching=False, compiled_hops=False)
-    assert stream_batched == stream_single
+    fleet, stream_fleet = full_environment_runs(batching=False, compiled_hops=True, fleets=True)
+    assert stream_batched == stream_single == stream_fleet
+    np.testing.assert_array_equal(fleet, single)
     np.testing.assert_array_equal(batched, single)
     np.testing.assert_array_equal(single, kernel)
