@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hopsim.dynamics.spatial import cross_xyz
 from hopsim.kernel import ContinuousModel, FixedRate, In, Model, NoIo, Out, VariableRate
 from hopsim.schemas import MassProperties, Scalar, Vector3, Wrench
 
@@ -161,8 +162,8 @@ class ThrusterBase(Model):
         thrust_factor, isp_s = self.performance(None if fuel is None else fuel.value)
         level *= self.scale * thrust_factor
         self.firing_level_N = level
-        force = level * self.direction_B
-        torque = np.cross(self.position_B, force)
+        force = [level * d for d in self.direction_B.tolist()]
+        torque = cross_xyz(self.position_B.tolist(), force)
         self.write("wrench", Wrench(body=self.body, force=Vector3(x=force[0], y=force[1], z=force[2]),
                                     torque=Vector3(x=torque[0], y=torque[1], z=torque[2]), frame=Wrench.BODY))
         self.write("flow", Scalar(value=level / (isp_s * G0), unit="kg/s"))

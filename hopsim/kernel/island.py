@@ -255,14 +255,14 @@ class Island:
 
     def _find_fleet_body(self):
         """The hop body's model if a fleet form may take over this island's whole hop: the body is
-        called directly and is the only model with start_hop, end_hop or pre_deriv
+        called directly, has no pre_deriv, and no other model has start_hop, end_hop or pre_deriv
         (:mod:`hopsim.kernel.fleet`)."""
         body = self._hop_body
         if body is None or not body.direct:
             return None
         if any(s is not body for s in self._start_hop) or any(s is not body for s in self._end_hop):
             return None
-        if any(s is not body and s.overrides("pre_deriv") for s in self._continuous):
+        if any(s.overrides("pre_deriv") for s in self._continuous):
             return None
         return body.model
 
