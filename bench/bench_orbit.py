@@ -25,10 +25,13 @@ import json
 import math
 import os
 import pstats
+import re
+import shutil
 import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -186,17 +189,22 @@ def bsk_python() -> str | None:
     return str(local) if local.exists() else None
 
 
-def basilisk_step_time(n: int, python: str) -> float | None:
-    """Seconds per spacecraft-step in Basilisk (set-up and the first step excluded)."""
+def basilisk_job(n: int, steps: int) -> dict:
+    """The Basilisk script's input: ``n`` spacecraft as hopsim's, ``steps`` timed steps."""
     field = ggm03s()
     C, S = field.C[:DEGREE + 1, :DEGREE + 1], field.S[:DEGREE + 1, :DEGREE + 1]
-    job = {"n": n, "steps": steps_for(n), "mu": field.mu, "radius": field.radius, "degree": DEGREE,
+    return {"n": n, "steps": steps, "mu": field.mu, "radius": field.radius, "degree": DEGREE,
            "C": [list(C[k, :k + 1]) for k in range(DEGREE + 1)], "S": [list(S[k, :k + 1]) for k in range(DEGREE + 1)],
            # the same density as hopsim's: rho(h) = rho0 exp(-(h - h0) / H) = rho_surface exp(-h / H)
            "radius_atmo": EARTH_RADIUS, "rho_surface": RHO0 * math.exp(H0_M / SCALE_M), "scale": SCALE_M,
            "sun": SUN_N, "motor": MOTOR_NM, "mass": MASS_KG, "inertia": INERTIA_B, "axes": AXES_B,
            "Omega_rpm": [w * 60.0 / (2.0 * math.pi) for w in OMEGA0], "viscous": VISCOUS, "coulomb": COULOMB,
            "area": AREA_M2, "cd": CD, "cr": CR, "states": initial_states(n, field.mu)}
+
+
+def basilisk_step_time(n: int, python: str) -> float | None:
+    """Seconds per spacecraft-step in Basilisk (set-up and the first step excluded)."""
+    job = basilisk_job(n, steps_for(n))
     try:
         out = subprocess.run([python, "-c", BSK_SCRIPT], input=json.dumps(job), check=True, capture_output=True,
                              text=True, timeout=900)
@@ -205,6 +213,50 @@ def basilisk_step_time(n: int, python: str) -> float | None:
         tail = (getattr(err, "stderr", "") or "")[-500:]
         print(f"<!-- basilisk run failed (N={n}): {type(err).__name__} {tail} -->")
         return None
+
+
+# --------------------------------------------------------------------------- instructions (callgrind)
+
+CALLGRIND_ENV = {"NUMBA_CPU_NAME": "generic", "PYTHONHASHSEED": "0"}
+COLLECTED = re.compile(r"Collected\s*:\s*([\d,]+)")
+COUNTED_N, COUNTED_STEPS = 100, (5, 25)      # spacecraft; a short and a long run (timed steps)
+
+
+def hopsim_steps(n: int, steps: int, fleets: bool) -> None:
+    """Build, step once untimed, then ``steps`` more (the program callgrind counts)."""
+    sim = hopsim_sim(n, fleets)
+    sim.advance_to(1.0)
+    sim.advance_to(1.0 + steps)
+
+
+def counted(cmd: list[str], stdin: str | None = None) -> int:
+    """Instructions of one whole program under callgrind."""
+    proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], input=stdin,
+                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, **CALLGRIND_ENV}, check=False)
+    found = COLLECTED.search(proc.stderr)
+    if proc.returncode != 0 or found is None:
+        raise RuntimeError(f"callgrind of {cmd[:3]} failed:\n{proc.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def instructions_per_step(python: str | None) -> dict[str, float]:
+    """Instructions per spacecraft-step at N = COUNTED_N: hopsim with and without fleet forms and
+    Basilisk, each the difference of a long and a short run over the extra spacecraft-steps (set-up
+    and start-up cancelled); the runs go two at a time (their counts do not depend on the load)."""
+    short, long = COUNTED_STEPS
+    me = [sys.executable, str(Path(__file__).resolve()), "--steps"]
+    for fleets in ("fleets", "scalar"):                  # numba's cache for the generic CPU warm
+        subprocess.run([*me, str(COUNTED_N), "1", fleets], cwd=ROOT, env={**os.environ, **CALLGRIND_ENV},
+                       check=True, capture_output=True)
+    runs = {(kind, steps): ([*me, str(COUNTED_N), str(steps), kind], None)
+            for kind in ("fleets", "scalar") for steps in COUNTED_STEPS}
+    if python is not None:
+        runs.update({("basilisk", steps): ([python, "-c", BSK_SCRIPT], json.dumps(basilisk_job(COUNTED_N, steps)))
+                     for steps in COUNTED_STEPS})
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        found = dict(zip(runs, pool.map(lambda r: counted(*r), runs.values())))
+    kinds = sorted({kind for kind, _ in runs})
+    return {kind: (found[kind, long] - found[kind, short]) / ((long - short) * COUNTED_N) for kind in kinds}
 
 
 # --------------------------------------------------------------------------- report
@@ -228,6 +280,9 @@ def profile_one() -> list[str]:
 
 
 def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--steps":            # one counted program (see counted)
+        hopsim_steps(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "fleets")
+        return
     python = bsk_python()
     sizes = list(SIZES)
     hop, scalar, bsk = {n: [] for n in sizes}, {n: [] for n in sizes}, {n: [] for n in sizes}
@@ -253,6 +308,15 @@ def main():
         print(f"| {n} | {steps_for(n)} | {th * 1e6:.1f} | {ts * 1e6:.1f} | {b} | {ratio} |")
     if python is None:
         print("\nBasilisk: not measured (no `.venv-bsk`; point `HOPSIM_BSK_PYTHON` at an interpreter with `bsk`).")
+    if shutil.which("valgrind"):
+        instr = instructions_per_step(python)
+        row = " | ".join(f"{instr[k]:,.0f}" if k in instr else "not measured" for k in ("fleets", "scalar", "basilisk"))
+        ratio = f"{instr['fleets'] / instr['basilisk']:.2f}" if "basilisk" in instr else "not measured"
+        print(f"\nInstructions per spacecraft-step (callgrind, N = {COUNTED_N}, the difference of "
+              f"{COUNTED_STEPS[1]} and {COUNTED_STEPS[0]} steps; numba's generic CPU):\n")
+        print("| hopsim | hopsim, no fleet forms | Basilisk | hopsim / Basilisk |")
+        print("|---:|---:|---:|---:|")
+        print(f"| {row} | {ratio} |")
     print("\nhopsim, N = 1, 300 steps: cProfile top 10 by own time\n")
     print("\n".join(profile_one()))
     print()

@@ -307,7 +307,7 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
     def check_weldable_follower(self) -> None:
         if self.n_wheels:
             raise ValueError(f"{self.name} has reaction wheels and cannot ride on another spacecraft as a "
-                             f"follower: make it the primary of the composite (the vehicle that docks first)")
+                             f"follower: make it the primary (a contact world's primary is the vehicle added to it first)")
 
     # ------------------------------------------------------------------ compiled hops
     def hop_ready(self) -> bool:
