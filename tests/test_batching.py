@@ -24,9 +24,9 @@ def test_a_batch_really_groups_islands():
     sizes = []
     original = island_module.propagate_together
 
-    def spy(islands, t1):
+    def spy(islands, t1, *rest):
         sizes.append(len(islands))
-        return original(islands, t1)
+        return original(islands, t1, *rest)
 
     # lone islands' wakes batch through the island module, a rate group through the executive's
     island_module.propagate_together = executive.propagate_together = spy
