@@ -372,6 +372,8 @@ class ContactWorld:
         xb, mb, Ib, cb = _composite_view(pb)
         x_new, _, _ = weld_state(xa, ma, Ia, ca, xb, mb, Ib, cb)
         movers = [pb, *pb.followers]
+        for f in movers:
+            f.check_weldable_follower()        # before anything moves: a refusal leaves both as they were
         for f in pb.followers:
             pb.unweld(f)
         pa.x[0:13] = x_new

@@ -27,9 +27,16 @@ Without docking the run ends at capture: the chaser (truth) within ``capture_ran
 target's capture point (``capture_offset_m`` behind it on V-bar) and moving slower than
 ``capture_speed_mps`` relative to it.
 
+Within ``relnav_range_m`` the guidance uses a relative-navigation sensor (``chaser_relnav``, the
+target-to-chaser state in the target's Hill frame with ``relnav_sigma_m`` and
+``relnav_sigma_mps`` of noise, as a docking lidar gives it) instead of the GNSS fixes' difference;
+its deadband is 0.3 mm/s (about the thrusters' minimum impulse bit, 2 N for 20 ms on 155 kg) and
+its final hold's natural frequency 4 mHz.
+
 Faults by bus message: ``thruster_stuck_off`` on a chaser thruster (``chaser_thr0`` ...
 ``chaser_thr5``: +x, -x, +y, -y, +z, -z of the body), ``dropout`` of a GNSS receiver
-(``chaser_gnss``, ``target_gnss``), ``disturbance`` on either spacecraft.
+(``chaser_gnss``, ``target_gnss``), of the star tracker (``chaser_st``) or of the relative
+navigation (``chaser_relnav``), ``disturbance`` on either spacecraft.
 """
 from __future__ import annotations
 
