@@ -47,8 +47,8 @@ class OrbitingFleet:
         self.models: list = []
         self._row: dict[int, int] = {}        # id(model) -> row
         self._views: list[tuple] = []         # per row: the views the model holds
-        self._version = np.zeros(0, dtype=np.int64)
-        self._t0_last = np.zeros(0, dtype=np.int64)
+        self._version: list[int] = []         # per row: the messages received at its last latch
+        self._t0_last: list[int] = []         # per row: the start (ns) of its last hop
         self.arrays: dict[str, np.ndarray] = {}
         self.X = self.Xdot = np.zeros((0, 0))
         self._work = None
@@ -68,8 +68,6 @@ class OrbitingFleet:
             self.arrays[name] = grown
         size = len(model.x0)
         self.X, self.Xdot = np.zeros((n, size)), np.zeros((n, size))     # filled at each hop
-        self._version = np.concatenate([self._version, np.full(n - len(self._version), -1)])
-        self._t0_last = np.concatenate([self._t0_last, np.zeros(n - len(self._t0_last), dtype=np.int64)])
         for r, m in enumerate(self.models):
             self._point(m, r)
 
@@ -92,6 +90,8 @@ class OrbitingFleet:
             row = len(self.models)
             self.models.append(model)
             self._views.append(())
+            self._version.append(-1)
+            self._t0_last.append(0)
             self._row[id(model)] = row
         for name in ROW_ATTRIBUTES:
             self.arrays[name][row] = getattr(model, name)
@@ -108,27 +108,27 @@ class OrbitingFleet:
     def hop(self, models: list, versions: list[int], t0_ns: int, t1_ns: int, steps_s) -> None:
         """start_hop, RK4 over ``steps_s`` (s) from ``t0_ns`` and end_hop of every spacecraft in
         ``models`` (``versions``: the messages and faults each has received)."""
-        rows = np.empty(len(models), dtype=np.int64)
-        for i, m in enumerate(models):
+        rows = []
+        version, t0_last = self._version, self._t0_last
+        for m, received in zip(models, versions, strict=True):
             row = self._row.get(id(m))
             if row is None or not self._linked(m, row):
                 row = self._adopt(m)             # may grow the arrays
-            if versions[i] != self._version[row] or m.disturbance.until_ns > self._t0_last[row]:
+            if received != version[row] or m.disturbance.until_ns > t0_last[row]:
                 m.start_hop(t0_ns, t1_ns)
-                self._version[row] = versions[i]
-            self._t0_last[row] = t0_ns
-            rows[i] = row
+                version[row] = received
+            t0_last[row] = t0_ns
+            rows.append(row)
         X = self.X
-        for i, m in enumerate(models):
-            X[rows[i]] = m.x
+        for m, row in zip(models, rows, strict=True):
+            X[row] = m.x
         a = self.arrays
         C, S = self._field
-        rk4_rows(rows, t0_ns / 1e9, np.array(steps_s, dtype=float), X, self.Xdot, a["params"], a["loads"],
+        rk4_rows(np.array(rows, dtype=np.int64), t0_ns / 1e9, np.array(steps_s, dtype=float), X, self.Xdot, a["params"], a["loads"],
                  a["inertia_B"], a["inertia_inv"], a["inertia_total_B"], C, S, a["G"], a["J"], a["u"],
                  a["friction_table"], *self._work)
         Xdot = self.Xdot
-        for i, m in enumerate(models):
-            row = rows[i]
+        for m, row in zip(models, rows, strict=True):
             m.x[:] = X[row]
             m.xdot[:] = Xdot[row]
 
