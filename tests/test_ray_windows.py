@@ -317,3 +317,7 @@ def test_fleet_forms_in_hosts_record_the_local_stream(shared_ray):
     assert remote.recorder.stream_bytes() == local.recorder.stream_bytes()
     fleet_hops = [s["fleet_hops"] for s in remote.stats["islands"].values()]
     assert min(fleet_hops) > 0 and sum(fleet_hops) == sum(s["fleet_hops"] for s in local.stats["islands"].values())
+    # the hosts' rate groups and fleet forms count what the local run's do (summed over hosts)
+    (schedule, counts), = local.stats["rate_groups"].items()
+    assert remote.stats["rate_groups"][schedule]["member_barriers"] == counts["member_barriers"] > 0
+    assert remote.stats["fleets"]["hops"] == local.stats["fleets"]["hops"] == sum(fleet_hops)

@@ -735,13 +735,23 @@ class Simulation:
                 for name, slot in sorted(self._slots.items())}
 
     def stats(self) -> dict[str, Any]:
+        """The kernel's counters: each island's, the rate groups' and the fleet forms' (the driver's
+        and every Ray host's, summed), and the Ray windows' (``sync``)."""
+        groups, fleets = self._rate_groups.stats(), dict(self._fleets.stats)
         if self.windows is not None:
-            by_name = self.windows.island_stats()          # one call per host, not per island
+            by_name, hosts = self.windows.island_stats()          # one call per host, not per island
             out = {name: by_name[name] for name in self.islands}
+            for host in hosts:
+                for schedule, counts in host["rate_groups"].items():
+                    mine = groups.setdefault(schedule, dict.fromkeys(counts, 0))
+                    for k, v in counts.items():
+                        mine[k] += v
+                for k, v in host["fleets"].items():
+                    fleets[k] += v
         else:
             out = {name: dict(isl.stats) for name, isl in self.islands.items()}
         stats = {"islands": out, "published": self._publish_counts, "time_s": self.time,
-                 "rate_groups": self._rate_groups.stats(), "fleets": dict(self._fleets.stats)}
+                 "rate_groups": groups, "fleets": fleets}
         if self.windows is not None:
             stats["sync"] = {k: list(v) if isinstance(v, list) else v for k, v in self.windows.stats.items()}
         return stats

@@ -35,6 +35,7 @@ from hopsim.kernel.wakes import InstantWakes
 from hopsim.kernel.owner import owning_unpickled_islands
 
 ALL_ISLANDS = "*"       # an operation's island name that stands for every island of the host
+HOST = ""               # an operation's island name that stands for the host itself
 
 
 
@@ -111,6 +112,11 @@ class HostServices:
         """Windowed, the rate group of the periodic schedule ``key`` among this host's islands (in
         lockstep the driver wakes each island: none)."""
         return self._rate_groups.group(key) if self.rate_groups else None
+
+    def group_stats(self) -> dict[str, dict]:
+        """This host's rate groups' counters (:meth:`RateGroups.stats`) and its fleet forms' calls."""
+        fleets = dict(self._fleets.stats) if self._fleets is not None else {"hops": 0, "calls": 0}
+        return {"rate_groups": self._rate_groups.stats(), "fleets": fleets}
 
     def _propagate_batch(self, islands: list[Island], t_ns: int) -> None:
         """A rate group's compiled hops ending at ``t_ns``: through fleet forms, the rest batched
@@ -276,6 +282,10 @@ class IslandHost:
     def _run_op(self, name: str, op: str, args: tuple):
         """One operation on island ``name``, or on every island of this host (``ALL_ISLANDS``:
         the results by island name)."""
+        if name == HOST:
+            if op == "group_stats":
+                return self.services.group_stats()
+            raise ValueError(f"no host operation {op!r}")
         if name != ALL_ISLANDS:
             return self._apply(self.services.islands[name], op, args)
         return {island.name: self._apply(island, op, args) for island in self.services.islands.values()}

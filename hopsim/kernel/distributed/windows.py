@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import time
 
-from hopsim.kernel.distributed.host import ALL_ISLANDS
+from hopsim.kernel.distributed.host import ALL_ISLANDS, HOST
 from hopsim.kernel.errors import ActorKilled, CausalityError
 
 TIMED_OPS = ("enqueue", "add_stop", "add_event")   # operations whose first argument is an instant
@@ -149,18 +149,22 @@ class WindowedSync:
             sim.recorder.flush()
         return sim.stop_reason if sim.halted_at is not None else "time"
 
-    def island_stats(self) -> dict[str, dict]:
-        """Every island's counters: one call per host, all hosts at once."""
+    def island_stats(self) -> tuple[dict[str, dict], list[dict[str, dict]]]:
+        """Every island's counters, and each host's rate groups' and fleet forms' counters
+        (``HostServices.group_stats``): one call per host, all hosts at once."""
         import ray
 
-        refs = [h.call.remote(self.sim.now, self.take_pending(h) + [(ALL_ISLANDS, "stats", ())])
+        refs = [h.call.remote(self.sim.now, self.take_pending(h) + [(ALL_ISLANDS, "stats", ()),
+                                                                      (HOST, "group_stats", ())])
                 for h in self.hosts]
         stats = {isl.name: dict(isl.stats) for isl in self._driver_islands()}
+        groups = []
         for reply in ray.get(refs):
             if reply[0] == "killed":
                 raise ActorKilled(reply[1], reply[2], reply[3])
-            stats.update(reply[-1][-1])
-        return stats
+            stats.update(reply[-1][-2])
+            groups.append(reply[-1][-1])
+        return stats, groups
 
     def _driver_islands(self) -> list:
         return [isl for name, isl in self.sim.islands.items() if self.host_of[name] == DRIVER]
