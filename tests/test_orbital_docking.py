@@ -150,3 +150,12 @@ def test_without_docking_the_run_stops_at_capture_range():
     out = run_scenario("rendezvous", {**SHORT, "docking": False}, seed=2, duration_s=1500.0).outcome
     assert out["captured"] and not out["docked"] and out["impacts"] == 0
     assert abs(out["final_range_m"] - 2.0) <= 0.5 and out["relative_speed_mps"] <= 0.05
+
+
+def test_a_star_tracker_dropout_loses_the_body_frame_and_the_dock(docked):
+    """Without attitude measurements the guidance falls back to a fixed attitude while the chaser
+    turns with the Hill frame: its burns point the wrong way, it never docks and burns far more."""
+    lost = run_scenario("rendezvous", {**SHORT, "faults": [{"t_s": 1.0, "target": "chaser_st", "kind": "dropout"}]},
+                        seed=2, duration_s=1500.0).outcome
+    assert not lost["docked"] and lost["final_range_m"] > 100.0
+    assert lost["fuel_used_kg"] > 5 * docked.outcome["fuel_used_kg"]
