@@ -61,16 +61,6 @@ class Weldable:
         """The vehicles welded to this one (it is their primary), in welding order."""
         return [w.follower for w in self._welds]
 
-    @property
-    def welds(self) -> list[Weld]:
-        """The welds of this vehicle's followers (it is their primary)."""
-        return list(self._welds)
-
-    @property
-    def primary_weld(self) -> Weld | None:
-        """This vehicle's own weld to its primary (None when it is not a follower)."""
-        return self._primary_weld
-
     def weld(self, follower: "Weldable", r_FP_P, q_FP) -> None:
         """Fix ``follower`` to this vehicle at ``r_FP_P`` (m, in this body's frame) with attitude
         ``q_FP`` relative to it; velocities must already be on one rigid field (set this vehicle's
