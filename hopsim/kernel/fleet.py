@@ -12,8 +12,8 @@ In this kernel a fleet form takes over the *hop* of the islands of a rate group
 (:mod:`hopsim.kernel.rate_group`) whose hops end at one instant: an island qualifies when one
 model owns all of its continuous state, propagates it with its own compiled hop
 (``propagate_hop``, RK4), has no ``pre_deriv``, and no other model of the island has
-``start_hop``, ``end_hop`` or ``pre_deriv`` (:attr:`Island.fleet_body`). Instead of each island's start_hop, compiled hop and
-end_hop, the kernel makes one call per fleet and sub-steps:
+``start_hop``, ``end_hop`` or ``pre_deriv`` (:attr:`Island.fleet_body`). Instead of each
+island's start_hop, compiled hop and end_hop, the kernel makes one call per fleet and sub-steps:
 
     fleet.hop(models, versions, t0_ns, t1_ns, steps_s)
 
