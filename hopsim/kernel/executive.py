@@ -737,7 +737,7 @@ class Simulation:
     def stats(self) -> dict[str, Any]:
         """The kernel's counters: each island's, the rate groups' and the fleet forms' (the driver's
         and every Ray host's, summed), and the Ray windows' (``sync``)."""
-        groups, fleets = self._rate_groups.stats(), dict(self._fleets.stats)
+        groups, fleet_calls = self._rate_groups.stats(), self._fleets.calls
         if self.windows is not None:
             by_name, hosts = self.windows.island_stats()          # one call per host, not per island
             out = {name: by_name[name] for name in self.islands}
@@ -746,12 +746,12 @@ class Simulation:
                     mine = groups.setdefault(schedule, dict.fromkeys(counts, 0))
                     for k, v in counts.items():
                         mine[k] += v
-                for k, v in host["fleets"].items():
-                    fleets[k] += v
+                fleet_calls += host["fleet_calls"]
         else:
             out = {name: dict(isl.stats) for name, isl in self.islands.items()}
         stats = {"islands": out, "published": self._publish_counts, "time_s": self.time,
-                 "rate_groups": groups, "fleets": fleets}
+                 "rate_groups": groups,
+                 "fleets": {"hops": sum(s["fleet_hops"] for s in out.values()), "calls": fleet_calls}}
         if self.windows is not None:
             stats["sync"] = {k: list(v) if isinstance(v, list) else v for k, v in self.windows.stats.items()}
         return stats

@@ -40,7 +40,7 @@ class Fleets:
     def __init__(self):
         self._fleets: dict[tuple, Any] = {}
         self._of: dict[int, Any] = {}          # id(model) -> its fleet (None: the scalar path)
-        self.stats = {"hops": 0, "calls": 0}
+        self.calls = 0                         # fleet calls (the hops they took: the islands' fleet_hops)
 
     def fleet_of(self, model) -> Any | None:
         """The fleet form that advances ``model`` (None: the model class has none for it)."""
@@ -58,10 +58,9 @@ class Fleets:
         self._of[key] = fleet
         return fleet
 
-    def counted(self, n_models: int) -> None:
-        """One fleet call that advanced ``n_models`` instances."""
-        self.stats["calls"] += 1
-        self.stats["hops"] += n_models
+    def counted(self) -> None:
+        """One fleet call."""
+        self.calls += 1
 
 
 __all__ = ["Fleets"]

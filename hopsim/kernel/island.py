@@ -71,7 +71,7 @@ def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: boo
         if fleet is not None:
             fleet.hop([isl.fleet_body for isl in members], [isl._hop_body.received for isl in members], t0, t1,
                       steps)
-            fleets.counted(len(members))
+            fleets.counted()
             for isl in members:
                 isl.finish_hop(t0, t1, end_hops=False)
                 isl.stats["fleet_hops"] += 1

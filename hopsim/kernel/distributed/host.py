@@ -115,8 +115,7 @@ class HostServices:
 
     def group_stats(self) -> dict[str, dict]:
         """This host's rate groups' counters (:meth:`RateGroups.stats`) and its fleet forms' calls."""
-        fleets = dict(self._fleets.stats) if self._fleets is not None else {"hops": 0, "calls": 0}
-        return {"rate_groups": self._rate_groups.stats(), "fleets": fleets}
+        return {"rate_groups": self._rate_groups.stats(), "fleet_calls": self._fleets.calls if self._fleets else 0}
 
     def _propagate_batch(self, islands: list[Island], t_ns: int) -> None:
         """A rate group's compiled hops ending at ``t_ns``: through fleet forms, the rest batched
