@@ -115,3 +115,60 @@ def test_a_restored_spacecraft_is_taken_back_with_its_restored_arrays():
     assert runs[0][0] == runs[1][0]
     for (x, xdot), (y, ydot) in zip(runs[0][1], runs[1][1], strict=True):
         assert np.array_equal(x, y) and np.array_equal(xdot, ydot)
+
+
+def build_with_tanks(fleets: bool, rate_groups: bool = True, compiled_hops: bool = True, n: int = 6) -> Simulation:
+    """Spacecraft each with a fuel tank and a pulsed thruster in its island (RK4, 1 Hz, two
+    sub-steps of 0.5 s); every other thruster is commanded at t = 3 s to fire 0.5 s of every 1 s
+    step (sub-steps of 0.25 s then)."""
+    from hopsim.actors.propulsion import FuelTank, PulsedThruster
+    from hopsim.schemas import Scalar
+
+    sim = Simulation(seed=5, recorder=MemoryRecorder(), fleets=fleets, rate_groups=rate_groups)
+    inertia = [[400.0, 0.0, 0.0], [0.0, 300.0, 0.0], [0.0, 0.0, 200.0]]
+    for i in range(n):
+        name = f"sc{i}"
+        r, v = state_from_elements(6.9e6 + 3e3 * i, 0.001, math.radians(50.0 + i), 0.1 * i, 0.2, 0.3 * i, FIELD.mu)
+        sim.add_island(name, integrator=RK4(), n_integration_steps=2)
+        body = sim.add_model(OrbitingSpacecraft(name, r, v, 510.0, inertia, field=FIELD, degree=2, n_thrusters=1,
+                                                rate_hz=1.0), name,
+                             ties={"state": f"{name}/state", "mass": f"{name}/mass", "wrench0": f"{name}/wrench"})
+        sim.add_model(FuelTank(f"{name}_tank", 1, 10.0, 10.0, 500.0, inertia_empty_B=inertia, inertia_full_B=inertia),
+                      name, ties={"flow0": f"{name}/flow", "fuel_remaining": f"{name}/fuel", "mass": f"{name}/mass"})
+        sim.add_model(PulsedThruster(f"{name}_thr", name, 2.0, 200.0, (1.0, 0.0, 0.0), min_on_time_s=0.01), name,
+                      ties={"on_time": f"{name}/on_time", "fuel_remaining": f"{name}/fuel",
+                            "wrench": f"{name}/wrench", "flow": f"{name}/flow"})
+        if not compiled_hops:
+            body.propagate_hop = None          # the kernel's RK4 over every model's post_deriv
+        if i % 2 == 0:
+            sim.inject(f"{name}/on_time", Scalar(value=0.5), 3.0)
+    return sim
+
+
+def test_a_tank_beside_the_spacecraft_is_advanced_by_the_same_rk4_sums():
+    """A tank's draw is constant over a hop (FuelTank.state_rate_constant_over_hop): the island
+    advances it beside the spacecraft's compiled hop (alone or through the fleet form), the same
+    stream and states either way, and the same states as the kernel's RK4 over post_deriv (whose
+    published derivative is its last stage's, not the end state's: states only); the tank ends
+    with its load less the thrust's flow times the firing (F / (Isp g0) for 0.5 s at each of the
+    steps 3 s ... 9 s), and only the fired spacecraft lose mass."""
+    from hopsim.actors.propulsion import G0
+
+    runs = {}
+    for key in ((True, True, True), (False, True, True), (False, False, True), (False, False, False)):
+        sim = build_with_tanks(*key)
+        sim.advance_to(10.0)
+        assert all(isl.has_compiled_hop == key[2] for isl in sim.islands.values())
+        tanks = [sim.model(f"sc{i}_tank").x.copy() for i in range(6)]
+        runs[key] = (outcome(sim), tanks, sim.stats())
+    (stream, states), tanks, stats = runs[True, True, True]
+    assert stats["fleets"]["hops"] > 30                    # the fleet took the quiet hops
+    for key, ((other_stream, other_states), other_tanks, _) in runs.items():
+        compiled = key[2]
+        assert other_stream == stream or not compiled, key
+        for (x, xdot), (y, ydot) in zip(states, other_states, strict=True):
+            assert np.array_equal(x, y) and (np.array_equal(xdot, ydot) or not compiled), key
+        assert all(np.array_equal(a, b) for a, b in zip(tanks, other_tanks, strict=True)), key
+    burned = 2.0 / (200.0 * G0) * 0.5 * 7
+    for i, fuel in enumerate(tanks):
+        np.testing.assert_allclose(fuel[0], 10.0 - (burned if i % 2 == 0 else 0.0), rtol=0, atol=1e-14)

@@ -56,6 +56,18 @@ def test_pulses_fire_for_their_on_time_and_the_tank_pays_for_them():
     assert tank.x[0] == pytest.approx(0.1 - LEVEL * on_time / (ISP * G0), rel=1e-12)
 
 
+def test_a_held_pulse_command_fires_its_on_time_in_every_step():
+    """A command holds until the next one: 0.25 s sent once at 1 s fires 0.25 s of each 1 s step
+    from 1 s to 5 s (the firing's end is asked for at every command instant, not only when a
+    command arrives), then 0.1 s per step from 5 s."""
+    sim, thr, tank, forces = propulsion(PulsedThruster, [(1.0, 0.25), (5.0, 0.1)], duration_s=7.0)
+    on_time = 4 * 0.25 + 2 * 0.1
+    assert impulse(forces, 7_000_000_000) == pytest.approx(LEVEL * on_time, rel=1e-12)
+    ends = [t for t, f, _ in forces if f == 0.0 and t % 1_000_000_000]
+    assert ends == [1_250_000_000, 2_250_000_000, 3_250_000_000, 4_250_000_000, 5_100_000_000, 6_100_000_000]
+    assert tank.x[0] == pytest.approx(0.1 - LEVEL * on_time / (ISP * G0), rel=1e-12)
+
+
 def test_mass_properties_interpolate_with_the_fill_and_a_dry_tank_stops_thrust():
     tank = FuelTank("t", 1, 0.05, 0.2, 4.0, cm_empty_B=(0, 0, 0), cm_full_B=(0.02, 0, 0),
                     inertia_empty_B=np.diag([0.02, 0.02, 0.02]), inertia_full_B=np.diag([0.03, 0.025, 0.02]))

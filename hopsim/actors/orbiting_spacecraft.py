@@ -107,9 +107,9 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
     accepts_faults = {"disturbance": ("force_N", "torque_B", "duration_s", "clear"), **WHEEL_FAULTS}
     loads_constant_over_hop = True      # thrust, wheel torques and disturbances are held over a hop
     fleet_form = OrbitingFleet          # many spacecraft's hops in one call (hopsim.kernel.fleet)
-    # _state_builder is scratch memory for update_flow_outs; welds are links between models,
-    # made and broken at barriers only
-    _FRAMEWORK_ATTRS = ContinuousModel._FRAMEWORK_ATTRS | {"_state_builder", "_welds", "_primary_weld"}
+    # _state_builder and _work are scratch memory (update_flow_outs', the compiled equations'),
+    # holding nothing between calls; welds are links between models, made and broken at barriers only
+    _FRAMEWORK_ATTRS = ContinuousModel._FRAMEWORK_ATTRS | {"_state_builder", "_work", "_welds", "_primary_weld"}
 
     def __init__(self, name: str, r_BN_N, v_BN_N, mass_kg: float, inertia_B, q_BN=(0.0, 0.0, 0.0, 1.0),
                  omega_BN_B=(0.0, 0.0, 0.0), field: GravityField | None = None, degree: int = 0,

@@ -129,9 +129,20 @@ class ThrusterBase(Model):
 
     # ------------------------------------------------------------------ schedule
     def next_io_time(self, t_ns: int) -> int | None:
-        """The next command instant, or the end of the current firing if sooner."""
+        """The next command instant, or the end of the current firing if sooner. Asked as a step
+        ends, before this instant's update_flow_outs: at a command instant the firing that starts
+        now is the held command's (a command arriving now asks again)."""
         tick = ((t_ns - self.phase_ns) // self.period_ns + 1) * self.period_ns + self.phase_ns
-        return self.off_ns if t_ns < self.off_ns < tick else tick
+        off_ns = self.off_ns
+        if (t_ns - self.phase_ns) % self.period_ns == 0:
+            off_ns = self._step_firing(t_ns)[1]
+        return off_ns if t_ns < off_ns < tick else tick
+
+    def _step_firing(self, t_ns: int) -> tuple[float, int]:
+        """(level N, end ns) of the firing the held command sets for the step starting at ``t_ns``."""
+        cmd = self.read(self.command_port)
+        level, duration = self.command(cmd) if cmd is not None else (0.0, 0)
+        return level, t_ns + min(duration, self.period_ns)
 
     def on_fault(self, fault, t_ns: int) -> None:
         if fault.kind == "thruster_stuck_on":
@@ -149,9 +160,7 @@ class ThrusterBase(Model):
         """The thrust from now to the next instant, and what it burns. At a command instant it also
         sets the step's firing (``step_level_N``, ``off_ns``) from the command just received."""
         if (t_ns - self.phase_ns) % self.period_ns == 0:
-            cmd = self.read(self.command_port)
-            level, duration = self.command(cmd) if cmd is not None else (0.0, 0)
-            self.step_level_N, self.off_ns = level, t_ns + min(duration, self.period_ns)
+            self.step_level_N, self.off_ns = self._step_firing(t_ns)
         fuel = self.read("fuel_remaining")
         dry = fuel is not None and fuel.value <= 0.0
         level = self.step_level_N if t_ns < self.off_ns else 0.0
@@ -260,6 +269,7 @@ class FuelTank(ContinuousModel):
 
     outputs = {"fuel_remaining": Out(Scalar), "mass": Out(MassProperties)}
     feed_through = False
+    state_rate_constant_over_hop = True     # the draw is latched for the hop (start_hop)
 
     def __init__(self, name: str, n_thrusters: int, fuel_kg: float, capacity_kg: float, dry_mass_kg: float,
                  cm_empty_B=(0.0, 0.0, 0.0), cm_full_B=(0.0, 0.0, 0.0), inertia_empty_B=UNIT_INERTIA,

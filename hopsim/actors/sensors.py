@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from hopsim.dynamics.orbit_frames import hill_dcm, hill_rate
-from hopsim.dynamics.spatial import quat_multiply, quat_normalize, quat_to_dcm
+from hopsim.dynamics.spatial import cross_array, quat_multiply, quat_normalize, quat_to_dcm
 from hopsim.kernel import FixedRate, In, Model, Out
 from hopsim.schemas import (AttitudeMeasurement, ImuMeasurement, PositionVelocityMeasurement, Quaternion,
                             RelativeStateMeasurement, Vector3, VehicleState)
@@ -183,7 +183,7 @@ def relative_state(frame: str, r_c, v_c, r_d, v_d) -> tuple[np.ndarray, np.ndarr
     C_HN = hill_dcm(r_c, v_c)                     # "hill" and "uvw" share their axes
     omega, _ = hill_rate(r_c, v_c)
     rho_H = C_HN @ rho_N
-    return rho_H, C_HN @ drho_N - np.cross([0.0, 0.0, omega], rho_H)
+    return rho_H, C_HN @ drho_N - cross_array([0.0, 0.0, omega], rho_H)
 
 
 class CmFrameStateSensor(NoisySensor):

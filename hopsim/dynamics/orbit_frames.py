@@ -13,21 +13,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from hopsim.dynamics.spatial import cross_array
+
 
 def hill_dcm(r_c, v_c) -> np.ndarray:
     """The rotation from N to the chief's Hill frame H: rows are H's axes in N."""
     r_c, v_c = np.asarray(r_c, dtype=float), np.asarray(v_c, dtype=float)
     x = r_c / np.linalg.norm(r_c)
-    h = np.cross(r_c, v_c)
+    h = cross_array(r_c, v_c)
     z = h / np.linalg.norm(h)
-    return np.array([x, np.cross(z, x), z])
+    return np.array([x, cross_array(z, x), z])
 
 
 def hill_rate(r_c, v_c) -> tuple[float, float]:
     """(|omega_HN| rad/s, its rate rad/s^2) of the Hill frame; both along H's z axis."""
     r_c, v_c = np.asarray(r_c, dtype=float), np.asarray(v_c, dtype=float)
     r2 = float(r_c @ r_c)
-    w = float(np.linalg.norm(np.cross(r_c, v_c))) / r2
+    w = float(np.linalg.norm(cross_array(r_c, v_c))) / r2
     return w, -2.0 * float(r_c @ v_c) / r2 * w
 
 
@@ -36,7 +38,7 @@ def inertial_to_hill(r_c, v_c, r_d, v_d) -> tuple[np.ndarray, np.ndarray]:
     C = hill_dcm(r_c, v_c)
     w, _ = hill_rate(r_c, v_c)
     rho = C @ (np.asarray(r_d, dtype=float) - r_c)
-    rho_dot = C @ (np.asarray(v_d, dtype=float) - v_c) - np.cross([0.0, 0.0, w], rho)
+    rho_dot = C @ (np.asarray(v_d, dtype=float) - v_c) - cross_array([0.0, 0.0, w], rho)
     return rho, rho_dot
 
 
@@ -46,7 +48,7 @@ def hill_to_inertial(r_c, v_c, rho, rho_dot) -> tuple[np.ndarray, np.ndarray]:
     w, _ = hill_rate(r_c, v_c)
     rho = np.asarray(rho, dtype=float)
     r_d = np.asarray(r_c, dtype=float) + C.T @ rho
-    v_d = np.asarray(v_c, dtype=float) + C.T @ (np.asarray(rho_dot, dtype=float) + np.cross([0.0, 0.0, w], rho))
+    v_d = np.asarray(v_c, dtype=float) + C.T @ (np.asarray(rho_dot, dtype=float) + cross_array([0.0, 0.0, w], rho))
     return r_d, v_d
 
 

@@ -34,6 +34,8 @@ import math
 
 import numpy as np
 
+from hopsim.dynamics.spatial import cross_array
+
 TWO_PI = 2.0 * math.pi
 
 
@@ -66,7 +68,7 @@ def elements_from_state(r_N, v_N, mu: float) -> tuple[float, float, float, float
     orbit argp = 0 (perigee at the node); for an equatorial one raan = 0."""
     r, v = np.asarray(r_N, dtype=float), np.asarray(v_N, dtype=float)
     rn, vn = float(np.linalg.norm(r)), float(np.linalg.norm(v))
-    h = np.cross(r, v)
+    h = cross_array(r, v)
     hn = float(np.linalg.norm(h))
     energy = 0.5 * vn * vn - mu / rn
     if energy >= 0.0:
@@ -80,11 +82,11 @@ def elements_from_state(r_N, v_N, mu: float) -> tuple[float, float, float, float
     tiny = 1e-11
     raan = _wrap(math.atan2(node[1], node[0])) if nn > tiny * hn else 0.0
     node_dir = node / nn if nn > tiny * hn else np.array([1.0, 0.0, 0.0])
-    q_dir = np.cross(h / hn, node_dir)                   # 90 deg ahead of the node, in the orbit plane
+    q_dir = cross_array(h / hn, node_dir)                   # 90 deg ahead of the node, in the orbit plane
     if e > tiny:
         argp = _wrap(math.atan2(float(e_vec @ q_dir), float(e_vec @ node_dir)))
         p_dir = e_vec / e
-        nu = math.atan2(float(r @ np.cross(h / hn, p_dir)), float(r @ p_dir))
+        nu = math.atan2(float(r @ cross_array(h / hn, p_dir)), float(r @ p_dir))
     else:
         argp = 0.0
         nu = math.atan2(float(r @ q_dir), float(r @ node_dir))
@@ -97,12 +99,12 @@ def argument_of_latitude(r_N, v_N) -> float:
     """The osculating argument of latitude (rad, [-pi, pi)) of position ``r_N`` (m) and velocity
     ``v_N`` (m/s) in N: the angle from the ascending node of the orbit through them to r."""
     r, v = np.asarray(r_N, dtype=float), np.asarray(v_N, dtype=float)
-    h = np.cross(r, v)
+    h = cross_array(r, v)
     h /= np.linalg.norm(h)
     node = np.array([-h[1], h[0], 0.0])
     norm = np.linalg.norm(node)
     node = node / norm if norm > 1e-12 else np.array([1.0, 0.0, 0.0])      # equatorial: from x_N
-    return math.atan2(float(np.cross(h, node) @ r), float(node @ r))
+    return math.atan2(float(cross_array(h, node) @ r), float(node @ r))
 
 
 def state_from_elements(a: float, e: float, i: float, raan: float, argp: float, M: float,

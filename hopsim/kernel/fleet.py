@@ -10,10 +10,12 @@ snapshot): its arrays are views of its rows.
 
 In this kernel a fleet form takes over the *hop* of the islands of a rate group
 (:mod:`hopsim.kernel.rate_group`) whose hops end at one instant: an island qualifies when one
-model owns all of its continuous state, propagates it with its own compiled hop
-(``propagate_hop``, RK4), has no ``pre_deriv``, and no other model of the island has
-``start_hop``, ``end_hop`` or ``pre_deriv`` (:attr:`Island.fleet_body`). Instead of each
-island's start_hop, compiled hop and end_hop, the kernel makes one call per fleet and sub-steps:
+model propagates its continuous state with its own compiled hop (``propagate_hop``, RK4), has no
+``pre_deriv``, every other state of the island has a derivative constant over a hop (a tank's:
+``state_rate_constant_over_hop``, advanced by the island itself), and no other model has
+``end_hop``, ``pre_deriv`` or (but those states' owners) ``start_hop`` (:attr:`Island.fleet_body`).
+Instead of each island's body start_hop, compiled hop and end_hop, the kernel makes one call per
+fleet and sub-steps:
 
     fleet.hop(models, versions, t0_ns, t1_ns, steps_s)
 

@@ -73,6 +73,8 @@ def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: boo
                       steps)
             fleets.counted()
             for isl in members:
+                isl.start_rate_hops(t0, t1)
+                isl.advance_rate_states(t0, steps)
                 isl.finish_hop(t0, t1, end_hops=False)
                 isl.stats["fleet_hops"] += 1
             continue
@@ -82,6 +84,7 @@ def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: boo
             isl.gather_loads(t0, t1)
         cls.propagate_hop([isl._hop_body.model for isl in members], steps, t0 / NS_PER_S)
         for isl in members:
+            isl.advance_rate_states(t0, steps)
             isl.finish_hop(t0, t1)
 
 
@@ -236,31 +239,38 @@ class Island:
 
     def _find_hop_body(self) -> Slot | None:
         """The model that propagates this island's states with its own compiled RK4 hop step, if
-        the island qualifies: one model owns every state and defines ``propagate_hop``, every
-        other continuous model holds its loads constant over a hop, the integrator is RK4."""
-        owners = [s for s in self._continuous if s.model.state_names]
-        if len(owners) != 1 or getattr(self.integrator, "name", None) != "rk4" or self.end_of_step_derivative:
+        the island qualifies: the integrator is RK4, one model defines ``propagate_hop``, every
+        other model with states has a derivative constant over a hop (the island advances those
+        itself, :meth:`advance_rate_states`), and every other continuous model holds its loads
+        constant over a hop."""
+        self._rate_slots: list[Slot] = []
+        if getattr(self.integrator, "name", None) != "rk4" or self.end_of_step_derivative:
             return None
-        body = owners[0]
-        if body.model.propagate_hop is None or body.method_events:
+        owners = [s for s in self._continuous if s.model.state_names]
+        bodies = [s for s in owners if s.model.propagate_hop is not None]
+        if len(bodies) != 1 or bodies[0].method_events:
+            return None
+        body = bodies[0]
+        rates = [s for s in owners if s is not body]
+        if any(not (s.model.state_rate_constant_over_hop and s.direct) or s.overrides("end_hop") for s in rates):
             return None
         for s in self._continuous:
-            if s is body:
-                continue
-            if s.overrides("post_deriv") or (s.overrides("pre_deriv") and not s.model.loads_constant_over_hop):
+            if s.overrides("pre_deriv") and not s.model.loads_constant_over_hop:
                 return None
-        if body.overrides("pre_deriv") and not body.model.loads_constant_over_hop:
-            return None
+            if s is not body and s not in rates and s.overrides("post_deriv"):
+                return None
+        self._rate_slots = rates
         return body
 
     def _find_fleet_body(self):
-        """The hop body's model if a fleet form may take over this island's whole hop: the body is
-        called directly, has no pre_deriv, and no other model has start_hop, end_hop or pre_deriv
-        (:mod:`hopsim.kernel.fleet`)."""
+        """The hop body's model if a fleet form may take over this island's hop: the body is
+        called directly, has no pre_deriv, and no other model has end_hop, pre_deriv or (but the
+        models whose states the island advances itself) start_hop (:mod:`hopsim.kernel.fleet`)."""
         body = self._hop_body
         if body is None or not body.direct:
             return None
-        if any(s is not body for s in self._start_hop) or any(s is not body for s in self._end_hop):
+        if any(s is not body and s not in self._rate_slots for s in self._start_hop) \
+                or any(s is not body for s in self._end_hop):
             return None
         if any(s.overrides("pre_deriv") for s in self._continuous):
             return None
@@ -300,6 +310,27 @@ class Island:
         t_s = t0 / NS_PER_S
         for f in self._pre:
             f(t_s)
+
+    def start_rate_hops(self, t0: int, t1: int) -> None:
+        """start_hop of the models whose states the island advances itself (a fleet form ran the
+        body's)."""
+        for s in self._rate_slots:
+            s.model.start_hop(t0, t1)
+
+    def advance_rate_states(self, t0: int, steps_s) -> None:
+        """Beside the hop body's compiled step: the states whose derivative is constant over the
+        hop (loads latched), by the RK4 step's own sums, x + h/6 (k + 2k + 2k + k) per sub-step
+        of ``steps_s`` (s), so that this path gives what the kernel's RK4 over post_deriv gives."""
+        t_s = t0 / NS_PER_S
+        for s in self._rate_slots:
+            m = s.model
+            m.post_deriv(t_s)
+            x = m.x.tolist()
+            for i, k in enumerate(m.xdot.tolist()):
+                sum_k = k + 2.0 * k + 2.0 * k + k        # k1 + 2 k2 + 2 k3 + k4, the four samples alike
+                for h in steps_s:
+                    x[i] = x[i] + (h / 6.0) * sum_k
+            m.x[:] = x
 
     def finish_hop(self, t0: int, t1: int, end_hops: bool = True) -> None:
         """The hop to t1 is propagated: end_hop (unless a fleet form ran it), count it."""
@@ -598,6 +629,7 @@ class Island:
         if plan is not None:
             self.gather_loads(t0, t1)
             plan[0].propagate_hop([self._hop_body.model], plan[1], t0 / NS_PER_S)
+            self.advance_rate_states(t0, plan[1])
             self.finish_hop(t0, t1)
             return
         for s in self._start_hop:

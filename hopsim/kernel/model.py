@@ -257,6 +257,11 @@ class ContinuousModel(Model):
     # between valve switches, which are barriers): the island may then gather them once per hop
     # and propagate with a model's own compiled hop step (see ``propagate_hop``)
     loads_constant_over_hop: ClassVar[bool] = False
+    # True when post_deriv writes a derivative that neither the time nor any state changes within
+    # a hop (a tank's draw, latched by start_hop from its flow messages): beside a model with its
+    # own compiled hop step, the island then advances these states itself, by the same RK4 sums
+    # (see ``Island.advance_rate_states``)
+    state_rate_constant_over_hop: ClassVar[bool] = False
     # a continuous model that owns the island's states may define
     #   propagate_hop(models, steps_s, t0_s) (staticmethod): propagate many such models, loads
     #     gathered, over the sub-steps ``steps_s`` (s) from ``t0_s`` (s, the hop's start) in one

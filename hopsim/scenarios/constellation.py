@@ -48,12 +48,12 @@ from hopsim.actors.propulsion import G0, FuelTank, PulsedThruster
 from hopsim.actors.sensors import GnssReceiver
 from hopsim.actors.station_keeping import StationKeeping, phase_error, slot_rate
 from hopsim.dynamics.environment import density_band
-from hopsim.dynamics.integrators import DOP853
 from hopsim.dynamics.orbital_elements import state_from_elements
 from hopsim.dynamics.spatial import dcm_to_quat
 from hopsim.dynamics.spherical_harmonics import ggm03s
 from hopsim.kernel import Simulation
 from hopsim.kernel.model import model_rng
+from hopsim.scenarios.orbit_integration import INTEGRATORS, orbit_island
 from hopsim.scenarios.registry import ScenarioParams, scenario
 
 BALLISTIC_STREAM = "constellation.ballistic"     # generator name of the per-satellite drag factors
@@ -85,6 +85,9 @@ class ConstellationParams(ScenarioParams):
                                                                      "output, GNSS, flight software, thrusters (s)")
     gnss_sigma_m: float = Field(5.0, ge=0, le=1e3, description="GNSS position noise, 1 sigma per axis (m)")
     gnss_sigma_mps: float = Field(0.05, ge=0, le=10, description="GNSS velocity noise, 1 sigma per axis (m/s)")
+    integrator: str = Field("rk4", pattern=INTEGRATORS, description=(
+        "rk4: sub-steps of at most 10 s, the compiled hop; dop853: adaptive, rtol 1e-10 (see "
+        "hopsim.scenarios.orbit_integration)"))
 
     @model_validator(mode="after")
     def _walker(self):
@@ -191,7 +194,8 @@ def build_constellation(sim: Simulation, p: ConstellationParams) -> None:
     for name, (raan, u0), factor in zip(satellite_names(p), walker_slots(p), factors):
         r, v = initial_state(p, raan, u0)
         q, omega = lvlh_attitude(r, v, u_dot)
-        sim.add_island(name, integrator=DOP853(rtol=1e-10, atol=1e-3, max_step=p.control_period_s))
+        sim.add_island(name, **orbit_island(p.integrator, p.control_period_s, rtol=1e-10, atol=1e-3,
+                                            max_step_s=p.control_period_s))
         sim.add_model(OrbitingSpacecraft(
             name, r, v, p.mass_kg + p.fuel_kg, inertia, q_BN=q, omega_BN_B=omega,
             field=field if p.gravity_degree > 0 else None, degree=p.gravity_degree, mu=mu,

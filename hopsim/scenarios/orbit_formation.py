@@ -38,12 +38,12 @@ from hopsim.actors.orbit_formation import (BroadcastRadio, SlotKeeper, passively
 from hopsim.actors.orbiting_spacecraft import OrbitingSpacecraft
 from hopsim.actors.propulsion import G0, FuelTank, PulsedThruster
 from hopsim.actors.sensors import GnssReceiver
-from hopsim.dynamics.integrators import DOP853
 from hopsim.dynamics.orbit_frames import hill_to_inertial, inertial_to_hill
 from hopsim.dynamics.orbital_elements import argument_of_latitude, deputy_elements, state_from_elements
 from hopsim.dynamics.spherical_harmonics import ggm03s
 from hopsim.kernel import Simulation, Tie
 from hopsim.kernel.model import model_rng
+from hopsim.scenarios.orbit_integration import INTEGRATORS, orbit_island
 from hopsim.scenarios.registry import ScenarioParams, scenario
 
 AXES_B = [(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)]
@@ -78,6 +78,9 @@ class OrbitFormationParams(ScenarioParams):
     gnss_sigma_mps: float = Field(0.001, ge=0, le=1, description="GNSS velocity noise, 1 sigma per axis (m/s)")
     radio_latency_s: float = Field(0.1, ge=0, le=4, description="the chief's fixes reach the deputies after this (s)")
     radio_loss: float = Field(0.0, ge=0, le=1, description="probability that a broadcast is lost")
+    integrator: str = Field("rk4", pattern=INTEGRATORS, description=(
+        "rk4: sub-steps of at most 10 s, the compiled hop; dop853: adaptive, rtol 1e-11 (see "
+        "hopsim.scenarios.orbit_integration)"))
 
     @field_validator("control_rate_hz")
     @classmethod
@@ -166,11 +169,11 @@ def build_orbit_formation(sim: Simulation, p: OrbitFormationParams) -> None:
                       scale_height_m=p.scale_height_m)
     common = dict(field=field if p.gravity_degree > 0 else None, degree=p.gravity_degree, mu=field.mu,
                   gravity_gradient=False, rate_hz=rate, **atmosphere)
-    integrator = dict(rtol=1e-11, atol=1e-4, max_step=20.0)
+    integration = dict(integrator=p.integrator, longest_hop_s=period, rtol=1e-11, atol=1e-4, max_step_s=20.0)
     mass0 = p.deputy_mass_kg + p.fuel_kg
 
     sim.scene["hill_chief"] = "chief"          # the viewers show the deputies in the chief's Hill frame
-    sim.add_island("chief", integrator=DOP853(**integrator))
+    sim.add_island("chief", **orbit_island(**integration))
     sim.add_model(OrbitingSpacecraft("chief", r_c, v_c, mass0, INERTIA_B, cd_area_m2=p.cd_area_m2, **common),
                   "chief", ties={"state": "chief/state"})
     sim.add_model(GnssReceiver("chief_gnss", "chief", p.gnss_sigma_m, p.gnss_sigma_mps, rate_hz=rate), "chief",
@@ -186,7 +189,7 @@ def build_orbit_formation(sim: Simulation, p: OrbitFormationParams) -> None:
         r_d, v_d = state_from_elements(*deputy_elements(chief_el, roe), field.mu)
         rho, rho_dot = inertial_to_hill(r_c, v_c, r_d, v_d)
         r_d, v_d = hill_to_inertial(r_c, v_c, rho + injection[k], rho_dot)
-        sim.add_island(v, integrator=DOP853(**integrator))
+        sim.add_island(v, **orbit_island(**integration))
         sim.add_model(OrbitingSpacecraft(v, r_d, v_d, mass0, INERTIA_B, n_thrusters=6,
                                          cd_area_m2=p.cd_area_m2 * (1.0 + p.cd_area_spread * spread[k]), **common),
                       v, ties={"state": f"{v}/state", "mass": f"{v}/mass",
