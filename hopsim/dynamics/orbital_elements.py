@@ -82,7 +82,7 @@ def elements_from_state(r_N, v_N, mu: float) -> tuple[float, float, float, float
     tiny = 1e-11
     raan = _wrap(math.atan2(node[1], node[0])) if nn > tiny * hn else 0.0
     node_dir = node / nn if nn > tiny * hn else np.array([1.0, 0.0, 0.0])
-    q_dir = cross_array(h / hn, node_dir)                   # 90 deg ahead of the node, in the orbit plane
+    q_dir = cross_array(h / hn, node_dir)               # 90 deg ahead of the node, in the orbit plane
     if e > tiny:
         argp = _wrap(math.atan2(float(e_vec @ q_dir), float(e_vec @ node_dir)))
         p_dir = e_vec / e
