@@ -49,6 +49,25 @@ def test_rate_groups_change_no_bit_of_the_stream(name, overrides, duration, grou
     assert (member_barriers(on) > 0) == grouped
 
 
+# the scenarios whose grouped hops go through fleet forms: the formation's rigid vehicles, the
+# orbiting spacecraft of the orbit formation's chief and of the constellation
+FLEETED = {"formation", "orbit_formation", "constellation"}
+
+
+@pytest.mark.parametrize("name, overrides, duration, grouped", CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_fleet_forms_change_no_bit_of_the_stream(name, overrides, duration, grouped):
+    """Every built-in scenario with its rate groups' hops through fleet forms and without (each
+    island's scalar hop): the same stream and final state."""
+    on = run_scenario(name, overrides, duration_s=duration, keep_stream=True, keep_sim=True)
+    off = run_scenario(name, overrides, duration_s=duration, keep_stream=True, keep_sim=True, fleets=False)
+    assert on.message_count == off.message_count > 0
+    assert on.stream_sha256 == off.stream_sha256
+    assert state_hash(on.sim) == state_hash(off.sim)
+    assert off.sim.stats()["fleets"]["hops"] == 0
+    assert (on.sim.stats()["fleets"]["hops"] > 0) == (name in FLEETED)
+
+
 def test_the_formation_is_one_group_with_one_barrier_per_vehicle_and_instant():
     result = run_scenario("formation", {"n_vehicles": 20}, duration_s=30.0, keep_stream=True, keep_sim=True)
     (stats,) = result.sim.stats()["rate_groups"].values()

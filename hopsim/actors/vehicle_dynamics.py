@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from hopsim.dynamics._jit import compiled
-from hopsim.dynamics.rigid_body import (STATE_SIZE, _derivative_into, _rk4_step_into, derivative_single,
-                                        derivatives_batch, pack_state, rk4_step_batch)
-from hopsim.dynamics.spatial import inverse3, quat_normalize, quat_to_dcm
+from hopsim.dynamics.rigid_body import (STATE_SIZE, derivative_single, derivatives_batch, pack_state, rk4_hop,
+                                        rk4_step_batch)
+from hopsim.dynamics.spatial import quat_normalize, quat_to_dcm
 from hopsim.dynamics.weld import welded_follower_derivative
 from hopsim.actors.messages import StateMessageBuilder
+from hopsim.actors.rigid_fleet import RigidFleet
 from hopsim.actors.welding import Weldable
 from hopsim.kernel import ContinuousModel, FixedRate, Out
 from hopsim.schemas import VehicleState
@@ -40,30 +40,6 @@ STATE_NAMES = ("r_x", "r_y", "r_z", "v_x", "v_y", "v_z", "q_x", "q_y", "q_z", "q
                "omega_x", "omega_y", "omega_z")
 
 
-@compiled
-def _hop_one(x, xdot, steps_s, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B):
-    """RK4 over the sub-steps ``steps_s`` (s) of one free vehicle, loads at its centre of mass
-    held: ``x`` (13) becomes the state at the hop's end and ``xdot`` (13) the derivative there;
-    the load accumulators are emptied. Per vehicle, the arithmetic of ``rk4_step_batch`` and
-    ``derivatives_batch``, so that one vehicle alone or in a batch gives the same bits.
-
-    Last, ``x`` gets :meth:`RigidVehicleDynamics.end_hop`'s quaternion fix (the same
-    ``quat_normalize``, after the derivative, as in the kernel's order), which saves end_hop a
-    compiled call of its own per hop."""
-    out = np.empty(STATE_SIZE)
-    work = np.empty((5, STATE_SIZE))
-    for h in steps_s:
-        _rk4_step_into(out, work, x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B,
-                       r_CB_B, 0.0)
-        x[:] = out
-    _derivative_into(xdot, x, mass, inertia_C_B, inverse3(inertia_C_B), r_CB_B, force_N, force_B,
-                     torque_B, r_CB_B, 0.0)
-    force_N[:] = 0.0
-    force_B[:] = 0.0
-    torque_B[:] = 0.0
-    x[6:10] = quat_normalize(x[6:10])
-
-
 class RigidVehicleDynamics(Weldable, ContinuousModel):
     """Rigid-body dynamics of one vehicle (mass kg, inertia about the CM in B kg m^2, CM offset m)."""
 
@@ -71,6 +47,7 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
     outputs = {"state": Out(VehicleState)}
     accepts_faults = {"disturbance": ("force_N", "torque_B", "duration_s", "clear")}
     loads_constant_over_hop = True      # the disturbance is held across a hop
+    fleet_form = RigidFleet             # many vehicles' hops in one call (hopsim.kernel.fleet)
     # welds are links between models, made and broken at barriers only (never inside a hop)
     # _quat_fixed lives within one hop (propagate_hop to end_hop): always False between hops
     # _state_builder is scratch memory for update_flow_outs
@@ -158,7 +135,7 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
         or many: the same arithmetic."""
         if len(bodies) == 1:
             b = bodies[0]
-            _hop_one(b.x, b.xdot, steps_s, b.mass_kg, b.inertia_C_B, b.r_CB_B, b._force_N,
+            rk4_hop(b.x, b.xdot, steps_s, b.mass_kg, b.inertia_C_B, b.r_CB_B, b._force_N,
                      b._force_B, b._torque_B)
             b.xdot_last = b.xdot.copy()
             b._quat_fixed = True          # end_hop, which always follows, skips its fix

@@ -191,6 +191,41 @@ def rk4_step_batch(X, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, 
 # --------------------------------------------------------------------------- Python entry points
 
 
+@compiled
+def rk4_hop(x, xdot, steps_s, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B):
+    """RK4 over the sub-steps ``steps_s`` (s) of one free vehicle, loads at its centre of mass
+    held: ``x`` (13) becomes the state at the hop's end and ``xdot`` (13) the derivative there;
+    the load accumulators are emptied. Per vehicle, the arithmetic of ``rk4_step_batch`` and
+    ``derivatives_batch``, so that one vehicle alone or in a batch gives the same bits.
+
+    Last, ``x`` gets the vehicle's end_hop quaternion fix
+    (:meth:`~hopsim.actors.vehicle_dynamics.RigidVehicleDynamics.end_hop`: the same
+    ``quat_normalize``, after the derivative, as in the kernel's order), which saves end_hop a
+    compiled call of its own per hop."""
+    out = np.empty(STATE_SIZE)
+    work = np.empty((5, STATE_SIZE))
+    for h in steps_s:
+        _rk4_step_into(out, work, x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B,
+                       r_CB_B, 0.0)
+        x[:] = out
+    _derivative_into(xdot, x, mass, inertia_C_B, inverse3(inertia_C_B), r_CB_B, force_N, force_B,
+                     torque_B, r_CB_B, 0.0)
+    force_N[:] = 0.0
+    force_B[:] = 0.0
+    torque_B[:] = 0.0
+    x[6:10] = quat_normalize(x[6:10])
+
+
+@compiled
+def rk4_hop_rows(rows, steps_s, X, Xdot, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B):
+    """:func:`rk4_hop` for the vehicles in rows ``rows`` of the arrays (a fleet's: one row per
+    vehicle of its state, derivative, mass, inertia, CM offset and load accumulators), the same
+    arithmetic row by row."""
+    for row in rows:
+        rk4_hop(X[row], Xdot[row], steps_s, mass[row], inertia_C_B[row], r_CB_B[row], force_N[row],
+                force_B[row], torque_B[row])
+
+
 def _vec3(v, default):
     return np.ascontiguousarray(default if v is None else v, dtype=np.float64)
 

@@ -10,19 +10,26 @@ snapshot): its arrays are views of its rows.
 
 In this kernel a fleet form takes over the *hop* of the islands of a rate group
 (:mod:`hopsim.kernel.rate_group`) whose hops end at one instant: an island qualifies when one
-model propagates its continuous state with its own compiled hop (``propagate_hop``, RK4), has no
-``pre_deriv``, every other state of the island has a derivative constant over a hop (a tank's:
-``state_rate_constant_over_hop``, advanced by the island itself), and no other model has
-``end_hop``, ``pre_deriv`` or (but those states' owners) ``start_hop`` (:attr:`Island.fleet_body`).
-Instead of each island's body start_hop, compiled hop and end_hop, the kernel makes one call per
-fleet and sub-steps:
+model propagates its continuous state with its own compiled hop (``propagate_hop``, RK4), every
+other state of the island has a derivative constant over a hop (a tank's:
+``state_rate_constant_over_hop``, advanced by the island itself) and no other model has
+``end_hop`` (:attr:`Island.fleet_body`). Instead of each island's compiled hop and end_hop, the
+kernel makes one call per fleet and sub-steps:
 
     fleet.hop(models, versions, t0_ns, t1_ns, steps_s)
 
-``versions[i]`` counts the messages and faults ``models[i]`` has received so far: a fleet may
-latch an instance's inputs again only when its count moved (reading protobuf messages is Python),
-as long as what it then computes is exactly what the scalar ``start_hop`` would. Outside a rate
-group, and with ``Simulation(fleets=False)``, every island runs the scalar path.
+Loads. A fleet form whose class says ``latches_loads = True`` (the default) runs its models'
+start_hop itself; nothing else may then load the body (no model of the island has pre_deriv, and
+no other start_hop but the tank-like models', which the kernel calls). ``versions[i]`` counts
+the messages and faults ``models[i]`` has received so far: such a fleet may latch an instance's
+inputs again only when its count moved (reading protobuf messages is Python), as long as what it
+then computes is exactly what the scalar ``start_hop`` would. With ``latches_loads = False`` the
+kernel gathers each island's loads first, as for the scalar compiled hop (every start_hop, then
+every pre_deriv once, into the body's accumulators), and the fleet only propagates. Outside a
+rate group, and with ``Simulation(fleets=False)``, every island runs the scalar path.
+
+Fleet forms today: :class:`~hopsim.actors.orbiting_fleet.OrbitingFleet` (latches itself) and
+:class:`~hopsim.actors.rigid_fleet.RigidFleet` (the kernel gathers).
 
 A model class names its fleet form with the class attribute ``fleet_form``: a class taking no
 arguments, with
@@ -30,6 +37,7 @@ arguments, with
     key(model) -> hashable or None   instances with equal keys share one fleet (arrays of one
                                      shape); None: this instance has no fleet form
     hop(models, versions, t0_ns, t1_ns, steps_s)     as above
+    latches_loads: bool              class attribute, True unless the kernel is to gather loads
 """
 from __future__ import annotations
 

@@ -69,11 +69,12 @@ def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: boo
     for (cls, steps, fleet), members in groups.items():
         t0 = members[0].t
         if fleet is not None:
+            for isl in members:
+                isl.gather_fleet_loads(t0, t1)
             fleet.hop([isl.fleet_body for isl in members], [isl._hop_body.received for isl in members], t0, t1,
                       steps)
             fleets.counted()
             for isl in members:
-                isl.start_rate_hops(t0, t1)
                 isl.advance_rate_states(t0, steps)
                 isl.finish_hop(t0, t1, end_hops=False)
                 isl.stats["fleet_hops"] += 1
@@ -264,16 +265,23 @@ class Island:
 
     def _find_fleet_body(self):
         """The hop body's model if a fleet form may take over this island's hop: the body is
-        called directly, has no pre_deriv, and no other model has end_hop, pre_deriv or (but the
-        models whose states the island advances itself) start_hop (:mod:`hopsim.kernel.fleet`)."""
+        called directly and no other model has end_hop. A fleet form that latches the body's
+        loads itself (``latches_loads``) also needs that nothing else loads the body: no
+        pre_deriv, and no start_hop but those of the models whose states the island advances
+        itself; for one that does not, the island gathers every load first, as for its compiled
+        hop (:meth:`gather_fleet_loads`, :mod:`hopsim.kernel.fleet`)."""
         body = self._hop_body
-        if body is None or not body.direct:
+        self._fleet_starts, self._fleet_pre = [], []
+        if body is None or not body.direct or any(s is not body for s in self._end_hop):
             return None
-        if any(s is not body and s not in self._rate_slots for s in self._start_hop) \
-                or any(s is not body for s in self._end_hop):
-            return None
-        if any(s.overrides("pre_deriv") for s in self._continuous):
-            return None
+        form = getattr(type(body.model), "fleet_form", None)
+        if form is None or getattr(form, "latches_loads", True):
+            if any(s is not body and s not in self._rate_slots for s in self._start_hop) \
+                    or any(s.overrides("pre_deriv") for s in self._continuous):
+                return None
+            self._fleet_starts = list(self._rate_slots)
+        else:
+            self._fleet_starts, self._fleet_pre = list(self._start_hop), list(self._pre)
         return body.model
 
     @property
@@ -311,11 +319,15 @@ class Island:
         for f in self._pre:
             f(t_s)
 
-    def start_rate_hops(self, t0: int, t1: int) -> None:
-        """start_hop of the models whose states the island advances itself (a fleet form ran the
-        body's)."""
-        for s in self._rate_slots:
-            s.model.start_hop(t0, t1)
+    def gather_fleet_loads(self, t0: int, t1: int) -> None:
+        """Before a fleet form's hop, what it does not do itself: start_hop of the models whose
+        states the island advances itself, or, for a fleet form that latches nothing, every
+        start_hop and then every pre_deriv once (as :meth:`gather_loads`)."""
+        for s in self._fleet_starts:
+            s.call("start_hop", t0, t1)
+        t_s = t0 / NS_PER_S
+        for f in self._fleet_pre:
+            f(t_s)
 
     def advance_rate_states(self, t0: int, steps_s) -> None:
         """Beside the hop body's compiled step: the states whose derivative is constant over the
