@@ -22,8 +22,9 @@ AXES_B = [[0.577, 0.577, 0.577], [-0.577, 0.577, 0.577], [0.577, -0.577, 0.577],
 
 def build(fleets: bool, rate_groups: bool = True, n_wheeled: int = 11, n_plain: int = 5) -> Simulation:
     """Wheeled spacecraft on a degree-4 field (one fleet), plain ones on a point mass (another),
-    one with LuGre bearings (no fleet form), all in RK4 islands at 1 Hz (two sub-steps); wheel
-    commands, a mass change and faults arrive on and between the 1 Hz instants."""
+    three of them with drag plates (fleets of their own), one with LuGre bearings (no fleet form),
+    all in RK4 islands at 1 Hz (two sub-steps); wheel commands, a mass change and faults arrive on
+    and between the 1 Hz instants."""
     sim = Simulation(seed=4, recorder=MemoryRecorder(), fleets=fleets, rate_groups=rate_groups)
     common = dict(cd_area_m2=4.0, rho0_kgpm3=4e-13, h0_m=500e3, scale_height_m=60e3, cr_area_m2=2.6, rate_hz=1.0)
     names = []
@@ -35,6 +36,8 @@ def build(fleets: bool, rate_groups: bool = True, n_wheeled: int = 11, n_plain: 
         if i < n_wheeled or i == n_wheeled + n_plain:
             extra = dict(field=FIELD, degree=4, axes_B=AXES_B, J_kgm2=0.08, Omega_radps=[50.0, -20.0, 10.0, 0.0],
                          viscous_Nms=1e-5, coulomb_Nm=4e-4)
+        if i in (1, 2, n_wheeled + 1):            # attitude-dependent drag: their own fleets (longer params)
+            extra["drag_plates"] = [((1.0, 0.0, 0.0), 1.5, 2.2, (0.3, 0.0, 0.1)), ((0.0, 1.0, 0.2), 0.8, 2.0, (0.0, -0.5, 0.0))]
         if i == n_wheeled + n_plain:
             extra.update(friction="lugre", static_Nm=6e-4, stribeck_speed_radps=0.5, bristle_stiffness_Nmprad=1e-3,
                          bristle_damping_Nmsprad=1e-4, Omega_radps=[0.0] * 4)

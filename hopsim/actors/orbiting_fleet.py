@@ -38,10 +38,11 @@ class OrbitingFleet:
 
     @staticmethod
     def key(model):
-        """Spacecraft sharing a key share arrays of one shape and one field; LuGre: no fleet."""
+        """Spacecraft sharing a key share arrays of one shape (wheels, drag plates) and one field;
+        LuGre: no fleet."""
         if model.bearings.n_states:
             return None
-        return (id(model.field), int(model.C.shape[0]), len(model.x0), model.n_wheels)
+        return (id(model.field), int(model.C.shape[0]), len(model.x0), model.n_wheels, len(model.params))
 
     def __init__(self):
         self.models: list = []

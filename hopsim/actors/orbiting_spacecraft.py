@@ -7,9 +7,9 @@ inertial frame, the mean equator and equinox of date of :mod:`hopsim.dynamics.en
 derivative sample (orbital gravity changes within a hop):
 
     r' = v
-    v' = g(r, t) + a_drag + a_srp + R(q) F_B / m
+    v' = g(r, t) + a_drag + a_srp + R(q) (F_B + F_plates) / m
     q' = 1/2 q (x) (omega, 0)
-    omega' = I^-1 (tau_B + tau_gg - omega x I omega)
+    omega' = I^-1 (tau_B + tau_gg + tau_plates - omega x I omega)
 
 - g: a point mass (``field=None``, mu = ``mu``), or a spherical-harmonic ``field``
   (:class:`hopsim.dynamics.spherical_harmonics.GravityField`, e.g. GGM03S) to ``degree``,
@@ -18,6 +18,12 @@ derivative sample (orbital gravity changes within a hop):
 - drag: a cannonball of ``cd_area_m2`` (C_D A, m^2) in an exponential atmosphere (``rho0_kgpm3``
   at ``h0_m``, scale height ``scale_height_m``; altitude above a sphere of the Earth's radius)
   turning with the Earth; ``cd_area_m2 = 0``: none;
+- F_plates and tau_plates: the drag of flat plates in the same atmosphere (``drag_plates``: each
+  ``(normal_B, area_m2, drag_coefficient, centre_B)``, the centre of pressure from the centre of
+  mass; a plate drags with its area projected on the flow when its front faces it,
+  :func:`hopsim.dynamics.environment.plate_drag_xyz`), and its torque about the centre of mass:
+  a body that is no cannonball, whose drag depends on its attitude (beside or instead of
+  ``cd_area_m2``);
 - solar pressure: a cannonball of ``cr_area_m2`` (C_R A, m^2) with the Earth's cylindrical
   shadow; 0: none;
 - tau_gg: the point-mass gravity-gradient torque (``gravity_gradient``);
@@ -75,12 +81,12 @@ from hopsim.actors.disturbance import Disturbance
 from hopsim.actors.messages import StateMessageBuilder
 from hopsim.actors.orbiting_fleet import OrbitingFleet
 from hopsim.actors.welding import Weldable
+from hopsim.dynamics.environment import PLATE_CENTRE, PLATE_NORMAL, PLATE_PARAMS, plate_records
 from hopsim.dynamics.gravity import EARTH_MU, EARTH_RADIUS
 from hopsim.dynamics.orbiting_body import (FRICTION_PARAMS, L_DIST_FORCE_N, L_DIST_TORQUE_B, L_FORCE_B, L_TORQUE_B,
-                                           N_LOADS, P_CD_AREA, P_CR_AREA, P_DEGREE, P_MASS, P_MU,
-                                           gravity_acceleration,
-                                           orbiting_derivative, parameters, rk4_hop, rk4_hops,
-                                           scratch)
+                                           N_LOADS, N_PARAMS, P_CD_AREA, P_CR_AREA, P_DEGREE, P_MASS, P_MU,
+                                           P_N_PLATES, gravity_acceleration, orbiting_derivative, parameters,
+                                           rk4_hop, rk4_hops, scratch)
 from hopsim.dynamics.spatial import quat_normalize, quat_to_dcm
 from hopsim.dynamics.weld import welded_follower_derivative
 from hopsim.dynamics.spherical_harmonics import GravityField
@@ -118,7 +124,8 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
                  gravity_gradient: bool = True, n_thrusters: int = 0, rate_hz: float = 1.0, axes_B=None,
                  J_kgm2=0.05, Omega_radps=None, max_torque_Nm=0.2, viscous_Nms=0.0, coulomb_Nm=0.0,
                  coulomb_speed_radps=0.1, friction: str = "coulomb_viscous", static_Nm=None,
-                 stribeck_speed_radps=None, bristle_stiffness_Nmprad=None, bristle_damping_Nmsprad=None):
+                 stribeck_speed_radps=None, bristle_stiffness_Nmprad=None, bristle_damping_Nmsprad=None,
+                 drag_plates=()):
         self.inputs = {**{f"wrench{i}": In(Wrench) for i in range(int(n_thrusters))}, "mass": In(MassProperties)}
         G = np.zeros((0, 3)) if axes_B is None else wheel_axes(name, axes_B)
         k = len(G)
@@ -166,9 +173,10 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         self.cd_area_m2, self.cr_area_m2 = float(cd_area_m2), float(cr_area_m2)
         self.gravity_gradient = bool(gravity_gradient)
         # the parameters, loads and bearings as the compiled equations take them
+        self.drag_plates = plate_records(name, drag_plates)     # PLATE_PARAMS floats per plate
         self.params = parameters(mu, radius, degree, self.epoch_jd, self.cd_area_m2, float(rho0_kgpm3), float(h0_m),
                                  float(scale_height_m), self.cr_area_m2, float(mass_kg), self.gravity_gradient,
-                                 bearings.n_states > 0)
+                                 bearings.n_states > 0, self.drag_plates)
         self.loads = np.zeros(N_LOADS)
         self.friction_table = bearings.table() if k else np.zeros((0, FRICTION_PARAMS))
         self._work = scratch(degree, k, len(self.x0))   # the compiled equations' work arrays
@@ -276,6 +284,7 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         params = self.params.copy()
         params[P_MASS] = M
         loads = np.zeros(N_LOADS)
+        plates = []
         parts = [(self, np.zeros(3), np.eye(3))] + [(wd.follower, wd.r_FP_P, wd.R_PF) for wd in self._welds]
         for part, r_FP_P, R_PF in parts:          # each part's loads act at its own centre of mass
             arm_B = r_FP_P - c
@@ -290,6 +299,14 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
             if part is not self:
                 params[P_CD_AREA] += part.cd_area_m2
                 params[P_CR_AREA] += part.cr_area_m2
+            for plate in part.drag_plates.reshape(-1, PLATE_PARAMS):      # into the primary's frame, about C
+                moved = plate.copy()
+                moved[PLATE_NORMAL:PLATE_NORMAL + 3] = R_PF @ plate[PLATE_NORMAL:PLATE_NORMAL + 3]
+                moved[PLATE_CENTRE:PLATE_CENTRE + 3] = arm_B + R_PF @ plate[PLATE_CENTRE:PLATE_CENTRE + 3]
+                plates.append(moved)
+        if plates:
+            params = np.concatenate([params[:N_PARAMS], *plates])
+            params[P_N_PLATES] = len(plates)
         inertia_rw = I_C - (self.G.T * self.J) @ self.G if self.n_wheels else I_C
         x_C = x.copy()
         x_C[0:3] = x[0:3] + R @ c
@@ -328,7 +345,7 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
             return
         batches: dict[tuple, list[OrbitingSpacecraft]] = {}
         for b in bodies:            # one field to one degree: the same coefficients (batch[0]'s)
-            batches.setdefault((id(b.field), b.params[P_DEGREE], len(b.x), b.n_wheels), []).append(b)
+            batches.setdefault((id(b.field), b.params[P_DEGREE], len(b.x), b.n_wheels, len(b.params)), []).append(b)
         for batch in batches.values():
             X = np.array([b.x for b in batch])
             Xdot = np.empty_like(X)

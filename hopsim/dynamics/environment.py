@@ -127,13 +127,85 @@ def density_band(altitude_m: float) -> tuple[float, float, float]:
 
 
 @compiled
+def air_relative_velocity_xyz(x, y, z, vx, vy, vz):
+    """v_rel = v - w_E x r (m/s, frame N): the velocity at ``r = (x, y, z)`` (m) through an
+    atmosphere that turns with the Earth, for ``v = (vx, vy, vz)`` (m/s, frame N)."""
+    return vx + EARTH_ROTATION_RATE * y, vy - EARTH_ROTATION_RATE * x, vz
+
+
+@compiled
 def drag_acceleration_xyz(x, y, z, vx, vy, vz, density, cd_area_over_mass):
     """:func:`drag_acceleration` at ``r = (x, y, z)``, ``v = (vx, vy, vz)`` as a tuple (m/s^2)."""
-    u0 = vx + EARTH_ROTATION_RATE * y
-    u1 = vy - EARTH_ROTATION_RATE * x
-    u2 = vz
+    u0, u1, u2 = air_relative_velocity_xyz(x, y, z, vx, vy, vz)
     k = -0.5 * density * cd_area_over_mass * math.sqrt(u0 * u0 + u1 * u1 + u2 * u2)
     return k * u0, k * u1, k * u2
+
+
+# a flat plate's record in a float vector (see plate_drag_xyz)
+PLATE_NORMAL = 0        # its unit outward normal (B): 0:3
+PLATE_AREA = 3          # its area (m^2)
+PLATE_CD = 4            # its drag coefficient
+PLATE_CENTRE = 5        # its centre of pressure from the centre of mass (m, B): 5:8
+PLATE_PARAMS = 8
+
+
+@compiled
+def plate_drag_xyz(ux, uy, uz, density, plates, first, count):
+    """Force (N) and torque about the centre of mass (N m), both in body axes B, on ``count``
+    one-sided flat plates in a free-molecular flow, as a 6-tuple: the spacecraft moves through
+    the air at ``u = (ux, uy, uz)`` (m/s, B: v_rel of :func:`air_relative_velocity_xyz` turned
+    into B) in air of ``density`` (kg/m^3). The plates are ``count`` records of
+    :data:`PLATE_PARAMS` floats in ``plates`` from index ``first``.
+
+    A plate of unit outward normal n, area A and drag coefficient C_D whose front faces the
+    flow (cos theta = n . u / |u| > 0) sees its area projected on the flow, A cos theta, and the
+    drag -1/2 rho C_D A cos theta |u| u, along -u, applied at its centre of pressure r: torque
+    r x F. A plate seen edge-on or from behind: none (Montenbruck and Gill, Satellite Orbits,
+    3.5.2; Vallado, Fundamentals of Astrodynamics, 8.6.2; Basilisk's facetDragDynamicEffector).
+    Sum over the plates; self-shadowing is not modelled (a convex body's plates do not shade
+    one another)."""
+    speed = math.sqrt(ux * ux + uy * uy + uz * uz)
+    fx = fy = fz = tx = ty = tz = 0.0
+    if speed == 0.0 or density == 0.0:
+        return fx, fy, fz, tx, ty, tz
+    for i in range(count):
+        j = first + i * PLATE_PARAMS
+        cos_theta = (plates[j + PLATE_NORMAL] * ux + plates[j + PLATE_NORMAL + 1] * uy
+                     + plates[j + PLATE_NORMAL + 2] * uz) / speed
+        if cos_theta <= 0.0:
+            continue
+        k = -0.5 * density * plates[j + PLATE_CD] * plates[j + PLATE_AREA] * cos_theta * speed
+        px, py, pz = k * ux, k * uy, k * uz
+        rx, ry, rz = plates[j + PLATE_CENTRE], plates[j + PLATE_CENTRE + 1], plates[j + PLATE_CENTRE + 2]
+        fx, fy, fz = fx + px, fy + py, fz + pz
+        tx, ty, tz = tx + (ry * pz - rz * py), ty + (rz * px - rx * pz), tz + (rx * py - ry * px)
+    return fx, fy, fz, tx, ty, tz
+
+
+def plate_records(name: str, plates) -> np.ndarray:
+    """The flat plates ``plates`` -- each ``(normal_B, area_m2, drag_coefficient, centre_B)``:
+    outward normal (B, any length but zero), area (m^2), C_D, centre of pressure from the centre
+    of mass (m, B) -- as :func:`plate_drag_xyz` reads them (normals made unit); a clear error
+    naming ``name`` for a plate that is not."""
+    out = []
+    for i, plate in enumerate(plates):
+        try:
+            normal, area, cd, centre = plate
+            n = np.asarray(normal, dtype=float)
+            r = np.asarray(centre, dtype=float)
+            area, cd = float(area), float(cd)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}: drag plate {i} must be (normal_B, area_m2, drag_coefficient, centre_B), "
+                             f"got {plate!r}") from None
+        if n.shape != (3,) or r.shape != (3,) or not (np.all(np.isfinite(n)) and np.all(np.isfinite(r))):
+            raise ValueError(f"{name}: drag plate {i}'s normal and centre must be finite 3-vectors (B; m)")
+        if not np.linalg.norm(n) > 0:
+            raise ValueError(f"{name}: drag plate {i}'s normal must not be zero")
+        if not (math.isfinite(area) and area >= 0 and math.isfinite(cd) and cd >= 0):
+            raise ValueError(f"{name}: drag plate {i}'s area (m^2) and drag coefficient must be finite and >= 0, "
+                             f"got {area}, {cd}")
+        out.extend([*(n / np.linalg.norm(n)), area, cd, *r])
+    return np.array(out, dtype=float)
 
 
 @compiled

@@ -10,10 +10,14 @@ with k wheels each wheel's spin rate relative to the body ``Omega_i`` (13:13+k, 
 LuGre friction, each wheel's bristle deflection ``z_i`` (13+k:13+2k, rad).
 
     r' = v
-    v' = g(r, t) + a_drag + a_srp + (R(q) F_B + F_dist_N) / m
+    v' = g(r, t) + a_drag + a_srp + (R(q) (F_B + F_plates_B) + F_dist_N) / m
     q' = 1/2 q (x) (omega, 0)
     omega', Omega' = hopsim.dynamics.wheels.wheel_accelerations (without wheels:
-                     omega' = I^-1 (tau - omega x I omega)), tau = tau_B + tau_dist + tau_gg
+                     omega' = I^-1 (tau - omega x I omega)), tau = tau_B + tau_dist + tau_gg + tau_plates
+
+a_drag is the cannonball's (C_D A), F_plates and tau_plates the flat plates' drag and its torque
+about the centre of mass (:func:`hopsim.dynamics.environment.plate_drag_xyz`), both in the same
+exponential atmosphere turning with the Earth.
 
 Parameters of one spacecraft travel as a float vector indexed by the ``P_*`` constants, the loads
 held over a hop as a vector indexed by the ``L_*`` constants, and the wheels' friction parameters
@@ -26,7 +30,8 @@ import math
 import numpy as np
 
 from hopsim.dynamics._jit import compiled
-from hopsim.dynamics.environment import (drag_acceleration_xyz, exponential_density, gmst_rad, srp_acceleration_xyz,
+from hopsim.dynamics.environment import (PLATE_PARAMS, air_relative_velocity_xyz, drag_acceleration_xyz,
+                                         exponential_density, gmst_rad, plate_drag_xyz, srp_acceleration_xyz,
                                          sun_position_xyz)
 from hopsim.dynamics.gravity import EARTH_RADIUS, gravity_gradient_xyz, point_mass_xyz
 from hopsim.dynamics.spatial import quat_dcm_entries, quat_normalize
@@ -46,7 +51,8 @@ P_CR_AREA = 8           # C_R A (m^2); 0: no solar pressure
 P_MASS = 9              # mass (kg)
 P_GRAVITY_GRADIENT = 10  # 1: the gravity-gradient torque on, 0: off
 P_LUGRE = 11            # 1: LuGre bearing friction (bristle states), 0: viscous and Coulomb
-N_PARAMS = 12
+P_N_PLATES = 12         # flat drag plates: their records (PLATE_PARAMS floats each) follow the N_PARAMS
+N_PARAMS = 13
 
 # loads held over a hop
 L_FORCE_B = 0           # the thrusters' force (N, B): 0:3
@@ -62,9 +68,13 @@ FRICTION_PARAMS = 7
 
 def parameters(mu: float, radius_m: float, degree: int, epoch_jd: float, cd_area_m2: float, rho0: float,
                h0_m: float, scale_height_m: float, cr_area_m2: float, mass_kg: float, gravity_gradient: bool,
-               lugre: bool) -> np.ndarray:
-    """The parameter vector of one spacecraft (units as the ``P_*`` constants say)."""
-    p = np.empty(N_PARAMS)
+               lugre: bool, plates=()) -> np.ndarray:
+    """The parameter vector of one spacecraft (units as the ``P_*`` constants say), then its flat
+    drag plates' records (``plates``: :func:`hopsim.dynamics.environment.plate_records`)."""
+    plates = np.asarray(plates, dtype=float).ravel()
+    p = np.empty(N_PARAMS + plates.size)
+    p[P_N_PLATES] = plates.size // PLATE_PARAMS
+    p[N_PARAMS:] = plates
     p[P_MU], p[P_RADIUS], p[P_DEGREE], p[P_EPOCH_JD] = mu, radius_m, degree, epoch_jd
     p[P_CD_AREA], p[P_RHO0], p[P_H0], p[P_SCALE] = cd_area_m2, rho0, h0_m, scale_height_m
     p[P_CR_AREA], p[P_MASS] = cr_area_m2, mass_kg
@@ -125,11 +135,24 @@ def orbiting_derivative(t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_
     ax += (R00 * Fx + R01 * Fy + R02 * Fz) / m
     ay += (R10 * Fx + R11 * Fy + R12 * Fz) / m
     az += (R20 * Fx + R21 * Fy + R22 * Fz) / m
-    if p[P_CD_AREA] > 0.0 and p[P_RHO0] > 0.0:
+    n_plates = int(p[P_N_PLATES])
+    rho = ptx = pty = ptz = 0.0
+    if (p[P_CD_AREA] > 0.0 or n_plates) and p[P_RHO0] > 0.0:
         altitude = math.sqrt(rx * rx + ry * ry + rz * rz) - EARTH_RADIUS
         rho = exponential_density(altitude, p[P_RHO0], p[P_H0], p[P_SCALE])
-        dx, dy, dz = drag_acceleration_xyz(rx, ry, rz, vx, vy, vz, rho, p[P_CD_AREA] / m)
-        ax, ay, az = ax + dx, ay + dy, az + dz
+        if p[P_CD_AREA] > 0.0:
+            dx, dy, dz = drag_acceleration_xyz(rx, ry, rz, vx, vy, vz, rho, p[P_CD_AREA] / m)
+            ax, ay, az = ax + dx, ay + dy, az + dz
+    else:
+        n_plates = 0
+    if n_plates:
+        ux, uy, uz = air_relative_velocity_xyz(rx, ry, rz, vx, vy, vz)
+        # into B (R^T u) for the plates, their force back into N
+        pfx, pfy, pfz, ptx, pty, ptz = plate_drag_xyz(R00 * ux + R10 * uy + R20 * uz, R01 * ux + R11 * uy + R21 * uz,
+                                                      R02 * ux + R12 * uy + R22 * uz, rho, p, N_PARAMS, n_plates)
+        ax += (R00 * pfx + R01 * pfy + R02 * pfz) / m
+        ay += (R10 * pfx + R11 * pfy + R12 * pfz) / m
+        az += (R20 * pfx + R21 * pfy + R22 * pfz) / m
     if p[P_CR_AREA] > 0.0:
         sx, sy, sz = sun_position_xyz(p[P_EPOCH_JD] + t_s / 86400.0)
         px, py, pz = srp_acceleration_xyz(rx, ry, rz, sx, sy, sz, p[P_CR_AREA] / m)
@@ -140,6 +163,8 @@ def orbiting_derivative(t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_
     tx = loads[L_TORQUE_B] + loads[L_DIST_TORQUE_B]
     ty = loads[L_TORQUE_B + 1] + loads[L_DIST_TORQUE_B + 1]
     tz = loads[L_TORQUE_B + 2] + loads[L_DIST_TORQUE_B + 2]
+    if n_plates:
+        tx, ty, tz = tx + ptx, ty + pty, tz + ptz
     if p[P_GRAVITY_GRADIENT] != 0.0:
         # at r_B = R^T r
         gx, gy, gz = gravity_gradient_xyz(R00 * rx + R10 * ry + R20 * rz, R01 * rx + R11 * ry + R21 * rz,
