@@ -183,6 +183,7 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         self.inertia_B, self.inertia_inv, self.inertia_total_B = np.zeros((3, 3)), np.zeros((3, 3)), np.zeros((3, 3))
         self._set_inertia(inertia)
         self.n_thrusters = int(n_thrusters)
+        self._wrench_ports = tuple(f"wrench{i}" for i in range(self.n_thrusters))
         self.io_schedule = FixedRate(rate_hz)
         self.disturbance = Disturbance()
         self._state_builder = StateMessageBuilder()
@@ -240,13 +241,18 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
     def start_hop(self, t0_ns: int, t1_ns: int) -> None:
         """Latch the thrusters' wrenches, the mass properties, the wheels' motor torques (limited)
         and the disturbance for the hop."""
+        fx = fy = fz = tx = ty = tz = 0.0
+        for port in self._wrench_ports:
+            w = self.read(port)
+            if w is not None:
+                force, torque = w.force, w.torque
+                fx, fy, fz = fx + force.x, fy + force.y, fz + force.z
+                tx, ty, tz = tx + torque.x, ty + torque.y, tz + torque.z
         loads = self.loads
         loads[:] = 0.0
-        for i in range(self.n_thrusters):
-            w = self.read(f"wrench{i}")
-            if w is not None:
-                loads[0:6] += (w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z)
-        m = self.read("mass")
+        loads[L_FORCE_B:L_FORCE_B + 3] = fx, fy, fz
+        loads[L_TORQUE_B:L_TORQUE_B + 3] = tx, ty, tz
+        m = self.take("mass")                     # mass properties change only with a message
         if m is not None and m.mass_kg > 0 and len(m.inertia_B) == 9:
             self.params[P_MASS] = m.mass_kg
             self._set_inertia(np.array(m.inertia_B, dtype=float).reshape(3, 3))
