@@ -15,7 +15,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHES = ["bench_first_run.py", "bench_montecarlo.py", "bench_view.py", "bench_pacing.py", "bench_kernel.py", "bench_recording.py", "bench_dynamics.py", "bench_spheres.py",
-           "bench_formation.py", "bench_rate_groups.py", "bench_ray.py", "bench_broadphase.py", "bench_orbit.py", "bench_encoding.py"]
+           "bench_formation.py", "bench_rate_groups.py", "bench_ray.py", "bench_broadphase.py", "bench_orbit.py",
+           "bench_orbit_scenarios.py", "bench_encoding.py"]
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 
