@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from hopsim.dynamics.orbiting_body import P_DEGREE, rk4_rows, scratch
+from hopsim.kernel.fleet import FleetRows
 
 # the spacecraft's arrays that live in the fleet's rows
 ROW_ATTRIBUTES = ("params", "loads", "inertia_B", "inertia_inv", "inertia_total_B", "G", "J", "u", "friction_table")
@@ -45,65 +46,28 @@ class OrbitingFleet:
         return (id(model.field), int(model.C.shape[0]), len(model.x0), model.n_wheels, len(model.params))
 
     def __init__(self):
-        self.models: list = []
-        self._row: dict[int, int] = {}        # id(model) -> row
-        self._views: list[tuple] = []         # per row: the views the model holds
+        self.rows = FleetRows(ROW_ATTRIBUTES)
         self._version: list[int] = []         # per row: the messages received at its last latch
         self._t0_last: list[int] = []         # per row: the start (ns) of its last hop
-        self.arrays: dict[str, np.ndarray] = {}
         self.X = self.Xdot = np.zeros((0, 0))
         self._work = None
         self._field = None
 
-    # ------------------------------------------------------------------ rows
-    def _grow(self, model) -> None:
-        """Room for twice as many rows (every model already adopted points at the new arrays)."""
-        n = max(8, 2 * len(self.models))
-        old = self.arrays
-        self.arrays = {}
-        for name in ROW_ATTRIBUTES:
-            value = getattr(model, name)
-            grown = np.zeros((n, *np.shape(value)))
-            if self.models:
-                grown[:len(self.models)] = old[name][:len(self.models)]
-            self.arrays[name] = grown
-        size = len(model.x0)
-        self.X, self.Xdot = np.zeros((n, size)), np.zeros((n, size))     # filled at each hop
-        for r, m in enumerate(self.models):
-            self._point(m, r)
-
-    def _point(self, model, row: int) -> None:
-        """Make the model's row attributes views of ``row``."""
-        views = tuple(self.arrays[name][row] for name in ROW_ATTRIBUTES)
-        for name, view in zip(ROW_ATTRIBUTES, views, strict=True):
-            setattr(model, name, view)
-        self._views[row] = views
-
-    def _adopt(self, model) -> int:
-        """Give ``model`` a row (again, after a restore replaced its arrays): its values move in."""
-        row = self._row.get(id(model))
-        if row is None:
+    def _row(self, model) -> int:
+        """The model's row; a model adopted now latches at this hop."""
+        row, adopted = self.rows.row(model)
+        if adopted:
             if self._work is None:
                 self._field = (model.C, model.S)
                 self._work = scratch(int(model.params[P_DEGREE]), model.n_wheels, len(model.x0))
-            if len(self.models) == len(self.X):
-                self._grow(model)
-            row = len(self.models)
-            self.models.append(model)
-            self._views.append(())
-            self._version.append(-1)
-            self._t0_last.append(0)
-            self._row[id(model)] = row
-        for name in ROW_ATTRIBUTES:
-            self.arrays[name][row] = getattr(model, name)
-        self._point(model, row)
-        self._version[row] = -1                # latch at the next hop
+            if len(self.X) < self.rows.capacity:            # filled at each hop
+                n = self.rows.capacity
+                self.X, self.Xdot = np.zeros((n, len(model.x0))), np.zeros((n, len(model.x0)))
+            while len(self._version) <= row:
+                self._version.append(-1)
+                self._t0_last.append(0)
+            self._version[row] = -1
         return row
-
-    def _linked(self, model, row: int) -> bool:
-        """Whether the model still holds its row's views. A restore replaces all of a model's
-        attributes at once, and the model writes its row arrays in place, so one is checked."""
-        return model.params is self._views[row][0]
 
     # ------------------------------------------------------------------ the hop
     def hop(self, models: list, versions: list[int], t0_ns: int, t1_ns: int, steps_s) -> None:
@@ -112,9 +76,7 @@ class OrbitingFleet:
         rows = []
         version, t0_last = self._version, self._t0_last
         for m, received in zip(models, versions, strict=True):
-            row = self._row.get(id(m))
-            if row is None or not self._linked(m, row):
-                row = self._adopt(m)             # may grow the arrays
+            row = self._row(m)
             if received != version[row] or m.disturbance.until_ns > t0_last[row]:
                 m.start_hop(t0_ns, t1_ns)
                 version[row] = received
@@ -123,11 +85,11 @@ class OrbitingFleet:
         X = self.X
         for m, row in zip(models, rows, strict=True):
             X[row] = m.x
-        a = self.arrays
+        a = self.rows.arrays
         C, S = self._field
-        rk4_rows(np.array(rows, dtype=np.int64), t0_ns / 1e9, np.array(steps_s, dtype=float), X, self.Xdot, a["params"], a["loads"],
-                 a["inertia_B"], a["inertia_inv"], a["inertia_total_B"], C, S, a["G"], a["J"], a["u"],
-                 a["friction_table"], *self._work)
+        rk4_rows(np.array(rows, dtype=np.int64), t0_ns / 1e9, np.array(steps_s, dtype=float), X, self.Xdot,
+                 a["params"], a["loads"], a["inertia_B"], a["inertia_inv"], a["inertia_total_B"], C, S, a["G"],
+                 a["J"], a["u"], a["friction_table"], *self._work)
         Xdot = self.Xdot
         for m, row in zip(models, rows, strict=True):
             m.x[:] = X[row]

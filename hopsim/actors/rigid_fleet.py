@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from hopsim.dynamics.rigid_body import STATE_SIZE, rk4_hop_rows
+from hopsim.kernel.fleet import FleetRows
 
 # the vehicle's arrays that live in the fleet's rows (the accumulators are the vehicle's own
 # private state; this fleet form is the vehicle's other form, so it holds them)
@@ -38,70 +39,27 @@ class RigidFleet:
         return ()
 
     def __init__(self):
-        self.models: list = []
-        self._row: dict[int, int] = {}        # id(model) -> row
-        self._views: list[tuple] = []         # per row: the views the model holds
-        self.arrays: dict[str, np.ndarray] = {}
+        self.rows = FleetRows(ROW_ATTRIBUTES)
         self.mass = np.zeros(0)
         self.X = self.Xdot = np.zeros((0, STATE_SIZE))
 
-    # ------------------------------------------------------------------ rows
-    def _grow(self, model) -> None:
-        """Room for twice as many rows (every model already adopted points at the new arrays)."""
-        n = max(8, 2 * len(self.models))
-        old = self.arrays
-        self.arrays = {}
-        for name in ROW_ATTRIBUTES:
-            grown = np.zeros((n, *np.shape(getattr(model, name))))
-            if self.models:
-                grown[:len(self.models)] = old[name][:len(self.models)]
-            self.arrays[name] = grown
-        self.mass = np.zeros(n)                                              # filled at each hop
-        self.X, self.Xdot = np.zeros((n, STATE_SIZE)), np.zeros((n, STATE_SIZE))
-        for r, m in enumerate(self.models):
-            self._point(m, r)
-
-    def _point(self, model, row: int) -> None:
-        """Make the model's row attributes views of ``row``."""
-        views = tuple(self.arrays[name][row] for name in ROW_ATTRIBUTES)
-        for name, view in zip(ROW_ATTRIBUTES, views, strict=True):
-            setattr(model, name, view)
-        self._views[row] = views
-
-    def _adopt(self, model) -> int:
-        """Give ``model`` a row (again, after a restore replaced its arrays): its values move in."""
-        row = self._row.get(id(model))
-        if row is None:
-            if len(self.models) == len(self.X):
-                self._grow(model)
-            row = len(self.models)
-            self.models.append(model)
-            self._views.append(())
-            self._row[id(model)] = row
-        for name in ROW_ATTRIBUTES:
-            self.arrays[name][row] = getattr(model, name)
-        self._point(model, row)
+    def _row(self, model) -> int:
+        row, adopted = self.rows.row(model)
+        if adopted and len(self.X) < self.rows.capacity:        # filled at each hop
+            n = self.rows.capacity
+            self.mass, self.X, self.Xdot = np.zeros(n), np.zeros((n, STATE_SIZE)), np.zeros((n, STATE_SIZE))
         return row
-
-    def _linked(self, model, row: int) -> bool:
-        """Whether the model still holds its row's views (a restore replaces all at once)."""
-        return model.inertia_C_B is self._views[row][0]
 
     # ------------------------------------------------------------------ the hop
     def hop(self, models: list, versions: list[int], t0_ns: int, t1_ns: int, steps_s) -> None:
         """RK4 over ``steps_s`` (s) and end_hop of every vehicle in ``models``, their loads
         gathered (``versions`` is not needed: nothing is latched here)."""
-        rows = []
-        for m in models:
-            row = self._row.get(id(m))
-            if row is None or not self._linked(m, row):
-                row = self._adopt(m)             # may grow the arrays
-            rows.append(row)
+        rows = [self._row(m) for m in models]
         X, mass = self.X, self.mass
         for m, row in zip(models, rows, strict=True):
             X[row] = m.x
             mass[row] = m.mass_kg
-        a = self.arrays
+        a = self.rows.arrays
         rk4_hop_rows(np.array(rows, dtype=np.int64), tuple(steps_s), X, self.Xdot, mass, a["inertia_C_B"],
                      a["r_CB_B"], a["_force_N"], a["_force_B"], a["_torque_B"])
         Xdot = self.Xdot

@@ -43,6 +43,62 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+
+class FleetRows:
+    """The rows of a fleet form: for each model it advances, one row of each array attribute in
+    ``attributes`` (the model's own arrays, which become views of its row, so that its scalar
+    methods and its snapshot see the fleet's numbers). A model is adopted at its first call, and
+    again when its arrays were replaced behind the fleet's back (a restore replaces all of a
+    model's attributes at once; the model's own code writes them in place): its values move in.
+    Room doubles as models come; the fleet sizes its other per-row arrays on :attr:`capacity`."""
+
+    def __init__(self, attributes: tuple[str, ...]):
+        self.attributes = attributes
+        self.models: list = []
+        self.arrays: dict[str, np.ndarray] = {}
+        self.capacity = 0
+        self._row: dict[int, int] = {}        # id(model) -> row
+        self._views: list[tuple] = []         # per row: the views the model holds
+
+    def row(self, model) -> tuple[int, bool]:
+        """(the model's row, whether it was adopted now: a new model, or replaced arrays)."""
+        row = self._row.get(id(model))
+        if row is not None and getattr(model, self.attributes[0]) is self._views[row][0]:
+            return row, False
+        if row is None:
+            if len(self.models) == self.capacity:
+                self._grow(model)
+            row = len(self.models)
+            self.models.append(model)
+            self._views.append(())
+            self._row[id(model)] = row
+        for name in self.attributes:
+            self.arrays[name][row] = getattr(model, name)
+        self._point(model, row)
+        return row, True
+
+    def _grow(self, model) -> None:
+        """Room for twice as many rows (every model already adopted points at the new arrays)."""
+        n = max(8, 2 * len(self.models))
+        old, self.arrays = self.arrays, {}
+        for name in self.attributes:
+            grown = np.zeros((n, *np.shape(getattr(model, name))))
+            if self.models:
+                grown[:len(self.models)] = old[name][:len(self.models)]
+            self.arrays[name] = grown
+        self.capacity = n
+        for r, m in enumerate(self.models):
+            self._point(m, r)
+
+    def _point(self, model, row: int) -> None:
+        """Make the model's row attributes views of ``row``."""
+        views = tuple(self.arrays[name][row] for name in self.attributes)
+        for name, view in zip(self.attributes, views, strict=True):
+            setattr(model, name, view)
+        self._views[row] = views
+
 
 class Fleets:
     """An owner's fleet forms, one per (model class, key), made when a model first needs one."""
@@ -73,4 +129,4 @@ class Fleets:
         self.calls += 1
 
 
-__all__ = ["Fleets"]
+__all__ = ["FleetRows", "Fleets"]
