@@ -135,20 +135,25 @@ def multirate_island(sim: Simulation, name: str, *schedules) -> list:
     return [sim.add_model(IoRecorder(f"{name}_m{k}", schedule), name) for k, schedule in enumerate(schedules)]
 
 
-@pytest.mark.parametrize("schedules, key", [
-    # 10 Hz with 2 Hz and 1 Hz (phase 0.3 s: on the 10 Hz instants): the 10 Hz schedule's key
+@pytest.mark.parametrize("schedules, key, grouped, own", [
+    # 10 Hz with 2 Hz and 1 Hz (phase 0.3 s: on the 10 Hz instants): the 30 instants of 10 Hz in
+    # (0, 3] s are the group's; the variable-rate model's step at 0.25 s is the island's own: it
+    # leaves after 0.2 s and joins again for 0.3 s
     ((("fixed", 10.0, 0.0), ("fixed", 2.0, 0.0), ("fixed", 1.0, 0.3), ("noio",), ("variable", [250_000_000])),
-     (0, 100_000_000, 1)),
-    # 3 Hz is not a whole number of ns per period, 2.5 s is not a multiple of 1 s, and 0.05 s of
-    # phase is off the 10 Hz instants: never grouped
-    ((("fixed", 10.0, 0.0), ("fixed", 3.0, 0.0)), None),
-    ((("fixed", 1.0, 0.0), ("fixed", 0.4, 0.0)), None),
-    ((("fixed", 10.0, 0.0), ("fixed", 1.0, 0.05)), None),
+     (0, 100_000_000, 1), 30, 1),
+    # schedules whose instants do not fall on one another's: every periodic instant is a group
+    # barrier. 10 Hz and 3 Hz (not a whole number of ns per period): 30 + 9 instants, 3 shared
+    ((("fixed", 10.0, 0.0), ("fixed", 3.0, 0.0)), (0, 100_000_000, 1), 36, 0),
+    # 1 Hz and 0.4 Hz (2.5 s, not a multiple of 1 s): 3 + 1
+    ((("fixed", 1.0, 0.0), ("fixed", 0.4, 0.0)), (0, 1_000_000_000, 1), 4, 0),
+    # 10 Hz and 1 Hz 0.05 s later (off the 10 Hz instants): 30 + 3
+    ((("fixed", 10.0, 0.0), ("fixed", 1.0, 0.05)), (0, 100_000_000, 1), 33, 0),
 ])
-def test_an_island_is_grouped_on_its_fastest_schedule_when_the_others_fall_on_it(schedules, key):
+def test_an_island_is_grouped_on_its_periodic_instants(schedules, key, grouped, own):
     """Every model's I/O steps (the instants of its end_io_step, update_flow_outs and
     start_io_step calls) are the same grouped or not; the island's rate key is its fastest
-    schedule when every other schedule's instants are among that one's."""
+    schedule, and every instant of its periodic models in (0, 3] s is a group barrier unless a
+    variable-rate step comes between (then it plans that barrier itself, ``own``)."""
     from hopsim.kernel import FixedRate, NoIo, VariableRate
 
     def schedule(spec):
@@ -171,12 +176,6 @@ def test_an_island_is_grouped_on_its_fastest_schedule_when_the_others_fall_on_it
     off, calls_off = run(False)
     assert calls_on == calls_off and any(ufos for _, _, ufos in calls_on)
     assert on.islands["a"].rate_key == key
-    grouped = sum(g["member_barriers"] for g in on.stats()["rate_groups"].values())
-    if key is None:
-        assert grouped == 0
-    else:
-        # the 30 instants of 10 Hz in (0, 3] s are the group's; the variable-rate model's step at
-        # 0.25 s is the island's own: it leaves after 0.2 s and joins again for 0.3 s
-        (stats,) = on.stats()["rate_groups"].values()
-        assert grouped == 30 and stats["joins"] == stats["leaves"] == 2
-        assert on.stats()["islands"]["a"]["barriers"] == off.stats()["islands"]["a"]["barriers"] == 1 + 30 + 1
+    (stats,) = on.stats()["rate_groups"].values()
+    assert stats["member_barriers"] == grouped and stats["joins"] == stats["leaves"] == 1 + own
+    assert on.stats()["islands"]["a"]["barriers"] == off.stats()["islands"]["a"]["barriers"] == 1 + grouped + own

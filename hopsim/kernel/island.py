@@ -147,7 +147,6 @@ class Island:
         # I/O heap is not kept meanwhile: it is rebuilt when needed again)
         self._io_slots: list[Slot] = []          # periodic and variable-rate models, in call order
         self._variable_slots: list[Slot] = []
-        self._fast_slot: Slot | None = None      # a model on the fastest periodic schedule
         self.rate_key: tuple | None = None
         self.group = None
         self._io_heap_stale = False
@@ -187,30 +186,23 @@ class Island:
         self._find_rate_key()
 
     def _find_rate_key(self) -> None:
-        """The key of the island's fastest periodic schedule when the others' instants are among
-        its instants (whole-nanosecond periods, each a multiple of the fastest, in phase), so that
-        the island's barriers are that schedule's while its variable-rate models are idle or due
-        on it; None when the island cannot be a rate group's member."""
+        """The key of the island's fastest periodic schedule, which names its rate group, or None
+        when the island cannot be a member (no periodic model, or a model not called directly).
+        While a member, the island's barriers are its periodic models' instants (whatever their
+        rates and phases): :meth:`_next_periodic`."""
         self._io_slots = [s for s in self.slots if s.periodic is not None or s.variable_rate]
         self._variable_slots = [s for s in self._io_slots if s.periodic is None]
-        periodic = [s for s in self._io_slots if s.periodic is not None]
+        self._periodic_slots = [s for s in self._io_slots if s.periodic is not None]
         self.rate_key = None
-        self._fast_slot = None
         called_directly = all(s.local and not s.accounting and not s.method_events
                               and not s.io_events["begin"] and not s.io_events["end"] for s in self.slots)
-        if not periodic or not called_directly:
-            return
-        fast = min(periodic, key=lambda s: s.periodic.key[1] / s.periodic.key[2])
-        t0, num, den = fast.periodic.key
-
-        def among_fast_instants(s: Slot) -> bool:
-            t0_s, num_s, den_s = s.periodic.key
-            return (t0_s, num_s, den_s) == (t0, num, den) or (
-                den == den_s == 1 and num_s % num == 0 and (t0_s - t0) % num == 0)
-
-        if all(among_fast_instants(s) for s in periodic):
-            self._fast_slot = fast
+        if self._periodic_slots and called_directly:
+            fast = min(self._periodic_slots, key=lambda s: s.periodic.key[1] / s.periodic.key[2])
             self.rate_key = fast.periodic.key
+
+    def _next_periodic(self) -> int:
+        """The next instant (ns) of any of the island's periodic models."""
+        return min(s.io_next for s in self._periodic_slots)
 
     def assemble(self, x: np.ndarray) -> None:
         """Number ``self.slots`` in their call order, take ``x`` as the continuous state (the
@@ -534,9 +526,9 @@ class Island:
         self.sim.schedule_wake(self, t_end, self._gen)
 
     def _on_schedule(self, t_ns: int) -> bool:
-        """Whether this island's timeline is its fastest schedule up to ``t_ns``, that schedule's
-        next instant (no variable-rate model due earlier), and the island may be grouped now."""
-        if (self._fast_slot.io_next != t_ns or self.zero_crossings or self._monitors or self.absorbed_into is not None
+        """Whether ``t_ns`` is the next instant of the island's periodic models with no
+        variable-rate model due earlier, and the island may be grouped now."""
+        if (self._next_periodic() != t_ns or self.zero_crossings or self._monitors or self.absorbed_into is not None
                 or len(self.members) != 1 or self.trace_steps or self.hop_log is not None):
             return False
         for s in self._variable_slots:
@@ -575,7 +567,7 @@ class Island:
             self._barrier(t)
         finally:
             self._in_barrier = False
-        nxt = self._fast_slot.io_next
+        nxt = self._next_periodic()
         if self._next_other_barrier() >= nxt and self._on_schedule(nxt):
             self._pending_end = nxt
             self._gen += 1

@@ -1,18 +1,19 @@
 """Rate groups: the islands whose barriers coincide, advanced with one barrier per instant.
 
-An island whose models all run on one periodic schedule (or on messages only) spends most of its
-barriers on that schedule alone. While its timeline *is* the schedule -- nothing (a delivery, a
-timed event, a stop, a barrier a model asks for) falls between two of the schedule's instants --
-it belongs to the schedule's rate group (DESIGN.md, "Islands, hops and the kernel"). The group
-owns its members' wake-ups: one simpy event per instant for every member due then, the members'
-compiled hops propagated together (one call per kind of body, when the owner batches), and each
-member's barrier without the planning a lone island does (no heap of I/O instants, no wake-up of
-its own): after its barrier a member either stays for the schedule's next instant or leaves.
+An island with periodic models (at any rates and phases; variable-rate and message-driven models
+too) spends most of its barriers on those models' instants alone. While its timeline *is* them --
+nothing (a delivery, a timed event, a stop, a barrier a model asks for, a variable-rate step)
+falls before its periodic models' next instant -- it belongs to a rate group, named by its fastest
+schedule (DESIGN.md, "Islands, hops and the kernel"). The group owns its members' wake-ups: one
+simpy event per instant for every member due then, the members' compiled hops propagated together
+(one call per kind of body, when the owner batches, or per fleet form), and each member's barrier
+without the planning a lone island does (no heap of I/O instants, no wake-up of its own): after
+its barrier a member either stays for its periodic models' next instant or leaves.
 
-A member leaves when its timeline departs from the group's: something is due on it before the
-schedule's next instant, a zero-crossing condition is armed, a monitor watches it, it merges
+A member leaves when its timeline departs from its periodic instants: something is due on it
+before the next one, a zero-crossing condition is armed, a monitor watches it, it merges
 (contact), or the run returns (:meth:`Island.settle`). It then plans alone, and joins again at a
-later barrier whose next barrier is the schedule's.
+later barrier whose next barrier is a periodic instant.
 
 Grouping changes no result: a member's barrier is the lone island's, step for step; islands
 exchange messages at least 1 ns apart, so the order in which islands process one instant is free;
