@@ -23,9 +23,8 @@ import numpy as np
 from hopsim.dynamics.rigid_body import STATE_SIZE, rk4_hop_rows
 from hopsim.kernel.fleet import FleetRows
 
-# the vehicle's arrays that live in the fleet's rows (the accumulators are the vehicle's own
-# private state; this fleet form is the vehicle's other form, so it holds them)
-ROW_ATTRIBUTES = ("inertia_C_B", "r_CB_B", "_force_N", "_force_B", "_torque_B")
+# the vehicle's arrays that live in the fleet's rows
+ROW_ATTRIBUTES = ("inertia_C_B", "r_CB_B", "gathered_force_N", "gathered_force_B", "gathered_torque_B")
 
 
 class RigidFleet:
@@ -61,7 +60,7 @@ class RigidFleet:
             mass[row] = m.mass_kg
         a = self.rows.arrays
         rk4_hop_rows(np.array(rows, dtype=np.int64), tuple(steps_s), X, self.Xdot, mass, a["inertia_C_B"],
-                     a["r_CB_B"], a["_force_N"], a["_force_B"], a["_torque_B"])
+                     a["r_CB_B"], a["gathered_force_N"], a["gathered_force_B"], a["gathered_torque_B"])
         Xdot = self.Xdot
         for m, row in zip(models, rows, strict=True):
             m.x[:] = X[row]

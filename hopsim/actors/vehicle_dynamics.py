@@ -68,9 +68,11 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
         self.r_CB_B = np.array(r_CB_B, dtype=float)
         self.x0 = pack_state(r_BN_N, v_BN_N, q_BN, omega_BN_B)
         self.io_schedule = FixedRate(rate_hz)
-        self._force_N = np.zeros(3)
-        self._force_B = np.zeros(3)
-        self._torque_B = np.zeros(3)
+        # the loads the island's force models add in pre_deriv (N inertial, N body, N m body
+        # about the CM), emptied after each derivative sample
+        self.gathered_force_N = np.zeros(3)
+        self.gathered_force_B = np.zeros(3)
+        self.gathered_torque_B = np.zeros(3)
         self.xdot_last = np.zeros(STATE_SIZE)
         self.disturbance_force_N = np.zeros(3)
         self.disturbance_torque_B = np.zeros(3)
@@ -91,30 +93,30 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
             w = self._primary_weld
             self._primary.add_force_B(w.R_PF @ f, self._on_primary(point_B))
             return
-        self._force_B += f
+        self.gathered_force_B += f
         if point_B is not None:
-            self._torque_B += np.cross(np.asarray(point_B, dtype=float) - self.r_CB_B, f)
+            self.gathered_torque_B += np.cross(np.asarray(point_B, dtype=float) - self.r_CB_B, f)
 
     def add_force_N(self, force_N, point_B=None) -> None:
         """A force (N) fixed in inertial directions, applied at ``point_B`` (CM if None)."""
         if self._primary is None and point_B is None:
-            self._force_N += force_N
+            self.gathered_force_N += force_N
             return
         f = np.asarray(force_N, dtype=float)
         if self._primary is not None:
             self._primary.add_force_N(f, self._on_primary(point_B))
             return
-        self._force_N += f
+        self.gathered_force_N += f
         if point_B is not None:
             f_B = quat_to_dcm(self.x[6:10]).T @ f
-            self._torque_B += np.cross(np.asarray(point_B, dtype=float) - self.r_CB_B, f_B)
+            self.gathered_torque_B += np.cross(np.asarray(point_B, dtype=float) - self.r_CB_B, f_B)
 
     def add_torque_B(self, torque_B) -> None:
         """A pure torque (N m) in body components."""
         if self._primary is not None:
             self._primary.add_torque_B(self._primary_weld.R_PF @ np.asarray(torque_B, dtype=float))
             return
-        self._torque_B += np.asarray(torque_B, dtype=float)
+        self.gathered_torque_B += np.asarray(torque_B, dtype=float)
 
     def _on_primary(self, point_B) -> np.ndarray:
         """A point of this (follower) body, in the primary's frame from the primary's origin."""
@@ -135,8 +137,8 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
         or many: the same arithmetic."""
         if len(bodies) == 1:
             b = bodies[0]
-            rk4_hop(b.x, b.xdot, steps_s, b.mass_kg, b.inertia_C_B, b.r_CB_B, b._force_N,
-                     b._force_B, b._torque_B)
+            rk4_hop(b.x, b.xdot, steps_s, b.mass_kg, b.inertia_C_B, b.r_CB_B, b.gathered_force_N,
+                     b.gathered_force_B, b.gathered_torque_B)
             b.xdot_last = b.xdot.copy()
             b._quat_fixed = True          # end_hop, which always follows, skips its fix
             return
@@ -144,9 +146,9 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
         mass = np.array([b.mass_kg for b in bodies])
         inertia = np.array([b.inertia_C_B for b in bodies])
         r_CB = np.array([b.r_CB_B for b in bodies])
-        f_N = np.array([b._force_N for b in bodies])
-        f_B = np.array([b._force_B for b in bodies])
-        tau_B = np.array([b._torque_B for b in bodies])
+        f_N = np.array([b.gathered_force_N for b in bodies])
+        f_B = np.array([b.gathered_force_B for b in bodies])
+        tau_B = np.array([b.gathered_torque_B for b in bodies])
         for h in steps_s:
             X = rk4_step_batch(X, h, mass, inertia, r_CB, f_N, f_B, tau_B, r_CB, 0.0)
         Xdot = derivatives_batch(X, mass, inertia, r_CB, f_N, f_B, tau_B, r_CB, 0.0)
@@ -154,9 +156,9 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
             b.x[:] = x
             b.xdot[:] = xd
             b.xdot_last = xd
-            b._force_N[:] = 0.0
-            b._force_B[:] = 0.0
-            b._torque_B[:] = 0.0
+            b.gathered_force_N[:] = 0.0
+            b.gathered_force_B[:] = 0.0
+            b.gathered_torque_B[:] = 0.0
 
     # ------------------------------------------------------------------ faults
     def on_fault(self, fault, t_ns: int) -> None:
@@ -192,12 +194,12 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
         else:
             mass, inertia, r_CB_B = self.mass_kg, self.inertia_C_B, self.r_CB_B
         xdot = derivative_single(self.x.copy(), mass, inertia, r_CB_B,
-                                 self._force_N, self._force_B, self._torque_B, self.r_CB_B, 0.0)
+                                 self.gathered_force_N, self.gathered_force_B, self.gathered_torque_B, self.r_CB_B, 0.0)
         self.xdot[:] = xdot
         self.xdot_last = xdot
-        self._force_N[:] = 0.0
-        self._force_B[:] = 0.0
-        self._torque_B[:] = 0.0
+        self.gathered_force_N[:] = 0.0
+        self.gathered_force_B[:] = 0.0
+        self.gathered_torque_B[:] = 0.0
         for w in self._welds:
             f = w.follower
             f.xdot_last = welded_follower_derivative(self.x, xdot, w.r_FP_P, w.q_FP)
