@@ -25,7 +25,8 @@ derivative sample (orbital gravity changes within a hop):
   a body that is no cannonball, whose drag depends on its attitude (beside or instead of
   ``cd_area_m2``);
 - solar pressure: a cannonball of ``cr_area_m2`` (C_R A, m^2) with the Earth's cylindrical
-  shadow; 0: none;
+  shadow, or with ``shadow="conical"`` its umbra and penumbra (the fraction of the Sun's disk in
+  view, :func:`hopsim.dynamics.environment.conical_shadow_fraction_xyz`); 0: none;
 - tau_gg: the point-mass gravity-gradient torque (``gravity_gradient``);
 - F_B and tau_B: the sum of the wrenches received on ``wrench0`` ... ``wrench{n-1}`` (body frame,
   torques about the centre of mass), held between messages (which end hops);
@@ -125,7 +126,7 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
                  J_kgm2=0.05, Omega_radps=None, max_torque_Nm=0.2, viscous_Nms=0.0, coulomb_Nm=0.0,
                  coulomb_speed_radps=0.1, friction: str = "coulomb_viscous", static_Nm=None,
                  stribeck_speed_radps=None, bristle_stiffness_Nmprad=None, bristle_damping_Nmsprad=None,
-                 drag_plates=()):
+                 drag_plates=(), shadow: str = "cylindrical"):
         self.inputs = {**{f"wrench{i}": In(Wrench) for i in range(int(n_thrusters))}, "mass": In(MassProperties)}
         G = np.zeros((0, 3)) if axes_B is None else wheel_axes(name, axes_B)
         k = len(G)
@@ -174,9 +175,12 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         self.gravity_gradient = bool(gravity_gradient)
         # the parameters, loads and bearings as the compiled equations take them
         self.drag_plates = plate_records(name, drag_plates)     # PLATE_PARAMS floats per plate
+        if shadow not in ("cylindrical", "conical"):
+            raise ValueError(f"{name}: shadow must be 'cylindrical' or 'conical', got {shadow!r}")
+        self.shadow = shadow
         self.params = parameters(mu, radius, degree, self.epoch_jd, self.cd_area_m2, float(rho0_kgpm3), float(h0_m),
                                  float(scale_height_m), self.cr_area_m2, float(mass_kg), self.gravity_gradient,
-                                 bearings.n_states > 0, self.drag_plates)
+                                 bearings.n_states > 0, self.drag_plates, shadow == "conical")
         self.loads = np.zeros(N_LOADS)
         self.friction_table = bearings.table() if k else np.zeros((0, FRICTION_PARAMS))
         self._work = scratch(degree, k, len(self.x0))   # the compiled equations' work arrays

@@ -73,6 +73,38 @@ def in_cylindrical_shadow_xyz(x, y, z, sx, sy, sz):
     return along < 0.0 and math.sqrt(p0 * p0 + p1 * p1 + p2 * p2) < EARTH_RADIUS
 
 
+SUN_RADIUS = 6.957e8         # m, the IAU 2015 nominal solar radius
+
+
+@compiled
+def conical_shadow_fraction_xyz(x, y, z, sx, sy, sz, sun_radius_m, earth_radius_m):
+    """The fraction of the Sun's disk that a spacecraft at ``(x, y, z)`` sees past a spherical
+    Earth (the Sun at ``(sx, sy, sz)``; m, ECI): 1 in sunlight, 0 in the umbra, the uncovered
+    part of the disk in the penumbra (and 1 - b^2/a^2 where the Earth's disk lies inside the
+    Sun's). Montenbruck and Gill, Satellite Orbits, 3.4.2: the apparent radii a of the Sun and
+    b of the Earth and their centres' separation c; two overlapping disks cover
+    A = a^2 acos(x / a) + b^2 acos((c - x) / b) - c y, x = (c^2 + a^2 - b^2) / (2 c),
+    y = sqrt(a^2 - x^2), and the fraction is 1 - A / (pi a^2)."""
+    r = math.sqrt(x * x + y * y + z * z)
+    d0, d1, d2 = sx - x, sy - y, sz - z
+    d = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    a = math.asin(min(sun_radius_m / d, 1.0))
+    b = math.asin(min(earth_radius_m / r, 1.0))
+    cos_c = -(x * d0 + y * d1 + z * d2) / (r * d)        # the Earth's centre seen at -r
+    c = math.acos(max(-1.0, min(1.0, cos_c)))
+    if c >= a + b:
+        return 1.0
+    if c <= b - a:
+        return 0.0
+    if c <= a - b:
+        return 1.0 - (b * b) / (a * a)
+    u = (c * c + a * a - b * b) / (2.0 * c)
+    v = math.sqrt(max(a * a - u * u, 0.0))
+    covered = (a * a * math.acos(max(-1.0, min(1.0, u / a))) + b * b * math.acos(max(-1.0, min(1.0, (c - u) / b)))
+               - c * v)
+    return 1.0 - covered / (math.pi * a * a)
+
+
 @compiled
 def in_cylindrical_shadow(r, r_sun):
     """Whether a spacecraft at ``r`` is in the Earth's cylindrical shadow (the Sun at ``r_sun``)."""
@@ -221,6 +253,13 @@ def srp_acceleration_xyz(x, y, z, sx, sy, sz, cr_area_over_mass):
     """:func:`srp_acceleration` at ``r = (x, y, z)``, the Sun at ``(sx, sy, sz)``, as a tuple (m/s^2)."""
     if in_cylindrical_shadow_xyz(x, y, z, sx, sy, sz):
         return 0.0, 0.0, 0.0
+    return sunlit_srp_acceleration_xyz(x, y, z, sx, sy, sz, cr_area_over_mass)
+
+
+@compiled
+def sunlit_srp_acceleration_xyz(x, y, z, sx, sy, sz, cr_area_over_mass):
+    """Solar radiation pressure on a cannonball in full sunlight, as a tuple (m/s^2): P (1 AU /
+    d)^2 C_R A / m along the Sun -> spacecraft line (``cr_area_over_mass`` in m^2/kg)."""
     a0, a1, a2 = x - sx, y - sy, z - sz
     d = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
     k = SOLAR_PRESSURE_1AU * (AU_M / d) ** 2 * cr_area_over_mass / d

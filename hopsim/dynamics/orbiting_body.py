@@ -15,7 +15,8 @@ LuGre friction, each wheel's bristle deflection ``z_i`` (13+k:13+2k, rad).
     omega', Omega' = hopsim.dynamics.wheels.wheel_accelerations (without wheels:
                      omega' = I^-1 (tau - omega x I omega)), tau = tau_B + tau_dist + tau_gg + tau_plates
 
-a_drag is the cannonball's (C_D A), F_plates and tau_plates the flat plates' drag and its torque
+a_srp is a cannonball's (C_R A) in the Earth's cylindrical shadow, or its conical shadow with the
+penumbra's partial sunlight; a_drag is the cannonball's (C_D A), F_plates and tau_plates the flat plates' drag and its torque
 about the centre of mass (:func:`hopsim.dynamics.environment.plate_drag_xyz`), both in the same
 exponential atmosphere turning with the Earth.
 
@@ -30,9 +31,10 @@ import math
 import numpy as np
 
 from hopsim.dynamics._jit import compiled
-from hopsim.dynamics.environment import (PLATE_PARAMS, air_relative_velocity_xyz, drag_acceleration_xyz,
-                                         exponential_density, gmst_rad, plate_drag_xyz, srp_acceleration_xyz,
-                                         sun_position_xyz)
+from hopsim.dynamics.environment import (PLATE_PARAMS, SUN_RADIUS, air_relative_velocity_xyz,
+                                         conical_shadow_fraction_xyz, drag_acceleration_xyz, exponential_density,
+                                         gmst_rad, plate_drag_xyz, srp_acceleration_xyz, sun_position_xyz,
+                                         sunlit_srp_acceleration_xyz)
 from hopsim.dynamics.gravity import EARTH_RADIUS, gravity_gradient_xyz, point_mass_xyz
 from hopsim.dynamics.spatial import quat_dcm_entries, quat_normalize
 from hopsim.dynamics.spherical_harmonics import spherical_harmonic_acceleration_xyz
@@ -52,7 +54,8 @@ P_MASS = 9              # mass (kg)
 P_GRAVITY_GRADIENT = 10  # 1: the gravity-gradient torque on, 0: off
 P_LUGRE = 11            # 1: LuGre bearing friction (bristle states), 0: viscous and Coulomb
 P_N_PLATES = 12         # flat drag plates: their records (PLATE_PARAMS floats each) follow the N_PARAMS
-N_PARAMS = 13
+P_CONICAL_SHADOW = 13   # 1: the Earth's shadow a cone with penumbra, 0: a cylinder
+N_PARAMS = 14
 
 # loads held over a hop
 L_FORCE_B = 0           # the thrusters' force (N, B): 0:3
@@ -68,7 +71,7 @@ FRICTION_PARAMS = 7
 
 def parameters(mu: float, radius_m: float, degree: int, epoch_jd: float, cd_area_m2: float, rho0: float,
                h0_m: float, scale_height_m: float, cr_area_m2: float, mass_kg: float, gravity_gradient: bool,
-               lugre: bool, plates=()) -> np.ndarray:
+               lugre: bool, plates=(), conical_shadow: bool = False) -> np.ndarray:
     """The parameter vector of one spacecraft (units as the ``P_*`` constants say), then its flat
     drag plates' records (``plates``: :func:`hopsim.dynamics.environment.plate_records`)."""
     plates = np.asarray(plates, dtype=float).ravel()
@@ -79,6 +82,7 @@ def parameters(mu: float, radius_m: float, degree: int, epoch_jd: float, cd_area
     p[P_CD_AREA], p[P_RHO0], p[P_H0], p[P_SCALE] = cd_area_m2, rho0, h0_m, scale_height_m
     p[P_CR_AREA], p[P_MASS] = cr_area_m2, mass_kg
     p[P_GRAVITY_GRADIENT], p[P_LUGRE] = float(gravity_gradient), float(lugre)
+    p[P_CONICAL_SHADOW] = float(conical_shadow)
     return p
 
 
@@ -155,8 +159,14 @@ def orbiting_derivative(t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_
         az += (R20 * pfx + R21 * pfy + R22 * pfz) / m
     if p[P_CR_AREA] > 0.0:
         sx, sy, sz = sun_position_xyz(p[P_EPOCH_JD] + t_s / 86400.0)
-        px, py, pz = srp_acceleration_xyz(rx, ry, rz, sx, sy, sz, p[P_CR_AREA] / m)
-        ax, ay, az = ax + px, ay + py, az + pz
+        if p[P_CONICAL_SHADOW] == 0.0:
+            px, py, pz = srp_acceleration_xyz(rx, ry, rz, sx, sy, sz, p[P_CR_AREA] / m)
+            ax, ay, az = ax + px, ay + py, az + pz
+        else:
+            lit = conical_shadow_fraction_xyz(rx, ry, rz, sx, sy, sz, SUN_RADIUS, EARTH_RADIUS)
+            if lit > 0.0:
+                px, py, pz = sunlit_srp_acceleration_xyz(rx, ry, rz, sx, sy, sz, lit * p[P_CR_AREA] / m)
+                ax, ay, az = ax + px, ay + py, az + pz
     ax += loads[L_DIST_FORCE_N] / m
     ay += loads[L_DIST_FORCE_N + 1] / m
     az += loads[L_DIST_FORCE_N + 2] / m
