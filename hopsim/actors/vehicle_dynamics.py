@@ -138,7 +138,7 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
         if len(bodies) == 1:
             b = bodies[0]
             rk4_hop(b.x, b.xdot, steps_s, b.mass_kg, b.inertia_C_B, b.r_CB_B, b.gathered_force_N,
-                     b.gathered_force_B, b.gathered_torque_B)
+                    b.gathered_force_B, b.gathered_torque_B)
             b.xdot_last = b.xdot.copy()
             b._quat_fixed = True          # end_hop, which always follows, skips its fix
             return
