@@ -75,8 +75,7 @@ def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: boo
                       steps)
             fleets.counted()
             for isl in members:
-                isl.advance_rate_states(t0, steps)
-                isl.finish_hop(t0, t1, end_hops=False)
+                isl.finish_hop(t0, t1, steps, end_hops=False)
                 isl.stats["fleet_hops"] += 1
             continue
         if len(members) < 2 or not batch:
@@ -85,8 +84,7 @@ def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: boo
             isl.gather_loads(t0, t1)
         cls.propagate_hop([isl._hop_body.model for isl in members], steps, t0 / NS_PER_S)
         for isl in members:
-            isl.advance_rate_states(t0, steps)
-            isl.finish_hop(t0, t1)
+            isl.finish_hop(t0, t1, steps)
 
 
 class Island:
@@ -147,6 +145,7 @@ class Island:
         # I/O heap is not kept meanwhile: it is rebuilt when needed again)
         self._io_slots: list[Slot] = []          # periodic and variable-rate models, in call order
         self._variable_slots: list[Slot] = []
+        self._periodic_slots: list[Slot] = []
         self.rate_key: tuple | None = None
         self.group = None
         self._io_heap_stale = False
@@ -234,7 +233,7 @@ class Island:
         """The model that propagates this island's states with its own compiled RK4 hop step, if
         the island qualifies: the integrator is RK4, one model defines ``propagate_hop``, every
         other model with states has a derivative constant over a hop (the island advances those
-        itself, :meth:`advance_rate_states`), and every other continuous model holds its loads
+        itself, :meth:`_advance_rate_states`), and every other continuous model holds its loads
         constant over a hop."""
         self._rate_slots: list[Slot] = []
         if getattr(self.integrator, "name", None) != "rk4" or self.end_of_step_derivative:
@@ -305,23 +304,23 @@ class Island:
 
     def gather_loads(self, t0: int, t1: int) -> None:
         """start_hop, then the hop's (constant) loads into the body: every pre_deriv once."""
-        for s in self._start_hop:
-            s.call("start_hop", t0, t1)
-        t_s = t0 / NS_PER_S
-        for f in self._pre:
-            f(t_s)
+        self._gather(self._start_hop, self._pre, t0, t1)
 
     def gather_fleet_loads(self, t0: int, t1: int) -> None:
         """Before a fleet form's hop, what it does not do itself: start_hop of the models whose
-        states the island advances itself, or, for a fleet form that latches nothing, every
-        start_hop and then every pre_deriv once (as :meth:`gather_loads`)."""
-        for s in self._fleet_starts:
+        states the island advances itself, or, for a fleet form that latches nothing, all that
+        :meth:`gather_loads` does."""
+        self._gather(self._fleet_starts, self._fleet_pre, t0, t1)
+
+    @staticmethod
+    def _gather(starts: list[Slot], pres: list, t0: int, t1: int) -> None:
+        for s in starts:
             s.call("start_hop", t0, t1)
         t_s = t0 / NS_PER_S
-        for f in self._fleet_pre:
+        for f in pres:
             f(t_s)
 
-    def advance_rate_states(self, t0: int, steps_s) -> None:
+    def _advance_rate_states(self, t0: int, steps_s) -> None:
         """Beside the hop body's compiled step: the states whose derivative is constant over the
         hop (loads latched), by the RK4 step's own sums, x + h/6 (k + 2k + 2k + k) per sub-step
         of ``steps_s`` (s), so that this path gives what the kernel's RK4 over post_deriv gives."""
@@ -336,8 +335,10 @@ class Island:
                     x[i] = x[i] + (h / 6.0) * sum_k
             m.x[:] = x
 
-    def finish_hop(self, t0: int, t1: int, end_hops: bool = True) -> None:
-        """The hop to t1 is propagated: end_hop (unless a fleet form ran it), count it."""
+    def finish_hop(self, t0: int, t1: int, steps_s, end_hops: bool = True) -> None:
+        """The hop body's compiled step to t1 over ``steps_s`` (s) is done: the island's other
+        states (:meth:`_advance_rate_states`), end_hop (unless a fleet form ran it), count it."""
+        self._advance_rate_states(t0, steps_s)
         if end_hops:
             for s in self._end_hop:
                 s.call("end_hop", t0, t1)
@@ -633,8 +634,7 @@ class Island:
         if plan is not None:
             self.gather_loads(t0, t1)
             plan[0].propagate_hop([self._hop_body.model], plan[1], t0 / NS_PER_S)
-            self.advance_rate_states(t0, plan[1])
-            self.finish_hop(t0, t1)
+            self.finish_hop(t0, t1, plan[1])
             return
         for s in self._start_hop:
             s.call("start_hop", t0, t1)

@@ -260,7 +260,7 @@ class ContinuousModel(Model):
     # True when post_deriv writes a derivative that neither the time nor any state changes within
     # a hop (a tank's draw, latched by start_hop from its flow messages): beside a model with its
     # own compiled hop step, the island then advances these states itself, by the same RK4 sums
-    # (see ``Island.advance_rate_states``)
+    # (see ``Island.finish_hop``)
     state_rate_constant_over_hop: ClassVar[bool] = False
     # a continuous model that owns the island's states may define
     #   propagate_hop(models, steps_s, t0_s) (staticmethod): propagate many such models, loads
