@@ -10,27 +10,36 @@ from hopsim.scenarios import run_scenario
 
 
 def test_the_scene_shows_the_recorded_poses_and_leaves_the_stream_alone(tmp_path):
+    """Transforms at every instant equal to the vehicles' truth states (not their estimates, which
+    are VehicleStates too), bodies, and trails whose latest history and tip before any instant hold
+    every trail point up to it, as a player that seeks there shows them."""
+    from hopsim.bus.scene import TRAIL_EVERY_NS
+
     path = tmp_path / "lf.mcap"
     recorded = run_scenario("leader_follower", duration_s=25.0, out=path)
     in_memory = run_scenario("leader_follower", duration_s=25.0, keep_stream=True)
     assert recorded.stream_sha256 == in_memory.stream_sha256
     assert read_metadata(path)["hopsim.result"]["message_count"] == str(len(in_memory.recorder.envelopes))
 
-    states, transforms, scenes, derived_schemas = {}, {}, [], set()
+    states, estimates, transforms, scenes, derived = {}, {}, {}, [], set()
     with open(path, "rb") as f:
         # decoded with the schemas stored in the file, as Foxglove decodes them
         for schema, channel, message, msg in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages():
             if channel.metadata.get("derived") == "foxglove":
-                derived_schemas.add(schema.name)
+                derived.add((channel.topic, schema.name))
                 if schema.name == "foxglove.FrameTransforms":
                     assert message.log_time not in transforms          # one per instant
                     transforms[message.log_time] = msg
                 else:
-                    scenes.append(msg)
-            elif schema.name == "hopsim.VehicleState":
+                    scenes.append((message.log_time, channel.topic, msg))
+            elif channel.topic.endswith("/state"):
                 states.setdefault(message.log_time, {})[msg.vehicle] = msg
-    assert derived_schemas == {"foxglove.FrameTransforms", "foxglove.SceneUpdate"}
+            elif channel.topic.endswith("/estimate"):
+                estimates.setdefault(message.log_time, {})[msg.vehicle] = msg
+    assert derived == {("viz/transforms", "foxglove.FrameTransforms"), ("viz/scene", "foxglove.SceneUpdate"),
+                       ("viz/trails", "foxglove.SceneUpdate")}
     assert sorted(transforms) == sorted(states) and len(states) > 100
+    differs = 0
     for t_ns, by_vehicle in states.items():
         tfs = {tf.child_frame_id: tf for tf in transforms[t_ns].transforms}
         assert sorted(tfs) == sorted(by_vehicle)
@@ -41,14 +50,35 @@ def test_the_scene_shows_the_recorded_poses_and_leaves_the_stream_alone(tmp_path
             assert [tf.translation.x, tf.translation.y, tf.translation.z] == [s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z]
             assert [tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w] == [s.q_BN.x, s.q_BN.y, s.q_BN.z,
                                                                                     s.q_BN.w]
-    bodies = {e.id: e for u in scenes for e in u.entities if e.id.startswith("body/")}
+            e = estimates.get(t_ns, {}).get(name)
+            differs += e is not None and e.r_BN_N.x != s.r_BN_N.x
+    assert differs > 50             # the estimates published at the same instants are not what is drawn
+    bodies = {e.id: e for _, _, u in scenes for e in u.entities if e.id.startswith("body/")}
     assert sorted(bodies) == ["body/sph1", "body/sph2"]
     assert all(b.frame_locked and b.frame_id == b.id[5:] and len(b.cubes) == 1 for b in bodies.values())
-    trails = [e for u in scenes for e in u.entities if e.id == "trail/sph1"]
-    assert len(trails) >= 20                                      # re-sent every simulated second
-    last = np.array([[p.x, p.y, p.z] for p in trails[-1].lines[0].points])
-    first_r = states[min(states)]["sph1"].r_BN_N
-    assert last[0].tolist() == [first_r.x, first_r.y, first_r.z] and len(last) > 20
+
+    # the trail points: the first truth state, then each at least half a tip period after the last taken
+    taken, last = [], None
+    for t_ns in sorted(states):
+        if last is None or t_ns - last >= TRAIL_EVERY_NS // 2:
+            r = states[t_ns]["sph1"].r_BN_N
+            taken.append((t_ns, [r.x, r.y, r.z]))
+            last = t_ns
+    sends = {}
+    for t_ns, topic, u in scenes:
+        for e in u.entities:
+            if e.id in ("trail/sph1", "trail_tip/sph1"):
+                assert e.frame_id == "world" and topic == ("viz/trails" if e.id == "trail/sph1" else "viz/scene")
+                sends.setdefault(e.id, []).append((t_ns, [[p.x, p.y, p.z] for p in e.lines[0].points]))
+    assert len(sends["trail/sph1"]) == 3 and len(sends["trail_tip/sph1"]) == 26   # every 10 s, every 1 s
+    t0 = min(states)                                # log times: the scenario's epoch + simulation time
+    for seek_ns in range(t0, t0 + 25 * 10**9 + 1, 10**9 // 4):
+        history = [pts for t, pts in sends["trail/sph1"] if t <= seek_ns][-1]
+        tip = [pts for t, pts in sends["trail_tip/sph1"] if t <= seek_ns][-1]
+        assert tip[0] == history[-1]
+        shown = history + tip[1:]
+        sent_by = max(t for t, _ in sends["trail_tip/sph1"] if t <= seek_ns)
+        assert shown == [r for t, r in taken if t <= sent_by], seek_ns
 
 
 def test_log_times_are_the_epoch_plus_simulation_time(tmp_path):
@@ -114,7 +144,7 @@ def test_a_chiefs_hill_frame_and_the_relative_trails_in_it():
             state = VehicleState(vehicle=name, t_ns=t_ns, r_BN_N=Vector3(x=r[0], y=r[1], z=r[2]),
                                  v_BN_N=Vector3(x=v[0], y=v[1], z=v[2]))
             state.q_BN.w = 1.0
-            for topic, _, msg in scene.observe(t_ns, "hopsim.VehicleState", state):
+            for topic, _, msg in scene.observe(t_ns, "hopsim.VehicleState", state, name):
                 (transforms if topic == "viz/transforms" else trails).append(msg)
     for topic, _, msg in scene.flush():
         (transforms if topic == "viz/transforms" else trails).append(msg)

@@ -425,10 +425,10 @@ class McapRecorder:
         others). The first envelope of an instant completes the scene's instant before, whose
         messages are written then."""
         observe = self._scene.observe
-        self._write_derived(observe(first.t_ns, first.type_name, first.payload))
+        self._write_derived(observe(first.t_ns, first.type_name, first.payload, first.source))
         for env in states:
             if env is not first:
-                self._write_derived(observe(env.t_ns, _STATE_TYPE, env.payload))
+                self._write_derived(observe(env.t_ns, _STATE_TYPE, env.payload, env.source))
 
     def record_derived(self, topic: str, t_ns: int, msg, kind: str) -> None:
         """A message about the run that is not part of its stream (``kind`` names what derived it,

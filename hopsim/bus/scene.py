@@ -1,19 +1,27 @@
 """What Foxglove's 3-D panel shows of a recording: the vehicles' poses and bodies, derived from the
 recorded vehicle states.
 
-For every instant at which vehicles publish their state (``hopsim.VehicleState``), the recorder
+For every instant at which vehicles publish their state (``hopsim.VehicleState`` published by the
+vehicle itself, i.e. its dynamics: the envelope's source is the state's ``vehicle``; estimates,
+measurements and radio copies of a state, published by other models, are not drawn), the recorder
 writes one ``foxglove.FrameTransforms`` on ``viz/transforms``: a transform per vehicle from the
 ``world`` frame (the inertial frame N) to a frame named after the vehicle (its body frame B,
 translation ``r_BN_N`` in m, rotation ``q_BN``). On ``viz/scene`` a ``foxglove.SceneUpdate`` adds
-each vehicle's body (a cube locked to its frame, labelled with its name) when it first appears, and
-its trail in the world frame (positions at least ``TRAIL_EVERY_NS`` apart, the last ``TRAIL_POINTS``
-of them), re-sent every ``TRAIL_EVERY_NS`` for formations up to ``TRAIL_VEHICLES`` vehicles.
+each vehicle's body (a cube locked to its frame, labelled with its name) when it first appears.
+
+Trails, for formations up to ``TRAIL_VEHICLES`` vehicles: each vehicle's positions in the world
+frame, at least half of ``TRAIL_EVERY_NS`` apart. Its history, the last ``TRAIL_POINTS`` of
+them (entity ``trail/<vehicle>``), goes on ``viz/trails`` every ``TRAIL_HISTORY_EVERY_NS``; its
+tip, the points since (``trail_tip/<vehicle>``, starting at the history's last point), on
+``viz/scene`` every ``TRAIL_EVERY_NS``. A trail so costs a few points per simulated second
+whatever its length, and a player that shows each topic's latest message before the time it
+seeks to (Foxglove's) still shows every trail whole: that history and that tip.
 
 For a formation in orbit whose scenario names a chief (``sim.scene["hill_chief"]``), the
 transforms also hold the chief's Hill frame ``hill/<chief>`` (LVLH: x radial, y along-track, z
-orbit normal, from the chief's recorded position and velocity), and ``viz/scene`` the other
-vehicles' trails in it (``hill_trail/<vehicle>``: positions relative to the chief, in H, the
-last ``HILL_TRAIL_POINTS``): choose ``hill/<chief>`` as the 3-D panel's display frame to see the
+orbit normal, from the chief's recorded position and velocity), and the other vehicles' trails
+in it, as history and tip (``hill_trail/<vehicle>``, ``hill_trail_tip/<vehicle>``: positions
+relative to the chief, in H, the last ``HILL_TRAIL_POINTS`` and those since): choose ``hill/<chief>`` as the 3-D panel's display frame to see the
 relative orbits as they are flown.
 
 These channels are derived from the stream: they carry the channel metadata ``derived=foxglove``,
@@ -33,10 +41,11 @@ from foxglove_schemas_protobuf.SceneUpdate_pb2 import SceneUpdate
 from hopsim.schemas import VehicleState
 
 DERIVED = "derived"                   # channel metadata key of channels that are not the stream
-TRANSFORMS_TOPIC, SCENE_TOPIC = "viz/transforms", "viz/scene"
+TRANSFORMS_TOPIC, SCENE_TOPIC, TRAILS_TOPIC = "viz/transforms", "viz/scene", "viz/trails"
 WORLD = "world"
 BODY_SIZE_M = 0.2                     # the drawn body: a cube of this edge (m)
-TRAIL_EVERY_NS = 1_000_000_000
+TRAIL_EVERY_NS = 1_000_000_000            # the tips are sent this often
+TRAIL_HISTORY_EVERY_NS = 10_000_000_000   # the histories this often
 TRAIL_POINTS = 300
 TRAIL_VEHICLES = 100
 HILL_TRAIL_POINTS = 1000
@@ -114,13 +123,14 @@ class FoxgloveScene:
         self._t_ns: int | None = None
         self._poses: dict[str, VehicleState] = {}
         self._known: set[str] = set()
-        self._trails: dict[str, LinePrimitive] = {}       # each vehicle's trail (frame N), kept as sent
+        self._trails = _Trails(TRAIL_POINTS)              # each vehicle's trail (frame N)
         self._trail_t: dict[str, int] = {}
-        self._trails_sent_ns = -TRAIL_EVERY_NS
+        self._tips_sent_ns = -TRAIL_EVERY_NS
+        self._histories_sent_ns = -TRAIL_HISTORY_EVERY_NS
         self._volume: tuple | None = None      # the test volume's corners (m, frame N), drawn once
         self._bodies: dict[str, dict] = {}     # vehicles with a known shape (radius, port)
         self._chief: str | None = None          # the vehicle whose Hill frame is drawn
-        self._hill_trails: dict[str, LinePrimitive] = {}  # relative to the chief, in its Hill frame
+        self._hill_trails = _Trails(HILL_TRAIL_POINTS)    # relative to the chief, in its Hill frame
         self._hill_trail_t: dict[str, int] = {}
 
     def set_bodies(self, bodies: dict) -> None:
@@ -136,11 +146,11 @@ class FoxgloveScene:
         """Draw the test volume's walls: an axis-aligned box from ``lo`` to ``hi`` (m, frame N)."""
         self._volume = (tuple(map(float, lo)), tuple(map(float, hi)))
 
-    def observe(self, t_ns: int, type_name: str, payload) -> list[tuple[str, int, object]]:
-        """Take one envelope of the stream (in stream order); the (topic, t_ns, message) to write
-        for the instants it completes."""
+    def observe(self, t_ns: int, type_name: str, payload, source: str) -> list[tuple[str, int, object]]:
+        """Take one envelope of the stream (in stream order; ``source``: its publisher); the
+        (topic, t_ns, message) to write for the instants it completes."""
         out = self.flush() if self._t_ns is not None and t_ns != self._t_ns else []
-        if type_name == "hopsim.VehicleState" and payload.vehicle:
+        if type_name == "hopsim.VehicleState" and payload.vehicle and payload.vehicle == source:
             self._t_ns = t_ns
             self._poses[payload.vehicle] = payload
         return out
@@ -180,15 +190,36 @@ class FoxgloveScene:
             self._extend_hill_trails(poses, chief, C_HN, t_ns)
         if len(self._known) <= TRAIL_VEHICLES:
             self._extend_trails(poses, t_ns)
-            if t_ns - self._trails_sent_ns >= TRAIL_EVERY_NS:
-                self._trails_sent_ns = t_ns
-                update = SceneUpdate()
-                for name in sorted(self._trails):
-                    self._trail(update.entities.add(), name, self._epoch_ns + t_ns)
-                for name in sorted(self._hill_trails):
-                    self._trail(update.entities.add(), name, self._epoch_ns + t_ns, hill=True)
-                out.append((SCENE_TOPIC, t_ns, update))
+            out += self._send_trails(t_ns)
         return out
+
+    def _send_trails(self, t_ns: int) -> list[tuple[str, int, object]]:
+        """The trails' histories (every TRAIL_HISTORY_EVERY_NS) and tips (every TRAIL_EVERY_NS) due at t_ns."""
+        out = []
+        stamp = self._epoch_ns + t_ns
+        if t_ns - self._histories_sent_ns >= TRAIL_HISTORY_EVERY_NS:
+            self._histories_sent_ns = t_ns
+            update = SceneUpdate()
+            for trails, frame, kind in self._trail_kinds():
+                for name in trails.names():
+                    self._trail(update.entities.add(), frame, f"{kind}/{name}", trails.history(name), stamp)
+                trails.history_sent()
+            out.append((TRAILS_TOPIC, t_ns, update))
+        if t_ns - self._tips_sent_ns >= TRAIL_EVERY_NS:
+            self._tips_sent_ns = t_ns
+            update = SceneUpdate()
+            for trails, frame, kind in self._trail_kinds():
+                for name in trails.names():
+                    self._trail(update.entities.add(), frame, f"{kind}_tip/{name}", trails.tip(name), stamp)
+            out.append((SCENE_TOPIC, t_ns, update))
+        return out
+
+    def _trail_kinds(self):
+        """(trails, their frame, their entities' id prefix): the world frame's, then the Hill frame's."""
+        kinds = [(self._trails, WORLD, "trail")]
+        if self._chief is not None:
+            kinds.append((self._hill_trails, hill_frame_name(self._chief), "hill_trail"))
+        return kinds
 
     def _hill_transform(self, tf, chief: VehicleState, t_ns: int) -> list[list[float]]:
         """The chief's Hill frame H in the world frame (translation: the chief's position; rotation
@@ -211,13 +242,13 @@ class FoxgloveScene:
             self._hill_trail_t[name] = t_ns
             d = (s.r_BN_N.x - c.x, s.r_BN_N.y - c.y, s.r_BN_N.z - c.z)
             x, y, z = (row[0] * d[0] + row[1] * d[1] + row[2] * d[2] for row in C_HN)
-            _append(self._hill_trails, name, x, y, z, HILL_TRAIL_POINTS)
+            self._hill_trails.append(name, x, y, z)
 
     def _extend_trails(self, poses: dict[str, VehicleState], t_ns: int) -> None:
         for name, s in poses.items():
             if t_ns - self._trail_t.get(name, -TRAIL_EVERY_NS) >= TRAIL_EVERY_NS // 2:
                 self._trail_t[name] = t_ns
-                _append(self._trails, name, s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z, TRAIL_POINTS)
+                self._trails.append(name, s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z)
 
     @staticmethod
     def _body(entity: SceneEntity, name: str, t_ns: int, shape: dict | None = None) -> None:
@@ -262,28 +293,59 @@ class FoxgloveScene:
                 if sum(p != q for p, q in zip(a, b)) == 1:        # corners one edge apart
                     line.points.extend([Point3(x=a[0], y=a[1], z=a[2]), Point3(x=b[0], y=b[1], z=b[2])])
 
-    def _trail(self, entity: SceneEntity, name: str, t_ns: int, hill: bool = False) -> None:
-        """A vehicle's trail: in the world frame, or relative to the chief in its Hill frame."""
+    @staticmethod
+    def _trail(entity: SceneEntity, frame: str, entity_id: str, line: LinePrimitive, t_ns: int) -> None:
+        """A trail's history or tip: ``line`` in ``frame``."""
         _stamp(entity, t_ns)
-        if hill:
-            entity.frame_id, entity.id = hill_frame_name(self._chief), f"hill_trail/{name}"
-        else:
-            entity.frame_id, entity.id = WORLD, f"trail/{name}"
-        entity.lines.add().CopyFrom(self._hill_trails[name] if hill else self._trails[name])
+        entity.frame_id, entity.id = frame, entity_id
+        entity.lines.add().CopyFrom(line)
 
 
-def _append(trails: dict[str, LinePrimitive], name: str, x: float, y: float, z: float, keep: int) -> None:
-    """Add a point (m) to ``name``'s trail, keeping its last ``keep`` points (the line is kept
-    between the updates that send it, so that a second's new points are all that is built)."""
-    line = trails.get(name)
-    if line is None:
-        line = trails[name] = LinePrimitive(type=LinePrimitive.LINE_STRIP, thickness=2.0, scale_invariant=True,
-                                            color=Color(r=0.3, g=0.7, b=1.0, a=0.8))
-        line.pose.orientation.w = 1.0
-    line.points.add(x=x, y=y, z=z)
-    if len(line.points) > keep:
-        del line.points[:len(line.points) - keep]
+class _Trails:
+    """Vehicles' trails, each kept as the two lines the scene sends: its history (the last ``keep``
+    points) and its tip (the points since the history was last sent, after that history's last
+    point), so that a point costs its own bytes and no more, however long the trail."""
+
+    def __init__(self, keep: int):
+        self._keep = keep
+        self._history: dict[str, LinePrimitive] = {}
+        self._tip: dict[str, LinePrimitive] = {}
+
+    def names(self) -> list[str]:
+        return sorted(self._history)
+
+    def append(self, name: str, x: float, y: float, z: float) -> None:
+        """Add a point (m) to ``name``'s trail."""
+        history = self._history.get(name)
+        if history is None:
+            history = self._history[name] = _line()
+            self._tip[name] = _line()
+        history.points.add(x=x, y=y, z=z)
+        if len(history.points) > self._keep:
+            del history.points[:len(history.points) - self._keep]
+        self._tip[name].points.add(x=x, y=y, z=z)
+
+    def history(self, name: str) -> LinePrimitive:
+        return self._history[name]
+
+    def tip(self, name: str) -> LinePrimitive:
+        return self._tip[name]
+
+    def history_sent(self) -> None:
+        """The histories went out: each tip starts again at its history's last point."""
+        for name, history in self._history.items():
+            tip = self._tip[name] = _line()
+            if history.points:
+                tip.points.append(history.points[-1])
+
+
+def _line() -> LinePrimitive:
+    """An empty trail line (a line strip in the trail's colour)."""
+    line = LinePrimitive(type=LinePrimitive.LINE_STRIP, thickness=2.0, scale_invariant=True,
+                         color=Color(r=0.3, g=0.7, b=1.0, a=0.8))
+    line.pose.orientation.w = 1.0
+    return line
 
 
 __all__ = ["FoxgloveScene", "is_derived", "hill_frame_name", "hill_rotation", "DERIVED", "TRANSFORMS_TOPIC",
-           "SCENE_TOPIC"]
+           "SCENE_TOPIC", "TRAILS_TOPIC"]
