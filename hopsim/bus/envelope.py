@@ -5,13 +5,34 @@ recording it is serialized (deterministically, so equal messages give equal byte
 """
 from __future__ import annotations
 
+from functools import partial
 from operator import attrgetter
-from typing import Any
+from typing import Any, Callable
 
 from hopsim.schemas import Envelope as EnvelopeProto
 
 # an envelope's place in the bus's total order: (time, priority, source, sequence)
 ORDER_KEY = attrgetter("t_ns", "priority", "source", "seq")
+
+
+def _has_maps_or_extensions(descriptor, seen: set | None = None) -> bool:
+    """Whether messages of this type (or any message type within it) can hold map entries or
+    extensions: the only fields whose serialized order ``deterministic=True`` fixes."""
+    seen = set() if seen is None else seen
+    if descriptor.full_name in seen:
+        return False
+    seen.add(descriptor.full_name)
+    if descriptor.GetOptions().map_entry or descriptor.extension_ranges:
+        return True
+    return any(_has_maps_or_extensions(f.message_type, seen) for f in descriptor.fields if f.message_type is not None)
+
+
+def deterministic_serializer(message_type) -> Callable[[object], bytes]:
+    """``SerializeToString(deterministic=True)`` for messages of ``message_type``: the plain call
+    where the keyword changes no byte (parsing it costs about as much as serializing a small message)."""
+    if _has_maps_or_extensions(message_type.DESCRIPTOR):
+        return partial(message_type.SerializeToString, deterministic=True)
+    return message_type.SerializeToString
 
 
 class Envelope:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from functools import partial
+from functools import lru_cache
 from itertools import chain
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, NamedTuple
@@ -26,7 +26,8 @@ from mcap.well_known import MessageEncoding
 from mcap.writer import CompressionType, Writer as McapWriter
 from mcap_protobuf.schema import register_schema
 
-from hopsim.bus.envelope import ORDER_KEY, Envelope
+from hopsim.bus.envelope import ORDER_KEY, Envelope, deterministic_serializer
+from hopsim.bus.packed import EncodedEnvelope
 from hopsim.bus.scene import DERIVED, FoxgloveScene, is_derived
 from hopsim.bus.topics import KERNEL_SOURCE, is_kernel_source
 from hopsim.schemas import Envelope as EnvelopeProto, VehicleState
@@ -120,44 +121,38 @@ def _digest_head(source: str, topic: str, type_name: str) -> tuple[struct.Struct
     return struct.Struct(f"<qqiQ{len(names)}sI"), names
 
 
-def _has_maps_or_extensions(descriptor, seen: set | None = None) -> bool:
-    """Whether messages of this type (or any message type within it) can hold map entries or
-    extensions: the only fields whose serialized order ``deterministic=True`` fixes."""
-    seen = set() if seen is None else seen
-    if descriptor.full_name in seen:
-        return False
-    seen.add(descriptor.full_name)
-    if descriptor.GetOptions().map_entry or descriptor.extension_ranges:
-        return True
-    return any(_has_maps_or_extensions(f.message_type, seen) for f in descriptor.fields if f.message_type is not None)
-
-
-def deterministic_serializer(message_type) -> Callable[[object], bytes]:
-    """``SerializeToString(deterministic=True)`` for messages of ``message_type``: the plain call
-    where the keyword changes no byte (parsing it costs about as much as serializing a small message)."""
-    if _has_maps_or_extensions(message_type.DESCRIPTOR):
-        return partial(message_type.SerializeToString, deterministic=True)
-    return message_type.SerializeToString
-
-
 class _Route(NamedTuple):
     """What writing an envelope of one (topic, source, payload type) takes, worked out once."""
     channel_id: int
     digest_head: struct.Struct          # see _digest_head
     digest_names: bytes
     is_state: bool                      # a vehicle state: the scene reads it
-    serialize: Callable[[object], bytes]
+    serialize: Callable[[object], bytes]   # the payload's bytes (an EncodedEnvelope's are its payload)
+    message_type: type                  # the payload's generated class
+
+
+def _as_is(data: bytes) -> bytes:
+    """The bytes of a payload that travelled serialized (:class:`EncodedEnvelope`)."""
+    return data
 
 
 class _MessageIndex(MessageIndex):
-    """An MCAP message index written with one pack for its entries (the same bytes)."""
+    """An MCAP message index written as one record in one pack (the same bytes as mcap's)."""
 
     def write(self, stream):
-        stream.start_record(Opcode.MESSAGE_INDEX)
-        stream.write2(self.channel_id)
-        stream.write4(len(self.records) * 16)
-        stream.write(struct.pack(f"<{2 * len(self.records)}Q", *chain.from_iterable(self.records)))
-        stream.finish_record()
+        n = len(self.records)
+        stream.write(_message_index_record(n).pack(_MESSAGE_INDEX_OPCODE, 6 + 16 * n, self.channel_id, 16 * n,
+                                                   *chain.from_iterable(self.records)))
+
+
+_MESSAGE_INDEX_OPCODE = int(Opcode.MESSAGE_INDEX)
+
+
+@lru_cache(maxsize=64)
+def _message_index_record(n: int) -> struct.Struct:
+    """A message index record of ``n`` entries: opcode, length of what follows, channel id, the
+    entries' length in bytes, then (log time, offset) per entry."""
+    return struct.Struct(f"<BQHI{2 * n}Q")
 
 
 # an MCAP message record: opcode, length of what follows, channel id, sequence, log time, publish
@@ -310,21 +305,23 @@ class McapRecorder:
             self._add_route(env, queue)
         self._buffer.add(env)
 
-    def _add_route(self, env: Envelope, queue: bool) -> None:
-        """The route of ``env``'s (topic, source, payload type); its channel is registered (written
-        to the file) when it is the first of its channel."""
+    def _add_route(self, env: Envelope | EncodedEnvelope, queue: bool) -> None:
+        """The route of ``env``'s (topic, source, payload type: ``bytes`` for an
+        :class:`EncodedEnvelope`); its channel is registered (written to the file) when it is the
+        first of its channel."""
+        encoded = isinstance(env, EncodedEnvelope)
+        message_type = env.message_type() if encoded else type(env.payload)
         key = _channel_key(env)
         if key not in self._channels:
             metadata = {"source": key[1], "latency_ns": str(env.deliver_ns - env.t_ns), "priority": str(env.priority),
                         "kind": "queue" if queue else "signal"}
             if key[1] == KERNEL_SOURCE:          # one channel per kind of kernel event, for every island
                 metadata[SOURCE_FROM] = SOURCE_FROM_ISLAND
-            self._channels[key] = self._register_channel(env.topic, type(env.payload), metadata)
-        message_type = type(env.payload)
+            self._channels[key] = self._register_channel(env.topic, message_type, metadata)
         type_name = message_type.DESCRIPTOR.full_name
-        self._routes[env.topic, env.source, message_type] = _Route(
+        self._routes[env.topic, env.source, type(env.payload)] = _Route(
             self._channels[key], *_digest_head(env.source, env.topic, type_name), type_name == _STATE_TYPE,
-            deterministic_serializer(message_type))
+            _as_is if encoded else deterministic_serializer(message_type), message_type)
 
     def _register_channel(self, topic: str, message_type, metadata: dict[str, str]) -> int:
         """A channel of ``message_type`` messages (its schema registered once), its metadata
@@ -405,7 +402,7 @@ class McapRecorder:
         hashed, messages, states = [], [], []
         for env in envelopes:
             payload = env.payload
-            channel_id, digest_head, digest_names, is_state, serialize = routes[env.topic, env.source, type(payload)]
+            channel_id, digest_head, digest_names, is_state, serialize, _ = routes[env.topic, env.source, type(payload)]
             data = serialize(payload)
             hashed += (digest_head.pack(t_ns, env.deliver_ns, env.priority, env.seq, digest_names, len(data)), data)
             messages.append((channel_id, env.seq, data))
@@ -418,17 +415,19 @@ class McapRecorder:
         self._writer.add_messages(t, messages)
         if self.tap is not None:
             for env, (_, _, data) in zip(envelopes, messages):
-                self.tap(env.topic, type(env.payload), t, data)
+                self.tap(env.topic, routes[env.topic, env.source, type(env.payload)].message_type, t, data)
 
     def _observe_scene(self, first: Envelope, states: list[Envelope]) -> None:
-        """Show the scene an instant: its first envelope and its vehicle states (the scene skips the
-        others). The first envelope of an instant completes the scene's instant before, whose
-        messages are written then."""
+        """Show the scene an instant: its vehicle states (the scene skips the others). The
+        instant's first envelope completes the scene's instant before, whose messages are written then."""
         observe = self._scene.observe
-        self._write_derived(observe(first.t_ns, first.type_name, first.payload, first.source))
+        if not states or states[0] is not first:
+            self._write_derived(observe(first.t_ns, "", None, first.source))
         for env in states:
-            if env is not first:
-                self._write_derived(observe(env.t_ns, _STATE_TYPE, env.payload, env.source))
+            state = env.payload
+            if isinstance(state, bytes):            # it travelled serialized (EncodedEnvelope)
+                state = VehicleState.FromString(state)
+            self._write_derived(observe(env.t_ns, _STATE_TYPE, state, env.source))
 
     def record_derived(self, topic: str, t_ns: int, msg, kind: str) -> None:
         """A message about the run that is not part of its stream (``kind`` names what derived it,
@@ -481,8 +480,8 @@ class MemoryRecorder:
         self._buffer = StreamBuffer(self._keep)
         self._committed = (0, self.digest.copy())
 
-    def record(self, env: Envelope, latency_ns: int = 0, queue: bool = False) -> None:
-        self._buffer.add(env)
+    def record(self, env: Envelope | EncodedEnvelope, latency_ns: int = 0, queue: bool = False) -> None:
+        self._buffer.add(env.decoded() if isinstance(env, EncodedEnvelope) else env)
 
     def flush(self) -> None:
         self._buffer.flush()

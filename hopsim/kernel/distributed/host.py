@@ -26,6 +26,7 @@ from typing import Any
 import cloudpickle
 import simpy
 
+from hopsim.bus.packed import EnvelopeBlock
 from hopsim.bus.router import deliver_to_subscribers
 from hopsim.kernel.errors import ActorKilled
 from hopsim.kernel.fleet import Fleets
@@ -225,7 +226,7 @@ class IslandHost:
 
         - for the other hosts: ("ok", crossing messages, the instant an e_stop ended the window or
           None), or a ``killed`` tuple;
-        - for the driver: (envelopes, crossing messages, forgotten events, the stop's instant or
+        - for the driver: (the envelopes to record, as an :class:`EnvelopeBlock`, crossing messages, forgotten events, the stop's instant or
           None, the next pending instant or None, envelopes published, CPU seconds this host
           spent, the last instant it processed), or the same ``killed`` tuple.
 
@@ -238,7 +239,8 @@ class IslandHost:
             for name, op, args in ops:
                 self._run_op(name, op, args)
             if pipelined and not self._take_upstream(upstream):
-                return ("ok", [], None), ([], [], [], None, self._next_pending(), 0, 0.0, int(env.now))
+                return ("ok", [], None), (EnvelopeBlock.pack([]), [], [], None, self._next_pending(), 0, 0.0,
+                                          int(env.now))
             while True:
                 nxt = env.peek()
                 if nxt > end_ns or (stopped_at is not None and nxt > stopped_at):
@@ -250,7 +252,7 @@ class IslandHost:
             reply = ("killed", killed.actor, killed.t_ns, killed.key)
             return reply, reply
         self._stopped_at = stopped_at
-        reply = ([o[:2] for o in svc.outbox], svc.crossing, svc.forgotten, stopped_at, self._next_pending(),
+        reply = (EnvelopeBlock.pack(o[:2] for o in svc.outbox), svc.crossing, svc.forgotten, stopped_at, self._next_pending(),
                  svc.published, time.thread_time() - t0, int(env.now))
         crossing = ("ok", svc.crossing, stopped_at)
         svc._reset()

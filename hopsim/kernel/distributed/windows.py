@@ -262,8 +262,8 @@ class WindowedSync:
         if replies:
             self.stats["critical_path_cpu_s"] += max(r[6] for r in replies)
         envelopes = []
-        for envs, crossing, forgotten, _, _, published, _, _ in replies:
-            envelopes += envs
+        for block, crossing, forgotten, _, _, published, _, _ in replies:
+            envelopes += block.unpack()
             sim.count_published(published)
             for target, deliver_ns, env, model, port, rank in crossing:
                 if env.t_ns > cut:
