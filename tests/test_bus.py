@@ -188,3 +188,63 @@ def test_a_recorder_attached_during_the_run_gets_every_output_from_then_on():
     sim.advance_to(2.0)
     assert src.wanted_seen == [(True, False), (True, False), (True, True)]
     assert [e.topic for e in rec.envelopes if e.topic.startswith("a/")] == ["a/read", "a/ignored"]
+
+
+class Level(Model):
+    """Writes a held level at 4 Hz, ``levels[k]`` at its k-th step, on a signal published on change
+    (``on_change``) or at every write."""
+
+    io_schedule = FixedRate(4.0)
+
+    def __init__(self, name, levels, on_change):
+        self.outputs = {"y": Out(Scalar, on_change=on_change)}
+        super().__init__(name)
+        self.levels, self.k = list(levels), 0
+
+    def update_flow_outs(self, t):
+        self.write("y", Scalar(value=self.levels[min(self.k, len(self.levels) - 1)], unit="N"))
+        self.k += 1
+
+
+class Holder(Model):
+    """Reads its input at 4 Hz, a quarter period after the level: the value held, the news taken."""
+
+    inputs = {"u": In(Scalar)}
+    io_schedule = FixedRate(4.0, phase_s=0.125)
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.held, self.news = [], []
+
+    def end_io_step(self, t0, t1):
+        self.held.append(self.read("u").value)
+        taken = self.take("u")
+        self.news.append(None if taken is None else taken.value)
+
+
+def test_an_on_change_signal_publishes_what_changes_and_its_subscribers_hold_the_same_values():
+    """A repeat (the same bytes: 0.0 after -0.0 is news, the same NaN again is not) publishes
+    nothing; the subscriber reads the same held values as with every write published, and takes
+    only the changes as news."""
+    nan = float("nan")
+    levels = [0.0, 0.0, 2.0, 2.0, 2.0, -0.0, 0.0, nan, nan, 1.0, 1.0]
+    runs = {}
+    for on_change in (True, False):
+        recorder = MemoryRecorder()
+        sim = Simulation(recorder=recorder)
+        sim.add_island("a")
+        source = sim.add_model(Level("level", levels, on_change), "a", ties={"y": "a/y"})
+        holder = sim.add_model(Holder("holder"), "a", ties={"u": "a/y"})
+        sim.advance_to(2.9)
+        recorder.flush()
+        runs[on_change] = ([(e.t_ns, e.payload.value) for e in recorder.envelopes], holder, source)
+    published, holder, source = runs[True]
+    everything, every_holder, _ = runs[False]
+    assert len(everything) == 12                                   # 0 to 2.75 s
+    assert [t for t, _ in published] == [0, S // 2, 5 * S // 4, 3 * S // 2, 7 * S // 4, 9 * S // 4]
+    assert repr([v for _, v in published]) == repr([0.0, 2.0, -0.0, 0.0, nan, 1.0])
+    assert repr(holder.held) == repr(every_holder.held)            # the same held values at every read
+    assert repr([n for n in holder.news if n is not None]) == repr([v for _, v in published])
+    assert source.outputs_at(3 * S)["y"].value == 1.0              # analysis sees every output, repeat or not
+    with pytest.raises(ValueError, match="on_change is for signals"):
+        Out(Scalar, queue=True, on_change=True)

@@ -100,7 +100,7 @@ class ThrusterBase(Model):
     """What every thruster shares (see the module); subclasses say how a command sets the level
     and for how long it fires."""
 
-    outputs = {"wrench": Out(Wrench), "flow": Out(Scalar)}
+    outputs = {"wrench": Out(Wrench, on_change=True), "flow": Out(Scalar, on_change=True)}
     io_schedule = VariableRate()
     feed_through = True
     accepts_faults = {"thruster_stuck_on": ("clear",), "thruster_stuck_off": ("clear",),
@@ -267,7 +267,7 @@ class FuelTank(ContinuousModel):
     """A tank feeding ``n_thrusters`` thrusters (inputs ``flow0``...) and the spacecraft's mass
     properties (see the module)."""
 
-    outputs = {"fuel_remaining": Out(Scalar), "mass": Out(MassProperties)}
+    outputs = {"fuel_remaining": Out(Scalar, on_change=True), "mass": Out(MassProperties, on_change=True)}
     feed_through = False
     state_rate_constant_over_hop = True     # the draw is latched for the hop (start_hop)
 

@@ -125,6 +125,8 @@ class Model(InlineAttributes):
     def bind(self, ctx: ModelContext) -> None:
         """Called by the runtime once, before :meth:`setup`."""
         self.ctx = ctx
+        if any(spec.on_change for spec in self.outputs.values()) and not hasattr(self, "_published"):
+            self._published: dict[str, bytes] = {}    # on_change ports: the last message published, serialized
 
     @property
     def rng(self) -> np.random.Generator:
@@ -167,6 +169,12 @@ class Model(InlineAttributes):
         if not isinstance(msg, spec.msg_type):
             raise TypeError(f"{self.name}.{port} carries {spec.msg_type.DESCRIPTOR.full_name}, "
                             f"got {type(msg).__name__}")
+        if spec.on_change:
+            data = msg.SerializeToString(deterministic=True)
+            published = self._published
+            if published.get(port) == data:
+                return                       # a repeat: nothing is published
+            published[port] = data
         self._outbox.append((port, msg))
 
     def outputs_at(self, t_ns: int) -> dict[str, Any]:
@@ -178,11 +186,16 @@ class Model(InlineAttributes):
         if ctx is not None:
             unread, ctx.unread_outputs = ctx.unread_outputs, frozenset()
         outbox, self._outbox, self._may_write = self._outbox, [], True
+        published = getattr(self, "_published", None)
+        if published is not None:
+            self._published = {}             # every output, repeat or not
         try:
             self.update_flow_outs(t_ns)
             written = {port: msg for port, msg in self._outbox if port != BARRIER_REQUEST}
         finally:
             self._outbox, self._may_write = outbox, False
+            if published is not None:
+                self._published = published
             if ctx is not None:
                 ctx.unread_outputs = unread
         return written

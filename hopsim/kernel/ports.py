@@ -29,11 +29,24 @@ class In:
 
 @dataclass(frozen=True)
 class Out:
-    """Declares an output port: ``outputs = {"state": Out(BatteryState)}``."""
+    """Declares an output port: ``outputs = {"state": Out(BatteryState)}``.
+
+    ``on_change=True`` (signals only): a write whose message serializes (deterministically) to the
+    bytes of the last one published on the port publishes nothing: a repeat, bit for bit (0.0
+    after -0.0 is news, NaN after the same NaN is not). For a held value
+    that the model writes at every update whether it changed or not (a thruster's force and
+    propellant flow): its subscribers hold the value they have and their freshness counters do
+    not move, so a subscriber must not read a repeat as news (``take``) or silence as staleness.
+    """
 
     msg_type: type
     queue: bool = False
     doc: str = ""
+    on_change: bool = False
+
+    def __post_init__(self):
+        if self.on_change and self.queue:
+            raise ValueError("on_change is for signals: every message of a queue counts")
 
 
 @dataclass
