@@ -5,7 +5,7 @@ recording it is serialized (deterministically, so equal messages give equal byte
 """
 from __future__ import annotations
 
-from functools import partial
+from functools import lru_cache, partial
 from operator import attrgetter
 from typing import Any, Callable
 
@@ -27,6 +27,7 @@ def _has_maps_or_extensions(descriptor, seen: set | None = None) -> bool:
     return any(_has_maps_or_extensions(f.message_type, seen) for f in descriptor.fields if f.message_type is not None)
 
 
+@lru_cache(maxsize=None)
 def deterministic_serializer(message_type) -> Callable[[object], bytes]:
     """``SerializeToString(deterministic=True)`` for messages of ``message_type``: the plain call
     where the keyword changes no byte (parsing it costs about as much as serializing a small message)."""
