@@ -21,12 +21,17 @@ def test_a_block_unpacks_to_the_envelopes_packed_with_their_deterministic_bytes(
     meta = RunMetadata(scenario="x")
     for k in ("b", "a", "d", "c"):
         meta.versions[k] = k * 3
+    # and a message type that is not hopsim's (a user's model may publish its own): its class travels by name
+    from google.protobuf.timestamp_pb2 import Timestamp
+
     envelopes += [(Envelope(5, 9, "src", "src/meta", 2**64 - 1, -3, meta), True),
+                  (Envelope(5, 5, "src", "src/other", 1, 0, Timestamp(seconds=-7, nanos=5)), False),
                   (Envelope(5, 5, "src", "src/empty", 0, 0, VehicleState()), False)]
     block = pickle.loads(pickle.dumps(EnvelopeBlock.pack(envelopes), protocol=5))
     unpacked = block.unpack()
     assert len(block) == len(unpacked) == len(envelopes) > 100
-    assert {env.type_name for env, _ in envelopes} >= {"hopsim.KernelEvent", "hopsim.VehicleState"}
+    assert {env.type_name for env, _ in envelopes} >= {"hopsim.KernelEvent", "hopsim.VehicleState",
+                                                     "google.protobuf.Timestamp"}
     for (got, queue), (env, was_queue) in zip(unpacked, envelopes, strict=True):
         assert isinstance(got, EncodedEnvelope) and queue == was_queue
         assert _fields(got) == _fields(env)

@@ -15,30 +15,30 @@ from typing import Any, Iterable
 import numpy as np
 
 from hopsim.bus.envelope import Envelope, deterministic_serializer
-from hopsim.schemas import message_class
 
 class EncodedEnvelope:
-    """An envelope whose payload is its serialized bytes (``payload``), of type ``type_name``.
-    Ordered, hashed and recorded as an :class:`Envelope` with the message itself would be."""
+    """An envelope whose payload is its serialized bytes (``payload``), a message of class
+    ``message_type``. Ordered, hashed and recorded as an :class:`Envelope` with the message itself
+    would be."""
 
-    __slots__ = ("t_ns", "deliver_ns", "source", "topic", "seq", "priority", "payload", "type_name")
+    __slots__ = ("t_ns", "deliver_ns", "source", "topic", "seq", "priority", "payload", "message_type")
 
     def __init__(self, t_ns: int, deliver_ns: int, source: str, topic: str, seq: int, priority: int,
-                 payload: bytes, type_name: str):
+                 payload: bytes, message_type: type):
         self.t_ns, self.deliver_ns, self.source, self.topic = t_ns, deliver_ns, source, topic
-        self.seq, self.priority, self.payload, self.type_name = seq, priority, payload, type_name
+        self.seq, self.priority, self.payload, self.message_type = seq, priority, payload, message_type
+
+    @property
+    def type_name(self) -> str:
+        return self.message_type.DESCRIPTOR.full_name
 
     def payload_bytes(self) -> bytes:
         return self.payload
 
-    def message_type(self):
-        """The payload's generated class."""
-        return message_class(self.type_name)
-
     def decoded(self) -> Envelope:
         """The same envelope with its payload parsed."""
         return Envelope(self.t_ns, self.deliver_ns, self.source, self.topic, self.seq, self.priority,
-                        self.message_type().FromString(self.payload))
+                        self.message_type.FromString(self.payload))
 
     def __repr__(self) -> str:
         return f"EncodedEnvelope(t={self.t_ns} ns, {self.topic!r} from {self.source!r} #{self.seq}, {self.type_name})"
@@ -49,8 +49,9 @@ class EnvelopeBlock:
 
     __slots__ = ("routes", "columns", "payloads")
 
-    def __init__(self, routes: list[tuple[str, str, str]], columns: dict[str, np.ndarray], payloads: bytes):
-        self.routes = routes            # (source, topic, payload type name) of each route index
+    def __init__(self, routes: list[tuple[str, str, type]], columns: dict[str, np.ndarray], payloads: bytes):
+        self.routes = routes            # (source, topic, payload class) of each route index: a
+                                        # class pickles by name, so a user's message types travel too
         self.columns = columns          # one entry per envelope in each of _COLUMNS
         self.payloads = payloads        # the payloads' bytes, one after the other (``size``: each one's)
 
@@ -66,7 +67,7 @@ class EnvelopeBlock:
             found = index.get(key)
             if found is None:
                 found = index[key] = (len(routes), deterministic_serializer(type(payload)))
-                routes.append((env.source, env.topic, payload.DESCRIPTOR.full_name))
+                routes.append((env.source, env.topic, type(payload)))
             route.append(found[0])
             payloads.append(found[1](payload))
             t_ns.append(env.t_ns)

@@ -310,7 +310,7 @@ class McapRecorder:
         :class:`EncodedEnvelope`); its channel is registered (written to the file) when it is the
         first of its channel."""
         encoded = isinstance(env, EncodedEnvelope)
-        message_type = env.message_type() if encoded else type(env.payload)
+        message_type = env.message_type if encoded else type(env.payload)
         key = _channel_key(env)
         if key not in self._channels:
             metadata = {"source": key[1], "latency_ns": str(env.deliver_ns - env.t_ns), "priority": str(env.priority),
