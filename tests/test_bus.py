@@ -248,3 +248,17 @@ def test_an_on_change_signal_publishes_what_changes_and_its_subscribers_hold_the
     assert source.outputs_at(3 * S)["y"].value == 1.0              # analysis sees every output, repeat or not
     with pytest.raises(ValueError, match="on_change is for signals"):
         Out(Scalar, queue=True, on_change=True)
+
+
+def test_an_on_change_value_that_nobody_read_is_published_to_a_recorder_attached_later():
+    """What counts as published is what reached the bus: a held value written while nothing read
+    the port is published again once a recorder reads it."""
+    sim = Simulation()
+    sim.add_island("a")
+    sim.add_model(Level("level", [3.0], on_change=True), "a", ties={"y": "a/y"})
+    sim.advance_to(1.0)
+    sim.recorder = recorder = MemoryRecorder()
+    sim.advance_to(2.0)
+    recorder.flush()
+    published = [(e.t_ns, e.payload.value) for e in recorder.envelopes if e.topic == "a/y"]
+    assert len(published) == 1 and published[0][0] >= S and published[0][1] == 3.0

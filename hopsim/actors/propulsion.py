@@ -49,10 +49,11 @@ may read the tank's ``fuel_remaining`` directly; with several they read the mani
 feed-through models (thruster -> manifold -> thruster) declared broken: one update late.
 
 :class:`FuelTank` integrates its propellant mass m_f' = -sum of the flows it receives (each held
-between messages, which end hops, so the integral is exact), and publishes the spacecraft's mass
-properties, linear in the fill fraction f = m_f / capacity between empty and full (Dshell's
-FuelTank): mass = dry + m_f, centre of mass and inertia interpolated, ``r_CB_B = empty + f (full -
-empty)``, ``I = I_empty + f (I_full - I_empty)`` (both about the centre of mass). Inside a hop in
+between messages, which end hops, so the integral is exact), and publishes (when they change) the
+propellant left and the spacecraft's mass properties, linear in the fill fraction f = m_f /
+capacity between empty and full (Dshell's FuelTank): mass = dry + m_f, centre of mass and inertia
+interpolated, ``r_CB_B = empty + f (full - empty)``, ``I = I_empty + f (I_full - I_empty)`` (both
+about the centre of mass). Inside a hop in
 which a thruster keeps firing, the integrated mass may run below zero; the outputs clamp it at 0
 (thrusters stop at their next step), and a scenario that needs the exact instant adds a
 zero-crossing on the state ``fuel_kg``.

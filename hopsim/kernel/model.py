@@ -169,7 +169,7 @@ class Model(InlineAttributes):
         if not isinstance(msg, spec.msg_type):
             raise TypeError(f"{self.name}.{port} carries {spec.msg_type.DESCRIPTOR.full_name}, "
                             f"got {type(msg).__name__}")
-        if spec.on_change:
+        if spec.on_change and self.wanted(port):     # (a port nothing reads publishes nothing anyway)
             data = msg.SerializeToString(deterministic=True)
             published = self._published
             if published.get(port) == data:

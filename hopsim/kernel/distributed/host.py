@@ -226,9 +226,10 @@ class IslandHost:
 
         - for the other hosts: ("ok", crossing messages, the instant an e_stop ended the window or
           None), or a ``killed`` tuple;
-        - for the driver: (the envelopes to record, as an :class:`EnvelopeBlock`, crossing messages, forgotten events, the stop's instant or
-          None, the next pending instant or None, envelopes published, CPU seconds this host
-          spent, the last instant it processed), or the same ``killed`` tuple.
+        - for the driver: (the envelopes to record, as an :class:`EnvelopeBlock`, crossing
+          messages, forgotten events, the stop's instant or None, the next pending instant or
+          None, envelopes published, CPU seconds this host spent, the last instant it
+          processed), or the same ``killed`` tuple.
 
         After an e_stop the host finishes that instant and goes no further.
         """
@@ -252,8 +253,8 @@ class IslandHost:
             reply = ("killed", killed.actor, killed.t_ns, killed.key)
             return reply, reply
         self._stopped_at = stopped_at
-        reply = (EnvelopeBlock.pack(o[:2] for o in svc.outbox), svc.crossing, svc.forgotten, stopped_at, self._next_pending(),
-                 svc.published, time.thread_time() - t0, int(env.now))
+        reply = (EnvelopeBlock.pack(o[:2] for o in svc.outbox), svc.crossing, svc.forgotten, stopped_at,
+                 self._next_pending(), svc.published, time.thread_time() - t0, int(env.now))
         crossing = ("ok", svc.crossing, stopped_at)
         svc._reset()
         return crossing, reply
