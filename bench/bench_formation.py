@@ -129,8 +129,7 @@ def protobuf_floor_us(repeat: int = 5, number: int = 20000) -> float:
     software reads it and the two neighbours' broadcasts (sender, instant and six floats each)
     and builds its Wrench; the thruster reads the Wrench's force. Built and read the way the
     formation's models do it (:mod:`hopsim.actors.formation`)."""
-    from hopsim.actors.formation import inertial_force
-    from hopsim.actors.vehicle_dynamics import position_velocity_state
+    from hopsim.actors.messages import inertial_force, position_velocity_state
 
     neighbours = [position_velocity_state(f"v00{k}", 1_000_000_000, 1.0, 2.0, 3.0, 4e-3, 5e-3, 6e-3, 50.0)
                   for k in (0, 2)]
