@@ -65,7 +65,7 @@ def measure(repeat: int) -> list[dict]:
 
 
 def print_table(rows: list[dict], repeat: int) -> None:
-    print("###### Orbit scenarios with full GNC (local backend; CPU s of a whole run, build included; "
+    print("### Orbit scenarios with full GNC (local backend; CPU s of a whole run, build included; "
           f"medians of {repeat})\n")
     print("| scenario | spacecraft | simulated s | RK4 (s) | real time | DOP853 (s) | RK4 vs DOP853 "
           "| RK4 recorded (s) | real time recorded |")
