@@ -295,6 +295,6 @@ def test_a_run_resumed_from_a_checkpoint_publishes_the_thrusters_changes_as_the_
     resumed = resume_run(tmp_path / "orbit_formation_t00000200.000000000.ckpt", keep_stream=True, progress=False)
     after = [e.to_bytes() for e in full.recorder.envelopes if e.t_ns > 200 * 10**9]
     assert resumed.recorder.stream_bytes() == after
-    wrenches = [e for e in full.recorder.envelopes if e.t_ns > 200 * 10**9 and e.topic.endswith("/wrench")]
-    commands = [e for e in full.recorder.envelopes if e.t_ns > 200 * 10**9 and e.topic.endswith("/on_time")]
-    assert wrenches and len(wrenches) < len(commands)       # firings change the force; most commands do not
+    thrusters = {e.topic for e in full.recorder.envelopes if e.topic.endswith("/wrench")}   # each says 0 at first
+    firing = {e.topic for e in full.recorder.envelopes if e.t_ns > 200 * 10**9 and e.topic.endswith("/wrench")}
+    assert 0 < len(firing) < len(thrusters)      # some fire after the checkpoint; the silent ones publish nothing

@@ -47,7 +47,7 @@ class CwGuidance(Model):
     inputs = {"own": In(PositionVelocityMeasurement), "target": In(PositionVelocityMeasurement),
               "mass": In(MassProperties), "attitude": In(AttitudeMeasurement),
               "relative": In(RelativeStateMeasurement)}
-    outputs = {f"on_time{i}": Out(Scalar) for i in range(AXES)}
+    outputs = {f"on_time{i}": Out(Scalar, on_change=True) for i in range(AXES)}   # held by the thrusters
     feed_through = False       # commands at its own steps only (a fix arriving between them waits)
 
     def __init__(self, name: str, waypoints_H, leg_times_s, mean_motion: float, thrust_N: float, mass_kg: float,

@@ -82,7 +82,7 @@ class StationKeeping(Model):
     """
 
     inputs = {"fix": In(PositionVelocityMeasurement), "mass": In(MassProperties)}
-    outputs = {"on_time0": Out(Scalar), "on_time1": Out(Scalar)}
+    outputs = {"on_time0": Out(Scalar, on_change=True), "on_time1": Out(Scalar, on_change=True)}   # held by the thrusters
     feed_through = True
 
     def __init__(self, name: str, u0_rad: float, u_dot_radps: float, a_m: float, box_rad: float, thrust_N: float,
