@@ -21,8 +21,8 @@ For a formation in orbit whose scenario names a chief (``sim.scene["hill_chief"]
 transforms also hold the chief's Hill frame ``hill/<chief>`` (LVLH: x radial, y along-track, z
 orbit normal, from the chief's recorded position and velocity), and the other vehicles' trails
 in it, as history and tip (``hill_trail/<vehicle>``, ``hill_trail_tip/<vehicle>``: positions
-relative to the chief, in H, the last ``HILL_TRAIL_POINTS`` and those since): choose ``hill/<chief>`` as the 3-D panel's display frame to see the
-relative orbits as they are flown.
+relative to the chief, in H, the last ``HILL_TRAIL_POINTS`` and those since): choose
+``hill/<chief>`` as the 3-D panel's display frame to see the relative orbits as they are flown.
 
 These channels are derived from the stream: they carry the channel metadata ``derived=foxglove``,
 take no part in the stream's hash or message count, and readers of the stream skip them.
