@@ -68,6 +68,31 @@ def test_a_held_pulse_command_fires_its_on_time_in_every_step():
     assert tank.x[0] == pytest.approx(0.1 - LEVEL * on_time / (ISP * G0), rel=1e-12)
 
 
+class CountingPulsedThruster(PulsedThruster):
+    """A pulsed thruster that notes the instants of its updates (ns)."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.updates = []
+
+    def update_flow_outs(self, t_ns):
+        self.updates.append(t_ns)
+        super().update_flow_outs(t_ns)
+
+
+def test_a_thruster_holding_a_zero_command_sleeps_until_the_next_command():
+    """0.25 s pulses held from 1 s, off from 3 s, on again from 6 s: the thruster fires in the
+    steps from 1 s, 2 s, 6 s and 7 s and is not updated at 4 s and 5 s, where its held command
+    fires nothing (a command triggers a step when it comes)."""
+    sim, thr, tank, forces = propulsion(CountingPulsedThruster, [(1.0, 0.25), (3.0, 0.0), (6.0, 0.25)],
+                                        duration_s=8.0)
+    assert impulse(forces, 8_000_000_000) == pytest.approx(LEVEL * 4 * 0.25, rel=1e-12)
+    S = 1_000_000_000
+    assert [t for t, f, _ in forces if f > 0.0] == [S, 2 * S, 6 * S, 7 * S, 8 * S]     # the run ends at 8 s
+    assert 4 * S not in thr.updates and 5 * S not in thr.updates
+    assert {S, 2 * S, 6 * S, 7 * S, 7 * S + S // 4} <= set(thr.updates)
+
+
 def test_mass_properties_interpolate_with_the_fill_and_a_dry_tank_stops_thrust():
     tank = FuelTank("t", 1, 0.05, 0.2, 4.0, cm_empty_B=(0, 0, 0), cm_full_B=(0.02, 0, 0),
                     inertia_empty_B=np.diag([0.02, 0.02, 0.02]), inertia_full_B=np.diag([0.03, 0.025, 0.02]))

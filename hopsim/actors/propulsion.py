@@ -130,14 +130,19 @@ class ThrusterBase(Model):
 
     # ------------------------------------------------------------------ schedule
     def next_io_time(self, t_ns: int) -> int | None:
-        """The next command instant, or the end of the current firing if sooner. Asked as a step
-        ends, before this instant's update_flow_outs: at a command instant the firing that starts
-        now is the held command's (a command arriving now asks again)."""
+        """The end of the current firing, else the next command instant, or None while the held
+        command fires nothing (nothing can change until a new command comes, and a command
+        triggers a step). Asked as a step ends, before this instant's update_flow_outs: at a
+        command instant the firing that starts now is the held command's (a command arriving now
+        asks again)."""
         tick = ((t_ns - self.phase_ns) // self.period_ns + 1) * self.period_ns + self.phase_ns
         off_ns = self.off_ns
         if (t_ns - self.phase_ns) % self.period_ns == 0:
             off_ns = self._step_firing(t_ns)[1]
-        return off_ns if t_ns < off_ns < tick else tick
+        if t_ns < off_ns < tick:
+            return off_ns
+        cmd = self.read(self.command_port)
+        return tick if cmd is not None and self.command(cmd)[0] > 0.0 else None
 
     def _step_firing(self, t_ns: int) -> tuple[float, int]:
         """(level N, end ns) of the firing the held command sets for the step starting at ``t_ns``."""
