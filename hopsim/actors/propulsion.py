@@ -60,6 +60,8 @@ zero-crossing on the state ``fuel_kg``.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from hopsim.dynamics.spatial import cross_xyz
@@ -307,7 +309,7 @@ class FuelTank(ContinuousModel):
         total = 0.0
         for port in self.inputs:
             msg = self.read(port)
-            if msg is not None and np.isfinite(msg.value):
+            if msg is not None and math.isfinite(msg.value):
                 total += max(msg.value, 0.0)
         self.flow_kgps = total if self.x[0] > 0.0 else 0.0
 
