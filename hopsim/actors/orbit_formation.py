@@ -135,14 +135,14 @@ class SlotKeeper(Model):
     Inputs ``own`` and ``chief`` (GNSS fixes, N frame; the chief's over the radio), ``mass`` (the
     tank's). Outputs ``on_time0`` ... ``on_time5`` (s, the thruster pairs of the inertial axes) and
     ``error`` (the estimated slot error e, e' in the chief's Hill frame, m and m/s; not valid when
-    blind); an on-time is published when it changes (the thruster holds it until the next). ``roe``: the slot's relative elements (da must be 0); ``a_c`` (m) and ``n`` (rad/s):
-    the chief's semi-major axis and mean motion. ``control=False``: estimate only, never fire.
+    blind); an on-time is published when it changes (the thruster holds it until the next).
+    ``roe``: the slot's relative elements (da must be 0); ``a_c`` (m) and ``n`` (rad/s): the
+    chief's semi-major axis and mean motion. ``control=False``: estimate only, never fire.
     Attributes for outcomes: ``mode`` ("hold", "fire", "blind"), ``steps`` per mode,
     ``slot_error_m`` (the latest |e|), ``estimate_age_s`` (of the fixes used)."""
 
     inputs = {"own": In(PositionVelocityMeasurement), "chief": In(PositionVelocityMeasurement),
               "mass": In(MassProperties)}
-    # a pulse thruster holds its command until the next one: a repeated command is not published
     outputs = {**{f"on_time{i}": Out(Scalar, on_change=True) for i in range(AXES)},
                "error": Out(RelativeStateMeasurement)}
     feed_through = True

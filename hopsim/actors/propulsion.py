@@ -53,9 +53,8 @@ between messages, which end hops, so the integral is exact), and publishes (when
 propellant left and the spacecraft's mass properties, linear in the fill fraction f = m_f /
 capacity between empty and full (Dshell's FuelTank): mass = dry + m_f, centre of mass and inertia
 interpolated, ``r_CB_B = empty + f (full - empty)``, ``I = I_empty + f (I_full - I_empty)`` (both
-about the centre of mass). Inside a hop in
-which a thruster keeps firing, the integrated mass may run below zero; the outputs clamp it at 0
-(thrusters stop at their next step), and a scenario that needs the exact instant adds a
+about the centre of mass). Inside a hop in which a thruster keeps firing, the integrated mass may
+run below zero; the outputs clamp it at 0 (thrusters stop at their next step), and a scenario that needs the exact instant adds a
 zero-crossing on the state ``fuel_kg``.
 """
 from __future__ import annotations
@@ -138,18 +137,22 @@ class ThrusterBase(Model):
         command instant the firing that starts now is the held command's (a command arriving now
         asks again)."""
         tick = ((t_ns - self.phase_ns) // self.period_ns + 1) * self.period_ns + self.phase_ns
+        level, duration = self._held_command()
         off_ns = self.off_ns
         if (t_ns - self.phase_ns) % self.period_ns == 0:
-            off_ns = self._step_firing(t_ns)[1]
+            off_ns = t_ns + min(duration, self.period_ns)
         if t_ns < off_ns < tick:
             return off_ns
+        return tick if level > 0.0 else None
+
+    def _held_command(self) -> tuple[float, int]:
+        """(level N, firing duration ns) the held command sets for a step; (0, 0) before any."""
         cmd = self.read(self.command_port)
-        return tick if cmd is not None and self.command(cmd)[0] > 0.0 else None
+        return self.command(cmd) if cmd is not None else (0.0, 0)
 
     def _step_firing(self, t_ns: int) -> tuple[float, int]:
         """(level N, end ns) of the firing the held command sets for the step starting at ``t_ns``."""
-        cmd = self.read(self.command_port)
-        level, duration = self.command(cmd) if cmd is not None else (0.0, 0)
+        level, duration = self._held_command()
         return level, t_ns + min(duration, self.period_ns)
 
     def on_fault(self, fault, t_ns: int) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 
 from hopsim.bus.envelope import Envelope, deterministic_serializer
 
+
 class EncodedEnvelope:
     """An envelope whose payload is its serialized bytes (``payload``), a message of class
     ``message_type``. Ordered, hashed and recorded as an :class:`Envelope` with the message itself

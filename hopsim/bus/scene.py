@@ -199,20 +199,21 @@ class FoxgloveScene:
         stamp = self._epoch_ns + t_ns
         if t_ns - self._histories_sent_ns >= TRAIL_HISTORY_EVERY_NS:
             self._histories_sent_ns = t_ns
-            update = SceneUpdate()
-            for trails, frame, kind in self._trail_kinds():
-                for name in trails.names():
-                    self._trail(update.entities.add(), frame, f"{kind}/{name}", trails.history(name), stamp)
+            out.append((TRAILS_TOPIC, t_ns, self._trail_update("", _Trails.history, stamp)))
+            for trails, _, _ in self._trail_kinds():
                 trails.history_sent()
-            out.append((TRAILS_TOPIC, t_ns, update))
         if t_ns - self._tips_sent_ns >= TRAIL_EVERY_NS:
             self._tips_sent_ns = t_ns
-            update = SceneUpdate()
-            for trails, frame, kind in self._trail_kinds():
-                for name in trails.names():
-                    self._trail(update.entities.add(), frame, f"{kind}_tip/{name}", trails.tip(name), stamp)
-            out.append((SCENE_TOPIC, t_ns, update))
+            out.append((SCENE_TOPIC, t_ns, self._trail_update("_tip", _Trails.tip, stamp)))
         return out
+
+    def _trail_update(self, suffix: str, line, stamp: int) -> SceneUpdate:
+        """Every trail's ``line`` (history or tip), as entities ``<kind><suffix>/<vehicle>``."""
+        update = SceneUpdate()
+        for trails, frame, kind in self._trail_kinds():
+            for name in trails.names():
+                self._trail(update.entities.add(), frame, f"{kind}{suffix}/{name}", line(trails, name), stamp)
+        return update
 
     def _trail_kinds(self):
         """(trails, their frame, their entities' id prefix): the world frame's, then the Hill frame's."""

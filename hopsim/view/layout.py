@@ -35,7 +35,8 @@ def foxglove_layout(topics: dict[str, str], live: bool = False, frame: str = WOR
     states = sorted(t for t, kind in topics.items() if kind == "hopsim.VehicleState" and t.endswith("/state"))
     three_d = fl.ThreeDeePanel(title="vehicles", config=fl.ThreeDeeConfig(
         follow_tf=frame, follow_mode="follow-none",
-        topics={topic: fl.BaseRendererSceneUpdateTopicSettings(visible=True) for topic in (SCENE_TOPIC, TRAILS_TOPIC)}))
+        topics={topic: fl.BaseRendererSceneUpdateTopicSettings(visible=True)
+                for topic in (SCENE_TOPIC, TRAILS_TOPIC)}))
     series = [fl.PlotSeries(value=_path(t, f"r_BN_N.{axis}"), label=f"{t.split('/')[0]} {axis}",
                             line_interpolation="step")
               for t in states[:PLOTTED_VEHICLES] for axis in "xyz"]
