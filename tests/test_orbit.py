@@ -10,8 +10,9 @@ from scipy.integrate import solve_ivp
 from hopsim.actors.orbit import HillRelativeMotion
 from hopsim.dynamics.gravity import (EARTH_J2, EARTH_J3, EARTH_MU, EARTH_RADIUS, gravity_gradient_torque,
                                      point_mass_acceleration, zonal_acceleration, zonal_potential)
-from hopsim.dynamics.orbit_frames import (clohessy_wiltshire_matrix, hill_dcm, hill_rate, hill_to_inertial,
-                                          inertial_to_hill)
+from hopsim.dynamics.orbit_frames import (clohessy_wiltshire_matrix, clohessy_wiltshire_transition, hill_dcm,
+                                          hill_rate, hill_state_carried, hill_to_inertial, inertial_to_hill)
+from hopsim.dynamics.orbital_elements import argument_of_latitude, mean_to_eccentric, state_from_elements
 from hopsim.kernel import Simulation
 from hopsim.scenarios.linearize import linearize_simulation
 
@@ -97,6 +98,57 @@ def test_hill_conversions_invert_each_other_and_the_frame_rotates_with_the_orbit
         np.testing.assert_allclose(back[1], rho_dot, atol=1e-9)
     w, _ = hill_rate(r_c, v_c)
     assert w == pytest.approx(np.linalg.norm(np.cross(r_c, v_c)) / (r_c @ r_c))
+
+
+def test_the_carried_hill_state_is_the_frame_then_the_transition():
+    """hill_state_carried (one compiled call) against its definition in the Python functions."""
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        r_c = rng.normal(size=3) * 7e6
+        v_c = np.cross(r_c, rng.normal(size=3))
+        v_c *= 7.5e3 / np.linalg.norm(v_c)
+        r_d, v_d = r_c + rng.normal(size=3) * 1e3, v_c + rng.normal(size=3)
+        n, dt = math.sqrt(EARTH_MU / np.linalg.norm(r_c) ** 3), rng.uniform(0.0, 60.0)
+        x, C_NH = hill_state_carried(r_c, v_c, r_d, v_d, n, dt)
+        rho, rho_dot = inertial_to_hill(r_c, v_c, r_d, v_d)
+        expected = clohessy_wiltshire_transition(n, dt) @ np.concatenate([rho, rho_dot])
+        np.testing.assert_allclose(x[:3], expected[:3], rtol=0, atol=1e-9)
+        np.testing.assert_allclose(x[3:], expected[3:], rtol=0, atol=1e-12)
+        c, s = math.cos(n * dt), math.sin(n * dt)
+        turned = hill_dcm(r_c, v_c).T @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+        np.testing.assert_allclose(C_NH, turned, rtol=0, atol=1e-15)
+
+
+def test_the_carried_hill_state_is_where_two_body_motion_takes_the_pair():
+    """Chief on a circular orbit, deputy 500 m away: both propagated 30 s by two-body motion
+    (SciPy), then seen in the chief's Hill frame of that instant, against the state carried by CW
+    from the first instant; the frame carried is the chief's Hill frame of the later instant."""
+    r_c, v_c = state_from_elements(A_LEO, 0.0, 0.9, 0.2, 0.0, 0.5, EARTH_MU)
+    r_d, v_d = hill_to_inertial(r_c, v_c, [200.0, -400.0, 150.0], [0.05, 0.1, -0.08])
+    n, dt = math.sqrt(EARTH_MU / A_LEO ** 3), 30.0
+
+    def two_body(_, y):
+        return np.concatenate([y[3:], -EARTH_MU * y[:3] / np.linalg.norm(y[:3]) ** 3])
+
+    later = [solve_ivp(two_body, (0.0, dt), np.concatenate(s), method="DOP853", rtol=1e-13, atol=1e-9).y[:, -1]
+             for s in ((r_c, v_c), (r_d, v_d))]
+    rho, rho_dot = inertial_to_hill(later[0][:3], later[0][3:], later[1][:3], later[1][3:])
+    x, C_NH = hill_state_carried(r_c, v_c, r_d, v_d, n, dt)
+    np.testing.assert_allclose(x[:3], rho, atol=1e-3)          # CW's error: O(n^2 rho^2 / r dt^2) ~ 1e-4 m
+    np.testing.assert_allclose(x[3:], rho_dot, atol=1e-5)
+    np.testing.assert_allclose(C_NH, hill_dcm(later[0][:3], later[0][3:]).T, atol=1e-12)
+
+
+def test_the_argument_of_latitude_is_the_perigee_argument_plus_the_true_anomaly():
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        e, i, raan, argp, M = rng.uniform(0, 0.3), rng.uniform(0.05, 3.0), *rng.uniform(-math.pi, math.pi, 3)
+        r, v = state_from_elements(A_LEO / (1 - e), e, i, raan, argp, M, EARTH_MU)
+        E = mean_to_eccentric(M, e)
+        nu = 2.0 * math.atan2(math.sqrt(1 + e) * math.sin(E / 2), math.sqrt(1 - e) * math.cos(E / 2))
+        assert math.remainder(argument_of_latitude(r, v) - (argp + nu), 2 * math.pi) == pytest.approx(0.0, abs=1e-12)
+    # equatorial: measured from x_N
+    assert argument_of_latitude([0.0, 7e6, 0.0], [-7.5e3, 0.0, 0.0]) == pytest.approx(math.pi / 2)
 
 
 def relative_motion(t_s: float, **kw) -> tuple[Simulation, HillRelativeMotion]:

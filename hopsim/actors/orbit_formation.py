@@ -24,7 +24,8 @@ fixes; a packet lost pairs the previous one). Differencing fixes of one instant 
 state without propagating either spacecraft (a fix 0.1 s old is 760 m off along-track, its
 difference with another of the same instant is not): rho, rho' = C_HN (r_d - r_c), ... as
 :func:`hopsim.dynamics.orbit_frames.inertial_to_hill`. The relative state is then brought to the
-control instant by the Clohessy-Wiltshire transition over the fix's age (0.11 s normally; at most
+control instant by the Clohessy-Wiltshire transition over the fix's age (both in one compiled call,
+:func:`~hopsim.dynamics.orbit_frames.hill_state_carried`) (0.11 s normally; at most
 ``stale_after_s``), and u_c from the chief's fix (the angle from its ascending node to its position,
 :func:`argument_of_latitude`) by n times the age. The chief's phase taken from its fix keeps the
 reference on the chief's actual along-track motion (J2 changes u_c' from n by ~1e-3).
@@ -53,7 +54,7 @@ import math
 
 import numpy as np
 
-from hopsim.dynamics.orbit_frames import clohessy_wiltshire_transition, hill_dcm, inertial_to_hill
+from hopsim.dynamics.orbit_frames import hill_state_carried
 from hopsim.dynamics.orbital_elements import argument_of_latitude, hill_position_from_roe
 from hopsim.kernel import FixedRate, In, Model, NoIo, Out
 from hopsim.kernel.simtime import PeriodicSchedule
@@ -192,12 +193,8 @@ class SlotKeeper(Model):
         r_d, v_d = self.history[chief.t_ns]
         r_c, v_c = _xyz(chief.r_BN_N), _xyz(chief.v_BN_N)
         age_s = (t_ns - chief.t_ns) / 1e9
-        rho, rho_dot = inertial_to_hill(r_c, v_c, r_d, v_d)
-        x = clohessy_wiltshire_transition(self.n, age_s) @ np.concatenate([rho, rho_dot])
+        x, C_NH = hill_state_carried(r_c, v_c, r_d, v_d, self.n, age_s)      # brought to t_ns by CW
         ref, ref_dot = slot_reference(self.a_c, self.n, argument_of_latitude(r_c, v_c) + self.n * age_s, self.roe)
-        turn = self.n * age_s                   # the Hill frame's rotation about z since the fixes
-        c, s = math.cos(turn), math.sin(turn)
-        C_NH = hill_dcm(r_c, v_c).T @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
         self.estimate_age_s = age_s
         return x[0:3] - ref, x[3:6] - ref_dot, C_NH
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hopsim.dynamics.spatial import cross_array
+from hopsim.dynamics._jit import compiled
+from hopsim.dynamics.spatial import cross3, cross_array
 
 
 def hill_dcm(r_c, v_c) -> np.ndarray:
@@ -76,3 +77,47 @@ def clohessy_wiltshire_transition(n: float, t: float) -> np.ndarray:
     Phi[4, 0], Phi[4, 3], Phi[4, 4] = -6 * n * (1 - c), -2 * s, 4 * c - 3
     Phi[5, 2], Phi[5, 5] = -n * s, c
     return Phi
+
+
+@compiled
+def hill_state_carried(r_c, v_c, r_d, v_d, n, dt):
+    """A deputy's relative state from two fixes of one instant, carried ``dt`` seconds forward.
+
+    ``r_c, v_c`` and ``r_d, v_d``: the chief's and the deputy's position and velocity in N at the
+    same instant (m, m/s, 3-vectors); ``n``: the chief's mean motion (rad/s). Returns ``(x, C_NH)``:
+    ``x`` = (rho m, rho' m/s) in the chief's Hill frame, as :func:`inertial_to_hill`, then advanced
+    by the Clohessy-Wiltshire transition over ``dt`` (:func:`clohessy_wiltshire_transition`);
+    ``C_NH`` (3x3) turns a vector from that Hill frame, rotated by ``n dt`` about its z axis (its
+    axes ``dt`` later on a circular orbit), into N: ``hill_dcm(r_c, v_c).T @ R_z(n dt)``.
+    One compiled call for what a flight software's relative navigation does at every step.
+    """
+    rn = np.sqrt(r_c[0] * r_c[0] + r_c[1] * r_c[1] + r_c[2] * r_c[2])
+    ex = r_c / rn                                       # Hill x: radial
+    h = cross3(r_c, v_c)
+    hn = np.sqrt(h[0] * h[0] + h[1] * h[1] + h[2] * h[2])
+    ez = h / hn                                         # Hill z: orbit normal
+    ey = cross3(ez, ex)                                 # Hill y: along-track
+    w = hn / (rn * rn)                                  # |omega_HN| (rad/s)
+    dr = r_d - r_c
+    dv = v_d - v_c
+    x0 = ex[0] * dr[0] + ex[1] * dr[1] + ex[2] * dr[2]
+    y0 = ey[0] * dr[0] + ey[1] * dr[1] + ey[2] * dr[2]
+    z0 = ez[0] * dr[0] + ez[1] * dr[1] + ez[2] * dr[2]
+    u0 = ex[0] * dv[0] + ex[1] * dv[1] + ex[2] * dv[2] + w * y0      # rho' = C dv - omega x rho
+    v0 = ey[0] * dv[0] + ey[1] * dv[1] + ey[2] * dv[2] - w * x0
+    w0 = ez[0] * dv[0] + ez[1] * dv[1] + ez[2] * dv[2]
+    nt = n * dt
+    s, c = np.sin(nt), np.cos(nt)
+    x = np.empty(6)                                     # Vallado 2013, eq. 6-66 (module axes)
+    x[0] = (4.0 - 3.0 * c) * x0 + s / n * u0 + 2.0 * (1.0 - c) / n * v0
+    x[1] = 6.0 * (s - nt) * x0 + y0 - 2.0 * (1.0 - c) / n * u0 + (4.0 * s - 3.0 * nt) / n * v0
+    x[2] = c * z0 + s / n * w0
+    x[3] = 3.0 * n * s * x0 + c * u0 + 2.0 * s * v0
+    x[4] = -6.0 * n * (1.0 - c) * x0 - 2.0 * s * u0 + (4.0 * c - 3.0) * v0
+    x[5] = -n * s * z0 + c * w0
+    C_NH = np.empty((3, 3))
+    for i in range(3):
+        C_NH[i, 0] = c * ex[i] + s * ey[i]
+        C_NH[i, 1] = c * ey[i] - s * ex[i]
+        C_NH[i, 2] = ez[i]
+    return x, C_NH

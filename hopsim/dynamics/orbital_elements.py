@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 
-from hopsim.dynamics.spatial import cross_array
+from hopsim.dynamics.spatial import cross_array, cross_xyz
 
 TWO_PI = 2.0 * math.pi
 
@@ -98,13 +98,14 @@ def elements_from_state(r_N, v_N, mu: float) -> tuple[float, float, float, float
 def argument_of_latitude(r_N, v_N) -> float:
     """The osculating argument of latitude (rad, [-pi, pi)) of position ``r_N`` (m) and velocity
     ``v_N`` (m/s) in N: the angle from the ascending node of the orbit through them to r."""
-    r, v = np.asarray(r_N, dtype=float), np.asarray(v_N, dtype=float)
-    h = cross_array(r, v)
-    h /= np.linalg.norm(h)
-    node = np.array([-h[1], h[0], 0.0])
-    norm = np.linalg.norm(node)
-    node = node / norm if norm > 1e-12 else np.array([1.0, 0.0, 0.0])      # equatorial: from x_N
-    return math.atan2(float(cross_array(h, node) @ r), float(node @ r))
+    r0, r1, r2 = (float(c) for c in r_N)
+    hx, hy, hz = cross_xyz((r0, r1, r2), tuple(float(c) for c in v_N))      # plain floats: 3-vectors
+    hn = math.sqrt(hx * hx + hy * hy + hz * hz)
+    hx, hy, hz = hx / hn, hy / hn, hz / hn
+    nn = math.sqrt(hy * hy + hx * hx)
+    nx, ny = (-hy / nn, hx / nn) if nn > 1e-12 else (1.0, 0.0)           # the node; equatorial: x_N
+    qx, qy, qz = cross_xyz((hx, hy, hz), (nx, ny, 0.0))                    # 90 deg ahead of it
+    return math.atan2(qx * r0 + qy * r1 + qz * r2, nx * r0 + ny * r1)
 
 
 def state_from_elements(a: float, e: float, i: float, raan: float, argp: float, M: float,
