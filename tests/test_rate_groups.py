@@ -1,9 +1,11 @@
 """Rate groups (``hopsim.kernel.rate_group``): islands on one periodic schedule advanced with one
 barrier per instant. An optimization that must not change a single bit of the recorded stream
 (DESIGN.md, "Islands, hops and the kernel"): every built-in scenario is run with grouping on and
-off, and the two streams compared; islands must really be grouped, leave when their timeline
-departs from the schedule, and join again."""
+off, and the two streams compared; islands must really be grouped, stay members for barriers of
+their own, leave while they must plan alone (a zero-crossing armed) and join again."""
 from __future__ import annotations
+
+import math
 
 import pytest
 
@@ -76,9 +78,10 @@ def test_the_formation_is_one_group_with_one_barrier_per_vehicle_and_instant():
     assert stats["joins"] == stats["leaves"] == 20
 
 
-def test_an_island_leaves_when_its_timeline_departs_from_the_schedule_and_joins_again():
+def test_an_island_stays_a_member_for_a_barrier_of_its_own():
     """A fault delivered between two control instants is a barrier of the target's island alone:
-    that island leaves the group for it and joins again at its next control instant."""
+    the island stays a member of the group for it (the group wakes at 4.5 s for v2 only), and the
+    stream is the ungrouped run's."""
     def run(faults):
         return run_scenario("formation", {"n_vehicles": 6, "faults": faults}, duration_s=10.0, keep_stream=True,
                             keep_sim=True)
@@ -87,14 +90,46 @@ def test_an_island_leaves_when_its_timeline_departs_from_the_schedule_and_joins_
     faulted = run([{"t_s": 4.5, "target": "v2_thr", "kind": "thrust_scale", "value": 0.5}])
     (quiet,) = plain.sim.stats()["rate_groups"].values()
     (stats,) = faulted.sim.stats()["rate_groups"].values()
-    assert stats["joins"] == quiet["joins"] + 1 and stats["leaves"] == quiet["leaves"] + 1
-    # v2 leaves after the group's barrier at 4 s, runs its 4.5 s barrier alone and is back at 5 s
-    assert stats["member_barriers"] == quiet["member_barriers"]
+    assert stats["joins"] == quiet["joins"] and stats["leaves"] == quiet["leaves"]
+    assert stats["member_barriers"] == quiet["member_barriers"] + 1 and stats["instants"] == quiet["instants"] + 1
     assert faulted.sim.stats()["islands"]["v2"]["barriers"] == plain.sim.stats()["islands"]["v2"]["barriers"] + 1
     off = run_scenario("formation", {"n_vehicles": 6, "faults": [{"t_s": 4.5, "target": "v2_thr",
                                                                    "kind": "thrust_scale", "value": 0.5}]},
                        duration_s=10.0, keep_stream=True, rate_groups=False)
     assert faulted.stream_sha256 == off.stream_sha256 != plain.stream_sha256
+
+
+def test_an_island_leaves_while_a_zero_crossing_is_armed_and_joins_again_after_it():
+    """Islands a and b at 1 Hz; a's event at 2.5 s (a member barrier of a alone) arms a
+    zero-crossing on a falling body of a: a leaves for the hops the crossing bisects, plans alone
+    up to the crossing (4.515 s) and joins again after it. The I/O steps and the crossing's
+    instant are those of the run without groups."""
+    from models_for_tests import FallingBody
+
+    from hopsim.kernel import FixedRate
+
+    def run(groups: bool):
+        sim = Simulation(seed=0, rate_groups=groups)
+        recorders = multirate_island(sim, "a", FixedRate(1.0)) + multirate_island(sim, "b", FixedRate(1.0))
+        body = sim.add_model(FallingBody("a_body", h0=100.0), "a")
+        met = []
+
+        def arm(_event):
+            sim.add_zero_crossing("ground", "a", lambda _t: float(body.x[0]), met.append, eps_s=1e-6)
+
+        sim.at(2.5, arm, island="a")
+        sim.advance_to(8.0)
+        return sim, met, [m.ufos for m in recorders]
+
+    on, met_on, calls_on = run(True)
+    off, met_off, calls_off = run(False)
+    assert calls_on == calls_off and met_on == met_off
+    assert met_on[0] == pytest.approx(math.sqrt(200.0 / 9.81) * S, abs=1e-6 * S)
+    (stats,) = on.stats()["rate_groups"].values()
+    # a: members at 1, 2, 2.5 s, alone at 3, 4 s and the crossing, members again at 5 .. 8 s
+    assert stats["joins"] == stats["leaves"] == 3
+    assert stats["member_barriers"] == 8 + 7
+    assert on.stats()["islands"]["a"]["barriers"] == off.stats()["islands"]["a"]["barriers"]
 
 
 def test_a_checkpoint_taken_in_a_group_resumes_to_the_uninterrupted_stream(tmp_path):
@@ -137,8 +172,8 @@ def multirate_island(sim: Simulation, name: str, *schedules) -> list:
 
 @pytest.mark.parametrize("schedules, key, grouped, own", [
     # 10 Hz with 2 Hz and 1 Hz (phase 0.3 s: on the 10 Hz instants): the 30 instants of 10 Hz in
-    # (0, 3] s are the group's; the variable-rate model's step at 0.25 s is the island's own: it
-    # leaves after 0.2 s and joins again for 0.3 s
+    # (0, 3] s, and the variable-rate model's step at 0.25 s, off the schedule: the island stays a
+    # member for it (``own``)
     ((("fixed", 10.0, 0.0), ("fixed", 2.0, 0.0), ("fixed", 1.0, 0.3), ("noio",), ("variable", [250_000_000])),
      (0, 100_000_000, 1), 30, 1),
     # schedules whose instants do not fall on one another's: every periodic instant is a group
@@ -152,8 +187,9 @@ def multirate_island(sim: Simulation, name: str, *schedules) -> list:
 def test_an_island_is_grouped_on_its_periodic_instants(schedules, key, grouped, own):
     """Every model's I/O steps (the instants of its end_io_step, update_flow_outs and
     start_io_step calls) are the same grouped or not; the island's rate key is its fastest
-    schedule, and every instant of its periodic models in (0, 3] s is a group barrier unless a
-    variable-rate step comes between (then it plans that barrier itself, ``own``)."""
+    schedule, and every instant of its periodic models in (0, 3] s is a group barrier, and so is
+    a variable-rate step between them (``own``): the island joins once and leaves when the run
+    returns."""
     from hopsim.kernel import FixedRate, NoIo, VariableRate
 
     def schedule(spec):
@@ -177,5 +213,5 @@ def test_an_island_is_grouped_on_its_periodic_instants(schedules, key, grouped, 
     assert calls_on == calls_off and any(ufos for _, _, ufos in calls_on)
     assert on.islands["a"].rate_key == key
     (stats,) = on.stats()["rate_groups"].values()
-    assert stats["member_barriers"] == grouped and stats["joins"] == stats["leaves"] == 1 + own
+    assert stats["member_barriers"] == grouped + own and stats["joins"] == stats["leaves"] == 1
     assert on.stats()["islands"]["a"]["barriers"] == off.stats()["islands"]["a"]["barriers"] == 1 + grouped + own

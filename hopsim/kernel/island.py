@@ -518,7 +518,7 @@ class Island:
                 f"{now} ns; use more integration steps per hop or a smaller eps")
         self._pending_end = t_end
         self._gen += 1
-        if self.rate_key is not None and self._on_schedule(t_end):
+        if self.rate_key is not None and self._groupable():
             group = self.sim.rate_group(self.rate_key)
             if group is not None:
                 self.group = group
@@ -526,16 +526,21 @@ class Island:
                 return
         self.sim.schedule_wake(self, t_end, self._gen)
 
-    def _on_schedule(self, t_ns: int) -> bool:
-        """Whether ``t_ns`` is the next instant of the island's periodic models with no
-        variable-rate model due earlier, and the island may be grouped now."""
-        if (self._next_periodic() != t_ns or self.zero_crossings or self._monitors or self.absorbed_into is not None
-                or len(self.members) != 1 or self.trace_steps or self.hop_log is not None):
-            return False
-        for s in self._variable_slots:
-            if s.io_next is not None and s.io_next < t_ns:
-                return False
-        return True
+    def _groupable(self) -> bool:
+        """Whether the island may be a rate group's member now: no zero-crossing armed, no monitor
+        watching it, not merged, no step or hop log kept."""
+        return not (self.zero_crossings or self._monitors or self.absorbed_into is not None
+                    or len(self.members) != 1 or self.trace_steps or self.hop_log is not None)
+
+    def _next_member_barrier(self) -> int:
+        """A member's next barrier (ns): its I/O schedule's next instant (periodic and
+        variable-rate models; a member keeps no heap of them) or the rest of its timeline's."""
+        t1 = self._next_other_barrier()
+        for s in self._io_slots:
+            nxt = s.io_next
+            if nxt is not None and nxt < t1:
+                t1 = nxt
+        return t1
 
     def _leave_group(self) -> None:
         """Stop being a rate group's member (the group passes over this island's entries)."""
@@ -558,8 +563,9 @@ class Island:
 
     def group_barrier(self, t: int) -> None:
         """The barrier at the kernel's time ``t`` (ns) of a rate group's member, whose compiled hop
-        the group may have propagated already: the hop, the barrier, then either the schedule's
-        next instant in the group or a plan of its own (:mod:`hopsim.kernel.rate_group`)."""
+        the group may have propagated already: the hop, the barrier, then either its next barrier
+        in the group or, if it may no longer be a member, a plan of its own
+        (:mod:`hopsim.kernel.rate_group`)."""
         if t > self.t:
             self._end_hop_at(t)
         self._pending_end = None
@@ -568,8 +574,8 @@ class Island:
             self._barrier(t)
         finally:
             self._in_barrier = False
-        nxt = self._next_periodic()
-        if self._next_other_barrier() >= nxt and self._on_schedule(nxt):
+        nxt = self._next_member_barrier()
+        if nxt != NEVER and self._groupable():
             self._pending_end = nxt
             self._gen += 1
             self.group.admit(self, nxt)

@@ -1,19 +1,18 @@
 """Rate groups: the islands whose barriers coincide, advanced with one barrier per instant.
 
 An island with periodic models (at any rates and phases; variable-rate and message-driven models
-too) spends most of its barriers on those models' instants alone. While its timeline *is* them --
-nothing (a delivery, a timed event, a stop, a barrier a model asks for, a variable-rate step)
-falls before its periodic models' next instant -- it belongs to a rate group, named by its fastest
-schedule (DESIGN.md, "Islands, hops and the kernel"). The group owns its members' wake-ups: one
-simpy event per instant for every member due then, the members' compiled hops propagated together
-(one call per kind of body, when the owner batches, or per fleet form), and each member's barrier
-without the planning a lone island does (no heap of I/O instants, no wake-up of its own): after
-its barrier a member either stays for its periodic models' next instant or leaves.
+too) spends most of its barriers on those models' instants. It belongs to the rate group named by
+its fastest schedule (DESIGN.md, "Islands, hops and the kernel") while nothing needs it to plan
+alone. The group owns its members' wake-ups: one simpy event per instant for every member due
+then, the members' compiled hops propagated together (one call per kind of body, when the owner
+batches, or per fleet form), and each member's barrier without the planning a lone island does
+(no heap of I/O instants, no wake-up of its own). A member's barriers off the schedule (a message
+with another latency, a timed event or fault, a pulse's end) are the group's instants too, for
+the members due then: after each barrier a member is admitted at its next one, whatever made it.
 
-A member leaves when its timeline departs from its periodic instants: something is due on it
-before the next one, a zero-crossing condition is armed, a monitor watches it, it merges
-(contact), or the run returns (:meth:`Island.settle`). It then plans alone, and joins again at a
-later barrier whose next barrier is a periodic instant.
+A member leaves when it must plan alone: a zero-crossing condition is armed (its hops are
+propagated ahead and bisected), a monitor watches it, it merges (contact), or the run returns
+(:meth:`Island.settle`). It joins again at the end of a later barrier.
 
 Grouping changes no result: a member's barrier is the lone island's, step for step; islands
 exchange messages at least 1 ns apart, so the order in which islands process one instant is free;
@@ -41,7 +40,7 @@ class RateGroup:
         self.stats = {"instants": 0, "member_barriers": 0, "joins": 0, "leaves": 0}
 
     def join(self, island: "Island", t_ns: int) -> None:
-        """``island`` becomes a member, its next barrier at ``t_ns``, one of the schedule's instants."""
+        """``island`` becomes a member, its next barrier at ``t_ns``."""
         self.stats["joins"] += 1
         self.admit(island, t_ns)
 
@@ -50,7 +49,7 @@ class RateGroup:
         self.stats["leaves"] += 1
 
     def admit(self, island: "Island", t_ns: int) -> None:
-        """A member has its next barrier at ``t_ns``, one of the schedule's instants."""
+        """A member has its next barrier at ``t_ns``."""
         due = self._at.get(t_ns)
         if due is None:
             due = self._at[t_ns] = []
