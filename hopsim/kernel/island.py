@@ -144,8 +144,6 @@ class Island:
         # island's barriers (None: never grouped) and the group this island is a member of (the
         # I/O heap is not kept meanwhile: it is rebuilt when needed again)
         self._io_slots: list[Slot] = []          # periodic and variable-rate models, in call order
-        self._variable_slots: list[Slot] = []
-        self._periodic_slots: list[Slot] = []
         self.rate_key: tuple | None = None
         self.group = None
         self._io_heap_stale = False
@@ -187,21 +185,16 @@ class Island:
     def _find_rate_key(self) -> None:
         """The key of the island's fastest periodic schedule, which names its rate group, or None
         when the island cannot be a member (no periodic model, or a model not called directly).
-        While a member, the island's barriers are its periodic models' instants (whatever their
-        rates and phases): :meth:`_next_periodic`."""
+        ``_io_slots``: the models with an I/O schedule (periodic or variable-rate), whose next
+        instants a member's next barrier is found among (:meth:`_next_member_barrier`)."""
         self._io_slots = [s for s in self.slots if s.periodic is not None or s.variable_rate]
-        self._variable_slots = [s for s in self._io_slots if s.periodic is None]
-        self._periodic_slots = [s for s in self._io_slots if s.periodic is not None]
+        periodic = [s for s in self._io_slots if s.periodic is not None]
         self.rate_key = None
         called_directly = all(s.local and not s.accounting and not s.method_events
                               and not s.io_events["begin"] and not s.io_events["end"] for s in self.slots)
-        if self._periodic_slots and called_directly:
-            fast = min(self._periodic_slots, key=lambda s: s.periodic.key[1] / s.periodic.key[2])
+        if periodic and called_directly:
+            fast = min(periodic, key=lambda s: s.periodic.key[1] / s.periodic.key[2])
             self.rate_key = fast.periodic.key
-
-    def _next_periodic(self) -> int:
-        """The next instant (ns) of any of the island's periodic models."""
-        return min(s.io_next for s in self._periodic_slots)
 
     def assemble(self, x: np.ndarray) -> None:
         """Number ``self.slots`` in their call order, take ``x`` as the continuous state (the
