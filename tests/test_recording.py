@@ -118,8 +118,8 @@ def test_local_and_ray_runtimes_give_identical_bytes():
 def test_add_messages_writes_what_add_message_writes_one_by_one():
     """The recorder's writer adds an instant's messages in one call: the file is the one mcap's
     Writer.add_message writes called for each message in turn, with chunks that fill in the
-    middle of a call, channels and schemas registered between calls, log times that go back
-    and chunks closed on demand."""
+    middle of a call, channels (with and without metadata, names beyond ASCII) and schemas
+    registered between calls, log times that go back and chunks closed on demand."""
     import io
     import random
 
@@ -153,7 +153,8 @@ def test_add_messages_writes_what_add_message_writes_one_by_one():
                 schemas += 1
                 writer.register_schema(f"s{schemas}", "protobuf", b"x" * schemas)
             elif op[0] == "channel":
-                writer.register_channel("t", "protobuf", schemas, {"n": str(schemas)})
+                writer.register_channel(f"t/{schemas}é", "protobuf", schemas,
+                                        {"n": str(schemas), "source": "v0_nav", "ünï": "cödé"} if schemas % 2 else {})
             elif op[0] == "flush":
                 writer.flush()
             elif batched:
