@@ -24,9 +24,9 @@ fixes; a packet lost pairs the previous one). Differencing fixes of one instant 
 state without propagating either spacecraft (a fix 0.1 s old is 760 m off along-track, its
 difference with another of the same instant is not): rho, rho' = C_HN (r_d - r_c), ... as
 :func:`hopsim.dynamics.orbit_frames.inertial_to_hill`. The relative state is then brought to the
-control instant by the Clohessy-Wiltshire transition over the fix's age (both in one compiled call,
-:func:`~hopsim.dynamics.orbit_frames.hill_state_carried`) (0.11 s normally; at most
-``stale_after_s``), and u_c from the chief's fix (the angle from its ascending node to its position,
+control instant by the Clohessy-Wiltshire transition over the fix's age (0.11 s normally; at most
+``stale_after_s``; both steps in one compiled call,
+:func:`~hopsim.dynamics.orbit_frames.hill_state_carried`), and u_c from the chief's fix (the angle from its ascending node to its position,
 :func:`argument_of_latitude`) by n times the age. The chief's phase taken from its fix keeps the
 reference on the chief's actual along-track motion (J2 changes u_c' from n by ~1e-3).
 

@@ -140,9 +140,9 @@ class Island:
         self._monitors: list = []           # monitors of every member
         self._home_monitors: list = []      # monitors of this home island
         self._deferred = False
-        # rate groups (hopsim.kernel.rate_group): the key of the schedule whose instants are the
-        # island's barriers (None: never grouped) and the group this island is a member of (the
-        # I/O heap is not kept meanwhile: it is rebuilt when needed again)
+        # rate groups (hopsim.kernel.rate_group): the key of the island's fastest periodic schedule,
+        # which names its group (None: never grouped), and the group this island is a member of
+        # (the I/O heap is not kept meanwhile: it is rebuilt when needed again)
         self._io_slots: list[Slot] = []          # periodic and variable-rate models, in call order
         self.rate_key: tuple | None = None
         self.group = None
