@@ -1,6 +1,7 @@
 """Run a named scenario: build it, record it, show progress, report."""
 from __future__ import annotations
 
+import functools
 import json
 import math
 import platform
@@ -24,13 +25,19 @@ VERSIONED = ("hopsim", "simpy", "ray", "numpy", "numba", "protobuf", "mcap", "mc
 
 
 def package_versions() -> dict[str, str]:
-    out = {}
+    """The installed version of each package a run's result depends on (read once per process)."""
+    return dict(_installed_versions())
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_versions() -> tuple[tuple[str, str], ...]:
+    out = []
     for name in VERSIONED:
         try:
-            out[name] = importlib_metadata.version(name)
+            out.append((name, importlib_metadata.version(name)))
         except importlib_metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
+            out.append((name, "not installed"))
+    return tuple(out)
 
 
 def file_sha256(path: str | Path) -> str:
