@@ -29,7 +29,7 @@ from hopsim.kernel.rate_group import RateGroup, RateGroups
 from hopsim.kernel.slot import Slot
 from hopsim.kernel.wakes import InstantWakes
 from hopsim.kernel.zero_crossing import ZeroCrossing
-from hopsim.kernel.model import Model, ModelContext, model_rng
+from hopsim.kernel.model import Model, ModelContext
 from hopsim.kernel.monitor import Monitor
 from hopsim.kernel.owner import owner_in_this_process
 from hopsim.kernel.runtime import LocalRuntime
@@ -182,8 +182,7 @@ class Simulation:
         # every model takes faults: at least ``kill``, plus the kinds it lists in accepts_faults
         self.topics.add_subscriber(fault_topic(model.name), Fault, True,
                                    Subscription(island, model.name, FAULT_PORT))
-        ctx = ModelContext(model.name, island, self.seed, model_rng(self.seed, model.name),
-                           dict(params or {}))
+        ctx = ModelContext(model.name, island, self.seed, dict(params or {}))
         handle = self.runtime.handle(model, ctx)
         slot = Slot(handle, model, self.islands[island], ties_in, ties_out)
         slot.ctx = ctx

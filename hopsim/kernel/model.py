@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -68,10 +68,18 @@ class ModelContext:
     name: str
     island: str
     seed: int
-    rng: np.random.Generator
     params: dict
     # outputs nothing reads in this run (no subscriber, no recorder): set by the kernel at start
     unread_outputs: frozenset = frozenset()
+    _rng: np.random.Generator | None = field(default=None, repr=False)
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The model's generator, ``model_rng(seed, name)``, made at its first use (most models
+        draw nothing: making one costs more than building the model)."""
+        if self._rng is None:
+            self._rng = model_rng(self.seed, self.name)
+        return self._rng
 
 
 BARRIER_REQUEST = "__barrier__"   # outbox marker: (BARRIER_REQUEST, t_ns)
