@@ -213,7 +213,9 @@ class SlotKeeper(Model):
         est = self.estimate(t_ns)
         if est is None:
             self.mode, self.firing = "blind", False
-            self.write("error", RelativeStateMeasurement(chief="chief", deputy=self.vehicle, t_ns=t_ns, frame="hill"))
+            if self.wanted("error"):              # a report: built only when something reads it
+                self.write("error", RelativeStateMeasurement(chief="chief", deputy=self.vehicle, t_ns=t_ns,
+                                                             frame="hill"))
         else:
             e, e_dot, C_NH = est
             self.slot_error_m = err = float(np.linalg.norm(e))
@@ -230,8 +232,9 @@ class SlotKeeper(Model):
                     t_on = min(abs(dv_N[axis]) * m / self.thrust_N, self.max_on_s)
                     if t_on >= self.min_on_s:
                         on[2 * axis + (0 if dv_N[axis] > 0 else 1)] = t_on
-            self.write("error", RelativeStateMeasurement(chief="chief", deputy=self.vehicle, t_ns=t_ns, frame="hill",
-                                                         r_DC_F=_v3(e), v_DC_F=_v3(e_dot), valid=True))
+            if self.wanted("error"):
+                self.write("error", RelativeStateMeasurement(chief="chief", deputy=self.vehicle, t_ns=t_ns,
+                                                             frame="hill", r_DC_F=_v3(e), v_DC_F=_v3(e_dot), valid=True))
         self.steps[self.mode] += 1
         for i in range(AXES):
             self.write(f"on_time{i}", Scalar(value=float(on[i]), unit="s"))
