@@ -26,8 +26,8 @@ difference with another of the same instant is not): rho, rho' = C_HN (r_d - r_c
 :func:`hopsim.dynamics.orbit_frames.inertial_to_hill`. The relative state is then brought to the
 control instant by the Clohessy-Wiltshire transition over the fix's age (0.11 s normally; at most
 ``stale_after_s``; both steps in one compiled call,
-:func:`~hopsim.dynamics.orbit_frames.hill_state_carried`), and u_c from the chief's fix (the angle from its ascending node to its position,
-:func:`argument_of_latitude`) by n times the age. The chief's phase taken from its fix keeps the
+:func:`~hopsim.dynamics.orbit_frames.hill_state_carried`), and u_c from the chief's fix (the angle
+from its ascending node to its position, :func:`argument_of_latitude`) by n times the age. The chief's phase taken from its fix keeps the
 reference on the chief's actual along-track motion (J2 changes u_c' from n by ~1e-3).
 
 Control law. The slot error e = rho - rho_ref, e' = rho' - rho_ref' (Hill frame, m and m/s) obeys
@@ -213,9 +213,6 @@ class SlotKeeper(Model):
         est = self.estimate(t_ns)
         if est is None:
             self.mode, self.firing = "blind", False
-            if self.wanted("error"):              # a report: built only when something reads it
-                self.write("error", RelativeStateMeasurement(chief="chief", deputy=self.vehicle, t_ns=t_ns,
-                                                             frame="hill"))
         else:
             e, e_dot, C_NH = est
             self.slot_error_m = err = float(np.linalg.norm(e))
@@ -232,9 +229,13 @@ class SlotKeeper(Model):
                     t_on = min(abs(dv_N[axis]) * m / self.thrust_N, self.max_on_s)
                     if t_on >= self.min_on_s:
                         on[2 * axis + (0 if dv_N[axis] > 0 else 1)] = t_on
-            if self.wanted("error"):
-                self.write("error", RelativeStateMeasurement(chief="chief", deputy=self.vehicle, t_ns=t_ns,
-                                                             frame="hill", r_DC_F=_v3(e), v_DC_F=_v3(e_dot), valid=True))
+        if self.wanted("error"):                  # a report: built only when something reads it
+            report = RelativeStateMeasurement(chief="chief", deputy=self.vehicle, t_ns=t_ns, frame="hill")
+            if est is not None:
+                report.r_DC_F.CopyFrom(_v3(est[0]))
+                report.v_DC_F.CopyFrom(_v3(est[1]))
+                report.valid = True
+            self.write("error", report)
         self.steps[self.mode] += 1
         for i in range(AXES):
             self.write(f"on_time{i}", Scalar(value=float(on[i]), unit="s"))

@@ -54,8 +54,8 @@ propellant left and the spacecraft's mass properties, linear in the fill fractio
 capacity between empty and full (Dshell's FuelTank): mass = dry + m_f, centre of mass and inertia
 interpolated, ``r_CB_B = empty + f (full - empty)``, ``I = I_empty + f (I_full - I_empty)`` (both
 about the centre of mass). Inside a hop in which a thruster keeps firing, the integrated mass may
-run below zero; the outputs clamp it at 0 (thrusters stop at their next step), and a scenario that needs the exact instant adds a
-zero-crossing on the state ``fuel_kg``.
+run below zero; the outputs clamp it at 0 (thrusters stop at their next step), and a scenario
+that needs the exact instant adds a zero-crossing on the state ``fuel_kg``.
 """
 from __future__ import annotations
 
