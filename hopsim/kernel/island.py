@@ -87,6 +87,31 @@ def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: boo
             isl.finish_hop(t0, t1, steps)
 
 
+def run_barrier(islands: list["Island"], t: int) -> None:
+    """The barrier at the kernel's time ``t`` (ns) of ``islands``: one island alone, or the
+    members of a rate group due at ``t`` (one barrier for the group). Each step of Dshell's order
+    (the module docstring's 1 to 5) is taken by every island before the next step. Islands
+    exchange messages at least 1 ns apart, so that no island's step sees another's at this
+    instant: the order across islands changes nothing, and each island's own steps keep theirs.
+    While it runs, the islands plan nothing: a barrier asked for meanwhile (a message for later,
+    a model's request) is found by the plan each makes after it."""
+    for isl in islands:
+        isl._in_barrier = True
+    try:
+        dues = [isl._open_barrier(t) for isl in islands]                # 1., 2.
+        for isl in islands:
+            isl._take_timeline(t)                                       # 3.
+        asked = [isl._update_flow_outs(t, due) for isl, due in zip(islands, dues, strict=True)]   # 4.
+        for isl, due, asked_again in zip(islands, dues, asked, strict=True):
+            if due:
+                isl._start_io_steps(t, due)                             # 5.
+            if asked_again:
+                isl._reask_next_io(t, asked_again)
+    finally:
+        for isl in islands:
+            isl._in_barrier = False
+
+
 class Island:
     """One hop timeline. Created by :meth:`Simulation.add_island`."""
 
@@ -554,19 +579,16 @@ class Island:
         """The instant (ns) of the barrier this island has planned next (None: none planned)."""
         return self._pending_end
 
-    def group_barrier(self, t: int) -> None:
-        """The barrier at the kernel's time ``t`` (ns) of a rate group's member, whose compiled hop
-        the group may have propagated already: the hop, the barrier, then either its next barrier
-        in the group or, if it may no longer be a member, a plan of its own
-        (:mod:`hopsim.kernel.rate_group`)."""
+    def end_hop_at(self, t: int) -> None:
+        """A rate group's member reaches its barrier at the kernel's time ``t`` (ns): the hop up
+        to ``t`` (the group may have propagated it already); :func:`run_barrier` follows."""
         if t > self.t:
             self._end_hop_at(t)
         self._pending_end = None
-        self._in_barrier = True
-        try:
-            self._barrier(t)
-        finally:
-            self._in_barrier = False
+
+    def plan_as_member(self) -> None:
+        """After a rate group's barrier: the member's next barrier in the group or, if it may no
+        longer be a member, a plan of its own (:mod:`hopsim.kernel.rate_group`)."""
         nxt = self._next_member_barrier()
         if nxt != NEVER and self._groupable():
             self._pending_end = nxt
@@ -598,11 +620,9 @@ class Island:
             self._end_hop_at(t)
         self._pending_end = None
         self._propagated = False
-        self._in_barrier = True
         try:
-            self._barrier(t)
+            run_barrier([self], t)
         finally:
-            self._in_barrier = False
             self._initial = False
         if self._monitors and any(m.next_ns == t for m in self._monitors):
             self._deferred = True          # the monitor's check at t plans the next hop
@@ -710,18 +730,23 @@ class Island:
         self.integrator.reset()
 
     # ------------------------------------------------------------------ barrier
-    def _barrier(self, t: int) -> None:
-        """The barrier at t (ns), in Dshell's order (steps 1 to 5 of the module docstring)."""
+    def _open_barrier(self, t: int) -> list[Slot]:
+        """Steps 1 and 2 of the barrier at t (ns) (see :func:`run_barrier`): returns the models
+        whose I/O step ended (marked ``due``)."""
         self.stats["barriers"] += 1
         self.t = t
         if self.sim.barrier_events_wanted:
             self.kernel_event(KernelEvent.BARRIER, "")
         if self._hit:
             self._zero_crossings_met(t)                                  # 1.
-        due = self._end_io_steps(t)                                      # 2.
+        return self._end_io_steps(t)                                     # 2.
+
+    def _take_timeline(self, t: int) -> None:
+        """Step 3 of the barrier at t (ns): the deliveries and timed events due now; the stops
+        and requested barriers reached are done."""
         inbox = self._inbox
         if inbox and inbox[0][0] == t:
-            self._deliver(t)                                             # 3.
+            self._deliver(t)
         events = self._events
         if events and events[0][0] == t:
             self._fire_events(t)
@@ -729,11 +754,6 @@ class Island:
             heapq.heappop(self._stops)
         while self._requested and self._requested[0][0] <= t:
             heapq.heappop(self._requested)
-        asked_again = self._update_flow_outs(t, due)                     # 4.
-        if due:
-            self._start_io_steps(t, due)                                 # 5.
-        if asked_again:
-            self._reask_next_io(t, asked_again)
 
     def _zero_crossings_met(self, t: int) -> None:
         """1. The callbacks of the zero-crossings met at t, in registration order (removed)."""
@@ -916,7 +936,10 @@ class Island:
 
     def deliver_now(self, slot: Slot, port: str, msg: Any, t_ns: int) -> None:
         """A message published at t (ns) that a model of this island sees at once."""
-        self._hand_over(slot, port, msg, t_ns)
+        if slot.local:
+            slot.model.ports[port].deliver(msg, t_ns)
+        else:
+            slot.handle.deliver(port, msg, t_ns)
         slot.fresh = True
         if port in slot.trigger_ports:
             slot.triggered = True

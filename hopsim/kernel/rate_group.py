@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+from hopsim.kernel.island import run_barrier
+
 if TYPE_CHECKING:
     from hopsim.kernel.island import Island
 
@@ -67,9 +69,12 @@ class RateGroup:
         self.stats["member_barriers"] += len(members)
         if self._propagate is not None:
             self._propagate([isl for isl in members if isl.has_compiled_hop], t_ns)
+        for isl in members:
+            isl.end_hop_at(t_ns)
+        run_barrier(members, t_ns)
         after = self._after_barrier
         for isl in members:
-            isl.group_barrier(t_ns)
+            isl.plan_as_member()
             after(isl, t_ns)
 
 
