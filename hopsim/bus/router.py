@@ -31,6 +31,15 @@ class Inbox(Protocol):
 Route = tuple  # (inbox: Inbox, subscriber's home island name, subscriber's slot, port)
 
 
+def served_at_once(routes: list[Route], source: str) -> list[tuple] | None:
+    """The subscribers ``(inbox, slot, port)`` that a zero-latency message published by a model of
+    home island ``source`` reaches at once, when it reaches no other (every subscriber is of
+    ``source``): such a message needs no envelope unless it is recorded. None otherwise."""
+    if any(home != source for _, home, _, _ in routes):
+        return None
+    return [(inbox, slot, port) for inbox, _, slot, port in routes]
+
+
 def deliver_to_subscribers(env: Envelope, source: str, routes: list[Route], served_in_island: bool = False) -> None:
     """Hand ``env``, published by a model of home island ``source``, to its subscribers ``routes``
     [(inbox, subscriber's home island name, slot, port)], in bus order.

@@ -21,7 +21,7 @@ from hopsim.bus.envelope import Envelope
 from hopsim.bus.topics import Subscription, TopicRegistry, WiringError, kernel_topic
 from hopsim.kernel.errors import CheckpointError, ContactInProgress
 from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
-from hopsim.bus.router import deliver_to_subscribers
+from hopsim.bus.router import deliver_to_subscribers, served_at_once
 from hopsim.kernel.faults import FAULT_PORT, KILL, fault_topic
 from hopsim.kernel.fleet import Fleets
 from hopsim.kernel.island import Island, propagate_together
@@ -94,6 +94,7 @@ class Simulation:
         self._scenario_seq = 0
         self._publish_counts = 0
         self._routes: dict[str, list] = {}
+        self._at_once: dict[tuple, list | None] = {}   # (topic, source home) -> served_at_once, while nothing records
         self._pulled: set[str] = set()        # models copied back from hosts at the end of a run
         self.playback = None       # a PlaybackPlan during partial replay
         self.scenario_params = None  # the validated parameters, when built by a scenario
@@ -125,6 +126,7 @@ class Simulation:
             raise RuntimeError("attach or remove the recorder before the run starts: islands in other "
                                "processes learnt at the start which outputs nobody reads")
         self._recorder = recorder
+        self._at_once = {}
         if changes_what_is_read:
             self._mark_unread_outputs()
 
@@ -386,6 +388,22 @@ class Simulation:
         if routes:
             deliver_to_subscribers(env, source_island.name, routes, served_in_island)
 
+    def served_at_once(self, topic: str, source_island: Island) -> list[tuple] | None:
+        """The subscribers ``(inbox, slot, port)`` a zero-latency message on ``topic`` from a model
+        of home island ``source_island`` reaches, if it needs no envelope: nothing records and
+        every subscriber is of that home island (:func:`hopsim.bus.router.served_at_once`). The
+        island hands it to them itself (:meth:`Island.route`); None: :meth:`publish` it."""
+        key = (topic, source_island.name)
+        try:
+            return self._at_once[key]
+        except KeyError:
+            pass
+        here = None
+        if self._recorder is None:
+            here = served_at_once(self._routes.get(topic, ()), source_island.name)
+        self._at_once[key] = here
+        return here
+
     @property
     def kernel_events_wanted(self) -> bool:
         """Whether kernel events are recorded (islands skip building them otherwise)."""
@@ -470,6 +488,7 @@ class Simulation:
 
     def rebuild_routes(self) -> None:
         """topic -> [(island integrating the subscriber now, its home island's name, slot, port)]."""
+        self._at_once = {}
         self._routes = {name: [(self.islands[sub.island].current, self._slots[sub.model].home.name,
                                 self._slots[sub.model], sub.port)
                                for sub in topic.subscribers]

@@ -917,7 +917,7 @@ class Island:
     def route(self, slot: Slot, outputs: list) -> None:
         """Wrap a model's outputs in envelopes and hand them to the bus."""
         t = self.t
-        publish = self.sim.publish
+        sim = self.sim
         out_topics = slot.out_topics
         unread = slot.unread
         for port, msg in outputs:
@@ -930,9 +930,16 @@ class Island:
                 self.request_barrier(msg)
                 continue
             topic, latency, priority, queue = out_topics[port]
-            env = Envelope(t, t + latency, slot.name, topic, slot.seq, priority, msg)
-            slot.seq += 1
-            publish(env, slot.home, queue)
+            seq = slot.seq
+            slot.seq = seq + 1
+            if latency == 0:
+                at_once = sim.served_at_once(topic, slot.home)
+                if at_once is not None:          # no envelope: nothing records it, nobody elsewhere reads it
+                    sim.count_published(1)
+                    for inbox, sub, sub_port in at_once:
+                        inbox.deliver_now(sub, sub_port, msg, t)
+                    continue
+            sim.publish(Envelope(t, t + latency, slot.name, topic, seq, priority, msg), slot.home, queue)
 
     def deliver_now(self, slot: Slot, port: str, msg: Any, t_ns: int) -> None:
         """A message published at t (ns) that a model of this island sees at once."""

@@ -50,6 +50,15 @@ class IslandOwner(Protocol):
     def publish(self, env: Any, source_island: Any, queue: bool) -> None:
         """Record ``env`` (if recording) and route it to its subscribers."""
 
+    def served_at_once(self, topic: str, source_island: Any) -> list | None:
+        """The subscribers ``(inbox, slot, port)`` that a zero-latency message on ``topic`` from a
+        model of home island ``source_island`` reaches, if the island may hand it to them itself
+        with no envelope (nothing records it, nothing else subscribes); None: :meth:`publish`
+        it. The island then counts it with :meth:`count_published`."""
+
+    def count_published(self, n: int) -> None:
+        """``n`` messages were published without an envelope (see :meth:`served_at_once`)."""
+
     def record_kernel_event(self, island: Any, kind: int, name: str, detail: str = "", **fields) -> None:
         """Record a kernel event of ``island`` at its current time."""
 

@@ -154,6 +154,13 @@ class HostServices:
                     subs.append((here, target, here.by_name[model], port))
         return subs
 
+    def served_at_once(self, topic: str, source_island: Island) -> None:
+        """Every message goes through :meth:`publish` here (it reaches the driver's outbox)."""
+        return None
+
+    def count_published(self, n: int) -> None:
+        self.published += n
+
     def record_kernel_event(self, island: Island, kind: int, name: str, detail: str = "", **fields) -> None:
         if self.record_kernel_events:
             self.outbox.append((island.kernel_event_envelope(kind, name, detail, **fields), True, island.name))
