@@ -17,7 +17,9 @@ broadcasts the chief's fixes on ``chief/air``. A deputy ``d`` island: the spacec
 (``d_gnss``), a tank (``d_tank``), six pulsed thrusters (``d_thr0`` ... ``d_thr5``: +x, -x, +y, -y,
 +z, -z of the body, held aligned with N) and its flight software ``d_fsw``
 (:class:`~hopsim.actors.orbit_formation.SlotKeeper`): relative state from the two fixes of one
-instant, slot error, CW-feedforward PD with a deadband. Topics of ``d``: ``d/state``, ``d/fix``,
+instant, slot error, CW-feedforward PD with a deadband, acting (and commanding its thrusters)
+``radio_latency_s`` after each GNSS step, the instant the chief's fix of the step arrives (at most
+half a period after the step). Topics of ``d``: ``d/state``, ``d/fix``,
 ``d/error`` (the estimated slot error, Hill frame), ``d/mass``, ``d/fuel``, ``d/thr<i>/...``.
 
 Faults by bus message: ``thruster_stuck_on`` (and ``thruster_stuck_off``, ``thrust_scale``) on a
@@ -164,7 +166,10 @@ def build_orbit_formation(sim: Simulation, p: OrbitFormationParams) -> None:
     r_c, v_c = state_from_elements(*chief_el, field.mu)
     rate = p.control_rate_hz
     period = 1.0 / rate
-    phase = min(p.radio_latency_s + 0.01, 0.5 * period)      # the flight software after the step's fixes are in
+    # the flight software acts as the chief's fix of the step arrives: a barrier delivers before it
+    # calls update_flow_outs (with no latency the fix arrives 1 ns after the step, as any message
+    # between islands does)
+    phase = min(max(p.radio_latency_s, 1e-9), 0.5 * period)
     atmosphere = dict(rho0_kgpm3=p.density_kgpm3 if p.drag else 0.0, h0_m=p.altitude_m,
                       scale_height_m=p.scale_height_m)
     common = dict(field=field if p.gravity_degree > 0 else None, degree=p.gravity_degree, mu=field.mu,
