@@ -237,6 +237,7 @@ class Island:
         for s in self.slots:
             s.does_end_io = s.overrides("end_io_step")
             s.does_start_io = s.overrides("start_io_step")
+            s.does_update = s.overrides("update_flow_outs")
             s.direct = s.local and not s.accounting and not s.method_events
         self._start_hop = [s for s in self.slots if s.overrides("start_hop")]
         self._end_hop = [s for s in self.slots if s.overrides("end_hop")]
@@ -863,7 +864,8 @@ class Island:
                             s.call("end_io_step", t if s.io_prev is None else s.io_prev, t)
             if initial or s.due or s.force_ufo or (fresh and s.feed_through):
                 s.force_ufo = False
-                s.call("update_flow_outs", t)
+                if s.does_update:
+                    s.call("update_flow_outs", t)
         return asked_again
 
     def _start_io_steps(self, t: int, due: list[Slot]) -> None:

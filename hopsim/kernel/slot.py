@@ -60,7 +60,7 @@ class Slot(InlineAttributes):
         self.triggered = False
         self.ctx = None
         self.unread: frozenset = frozenset()   # output ports nobody reads (writes are dropped)
-        self.does_end_io = self.does_start_io = True
+        self.does_end_io = self.does_start_io = self.does_update = True   # whether the methods can do anything
         self.accounting = False
         self.cpu_ns = 0            # CPU time spent in this model's methods (thread time, ns)
         self.direct = False        # local, no method events, no accounting: call the object itself
