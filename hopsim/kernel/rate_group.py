@@ -5,8 +5,10 @@ too) spends most of its barriers on those models' instants. It belongs to the ra
 its fastest schedule (DESIGN.md, "Islands, hops and the kernel") while nothing needs it to plan
 alone. The group owns its members' wake-ups: one simpy event per instant for every member due
 then, the members' compiled hops propagated together (one call per kind of body, when the owner
-batches, or per fleet form), and each member's barrier without the planning a lone island does
-(no heap of I/O instants, no wake-up of its own). A member's barriers off the schedule (a message
+batches, or per fleet form), and one barrier for the members due (:func:`~hopsim.kernel.island.
+run_barrier`: each of Dshell's steps taken by every member before the next step, in blocks of
+``BARRIER_BLOCK`` members), without the planning a lone island does (no heap of I/O instants, no
+wake-up of its own). A member's barriers off the schedule (a message
 with another latency, a timed event or fault, a pulse's end) are the group's instants too, for
 the members due then: after each barrier a member is admitted at its next one, whatever made it.
 
@@ -26,6 +28,13 @@ from hopsim.kernel.island import run_barrier
 
 if TYPE_CHECKING:
     from hopsim.kernel.island import Island
+
+
+# Members taken through a barrier together, step by step: few enough that their objects stay in
+# the processor's cache from one step to the next. Measured on the 1 Hz formation (bench_formation,
+# us per vehicle-step): 100 vehicles in one block 21.5, in blocks of 16 23.6; 1,000 vehicles in
+# blocks of 128 52, in one block 64 (each step fetching every island's objects from memory again).
+BARRIER_BLOCK = 128
 
 
 class RateGroup:
@@ -69,13 +78,15 @@ class RateGroup:
         self.stats["member_barriers"] += len(members)
         if self._propagate is not None:
             self._propagate([isl for isl in members if isl.has_compiled_hop], t_ns)
-        for isl in members:
-            isl.end_hop_at(t_ns)
-        run_barrier(members, t_ns)
         after = self._after_barrier
-        for isl in members:
-            isl.plan_as_member()
-            after(isl, t_ns)
+        for i in range(0, len(members), BARRIER_BLOCK):
+            block = members[i:i + BARRIER_BLOCK]
+            for isl in block:
+                isl.end_hop_at(t_ns)
+            run_barrier(block, t_ns)
+            for isl in block:
+                isl.plan_as_member()
+                after(isl, t_ns)
 
 
 class RateGroups:
