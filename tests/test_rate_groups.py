@@ -23,6 +23,9 @@ CASES = [
     ("formation", {"n_vehicles": 9, "layout": "lattice", "radio_loss": 0.3, "radio_latency_s": 1.5,
                    "faults": [{"t_s": 5.5, "target": "v3_thr", "kind": "thrust_scale", "value": 0.5},
                               {"t_s": 8.0, "target": "v5_radio", "kind": "radio_loss", "value": 1.0}]}, 12.0, True),
+    # more members than a barrier takes in one block (rate_group.BARRIER_BLOCK), a fault in the second block
+    ("formation", {"n_vehicles": 300, "radio_loss": 0.2,
+                   "faults": [{"t_s": 2.5, "target": "v130_thr", "kind": "thrust_scale", "value": 0.5}]}, 5.0, True),
     ("leader_follower", {}, 12.0, True),
     ("cooperative_docking", {}, 10.0, True),
     ("pileup", {"n_vehicles": 12}, 3.0, False),
