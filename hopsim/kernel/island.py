@@ -56,6 +56,12 @@ def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: boo
     the same sub-steps start at the same instant too. With ``fleets`` (:class:`~hopsim.kernel.fleet.Fleets`),
     the islands whose body has a fleet form hand their whole hops to it, one call per fleet; with
     ``batch`` False only those (the others propagate alone, at their own wakes)."""
+    if not batch:
+        if fleets is None:
+            return
+        islands = [isl for isl in islands if isl.fleet_body is not None]   # the others propagate alone
+        if not islands:
+            return
     groups: dict[tuple, list[Island]] = {}
     for isl in dict.fromkeys(islands):          # an island re-planned to the same instant is listed twice
         if isl._pending_end != t1 or isl._propagated or isl._batched == t1 or isl.t >= t1:
