@@ -923,7 +923,8 @@ class Island:
 
     # ------------------------------------------------------------------ bus
     def route(self, slot: Slot, outputs: list) -> None:
-        """Wrap a model's outputs in envelopes and hand them to the bus."""
+        """Wrap a model's outputs in envelopes and hand them to the bus; a message that needs no
+        envelope (see :meth:`IslandOwner.served_at_once`) goes to its subscribers at once."""
         t = self.t
         sim = self.sim
         out_topics = slot.out_topics

@@ -5,10 +5,10 @@ too) spends most of its barriers on those models' instants. It belongs to the ra
 its fastest schedule (DESIGN.md, "Islands, hops and the kernel") while nothing needs it to plan
 alone. The group owns its members' wake-ups: one simpy event per instant for every member due
 then, the members' compiled hops propagated together (one call per kind of body, when the owner
-batches, or per fleet form), and one barrier for the members due (:func:`~hopsim.kernel.island.
-run_barrier`: each of Dshell's steps taken by every member before the next step, in blocks of
-``BARRIER_BLOCK`` members), without the planning a lone island does (no heap of I/O instants, no
-wake-up of its own). A member's barriers off the schedule (a message
+batches, or per fleet form), and one barrier for the members due
+(:func:`~hopsim.kernel.island.run_barrier`: each of Dshell's steps taken by every member before
+the next step, in blocks of ``BARRIER_BLOCK`` members), without the planning a lone island does
+(no heap of I/O instants, no wake-up of its own). A member's barriers off the schedule (a message
 with another latency, a timed event or fault, a pulse's end) are the group's instants too, for
 the members due then: after each barrier a member is admitted at its next one, whatever made it.
 
