@@ -46,14 +46,16 @@ MAX_JSON_BYTES = 16 << 30           # a checkpoint larger than this is refused a
 _ENCODED_IN_ORDER = ("events", "stop_callbacks", "injections", "islands", "models")   # one shared memo
 
 
-def capture(sim, allow_contact: bool = False) -> dict[str, Any]:
+def capture(sim, allow_contact: bool = False, copied: bool = True) -> dict[str, Any]:
     """The dynamic state of ``sim`` (started, not running) at its current barrier.
 
     While contact is being resolved (islands merged, or contact conditions armed) the state
     cannot be restored yet: this raises :class:`ContactInProgress`, unless ``allow_contact``
-    (for a state hash), in which case merged islands are captured as one.
+    (for a state hash), in which case merged islands are captured as one. ``copied`` False: the
+    models' parts may be their own objects, for a state that is read at once and let go (a
+    state hash), never kept or restored.
     """
-    return {"format": FORMAT, **sim.capture_state(allow_contact)}
+    return {"format": FORMAT, **sim.capture_state(allow_contact, copied)}
 
 
 class _PendingModels:

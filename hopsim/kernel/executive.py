@@ -592,14 +592,15 @@ class Simulation:
         """Whether the run has started (models set up, islands at their first barrier)."""
         return self._started
 
-    def capture_state(self, allow_contact: bool = False) -> dict[str, Any]:
+    def capture_state(self, allow_contact: bool = False, copied: bool = True) -> dict[str, Any]:
         """The dynamic state at the current barrier (the run has returned): the kernel's
         counters and pending events, every island's part and every model's snapshot
         (:mod:`hopsim.kernel.checkpoint` writes it).
 
         While contact is being resolved (islands merged, or contact conditions armed) it cannot
         be restored yet: :class:`ContactInProgress`, unless ``allow_contact`` (for a state
-        hash), in which case merged islands are captured as one."""
+        hash), in which case merged islands are captured as one. ``copied`` False: the models'
+        snapshots may be their own objects, for a state read at once and let go (a state hash)."""
         if not self._started:
             raise CheckpointError("a checkpoint needs a started run; advance it first")
         now = self.now
@@ -620,7 +621,7 @@ class Simulation:
         for name, isl in self.islands.items():
             if getattr(isl, "absorbed_into", None) is not None:
                 continue                 # its models and states are part of the island it merged into
-            part = isl.capture_state()
+            part = isl.capture_state(copied)
             islands[name] = part["island"]
             models.update(part["models"])
         return {

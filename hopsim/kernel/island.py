@@ -983,9 +983,11 @@ class Island:
         return env
 
     # ------------------------------------------------------------------ checkpoints
-    def capture_state(self) -> dict[str, Any]:
+    def capture_state(self, copied: bool = True) -> dict[str, Any]:
         """This island's part of a checkpoint, at its owner's current barrier: its timeline and
-        continuous state (``island``) and its models' snapshots (``models``, by name)."""
+        continuous state (``island``) and its models' snapshots (``models``, by name). With
+        ``copied`` False the snapshots may be the models' own objects (:meth:`Slot.snapshot_to_read`):
+        for a state that is read at once and let go."""
         now = self.sim.now
         if self.t != now or self._propagated:
             raise CheckpointError(f"island {self.name!r} is not settled at {now} ns (at {self.t} ns)")
@@ -1004,7 +1006,9 @@ class Island:
             "slots": {s.name: (s.seq, s.io_k, s.io_prev, s.io_next, s.fresh, s.force_ufo, s.triggered)
                       for s in self.slots},
         }
-        return {"island": island, "models": {s.name: s.call("snapshot") for s in self.slots}}
+        if copied:
+            return {"island": island, "models": {s.name: s.call("snapshot") for s in self.slots}}
+        return {"island": island, "models": {s.name: s.snapshot_to_read() for s in self.slots}}
 
     def restore_state(self, st: dict[str, Any], events: list[TimedEvent]) -> None:
         """Take the timeline and state that :meth:`capture_state` gave (``st``, its ``island``

@@ -242,13 +242,20 @@ class Model(InlineAttributes):
 
     # ------------------------------------------------------------------ rollback and checkpoints
     def snapshot(self) -> Any:
-        """Everything needed to return to this instant: own attributes, port states, generator."""
+        """Everything needed to return to this instant: own attributes, port states, generator (a
+        copy: what the model does later does not reach it)."""
+        return copy.deepcopy(self.snapshot_view())
+
+    def snapshot_view(self) -> tuple:
+        """What :meth:`snapshot` copies, as it is now (the model's own objects): to be read at
+        once and let go (a state hash), never kept. A model that overrides :meth:`snapshot` is
+        read through it instead (:meth:`Slot.snapshot_to_read`)."""
         # references to other models (a force model's body) are links, restored by their owners
         own = {k: v for k, v in vars(self).items()
                if k not in self._FRAMEWORK_ATTRS and not isinstance(v, Model)}
         rng_state = self.ctx.rng.bit_generator.state if self.ctx else None
         ports = {k: p.state() for k, p in self.ports.items()}
-        return copy.deepcopy((own, ports, rng_state))
+        return (own, ports, rng_state)
 
     def restore(self, snapshot: Any) -> None:
         """Return to a state returned by :meth:`snapshot`."""

@@ -91,6 +91,14 @@ class Slot(InlineAttributes):
             self.island.route(self, out)
         return result
 
+    def snapshot_to_read(self):
+        """The model's snapshot, to be read at once and let go (a state hash): its state as it is,
+        not copied, when the model lives here and keeps :meth:`Model.snapshot`; else a snapshot."""
+        model = self.model
+        if self.direct and type(model).snapshot is Model.snapshot:
+            return model.snapshot_view()
+        return self.call("snapshot")
+
     def _call_through_handle(self, method: str, args: tuple):
         """The call with what a direct one leaves out: the model's method events, its CPU
         accounting, and a model that lives in another process (its handle ships the call)."""

@@ -114,7 +114,7 @@ def state_hash(sim: Simulation) -> str:
 
     from hopsim.kernel import state_codec
 
-    state = checkpoint.capture(sim, allow_contact=True)
+    state = checkpoint.capture(sim, allow_contact=True, copied=False)      # read here and let go
     h = hashlib.sha256()
     for name, snap in sorted(state["models"].items()):
         tree, blobs = state_codec.encode(snap, name)

@@ -414,7 +414,8 @@ class RemoteIsland:
     def add_zero_crossing(self, zc) -> None:
         self._send("add_zero_crossing", zc)
 
-    def capture_state(self) -> dict:
+    def capture_state(self, copied: bool = True) -> dict:
+        """The island's part of a checkpoint, from its host (sent: a copy whatever ``copied`` says)."""
         return self._ask("capture")
 
     def model(self, name: str):
