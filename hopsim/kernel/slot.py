@@ -94,9 +94,8 @@ class Slot(InlineAttributes):
     def snapshot_to_read(self):
         """The model's snapshot, to be read at once and let go (a state hash): its state as it is,
         not copied, when the model lives here and keeps :meth:`Model.snapshot`; else a snapshot."""
-        model = self.model
-        if self.direct and type(model).snapshot is Model.snapshot:
-            return model.snapshot_view()
+        if self.direct and self.cls.snapshot is Model.snapshot:
+            return self.call("snapshot_view")
         return self.call("snapshot")
 
     def _call_through_handle(self, method: str, args: tuple):
