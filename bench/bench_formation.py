@@ -15,6 +15,7 @@ vehicle-step costs when the models cost nothing. And the protobuf traffic of one
 itself (:func:`protobuf_floor_us`): the messages the formation's models must build and read; and
 the least Python any kernel must run per vehicle-step for this wiring (:func:`dispatch_floor_us`).
 Together they bound what the design can reach: 1,000x real time at N = 100 is 10 us per step.
+Last, where a 100-vehicle step's time goes, with and without recording (:func:`time_breakdown_us`).
 """
 from __future__ import annotations
 
@@ -203,6 +204,109 @@ def dispatch_floor_us(n: int = 100, steps: int = 300, repeat: int = 5) -> float:
     return min(timeit.repeat(run, repeat=repeat, number=1)) / (n * steps) * 1e6
 
 
+def time_breakdown_us(n: int = 100, duration_s: float = 60.0, repeat: int = 3) -> dict[str, float]:
+    """Where a vehicle-step's time goes, in us per vehicle-step (wall, best of ``repeat``; N = ``n``,
+    ``duration_s`` simulated seconds after the first): the run without and with an MCAP recorder,
+    the kernel's floor for the same wiring, and the recorder fed the recorded run's envelopes with
+    and without its Foxglove scene; inside the recorder, what serializing the payloads, hashing
+    the stream's bytes and compressing the records cost by themselves. The rest of each is by
+    difference: the models (the run minus the floor), the recording's cost to the simulation
+    besides the recorder (envelopes for every message, the messages built only because a
+    recorder reads them), the recorder's own framing, ordering and indexing."""
+    import hashlib
+    import tempfile
+    from pathlib import Path
+
+    import zstandard
+
+    from hopsim.bus.envelope import deterministic_serializer
+    from hopsim.bus.recorder import McapRecorder, MemoryRecorder
+    from hopsim.kernel import Simulation
+    from hopsim.scenarios.catalog import get_scenario
+
+    spec = get_scenario("formation")
+    params = spec.make_params({"n_vehicles": n})
+    steps = n * duration_s
+
+    def run(recorder) -> float:
+        sim = Simulation(seed=0, recorder=recorder)
+        sim.scenario_params = params
+        spec.build(sim, params)
+        sim.advance_to(1.0)
+        t0 = time.perf_counter()
+        sim.advance_to(1.0 + duration_s)
+        if recorder is not None:
+            recorder.flush()
+        return time.perf_counter() - t0
+
+    def record_alone(envelopes, path: Path, scene: bool) -> float:
+        t0 = time.perf_counter()
+        with McapRecorder(path, scene=scene) as rec:
+            for env in envelopes:
+                rec.record(env)
+        return time.perf_counter() - t0
+
+    memory = MemoryRecorder()
+    run(memory)
+    envelopes = [env for env in memory.envelopes if env.t_ns >= 1_000_000_000]
+    payloads = [(deterministic_serializer(type(env.payload)), env.payload) for env in envelopes]
+    data = [serialize(p) for serialize, p in payloads]
+    framed = b"".join(env.source.encode() + env.topic.encode() + d for env, d in zip(envelopes, data, strict=True))
+    chunks = [b"".join(data[i:i + 4 * n * 6]) for i in range(0, len(data), 4 * n * 6)]   # about 2 s each
+
+    def serialize_all() -> float:
+        t0 = time.perf_counter()
+        for serialize, p in payloads:
+            serialize(p)
+        return time.perf_counter() - t0
+
+    def hash_all() -> float:
+        t0 = time.perf_counter()
+        hashlib.sha256(framed).hexdigest()
+        return time.perf_counter() - t0
+
+    def compress_all() -> float:
+        t0 = time.perf_counter()
+        for chunk in chunks:
+            zstandard.compress(chunk)
+        return time.perf_counter() - t0
+
+    best: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(repeat):            # interleaved, best of each
+            for name, fn in (("bare", lambda: run(None)),
+                             ("recorded", lambda: run(McapRecorder(Path(tmp) / "run.mcap"))),
+                             ("recorder", lambda: record_alone(envelopes, Path(tmp) / "a.mcap", True)),
+                             ("recorder without scene", lambda: record_alone(envelopes, Path(tmp) / "b.mcap", False)),
+                             ("floor", lambda: kernel_floor_us(n, 30.0, 1) * 1e-6 * steps),
+                             ("serialization", serialize_all), ("hashing", hash_all), ("compression", compress_all)):
+                best[name] = min(best.get(name, float("inf")), fn())
+    us = {name: t / steps * 1e6 for name, t in best.items()}
+    return {
+        "bare": us["bare"], "recorded": us["recorded"], "messages per vehicle-step": len(envelopes) / steps,
+        "kernel (the floor)": us["floor"], "models": us["bare"] - us["floor"],
+        "recording, the simulation's side": us["recorded"] - us["bare"] - us["recorder"],
+        "recorder: framing, ordering, indexing": (us["recorder without scene"] - us["serialization"]
+                                                  - us["hashing"] - us["compression"]),
+        "recorder: serialization": us["serialization"], "recorder: compression": us["compression"],
+        "recorder: SHA-256": us["hashing"], "recorder: Foxglove scene": us["recorder"] - us["recorder without scene"],
+    }
+
+
+def print_breakdown(parts: dict[str, float]) -> None:
+    per_msg = parts["messages per vehicle-step"]
+    print(f"\nWhere a vehicle-step goes (N = 100, 60 s; us per vehicle-step, best of 3 interleaved; "
+          f"{per_msg:.0f} messages per vehicle-step recorded): {parts['bare']:.1f} without a recorder, "
+          f"{parts['recorded']:.1f} with one.\n")
+    print("| part | us per vehicle-step | us per recorded message |")
+    print("|---|---:|---:|")
+    for name, value in parts.items():
+        if name in ("bare", "recorded", "messages per vehicle-step"):
+            continue
+        share = f"{value / per_msg:.2f}" if name.startswith("record") else ""
+        print(f"| {name} | {value:.2f} | {share} |")
+
+
 def run_sizes(sizes: dict[int, float], layout: str) -> list[dict]:
     rows = []
     for n, duration in sizes.items():
@@ -258,6 +362,8 @@ def main() -> None:
         sizes = {int(s): FULL.get(int(s), 10.0) for s in opts.sizes.split(",")}
     rows = run_sizes(sizes, opts.layout)
     print_section(rows, kernel_floor_us(), protobuf_floor_us(), dispatch_floor_us())
+    if not opts.quick:
+        print_breakdown(time_breakdown_us())
 
 
 if __name__ == "__main__":
