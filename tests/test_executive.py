@@ -322,3 +322,29 @@ def test_variable_rate_model_is_asked_again_when_a_triggering_message_arrives():
     alarm = sim.add_model(Alarm(), "a", ties={"at": "a/at"})
     sim.advance_to(3.0)
     assert alarm.rang == [370_000_000, 1_370_000_000, 2_370_000_000]
+
+
+def test_a_memo_is_no_part_of_a_snapshot_and_is_forgotten_on_restore():
+    """hopsim.kernel.Memo: what a model keeps so as not to compute it again is not its state."""
+    from hopsim.kernel import Memo, Model
+
+    class Squares(Memo):
+        def __init__(self):
+            self.kept: dict[int, int] = {}
+
+        def forget(self) -> None:
+            self.kept.clear()
+
+    class Counter(Model):
+        def __init__(self, name):
+            super().__init__(name)
+            self.n = 0
+            self.squares = Squares()
+
+    m = Counter("m")
+    m.squares.kept[3] = 9
+    snap = m.snapshot()
+    assert snap[0] == {"n": 0}                          # the state, without the memo
+    m.n, m.squares.kept[4] = 5, 16
+    m.restore(snap)
+    assert m.n == 0 and m.squares.kept == {}            # back, and the memo holds nothing from later

@@ -5,7 +5,7 @@ from hopsim.kernel.fsm import FSM
 from hopsim.kernel.errors import CausalityError
 from hopsim.kernel.island import Island
 from hopsim.kernel.zero_crossing import ZeroCrossing
-from hopsim.kernel.model import (ContinuousModel, DefaultRate, FixedRate, Model, ModelContext, NoIo,
+from hopsim.kernel.model import (ContinuousModel, DefaultRate, FixedRate, Memo, Model, ModelContext, NoIo,
                                  VariableRate)
 from hopsim.kernel.ordering import AlgebraicLoopError
 from hopsim.kernel.ports import In, Out
@@ -14,7 +14,7 @@ from hopsim.kernel.simtime import NS_PER_S, PeriodicSchedule, seconds, to_second
 
 __all__ = [
     "TimedEvent", "Simulation", "Tie", "FSM", "CausalityError", "Island", "ZeroCrossing",
-    "ContinuousModel", "DefaultRate", "FixedRate", "Model", "ModelContext", "NoIo", "VariableRate",
+    "ContinuousModel", "DefaultRate", "FixedRate", "Memo", "Model", "ModelContext", "NoIo", "VariableRate",
     "AlgebraicLoopError", "In", "Out", "LocalRuntime", "NS_PER_S",
     "PeriodicSchedule", "seconds", "to_seconds",
 ]

@@ -85,6 +85,18 @@ class ModelContext:
 BARRIER_REQUEST = "__barrier__"   # outbox marker: (BARRIER_REQUEST, t_ns)
 
 
+class Memo:
+    """What a model keeps so as not to compute again what its state determines (a cache): an
+    attribute holding one is not part of the model's snapshot, and it is forgotten when the
+    model is restored. So a snapshot holds the model's state only: a run that fills its memos
+    less (one that reads fewer of the model's outputs) ends with the same snapshot. A memo must
+    hand back exactly what the computation it skips would give, bit for bit."""
+
+    def forget(self) -> None:
+        """Hold nothing any more (the state it was derived from is gone)."""
+        raise NotImplementedError
+
+
 # ----------------------------------------------------------------------------- models
 class Model(InlineAttributes):
     """A flow model (Dshell FlowModel).
@@ -250,9 +262,10 @@ class Model(InlineAttributes):
         """What :meth:`snapshot` copies, as it is now (the model's own objects): to be read at
         once and let go (a state hash), never kept. A model that overrides :meth:`snapshot` is
         read through it instead (:meth:`Slot.snapshot_to_read`)."""
-        # references to other models (a force model's body) are links, restored by their owners
+        # references to other models (a force model's body) are links, restored by their owners;
+        # memos are no state (see Memo)
         own = {k: v for k, v in vars(self).items()
-               if k not in self._FRAMEWORK_ATTRS and not isinstance(v, Model)}
+               if k not in self._FRAMEWORK_ATTRS and not isinstance(v, (Model, Memo))}
         rng_state = self.ctx.rng.bit_generator.state if self.ctx else None
         ports = {k: p.state() for k, p in self.ports.items()}
         return (own, ports, rng_state)
@@ -261,6 +274,9 @@ class Model(InlineAttributes):
         """Return to a state returned by :meth:`snapshot`."""
         own, ports, rng_state = copy.deepcopy(snapshot)
         set_attributes(self, own)          # not __dict__.update: see hopsim.kernel.unpickling
+        for value in vars(self).values():
+            if isinstance(value, Memo):
+                value.forget()
         for k, s in ports.items():
             self.ports[k].set_state(s)
         if rng_state is not None:

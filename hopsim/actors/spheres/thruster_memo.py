@@ -2,7 +2,8 @@
 
 Each memo hands back exactly what the computation it skips would give, bit for bit, so a run is
 the same with or without it; ``tests/spheres/test_sph_fast_paths.py`` checks every one against
-recomputation in runs with thrust noise and faults.
+recomputation in runs with thrust noise and faults. Each is a :class:`hopsim.kernel.Memo`: not
+part of the simulator's snapshot, forgotten when it is restored.
 
 - :class:`WrenchMemo`: the thrust, firing flag and wrench of each set of open valves (while every
   thruster's thrust level, scale and noise factor stay), and the wrench of each thrust vector
@@ -17,11 +18,12 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from hopsim.actors.spheres.valves import ValveTimeline
+from hopsim.kernel import Memo
 
 MAX_THRUST_VECTORS = 256        # noisy thrust rarely repeats a vector: start again past this many
 
 
-class WrenchMemo:
+class WrenchMemo(Memo):
     """Thrust and wrench by open-valve mask, and wrench (force N, torque N m, body frame, about
     the centre of mass) by per-thruster thrust (N). The kept arrays are never changed in place."""
 
@@ -56,8 +58,10 @@ class WrenchMemo:
         self._by_mask.clear()
         self._by_thrust.clear()
 
+    forget = arms_changed
 
-class CommandLookahead:
+
+class CommandLookahead(Memo):
     """The plan of a timeline with the waiting commands applied, from a look-ahead copy.
 
     With exactly one command waiting, the copy is kept with the timeline it was cloned from and
@@ -68,6 +72,10 @@ class CommandLookahead:
     """
 
     def __init__(self):
+        self.forget()
+
+    def forget(self) -> None:
+        """No look-ahead kept: the next :meth:`planned` looks ahead anew, :meth:`apply` applies."""
         self.plan: list | None = None
         self._copy: ValveTimeline | None = None
         self._cmd: tuple | None = None
@@ -124,7 +132,7 @@ class CommandLookahead:
             timeline.take_plan_of(ahead)
 
 
-class PlanMemo:
+class PlanMemo(Memo):
     """One value derived from a valve plan, kept for that plan (a list never changed in place)."""
 
     def __init__(self):
@@ -139,7 +147,7 @@ class PlanMemo:
 
     def forget(self) -> None:
         """What the value is derived from besides the plan changed."""
-        self._plan = None
+        self._plan = self._value = None
 
 
 __all__ = ["WrenchMemo", "CommandLookahead", "PlanMemo"]
