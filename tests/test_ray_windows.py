@@ -321,3 +321,20 @@ def test_fleet_forms_in_hosts_record_the_local_stream(shared_ray):
     (schedule, counts), = local.stats["rate_groups"].items()
     assert remote.stats["rate_groups"][schedule]["member_barriers"] == counts["member_barriers"] > 0
     assert remote.stats["fleets"]["hops"] == local.stats["fleets"]["hops"] == sum(fleet_hops)
+
+
+def test_a_sharded_run_that_records_nothing_ends_where_the_local_run_ends(shared_ray):
+    """Without a recorder the local run hands a zero-latency message that only its publisher's
+    island reads over without an envelope, and the hosts route every message: the formation on 2
+    shards ends with the local run's outcome, states and message count all the same."""
+    overrides = {"n_vehicles": 8, "layout": "lattice", "radio_loss": 0.2,
+                 "faults": [{"t_s": 2.5, "target": "v3_thr", "kind": "thrust_scale", "value": 0.5}]}
+    local = run_scenario("formation", overrides, seed=7, duration_s=6.0, keep_sim=True)
+    remote = run_scenario("formation", overrides, seed=7, duration_s=6.0, keep_sim=True, backend="ray",
+                          placement="shards:2")
+    assert remote.outcome == local.outcome
+    assert remote.stats["published"] == local.stats["published"] > 0
+    for name in local.sim.model_names():
+        model = local.sim.model(name)
+        if getattr(model, "x", None) is not None:
+            assert remote.sim.model(name).x.tobytes() == model.x.tobytes(), name
