@@ -218,6 +218,7 @@ def time_breakdown_us(n: int = 100, duration_s: float = 60.0, repeat: int = 3) -
     from pathlib import Path
 
     import zstandard
+    from bench_recording import record_alone      # this folder: the recorder fed a stream, timed
 
     from hopsim.bus.envelope import deterministic_serializer
     from hopsim.bus.recorder import McapRecorder, MemoryRecorder
@@ -237,13 +238,6 @@ def time_breakdown_us(n: int = 100, duration_s: float = 60.0, repeat: int = 3) -
         sim.advance_to(1.0 + duration_s)
         if recorder is not None:
             recorder.flush()
-        return time.perf_counter() - t0
-
-    def record_alone(envelopes, path: Path, scene: bool) -> float:
-        t0 = time.perf_counter()
-        with McapRecorder(path, scene=scene) as rec:
-            for env in envelopes:
-                rec.record(env)
         return time.perf_counter() - t0
 
     memory = MemoryRecorder()

@@ -1006,9 +1006,8 @@ class Island:
             "slots": {s.name: (s.seq, s.io_k, s.io_prev, s.io_next, s.fresh, s.force_ufo, s.triggered)
                       for s in self.slots},
         }
-        if copied:
-            return {"island": island, "models": {s.name: s.call("snapshot") for s in self.slots}}
-        return {"island": island, "models": {s.name: s.snapshot_to_read() for s in self.slots}}
+        return {"island": island,
+                "models": {s.name: s.call("snapshot") if copied else s.snapshot_to_read() for s in self.slots}}
 
     def restore_state(self, st: dict[str, Any], events: list[TimedEvent]) -> None:
         """Take the timeline and state that :meth:`capture_state` gave (``st``, its ``island``
