@@ -66,6 +66,16 @@ class Simulation:
     ``batching`` change how fast a run goes, never its result.
     """
 
+    # more attributes than CPython keeps inline (hopsim.kernel.unpickling), read for every message;
+    # a scenario may keep its own (``sim.contact_world``) in the __dict__
+    __slots__ = ('_at_once', '_cpu_start_ns', '_events', '_fleets', '_halt_at', '_injections',
+                 '_instant_wakes', '_models', '_monitors', '_publish_counts', '_pulled', '_rate_groups',
+                 '_recorder', '_routes', '_scenario_seq', '_slots', '_started', '_stop_callbacks',
+                 '_stop_ids', '_stop_seq', '_wakes_at', 'batching', 'breaks', 'cpu_accounting',
+                 'default_rate_hz', 'e_stop', 'env', 'fleets', 'handled_kills', 'islands', 'playback',
+                 'rate_groups', 'record_barriers', 'record_kernel_events', 'runtime', 'scenario_params',
+                 'scene', 'seed', 'stop_reason', 'topics', 'windows', '__dict__')
+
     def __init__(self, seed: int = 0, default_rate_hz: float = 1.0, runtime=None, recorder=None,
                  record_kernel_events: bool = True, cpu_accounting: bool = False, batching: bool = False,
                  record_barriers: bool = False, rate_groups: bool = True, fleets: bool = True):

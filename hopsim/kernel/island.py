@@ -119,7 +119,19 @@ def run_barrier(islands: list["Island"], t: int) -> None:
 
 
 class Island:
-    """One hop timeline. Created by :meth:`Simulation.add_island`."""
+    """One hop timeline. Created by :meth:`Simulation.add_island`.
+
+    Its attributes are ``__slots__``: there are more than CPython keeps inline in an object (see
+    :mod:`hopsim.kernel.unpickling`), and a barrier reads and sets many of them."""
+
+    __slots__ = ('sim', 'name', 'integrator', 'n_integration_steps', 'end_of_step_derivative', 'slots',
+                 'by_name', 't', 'zero_crossings', 'trace_steps', 'step_log', 'hop_log', 'stats',
+                 '_hop_steps', '_io_heap', '_events', '_inbox', '_stops', '_requested', '_hit',
+                 '_pending_end', '_propagated', '_hop_start_state', '_gen', '_in_barrier', '_initial',
+                 '_kernel_seq', '_x', '_xdot', '_continuous', '_pre', '_post', '_start_hop', '_end_hop',
+                 '_rollback_slots', 'home_slots', 'absorbed_into', 'members', '_hop_body', '_fleet_body',
+                 '_batched', '_monitors', '_home_monitors', '_deferred', '_io_slots', 'rate_key', 'group',
+                 '_io_heap_stale', '_fleet_pre', '_fleet_starts', '_rate_slots')
 
     def __init__(self, sim: "IslandOwner", name: str, integrator=None, n_integration_steps: int = 1,
                  end_of_step_derivative: bool = False):
@@ -404,7 +416,7 @@ class Island:
             s.model.xdot = self._xdot[offset:offset + n]
             offset += n
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict | tuple) -> None:
         set_attributes(self, state)
         self.link_states()
         if self.group is not None:             # a group is its process's: plan alone until rejoining

@@ -23,7 +23,16 @@ def _timed(slot: "Slot", fn: Callable[[float], None]) -> Callable[[float], None]
 
 
 class Slot(InlineAttributes):
-    """The island's record of one model: handle, wiring, schedule and per-barrier flags."""
+    """The island's record of one model: handle, wiring, schedule and per-barrier flags.
+
+    Its attributes are ``__slots__``: there are more than CPython keeps inline in an object (see
+    :mod:`hopsim.kernel.unpickling`), and every barrier reads and sets several of each model's."""
+
+    __slots__ = ('handle', 'name', 'cls', 'island', 'home', 'is_continuous', 'feed_through', 'io_schedule',
+                 'variable_rate', 'accepts_faults', 'in_topics', 'out_topics', 'seq', 'order', 'periodic',
+                 'io_k', 'io_prev', 'io_next', 'due', 'fresh', 'force_ufo', 'method_events', 'io_events',
+                 'model', 'local', 'trigger_ports', 'message_driven', 'triggered', 'ctx', 'unread',
+                 'does_end_io', 'does_start_io', 'does_update', 'accounting', 'cpu_ns', 'direct', 'received')
 
     def __init__(self, handle, model: Model, island: "Island", ties_in: dict[str, str],
                  ties_out: dict[str, tuple[str, int, int, bool]]):
