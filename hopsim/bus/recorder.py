@@ -283,10 +283,14 @@ class _Writer(McapWriter):
     def _compress(self, data: bytes) -> tuple[str, bytes]:
         """(compression name, compressed bytes) of a chunk's records."""
         if self._Writer__compression == CompressionType.ZSTD:
-            return "zstd", zstandard.compress(data)
+            return "zstd", _ZSTD.compress(data)
         if self._Writer__compression == CompressionType.NONE:
             return "", data
         raise ValueError(f"{self._Writer__compression}: the recorder compresses with zstd or not at all")
+
+
+# zstandard.compress(data) makes a compressor (level 3) for each call; one, reused, writes the same frames
+_ZSTD = zstandard.ZstdCompressor(level=3)
 
 
 class _Columns:
