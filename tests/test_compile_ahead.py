@@ -18,7 +18,9 @@ def test_every_kernel_of_the_manifest_exists_and_its_signature_reads_back():
 
 
 def _run(cache, *args):
-    done = subprocess.run([sys.executable, "-m", "hopsim.cli", "run", "leader_follower", "--no-progress", *args],
+    out = cache / "leader_follower.mcap"                         # recorded, as `make run` does
+    done = subprocess.run([sys.executable, "-m", "hopsim.cli", "run", "leader_follower", "--no-progress",
+                           "--out", str(out), "--force", *args],
                           env={**os.environ, "NUMBA_CACHE_DIR": str(cache)}, capture_output=True, text=True,
                           timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]

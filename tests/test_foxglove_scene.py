@@ -163,3 +163,38 @@ def test_a_chiefs_hill_frame_and_the_relative_trails_in_it():
     expected = np.array([inertial_to_hill(r_c, v_c, r_d, v_c)[0] for r_c, v_c, r_d in placed])
     np.testing.assert_allclose(points, expected[:len(points)], rtol=0, atol=1e-6)
     assert len(points) >= 5
+
+
+def test_the_transforms_bytes_are_protobufs_serialization():
+    """The scene writes each instant's FrameTransforms from the states' own bytes: the same bytes
+    as protobuf's deterministic serialization of the message built field by field, with zero,
+    negative-zero and unset coordinates, instants at 0 and on whole seconds, and names that make
+    a transform longer than a one-byte length."""
+    import random
+
+    from foxglove_schemas_protobuf.FrameTransforms_pb2 import FrameTransforms
+
+    from hopsim.bus.scene import _transforms_bytes
+    from hopsim.schemas import VehicleState
+
+    rng = random.Random(5)
+    values = [0.0, -0.0, 1.0, -2.5e-300, 7.25e12, float("inf")]
+    for case in range(300):
+        poses = {}
+        for k in range(rng.choice([1, 1, 2, 5])):
+            name = rng.choice(["v", "sph1", "ü" * 40, f"deputy_{k:03d}" * rng.choice([1, 9])])
+            state = VehicleState(vehicle=name)
+            for vector in (state.r_BN_N, state.q_BN):
+                for axis in ("x", "y", "z", "w")[:len(vector.DESCRIPTOR.fields)]:
+                    if rng.random() < 0.8:
+                        setattr(vector, axis, rng.choice(values + [rng.uniform(-1e4, 1e4)]))
+            poses[name] = state
+        stamp = rng.choice([0, 1_000_000_000, 50_000_000, rng.randrange(2**62)])
+        expected = FrameTransforms()
+        for name in sorted(poses):
+            s, tf = poses[name], expected.transforms.add()
+            tf.timestamp.seconds, tf.timestamp.nanos = divmod(stamp, 1_000_000_000)
+            tf.parent_frame_id, tf.child_frame_id = "world", name
+            tf.translation.x, tf.translation.y, tf.translation.z = s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z
+            tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w = s.q_BN.x, s.q_BN.y, s.q_BN.z, s.q_BN.w
+        assert _transforms_bytes(poses, stamp) == expected.SerializeToString(deterministic=True), case

@@ -170,12 +170,17 @@ def test_add_messages_writes_what_add_message_writes_one_by_one():
 def test_the_recorder_writes_the_bytes_of_one_add_message_per_envelope(tmp_path, monkeypatch):
     """A recorded run, chunks filling in the middle of instants, against the same recorder
     writing each message with mcap's own Writer.add_message: the same file."""
+    from mcap.writer import Writer
+
     from hopsim.bus import recorder
     from hopsim.bus.recorder import McapRecorder
 
-    class OneByOne(recorder._Writer):
-        def add_messages(self, log_time, messages):
-            for channel_id, sequence, data in messages:
+    class OneByOne(Writer):           # mcap's own Writer
+        def __init__(self, output, chunk_size, compression):
+            super().__init__(output, chunk_size=chunk_size, compression=compression)
+
+        def add_columns(self, log_time, channel_ids, sequences, datas):
+            for channel_id, sequence, data in zip(channel_ids, sequences, datas, strict=True):
                 self.add_message(channel_id, log_time=log_time, data=data, publish_time=log_time, sequence=sequence)
 
     run = run_scenario("lander", {}, seed=4, duration_s=30.0, keep_stream=True)

@@ -14,18 +14,20 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from functools import lru_cache
-from itertools import chain
+import zlib
+from operator import attrgetter
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, NamedTuple
 
-from mcap.opcode import Opcode
+import numpy as np
+import zstandard
 from mcap.reader import make_reader
-from mcap.records import MessageIndex
+from mcap.records import Chunk, ChunkIndex
 from mcap.well_known import MessageEncoding
-from mcap.writer import CompressionType, Writer as McapWriter
+from mcap.writer import CompressionType, IndexType, Writer as McapWriter
 from mcap_protobuf.schema import register_schema
 
+from hopsim.bus import framing
 from hopsim.bus.envelope import ORDER_KEY, Envelope, deterministic_serializer
 from hopsim.bus.packed import EncodedEnvelope
 from hopsim.bus.scene import DERIVED, FoxgloveScene, is_derived
@@ -136,79 +138,176 @@ def _as_is(data: bytes) -> bytes:
     return data
 
 
-class _MessageIndex(MessageIndex):
-    """An MCAP message index written as one record in one pack (the same bytes as mcap's)."""
-
-    def write(self, stream):
-        n = len(self.records)
-        stream.write(_message_index_record(n).pack(_MESSAGE_INDEX_OPCODE, 6 + 16 * n, self.channel_id, 16 * n,
-                                                   *chain.from_iterable(self.records)))
-
-
-_MESSAGE_INDEX_OPCODE = int(Opcode.MESSAGE_INDEX)
-
-
-@lru_cache(maxsize=64)
-def _message_index_record(n: int) -> struct.Struct:
-    """A message index record of ``n`` entries: opcode, length of what follows, channel id, the
-    entries' length in bytes, then (log time, offset) per entry."""
-    return struct.Struct(f"<BQHI{2 * n}Q")
-
-
-# an MCAP message record: opcode, length of what follows, channel id, sequence, log time, publish
-# time, then the data
-_MESSAGE = struct.Struct("<BQHIQQ")
-_MESSAGE_OPCODE = int(Opcode.MESSAGE)
-_MESSAGE_FIELDS = _MESSAGE.size - 9       # the record's length counts what follows opcode and length
-
-
 class _Writer(McapWriter):
-    """mcap's Writer, with :meth:`add_messages` for the messages of one log time.
+    """mcap's Writer, with :meth:`add_columns` for the messages of one log time.
 
-    ``add_messages`` writes what :meth:`add_message` called for each message in turn writes (the
+    ``add_columns`` writes what :meth:`add_message` called for each message in turn writes (the
     same records, chunks, indexes and statistics; tests/test_recording.py compares the two) with
-    one call: it frames the records itself into the Writer's chunk builder and statistics, which
-    are private to the mcap version pinned in pyproject.toml.
+    one call. The messages are held as columns while their chunk is open and framed together
+    (:mod:`hopsim.bus.framing`) when something else goes into the chunk (a schema, a channel) or
+    when it closes: the chunk's records, its message indexes and the statistics are then those
+    mcap writes, through its Writer's private state (that of the mcap version pinned in
+    pyproject.toml; :meth:`_Writer__finalize_chunk` replaces the Writer's own).
     """
 
     def __init__(self, output, chunk_size: int, compression: CompressionType):
         super().__init__(output, chunk_size=chunk_size, compression=compression)
         self._chunk_bytes = chunk_size
+        self._held = _Columns()              # messages not framed yet
+        self._held_bytes = 0                 # the size of their records (bytes)
+        self._framed: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []    # the open chunk's (channels, log times, offsets)
 
     def add_messages(self, log_time: int, messages: list[tuple[int, int, bytes]]) -> None:
         """Add ``messages``, (channel id, sequence, data) in order, each logged and published at ``log_time``."""
-        if not messages:
+        self.add_columns(log_time, [m[0] for m in messages], [m[1] for m in messages], [m[2] for m in messages])
+
+    def add_message(self, channel_id: int, log_time: int, data: bytes, publish_time: int, sequence: int = 0) -> None:
+        """mcap's add_message, for a message published at its log time (ns)."""
+        if publish_time != log_time:
+            raise ValueError("the recorder's messages are published at their log time")
+        self.add_columns(log_time, [channel_id], [sequence], [data])
+
+    def add_columns(self, log_time: int, channel_ids: list[int], sequences: list[int], datas: list[bytes]) -> None:
+        """Add messages given as columns (channel id, sequence, data: one of each per message, in
+        order), each logged and published at ``log_time`` (ns)."""
+        if not datas:
             return
+        size = _MESSAGE.size * len(datas) + sum(map(len, datas))
+        chunk = self._Writer__chunk_builder
+        if chunk.count + self._held_bytes + size > self._chunk_bytes:
+            self._add_filling(log_time, channel_ids, sequences, datas)
+            return
+        self._times(log_time, len(datas))
+        held = self._held
+        held.channel_ids += channel_ids
+        held.sequences += sequences
+        held.log_times += [log_time] * len(datas)
+        held.datas += datas
+        self._held_bytes += size
+
+    def _add_filling(self, log_time: int, channel_ids: list[int], sequences: list[int], datas: list[bytes]) -> None:
+        """Add messages that fill the chunk: each in turn, the chunk closed after the one that
+        takes it past its size (as add_message)."""
+        for channel_id, sequence, data in zip(channel_ids, sequences, datas, strict=True):
+            self._times(log_time, 1)
+            held = self._held
+            held.channel_ids.append(channel_id)
+            held.sequences.append(sequence)
+            held.log_times.append(log_time)
+            held.datas.append(data)
+            self._held_bytes += _MESSAGE.size + len(data)
+            if self._Writer__chunk_builder.count + self._held_bytes > self._chunk_bytes:
+                self._Writer__finalize_chunk()
+
+    def _times(self, log_time: int, n: int) -> None:
+        """Count ``n`` messages logged at ``log_time`` (ns) in the statistics and the open chunk."""
         stats, chunk = self._Writer__statistics, self._Writer__chunk_builder
         if stats.message_count == 0 or log_time < stats.message_start_time:
             stats.message_start_time = log_time
         if log_time > stats.message_end_time:
             stats.message_end_time = log_time
-        stats.message_count += len(messages)
+        stats.message_count += n
         if chunk.num_messages == 0:
             chunk.message_start_time = chunk.message_end_time = log_time
-        if log_time < chunk.message_start_time:
+        elif log_time < chunk.message_start_time:
             chunk.message_start_time = log_time
-        if log_time > chunk.message_end_time:
+        elif log_time > chunk.message_end_time:
             chunk.message_end_time = log_time
-        counts, indexes, pack = stats.channel_message_counts, chunk.message_indices, _MESSAGE.pack
-        size, records, closed = chunk.count, [], 0
-        for n, (channel_id, sequence, data) in enumerate(messages, 1):
-            index = indexes.get(channel_id)
-            if index is None:
-                index = indexes[channel_id] = _MessageIndex(channel_id, [])
-            index.records.append((log_time, size))
-            counts[channel_id] += 1
-            records += pack(_MESSAGE_OPCODE, _MESSAGE_FIELDS + len(data), channel_id, sequence, log_time, log_time), data
-            size += _MESSAGE.size + len(data)
-            if size > self._chunk_bytes:        # as add_message: close the chunk this message fills
-                chunk.record_writer.write(b"".join(records))
-                chunk.num_messages += n - closed
-                self.flush()
-                records, closed, size = [], n, 0
-                chunk.message_start_time = chunk.message_end_time = log_time     # the chunk that follows
-        chunk.record_writer.write(b"".join(records))
-        chunk.num_messages += len(messages) - closed
+        chunk.num_messages += n
+
+    def _frame_held(self) -> None:
+        """Write the held messages' records into the open chunk and keep their index entries."""
+        held = self._held
+        if not held.datas:
+            return
+        self._held, self._held_bytes = _Columns(), 0
+        channel_ids = np.array(held.channel_ids, np.int64)
+        sequences = np.array(held.sequences, np.int64)
+        if sequences.min() < 0 or sequences.max() >= 2**32 or channel_ids.min() < 0 or channel_ids.max() >= 2**16:
+            raise OverflowError("an MCAP sequence is a uint32 and a channel id a uint16")
+        log_times = np.array(held.log_times, np.int64)
+        lengths = np.fromiter(map(len, held.datas), np.int64, len(held.datas))
+        payload = np.frombuffer(b"".join(held.datas), np.uint8)
+        chunk = self._Writer__chunk_builder
+        records, offsets = framing.message_records(channel_ids, sequences, log_times, lengths, payload, chunk.count)
+        chunk.record_writer.write(records.data)
+        self._framed.append((channel_ids, log_times, offsets))
+        counts = self._Writer__statistics.channel_message_counts      # channels in the order they first come
+        tally = np.bincount(channel_ids).tolist()
+        for channel_id in dict.fromkeys(held.channel_ids):
+            counts[channel_id] += tally[channel_id]
+
+    def register_schema(self, name: str, encoding: str, data: bytes) -> int:
+        self._frame_held()          # the records go into the chunk in the order they come
+        return super().register_schema(name, encoding, data)
+
+    def register_channel(self, topic: str, message_encoding: str, schema_id: int, metadata: dict = {}) -> int:  # noqa: B006 (mcap's signature)
+        self._frame_held()
+        return super().register_channel(topic, message_encoding, schema_id, metadata)
+
+    def _Writer__finalize_chunk(self) -> None:
+        """mcap's Writer.__finalize_chunk (mcap 1.6.0), the chunk's message indexes written in one
+        piece: close the open chunk, if it holds messages (compressed, with its CRC, its message
+        indexes and its chunk index)."""
+        self._frame_held()
+        builder = self._Writer__chunk_builder
+        if builder is None or builder.num_messages == 0:
+            return
+        self._Writer__statistics.chunk_count += 1
+        chunk_data = builder.end()
+        compression, compressed = self._compress(chunk_data)
+        chunk = Chunk(compression=compression, data=compressed, message_start_time=builder.message_start_time,
+                      message_end_time=builder.message_end_time,
+                      uncompressed_crc=zlib.crc32(chunk_data) if self._Writer__enable_crcs else 0,
+                      uncompressed_size=len(chunk_data))
+        self._Writer__flush()
+        stream, records = self._Writer__stream, self._Writer__record_builder
+        chunk_start_offset = stream.tell()
+        chunk.write(records)
+        chunk_index = ChunkIndex(message_start_time=chunk.message_start_time, message_end_time=chunk.message_end_time,
+                                 chunk_start_offset=chunk_start_offset, chunk_length=records.count,
+                                 message_index_offsets={}, message_index_length=0, compression=compression,
+                                 compressed_size=len(compressed), uncompressed_size=len(chunk_data))
+        self._Writer__flush()
+        framed, self._framed = self._framed, []
+        if self._Writer__index_types & IndexType.MESSAGE:
+            indexes, channels, starts = framing.message_indexes(*map(np.concatenate, zip(*framed)))
+            start = stream.tell()
+            chunk_index.message_index_offsets = dict(zip(channels.tolist(), (starts + start).tolist()))
+            records.write(indexes.data)
+            chunk_index.message_index_length = len(indexes)
+            self._Writer__flush()
+        self._Writer__chunk_indices.append(chunk_index)
+        builder.reset()
+
+    def _compress(self, data: bytes) -> tuple[str, bytes]:
+        """(compression name, compressed bytes) of a chunk's records."""
+        if self._Writer__compression == CompressionType.ZSTD:
+            return "zstd", _ZSTD.compress(data)
+        if self._Writer__compression == CompressionType.NONE:
+            return "", data
+        raise ValueError(f"{self._Writer__compression}: the recorder compresses with zstd or not at all")
+
+
+# zstandard.compress(data) makes a compressor (level 3) for each call; one, reused, writes the same frames
+_ZSTD = zstandard.ZstdCompressor(level=3)
+
+
+class _Columns:
+    """Messages as columns: channel ids, sequences, log times (ns), data."""
+
+    __slots__ = ("channel_ids", "sequences", "log_times", "datas")
+
+    def __init__(self):
+        self.channel_ids: list[int] = []
+        self.sequences: list[int] = []
+        self.log_times: list[int] = []
+        self.datas: list[bytes] = []
+
+
+# an MCAP message record: opcode, length of what follows, channel id, sequence, log time, publish
+# time, then the data
+_MESSAGE = struct.Struct("<BQHIQQ")
 
 
 class RecordingMismatch(RuntimeError):
@@ -240,6 +339,7 @@ class StreamBuffer:
 
 
 _STATE_TYPE = VehicleState.DESCRIPTOR.full_name      # what the scene draws from
+_SEQ = attrgetter("seq")
 
 
 class McapRecorder:
@@ -348,7 +448,7 @@ class McapRecorder:
         Everything recorded so far is written already (a kill loses at most the open chunk)."""
         self._buffer.flush()
         if self._scene is not None:
-            self._write_derived(self._scene.flush())
+            self._write_encoded(self._scene.flush_encoded())
         self._kept = self.digest.copy()
 
     def rollback(self) -> None:
@@ -399,53 +499,53 @@ class McapRecorder:
             self._writer.flush()        # the chunk spans CHUNK_SPAN_NS: close it and push it to disk
             self._chunk_start_ns = t_ns
         routes = self._routes
-        hashed, messages, states = [], [], []
+        hashed, channel_ids, datas, states = [], [], [], []
         for env in envelopes:
             payload = env.payload
             channel_id, digest_head, digest_names, is_state, serialize, _ = routes[env.topic, env.source, type(payload)]
             data = serialize(payload)
             hashed += (digest_head.pack(t_ns, env.deliver_ns, env.priority, env.seq, digest_names, len(data)), data)
-            messages.append((channel_id, env.seq, data))
+            channel_ids.append(channel_id)
+            datas.append(data)
             if is_state:
                 states.append(env)
         self.digest.add_framed(b"".join(hashed), len(envelopes))
         if self._scene is not None:
-            self._observe_scene(envelopes[0], states)
+            self._observe_scene(t_ns, states)
         t = t_ns + self._offset
-        self._writer.add_messages(t, messages)
+        self._writer.add_columns(t, channel_ids, list(map(_SEQ, envelopes)), datas)
         if self.tap is not None:
-            for env, (_, _, data) in zip(envelopes, messages):
+            for env, data in zip(envelopes, datas):
                 self.tap(env.topic, routes[env.topic, env.source, type(env.payload)].message_type, t, data)
 
-    def _observe_scene(self, first: Envelope, states: list[Envelope]) -> None:
-        """Show the scene an instant: its vehicle states (the scene skips the others). The
-        instant's first envelope completes the scene's instant before, whose messages are written then."""
-        observe = self._scene.observe
-        if not states or states[0] is not first:
-            self._write_derived(observe(first.t_ns, "", None, first.source))
+    def _observe_scene(self, t_ns: int, states: list[Envelope]) -> None:
+        """Show the scene an instant (``t_ns``, ns) and its vehicle states: the instant before,
+        complete, is drawn first, its messages written."""
+        scene = self._scene
+        if scene.pending_ns is not None and scene.pending_ns != t_ns:
+            self._write_encoded(scene.flush_encoded())
         for env in states:
             state = env.payload
             if isinstance(state, bytes):            # it travelled serialized (EncodedEnvelope)
                 state = VehicleState.FromString(state)
-            self._write_derived(observe(env.t_ns, _STATE_TYPE, state, env.source))
+            scene.take(t_ns, state, env.source)
 
     def record_derived(self, topic: str, t_ns: int, msg, kind: str) -> None:
         """A message about the run that is not part of its stream (``kind`` names what derived it,
         e.g. ``pacing``): written at once on a channel marked ``derived``, not hashed, not replayed."""
-        self._write_derived([(topic, t_ns, msg)], kind)
+        self._write_encoded([(topic, t_ns, type(msg), msg.SerializeToString(deterministic=True))], kind)
 
-    def _write_derived(self, messages, kind: str = "foxglove") -> None:
-        """Messages derived from the stream (Foxglove's by default), on channels marked as such
-        (not hashed)."""
-        for topic, t_ns, msg in messages:
+    def _write_encoded(self, messages, kind: str = "foxglove") -> None:
+        """Messages derived from the stream (Foxglove's by default), (topic, t_ns, message type,
+        serialized message), on channels marked as such (not hashed)."""
+        for topic, t_ns, message_type, data in messages:
             key = (topic, DERIVED)
             if key not in self._channels:
-                self._channels[key] = self._register_channel(topic, type(msg), {DERIVED: kind})
+                self._channels[key] = self._register_channel(topic, message_type, {DERIVED: kind})
             t = t_ns + self._offset
-            data = msg.SerializeToString(deterministic=True)
-            self._writer.add_messages(t, [(self._channels[key], 0, data)])
+            self._writer.add_columns(t, [self._channels[key]], [0], [data])
             if self.tap is not None:
-                self.tap(topic, type(msg), t, data)
+                self.tap(topic, message_type, t, data)
 
     def close(self, result: dict[str, str] | None = None) -> None:
         if self._closed:

@@ -30,6 +30,7 @@ take no part in the stream's hash or message count, and readers of the stream sk
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from foxglove_schemas_protobuf.Color_pb2 import Color
 from foxglove_schemas_protobuf.FrameTransforms_pb2 import FrameTransforms
@@ -114,6 +115,71 @@ def _stamp(msg, t_ns: int) -> None:
     msg.timestamp.seconds, msg.timestamp.nanos = divmod(t_ns, 1_000_000_000)
 
 
+# Protobuf's encoding of the transforms written at every instant, built from the states' own
+# bytes: foxglove.Vector3 and foxglove.Quaternion have the fields (numbers, types) of
+# hopsim.Vector3 and hopsim.Quaternion, so a state's position and attitude serialize to the
+# transform's translation and rotation. tests/test_foxglove_scene.py checks the bytes against
+# protobuf's serialization of the same FrameTransforms.
+_PARENT_WORLD = b"\x12" + bytes([len(WORLD)]) + WORLD.encode()       # FrameTransform.parent_frame_id
+_TRANSLATION, _ROTATION, _ENTRY = b"\x22", b"\x2a", b"\x0a"            # field 4, 5 (and 1) tags
+
+
+_SHORT = [bytes((n,)) for n in range(0x80)]       # the varints of one byte
+
+
+def _varint(n: int) -> bytes:
+    """Protobuf's base-128 varint of ``n`` (0 <= n < 2^64)."""
+    if n < 0x80:
+        return _SHORT[n]
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _timestamp_field(t_ns: int) -> bytes:
+    """A FrameTransform's ``timestamp`` field (field 1) at ``t_ns`` (ns since 1970, >= 0)."""
+    seconds, nanos = divmod(t_ns, 1_000_000_000)
+    body = _seconds_field(seconds) + _nanos_field(nanos)
+    return b"\x0a" + _SHORT[len(body)] + body         # at most 1 + 10 + 1 + 5 bytes
+
+
+@lru_cache(maxsize=64)
+def _seconds_field(seconds: int) -> bytes:
+    """Timestamp.seconds (field 1; nothing for 0)."""
+    return b"\x08" + _varint(seconds) if seconds else b""
+
+
+@lru_cache(maxsize=4096)
+def _nanos_field(nanos: int) -> bytes:
+    """Timestamp.nanos (field 2; nothing for 0); the instants of periodic models repeat a few values."""
+    return b"\x10" + _varint(nanos) if nanos else b""
+
+
+@lru_cache(maxsize=4096)
+def _child_field(name: str) -> bytes:
+    """A FrameTransform's ``child_frame_id`` field (field 3)."""
+    data = name.encode()
+    return b"\x1a" + _varint(len(data)) + data
+
+
+def _transforms_bytes(poses: dict[str, VehicleState], stamp: int) -> bytes:
+    """The serialized FrameTransforms (deterministic) of a transform per vehicle, in name order,
+    from ``world`` to the vehicle's frame at its state's position and attitude; ``stamp``: ns
+    since 1970."""
+    head = _timestamp_field(stamp) + _PARENT_WORLD
+    parts = []
+    for name in sorted(poses):
+        s = poses[name]
+        translation, rotation = s.r_BN_N.SerializeToString(), s.q_BN.SerializeToString()
+        body = b"".join((head, _child_field(name), _TRANSLATION, _SHORT[len(translation)], translation,
+                         _ROTATION, _SHORT[len(rotation)], rotation))     # both under 0x80 bytes
+        parts += (_ENTRY, _varint(len(body)), body)
+    return b"".join(parts)
+
+
 class FoxgloveScene:
     """Turns the vehicle states of each instant into Foxglove messages (see the module)."""
 
@@ -150,48 +216,64 @@ class FoxgloveScene:
         """Take one envelope of the stream (in stream order; ``source``: its publisher); the
         (topic, t_ns, message) to write for the instants it completes."""
         out = self.flush() if self._t_ns is not None and t_ns != self._t_ns else []
-        if type_name == "hopsim.VehicleState" and payload.vehicle and payload.vehicle == source:
-            self._t_ns = t_ns
-            self._poses[payload.vehicle] = payload
+        if type_name == "hopsim.VehicleState":
+            self.take(t_ns, payload, source)
         return out
+
+    @property
+    def pending_ns(self) -> int | None:
+        """The instant (simulation time, ns) whose states are held, not yet drawn (None: none)."""
+        return self._t_ns
+
+    def take(self, t_ns: int, state: VehicleState, source: str) -> None:
+        """Hold a vehicle state published at ``t_ns`` by ``source`` (drawn if its publisher is the
+        vehicle itself). Another instant pending is flushed before (:meth:`flush_encoded`)."""
+        if state.vehicle and state.vehicle == source:
+            self._t_ns = t_ns
+            self._poses[state.vehicle] = state
 
     def flush(self) -> list[tuple[str, int, object]]:
         """The messages of the pending instant, if any."""
+        return [(topic, t_ns, message_type.FromString(data)) for topic, t_ns, message_type, data in self.flush_encoded()]
+
+    def flush_encoded(self) -> list[tuple[str, int, type, bytes]]:
+        """The messages of the pending instant, if any, as (topic, t_ns, message type, the
+        message's deterministic serialization)."""
         if not self._poses:
             self._t_ns = None
             return []
         t_ns, poses = self._t_ns, self._poses
         self._poses, self._t_ns = {}, None
-        out = []
-        transforms = FrameTransforms()
-        for name in sorted(poses):
-            s = poses[name]
-            tf = transforms.transforms.add()
-            _stamp(tf, self._epoch_ns + t_ns)
-            tf.parent_frame_id, tf.child_frame_id = WORLD, name
-            tf.translation.x, tf.translation.y, tf.translation.z = s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z
-            q = s.q_BN
-            tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w = q.x, q.y, q.z, q.w
+        stamp = self._epoch_ns + t_ns
+        transforms = _transforms_bytes(poses, stamp)
         chief = poses.get(self._chief) if self._chief is not None else None
         if chief is not None:
-            C_HN = self._hill_transform(transforms.transforms.add(), chief, self._epoch_ns + t_ns)
-        out.append((TRANSFORMS_TOPIC, t_ns, transforms))
-        new = sorted(set(poses) - self._known)
-        if new:
-            first = not self._known
-            self._known.update(new)
-            update = SceneUpdate()
-            for name in new:
-                self._body(update.entities.add(), name, self._epoch_ns + t_ns, self._bodies.get(name))
-            if first and self._volume is not None:
-                self._walls(update.entities.add(), self._epoch_ns + t_ns)
-            out.append((SCENE_TOPIC, t_ns, update))
+            hill = FrameTransforms()
+            C_HN = self._hill_transform(hill.transforms.add(), chief, stamp)
+            transforms += hill.SerializeToString(deterministic=True)      # one more entry of the repeated field
+        out = [(TRANSFORMS_TOPIC, t_ns, FrameTransforms, transforms)]
+        if len(poses) > len(self._known) or not self._known.issuperset(poses):
+            out.append((SCENE_TOPIC, t_ns, SceneUpdate, self._new_bodies(poses, stamp)))
         if chief is not None and len(self._known) <= TRAIL_VEHICLES:
             self._extend_hill_trails(poses, chief, C_HN, t_ns)
         if len(self._known) <= TRAIL_VEHICLES:
             self._extend_trails(poses, t_ns)
-            out += self._send_trails(t_ns)
+            out += [(topic, t, type(msg), msg.SerializeToString(deterministic=True))
+                    for topic, t, msg in self._send_trails(t_ns)]
         return out
+
+    def _new_bodies(self, poses: dict[str, VehicleState], stamp: int) -> bytes:
+        """The SceneUpdate (serialized) adding the bodies of the vehicles seen for the first time,
+        and the test volume with the first of them; ``stamp``: ns since 1970."""
+        new = sorted(set(poses) - self._known)
+        first = not self._known
+        self._known.update(new)
+        update = SceneUpdate()
+        for name in new:
+            self._body(update.entities.add(), name, stamp, self._bodies.get(name))
+        if first and self._volume is not None:
+            self._walls(update.entities.add(), stamp)
+        return update.SerializeToString(deterministic=True)
 
     def _send_trails(self, t_ns: int) -> list[tuple[str, int, object]]:
         """The trails' histories (every TRAIL_HISTORY_EVERY_NS) and tips (every TRAIL_EVERY_NS) due at t_ns."""

@@ -136,8 +136,9 @@ def _signature_text(args) -> str | None:
 
 
 def record(scenarios: list[str]) -> dict[str, list[Kernel]]:
-    """Run each scenario for its default duration in a fresh process with an empty numba cache
-    and list the kernels it compiles from Python (top-level compilations only)."""
+    """Run each scenario for its default duration, recorded, in a fresh process with an empty numba
+    cache and list the kernels it compiles from Python (top-level compilations only): the
+    scenario's and the recorder's."""
     import subprocess
     import sys
     import tempfile
@@ -153,6 +154,8 @@ def record(scenarios: list[str]) -> dict[str, list[Kernel]]:
 
 
 def _record_one(name: str) -> list[Kernel]:
+    import tempfile
+
     from numba.core import event
 
     from hopsim.scenarios.runner import run_scenario
@@ -172,7 +175,8 @@ def _record_one(name: str) -> list[Kernel]:
             kernels[(fn.__module__, fn.__qualname__, text)] = round(time.perf_counter() - t0, 2)
 
     event.register("numba:compile", _Listener())
-    run_scenario(name)
+    with tempfile.TemporaryDirectory(prefix="hopsim-record-") as out:
+        run_scenario(name, out=Path(out) / "run.mcap")         # recorded, as `make run` flies it
     return [(m, n, s, sec) for (m, n, s), sec in sorted(kernels.items())]
 
 

@@ -1,0 +1,137 @@
+"""Compiled framing of the recorder's byte streams, many messages per call.
+
+- :func:`message_records`: MCAP Message records (what mcap's ``Message.write`` writes for each).
+- :func:`message_indexes`: a chunk's MCAP MessageIndex records, one per channel in the order of
+  the channel's first message in the chunk (what mcap's Writer writes when it closes a chunk).
+- :func:`digest_bytes`: what :class:`hopsim.bus.recorder.StreamDigest` hashes for each envelope.
+
+All integers are little-endian; the payloads arrive as one buffer with their lengths.
+tests/test_recording.py checks the bytes against mcap's Writer and StreamDigest.add.
+"""
+from __future__ import annotations
+
+import numpy as np
+from mcap.opcode import Opcode
+from numba import njit
+
+MESSAGE_OPCODE, MESSAGE_INDEX_OPCODE = int(Opcode.MESSAGE), int(Opcode.MESSAGE_INDEX)
+MESSAGE_HEAD = 31          # opcode, record length, channel id, sequence, log time, publish time
+DIGEST_HEAD = 28           # t_ns, deliver_ns, priority, seq (StreamDigest's header)
+
+
+@njit(cache=True)
+def _put(out, pos, value, size):
+    """Write the ``size`` low bytes of ``value`` (two's complement) at ``out[pos]``."""
+    for b in range(size):
+        out[pos + b] = (value >> (8 * b)) & 0xFF
+
+
+@njit(cache=True)
+def _message_records(channel_ids, sequences, log_times, lengths, payload, first_offset, out, offsets):
+    pos = 0
+    src = 0
+    for i in range(len(lengths)):
+        size = lengths[i]
+        offsets[i] = first_offset + pos
+        out[pos] = MESSAGE_OPCODE
+        _put(out, pos + 1, MESSAGE_HEAD - 9 + size, 8)
+        _put(out, pos + 9, channel_ids[i], 2)
+        _put(out, pos + 11, sequences[i], 4)
+        _put(out, pos + 15, log_times[i], 8)
+        _put(out, pos + 23, log_times[i], 8)
+        out[pos + MESSAGE_HEAD:pos + MESSAGE_HEAD + size] = payload[src:src + size]
+        pos += MESSAGE_HEAD + size
+        src += size
+
+
+def message_records(channel_ids: np.ndarray, sequences: np.ndarray, log_times: np.ndarray, lengths: np.ndarray,
+                    payload: np.ndarray, first_offset: int) -> tuple[np.ndarray, np.ndarray]:
+    """The Message records of ``len(lengths)`` messages, one after the other (uint8), and the
+    offset of each (int64: ``first_offset`` plus its place in the records, bytes).
+
+    ``channel_ids`` (< 2^16), ``sequences`` (< 2^32), ``log_times`` (ns; the publish time is the
+    log time) and ``lengths`` (bytes): int64 arrays; ``payload``: the payloads one after the other (uint8)."""
+    out = np.empty(MESSAGE_HEAD * len(lengths) + len(payload), np.uint8)
+    offsets = np.empty(len(lengths), np.int64)
+    _message_records(channel_ids, sequences, log_times, lengths, payload, first_offset, out, offsets)
+    return out, offsets
+
+
+@njit(cache=True)
+def _message_indexes(channel_ids, log_times, offsets):
+    n = len(channel_ids)
+    top = 0
+    for i in range(n):
+        top = max(top, channel_ids[i])
+    count = np.zeros(top + 1, np.int64)
+    order = np.empty(n, np.int64)           # channels by first message
+    channels = 0
+    for i in range(n):
+        c = channel_ids[i]
+        if count[c] == 0:
+            order[channels] = c
+            channels += 1
+        count[c] += 1
+    start = np.zeros(top + 1, np.int64)     # each channel's record, then its next entry
+    record_starts = np.empty(channels, np.int64)
+    pos = 0
+    out = np.empty(15 * channels + 16 * n, np.uint8)
+    for k in range(channels):
+        c = order[k]
+        record_starts[k] = pos
+        out[pos] = MESSAGE_INDEX_OPCODE
+        _put(out, pos + 1, 6 + 16 * count[c], 8)
+        _put(out, pos + 9, c, 2)
+        _put(out, pos + 11, 16 * count[c], 4)
+        start[c] = pos + 15
+        pos += 15 + 16 * count[c]
+    for i in range(n):
+        c = channel_ids[i]
+        _put(out, start[c], log_times[i], 8)
+        _put(out, start[c] + 8, offsets[i], 8)
+        start[c] += 16
+    return out, order[:channels].copy(), record_starts
+
+
+def message_indexes(channel_ids: np.ndarray, log_times: np.ndarray,
+                    offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A chunk's MessageIndex records (uint8), for messages given in chunk order by channel id,
+    log time (ns) and offset in the chunk (bytes), int64 arrays: one record per
+    channel, channels in the order of their first message; also those channels (int64) and the
+    start of each one's record in the bytes returned (int64, bytes)."""
+    return _message_indexes(channel_ids, log_times, offsets)
+
+
+@njit(cache=True)
+def _digest_bytes(t_ns, deliver_ns, priority, seq, names, name_starts, name_index, lengths, payload, out):
+    pos = 0
+    src = 0
+    for i in range(len(lengths)):
+        _put(out, pos, t_ns[i], 8)
+        _put(out, pos + 8, deliver_ns[i], 8)
+        _put(out, pos + 16, priority[i], 4)
+        _put(out, pos + 20, seq[i], 8)
+        pos += DIGEST_HEAD
+        a, b = name_starts[name_index[i]], name_starts[name_index[i] + 1]
+        out[pos:pos + b - a] = names[a:b]
+        pos += b - a
+        size = lengths[i]
+        _put(out, pos, size, 4)
+        out[pos + 4:pos + 4 + size] = payload[src:src + size]
+        pos += 4 + size
+        src += size
+    return pos
+
+
+def digest_bytes(t_ns: np.ndarray, deliver_ns: np.ndarray, priority: np.ndarray, seq: np.ndarray,
+                 names: np.ndarray, name_starts: np.ndarray, name_index: np.ndarray, lengths: np.ndarray,
+                 payload: np.ndarray) -> np.ndarray:
+    """What StreamDigest.add hashes for each of ``len(lengths)`` envelopes, one after the other
+    (uint8): header (``t_ns``, ``deliver_ns`` in ns, ``priority`` written as int32, ``seq``
+    written as uint64; int64 arrays), the envelope's names with their length (``names[name_starts[j]:name_starts[j + 1]]``
+    for ``j = name_index[i]``, int64 indexes), then the payload's length (uint32) and the payload."""
+    total = DIGEST_HEAD * len(lengths) + 4 * len(lengths) + len(payload)
+    total += int(np.diff(name_starts)[name_index].sum()) if len(lengths) else 0
+    out = np.empty(total, np.uint8)
+    _digest_bytes(t_ns, deliver_ns, priority, seq, names, name_starts, name_index, lengths, payload, out)
+    return out
