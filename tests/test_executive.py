@@ -348,3 +348,24 @@ def test_a_memo_is_no_part_of_a_snapshot_and_is_forgotten_on_restore():
     m.n, m.squares.kept[4] = 5, 16
     m.restore(snap)
     assert m.n == 0 and m.squares.kept == {}            # back, and the memo holds nothing from later
+
+
+def test_the_kernels_busiest_records_keep_their_attributes_compact_and_survive_a_copy():
+    """Slot and Island have more attributes than CPython keeps inline in an object; they hold them
+    in __slots__ (no per-object dict), and a copy (as a pickle: the state comes as a (dict, slots)
+    pair) gives them all back."""
+    import copy
+
+    sim = Simulation(default_rate_hz=1.0)
+    sim.add_island("a")
+    sim.add_model(IoRecorder("m", FixedRate(2.0)), "a")
+    sim.advance_to(1.5)
+    island = sim.islands["a"]
+    slot = island.slots[0]
+    for record in (slot, island):
+        assert not hasattr(record, "__dict__"), type(record).__name__
+    twin = copy.copy(slot)
+    assert [getattr(twin, name) for name in type(slot).__slots__] == \
+           [getattr(slot, name) for name in type(slot).__slots__]
+    # the 2 Hz model has ended three I/O steps and begun the one from 1.5 s to 2 s
+    assert (twin.io_prev, twin.io_next) == (1_500_000_000, 2_000_000_000) and len(sim.model("m").ends) == 3
