@@ -7,8 +7,9 @@ than the same islands built in place. Setting the attributes one by one keeps th
 
 A class with more attributes than CPython keeps inline (30) has an ordinary dict from its 31st
 on, however it was made; the kernel's busiest such classes (:class:`~hopsim.kernel.slot.Slot`,
-:class:`~hopsim.kernel.island.Island`) declare ``__slots__`` instead, and pickle gives their state
-as a pair (the ``__dict__`` part, the ``__slots__`` part), which :func:`set_attributes` takes too.
+:class:`~hopsim.kernel.island.Island`, :class:`~hopsim.kernel.executive.Simulation`) declare
+``__slots__`` instead, and pickle gives their state as a pair (the ``__dict__`` part, the
+``__slots__`` part), which :func:`set_attributes` takes too.
 """
 from __future__ import annotations
 
