@@ -3,10 +3,9 @@
 - :func:`message_records`: MCAP Message records (what mcap's ``Message.write`` writes for each).
 - :func:`message_indexes`: a chunk's MCAP MessageIndex records, one per channel in the order of
   the channel's first message in the chunk (what mcap's Writer writes when it closes a chunk).
-- :func:`digest_bytes`: what :class:`hopsim.bus.recorder.StreamDigest` hashes for each envelope.
 
 All integers are little-endian; the payloads arrive as one buffer with their lengths.
-tests/test_recording.py checks the bytes against mcap's Writer and StreamDigest.add.
+tests/test_recording.py checks the bytes against mcap's own Writer.
 """
 from __future__ import annotations
 
@@ -16,7 +15,6 @@ from numba import njit
 
 MESSAGE_OPCODE, MESSAGE_INDEX_OPCODE = int(Opcode.MESSAGE), int(Opcode.MESSAGE_INDEX)
 MESSAGE_HEAD = 31          # opcode, record length, channel id, sequence, log time, publish time
-DIGEST_HEAD = 28           # t_ns, deliver_ns, priority, seq (StreamDigest's header)
 
 
 @njit(cache=True)
@@ -100,38 +98,3 @@ def message_indexes(channel_ids: np.ndarray, log_times: np.ndarray,
     channel, channels in the order of their first message; also those channels (int64) and the
     start of each one's record in the bytes returned (int64, bytes)."""
     return _message_indexes(channel_ids, log_times, offsets)
-
-
-@njit(cache=True)
-def _digest_bytes(t_ns, deliver_ns, priority, seq, names, name_starts, name_index, lengths, payload, out):
-    pos = 0
-    src = 0
-    for i in range(len(lengths)):
-        _put(out, pos, t_ns[i], 8)
-        _put(out, pos + 8, deliver_ns[i], 8)
-        _put(out, pos + 16, priority[i], 4)
-        _put(out, pos + 20, seq[i], 8)
-        pos += DIGEST_HEAD
-        a, b = name_starts[name_index[i]], name_starts[name_index[i] + 1]
-        out[pos:pos + b - a] = names[a:b]
-        pos += b - a
-        size = lengths[i]
-        _put(out, pos, size, 4)
-        out[pos + 4:pos + 4 + size] = payload[src:src + size]
-        pos += 4 + size
-        src += size
-    return pos
-
-
-def digest_bytes(t_ns: np.ndarray, deliver_ns: np.ndarray, priority: np.ndarray, seq: np.ndarray,
-                 names: np.ndarray, name_starts: np.ndarray, name_index: np.ndarray, lengths: np.ndarray,
-                 payload: np.ndarray) -> np.ndarray:
-    """What StreamDigest.add hashes for each of ``len(lengths)`` envelopes, one after the other
-    (uint8): header (``t_ns``, ``deliver_ns`` in ns, ``priority`` written as int32, ``seq``
-    written as uint64; int64 arrays), the envelope's names with their length (``names[name_starts[j]:name_starts[j + 1]]``
-    for ``j = name_index[i]``, int64 indexes), then the payload's length (uint32) and the payload."""
-    total = DIGEST_HEAD * len(lengths) + 4 * len(lengths) + len(payload)
-    total += int(np.diff(name_starts)[name_index].sum()) if len(lengths) else 0
-    out = np.empty(total, np.uint8)
-    _digest_bytes(t_ns, deliver_ns, priority, seq, names, name_starts, name_index, lengths, payload, out)
-    return out

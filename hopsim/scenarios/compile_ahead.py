@@ -19,6 +19,7 @@ import importlib
 import json
 import os
 import platform
+import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -141,7 +142,6 @@ def record(scenarios: list[str]) -> dict[str, list[Kernel]]:
     scenario's and the recorder's."""
     import subprocess
     import sys
-    import tempfile
 
     found = {}
     for name in scenarios:
@@ -154,8 +154,6 @@ def record(scenarios: list[str]) -> dict[str, list[Kernel]]:
 
 
 def _record_one(name: str) -> list[Kernel]:
-    import tempfile
-
     from numba.core import event
 
     from hopsim.scenarios.runner import run_scenario
