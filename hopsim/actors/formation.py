@@ -164,6 +164,7 @@ class FormationThruster(ContinuousModel):
 
     inputs: ClassVar[dict[str, In]] = {"cmd": In(Wrench)}
     accepts_faults = {"thrust_scale": ("value", "clear")}
+    row_form = "hopsim.actors.formation_rows:ThrusterRows"      # in a row block (hopsim.kernel.blocks)
     loads_constant_over_hop = True      # the commanded force is held across a hop
 
     def __init__(self, name: str, body, max_thrust_N: float, min_thrust_N: float = 0.0):
@@ -225,6 +226,7 @@ class StateSensor(ContinuousModel):
 
     outputs: ClassVar[dict[str, Out]] = {"meas": Out(VehicleState)}
     feed_through = False
+    row_form = "hopsim.actors.formation_rows:SensorRows"
     NOISE_BLOCK: ClassVar[int] = 32
 
     def __init__(self, name: str, body, rate_hz: float, position_noise_m: float = 0.0,
@@ -279,6 +281,7 @@ class NeighbourRadio(Model):
     io_schedule = NoIo()
     feed_through = True
     accepts_faults = {"radio_loss": ("value", "clear")}
+    row_form = "hopsim.actors.formation_rows:RadioRows"
 
     def __init__(self, name: str, n_neighbours: int, loss: float = 0.0):
         self.inputs = {f"n{k}": In(VehicleState) for k in range(n_neighbours)}
@@ -319,6 +322,7 @@ class FormationFlightSoftware(Model):
 
     inputs: ClassVar[dict[str, In]] = {"meas": In(VehicleState), "rx": In(VehicleState, queue=True)}
     outputs: ClassVar[dict[str, Out]] = {"thrust": Out(Wrench), "air": Out(VehicleState)}
+    row_form = "hopsim.actors.formation_rows:FlightSoftwareRows"
 
     def __init__(self, name: str, vehicle: str, mass_kg: float, rate_hz: float,
                  offsets_m: dict[str, tuple[float, float, float]], kp: float, kd: float,

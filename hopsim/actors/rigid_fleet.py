@@ -69,3 +69,52 @@ class RigidFleet:
 
 
 __all__ = ["RigidFleet"]
+
+
+class RigidVehicleRows:
+    """The row form of :class:`~hopsim.actors.vehicle_dynamics.RigidVehicleDynamics` in a row
+    block (:mod:`hopsim.kernel.blocks`): the body of each block row. Its rows are the state ``X``
+    and derivative ``Xdot`` (13 per row), the mass (kg), the inertia about the centre of mass
+    (kg m^2, body axes), the centre of mass's offset (m, body axes) and the load accumulators
+    (``force_N`` N inertial, ``force_B`` N body, ``torque_B`` N m body), which the block's loading
+    forms fill in their ``start_hop``. A hop is :func:`rk4_hop_rows` over every row, as the fleet
+    form's. It publishes nothing in a block (its ``state`` must be read by nothing there)."""
+
+    inputs: dict = {}
+    outputs: dict = {}
+
+    def __init__(self, models: list, row_of: dict[str, int]):
+        n = len(models)
+        self.models = models
+        self.rows = np.arange(n, dtype=np.int64)
+        self.X, self.Xdot = np.zeros((n, STATE_SIZE)), np.zeros((n, STATE_SIZE))
+        self.mass, self.inertia, self.r_CB = np.zeros(n), np.zeros((n, 3, 3)), np.zeros((n, 3))
+        self.force_N, self.force_B, self.torque_B = np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3))
+
+    @staticmethod
+    def takes_input(port: str) -> bool:
+        return False
+
+    def qualifies(self, t_ns: int) -> bool:
+        """Free vehicles (not welded), no disturbance from now on, nothing gathered."""
+        return all(m.hop_ready() and m.disturbance_until_ns <= t_ns and not m.gathered_force_N.any()
+                   and not m.gathered_force_B.any() and not m.gathered_torque_B.any() for m in self.models)
+
+    def load(self) -> None:
+        for i, m in enumerate(self.models):
+            self.X[i], self.Xdot[i], self.mass[i] = m.x, m.xdot, m.mass_kg
+            self.inertia[i], self.r_CB[i] = m.inertia_C_B, m.r_CB_B
+
+    def store(self) -> None:
+        for i, m in enumerate(self.models):
+            m.x[:] = self.X[i]
+            m.xdot[:] = self.Xdot[i]
+            m.xdot_last = self.Xdot[i].copy()
+            m._disturbed = False
+
+    def hop(self, t0_ns: int, t1_ns: int, steps_s: tuple, loaders: list) -> None:
+        """Every row from t0 to t1 (ns) over ``steps_s`` (s), the loads of ``loaders`` gathered first."""
+        for form in loaders:
+            form.start_hop(t0_ns, t1_ns, self)
+        rk4_hop_rows(self.rows, steps_s, self.X, self.Xdot, self.mass, self.inertia, self.r_CB, self.force_N,
+                     self.force_B, self.torque_B)

@@ -48,6 +48,7 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
     accepts_faults = {"disturbance": ("force_N", "torque_B", "duration_s", "clear")}
     loads_constant_over_hop = True      # the disturbance is held across a hop
     fleet_form = RigidFleet             # many vehicles' hops in one call (hopsim.kernel.fleet)
+    row_form = "hopsim.actors.rigid_fleet:RigidVehicleRows"   # in a row block (hopsim.kernel.blocks)
     # welds are links between models, made and broken at barriers only (never inside a hop)
     # _quat_fixed lives within one hop (propagate_hop to end_hop): always False between hops
     # _state_builder is scratch memory for update_flow_outs

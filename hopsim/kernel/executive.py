@@ -63,7 +63,8 @@ class Simulation:
     the default model rate for models with :class:`~hopsim.kernel.model.DefaultRate` I/O, the
     runtime (local by default) and an optional recorder that receives every envelope.
     ``rate_groups`` (:mod:`hopsim.kernel.rate_group`), ``fleets`` (:mod:`hopsim.kernel.fleet`) and
-    ``batching`` change how fast a run goes, never its result.
+    ``batching`` and ``row_blocks`` (:mod:`hopsim.kernel.blocks`) change how fast a run goes,
+    never its result.
     """
 
     # more attributes than CPython keeps inline (hopsim.kernel.unpickling), read for every message;
@@ -73,12 +74,13 @@ class Simulation:
                  '_recorder', '_routes', '_scenario_seq', '_slots', '_started', '_stop_callbacks',
                  '_stop_ids', '_stop_seq', '_wakes_at', 'batching', 'breaks', 'cpu_accounting',
                  'default_rate_hz', 'e_stop', 'env', 'fleets', 'handled_kills', 'islands', 'playback',
-                 'rate_groups', 'record_barriers', 'record_kernel_events', 'runtime', 'scenario_params',
+                 'rate_groups', 'row_blocks', 'record_barriers', 'record_kernel_events', 'runtime', 'scenario_params',
                  'scene', 'seed', 'stop_reason', 'topics', 'windows', '__dict__')
 
     def __init__(self, seed: int = 0, default_rate_hz: float = 1.0, runtime=None, recorder=None,
                  record_kernel_events: bool = True, cpu_accounting: bool = False, batching: bool = False,
-                 record_barriers: bool = False, rate_groups: bool = True, fleets: bool = True):
+                 record_barriers: bool = False, rate_groups: bool = True, fleets: bool = True,
+                 row_blocks: bool = False):
         self.seed = int(seed)
         self.default_rate_hz = float(default_rate_hz)
         self.runtime = runtime or LocalRuntime()
@@ -115,6 +117,7 @@ class Simulation:
         self.batching = batching              # propagate islands whose hops coincide as one batch
         self.rate_groups = rate_groups        # islands on one periodic schedule share its barriers
         self.fleets = fleets                  # a rate group's hops through their models' fleet forms
+        self.row_blocks = row_blocks          # a rate group's alike members run as rows (hopsim.kernel.blocks)
         self._fleets = Fleets()
         self._rate_groups = self._new_rate_groups()
         self._wakes_at: dict[int, list[Island]] = {}
@@ -210,6 +213,7 @@ class Simulation:
     def model(self, name: str) -> Model:
         """The model called ``name`` (for an island in another process, a copy of it now)."""
         island = self.islands[self._slots[name].island.name]
+        island.unblock()
         if getattr(island, "remote", False) and name not in self._pulled:
             return island.model(name)
         return self._models[name]
@@ -447,7 +451,31 @@ class Simulation:
         return self._rate_groups.group(key) if self.rate_groups else None
 
     def _new_rate_groups(self) -> RateGroups:
-        return RateGroups(self._instant_wakes.schedule, self._propagate_batch, self.after_barrier)
+        return RateGroups(self._instant_wakes.schedule, self._propagate_batch, self.after_barrier,
+                          self if self.row_blocks else None)
+
+    def blocks_allowed(self) -> bool:
+        """Whether a rate group may run members as a row block now: nothing records (the
+        recorder takes envelopes), no stop callback reads the models after each barrier, the
+        islands are all in this process."""
+        return (self._recorder is None and not self._stop_callbacks and self.windows is None
+                and self.playback is None)
+
+    def routes_of(self, topic: str) -> list:
+        """The subscribers of ``topic``: [(inbox, subscriber's home island name, slot, port)]."""
+        return self._routes.get(topic, [])
+
+    def route_envelope(self, env: Envelope, source_island: Island) -> None:
+        """Hand an envelope already counted and not recorded (a row block's message on its way,
+        as it was published) to its subscribers."""
+        routes = self._routes.get(env.topic)
+        if routes:
+            deliver_to_subscribers(env, source_island.name, routes)
+
+    def unblock(self) -> None:
+        """Every row block stores its members back (their models are read or changed)."""
+        for island in self.islands.values():
+            island.unblock()
 
     def _propagate_batch(self, islands: list[Island], t_ns: int) -> None:
         """The compiled hops of ``islands`` (a rate group's members) ending at ``t_ns``: through
@@ -611,6 +639,7 @@ class Simulation:
         be restored yet: :class:`ContactInProgress`, unless ``allow_contact`` (for a state
         hash), in which case merged islands are captured as one. ``copied`` False: the models'
         snapshots may be their own objects, for a state read at once and let go (a state hash)."""
+        self.unblock()
         if not self._started:
             raise CheckpointError("a checkpoint needs a started run; advance it first")
         now = self.now
@@ -766,6 +795,7 @@ class Simulation:
     def stats(self) -> dict[str, Any]:
         """The kernel's counters: each island's, the rate groups' and the fleet forms' (the driver's
         and every Ray host's, summed), and the Ray windows' (``sync``)."""
+        self.unblock()
         groups, fleet_calls = self._rate_groups.stats(), self._fleets.calls
         if self.windows is not None:
             by_name, hosts = self.windows.island_stats()          # one call per host, not per island

@@ -131,7 +131,7 @@ class Island:
                  '_kernel_seq', '_x', '_xdot', '_continuous', '_pre', '_post', '_start_hop', '_end_hop',
                  '_rollback_slots', 'home_slots', 'absorbed_into', 'members', '_hop_body', '_fleet_body',
                  '_batched', '_monitors', '_home_monitors', '_deferred', '_io_slots', 'rate_key', 'group',
-                 '_io_heap_stale', '_fleet_pre', '_fleet_starts', '_rate_slots')
+                 '_io_heap_stale', '_fleet_pre', '_fleet_starts', '_rate_slots', 'block')
 
     def __init__(self, sim: "IslandOwner", name: str, integrator=None, n_integration_steps: int = 1,
                  end_of_step_derivative: bool = False):
@@ -189,6 +189,7 @@ class Island:
         self._io_slots: list[Slot] = []          # periodic and variable-rate models, in call order
         self.rate_key: tuple | None = None
         self.group = None
+        self.block = None                  # the row block that runs this island now (hopsim.kernel.blocks)
         self._io_heap_stale = False
 
     # ------------------------------------------------------------------ assembly
@@ -444,12 +445,14 @@ class Island:
 
     # ------------------------------------------------------------------ timeline
     def add_event(self, ev: TimedEvent) -> None:
+        self.unblock()
         if self.absorbed_into is not None:
             return self.current.add_event(ev)
         heapq.heappush(self._events, (ev.t_ns, ev.priority, ev.seq, ev))
         self.request_barrier(ev.t_ns)
 
     def add_stop(self, t_ns: int) -> None:
+        self.unblock()
         if self.absorbed_into is not None:
             return
         if t_ns > self.t:
@@ -459,6 +462,7 @@ class Island:
     def settle(self, t_ns: int) -> None:
         """The run returns at t_ns: forget later stops and undo a hop propagated ahead of time,
         so that the island's state is the state at its last barrier. :meth:`resume` re-plans."""
+        self.unblock()
         if self.absorbed_into is not None:
             return
         self._stops = [s for s in self._stops if s <= t_ns]
@@ -480,6 +484,7 @@ class Island:
             self._plan()
 
     def add_zero_crossing(self, zc: ZeroCrossing) -> None:
+        self.unblock()
         if zc.island is None:
             zc.island = self.name
         if self.absorbed_into is not None:
@@ -490,6 +495,7 @@ class Island:
 
     def enqueue(self, deliver_ns: int, env: Envelope, slot: Slot, port: str, rank: int) -> None:
         """A message for one of this island's models, seen at its barrier at ``deliver_ns``."""
+        self.unblock()
         if self.absorbed_into is not None:
             return self.current.enqueue(deliver_ns, env, slot, port, rank)
         heapq.heappush(self._inbox, (deliver_ns, env.priority, env.source, env.seq, rank, env, slot, port))
@@ -933,6 +939,77 @@ class Island:
             raise CausalityError(f"{s.name}.next_io_time({t}) returned {nxt} ns, not after {t} ns")
         return nxt
 
+    # ------------------------------------------------------------------ row blocks
+    def unblock(self) -> None:
+        """Bring this island back from its row block, if it is in one (the block stores every
+        member's state: :meth:`hopsim.kernel.blocks.Block.exit`)."""
+        if self.block is not None:
+            self.block.exit()
+
+    def regular_member(self) -> bool:
+        """Whether a row block may take this rate group member: nothing on its timeline but its
+        periodic instants, stops and messages, no zero-crossing, monitor or log, not merged."""
+        return (self.group is not None and self._groupable() and self._hit is NO_HIT and not self._deferred
+                and not self._initial and not self._propagated)
+
+    def next_timeline_ns(self) -> int:
+        """The earliest timed event or requested barrier (ns; NEVER if none): a row block hands the
+        island back before it."""
+        return min(self._events[0][0] if self._events else NEVER,
+                   self._requested[0][0] if self._requested else NEVER)
+
+    def takes_row_hop(self, t0: int, t1: int) -> bool:
+        """Whether this island's hop from t0 to t1 (ns) is its body's compiled hop with loads
+        gathered by the kernel (a fleet form that latches nothing), and nothing else to advance."""
+        body = self._fleet_body
+        return (body is not None and not self._rate_slots and self.hop_plan(t0, t1) is not None
+                and not getattr(type(body).fleet_form, "latches_loads", True))
+
+    def hop_steps(self, t0: int, t1: int) -> tuple:
+        """The sub-steps (s) of the compiled hop from t0 to t1 (ns)."""
+        return self.hop_plan(t0, t1)[1]
+
+    def inbox_entries(self) -> list[tuple]:
+        """The messages on their way to this island's models: (delivery ns, envelope, slot, port)."""
+        return [(entry[0], *entry[5:]) for entry in self._inbox]
+
+    def take_from_inbox(self, taken) -> None:
+        """Remove the entries for which ``taken(envelope, slot, port)`` is true (a row block
+        carries them now)."""
+        self._inbox = [entry for entry in self._inbox if not taken(*entry[5:])]
+        heapq.heapify(self._inbox)
+
+    def join_block(self, block) -> None:
+        """From now on ``block`` runs this island (its entry at the group's next instant is the
+        block's)."""
+        self.block = block
+
+    def leave_block(self, instants: int, t: int, deliveries: int) -> None:
+        """The row block ran ``instants`` barriers of this island, the last at ``t`` (ns), and
+        handed its models ``deliveries`` messages: the counters and the schedule as those
+        barriers would have left them; the island is a member again, planned at its next instant."""
+        self.block = None
+        if instants:
+            stats = self.stats
+            stats["barriers"] += instants
+            stats["hops"] += instants
+            stats["propagations"] += instants
+            stats["fleet_hops"] += instants
+            stats["deliveries"] += deliveries
+            self.t = t
+            self._batched = t
+            self._gen += instants - 1          # plan_as_member counts the last one
+            while self._stops and self._stops[0] <= t:
+                heapq.heappop(self._stops)
+            for s in self._io_slots:
+                if s.periodic is not None:
+                    s.io_k += instants
+                    s.io_next = s.periodic.instant(s.io_k)
+                    s.io_prev = t
+            self.plan_as_member()
+        else:
+            self.group.admit(self, self._pending_end)
+
     # ------------------------------------------------------------------ bus
     def route(self, slot: Slot, outputs: list) -> None:
         """Wrap a model's outputs in envelopes and hand them to the bus; a message that needs no
@@ -1000,6 +1077,7 @@ class Island:
         continuous state (``island``) and its models' snapshots (``models``, by name). With
         ``copied`` False the snapshots may be the models' own objects (:meth:`Slot.snapshot_to_read`):
         for a state that is read at once and let go."""
+        self.unblock()
         now = self.sim.now
         if self.t != now or self._propagated:
             raise CheckpointError(f"island {self.name!r} is not settled at {now} ns (at {self.t} ns)")

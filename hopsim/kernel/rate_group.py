@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+from hopsim.kernel.blocks import Block
 from hopsim.kernel.island import run_barrier
 
 if TYPE_CHECKING:
@@ -43,13 +44,22 @@ class RateGroup:
     listed per instant. Created by the owner (:meth:`Simulation.rate_group`)."""
 
     def __init__(self, key: tuple, schedule_wake: Callable[[Any, int, int], None],
-                 propagate: Callable[[list, int], None] | None, after_barrier: Callable[[Any, int], None]):
+                 propagate: Callable[[list, int], None] | None, after_barrier: Callable[[Any, int], None],
+                 owner=None):
         self.key = key
+        self._owner = owner                      # for row blocks (None: none are formed)
+        self.block: Block | None = None          # the members run as rows now (hopsim.kernel.blocks)
         self._schedule_wake = schedule_wake      # the owner's one simpy event per instant
         self._propagate = propagate              # the owner's batch of compiled hops (if it batches), or None
         self._after_barrier = after_barrier
         self._at: dict[int, list[Island]] = {}   # instant (ns) -> the members due then, in joining order
         self.stats = {"instants": 0, "member_barriers": 0, "joins": 0, "leaves": 0}
+
+    @property
+    def period_ns(self) -> int | None:
+        """The schedule's period (ns), if a whole number of ns."""
+        _t0, num, den = self.key
+        return num if den == 1 else None
 
     def join(self, island: "Island", t_ns: int) -> None:
         """``island`` becomes a member, its next barrier at ``t_ns``."""
@@ -69,8 +79,18 @@ class RateGroup:
         due.append(island)
 
     def wake(self, t_ns: int) -> None:
-        """The instant ``t_ns`` of every member due then (the owner's clock is there): block by
-        block, the members' hops to it, their barrier, their next plans."""
+        """The instant ``t_ns`` of every member due then (the owner's clock is there): the row
+        block's, if one runs, then block by block, the other members' hops to it, their barrier,
+        their next plans; a row block formed of them if they qualify."""
+        block = self.block
+        if block is not None and block.next_ns == t_ns and t_ns >= block.until_ns:
+            block.exit()                         # something irregular now: the members take it alone
+        elif block is not None and block.next_ns == t_ns:
+            block.instant(t_ns)
+            self.stats["instants"] += 1
+            self.stats["member_barriers"] += len(block.islands)
+            self._schedule_wake(self, block.next_ns, block.next_ns)
+            self._after_barrier(block.islands[0], t_ns)
         # an island that left and joined again for this instant is listed twice: once is its barrier
         members = [isl for isl in dict.fromkeys(self._at.pop(t_ns, ()))
                    if isl.group is self and isl.planned_end == t_ns]
@@ -89,14 +109,33 @@ class RateGroup:
             for isl in block:
                 isl.plan_as_member()
                 after(isl, t_ns)
+        if self._owner is not None and self.block is None and self.period_ns is not None:
+            self._form_block(members, t_ns)
+
+    def _form_block(self, members: list, t_ns: int) -> None:
+        """A row block of the members that ran ``t_ns`` and are all planned at the next instant."""
+        t_next = t_ns + self.period_ns
+        if any(isl.group is not self or isl.planned_end != t_next for isl in members):
+            return
+        block = Block.form(self, members, t_ns, self._owner)
+        if block is None:
+            return
+        self.block = block
+        taken = set(map(id, members))
+        self._at[t_next] = [isl for isl in self._at.get(t_next, ()) if id(isl) not in taken]
+
+    def block_left(self, block: Block) -> None:
+        """The row block stored its members back (they are admitted at their next instants)."""
+        if self.block is block:
+            self.block = None
 
 
 class RateGroups:
     """An owner's rate groups, one per periodic schedule, made when an island first joins."""
 
     def __init__(self, schedule_wake: Callable[[Any, int, int], None], propagate: Callable[[list, int], None] | None,
-                 after_barrier: Callable[[Any, int], None]):
-        self._make = (schedule_wake, propagate, after_barrier)
+                 after_barrier: Callable[[Any, int], None], owner=None):
+        self._make = (schedule_wake, propagate, after_barrier, owner)
         self._groups: dict[tuple, RateGroup] = {}
 
     def group(self, key: tuple) -> RateGroup:

@@ -1,0 +1,472 @@
+"""Row forms of the formation's models (:mod:`hopsim.actors.formation`): each model kind's state
+as arrays, one row per vehicle of a block (:mod:`hopsim.kernel.blocks`), and its lifecycle as
+compiled functions over the rows whose body is the scalar model's code for one row.
+
+The scalar models stay the reference: every function here does, row by row, the same IEEE
+operations in the same order as the model's Python, draws the same numbers from the model's own
+generator, and :meth:`store` gives each model back exactly the state (attributes, ports) the
+scalar run would hold (``tests/test_blocks.py`` compares snapshots and streams).
+
+Payload rows (what a port carries inside a block, float64):
+
+- ``RV_MASS`` (VehicleState with position, velocity and mass): ``r_BN_N`` (m), ``v_BN_N`` (m/s),
+  mass (kg); the message's ``vehicle`` is the publisher's, its ``t_ns`` the port's time column;
+- ``FORCE`` (Wrench of an inertial force at the centre of mass): ``force`` (N, inertial).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+from numba.typed import List as TypedList
+
+from hopsim.actors.formation import (FormationFlightSoftware, FormationThruster, NeighbourRadio, StateSensor)
+from hopsim.actors.messages import inertial_force, position_velocity_state
+from hopsim.kernel.blocks import InRows, OutRows, PayloadLayout
+from hopsim.kernel.simtime import NS_PER_S
+
+
+def _rv_message(payload: np.ndarray, t_ns: int, vehicle: str):
+    p = payload.tolist()
+    return position_velocity_state(vehicle, int(t_ns), *p[:6], p[6])
+
+
+def _rv_payload(msg) -> tuple[list[float], int, str]:
+    r, v = msg.r_BN_N, msg.v_BN_N
+    return [r.x, r.y, r.z, v.x, v.y, v.z, msg.mass], msg.t_ns, msg.vehicle
+
+
+def _force_message(payload: np.ndarray, t_ns: int, vehicle: str):
+    fx, fy, fz = payload.tolist()
+    return inertial_force(vehicle, fx, fy, fz)
+
+
+def _force_payload(msg) -> tuple[list[float], int, str]:
+    f = msg.force
+    return [f.x, f.y, f.z], -1, msg.body
+
+
+RV_MASS = PayloadLayout("rv_mass", 7, _rv_message, _rv_payload)
+FORCE = PayloadLayout("force", 3, _force_message, _force_payload)
+
+
+# ----------------------------------------------------------------------------- thruster
+@njit(cache=True)
+def _thruster_start_hop(dt_s, cmd_value, cmd_fresh, cmd_seen, max_N, min_N, scale, force, impulse, saturated,
+                        gathered_force_N):
+    """FormationThruster.start_hop and pre_deriv of every row: latch the command, accumulate."""
+    for i in range(force.shape[0]):
+        if cmd_fresh[i] != cmd_seen[i]:
+            cmd_seen[i] = cmd_fresh[i]
+            fx, fy, fz = cmd_value[i, 0], cmd_value[i, 1], cmd_value[i, 2]
+            lim = max_N[i]
+            if abs(fx) > lim or abs(fy) > lim or abs(fz) > lim:
+                saturated[i] += 1
+                fx = lim if fx > lim else (-lim if fx < -lim else fx)
+                fy = lim if fy > lim else (-lim if fy < -lim else fy)
+                fz = lim if fz > lim else (-lim if fz < -lim else fz)
+            low = min_N[i]
+            if low > 0.0:
+                fx = 0.0 if abs(fx) < low else fx
+                fy = 0.0 if abs(fy) < low else fy
+                fz = 0.0 if abs(fz) < low else fz
+            s = scale[i]
+            if s != 1.0:
+                fx, fy, fz = fx * s, fy * s, fz * s
+            force[i, 0], force[i, 1], force[i, 2] = fx, fy, fz
+        else:
+            fx, fy, fz = force[i, 0], force[i, 1], force[i, 2]
+        impulse[i] += (abs(fx) + abs(fy) + abs(fz)) * dt_s
+        gathered_force_N[i, 0] += fx
+        gathered_force_N[i, 1] += fy
+        gathered_force_N[i, 2] += fz
+
+
+class ThrusterRows:
+    """:class:`FormationThruster` over rows: input ``cmd`` (FORCE)."""
+
+    model_class = FormationThruster
+    inputs = {"cmd": FORCE}
+    outputs: dict = {}
+
+    def __init__(self, models: list, row_of: dict[str, int]):
+        n = len(models)
+        self.models, self.row_of, self.names = models, row_of, list(row_of)
+        self.cmd = InRows(FORCE, n)
+        self.max_N, self.min_N, self.scale = np.zeros(n), np.zeros(n), np.ones(n)
+        self.force, self.impulse, self.saturated = np.zeros((n, 3)), np.zeros(n), np.zeros(n, np.int64)
+
+    def load(self) -> None:
+        for i, m in enumerate(self.models):
+            self.max_N[i], self.min_N[i], self.scale[i] = m.max_thrust_N, m.min_thrust_N, m.scale
+            self.force[i] = m.force_N
+            self.impulse[i], self.saturated[i] = m.impulse_Ns, m.saturated_hops
+            self.cmd.load(i, m.ports["cmd"], 0, self.row_of)
+
+    def store(self) -> None:
+        for i, m in enumerate(self.models):
+            m.scale = float(self.scale[i])
+            m.force_N = self.force[i].copy()
+            m.impulse_Ns, m.saturated_hops = float(self.impulse[i]), int(self.saturated[i])
+            self.cmd.store(i, m.ports["cmd"], 0, self.names)
+
+    @staticmethod
+    def takes_input(port: str) -> bool:
+        return port == "cmd"
+
+    def in_rows(self, port: str) -> tuple[InRows, int]:
+        return self.cmd, 0
+
+    def qualifies(self, t_ns: int) -> bool:
+        """Each thruster pushes its own island's body (the block's row)."""
+        return all(m.body.name == self.names[i] for i, m in enumerate(self.models))
+
+    def start_hop(self, t0_ns: int, t1_ns: int, body) -> None:
+        """Latch every row's command; its force into the body's inertial-force rows."""
+        c = self.cmd
+        _thruster_start_hop((t1_ns - t0_ns) / NS_PER_S, c.value[:, 0], c.freshness[:, 0], c.seen[:, 0], self.max_N,
+                            self.min_N, self.scale, self.force, self.impulse, self.saturated, body.force_N)
+
+
+# ----------------------------------------------------------------------------- sensor
+@njit(cache=True)
+def _sensor_sample(t_ns, X, mass, sigma, noisy, noise, left, last_t, samples, out_payload, out_count):
+    """StateSensor.update_flow_outs of every row: truth plus the next six normals times sigma."""
+    nb = noise.shape[1]
+    for i in range(X.shape[0]):
+        if t_ns != last_t[i]:
+            x0, x1, x2, x3, x4, x5 = X[i, 0], X[i, 1], X[i, 2], X[i, 3], X[i, 4], X[i, 5]
+            if noisy[i]:
+                k = nb - left[i]
+                left[i] -= 1
+                s = sigma[i]
+                nz = noise[i, k]
+                x0, x1, x2 = x0 + s[0] * nz[0], x1 + s[1] * nz[1], x2 + s[2] * nz[2]
+                x3, x4, x5 = x3 + s[3] * nz[3], x4 + s[4] * nz[4], x5 + s[5] * nz[5]
+            p = out_payload[i, 0]
+            p[0], p[1], p[2], p[3], p[4], p[5], p[6] = x0, x1, x2, x3, x4, x5, mass[i]
+            last_t[i] = t_ns
+            samples[i] += 1
+        out_count[i] = 1
+
+
+class SensorRows:
+    """:class:`StateSensor` over rows: output ``meas`` (RV_MASS)."""
+
+    model_class = StateSensor
+    inputs: dict = {}
+    outputs = {"meas": (RV_MASS, 1)}
+
+    def __init__(self, models: list, row_of: dict[str, int]):
+        n = len(models)
+        self.models, self.row_of = models, row_of
+        self.meas = OutRows(RV_MASS, n, 1)
+        nb = StateSensor.NOISE_BLOCK
+        self.sigma, self.noisy = np.zeros((n, 6)), np.zeros(n, np.bool_)
+        self.noise, self.left = np.zeros((n, nb, 6)), np.zeros(n, np.int64)
+        self.last_t, self.samples = np.full(n, -1, np.int64), np.zeros(n, np.int64)
+
+    def load(self) -> None:
+        nb = StateSensor.NOISE_BLOCK
+        for i, m in enumerate(self.models):
+            self.sigma[i], self.noisy[i] = m._sigma, m.noisy
+            left = len(m._noise)
+            self.left[i] = left
+            if left:
+                self.noise[i, nb - left:] = m._noise[::-1]
+            self.last_t[i], self.samples[i] = m._t, m.samples
+            if m._msg is not None:
+                self.meas.payload[i, 0] = _rv_payload(m._msg)[0]
+            self.meas.src[i, 0] = self.row_of[m.vehicle]
+
+    def store(self) -> None:
+        nb = StateSensor.NOISE_BLOCK
+        for i, m in enumerate(self.models):
+            left = int(self.left[i])
+            m._noise = self.noise[i, nb - left:][::-1].tolist() if left else []
+            m._t, m.samples = int(self.last_t[i]), int(self.samples[i])
+            if m._t >= 0:
+                m._msg = _rv_message(self.meas.payload[i, 0], m._t, m.vehicle)
+
+    @staticmethod
+    def takes_input(port: str) -> bool:
+        return False
+
+    def out_rows(self, port: str) -> OutRows:
+        return self.meas
+
+    def qualifies(self, t_ns: int) -> bool:
+        """Each sensor measures its own island's body (the block's row)."""
+        return all(m.body.name == m.vehicle == list(self.row_of)[i] for i, m in enumerate(self.models))
+
+    def update_flow_outs(self, t_ns: int, body) -> None:
+        """One sample per row of the body's state, new normals drawn a block at a time from each
+        model's own generator when its block is used up."""
+        X, mass = body.X, body.mass
+        empty = np.flatnonzero(self.noisy & (self.left == 0) & (self.last_t != t_ns))
+        nb = StateSensor.NOISE_BLOCK
+        for i in empty.tolist():
+            self.noise[i] = self.models[i].rng.standard_normal((nb, 6))
+            self.left[i] = nb
+        _sensor_sample(t_ns, X, mass, self.sigma, self.noisy, self.noise, self.left, self.last_t, self.samples,
+                       self.meas.payload, self.meas.count)
+        self.meas.msg_t[:, 0] = self.last_t
+
+
+# ----------------------------------------------------------------------------- radio
+@njit(cache=True)
+def _radio_receive(rngs, n_ports, value, value_t, value_src, freshness, seen, loss, received, lost,
+                   out_payload, out_t, out_src, out_count):
+    """NeighbourRadio.update_flow_outs of every row: each port's new packet, lost with the
+    row's probability (one uniform draw from the row's generator when 0 < loss < 1)."""
+    for i in range(n_ports.shape[0]):
+        c = 0
+        for k in range(n_ports[i]):
+            if freshness[i, k] == seen[i, k]:
+                continue
+            seen[i, k] = freshness[i, k]
+            p = loss[i]
+            if p >= 1.0 or (p > 0.0 and rngs[i].random() < p):
+                lost[i] += 1
+                continue
+            received[i] += 1
+            out_payload[i, c] = value[i, k]
+            out_t[i, c] = value_t[i, k]
+            out_src[i, c] = value_src[i, k]
+            c += 1
+        out_count[i] = c
+
+
+class RadioRows:
+    """:class:`NeighbourRadio` over rows: inputs ``n0 .. n{K-1}`` (RV_MASS, K the most ports of
+    any row), output ``rx`` (RV_MASS queue, at most K per instant)."""
+
+    model_class = NeighbourRadio
+    outputs = {"rx": (RV_MASS, None)}      # capacity: the ports
+
+    def __init__(self, models: list, row_of: dict[str, int]):
+        n = len(models)
+        self.models, self.row_of, self.names = models, row_of, list(row_of)
+        self.n_ports = np.array([len(m._ports) for m in models], np.int64)
+        k = int(self.n_ports.max(initial=1))
+        self.inputs = {f"n{j}": RV_MASS for j in range(k)}
+        self.ports_in = InRows(RV_MASS, n, k)           # one column per port
+        self.rx = OutRows(RV_MASS, n, k)
+        self.loss, self.configured = np.zeros(n), np.zeros(n)
+        self.received, self.lost = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        self.rngs = TypedList([m.rng for m in models])
+
+    @staticmethod
+    def takes_input(port: str) -> bool:
+        return port[:1] == "n" and port[1:].isdigit()
+
+    def in_rows(self, port: str) -> tuple[InRows, int]:
+        return self.ports_in, int(port[1:])
+
+    def out_rows(self, port: str) -> OutRows:
+        return self.rx
+
+    def qualifies(self, t_ns: int) -> bool:
+        """Ports named n0, n1, ... in order."""
+        return all(m._ports == tuple(f"n{k}" for k in range(len(m._ports))) for m in self.models)
+
+    def load(self) -> None:
+        for i, m in enumerate(self.models):
+            self.loss[i], self.configured[i] = m.loss, m.configured_loss
+            self.received[i], self.lost[i] = m.received, m.lost
+            for k, port in enumerate(m._ports):
+                self.ports_in.load(i, m.ports[port], k, self.row_of)
+
+    def store(self) -> None:
+        for i, m in enumerate(self.models):
+            m.loss = float(self.loss[i])
+            m.received, m.lost = int(self.received[i]), int(self.lost[i])
+            for k, port in enumerate(m._ports):
+                self.ports_in.store(i, m.ports[port], k, self.names)
+
+    def update_flow_outs(self, t_ns: int, body) -> None:
+        p, o = self.ports_in, self.rx
+        _radio_receive(self.rngs, self.n_ports, p.value, p.msg_t, p.src, p.freshness, p.seen, self.loss,
+                       self.received, self.lost, o.payload, o.msg_t, o.src, o.count)
+
+
+# ----------------------------------------------------------------------------- flight software
+@njit(cache=True)
+def _fsw_control(t_ns, period_ns, stale_ns, kp, kd, brake, mass,
+                 meas, meas_t, rx, rx_t, rx_src, rx_n, nb_src, offsets,
+                 lat_s, lat_rv, lat_order, lat_n, hist_t, hist_rv, hist_head, hist_n,
+                 last_t, mode, steps, pairs_used, accel, thrust, air, air_t, written):
+    """FormationFlightSoftware.update_flow_outs of every row (see the model for the law):
+    absorb the drained packets, then at a control step the consensus sum over the neighbours in
+    the order they were first heard from, paired with the own broadcast of the same instant."""
+    cap = hist_t.shape[1]
+    for i in range(meas.shape[0]):
+        for p in range(rx_n[i]):                      # drain rx: the latest packet per neighbour
+            k = -1
+            for q in range(nb_src.shape[1]):
+                if nb_src[i, q] == rx_src[i, p]:
+                    k = q
+            s = rx_t[i, p]
+            if lat_s[i, k] < 0:
+                lat_order[i, lat_n[i]] = k
+                lat_n[i] += 1
+                lat_s[i, k] = s
+                lat_rv[i, k] = rx[i, p, :6]
+            elif s > lat_s[i, k]:
+                lat_s[i, k] = s
+                lat_rv[i, k] = rx[i, p, :6]
+        rx_n[i] = 0
+        if t_ns % period_ns[i] != 0 or t_ns == last_t[i]:
+            written[i] = 0                             # not a control step: nothing written
+            continue
+        last_t[i] = t_ns
+        own = meas[i]
+        pos = (hist_head[i] + hist_n[i]) % cap
+        hist_t[i, pos] = t_ns
+        hist_rv[i, pos] = own[:6]
+        hist_n[i] += 1
+        horizon = t_ns - stale_ns[i]
+        while hist_t[i, hist_head[i]] < horizon:
+            hist_head[i] = (hist_head[i] + 1) % cap
+            hist_n[i] -= 1
+        ax = 0.0
+        ay = 0.0
+        az = 0.0
+        used = 0
+        for q in range(lat_n[i]):
+            k = lat_order[i, q]
+            s = lat_s[i, k]
+            h = -1
+            for e in range(hist_n[i]):
+                at = (hist_head[i] + e) % cap
+                if hist_t[i, at] == s:
+                    h = at
+            if h < 0:
+                continue
+            xi, yi, zi = hist_rv[i, h, 0], hist_rv[i, h, 1], hist_rv[i, h, 2]
+            ui, vi, wi = hist_rv[i, h, 3], hist_rv[i, h, 4], hist_rv[i, h, 5]
+            xj, yj, zj = lat_rv[i, k, 0], lat_rv[i, k, 1], lat_rv[i, k, 2]
+            uj, vj, wj = lat_rv[i, k, 3], lat_rv[i, k, 4], lat_rv[i, k, 5]
+            ox, oy, oz = offsets[i, k, 0], offsets[i, k, 1], offsets[i, k, 2]
+            ax -= kp[i] * ((xi - xj) - ox) + kd[i] * (ui - uj)
+            ay -= kp[i] * ((yi - yj) - oy) + kd[i] * (vi - vj)
+            az -= kp[i] * ((zi - zj) - oz) + kd[i] * (wi - wj)
+            used += 1
+        if used:
+            mode[i] = 1
+        elif t_ns < stale_ns[i]:
+            mode[i] = 0
+        else:
+            mode[i] = 2
+            g = brake[i]
+            ax, ay, az = -g * own[3], -g * own[4], -g * own[5]
+        steps[i, mode[i]] += 1
+        pairs_used[i] += used
+        accel[i, 0], accel[i, 1], accel[i, 2] = ax, ay, az
+        m = mass[i]
+        thrust[i, 0] = m * ax
+        thrust[i, 1] = m * ay
+        thrust[i, 2] = m * az
+        air[i] = own
+        air_t[i] = meas_t[i]
+        written[i] = 1
+
+
+MODES = ("coast", "consensus", "brake")
+
+
+class FlightSoftwareRows:
+    """:class:`FormationFlightSoftware` over rows: inputs ``meas`` (RV_MASS) and ``rx`` (RV_MASS
+    queue), outputs ``thrust`` (FORCE) and ``air`` (RV_MASS). ``row_of`` maps a vehicle name to its
+    block row (the packets' senders)."""
+
+    model_class = FormationFlightSoftware
+    inputs = {"meas": RV_MASS, "rx": RV_MASS}
+    outputs = {"thrust": (FORCE, 1), "air": (RV_MASS, 1)}
+
+    def __init__(self, models: list, row_of: dict[str, int]):
+        n = len(models)
+        self.models, self.row_of, self.names_of_rows = models, row_of, list(row_of)
+        k = max((len(m.offsets) for m in models), default=1) or 1
+        self.names = [list(m.offsets) for m in models]
+        self.nb_src = np.full((n, k), -1, np.int64)
+        self.offsets = np.zeros((n, k, 3))
+        for i, m in enumerate(models):
+            for q, (name, off) in enumerate(m.offsets.items()):
+                self.nb_src[i, q] = row_of[name]
+                self.offsets[i, q] = off
+        self.meas = InRows(RV_MASS, n, 1)
+        self.rx = InRows(RV_MASS, n, 1, queue_capacity=4 * k)
+        self.thrust, self.air = OutRows(FORCE, n, 1), OutRows(RV_MASS, n, 1)
+        self.thrust.src[:, 0] = [row_of.get(m.vehicle, -1) for m in models]
+        f = np.array
+        self.period = f([m.period_ns for m in models], np.int64)
+        self.stale = f([m.stale_ns for m in models], np.int64)
+        self.kp, self.kd = f([m.kp for m in models], float), f([m.kd for m in models], float)
+        self.brake, self.mass = f([m.brake_gain for m in models], float), f([m.mass_kg for m in models], float)
+        h = int((self.stale // self.period).max(initial=0)) + 2
+        self.lat_s, self.lat_rv = np.full((n, k), -1, np.int64), np.zeros((n, k, 6))
+        self.lat_order, self.lat_n = np.zeros((n, k), np.int64), np.zeros(n, np.int64)
+        self.hist_t, self.hist_rv = np.zeros((n, h), np.int64), np.zeros((n, h, 6))
+        self.hist_head, self.hist_n = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        self.last_t, self.mode = np.full(n, -1, np.int64), np.zeros(n, np.int64)
+        self.steps, self.pairs_used, self.accel = np.zeros((n, 3), np.int64), np.zeros(n, np.int64), np.zeros((n, 3))
+
+    def load(self) -> None:
+        cap = self.hist_t.shape[1]
+        for i, m in enumerate(self.models):
+            names = self.names[i]
+            self.lat_s[i], self.lat_n[i] = -1, len(m.latest)
+            for q, (name, (s, rv)) in enumerate(m.latest.items()):
+                k = names.index(name)
+                self.lat_order[i, q], self.lat_s[i, k], self.lat_rv[i, k] = k, s, rv
+            if len(m.history) > cap:
+                raise ValueError(f"{m.name}: {len(m.history)} broadcasts kept, more than {cap}")
+            self.hist_head[i], self.hist_n[i] = 0, len(m.history)
+            for e, (t, rv) in enumerate(m.history.items()):
+                self.hist_t[i, e], self.hist_rv[i, e] = t, rv
+            self.last_t[i], self.mode[i] = m._t, MODES.index(m.mode)
+            self.steps[i] = [m.steps[x] for x in MODES]
+            self.pairs_used[i], self.accel[i] = m.pairs_used, m.accel
+            self.meas.load(i, m.ports["meas"], 0, self.row_of)
+            self.rx.load(i, m.ports["rx"], 0, self.row_of)
+
+    def store(self) -> None:
+        cap = self.hist_t.shape[1]
+        for i, m in enumerate(self.models):
+            names = self.names[i]
+            m.latest = {names[k]: (int(self.lat_s[i, k]), tuple(self.lat_rv[i, k].tolist()))
+                        for k in self.lat_order[i, :self.lat_n[i]].tolist()}
+            m.history = {}
+            for e in range(int(self.hist_n[i])):
+                at = (int(self.hist_head[i]) + e) % cap
+                m.history[int(self.hist_t[i, at])] = tuple(self.hist_rv[i, at].tolist())
+            m._t, m.mode = int(self.last_t[i]), MODES[int(self.mode[i])]
+            m.steps = dict(zip(MODES, self.steps[i].tolist(), strict=True))
+            m.pairs_used, m.accel = int(self.pairs_used[i]), tuple(self.accel[i].tolist())
+            self.meas.store(i, m.ports["meas"], 0, self.names_of_rows)
+            self.rx.store(i, m.ports["rx"], 0, self.names_of_rows)
+
+    @staticmethod
+    def takes_input(port: str) -> bool:
+        return port in ("meas", "rx")
+
+    def in_rows(self, port: str) -> tuple[InRows, int]:
+        return (self.meas if port == "meas" else self.rx), 0
+
+    def out_rows(self, port: str) -> OutRows:
+        return self.thrust if port == "thrust" else self.air
+
+    def qualifies(self, t_ns: int) -> bool:
+        """Every control step at the block's instants; each vehicle its own island's."""
+        return all(m.vehicle == self.names_of_rows[i] for i, m in enumerate(self.models))
+
+    def update_flow_outs(self, t_ns: int, body) -> None:
+        me, rx, th, air = self.meas, self.rx, self.thrust, self.air
+        _fsw_control(t_ns, self.period, self.stale, self.kp, self.kd, self.brake, self.mass,
+                     me.value[:, 0], me.msg_t[:, 0], rx.queue, rx.queue_msg_t, rx.queue_src, rx.queued, self.nb_src,
+                     self.offsets, self.lat_s, self.lat_rv, self.lat_order, self.lat_n, self.hist_t, self.hist_rv,
+                     self.hist_head, self.hist_n, self.last_t, self.mode, self.steps, self.pairs_used, self.accel,
+                     th.payload[:, 0], air.payload[:, 0], air.msg_t[:, 0], th.count)
+        rx.seen[:, 0] = rx.freshness[:, 0]            # drained
+        air.count[:] = th.count
+        air.src[:, 0] = me.src[:, 0]

@@ -1,0 +1,454 @@
+"""Row blocks: a rate group's regular instants run kind by kind over rows, in compiled code.
+
+A rate group (:mod:`hopsim.kernel.rate_group`) takes one barrier per instant for all its members
+due then, but each member still runs its own models one by one: every model's Python, every
+message built, routed and delivered. When the members are alike (the same kinds of models in the
+same order, wired alike) and nothing irregular happens to them, the group's instant is the same
+few operations repeated per member. A *block* holds those members' models as rows, one row per
+island and one :class:`RowForm` per model kind, and runs an instant as:
+
+1. the hop to the instant: the forms that load the body (``start_hop``) add into its rows, then
+   the body's form propagates every row (the scalar form's compiled RK4, row by row);
+2. the barrier: the messages that arrive now (a *delay line* per tie with a latency, a whole
+   number of the group's periods) are put on their subscribers' input rows; then in the islands'
+   feed-through order each form's ``update_flow_outs`` over all rows, its outputs handed to the
+   input rows of the same island's subscribers at once (zero-latency ties) or to the delay line.
+
+Every row function is the scalar model's code for one row (same IEEE operations, same draws
+from the model's own generator), so a block changes no result. Between instants the models'
+objects are stale: a block *exits* (every form stores its rows back into its models, the
+islands' and slots' counters are brought up to date, the messages still on their way become
+envelopes in their subscribers' inboxes) before anything else looks at or changes a member: the
+run returning (:meth:`Island.settle`), a message or fault from outside the block, a timed event,
+a requested barrier, a zero-crossing, a checkpoint, :meth:`Simulation.model`, ``stats``.
+The group may form a block again at a later instant.
+
+A model class offers a row form with the class attribute ``row_form``, the dotted path of the
+form class (``"package.module:Class"``, imported when first needed, so that a model module need
+not import its row form's). A form class has:
+
+    model_class                      the scalar class it mirrors
+    inputs: {port: PayloadLayout}    the input ports it keeps as rows (``InRows`` attributes)
+    outputs: {port: (PayloadLayout, capacity)}   in the order the model writes them
+    Form(models, row_of)             one row per model; ``row_of`` maps a vehicle name to its row
+    load() / store()                 the models' state into the rows / back, exactly
+    in_rows(port) -> (InRows, column)   where an input port's messages go
+    out_rows(port) -> OutRows        what an output port wrote at this instant
+    update_flow_outs(t_ns, body)     optional: the instant's outputs (``body``: the body's form)
+    start_hop(t0_ns, t1_ns, body)    optional: the loads on the body over the hop
+    hop(t0_ns, t1_ns, steps_s, loaders)   the body's form only: propagate every row
+
+Restrictions today (a group that does not meet them runs as before): no recorder; every model
+local, without method or I/O-step events, accounting, ``end_io_step`` or ``start_io_step``; the
+members' periodic models at the group's period, the others message-driven; one body per island,
+propagated by its form; every tie between models of the block (zero latency within an island,
+publisher before subscriber; or a latency of whole periods between islands); outputs read by
+nothing outside the block.
+"""
+from __future__ import annotations
+
+import importlib
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+from numba import njit
+
+from hopsim.bus.envelope import Envelope
+
+if TYPE_CHECKING:
+    from hopsim.kernel.island import Island
+
+
+# ----------------------------------------------------------------------------- payload rows
+@dataclass(frozen=True)
+class PayloadLayout:
+    """How one kind of message is held in rows: ``width`` float64 numbers, the message's own time
+    (``t_ns`` field, -1 if it has none) and the vehicle it names (its block row).
+    ``to_message(payload, msg_t_ns, vehicle)`` and ``from_message(msg) -> (payload, msg_t_ns,
+    vehicle)`` convert, exactly."""
+
+    name: str
+    width: int
+    to_message: Callable[[np.ndarray, int, str], Any]
+    from_message: Callable[[Any], tuple[list[float], int, str]]
+
+
+class OutRows:
+    """What one output port of a form wrote at an instant: up to ``capacity`` messages per row
+    (``count``), in the order written."""
+
+    def __init__(self, layout: PayloadLayout, n: int, capacity: int):
+        self.layout = layout
+        self.payload = np.zeros((n, capacity, layout.width))
+        self.msg_t = np.full((n, capacity), -1, np.int64)
+        self.src = np.full((n, capacity), -1, np.int64)
+        self.count = np.zeros(n, np.int64)
+
+
+class InRows:
+    """The run-time state of input ports (:class:`~hopsim.kernel.ports.InPort`) as rows: per row
+    and column (one column per port kept here) the latest message, the time it was published
+    (``t_ns``), ``freshness`` and ``seen``; for a queue port also the queued messages."""
+
+    def __init__(self, layout: PayloadLayout, n: int, columns: int = 1, queue_capacity: int = 0):
+        self.layout = layout
+        self.value = np.zeros((n, columns, layout.width))
+        self.msg_t = np.full((n, columns), -1, np.int64)
+        self.src = np.full((n, columns), -1, np.int64)
+        self.t_ns = np.full((n, columns), -1, np.int64)
+        self.freshness = np.zeros((n, columns), np.int64)
+        self.seen = np.zeros((n, columns), np.int64)
+        self.is_queue = queue_capacity > 0
+        q = max(queue_capacity, 1)
+        self.queue = np.zeros((n, q, layout.width))
+        self.queue_msg_t = np.full((n, q), -1, np.int64)
+        self.queue_src = np.full((n, q), -1, np.int64)
+        self.queued = np.zeros(n, np.int64)
+
+    def load(self, i: int, port, column: int, row_of: dict[str, int]) -> None:
+        """Row ``i``'s column from the model's port."""
+        value, t_ns, freshness, seen, queued = port.state()
+        self.t_ns[i, column], self.freshness[i, column], self.seen[i, column] = t_ns, freshness, seen
+        if value is not None:
+            payload, msg_t, vehicle = self.layout.from_message(value)
+            self.value[i, column], self.msg_t[i, column], self.src[i, column] = payload, msg_t, row_of[vehicle]
+        if len(queued) > self.queue.shape[1]:
+            raise ValueError(f"port {port.name!r} holds {len(queued)} queued messages, more than the block's "
+                             f"{self.queue.shape[1]}")
+        self.queued[i] = len(queued)
+        for q, msg in enumerate(queued):
+            payload, msg_t, vehicle = self.layout.from_message(msg)
+            self.queue[i, q], self.queue_msg_t[i, q], self.queue_src[i, q] = payload, msg_t, row_of[vehicle]
+
+    def store(self, i: int, port, column: int, names: list[str]) -> None:
+        """The model's port from row ``i``'s column."""
+        to = self.layout.to_message
+        freshness = int(self.freshness[i, column])
+        value = None if freshness == 0 else to(self.value[i, column], int(self.msg_t[i, column]),
+                                               names[self.src[i, column]])
+        queued = [to(self.queue[i, q], int(self.queue_msg_t[i, q]), names[self.queue_src[i, q]])
+                  for q in range(int(self.queued[i]))]
+        port.set_state((value, int(self.t_ns[i, column]), freshness, int(self.seen[i, column]), queued))
+
+
+@njit(cache=True)
+def deliver_rows(t_ns, rows_from, out_payload, out_msg_t, out_src, out_count, column,
+                 value, msg_t, src, port_t, freshness, queue, queue_msg_t, queue_src, queued, is_queue, received):
+    """Hand the messages of an output (row ``rows_from[i]``'s, published at ``t_ns``) to the input
+    column of every row ``i`` (``rows_from[i] < 0``: none), as :meth:`InPort.deliver` does one by
+    one; ``received[i]`` counts them."""
+    for i in range(rows_from.shape[0]):
+        j = rows_from[i]
+        if j < 0:
+            continue
+        for c in range(out_count[j]):
+            freshness[i, column] += 1
+            value[i, column] = out_payload[j, c]
+            msg_t[i, column] = out_msg_t[j, c]
+            src[i, column] = out_src[j, c]
+            port_t[i, column] = t_ns
+            if is_queue:
+                q = queued[i]
+                queue[i, q] = out_payload[j, c]
+                queue_msg_t[i, q] = out_msg_t[j, c]
+                queue_src[i, q] = out_src[j, c]
+                queued[i] = q + 1
+            received[i] += 1
+
+
+def _deliver(t_ns: int, rows_from: np.ndarray, out: OutRows, out_count: np.ndarray, target: InRows, column: int,
+             received: np.ndarray, payload=None, msg_t=None, src=None) -> None:
+    deliver_rows(t_ns, rows_from, out.payload if payload is None else payload, out.msg_t if msg_t is None else msg_t,
+                 out.src if src is None else src, out_count, column, target.value, target.msg_t, target.src,
+                 target.t_ns, target.freshness, target.queue, target.queue_msg_t, target.queue_src, target.queued,
+                 target.is_queue, received)
+
+
+def resolve_row_form(model_class) -> type | None:
+    """The row form class a model class names (``row_form = "module:Class"``), or None."""
+    path = getattr(model_class, "row_form", None)
+    if path is None:
+        return None
+    if isinstance(path, str):
+        module, _, name = path.partition(":")
+        return getattr(importlib.import_module(module), name)
+    return path
+
+
+# ----------------------------------------------------------------------------- wiring
+@dataclass
+class _Tie:
+    """Output ``port`` of position ``pub`` to input ``sub_port`` of position ``sub``: within each
+    island at once (``latency_ns`` 0), or through the delay line of (pub, port)."""
+
+    pub: int
+    port: str
+    sub: int
+    sub_port: str
+    latency_ns: int
+    rows_from: np.ndarray          # per subscriber row, the publisher's row (-1: none)
+
+
+class _Position:
+    """The models at one place of the islands' feed-through order: one form for all rows, and the
+    kernel's counters of their slots."""
+
+    def __init__(self, slots: list, form):
+        self.slots = slots
+        self.form = form
+        self.unread = slots[0].unread
+        self.ufo = getattr(form, "update_flow_outs", None)
+        self.outputs = [port for port in form.outputs if port not in self.unread]
+        self.seq = np.array([s.seq for s in slots], np.int64)
+        self.received = np.zeros(len(slots), np.int64)       # messages handed to the models meanwhile
+        self.message_driven = slots[0].periodic is None
+        self.last_io = np.full(len(slots), -1, np.int64)     # instant of the last I/O step a message started
+
+
+class Block:
+    """A rate group's members run as rows (see the module). Made by :meth:`form`."""
+
+    def __init__(self, group, islands: list["Island"], positions: list[_Position], body: int,
+                 ties: list[_Tie], period_ns: int, t_ns: int, owner):
+        self.group = group
+        self.islands = islands
+        self.positions = positions
+        self.body = body
+        self.ties = ties
+        self.period_ns = period_ns
+        self.t_ns = t_ns                       # the last instant run (the members' last barrier)
+        self.owner = owner
+        self.instants = 0
+        self.until_ns = 1 << 63                # the members' first irregular instant: handed back before it
+        self.active = True
+        self._loaders = [p.form for i, p in enumerate(positions) if i != body and hasattr(p.form, "start_hop")]
+        self._at_once = {(t.pub, t.port): [] for t in ties}
+        self._delayed: dict[tuple[int, str], int] = {}            # (position, port) -> latency (ns)
+        for t in ties:
+            if t.latency_ns:
+                self._delayed[t.pub, t.port] = t.latency_ns
+            else:
+                self._at_once[t.pub, t.port].append(t)
+        # (position, port) -> [(publish instant, what was written, first sequence number per row)]
+        self.lines: dict[tuple[int, str], deque] = {key: deque() for key in self._delayed}
+        self._arrivals = [t for t in ties if t.latency_ns]
+
+    @property
+    def next_ns(self) -> int:
+        """The block's next instant."""
+        return self.t_ns + self.period_ns
+
+    # ------------------------------------------------------------------ forming
+    @classmethod
+    def form(cls, group, islands: list["Island"], t_ns: int, owner) -> "Block | None":
+        """A block of ``islands`` (a rate group's members, all past their barrier ``t_ns`` and
+        planned at the group's next instant), or None when they do not qualify."""
+        if len(islands) < 2 or not owner.blocks_allowed() or not all(isl.regular_member() for isl in islands):
+            return None
+        first = islands[0]
+        classes = [s.cls for s in first.slots]
+        forms = [resolve_row_form(c) for c in classes]
+        if any(f is None for f in forms) or any([s.cls for s in isl.slots] != classes for isl in islands):
+            return None
+        period = group.period_ns
+        columns = [[isl.slots[p] for isl in islands] for p in range(len(classes))]
+        for slots in columns:
+            for s in slots:
+                if (not (s.direct and s.local) or s.method_events or s.io_events["begin"] or s.io_events["end"]
+                        or s.does_end_io or s.does_start_io or s.variable_rate or s.unread != slots[0].unread):
+                    return None
+                if s.periodic is not None and (s.periodic.key != group.key or s.io_next != t_ns + period):
+                    return None
+                if s.periodic is None and s.trigger_ports != frozenset(s.model.inputs):
+                    return None                 # message-driven: every input starts an I/O step
+        bodies = [p for p, f in enumerate(forms) if hasattr(f, "hop")]
+        if len(bodies) != 1 or not all(isl.takes_row_hop(t_ns, t_ns + period) for isl in islands):
+            return None
+        position_of = {s.name: (p, i) for p, slots in enumerate(columns) for i, s in enumerate(slots)}
+        ties = cls._ties(owner, columns, forms, position_of, period)
+        if ties is None:
+            return None
+        delayed = {(t.pub, t.sub, t.sub_port) for t in ties if t.latency_ns}
+
+        def carried(env, slot, port) -> bool:
+            """A message of the block's models that goes through a delay line."""
+            source, target = position_of.get(env.source), position_of.get(slot.name)
+            return source is not None and target is not None and (source[0], target[0], port) in delayed
+
+        until = min(isl.next_timeline_ns() for isl in islands)
+        for isl in islands:
+            for deliver_ns, env, slot, port in isl.inbox_entries():
+                if not carried(env, slot, port):
+                    until = min(until, deliver_ns)
+        if until <= t_ns + period:
+            return None
+        row_of = {s.name: i for i, s in enumerate(columns[bodies[0]])}
+        positions = [_Position(slots, form([s.model for s in slots], row_of))
+                     for slots, form in zip(columns, forms, strict=True)]
+        if not all(p.form.qualifies(t_ns) for p in positions if hasattr(p.form, "qualifies")):
+            return None
+        block = cls(group, islands, positions, bodies[0], ties, period, t_ns, owner)
+        block.until_ns = until
+        block._take_inboxes(position_of, carried)
+        for p in positions:
+            p.form.load()
+        for isl in islands:
+            isl.join_block(block)
+        return block
+
+    @staticmethod
+    def _ties(owner, columns, forms, position_of, period) -> list[_Tie] | None:
+        """Every tie from an output of the block's models to an input, the same in every island;
+        None when an output reaches a model outside the block or a tie is neither at once within
+        the island (publisher before subscriber) nor a whole number of periods later."""
+        n = len(columns[0])
+        ties: dict[tuple, _Tie] = {}
+        for p, slots in enumerate(columns):
+            for i, s in enumerate(slots):
+                for port, (topic, latency, _priority, _queue) in s.out_topics.items():
+                    if port in s.unread:
+                        continue
+                    if port not in forms[p].outputs:
+                        return None
+                    for _inbox, home, sub, sub_port in owner.routes_of(topic):
+                        where = position_of.get(sub.name)
+                        if where is None or not forms[where[0]].takes_input(sub_port):
+                            return None
+                        q, j = where
+                        if latency == 0 and (j != i or q <= p or home != s.home.name):
+                            return None
+                        if latency % period:
+                            return None
+                        tie = ties.get((p, port, q, sub_port))
+                        if tie is None:
+                            tie = ties[p, port, q, sub_port] = _Tie(p, port, q, sub_port, latency,
+                                                                   np.full(n, -1, np.int64))
+                        if tie.latency_ns != latency or tie.rows_from[j] >= 0:
+                            return None
+                        tie.rows_from[j] = i
+        for tie in ties.values():
+            if tie.latency_ns == 0 and not np.array_equal(tie.rows_from, np.arange(n)):
+                return None
+        return sorted(ties.values(), key=lambda t: (t.pub, list(forms[t.pub].outputs).index(t.port), t.sub))
+
+    def _take_inboxes(self, position_of, carried) -> None:
+        """The messages on their way to the members through a delay line move into it (one
+        entry per publishing instant; an envelope with several subscribers once)."""
+        found: dict[tuple, dict[int, Envelope]] = {}
+        for isl in self.islands:
+            for _deliver_ns, env, slot, port in isl.inbox_entries():
+                if not carried(env, slot, port):
+                    continue
+                p, j = position_of[env.source]
+                port_out = next(name for name, (topic, *_) in self.positions[p].slots[j].out_topics.items()
+                                if topic == env.topic)
+                found.setdefault((p, port_out, env.t_ns), {})[j] = env
+            isl.take_from_inbox(carried)
+        for (p, port, t_pub), envs in sorted(found.items(), key=lambda kv: kv[0][2]):
+            template = self.positions[p].form.out_rows(port)
+            out = OutRows(template.layout, len(self.islands), template.payload.shape[1])
+            seq = np.zeros(len(self.islands), np.int64)
+            row_of = self.row_of
+            for j, env in envs.items():
+                payload, msg_t, vehicle = out.layout.from_message(env.payload)
+                out.payload[j, 0], out.msg_t[j, 0], out.src[j, 0] = payload, msg_t, row_of[vehicle]
+                out.count[j], seq[j] = 1, env.seq
+            self.lines[p, port].append((t_pub, out, seq))
+
+    @property
+    def row_of(self) -> dict[str, int]:
+        """A vehicle's row: the name of the body's model."""
+        return {s.name: i for i, s in enumerate(self.positions[self.body].slots)}
+
+    # ------------------------------------------------------------------ an instant
+    def instant(self, t_ns: int) -> None:
+        """The hop from the last instant to ``t_ns`` and the barrier at ``t_ns``, for every row."""
+        t0 = self.t_ns
+        positions = self.positions
+        body = positions[self.body].form
+        body.hop(t0, t_ns, self.islands[0].hop_steps(t0, t_ns), self._loaders)
+        self.t_ns = t_ns
+        self.instants += 1
+        driven = [(pos, pos.received.copy()) for pos in positions if pos.message_driven]
+        for tie in self._arrivals:                                # what arrives now
+            self._arrive(tie, t_ns)
+        for key, line in self.lines.items():
+            latency = self._delayed[key]
+            while line and line[0][0] + latency <= t_ns:
+                line.popleft()
+        for p, pos in enumerate(positions):
+            if pos.ufo is None:
+                continue
+            pos.ufo(t_ns, body)
+            form = pos.form
+            for port in pos.outputs:
+                out = form.out_rows(port)
+                pos.seq += out.count
+                self.owner.count_published(int(out.count.sum()))
+                for tie in self._at_once[p, port]:
+                    target, column = positions[tie.sub].form.in_rows(tie.sub_port)
+                    _deliver(t_ns, tie.rows_from, out, out.count, target, column, positions[tie.sub].received)
+                if (p, port) in self._delayed:
+                    self.lines[p, port].append((t_ns, _copy_out(out), pos.seq - out.count))
+        for pos, before in driven:                                # a message started their I/O step
+            pos.last_io[pos.received != before] = t_ns
+
+    def _arrive(self, tie: _Tie, t_ns: int) -> None:
+        """The delay line's messages published ``tie.latency_ns`` ago, to their subscribers."""
+        for t_pub, out, _seq in self.lines[tie.pub, tie.port]:
+            if t_pub + tie.latency_ns == t_ns:
+                target, column = self.positions[tie.sub].form.in_rows(tie.sub_port)
+                _deliver(t_pub, tie.rows_from, out, out.count, target, column, self.positions[tie.sub].received)
+            elif t_pub + tie.latency_ns > t_ns:
+                break
+
+    # ------------------------------------------------------------------ leaving
+    def exit(self) -> None:
+        """Every model, port, slot and island as the scalar run would have them after the last
+        instant, the messages on their way in their subscribers' inboxes; the group goes on
+        without the block."""
+        if not self.active:
+            return
+        self.active = False
+        for pos in self.positions:
+            pos.form.store()
+        deliveries = np.zeros(len(self.islands), np.int64)
+        for pos in self.positions:
+            deliveries += pos.received
+            for i, s in enumerate(pos.slots):
+                s.seq = int(pos.seq[i])
+                s.received += int(pos.received[i])
+                if pos.last_io[i] >= 0:
+                    s.io_prev = int(pos.last_io[i])
+        for i, isl in enumerate(self.islands):
+            isl.leave_block(self.instants, self.t_ns, int(deliveries[i]))
+        self._send_what_is_on_its_way()
+        self.group.block_left(self)
+
+    def _send_what_is_on_its_way(self) -> None:
+        """The delay lines' messages become envelopes in their subscribers' inboxes, as published."""
+        names = [s.name for s in self.positions[self.body].slots]
+        for (p, port), line in self.lines.items():
+            slots = self.positions[p].slots
+            for t_pub, out, seq in line:
+                for j in np.flatnonzero(out.count).tolist():
+                    slot = slots[j]
+                    topic, latency, priority, _queue = slot.out_topics[port]
+                    for c in range(int(out.count[j])):
+                        msg = out.layout.to_message(out.payload[j, c], int(out.msg_t[j, c]), names[out.src[j, c]])
+                        self.owner.route_envelope(Envelope(t_pub, t_pub + latency, slot.name, topic, int(seq[j]) + c,
+                                                           priority, msg), slot.home)
+        self.lines.clear()
+
+
+def _copy_out(out: OutRows) -> OutRows:
+    copy = OutRows.__new__(OutRows)
+    copy.layout = out.layout
+    copy.payload, copy.msg_t, copy.src, copy.count = out.payload.copy(), out.msg_t.copy(), out.src.copy(), \
+        out.count.copy()
+    return copy
+
+
+__all__ = ["Block", "InRows", "OutRows", "PayloadLayout", "deliver_rows", "resolve_row_form"]
