@@ -196,7 +196,8 @@ class SensorRows:
 
     def qualifies(self, t_ns: int) -> bool:
         """Each sensor measures its own island's body (the block's row)."""
-        return all(m.body.name == m.vehicle == list(self.row_of)[i] for i, m in enumerate(self.models))
+        names = list(self.row_of)
+        return all(m.body.name == m.vehicle == names[i] for i, m in enumerate(self.models))
 
     def update_flow_outs(self, t_ns: int, body) -> None:
         """One sample per row of the body's state, new normals drawn a block at a time from each

@@ -61,6 +61,11 @@ if TYPE_CHECKING:
     from hopsim.kernel.island import Island
 
 
+# A block is formed only when the run goes on for at least this many of its instants: loading the
+# rows and storing them back cost about as much as one instant of the members on their own each.
+MIN_INSTANTS = 4
+
+
 # ----------------------------------------------------------------------------- payload rows
 @dataclass(frozen=True)
 class PayloadLayout:
@@ -277,6 +282,8 @@ class Block:
             source, target = position_of.get(env.source), position_of.get(slot.name)
             return source is not None and target is not None and (source[0], target[0], port) in delayed
 
+        if min(isl.next_stop_ns() for isl in islands) < t_ns + MIN_INSTANTS * period:
+            return None                         # the run returns before loading the rows pays
         until = min(isl.next_timeline_ns() for isl in islands)
         for isl in islands:
             for deliver_ns, env, slot, port in isl.inbox_entries():

@@ -80,7 +80,7 @@ class Simulation:
     def __init__(self, seed: int = 0, default_rate_hz: float = 1.0, runtime=None, recorder=None,
                  record_kernel_events: bool = True, cpu_accounting: bool = False, batching: bool = False,
                  record_barriers: bool = False, rate_groups: bool = True, fleets: bool = True,
-                 row_blocks: bool = False):
+                 row_blocks: bool = True):
         self.seed = int(seed)
         self.default_rate_hz = float(default_rate_hz)
         self.runtime = runtime or LocalRuntime()
@@ -134,6 +134,7 @@ class Simulation:
 
     @recorder.setter
     def recorder(self, recorder) -> None:
+        self.unblock()                         # a row block runs no recorded instant
         changes_what_is_read = self._started and (recorder is None) != (self._recorder is None)
         if changes_what_is_read and self.windows is not None:
             raise RuntimeError("attach or remove the recorder before the run starts: islands in other "

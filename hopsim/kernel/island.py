@@ -958,6 +958,10 @@ class Island:
         return min(self._events[0][0] if self._events else NEVER,
                    self._requested[0][0] if self._requested else NEVER)
 
+    def next_stop_ns(self) -> int:
+        """Where the run returns (ns; NEVER if nowhere)."""
+        return self._stops[0] if self._stops else NEVER
+
     def takes_row_hop(self, t0: int, t1: int) -> bool:
         """Whether this island's hop from t0 to t1 (ns) is its body's compiled hop with loads
         gathered by the kernel (a fleet form that latches nothing), and nothing else to advance."""

@@ -53,7 +53,7 @@ class RateGroup:
         self._propagate = propagate              # the owner's batch of compiled hops (if it batches), or None
         self._after_barrier = after_barrier
         self._at: dict[int, list[Island]] = {}   # instant (ns) -> the members due then, in joining order
-        self.stats = {"instants": 0, "member_barriers": 0, "joins": 0, "leaves": 0}
+        self.stats = {"instants": 0, "member_barriers": 0, "joins": 0, "leaves": 0, "block_instants": 0}
 
     @property
     def period_ns(self) -> int | None:
@@ -89,7 +89,11 @@ class RateGroup:
             block.instant(t_ns)
             self.stats["instants"] += 1
             self.stats["member_barriers"] += len(block.islands)
-            self._schedule_wake(self, block.next_ns, block.next_ns)
+            self.stats["block_instants"] += 1
+            if block.next_ns > block.until_ns:
+                block.exit()                     # the members take the irregular instant alone
+            else:
+                self._schedule_wake(self, block.next_ns, block.next_ns)
             self._after_barrier(block.islands[0], t_ns)
         # an island that left and joined again for this instant is listed twice: once is its barrier
         members = [isl for isl in dict.fromkeys(self._at.pop(t_ns, ()))

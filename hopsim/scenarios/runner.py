@@ -159,7 +159,8 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
                  checkpoint_dir: str | Path | None = None, resume_from: dict | None = None,
                  resume_file: str | Path | None = None,
                  cpu_accounting: bool = False, placement: str | None = None, batching: bool = False,
-                 rate_groups: bool = True, fleets: bool = True, keep_sim: bool = False, pacer=None, tap=None, kernel_events: str = "events") -> RunResult:
+                 rate_groups: bool = True, fleets: bool = True, keep_sim: bool = False, pacer=None, tap=None,
+                 kernel_events: str = "events", row_blocks: bool = True) -> RunResult:
     """Run scenario ``name``; record to ``out`` (MCAP) or, with keep_stream, to memory. The result
     holds the simulation (at its end, models pulled back from any other process) with keep_stream
     or ``keep_sim``.
@@ -176,7 +177,8 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     ``rate_groups``: islands on one periodic schedule share its barriers
     (:mod:`hopsim.kernel.rate_group`; the same result bit for bit, on by default). ``fleets``: a
     group's hops go through their models' fleet forms (:mod:`hopsim.kernel.fleet`; the same result
-    bit for bit, on by default).
+    bit for bit, on by default). ``row_blocks``: a group's alike members run as rows
+    (:mod:`hopsim.kernel.blocks`; the same result bit for bit, on by default; an unrecorded run only).
 
     ``pacer`` (:class:`hopsim.scenarios.pacing.Pacer`) paces the run against the wall clock and
     applies commands received while it runs (faults it sends are listed in the recording's result,
@@ -235,6 +237,7 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     run.batching = batching
     run.rate_groups = rate_groups
     run.fleets = fleets
+    run.row_blocks = row_blocks
     run.record_barriers = kernel_events == "all"
     run.pacer = pacer
     description = {"scenario": name, "overrides": params.model_dump(), "seed": seed,
@@ -375,6 +378,7 @@ class ScenarioRun:
         self.batching = False
         self.rate_groups = True
         self.fleets = True
+        self.row_blocks = True
         self.pacer = None                             # a Pacer ticks in every simulation built
         self.record_barriers = False
         self._bar = None
@@ -384,7 +388,8 @@ class ScenarioRun:
         handled = self.sim.handled_kills if self.sim is not None else set()
         sim = Simulation(seed=self.seed, runtime=self.runtime, recorder=self.recorder,
                          cpu_accounting=self.cpu_accounting, batching=self.batching,
-                         record_barriers=self.record_barriers, rate_groups=self.rate_groups, fleets=self.fleets)
+                         record_barriers=self.record_barriers, rate_groups=self.rate_groups, fleets=self.fleets,
+                         row_blocks=self.row_blocks)
         sim.playback = self.playback
         sim.scenario_params = self.params
         self.spec.build(sim, self.params)

@@ -1,0 +1,157 @@
+"""Row blocks (``hopsim.kernel.blocks``): a rate group's alike members run kind by kind over rows.
+
+An optimization that must change nothing: the reference is the same run with blocks off (each
+member's models run one by one, their messages as protobuf objects through the bus), and what is
+compared is everything a later instant could depend on: every model's snapshot (attributes,
+ports, generator), every island's continuous state, counters, schedule and the messages on their
+way (envelopes with their sequence numbers), the bus's count, the scenario's outcome. A run is cut
+where a block must hand its members back (faults, the run returning off and on the schedule, a
+checkpoint) and continued recorded, which no block runs: its stream must be the uninterrupted
+run's."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hopsim.bus.recorder import MemoryRecorder
+from hopsim.kernel import Simulation
+from hopsim.kernel.blocks import InRows
+from hopsim.scenarios.catalog import get_scenario
+from hopsim.scenarios.runner import resume_run, run_scenario, state_hash
+
+S = 1_000_000_000
+
+CASES = [
+    ({"n_vehicles": 12}, 40.0),
+    # loss, a latency of two periods, saturation and a minimum thrust, faults from outside
+    ({"n_vehicles": 9, "layout": "lattice", "radio_loss": 0.3, "radio_latency_s": 1.5, "max_thrust_N": 0.05,
+      "min_thrust_N": 0.004,
+      "faults": [{"t_s": 5.5, "target": "v3_thr", "kind": "thrust_scale", "value": 0.5},
+                 {"t_s": 8.0, "target": "v5_radio", "kind": "radio_loss", "value": 1.0},
+                 {"t_s": 21.0, "target": "v5_radio", "kind": "radio_loss", "clear": True}]}, 40.0),
+    # more members than a barrier takes in one block of the scalar path, a fault in the second
+    ({"n_vehicles": 300, "radio_loss": 0.2,
+      "faults": [{"t_s": 12.5, "target": "v130_thr", "kind": "thrust_scale", "value": 0.5}]}, 20.0),
+    # every packet lost: the vehicles brake; no noise
+    ({"n_vehicles": 5, "radio_loss": 1.0, "noise": False, "stale_after_s": 3.0}, 30.0),
+]
+
+
+def _simulation(overrides: dict, seed: int, blocks: bool, recorder=None) -> Simulation:
+    spec = get_scenario("formation")
+    params = spec.make_params(overrides)
+    sim = Simulation(seed=seed, row_blocks=blocks, recorder=recorder)
+    sim.scenario_params = params
+    spec.build(sim, params)
+    for fault in params.faults:
+        sim.schedule_fault(fault.message(), fault.t_s)
+    return sim
+
+
+def _everything(sim: Simulation) -> dict:
+    """What the comparison covers (see the module docstring), as exact values."""
+    state = sim.capture_state(copied=False)
+    islands = {}
+    for name, part in state["islands"].items():
+        isl = dict(part)
+        isl["x"] = isl["x"].tobytes()
+        isl["inbox"] = sorted((d, p, src, seq, rank, env.to_bytes(), slot, port)     # (a heap's list)
+                              for d, p, src, seq, rank, env, slot, port in isl["inbox"])
+        isl.pop("integrator")
+        islands[name] = isl
+    stats = sim.stats()
+    return {"hash": state_hash(sim), "islands": islands, "published": stats["published"],
+            "outcome": get_scenario("formation").outcome(sim)}
+
+
+def _block_instants(sim: Simulation) -> int:
+    return sum(g["block_instants"] for g in sim.stats()["rate_groups"].values())
+
+
+@pytest.mark.parametrize("overrides, duration", CASES, ids=[f"case{i}" for i in range(len(CASES))])
+def test_row_blocks_change_nothing(overrides, duration):
+    on, off = _simulation(overrides, 4, True), _simulation(overrides, 4, False)
+    on.advance_to(duration)
+    off.advance_to(duration)
+    assert _block_instants(off) == 0
+    assert _block_instants(on) >= 0.5 * duration      # most instants ran as rows
+    assert _everything(on) == _everything(off)
+
+
+def test_a_run_returning_off_and_on_the_schedule_then_recorded_gives_the_stream_without_blocks():
+    """advance_to in pieces (a block hands the members back each time the run returns, with
+    messages on their way for two periods), then a recorder attached and the run continued: the
+    same stream as the run without blocks treated alike (no block runs a recorded instant)."""
+    overrides = {"n_vehicles": 7, "radio_loss": 0.25, "radio_latency_s": 2.0}
+    pieces = (0.5, 2.5, 9.0, 9.3, 17.0, 30.0)
+    blocked, reference = _simulation(overrides, 2, True), _simulation(overrides, 2, False)
+    for sim in (blocked, reference):
+        for t in pieces:
+            sim.advance_to(t)
+    assert _block_instants(blocked) > 15
+    assert _everything(blocked) == _everything(reference)
+    for sim in (blocked, reference):
+        sim.recorder = MemoryRecorder()
+        sim.advance_to(45.0)
+    after = reference.recorder.stream_bytes()
+    assert len(after) > 500 and blocked.recorder.stream_bytes() == after
+
+
+def test_a_checkpoint_taken_from_a_block_resumes_to_the_stream_without_blocks(tmp_path):
+    runs = {}
+    for blocks in (True, False):
+        folder = tmp_path / str(blocks)
+        result = run_scenario("formation", {"n_vehicles": 8, "radio_loss": 0.2}, seed=3, duration_s=20.0,
+                              checkpoint_every_s=10.0, checkpoint_dir=folder, keep_sim=True, row_blocks=blocks)
+        assert (_block_instants(result.sim) > 5) == blocks
+        (path,) = sorted(folder.glob("formation_*.ckpt"))
+        runs[blocks] = resume_run(path, keep_stream=True).recorder.stream_bytes()
+    assert len(runs[False]) > 100 and runs[True] == runs[False]
+
+
+def test_reading_a_model_mid_run_sees_its_state_now():
+    """A model read between barriers by the kernel's own event (a progress display, a viewer)
+    is stored back first; an island's event is an irregular instant the block hands it back for."""
+    on, off = _simulation({"n_vehicles": 6}, 1, True), _simulation({"n_vehicles": 6}, 1, False)
+    seen = {True: [], False: []}
+    for sim, blocks in ((on, True), (off, False)):
+        sim.at(14.5, lambda ev, s=sim, b=blocks: seen[b].append(s.model("v2_fsw").accel), name="look")
+        sim.at(23.0, lambda ev, s=sim, b=blocks: seen[b].append(s.model("v4_fsw").accel), name="act", island="v4")
+        sim.advance_to(40.0)
+    assert seen[True] == seen[False] and len(seen[True]) == 2
+    assert _block_instants(on) > 20
+    assert _everything(on) == _everything(off)
+
+
+def test_a_recorded_run_forms_no_block():
+    sim = _simulation({"n_vehicles": 4}, 0, True, recorder=MemoryRecorder())
+    sim.advance_to(10.0)
+    assert _block_instants(sim) == 0 and sim.stats()["rate_groups"]
+
+
+def test_input_rows_give_each_port_back_exactly():
+    """InRows.load then store: the port's state (latest message, its time, freshness, seen,
+    queue) as it was, message by message (-0.0 and the mass included)."""
+    from hopsim.actors.formation_rows import RV_MASS
+    from hopsim.actors.messages import position_velocity_state
+    from hopsim.kernel.ports import In, InPort
+    from hopsim.schemas import VehicleState
+
+    rng = np.random.default_rng(5)
+    names = ["a", "b", "c"]
+    for queue in (False, True):
+        port = InPort("p", In(VehicleState, queue=queue))
+        for k in range(4):
+            v = [float(x) for x in rng.standard_normal(6)]
+            v[2] = -0.0
+            port.deliver(position_velocity_state(names[k % 3], 1000 * k, *v, 50.0 + k), 7 * k)
+        port.take()
+        rows = InRows(RV_MASS, 2, 1, queue_capacity=8 if queue else 0)
+        rows.load(1, port, 0, {n: i for i, n in enumerate(names)})
+        back = InPort("p", In(VehicleState, queue=queue))
+        rows.store(1, back, 0, names)
+        want, got = port.state(), back.state()
+        assert got[1:4] == want[1:4]
+        assert got[0].SerializeToString(deterministic=True) == want[0].SerializeToString(deterministic=True)
+        assert [m.SerializeToString(deterministic=True) for m in got[4]] == \
+            [m.SerializeToString(deterministic=True) for m in want[4]]
