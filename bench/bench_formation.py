@@ -4,9 +4,11 @@ hops and bus messages per second, and peak memory, for N = 100, 1000 and 10000 v
     .venv/bin/python bench/bench_formation.py [--quick] [--layout ring|lattice] [--sizes 100,1000]
 
 Each size runs in its own subprocess (so that its peak resident memory is its own), with the
-scenario's defaults (1 Hz control, every model of a vehicle at that rate, no recorder). The
-first simulated second (initial barriers, compiled-code loading) is timed apart from the run.
-Prints a markdown section: a heading and a table, one row per size.
+scenario's defaults (1 Hz control, every model of a vehicle at that rate, no recorder), with the
+rate group's row blocks (:mod:`hopsim.kernel.blocks`, the default) and without them (every
+member's models one by one). The first five simulated seconds (initial barriers, compiled-code
+loading, a first block) are timed apart from the run. Prints a markdown section: a heading and a
+table, one row per size.
 
 Beside it, the kernel's floor for the same wiring: 100 islands of the formation's four flow models
 (sensor, radio, flight software, thruster) at 1 Hz with the same topics and latencies, whose
@@ -32,7 +34,10 @@ QUICK = {100: 50.0, 1000: 5.0}
 REAL_TIME_TARGET = 1000.0                           # N = 100 should run >= 1000x real time
 
 
-def one(n: int, duration_s: float, layout: str) -> dict:
+WARM_S = 5.0                                        # simulated seconds run before the timed part
+
+
+def one(n: int, duration_s: float, layout: str, blocks: bool = True) -> dict:
     """Build and run one formation in this process; returns the measurements."""
     from hopsim.kernel import Simulation
     from hopsim.scenarios.catalog import get_scenario
@@ -40,14 +45,14 @@ def one(n: int, duration_s: float, layout: str) -> dict:
     spec = get_scenario("formation")
     params = spec.make_params({"n_vehicles": n, "layout": layout})
     t0 = time.perf_counter()
-    sim = Simulation(seed=0)
+    sim = Simulation(seed=0, row_blocks=blocks)
     sim.scenario_params = params
     spec.build(sim, params)
-    sim.advance_to(1.0)
+    sim.advance_to(WARM_S)
     t1 = time.perf_counter()
     hops0 = sum(i.stats["hops"] for i in sim.islands.values())
     msgs0 = sim.stats()["published"]
-    sim.advance_to(1.0 + duration_s)
+    sim.advance_to(WARM_S + duration_s)
     t2 = time.perf_counter()
     hops = sum(i.stats["hops"] for i in sim.islands.values()) - hops0
     barriers = sum(i.stats["barriers"] for i in sim.islands.values())
@@ -57,7 +62,7 @@ def one(n: int, duration_s: float, layout: str) -> dict:
     return {"n": n, "layout": layout, "sim_s": duration_s, "build_s": t1 - t0, "wall_s": wall,
             "speed": duration_s / wall, "hops_per_s": hops / wall, "msgs_per_s": msgs / wall,
             "us_per_vehicle_step": wall / hops * 1e6,
-            "barriers_per_vehicle_s": (barriers - n) / n / (1.0 + duration_s),   # after t = 0
+            "barriers_per_vehicle_s": (barriers - n) / n / (WARM_S + duration_s),   # after t = 0
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
             "formation_error_rms_m": out["formation_error_rms_m"]}
 
@@ -206,7 +211,8 @@ def dispatch_floor_us(n: int = 100, steps: int = 300, repeat: int = 5) -> float:
 
 def time_breakdown_us(n: int = 100, duration_s: float = 60.0, repeat: int = 3) -> dict[str, float]:
     """Where a vehicle-step's time goes, in us per vehicle-step (wall, best of ``repeat``; N = ``n``,
-    ``duration_s`` simulated seconds after the first): the run without and with an MCAP recorder,
+    ``duration_s`` simulated seconds after the first): the run without and with an MCAP recorder
+    (both without row blocks, which run no recorded instant; and the bare run with them),
     the kernel's floor for the same wiring, and the recorder fed the recorded run's envelopes with
     and without its Foxglove scene; inside the recorder, what serializing the payloads, hashing
     the stream's bytes and compressing the records cost by themselves. The rest of each is by
@@ -229,8 +235,8 @@ def time_breakdown_us(n: int = 100, duration_s: float = 60.0, repeat: int = 3) -
     params = spec.make_params({"n_vehicles": n})
     steps = n * duration_s
 
-    def run(recorder) -> float:
-        sim = Simulation(seed=0, recorder=recorder)
+    def run(recorder, blocks: bool = False) -> float:
+        sim = Simulation(seed=0, recorder=recorder, row_blocks=blocks)
         sim.scenario_params = params
         spec.build(sim, params)
         sim.advance_to(1.0)
@@ -268,7 +274,7 @@ def time_breakdown_us(n: int = 100, duration_s: float = 60.0, repeat: int = 3) -
     best: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(repeat):            # interleaved, best of each
-            for name, fn in (("bare", lambda: run(None)),
+            for name, fn in (("bare", lambda: run(None)), ("row blocks", lambda: run(None, True)),
                              ("recorded", lambda: run(McapRecorder(Path(tmp) / "run.mcap"))),
                              ("recorder", lambda: record_alone(envelopes, Path(tmp) / "a.mcap", True)),
                              ("recorder without scene", lambda: record_alone(envelopes, Path(tmp) / "b.mcap", False)),
@@ -278,6 +284,7 @@ def time_breakdown_us(n: int = 100, duration_s: float = 60.0, repeat: int = 3) -
     us = {name: t / steps * 1e6 for name, t in best.items()}
     return {
         "bare": us["bare"], "recorded": us["recorded"], "messages per vehicle-step": len(envelopes) / steps,
+        "row blocks": us["row blocks"],
         "kernel (the floor)": us["floor"], "models": us["bare"] - us["floor"],
         "recording, the simulation's side": us["recorded"] - us["bare"] - us["recorder"],
         "recorder: framing, ordering, indexing": (us["recorder without scene"] - us["serialization"]
@@ -290,12 +297,14 @@ def time_breakdown_us(n: int = 100, duration_s: float = 60.0, repeat: int = 3) -
 def print_breakdown(parts: dict[str, float]) -> None:
     per_msg = parts["messages per vehicle-step"]
     print(f"\nWhere a vehicle-step goes (N = 100, 60 s; us per vehicle-step, best of 3 interleaved; "
-          f"{per_msg:.0f} messages per vehicle-step recorded): {parts['bare']:.1f} without a recorder, "
-          f"{parts['recorded']:.1f} with one.\n")
+          f"{per_msg:.0f} messages per vehicle-step recorded): {parts['bare']:.1f} without a recorder and "
+          f"without row blocks, {parts['row blocks']:.1f} with them (a run of 60 s: a block formed after "
+          f"the first instant, stored back at the end), {parts['recorded']:.1f} with a recorder (no row block "
+          f"runs a recorded instant).\n")
     print("| part | us per vehicle-step | us per recorded message |")
     print("|---|---:|---:|")
     for name, value in parts.items():
-        if name in ("bare", "recorded", "messages per vehicle-step"):
+        if name in ("bare", "recorded", "messages per vehicle-step", "row blocks"):
             continue
         share = f"{value / per_msg:.2f}" if name.startswith("record") else ""
         print(f"| {name} | {value:.2f} | {share} |")
@@ -304,11 +313,18 @@ def print_breakdown(parts: dict[str, float]) -> None:
 def run_sizes(sizes: dict[int, float], layout: str) -> list[dict]:
     rows = []
     for n, duration in sizes.items():
-        proc = subprocess.run([sys.executable, __file__, "--one", str(n), "--duration", str(duration),
-                               "--layout", layout], check=False, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"N = {n} failed:\n{proc.stderr[-3000:]}")
-        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        measured = {}
+        for blocks in (True, False):
+            proc = subprocess.run([sys.executable, __file__, "--one", str(n), "--duration", str(duration),
+                                   "--layout", layout] + ([] if blocks else ["--no-blocks"]),
+                                  check=False, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise RuntimeError(f"N = {n} failed:\n{proc.stderr[-3000:]}")
+            measured[blocks] = json.loads(proc.stdout.strip().splitlines()[-1])
+        row = measured[True]
+        row["us_without_blocks"] = measured[False]["us_per_vehicle_step"]
+        row["speed_without_blocks"] = measured[False]["speed"]
+        rows.append(row)
     return rows
 
 
@@ -316,16 +332,19 @@ def print_section(rows: list[dict], floor_us: float | None = None, protobuf_us: 
                   dispatch_us: float | None = None) -> None:
     print("### Large formations (local backend, 1 Hz control, one island per vehicle)\n")
     header = ("vehicles", "simulated s", "build (s)", "sim s / wall s", "hops / s", "messages / s",
-              "us per vehicle-step", "barriers / vehicle / sim s", "peak RSS (MiB)")
+              "us per vehicle-step", "without row blocks: us (sim s / wall s)", "barriers / vehicle / sim s",
+              "peak RSS (MiB)")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for r in rows:
         print(f"| {r['n']:,} ({r['layout']}) | {r['sim_s']:g} | {r['build_s']:.1f} | {r['speed']:,.1f} | "
-              f"{r['hops_per_s']:,.0f} | {r['msgs_per_s']:,.0f} | {r['us_per_vehicle_step']:.0f} | "
+              f"{r['hops_per_s']:,.0f} | {r['msgs_per_s']:,.0f} | {r['us_per_vehicle_step']:.1f} | "
+              f"{r['us_without_blocks']:.0f} ({r['speed_without_blocks']:,.1f}) | "
               f"{r['barriers_per_vehicle_s']:.2f} | {r['peak_rss_mib']:,.0f} |")
     small = [r for r in rows if r["n"] == 100]
     if small:
-        print(f"\nN = 100 runs at {small[0]['speed']:,.0f}x real time (target {REAL_TIME_TARGET:,.0f}x).")
+        print(f"\nN = 100 runs at {small[0]['speed']:,.0f}x real time with row blocks, "
+              f"{small[0]['speed_without_blocks']:,.0f}x without (target {REAL_TIME_TARGET:,.0f}x).")
     if floor_us is not None:
         print(f"\nKernel floor for the same wiring (four flow models per vehicle that only pass prebuilt "
               f"messages, no dynamics): {floor_us:.1f} us per vehicle-step, i.e. at most "
@@ -347,9 +366,10 @@ def main() -> None:
     ap.add_argument("--sizes", help="comma-separated N (durations from the full table, else 10 s)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--duration", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--no-blocks", action="store_true", help=argparse.SUPPRESS)
     opts = ap.parse_args()
     if opts.one is not None:
-        print(json.dumps(one(opts.one, opts.duration, opts.layout)))
+        print(json.dumps(one(opts.one, opts.duration, opts.layout, not opts.no_blocks)))
         return
     sizes = QUICK if opts.quick else FULL
     if opts.sizes:

@@ -250,12 +250,14 @@ class Block:
     def form(cls, group, islands: list["Island"], t_ns: int, owner) -> "Block | None":
         """A block of ``islands`` (a rate group's members, all past their barrier ``t_ns`` and
         planned at the group's next instant), or None when they do not qualify."""
-        if len(islands) < 2 or not owner.blocks_allowed() or not all(isl.regular_member() for isl in islands):
+        if len(islands) < 2 or not owner.blocks_allowed():
             return None
-        first = islands[0]
-        classes = [s.cls for s in first.slots]
+        classes = [s.cls for s in islands[0].slots]
         forms = [resolve_row_form(c) for c in classes]
-        if any(f is None for f in forms) or any([s.cls for s in isl.slots] != classes for isl in islands):
+        if any(f is None for f in forms):
+            return None
+        if any([s.cls for s in isl.slots] != classes for isl in islands) or \
+                not all(isl.regular_member() for isl in islands):
             return None
         period = group.period_ns
         columns = [[isl.slots[p] for isl in islands] for p in range(len(classes))]

@@ -213,8 +213,8 @@ class Simulation:
 
     def model(self, name: str) -> Model:
         """The model called ``name`` (for an island in another process, a copy of it now)."""
+        self.unblock()
         island = self.islands[self._slots[name].island.name]
-        island.unblock()
         if getattr(island, "remote", False) and name not in self._pulled:
             return island.model(name)
         return self._models[name]
@@ -475,8 +475,7 @@ class Simulation:
 
     def unblock(self) -> None:
         """Every row block stores its members back (their models are read or changed)."""
-        for island in self.islands.values():
-            island.unblock()
+        self._rate_groups.unblock()
 
     def _propagate_batch(self, islands: list[Island], t_ns: int) -> None:
         """The compiled hops of ``islands`` (a rate group's members) ending at ``t_ns``: through

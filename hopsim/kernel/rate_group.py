@@ -149,6 +149,12 @@ class RateGroups:
             group = self._groups[key] = RateGroup(key, *self._make)
         return group
 
+    def unblock(self) -> None:
+        """Every group's row block stores its members back."""
+        for group in self._groups.values():
+            if group.block is not None:
+                group.block.exit()
+
     def stats(self) -> dict[str, dict[str, int]]:
         """Each group's counters, by its schedule ("1 s period, phase 0 s")."""
         return {f"{key[1] / key[2] / 1e9:g} s period, phase {key[0] / 1e9:g} s": dict(g.stats)
