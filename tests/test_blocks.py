@@ -4,10 +4,9 @@ An optimization that must change nothing: the reference is the same run with blo
 member's models run one by one, their messages as protobuf objects through the bus), and what is
 compared is everything a later instant could depend on: every model's snapshot (attributes,
 ports, generator), every island's continuous state, counters, schedule and the messages on their
-way (envelopes with their sequence numbers), the bus's count, the scenario's outcome. A run is cut
-where a block must hand its members back (faults, the run returning off and on the schedule, a
-checkpoint) and continued recorded, which no block runs: its stream must be the uninterrupted
-run's."""
+way (envelopes with their sequence numbers), the bus's count, the scenario's outcome; and a
+recorded run's file, byte for byte. Runs are cut where a block must hand its members back
+(faults, the run returning off and on the schedule, a checkpoint, a model read) and continued."""
 from __future__ import annotations
 
 import numpy as np
@@ -81,7 +80,7 @@ def test_row_blocks_change_nothing(overrides, duration):
 def test_a_run_returning_off_and_on_the_schedule_then_recorded_gives_the_stream_without_blocks():
     """advance_to in pieces (a block hands the members back each time the run returns, with
     messages on their way for two periods), then a recorder attached and the run continued: the
-    same stream as the run without blocks treated alike (no block runs a recorded instant)."""
+    same stream as the run without blocks treated alike."""
     overrides = {"n_vehicles": 7, "radio_loss": 0.25, "radio_latency_s": 2.0}
     pieces = (0.5, 2.5, 9.0, 9.3, 17.0, 30.0)
     blocked, reference = _simulation(overrides, 2, True), _simulation(overrides, 2, False)
@@ -123,10 +122,17 @@ def test_reading_a_model_mid_run_sees_its_state_now():
     assert _everything(on) == _everything(off)
 
 
-def test_a_recorded_run_forms_no_block():
-    sim = _simulation({"n_vehicles": 4}, 0, True, recorder=MemoryRecorder())
-    sim.advance_to(10.0)
-    assert _block_instants(sim) == 0 and sim.stats()["rate_groups"]
+@pytest.mark.parametrize("overrides, duration", CASES[:2], ids=["ring", "lattice-faults"])
+def test_a_recorded_run_writes_the_same_file_with_row_blocks(tmp_path, overrides, duration):
+    """The recording (MCAP, with the Foxglove scene) byte for byte: the blocks' messages encoded
+    from their rows, the faults' instants run by the members alone."""
+    files = {}
+    for blocks in (True, False):
+        files[blocks] = tmp_path / f"{blocks}.mcap"
+        result = run_scenario("formation", overrides, seed=5, duration_s=duration, out=files[blocks],
+                              row_blocks=blocks, keep_sim=True)
+        assert (_block_instants(result.sim) >= 0.5 * duration) == blocks
+    assert files[True].read_bytes() == files[False].read_bytes()
 
 
 def test_input_rows_give_each_port_back_exactly():

@@ -23,6 +23,7 @@ from hopsim.actors.formation import (FormationFlightSoftware, FormationThruster,
 from hopsim.actors.messages import inertial_force, position_velocity_state
 from hopsim.kernel.blocks import InRows, OutRows, PayloadLayout
 from hopsim.kernel.simtime import NS_PER_S
+from hopsim.schemas import VehicleState, Wrench
 
 
 def _rv_message(payload: np.ndarray, t_ns: int, vehicle: str):
@@ -45,8 +46,43 @@ def _force_payload(msg) -> tuple[list[float], int, str]:
     return [f.x, f.y, f.z], -1, msg.body
 
 
-RV_MASS = PayloadLayout("rv_mass", 7, _rv_message, _rv_payload)
-FORCE = PayloadLayout("force", 3, _force_message, _force_payload)
+@njit(cache=True)
+def _fill_rv_mass(rows, payload, msg_t, src, count, string_of_row):
+    """VehicleState rows (vehicle, t_ns, r_BN_N, v_BN_N, mass) of an output's messages."""
+    m = 0
+    for j in range(count.shape[0]):
+        for c in range(count[j]):
+            p = payload[j, c]
+            row = rows[m]
+            row.vehicle = string_of_row[src[j, c]]
+            row.t_ns = msg_t[j, c]
+            row.r_BN_N.x, row.r_BN_N.y, row.r_BN_N.z = p[0], p[1], p[2]
+            row.v_BN_N.x, row.v_BN_N.y, row.v_BN_N.z = p[3], p[4], p[5]
+            row.has_r_BN_N = True
+            row.has_v_BN_N = True
+            row.mass = p[6]
+            m += 1
+    return m
+
+
+@njit(cache=True)
+def _fill_force(rows, payload, msg_t, src, count, string_of_row):
+    """Wrench rows (body, an inertial force at the centre of mass) of an output's messages."""
+    m = 0
+    for j in range(count.shape[0]):
+        for c in range(count[j]):
+            p = payload[j, c]
+            row = rows[m]
+            row.body = string_of_row[src[j, c]]
+            row.force.x, row.force.y, row.force.z = p[0], p[1], p[2]
+            row.has_force = True
+            row.frame = 1                  # Wrench.INERTIAL
+            m += 1
+    return m
+
+
+RV_MASS = PayloadLayout("rv_mass", 7, _rv_message, _rv_payload, VehicleState, _fill_rv_mass)
+FORCE = PayloadLayout("force", 3, _force_message, _force_payload, Wrench, _fill_force)
 
 
 # ----------------------------------------------------------------------------- thruster

@@ -20,8 +20,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from numba import njit
+
+from hopsim.actors.messages import vehicle_state
 from hopsim.dynamics.rigid_body import STATE_SIZE, rk4_hop_rows
+from hopsim.kernel.blocks import OutRows, PayloadLayout
 from hopsim.kernel.fleet import FleetRows
+from hopsim.schemas import VehicleState
 
 # the vehicle's arrays that live in the fleet's rows
 ROW_ATTRIBUTES = ("inertia_C_B", "r_CB_B", "gathered_force_N", "gathered_force_B", "gathered_torque_B")
@@ -71,6 +76,46 @@ class RigidFleet:
 __all__ = ["RigidFleet"]
 
 
+def _state_message(payload, t_ns: int, vehicle: str):
+    return vehicle_state(vehicle, int(t_ns), payload[:13].tolist(), payload[13:26].tolist(), float(payload[26]))
+
+
+def _state_payload(msg) -> tuple[list[float], int, str]:
+    r, v, q, w, a, wd = msg.r_BN_N, msg.v_BN_N, msg.q_BN, msg.omega_BN_B, msg.a_BN_N, msg.omega_dot_BN_B
+    xdot = [0.0] * 13
+    xdot[3:6], xdot[10:13] = [a.x, a.y, a.z], [wd.x, wd.y, wd.z]
+    return ([r.x, r.y, r.z, v.x, v.y, v.z, q.x, q.y, q.z, q.w, w.x, w.y, w.z] + xdot + [msg.mass], msg.t_ns,
+            msg.vehicle)
+
+
+@njit(cache=True)
+def _fill_state(rows, payload, msg_t, src, count, string_of_row):
+    """The published VehicleState rows: r, v, q, omega from the state, a and omega_dot from its
+    derivative, the mass (see vehicle_state)."""
+    m = 0
+    for j in range(count.shape[0]):
+        for c in range(count[j]):
+            p = payload[j, c]
+            row = rows[m]
+            row.vehicle = string_of_row[src[j, c]]
+            row.t_ns = msg_t[j, c]
+            row.r_BN_N.x, row.r_BN_N.y, row.r_BN_N.z = p[0], p[1], p[2]
+            row.v_BN_N.x, row.v_BN_N.y, row.v_BN_N.z = p[3], p[4], p[5]
+            row.q_BN.x, row.q_BN.y, row.q_BN.z, row.q_BN.w = p[6], p[7], p[8], p[9]
+            row.omega_BN_B.x, row.omega_BN_B.y, row.omega_BN_B.z = p[10], p[11], p[12]
+            row.a_BN_N.x, row.a_BN_N.y, row.a_BN_N.z = p[16], p[17], p[18]
+            row.omega_dot_BN_B.x, row.omega_dot_BN_B.y, row.omega_dot_BN_B.z = p[23], p[24], p[25]
+            row.has_r_BN_N = row.has_v_BN_N = row.has_q_BN = row.has_omega_BN_B = True
+            row.has_a_BN_N = row.has_omega_dot_BN_B = True
+            row.mass = p[26]
+            m += 1
+    return m
+
+
+# the published state in a row: the 13 states, their 13 derivatives, the mass (kg)
+STATE = PayloadLayout("state", 2 * STATE_SIZE + 1, _state_message, _state_payload, VehicleState, _fill_state)
+
+
 class RigidVehicleRows:
     """The row form of :class:`~hopsim.actors.vehicle_dynamics.RigidVehicleDynamics` in a row
     block (:mod:`hopsim.kernel.blocks`): the body of each block row. Its rows are the state ``X``
@@ -78,14 +123,18 @@ class RigidVehicleRows:
     (kg m^2, body axes), the centre of mass's offset (m, body axes) and the load accumulators
     (``force_N`` N inertial, ``force_B`` N body, ``torque_B`` N m body), which the block's loading
     forms fill in their ``start_hop``. A hop is :func:`rk4_hop_rows` over every row, as the fleet
-    form's. It publishes nothing in a block (its ``state`` must be read by nothing there)."""
+    form's. Its output ``state`` (read in a block by a recorder only) is each row's state with the
+    derivative of its hop's end and its mass, as the scalar form publishes it."""
 
     inputs: dict = {}
-    outputs: dict = {}
+    outputs = {"state": (STATE, 1)}
+    outputs_only = True              # its update_flow_outs computes nothing but its outputs
 
     def __init__(self, models: list, row_of: dict[str, int]):
         n = len(models)
         self.models = models
+        self.state = OutRows(STATE, n, 1)
+        self.state.src[:, 0] = np.arange(n)
         self.rows = np.arange(n, dtype=np.int64)
         self.X, self.Xdot = np.zeros((n, STATE_SIZE)), np.zeros((n, STATE_SIZE))
         self.mass, self.inertia, self.r_CB = np.zeros(n), np.zeros((n, 3, 3)), np.zeros((n, 3))
@@ -111,6 +160,18 @@ class RigidVehicleRows:
             m.xdot[:] = self.Xdot[i]
             m.xdot_last = self.Xdot[i].copy()
             m._disturbed = False
+
+    def out_rows(self, port: str) -> OutRows:
+        return self.state
+
+    def update_flow_outs(self, t_ns: int, body) -> None:
+        """Every row's state with the derivative of its hop's end and its mass (as published)."""
+        payload = self.state.payload[:, 0]
+        payload[:, :STATE_SIZE] = self.X
+        payload[:, STATE_SIZE:2 * STATE_SIZE] = self.Xdot
+        payload[:, 2 * STATE_SIZE] = self.mass
+        self.state.msg_t[:, 0] = t_ns
+        self.state.count[:] = 1
 
     def hop(self, t0_ns: int, t1_ns: int, steps_s: tuple, loaders: list) -> None:
         """Every row from t0 to t1 (ns) over ``steps_s`` (s), the loads of ``loaders`` gathered first."""

@@ -56,6 +56,9 @@ import numpy as np
 from numba import njit
 
 from hopsim.bus.envelope import Envelope
+from hopsim.bus.packed import EncodedEnvelope
+from hopsim.schemas.rows import row_layout
+from hopsim.schemas.string_table import StringTable
 
 if TYPE_CHECKING:
     from hopsim.kernel.island import Island
@@ -72,12 +75,18 @@ class PayloadLayout:
     """How one kind of message is held in rows: ``width`` float64 numbers, the message's own time
     (``t_ns`` field, -1 if it has none) and the vehicle it names (its block row).
     ``to_message(payload, msg_t_ns, vehicle)`` and ``from_message(msg) -> (payload, msg_t_ns,
-    vehicle)`` convert, exactly."""
+    vehicle)`` convert, exactly. For recording, ``message_type`` and ``fill(rows, payload, msg_t,
+    src, count, strings_of_rows)``: a compiled function writing the messages of an output's rows
+    (row j's first ``count[j]``, in order) into rows of the message type's
+    :func:`~hopsim.schemas.rows.row_layout`, returning how many; their wire bytes are
+    :meth:`RowLayout.encode`'s, protobuf's own (``tests/test_blocks.py``)."""
 
     name: str
     width: int
     to_message: Callable[[np.ndarray, int, str], Any]
     from_message: Callable[[Any], tuple[list[float], int, str]]
+    message_type: type | None = None
+    fill: Callable | None = None
 
 
 class OutRows:
@@ -171,6 +180,24 @@ def _deliver(t_ns: int, rows_from: np.ndarray, out: OutRows, out_count: np.ndarr
                  target.is_queue, received)
 
 
+class Encoder:
+    """The wire bytes of what an output wrote at an instant (see :class:`PayloadLayout`), the
+    vehicles' names interned once in the block's string table."""
+
+    def __init__(self, layout: PayloadLayout, strings: StringTable, string_of_row: np.ndarray, capacity: int):
+        self.layout = layout
+        self.rows_layout = row_layout(layout.message_type)
+        self.rows = self.rows_layout.empty(capacity)
+        self.strings = strings
+        self.string_of_row = string_of_row
+
+    def encode(self, out: OutRows) -> tuple[bytes, list[int]]:
+        """(all the messages' bytes, their offsets: message k is ``data[offsets[k]:offsets[k+1]]``)."""
+        m = self.layout.fill(self.rows, out.payload, out.msg_t, out.src, out.count, self.string_of_row)
+        data, offsets = self.rows_layout.encode(self.rows[:m], self.strings)
+        return data.tobytes(), offsets.tolist()
+
+
 def resolve_row_form(model_class) -> type | None:
     """The row form class a model class names (``row_form = "module:Class"``), or None."""
     path = getattr(model_class, "row_form", None)
@@ -205,6 +232,7 @@ class _Position:
         self.form = form
         self.unread = slots[0].unread
         self.ufo = getattr(form, "update_flow_outs", None)
+        self.outputs_only = getattr(form, "outputs_only", False)     # its update only writes outputs
         self.outputs = [port for port in form.outputs if port not in self.unread]
         self.seq = np.array([s.seq for s in slots], np.int64)
         self.received = np.zeros(len(slots), np.int64)       # messages handed to the models meanwhile
@@ -229,7 +257,7 @@ class Block:
         self.until_ns = 1 << 63                # the members' first irregular instant: handed back before it
         self.active = True
         self._loaders = [p.form for i, p in enumerate(positions) if i != body and hasattr(p.form, "start_hop")]
-        self._at_once = {(t.pub, t.port): [] for t in ties}
+        self._at_once = {(p, port): [] for p, pos in enumerate(positions) for port in pos.outputs}
         self._delayed: dict[tuple[int, str], int] = {}            # (position, port) -> latency (ns)
         for t in ties:
             if t.latency_ns:
@@ -239,6 +267,38 @@ class Block:
         # (position, port) -> [(publish instant, what was written, first sequence number per row)]
         self.lines: dict[tuple[int, str], deque] = {key: deque() for key in self._delayed}
         self._arrivals = [t for t in ties if t.latency_ns]
+        self.recorder = owner.recorder
+        self._recorded: dict[tuple[int, str], tuple] = {}
+        if self.recorder is not None:
+            self._prepare_recording()
+
+    def _prepare_recording(self) -> None:
+        """For each output: its encoder and, per row, the envelope's source, topic, latency,
+        priority and kind (queue or signal)."""
+        strings = StringTable()
+        string_of_row = np.array([strings.intern(s.name) for s in self.positions[self.body].slots], np.int32)
+        for p, pos in enumerate(self.positions):
+            for port in pos.outputs:
+                out = pos.form.out_rows(port)
+                encoder = Encoder(out.layout, strings, string_of_row, out.payload.shape[0] * out.payload.shape[1])
+                routes = [(s.name, *s.out_topics[port]) for s in pos.slots]
+                self._recorded[p, port] = (encoder, routes)
+
+    def _record(self, t_ns: int, p: int, port: str, out: OutRows, first_seq: np.ndarray) -> None:
+        """The envelopes of what output (p, port) wrote at ``t_ns``, to the recorder."""
+        encoder, routes = self._recorded[p, port]
+        data, offsets = encoder.encode(out)
+        record, message_type = self.recorder.record, encoder.layout.message_type
+        k = 0
+        counts, seqs = out.count.tolist(), first_seq.tolist()
+        for j, count in enumerate(counts):
+            if not count:
+                continue
+            source, topic, latency, priority, queue = routes[j]
+            for c in range(count):
+                record(EncodedEnvelope(t_ns, t_ns + latency, source, topic, seqs[j] + c, priority,
+                                       data[offsets[k]:offsets[k + 1]], message_type), queue=queue)
+                k += 1
 
     @property
     def next_ns(self) -> int:
@@ -387,8 +447,9 @@ class Block:
             latency = self._delayed[key]
             while line and line[0][0] + latency <= t_ns:
                 line.popleft()
+        recording = self.recorder is not None
         for p, pos in enumerate(positions):
-            if pos.ufo is None:
+            if pos.ufo is None or (pos.outputs_only and not pos.outputs):
                 continue
             pos.ufo(t_ns, body)
             form = pos.form
@@ -396,6 +457,8 @@ class Block:
                 out = form.out_rows(port)
                 pos.seq += out.count
                 self.owner.count_published(int(out.count.sum()))
+                if recording:
+                    self._record(t_ns, p, port, out, pos.seq - out.count)
                 for tie in self._at_once[p, port]:
                     target, column = positions[tie.sub].form.in_rows(tie.sub_port)
                     _deliver(t_ns, tie.rows_from, out, out.count, target, column, positions[tie.sub].received)

@@ -134,7 +134,7 @@ class Simulation:
 
     @recorder.setter
     def recorder(self, recorder) -> None:
-        self.unblock()                         # a row block runs no recorded instant
+        self.unblock()                         # a row block records as it was told when formed
         changes_what_is_read = self._started and (recorder is None) != (self._recorder is None)
         if changes_what_is_read and self.windows is not None:
             raise RuntimeError("attach or remove the recorder before the run starts: islands in other "
@@ -456,11 +456,11 @@ class Simulation:
                           self if self.row_blocks else None)
 
     def blocks_allowed(self) -> bool:
-        """Whether a rate group may run members as a row block now: nothing records (the
-        recorder takes envelopes), no stop callback reads the models after each barrier, the
-        islands are all in this process."""
-        return (self._recorder is None and not self._stop_callbacks and self.windows is None
-                and self.playback is None)
+        """Whether a rate group may run members as a row block now: no stop callback reads the
+        models after each barrier, no barrier is recorded as a kernel event, no partial replay,
+        the islands are all in this process."""
+        return (not self._stop_callbacks and self.windows is None and self.playback is None
+                and not self.barrier_events_wanted)
 
     def routes_of(self, topic: str) -> list:
         """The subscribers of ``topic``: [(inbox, subscriber's home island name, slot, port)]."""
