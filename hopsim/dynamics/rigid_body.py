@@ -220,10 +220,24 @@ def rk4_hop(x, xdot, steps_s, mass, inertia_C_B, r_CB_B, force_N, force_B, torqu
 def rk4_hop_rows(rows, steps_s, X, Xdot, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B):
     """:func:`rk4_hop` for the vehicles in rows ``rows`` of the arrays (a fleet's: one row per
     vehicle of its state, derivative, mass, inertia, CM offset and load accumulators), the same
-    arithmetic row by row."""
+    arithmetic row by row (its scratch arrays made once for all rows)."""
+    out = np.empty(STATE_SIZE)
+    work = np.empty((5, STATE_SIZE))
     for row in rows:
-        rk4_hop(X[row], Xdot[row], steps_s, mass[row], inertia_C_B[row], r_CB_B[row], force_N[row],
-                force_B[row], torque_B[row])
+        x, inertia, c = X[row], inertia_C_B[row], r_CB_B[row]
+        f_N, f_B, tau_B = force_N[row], force_B[row], torque_B[row]
+        for h in steps_s:
+            _rk4_step_into(out, work, x, h, mass[row], inertia, c, f_N, f_B, tau_B, c, 0.0)
+            x[:] = out
+        _derivative_into(Xdot[row], x, mass[row], inertia, inverse3(inertia), c, f_N, f_B, tau_B, c, 0.0)
+        f_N[:] = 0.0
+        f_B[:] = 0.0
+        tau_B[:] = 0.0
+        norm = np.sqrt(x[6] * x[6] + x[7] * x[7] + x[8] * x[8] + x[9] * x[9])     # quat_normalize, in place
+        if x[9] < 0.0:
+            norm = -norm
+        for k in range(6, 10):
+            x[k] = x[k] / norm
 
 
 def _vec3(v, default):

@@ -153,19 +153,22 @@ def deliver_rows(t_ns, rows_from, out_payload, out_msg_t, out_src, out_count, co
     """Hand the messages of an output (row ``rows_from[i]``'s, published at ``t_ns``) to the input
     column of every row ``i`` (``rows_from[i] < 0``: none), as :meth:`InPort.deliver` does one by
     one; ``received[i]`` counts them."""
+    width = value.shape[2]
     for i in range(rows_from.shape[0]):
         j = rows_from[i]
         if j < 0:
             continue
         for c in range(out_count[j]):
             freshness[i, column] += 1
-            value[i, column] = out_payload[j, c]
+            for w in range(width):
+                value[i, column, w] = out_payload[j, c, w]
             msg_t[i, column] = out_msg_t[j, c]
             src[i, column] = out_src[j, c]
             port_t[i, column] = t_ns
             if is_queue:
                 q = queued[i]
-                queue[i, q] = out_payload[j, c]
+                for w in range(width):
+                    queue[i, q, w] = out_payload[j, c, w]
                 queue_msg_t[i, q] = out_msg_t[j, c]
                 queue_src[i, q] = out_src[j, c]
                 queued[i] = q + 1
