@@ -287,21 +287,29 @@ class Block:
                 routes = [(s.name, *s.out_topics[port]) for s in pos.slots]
                 self._recorded[p, port] = (encoder, routes)
 
-    def _record(self, t_ns: int, p: int, port: str, out: OutRows, first_seq: np.ndarray) -> None:
-        """The envelopes of what output (p, port) wrote at ``t_ns``, to the recorder."""
+    def _encoded(self, p: int, port: str, out: OutRows, first_seq: np.ndarray) -> tuple:
+        """What output (p, port) wrote at this instant, encoded, for :meth:`_record`."""
         encoder, routes = self._recorded[p, port]
         data, offsets = encoder.encode(out)
-        record, message_type = self.recorder.record, encoder.layout.message_type
-        k = 0
-        counts, seqs = out.count.tolist(), first_seq.tolist()
-        for j, count in enumerate(counts):
-            if not count:
-                continue
-            source, topic, latency, priority, queue = routes[j]
-            for c in range(count):
-                record(EncodedEnvelope(t_ns, t_ns + latency, source, topic, seqs[j] + c, priority,
-                                       data[offsets[k]:offsets[k + 1]], message_type), queue=queue)
-                k += 1
+        counts = out.count.tolist()
+        starts = np.concatenate(([0], np.cumsum(out.count))).tolist()
+        return routes, counts, first_seq.tolist(), data, offsets, starts, encoder.layout.message_type
+
+    def _record(self, t_ns: int, written: list[tuple]) -> None:
+        """The instant's envelopes to the recorder, in the order the members' own barriers would
+        hand them over (island by island, each island's models in order, each model's writes in
+        order): the recorder registers a channel at its first message, in that order."""
+        record = self.recorder.record
+        for j in range(len(self.islands)):
+            for routes, counts, seqs, data, offsets, starts, message_type in written:
+                count = counts[j]
+                if not count:
+                    continue
+                source, topic, latency, priority, queue = routes[j]
+                k = starts[j]
+                for c in range(count):
+                    record(EncodedEnvelope(t_ns, t_ns + latency, source, topic, seqs[j] + c, priority,
+                                           data[offsets[k + c]:offsets[k + c + 1]], message_type), queue=queue)
 
     @property
     def next_ns(self) -> int:
@@ -450,7 +458,7 @@ class Block:
             latency = self._delayed[key]
             while line and line[0][0] + latency <= t_ns:
                 line.popleft()
-        recording = self.recorder is not None
+        written = [] if self.recorder is not None else None
         for p, pos in enumerate(positions):
             if pos.ufo is None or (pos.outputs_only and not pos.outputs):
                 continue
@@ -460,8 +468,8 @@ class Block:
                 out = form.out_rows(port)
                 pos.seq += out.count
                 self.owner.count_published(int(out.count.sum()))
-                if recording:
-                    self._record(t_ns, p, port, out, pos.seq - out.count)
+                if written is not None:
+                    written.append(self._encoded(p, port, out, pos.seq - out.count))
                 for tie in self._at_once[p, port]:
                     target, column = positions[tie.sub].form.in_rows(tie.sub_port)
                     _deliver(t_ns, tie.rows_from, out, out.count, target, column, positions[tie.sub].received)
@@ -469,6 +477,8 @@ class Block:
                     self.lines[p, port].append((t_ns, _copy_out(out), pos.seq - out.count))
         for pos, before in driven:                                # a message started their I/O step
             pos.last_io[pos.received != before] = t_ns
+        if written:
+            self._record(t_ns, written)
 
     def _arrive(self, tie: _Tie, t_ns: int) -> None:
         """The delay line's messages published ``tie.latency_ns`` ago, to their subscribers."""
