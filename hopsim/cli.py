@@ -214,6 +214,8 @@ def run_cmd(
                                                "per instant (same result, bit for bit)"),
     fleets: bool = typer.Option(True, help="propagate a rate group's hops through the models' fleet forms "
                                           "(same result, bit for bit)"),
+    row_blocks: bool = typer.Option(True, help="run a rate group's alike members kind by kind over rows, where "
+                                              "their models have row forms (same result, bit for bit)"),
     stats: bool = typer.Option(False, "--stats", help="also print the kernel's statistics (islands, barriers, "
                                                       "hops, deliveries, Ray windows)"),
     verbose: bool = typer.Option(False, "--verbose", help="let Ray print its notices and its workers' output"),
@@ -252,7 +254,8 @@ def run_cmd(
                                   backend=backend, progress=progress and not live, ray_address=ray_address,
                                   checkpoint_every_s=checkpoint_every, checkpoint_dir=checkpoint_dir,
                                   cpu_accounting=cpu, placement=placement, batching=batching,
-                                  rate_groups=rate_groups, fleets=fleets, pacer=pacer, tap=server.tap if server else None, kernel_events=kernel_events)
+                                  rate_groups=rate_groups, fleets=fleets, pacer=pacer, tap=server.tap if server else None,
+                                  kernel_events=kernel_events, row_blocks=row_blocks)
         finally:
             if server is not None:
                 server.stop()
@@ -362,7 +365,8 @@ def _report_stats(result) -> None:
                       f"{total['rollbacks']:,} rollbacks in all")
     for schedule, g in result.stats.get("rate_groups", {}).items():
         console.print(f"  rate group ({schedule}): {g['instants']:,} instants, {g['member_barriers']:,} member "
-                      f"barriers, {g['joins']:,} joins, {g['leaves']:,} leaves")
+                      f"barriers, {g['joins']:,} joins, {g['leaves']:,} leaves, "
+                      f"{g.get('block_instants', 0):,} instants as row blocks")
     fleet = result.stats.get("fleets")
     if fleet and fleet["calls"]:
         console.print(f"  fleet forms: {fleet['hops']:,} hops in {fleet['calls']:,} calls")

@@ -3,6 +3,8 @@
 - :func:`message_records`: MCAP Message records (what mcap's ``Message.write`` writes for each).
 - :func:`message_indexes`: a chunk's MCAP MessageIndex records, one per channel in the order of
   the channel's first message in the chunk (what mcap's Writer writes when it closes a chunk).
+- :func:`digest_frames`: what the stream digest hashes for each of an instant's envelopes
+  (:class:`hopsim.bus.recorder.StreamDigest`), for messages given as columns.
 
 All integers are little-endian; the payloads arrive as one buffer with their lengths.
 tests/test_recording.py checks the bytes against mcap's own Writer.
@@ -98,3 +100,43 @@ def message_indexes(channel_ids: np.ndarray, log_times: np.ndarray,
     channel, channels in the order of their first message; also those channels (int64) and the
     start of each one's record in the bytes returned (int64, bytes)."""
     return _message_indexes(channel_ids, log_times, offsets)
+
+
+@njit(cache=True)
+def _digest_frames(t_ns, counts, seqs, starts, offsets, data, latency, priority, names, names_at, out):
+    """See :func:`digest_frames`; returns the bytes written."""
+    pos = 0
+    for p in range(len(counts)):
+        for c in range(counts[p]):
+            m = starts[p] + c
+            a, b = offsets[m], offsets[m + 1]
+            _put(out, pos, t_ns, 8)
+            _put(out, pos + 8, t_ns + latency[p], 8)
+            _put(out, pos + 16, priority[p], 4)
+            _put(out, pos + 20, seqs[p] + c, 8)
+            pos += 28
+            for k in range(names_at[p], names_at[p + 1]):
+                out[pos] = names[k]
+                pos += 1
+            _put(out, pos, b - a, 4)
+            pos += 4
+            for k in range(a, b):
+                out[pos] = data[k]
+                pos += 1
+    return pos
+
+
+def digest_frames(t_ns: int, counts: np.ndarray, seqs: np.ndarray, starts: np.ndarray, offsets: np.ndarray,
+                  data: np.ndarray, latency: np.ndarray, priority: np.ndarray, names: np.ndarray,
+                  names_at: np.ndarray) -> bytes:
+    """The bytes the stream digest hashes for the envelopes of one instant published at ``t_ns``,
+    in stream order: route ``p`` (in that order) has ``counts[p]`` of them, sequence numbers from
+    ``seqs[p]``, payloads ``data[offsets[m]:offsets[m + 1]]`` for ``m`` from ``starts[p]``, its
+    latency (ns), priority and names (``names[names_at[p]:names_at[p + 1]]``: their length,
+    uint32, then ``source\0topic\0type\0``). Per envelope: t_ns, deliver_ns (int64), priority
+    (int32), seq (uint64), the names, the payload's length (uint32), the payload."""
+    n = int(np.sum(counts))
+    size = 32 * n + int(np.sum(counts * np.diff(names_at))) + int(offsets[-1]) if n else 0
+    out = np.empty(size, np.uint8)
+    written = _digest_frames(t_ns, counts, seqs, starts, offsets, data, latency, priority, names, names_at, out)
+    return out[:written].tobytes()

@@ -316,12 +316,18 @@ class RecordingMismatch(RuntimeError):
 
 class StreamBuffer:
     """Holds the envelopes of the current instant and releases them in total order, together:
-    ``sink`` receives the list of one instant's envelopes."""
+    ``sink`` receives the list of one instant's envelopes. An instant's envelopes may also come
+    as columns (:class:`EncodedColumns`, a row block's, already in stream order): when they are
+    all the instant has, ``columns_sink`` receives them as they are; else they join the others as
+    envelopes."""
 
-    def __init__(self, sink: Callable[[list[Envelope]], None]):
+    def __init__(self, sink: Callable[[list[Envelope]], None],
+                 columns_sink: Callable[["EncodedColumns"], None] | None = None):
         self._sink = sink
+        self._columns_sink = columns_sink
         self._t = None
         self._pending: list[Envelope] = []
+        self._columns: list[EncodedColumns] = []
 
     def add(self, env: Envelope) -> None:
         if self._t is not None and env.t_ns != self._t:
@@ -331,11 +337,75 @@ class StreamBuffer:
         self._t = env.t_ns
         self._pending.append(env)
 
+    def add_columns(self, columns: "EncodedColumns") -> None:
+        if self._t is not None and columns.t_ns != self._t:
+            if columns.t_ns < self._t:
+                raise RuntimeError(f"envelopes at {columns.t_ns} ns are earlier than the instant being recorded "
+                                   f"({self._t} ns)")
+            self.flush()
+        self._t = columns.t_ns
+        self._columns.append(columns)
+
     def flush(self) -> None:
+        if self._columns:
+            columns, self._columns = self._columns, []
+            if not self._pending and len(columns) == 1 and self._columns_sink is not None:
+                self._columns_sink(columns[0])
+                return
+            for c in columns:
+                self._pending += c.envelopes()
         if self._pending:
             pending, self._pending = self._pending, []
             pending.sort(key=ORDER_KEY)
             self._sink(pending)
+
+
+class RowChannels:
+    """The routes of a row block's outputs in a recording (:mod:`hopsim.kernel.blocks`): one per
+    (output, row) pair, given in stream order (priority, source, then the order the source writes
+    its outputs in, which is its sequence numbers' order), each with a prototype envelope (its
+    source, topic, latency, priority and message type; payload and sequence unused), whether it is
+    a queue, and its rank in the order its channel is registered when first written (the order the
+    members' own barriers would record in)."""
+
+    def __init__(self, prototypes: list[EncodedEnvelope], queues: list[bool], register_rank: list[int]):
+        self.prototypes, self.queues = prototypes, queues
+        self.rank = np.asarray(register_rank, np.int64)
+        self.latency = np.array([e.deliver_ns - e.t_ns for e in prototypes], np.int64)
+        self.priority = np.array([e.priority for e in prototypes], np.int64)
+        names = [_digest_head(e.source, e.topic, e.type_name)[1] for e in prototypes]
+        self.names = np.frombuffer(b"".join(names), np.uint8) if names else np.zeros(0, np.uint8)
+        self.names_at = np.concatenate(([0], np.cumsum([len(n) for n in names]))).astype(np.int64)
+        self.channel = np.full(len(prototypes), -1, np.int64)     # registered: its channel id
+        self.is_state = np.array([e.type_name == _STATE_TYPE for e in prototypes], np.bool_)
+
+
+class EncodedColumns:
+    """The envelopes a row block publishes at one instant, as columns in stream order: route ``p``
+    of ``channels`` has ``counts[p]`` messages, sequence numbers from ``seqs[p]``, payloads
+    ``data[offsets[m]:offsets[m + 1]]`` for ``m`` from ``starts[p]``."""
+
+    __slots__ = ("t_ns", "channels", "counts", "seqs", "starts", "offsets", "data")
+
+    def __init__(self, t_ns: int, channels: RowChannels, counts, seqs, starts, offsets, data: bytes):
+        self.t_ns, self.channels = t_ns, channels
+        self.counts, self.seqs, self.starts, self.offsets, self.data = counts, seqs, starts, offsets, data
+
+    def messages(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per message, in stream order: its route, its sequence number, its payload's index."""
+        counts = self.counts
+        route = np.repeat(np.arange(len(counts)), counts)
+        within = np.arange(len(route)) - np.repeat(np.cumsum(counts) - counts, counts)
+        return route, self.seqs[route] + within, self.starts[route] + within
+
+    def envelopes(self) -> list[EncodedEnvelope]:
+        """The same envelopes, one object each."""
+        route, seqs, index = self.messages()
+        protos, data, offsets = self.channels.prototypes, self.data, self.offsets
+        t = self.t_ns
+        return [EncodedEnvelope(t, t + e.deliver_ns - e.t_ns, e.source, e.topic, seq, e.priority,
+                                data[offsets[m]:offsets[m + 1]], e.message_type)
+                for e, seq, m in zip(map(protos.__getitem__, route.tolist()), seqs.tolist(), index.tolist())]
 
 
 _STATE_TYPE = VehicleState.DESCRIPTOR.full_name      # what the scene draws from
@@ -365,7 +435,7 @@ class McapRecorder:
         self._channels: dict[tuple[str, str], int] = {}
         self._routes: dict[tuple[str, str, type], _Route] = {}     # by (topic, source, payload type)
         self.digest = StreamDigest()
-        self._buffer = StreamBuffer(self._write_instant)
+        self._buffer = StreamBuffer(self._write_instant, self._write_columns)
         # a run that can recover from a killed actor goes back to its last kept state (commit) and
         # runs again from there: what it wrote since stays in the file, and the re-run's envelopes
         # are checked against it (digest) until they pass its end (see rollback)
@@ -404,6 +474,58 @@ class McapRecorder:
         if (env.topic, env.source, type(env.payload)) not in self._routes:
             self._add_route(env, queue)
         self._buffer.add(env)
+
+    def record_columns(self, columns: EncodedColumns) -> None:
+        """A row block's envelopes of one instant (see :class:`EncodedColumns`). A route's channel
+        is registered at its first message, as :meth:`record` does, in the order the envelopes
+        would have been recorded one by one (the routes' ranks): the first of them before the
+        instant before is written (when it is the instant's first record), the others after."""
+        channels = columns.channels
+        written = columns.counts > 0
+        new = np.flatnonzero(written & (channels.channel < 0))
+        new = new[np.argsort(channels.rank[new], kind="stable")].tolist()
+        if new and channels.rank[new[0]] == channels.rank[written].min():
+            self._register(channels, new.pop(0))
+        self._buffer.add_columns(columns)
+        for p in new:
+            self._register(channels, p)
+
+    def _register(self, channels: RowChannels, p: int) -> None:
+        env = channels.prototypes[p]
+        if (env.topic, env.source, bytes) not in self._routes:
+            self._add_route(env, channels.queues[p])
+        channels.channel[p] = self._routes[env.topic, env.source, bytes].channel_id
+
+    def _write_columns(self, columns: EncodedColumns) -> None:
+        """Write one instant's envelopes given as columns (all the instant has): what
+        :meth:`_write_instant` writes for the same envelopes, without an object per envelope."""
+        channels = columns.channels
+        counts = columns.counts
+        if self._rerun_until is not None:
+            self._write_instant(columns.envelopes())
+            return
+        t_ns = columns.t_ns
+        if self._chunk_start_ns is None:
+            self._chunk_start_ns = t_ns
+        elif t_ns - self._chunk_start_ns >= self._chunk_span_ns:
+            self._writer.flush()
+            self._chunk_start_ns = t_ns
+        data, offsets = columns.data, columns.offsets
+        route, seqs, index = columns.messages()
+        self.digest.add_framed(framing.digest_frames(t_ns, counts, columns.seqs, columns.starts, offsets,
+                                             np.frombuffer(data, np.uint8), channels.latency, channels.priority,
+                                             channels.names, channels.names_at), len(route))
+        bounds = offsets.tolist()
+        datas = [data[bounds[m]:bounds[m + 1]] for m in index.tolist()]
+        if self._scene is not None:
+            self._observe_scene_data(t_ns, [(channels.prototypes[p].source, d)
+                                            for p, d in zip(route.tolist(), datas) if channels.is_state[p]])
+        t = t_ns + self._offset
+        self._writer.add_columns(t, channels.channel[route].tolist(), seqs.tolist(), datas)
+        if self.tap is not None:
+            protos = channels.prototypes
+            for p, d in zip(route.tolist(), datas):
+                self.tap(protos[p].topic, protos[p].message_type, t, d)
 
     def _add_route(self, env: Envelope | EncodedEnvelope, queue: bool) -> None:
         """The route of ``env``'s (topic, source, payload type: ``bytes`` for an
@@ -459,7 +581,7 @@ class McapRecorder:
         if self._rerun_until is None or self.digest.count > self._rerun_until[0]:
             self._rerun_until = (self.digest.count, self.digest.hexdigest())
         self.digest = self._kept.copy()
-        self._buffer = StreamBuffer(self._write_instant)
+        self._buffer = StreamBuffer(self._write_instant, self._write_columns)
 
     def _rerun(self, env: Envelope) -> bool:
         """True while ``env`` is one the re-run after a rollback gives again (already in the
@@ -517,6 +639,14 @@ class McapRecorder:
         if self.tap is not None:
             for env, data in zip(envelopes, datas):
                 self.tap(env.topic, routes[env.topic, env.source, type(env.payload)].message_type, t, data)
+
+    def _observe_scene_data(self, t_ns: int, states: list[tuple[str, bytes]]) -> None:
+        """:meth:`_observe_scene` for states given as (source, payload bytes)."""
+        scene = self._scene
+        if scene.pending_ns is not None and scene.pending_ns != t_ns:
+            self._write_encoded(scene.flush_encoded())
+        for source, data in states:
+            scene.take(t_ns, VehicleState.FromString(data), source)
 
     def _observe_scene(self, t_ns: int, states: list[Envelope]) -> None:
         """Show the scene an instant (``t_ns``, ns) and its vehicle states: the instant before,

@@ -57,6 +57,7 @@ from numba import njit
 
 from hopsim.bus.envelope import Envelope
 from hopsim.bus.packed import EncodedEnvelope
+from hopsim.bus.recorder import EncodedColumns, RowChannels
 from hopsim.schemas.rows import row_layout
 from hopsim.schemas.string_table import StringTable
 
@@ -286,6 +287,42 @@ class Block:
                 encoder = Encoder(out.layout, strings, string_of_row, out.payload.shape[0] * out.payload.shape[1])
                 routes = [(s.name, *s.out_topics[port]) for s in pos.slots]
                 self._recorded[p, port] = (encoder, routes)
+        self._channels = None
+        if hasattr(self.recorder, "record_columns"):
+            self._channels, self._pair_output, self._pair_row = self._row_channels()
+
+    def _row_channels(self):
+        """The recorder's routes of every (output, row) pair, in stream order (see
+        :class:`hopsim.bus.recorder.RowChannels`), with each pair's output and row."""
+        outputs = list(self._recorded)
+        pairs = []
+        for k, key in enumerate(outputs):
+            encoder, routes = self._recorded[key]
+            for j, (source, topic, latency, priority, queue) in enumerate(routes):
+                pairs.append((priority, source, k, j, topic, latency, queue, encoder.layout.message_type))
+        n_outputs = len(outputs)
+        rank = {(k, j): j * n_outputs + k for _, _, k, j, *_ in pairs}   # island by island, then in output order
+        pairs.sort(key=lambda q: (q[0], q[1], q[2]))
+        prototypes = [EncodedEnvelope(0, latency, source, topic, 0, priority, b"", message_type)
+                      for priority, source, _k, _j, topic, latency, _queue, message_type in pairs]
+        channels = RowChannels(prototypes, [q[6] for q in pairs], [rank[q[2], q[3]] for q in pairs])
+        return channels, np.array([q[2] for q in pairs], np.int64), np.array([q[3] for q in pairs], np.int64)
+
+    def _record_columns(self, t_ns: int, written: list[tuple]) -> None:
+        """The instant's envelopes to the recorder as columns in stream order."""
+        counts = np.array([w[1] for w in written], np.int64)          # output x row
+        seqs = np.array([w[2] for w in written], np.int64)
+        per_output = counts.sum(axis=1)
+        first_message = np.concatenate(([0], np.cumsum(per_output)[:-1]))
+        starts = first_message[:, None] + (np.cumsum(counts, axis=1) - counts)
+        data = b"".join(w[3] for w in written)
+        sizes = np.array([len(w[3]) for w in written], np.int64)
+        byte_base = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        offsets = np.concatenate([np.asarray(w[4][:-1], np.int64) + byte_base[k] for k, w in enumerate(written)]
+                                 + [np.array([len(data)], np.int64)])
+        k, j = self._pair_output, self._pair_row
+        self.recorder.record_columns(EncodedColumns(t_ns, self._channels, counts[k, j], seqs[k, j], starts[k, j],
+                                                    offsets, data))
 
     def _encoded(self, p: int, port: str, out: OutRows, first_seq: np.ndarray) -> tuple:
         """What output (p, port) wrote at this instant, encoded, for :meth:`_record`."""
@@ -478,7 +515,10 @@ class Block:
         for pos, before in driven:                                # a message started their I/O step
             pos.last_io[pos.received != before] = t_ns
         if written:
-            self._record(t_ns, written)
+            if self._channels is not None:
+                self._record_columns(t_ns, written)
+            else:
+                self._record(t_ns, written)
 
     def _arrive(self, tie: _Tie, t_ns: int) -> None:
         """The delay line's messages published ``tie.latency_ns`` ago, to their subscribers."""
