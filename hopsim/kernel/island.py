@@ -998,7 +998,8 @@ class Island:
             stats["barriers"] += instants
             stats["hops"] += instants
             stats["propagations"] += instants
-            stats["fleet_hops"] += instants
+            if self.sim.fleets:
+                stats["fleet_hops"] += instants       # as the members' own hops through the fleet form
             stats["deliveries"] += deliveries
             self.t = t
             self._batched = t
