@@ -366,9 +366,11 @@ class RowChannels:
     its outputs in, which is its sequence numbers' order), each with a prototype envelope (its
     source, topic, latency, priority and message type; payload and sequence unused), whether it is
     a queue, and its rank in the order its channel is registered when first written (the order the
-    members' own barriers would record in)."""
+    members' own barriers would record in); ``vehicles``: the names the messages' ``vehicle`` fields
+    may hold."""
 
-    def __init__(self, prototypes: list[EncodedEnvelope], queues: list[bool], register_rank: list[int]):
+    def __init__(self, prototypes: list[EncodedEnvelope], queues: list[bool], register_rank: list[int],
+                 vehicles: frozenset[str]):
         self.prototypes, self.queues = prototypes, queues
         self.rank = np.asarray(register_rank, np.int64)
         self.latency = np.array([e.deliver_ns - e.t_ns for e in prototypes], np.int64)
@@ -377,7 +379,9 @@ class RowChannels:
         self.names = np.frombuffer(b"".join(names), np.uint8) if names else np.zeros(0, np.uint8)
         self.names_at = np.concatenate(([0], np.cumsum([len(n) for n in names]))).astype(np.int64)
         self.channel = np.full(len(prototypes), -1, np.int64)     # registered: its channel id
-        self.is_state = np.array([e.type_name == _STATE_TYPE for e in prototypes], np.bool_)
+        # what the scene may draw: a vehicle state published by the vehicle it names (the vehicles
+        # the block's messages name are ``vehicles``; a route of another source never is one)
+        self.is_state = np.array([e.type_name == _STATE_TYPE and e.source in vehicles for e in prototypes], np.bool_)
 
 
 class EncodedColumns:

@@ -305,7 +305,8 @@ class Block:
         pairs.sort(key=lambda q: (q[0], q[1], q[2]))
         prototypes = [EncodedEnvelope(0, latency, source, topic, 0, priority, b"", message_type)
                       for priority, source, _k, _j, topic, latency, _queue, message_type in pairs]
-        channels = RowChannels(prototypes, [q[6] for q in pairs], [rank[q[2], q[3]] for q in pairs])
+        channels = RowChannels(prototypes, [q[6] for q in pairs], [rank[q[2], q[3]] for q in pairs],
+                               frozenset(self.row_of))
         return channels, np.array([q[2] for q in pairs], np.int64), np.array([q[3] for q in pairs], np.int64)
 
     def _record_columns(self, t_ns: int, written: list[tuple]) -> None:
