@@ -260,6 +260,7 @@ class Block:
         self.instants = 0
         self.until_ns = 1 << 63                # the members' first irregular instant: handed back before it
         self.active = True
+        self.intact = True                     # no instant is half done (an exception inside one)
         self._loaders = [p.form for i, p in enumerate(positions) if i != body and hasattr(p.form, "start_hop")]
         self._at_once = {(p, port): [] for p, pos in enumerate(positions) for port in pos.outputs}
         self._delayed: dict[tuple[int, str], int] = {}            # (position, port) -> latency (ns)
@@ -481,8 +482,32 @@ class Block:
         return {s.name: i for i, s in enumerate(self.positions[self.body].slots)}
 
     # ------------------------------------------------------------------ an instant
+    def takes_stop(self, t_ns: int) -> bool:
+        """Whether the block keeps its members for a run that returns at ``t_ns``: at one of its
+        instants (the run returns after it), or later (the members take that instant alone:
+        the block hands them back before it); not between its last instant and the next."""
+        if t_ns <= self.t_ns or (t_ns - self.t_ns) % self.period_ns == 0:
+            return True
+        if t_ns < self.next_ns:
+            return False
+        self.until_ns = min(self.until_ns, t_ns)
+        return True
+
+    def pending_stats(self) -> dict[str, dict[str, int]]:
+        """What the members' counters gain when the block hands them back (by island name)."""
+        deliveries = sum(pos.received for pos in self.positions)
+        fleet = self.instants if self.owner.fleets else 0
+        return {isl.name: {"barriers": self.instants, "hops": self.instants, "propagations": self.instants,
+                           "fleet_hops": fleet, "deliveries": int(d)}
+                for isl, d in zip(self.islands, deliveries.tolist(), strict=True)}
+
     def instant(self, t_ns: int) -> None:
         """The hop from the last instant to ``t_ns`` and the barrier at ``t_ns``, for every row."""
+        self.intact = False
+        self._instant(t_ns)
+        self.intact = True
+
+    def _instant(self, t_ns: int) -> None:
         t0 = self.t_ns
         positions = self.positions
         body = positions[self.body].form

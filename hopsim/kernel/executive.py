@@ -795,7 +795,6 @@ class Simulation:
     def stats(self) -> dict[str, Any]:
         """The kernel's counters: each island's, the rate groups' and the fleet forms' (the driver's
         and every Ray host's, summed), and the Ray windows' (``sync``)."""
-        self.unblock()
         groups, fleet_calls = self._rate_groups.stats(), self._fleets.calls
         if self.windows is not None:
             by_name, hosts = self.windows.island_stats()          # one call per host, not per island
@@ -808,6 +807,9 @@ class Simulation:
                 fleet_calls += host["fleet_calls"]
         else:
             out = {name: dict(isl.stats) for name, isl in self.islands.items()}
+            for name, gains in self._rate_groups.pending_island_stats().items():     # row blocks running
+                for key, n in gains.items():
+                    out[name][key] += n
         stats = {"islands": out, "published": self._publish_counts, "time_s": self.time,
                  "rate_groups": groups,
                  "fleets": {"hops": sum(s["fleet_hops"] for s in out.values()), "calls": fleet_calls}}

@@ -452,6 +452,9 @@ class Island:
         self.request_barrier(ev.t_ns)
 
     def add_stop(self, t_ns: int) -> None:
+        if self.block is not None and self.block.takes_stop(t_ns):
+            heapq.heappush(self._stops, t_ns)          # reached when the block hands the island back
+            return
         self.unblock()
         if self.absorbed_into is not None:
             return
@@ -461,7 +464,12 @@ class Island:
 
     def settle(self, t_ns: int) -> None:
         """The run returns at t_ns: forget later stops and undo a hop propagated ahead of time,
-        so that the island's state is the state at its last barrier. :meth:`resume` re-plans."""
+        so that the island's state is the state at its last barrier. :meth:`resume` re-plans.
+        A row block whose instant is complete keeps the island (the next run goes on with it)."""
+        if self.block is not None and self.block.intact:
+            self._stops = [s for s in self._stops if s <= t_ns]
+            heapq.heapify(self._stops)
+            return
         self.unblock()
         if self.absorbed_into is not None:
             return

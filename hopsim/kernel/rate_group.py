@@ -155,6 +155,14 @@ class RateGroups:
             if group.block is not None:
                 group.block.exit()
 
+    def pending_island_stats(self) -> dict[str, dict[str, int]]:
+        """What the islands' counters gain when their row blocks hand them back."""
+        out: dict[str, dict[str, int]] = {}
+        for group in self._groups.values():
+            if group.block is not None:
+                out.update(group.block.pending_stats())
+        return out
+
     def stats(self) -> dict[str, dict[str, int]]:
         """Each group's counters, by its schedule ("1 s period, phase 0 s")."""
         return {f"{key[1] / key[2] / 1e9:g} s period, phase {key[0] / 1e9:g} s": dict(g.stats)
