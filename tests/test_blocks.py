@@ -96,6 +96,19 @@ def test_a_run_returning_off_and_on_the_schedule_then_recorded_gives_the_stream_
     assert len(after) > 500 and blocked.recorder.stream_bytes() == after
 
 
+def test_a_block_keeps_its_members_when_the_run_returns_at_one_of_its_instants():
+    """A run returning at the block's instants (advance_to 10, 20, 30 s at 1 Hz) goes on with the
+    same block; the counters read meanwhile (stats) include what it holds."""
+    blocked, reference = _simulation({"n_vehicles": 6}, 7, True), _simulation({"n_vehicles": 6}, 7, False)
+    for t in (10.0, 20.0, 30.0):
+        blocked.advance_to(t)
+        reference.advance_to(t)
+        assert blocked.stats()["islands"] == reference.stats()["islands"]
+    (group,) = blocked.stats()["rate_groups"].values()
+    assert group["joins"] == 6 and group["leaves"] == 0 and group["block_instants"] == 29
+    assert _everything(blocked) == _everything(reference)
+
+
 def test_a_checkpoint_taken_from_a_block_resumes_to_the_stream_without_blocks(tmp_path):
     runs = {}
     for blocks in (True, False):
