@@ -394,7 +394,8 @@ class Block:
             source, target = position_of.get(env.source), position_of.get(slot.name)
             return source is not None and target is not None and (source[0], target[0], port) in delayed
 
-        if min(isl.next_stop_ns() for isl in islands) < t_ns + MIN_INSTANTS * period:
+        soon = t_ns + MIN_INSTANTS * period
+        if owner.run_end_ns < soon or min(isl.next_stop_ns() for isl in islands) < soon:
             return None                         # the run returns before loading the rows pays
         until = min(isl.next_timeline_ns() for isl in islands)
         for isl in islands:

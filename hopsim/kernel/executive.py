@@ -72,7 +72,7 @@ class Simulation:
     __slots__ = ('_at_once', '_cpu_start_ns', '_events', '_fleets', '_halt_at', '_injections',
                  '_instant_wakes', '_models', '_monitors', '_publish_counts', '_pulled', '_rate_groups',
                  '_recorder', '_routes', '_scenario_seq', '_slots', '_started', '_stop_callbacks',
-                 '_stop_ids', '_stop_seq', '_wakes_at', 'batching', 'breaks', 'cpu_accounting',
+                 '_stop_ids', '_stop_seq', '_wakes_at', '_run_end', 'batching', 'breaks', 'cpu_accounting',
                  'default_rate_hz', 'e_stop', 'env', 'fleets', 'handled_kills', 'islands', 'playback',
                  'rate_groups', 'row_blocks', 'record_barriers', 'record_kernel_events', 'runtime', 'scenario_params',
                  'scene', 'seed', 'stop_reason', 'topics', 'windows', '__dict__')
@@ -121,6 +121,7 @@ class Simulation:
         self._fleets = Fleets()
         self._rate_groups = self._new_rate_groups()
         self._wakes_at: dict[int, list[Island]] = {}
+        self._run_end = 0                     # where the current run returns (ns)
         self.windows = None                   # the WindowedSync of islands in hosts (Ray), set by the runtime
         # what surrounds the vehicles, for viewers (``volume_N``: the test volume's lower and upper
         # corners, m, frame N; ``bodies``: {vehicle: {"radius_m", "port_B" (unit, body frame)}});
@@ -462,6 +463,11 @@ class Simulation:
         return (not self._stop_callbacks and self.windows is None and self.playback is None
                 and not self.barrier_events_wanted)
 
+    @property
+    def run_end_ns(self) -> int:
+        """Where the current run returns (ns; it may return earlier: a stop callback, e_stop)."""
+        return self._run_end
+
     def routes_of(self, topic: str) -> list:
         """The subscribers of ``topic``: [(inbox, subscriber's home island name, slot, port)]."""
         return self._routes.get(topic, [])
@@ -570,6 +576,7 @@ class Simulation:
             raise ValueError(f"cannot advance to {to_seconds(t_stop)} s: the run is at {self.time} s")
         self.start()
         self._halt_at = None
+        self._run_end = t_stop
         if self.windows is not None:
             return self.windows.run_until(t_stop)
         for island in self.islands.values():
