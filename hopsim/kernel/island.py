@@ -502,7 +502,14 @@ class Island:
         if self._in_barrier or self._initial or self._deferred:
             return      # the plan made at the end of the barrier (or at the start) accounts for it
         if self._pending_end is None or t_ns < self._pending_end:
-            self._replan()
+            if self.group is not None:
+                # a rate group's member stays one: its next barrier is the group's instant t_ns
+                # (nothing is propagated ahead; the group passes over its entry at the later one)
+                self._pending_end = t_ns
+                self._gen += 1
+                self.group.admit(self, t_ns)
+            else:
+                self._replan()
 
     def next_explicit_barrier(self) -> int | None:
         """The earliest instant (ns) of the I/O schedule, timed events, deliveries, requested
