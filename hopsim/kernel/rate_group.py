@@ -71,18 +71,21 @@ class RateGroup:
     def wake(self, t_ns: int) -> None:
         """The instant ``t_ns`` of every member due then (the owner's clock is there): block by
         block, the members' hops to it, their barrier, their next plans."""
-        # an island that left and joined again for this instant is listed twice: once is its barrier
-        members = [isl for isl in dict.fromkeys(self._at.pop(t_ns, ()))
-                   if isl.group is self and isl.planned_end == t_ns]
+        due = self._at.pop(t_ns, ())
+        if len(due) > 1:
+            due = dict.fromkeys(due)     # an island that left and joined again for this instant is listed twice
+        members = [isl for isl in due if isl.group is self and isl.planned_end == t_ns]
         if not members:
             return
-        self.stats["instants"] += 1
-        self.stats["member_barriers"] += len(members)
+        stats = self.stats
+        stats["instants"] += 1
+        stats["member_barriers"] += len(members)
         after = self._after_barrier
+        propagate = self._propagate
         for i in range(0, len(members), BARRIER_BLOCK):
             block = members[i:i + BARRIER_BLOCK]
-            if self._propagate is not None:
-                self._propagate([isl for isl in block if isl.has_compiled_hop], t_ns)
+            if propagate is not None:
+                propagate(block, t_ns)
             for isl in block:
                 isl.end_hop_at(t_ns)
             run_barrier(block, t_ns)
