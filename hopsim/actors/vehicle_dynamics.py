@@ -214,7 +214,8 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
             self._quat_fixed = False    # done already, in the single-vehicle compiled hop
         else:
             self.x[6:10] = quat_normalize(self.x[6:10].copy())
-        self.place_followers()
+        if self._welds:
+            self.place_followers()
 
     def update_flow_outs(self, t_ns: int) -> None:
         """The state (m, m/s, quaternion, rad/s in N and B) with the accelerations of the latest

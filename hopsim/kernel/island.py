@@ -107,8 +107,8 @@ def run_barrier(islands: list["Island"], t: int) -> None:
         dues = [isl._open_barrier(t) for isl in islands]                # 1., 2.
         for isl in islands:
             isl._take_timeline(t)                                       # 3.
-        asked = [isl._update_flow_outs(t, due) for isl, due in zip(islands, dues, strict=True)]   # 4.
-        for isl, due, asked_again in zip(islands, dues, asked, strict=True):
+        asked = [isl._update_flow_outs(t, due) for isl, due in zip(islands, dues)]   # 4.
+        for isl, due, asked_again in zip(islands, dues, asked):
             if due:
                 isl._start_io_steps(t, due)                             # 5.
             if asked_again:
@@ -375,7 +375,8 @@ class Island:
     def finish_hop(self, t0: int, t1: int, steps_s, end_hops: bool = True) -> None:
         """The hop body's compiled step to t1 over ``steps_s`` (s) is done: the island's other
         states (:meth:`_advance_rate_states`), end_hop (unless a fleet form ran it), count it."""
-        self._advance_rate_states(t0, steps_s)
+        if self._rate_slots:
+            self._advance_rate_states(t0, steps_s)
         if end_hops:
             for s in self._end_hop:
                 s.call("end_hop", t0, t1)
@@ -677,7 +678,7 @@ class Island:
         self._hop_steps = []
         plan = self.hop_plan(t0, t1)
         if plan is not None:
-            self.gather_loads(t0, t1)
+            self._gather(self._start_hop, self._pre, t0, t1)      # gather_loads
             plan[0].propagate_hop([self._hop_body.model], plan[1], t0 / NS_PER_S)
             self.finish_hop(t0, t1, plan[1])
             return

@@ -74,7 +74,7 @@ class RateGroup:
         due = self._at.pop(t_ns, ())
         if len(due) > 1:
             due = dict.fromkeys(due)     # an island that left and joined again for this instant is listed twice
-        members = [isl for isl in due if isl.group is self and isl.planned_end == t_ns]
+        members = [isl for isl in due if isl.group is self and isl._pending_end == t_ns]
         if not members:
             return
         stats = self.stats
