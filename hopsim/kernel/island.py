@@ -352,7 +352,7 @@ class Island:
     @staticmethod
     def _gather(starts: list[Slot], pres: list, t0: int, t1: int) -> None:
         for s in starts:
-            s.call("start_hop", t0, t1)
+            s.start_hop(t0, t1)
         t_s = t0 / NS_PER_S
         for f in pres:
             f(t_s)
@@ -379,7 +379,7 @@ class Island:
             self._advance_rate_states(t0, steps_s)
         if end_hops:
             for s in self._end_hop:
-                s.call("end_hop", t0, t1)
+                s.end_hop(t0, t1)
         self.stats["propagations"] += 1
         self._batched = t1
         self._hop_steps = [(t0, t1)] if self.trace_steps else []
@@ -683,7 +683,7 @@ class Island:
             self.finish_hop(t0, t1, plan[1])
             return
         for s in self._start_hop:
-            s.call("start_hop", t0, t1)
+            s.start_hop(t0, t1)
         if self._x.size:
             n = self.n_integration_steps
             span = t1 - t0
@@ -703,7 +703,7 @@ class Island:
                 a = b
             self._x[:] = x
         for s in self._end_hop:
-            s.call("end_hop", t0, t1)
+            s.end_hop(t0, t1)
         self.stats["propagations"] += 1
 
     def _derivative(self, t_s: float, x: np.ndarray) -> np.ndarray:
@@ -891,7 +891,7 @@ class Island:
             if initial or s.due or s.force_ufo or (fresh and s.feed_through):
                 s.force_ufo = False
                 if s.does_update:
-                    s.call("update_flow_outs", t)
+                    s.update_flow_outs(t)
         return asked_again
 
     def _start_io_steps(self, t: int, due: list[Slot]) -> None:
@@ -1159,7 +1159,7 @@ class Island:
         kept_x, kept_xdot = self._x.copy(), self._xdot.copy()
         try:
             for s in self._start_hop:
-                s.call("start_hop", t0, t1)
+                s.start_hop(t0, t1)
             yield self._derivative(t0 / NS_PER_S, np.array(x, dtype=float))
         finally:
             self._x[:], self._xdot[:] = kept_x, kept_xdot
