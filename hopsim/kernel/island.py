@@ -552,15 +552,15 @@ class Island:
             self._hop_start_state = self._capture()
             t_end, self._hit = self._propagate_checked(self.t, t1)
             self._propagated = True
+            now = self.sim.now
+            if t_end < now:
+                raise CausalityError(
+                    f"island {self.name!r}: after a rollback the zero-crossing "
+                    f"{[z.name for z in self._hit]} lies at {t_end} ns, before the kernel's time "
+                    f"{now} ns; use more integration steps per hop or a smaller eps")
         else:
             t_end = t1
             self._propagated = False
-        now = self.sim.now
-        if t_end < now:
-            raise CausalityError(
-                f"island {self.name!r}: after a rollback the zero-crossing "
-                f"{[z.name for z in self._hit]} lies at {t_end} ns, before the kernel's time "
-                f"{now} ns; use more integration steps per hop or a smaller eps")
         self._pending_end = t_end
         self._gen += 1
         if self.rate_key is not None and self._groupable():
