@@ -139,7 +139,7 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
             b = bodies[0]
             rk4_hop(b.x, b.xdot, steps_s, b.mass_kg, b.inertia_C_B, b.r_CB_B, b.gathered_force_N,
                     b.gathered_force_B, b.gathered_torque_B)
-            b.xdot_last = b.xdot.copy()
+            b.xdot_last = b.xdot          # the derivative at the hop's end, which only the next hop writes
             b._quat_fixed = True          # end_hop, which always follows, skips its fix
             return
         X = np.array([b.x for b in bodies])
