@@ -818,7 +818,7 @@ class Island:
                 for ev in s.io_events["end"]:
                     ev.callback(t)
                 if s.does_end_io:
-                    s.call("end_io_step", s.io_prev, t)
+                    s.end_io_step(s.io_prev, t)
         for s in due:
             periodic = s.periodic
             if periodic is not None:
@@ -887,7 +887,7 @@ class Island:
                         s.due = True
                         due.append(s)
                         if s.does_end_io:
-                            s.call("end_io_step", t if s.io_prev is None else s.io_prev, t)
+                            s.end_io_step(t if s.io_prev is None else s.io_prev, t)
             if initial or s.due or s.force_ufo or (fresh and s.feed_through):
                 s.force_ufo = False
                 if s.does_update:
@@ -933,7 +933,7 @@ class Island:
     def _asked_next_io(self, s: Slot, t: int) -> int | None:
         """The next I/O instant a model without a periodic schedule gives (its ``next_io_time``);
         periodic models' instants are counted in :meth:`_end_io_steps`."""
-        nxt = s.call("next_io_time", t)
+        nxt = s.next_io_time(t)
         if nxt is None:
             return None
         nxt = int(nxt)

@@ -81,8 +81,8 @@ class Slot(InlineAttributes):
         return getattr(self.cls, method) is not getattr(base, method, None) or method in self.method_events
 
     def call(self, method: str, *args):
-        """Call one lifecycle method of the model: the kernel's only way to (:meth:`update_flow_outs`,
-        :meth:`start_hop` and :meth:`end_hop` make the same calls). What the model writes (only
+        """Call one lifecycle method of the model: the kernel's only way to (the methods below
+        named after the barrier's and hop's calls make the same calls). What the model writes (only
         ``update_flow_outs`` may), and the barriers it asks for, go to the bus."""
         if not self.direct:
             return self._call_through_handle(method, args)
@@ -115,6 +115,26 @@ class Slot(InlineAttributes):
             model._may_write = False
         if model._outbox:
             self._route_outbox(model)
+
+    def end_io_step(self, t0_ns: int, t1_ns: int) -> None:
+        """``call("end_io_step", t0_ns, t1_ns)``."""
+        if not self.direct:
+            self._call_through_handle("end_io_step", (t0_ns, t1_ns))
+            return
+        model = self.model
+        model.end_io_step(t0_ns, t1_ns)
+        if model._outbox:
+            self._route_outbox(model)
+
+    def next_io_time(self, t_ns: int) -> int | None:
+        """``call("next_io_time", t_ns)``."""
+        if not self.direct:
+            return self._call_through_handle("next_io_time", (t_ns,))
+        model = self.model
+        nxt = model.next_io_time(t_ns)
+        if model._outbox:
+            self._route_outbox(model)
+        return nxt
 
     def start_hop(self, t0_ns: int, t1_ns: int) -> None:
         """``call("start_hop", t0_ns, t1_ns)``."""
