@@ -636,13 +636,13 @@ class Island:
         """The barrier at the kernel's time, if ``gen`` is still the generation of the plan that
         asked for it: the hop up to now, the barrier, the plan of the next hop."""
         sim = self.sim
-        t = sim.now
         if sim.batching:
-            batch = sim.take_batch(t)
+            batch = sim.take_batch(sim.now)
             if batch:
-                propagate_together(batch, t)
+                propagate_together(batch, sim.now)
         if gen != self._gen:
             return                                     # superseded by an earlier barrier
+        t = self._pending_end         # the instant the plan of this generation woke the island at (now)
         if t > self.t:
             self._end_hop_at(t)
         self._pending_end = None
