@@ -101,6 +101,9 @@ def run_barrier(islands: list["Island"], t: int) -> None:
     instant: the order across islands changes nothing, and each island's own steps keep theirs.
     While it runs, the islands plan nothing: a barrier asked for meanwhile (a message for later,
     a model's request) is found by the plan each makes after it."""
+    if len(islands) == 1:
+        islands[0]._barrier(t)
+        return
     for isl in islands:
         isl._in_barrier = True
     try:
@@ -757,6 +760,20 @@ class Island:
         self.integrator.reset()
 
     # ------------------------------------------------------------------ barrier
+    def _barrier(self, t: int) -> None:
+        """The barrier at t (ns) of this island alone: :func:`run_barrier`'s steps in turn."""
+        self._in_barrier = True
+        try:
+            due = self._open_barrier(t)                                 # 1., 2.
+            self._take_timeline(t)                                      # 3.
+            asked_again = self._update_flow_outs(t, due)                # 4.
+            if due:
+                self._start_io_steps(t, due)                            # 5.
+            if asked_again:
+                self._reask_next_io(t, asked_again)
+        finally:
+            self._in_barrier = False
+
     def _open_barrier(self, t: int) -> list[Slot]:
         """Steps 1 and 2 of the barrier at t (ns) (see :func:`run_barrier`): returns the models
         whose I/O step ended (marked ``due``)."""

@@ -74,7 +74,10 @@ class RateGroup:
         due = self._at.pop(t_ns, ())
         if len(due) > 1:
             due = dict.fromkeys(due)     # an island that left and joined again for this instant is listed twice
-        members = [isl for isl in due if isl.group is self and isl._pending_end == t_ns]
+        members = []                     # (a loop: a comprehension costs a call)
+        for isl in due:
+            if isl.group is self and isl._pending_end == t_ns:
+                members.append(isl)
         if not members:
             return
         stats = self.stats
@@ -82,8 +85,9 @@ class RateGroup:
         stats["member_barriers"] += len(members)
         after = self._after_barrier
         propagate = self._propagate
-        for i in range(0, len(members), BARRIER_BLOCK):
-            block = members[i:i + BARRIER_BLOCK]
+        blocks = (members,) if len(members) <= BARRIER_BLOCK else \
+            [members[i:i + BARRIER_BLOCK] for i in range(0, len(members), BARRIER_BLOCK)]
+        for block in blocks:
             if propagate is not None:
                 propagate(block, t_ns)
             for isl in block:
