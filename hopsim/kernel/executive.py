@@ -456,7 +456,7 @@ class Simulation:
             propagate_together(islands, t_ns, self._fleets if self.fleets else None)
         elif self.fleets:
             for isl in islands:
-                if isl.fleet_body is not None:        # else each propagates alone
+                if isl._fleet_body is not None:       # else each propagates alone
                     propagate_together(islands, t_ns, self._fleets, batch=False)
                     return
 

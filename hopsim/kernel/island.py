@@ -680,13 +680,16 @@ class Island:
         """Propagate every state of the island from t0 to t1 (ns): start_hop, integrate, end_hop."""
         self._hop_steps = []
         plan = self.hop_plan(t0, t1)
-        if plan is not None:
-            self._gather(self._start_hop, self._pre, t0, t1)      # gather_loads
-            plan[0].propagate_hop([self._hop_body.model], plan[1], t0 / NS_PER_S)
-            self.finish_hop(t0, t1, plan[1])
-            return
         for s in self._start_hop:
             s.start_hop(t0, t1)
+        if plan is not None:
+            # the hop's constant loads into the body, every pre_deriv once (as gather_loads), then its compiled step
+            t0_s = t0 / NS_PER_S
+            for f in self._pre:
+                f(t0_s)
+            plan[0].propagate_hop([self._hop_body.model], plan[1], t0_s)
+            self.finish_hop(t0, t1, plan[1])
+            return
         if self._x.size:
             n = self.n_integration_steps
             span = t1 - t0
