@@ -100,7 +100,8 @@ def run_barrier(islands: list["Island"], t: int) -> None:
     exchange messages at least 1 ns apart, so that no island's step sees another's at this
     instant: the order across islands changes nothing, and each island's own steps keep theirs.
     While it runs, the islands plan nothing: a barrier asked for meanwhile (a message for later,
-    a model's request) is found by the plan each makes after it."""
+    a model's request) is found by the plan each makes after it. One island alone takes the steps
+    in turn (:meth:`Island._barrier`), without the lists that carry them across islands."""
     if len(islands) == 1:
         islands[0]._barrier(t)
         return
