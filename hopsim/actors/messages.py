@@ -1,4 +1,5 @@
-"""Messages of a vehicle's signals, built fast and exactly: the published state and a force.
+"""Messages of a vehicle's signals, built fast and exactly: the published state, a force and
+a SPHERES IMU batch.
 
 upb (the protobuf runtime) charges a few hundred instructions per attribute access, so that
 filling a VehicleState field by field costs more than the vehicle's RK4 hop. The builders below
@@ -20,6 +21,7 @@ import numpy as np
 
 from hopsim.dynamics._jit import compiled
 from hopsim.schemas import Vector3, VehicleState, Wrench
+from hopsim.schemas.spheres_pb2 import ImuSamples
 
 
 def vector3(v) -> Vector3:
@@ -139,6 +141,41 @@ class StateMessageBuilder:
         msg.vehicle = vehicle
         msg.t_ns = t_ns
         return msg
+
+
+def _length(n: int) -> bytes:
+    """A length in the wire format (a varint)."""
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def imu_samples(vehicle: str, t_ns: list[int], omega_B: np.ndarray, accel_B: np.ndarray) -> ImuSamples:
+    """``ImuSamples(vehicle=vehicle, t_ns=t_ns, omega_B=omega_B.ravel().tolist(), accel_B=...)``:
+    the gyro rows (rad/s, B) and accelerometer rows (m/s^2, B) of the samples at ``t_ns`` (ns),
+    the doubles parsed from their bytes (a packed repeated double is its values' little-endian
+    bytes) rather than converted to a list and set one by one."""
+    if not NATIVE_LITTLE_ENDIAN:
+        return ImuSamples(vehicle=vehicle, t_ns=t_ns, omega_B=np.ravel(omega_B).tolist(),
+                          accel_B=np.ravel(accel_B).tolist())
+    gyro = np.asarray(omega_B, dtype=np.float64).tobytes()
+    accel = np.asarray(accel_B, dtype=np.float64).tobytes()
+    parts = []
+    if gyro:
+        parts += [_OMEGA_KEY, _length(len(gyro)), gyro]
+    if accel:
+        parts += [_ACCEL_KEY, _length(len(accel)), accel]
+    msg = _parse_imu(b"".join(parts))
+    msg.vehicle = vehicle
+    msg.t_ns.extend(t_ns)
+    return msg
+
+
+_OMEGA_KEY, _ACCEL_KEY = bytes((3 << 3 | 2,)), bytes((4 << 3 | 2,))     # ImuSamples.omega_B, .accel_B (packed)
+_parse_imu = ImuSamples.FromString
 
 
 # Wrench(body=body, frame=INERTIAL, force=(fx, fy, fz)) in the wire format, parsed in one call

@@ -140,7 +140,7 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
             b = bodies[0]
             rk4_hop(b.x, b.xdot, steps_s, b.mass_kg, b.inertia_C_B, b.r_CB_B, b.gathered_force_N,
                     b.gathered_force_B, b.gathered_torque_B)
-            b.xdot_last = b.xdot.copy()
+            b.xdot_last = b.xdot          # the derivative at the hop's end, which only the next hop writes
             b._quat_fixed = True          # end_hop, which always follows, skips its fix
             return
         X = np.array([b.x for b in bodies])
@@ -215,7 +215,8 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
             self._quat_fixed = False    # done already, in the single-vehicle compiled hop
         else:
             self.x[6:10] = quat_normalize(self.x[6:10].copy())
-        self.place_followers()
+        if self._welds:
+            self.place_followers()
 
     def update_flow_outs(self, t_ns: int) -> None:
         """The state (m, m/s, quaternion, rad/s in N and B) with the accelerations of the latest

@@ -486,8 +486,13 @@ class Simulation:
     def _propagate_batch(self, islands: list[Island], t_ns: int) -> None:
         """The compiled hops of ``islands`` (a rate group's members) ending at ``t_ns``: through
         their bodies' fleet forms (``fleets``), and the others as one batch (``batching``)."""
-        if self.batching or self.fleets:
-            propagate_together(islands, t_ns, self._fleets if self.fleets else None, self.batching)
+        if self.batching:
+            propagate_together(islands, t_ns, self._fleets if self.fleets else None)
+        elif self.fleets:
+            for isl in islands:
+                if isl._fleet_body is not None:       # else each propagates alone
+                    propagate_together(islands, t_ns, self._fleets, batch=False)
+                    return
 
     def take_batch(self, t_ns: int) -> list[Island] | None:
         """The islands planned to wake at ``t_ns`` (once: the first wake at an instant takes them)."""

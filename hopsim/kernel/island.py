@@ -100,15 +100,19 @@ def run_barrier(islands: list["Island"], t: int) -> None:
     exchange messages at least 1 ns apart, so that no island's step sees another's at this
     instant: the order across islands changes nothing, and each island's own steps keep theirs.
     While it runs, the islands plan nothing: a barrier asked for meanwhile (a message for later,
-    a model's request) is found by the plan each makes after it."""
+    a model's request) is found by the plan each makes after it. One island alone takes the steps
+    in turn (:meth:`Island._barrier`), without the lists that carry them across islands."""
+    if len(islands) == 1:
+        islands[0]._barrier(t)
+        return
     for isl in islands:
         isl._in_barrier = True
     try:
         dues = [isl._open_barrier(t) for isl in islands]                # 1., 2.
         for isl in islands:
             isl._take_timeline(t)                                       # 3.
-        asked = [isl._update_flow_outs(t, due) for isl, due in zip(islands, dues, strict=True)]   # 4.
-        for isl, due, asked_again in zip(islands, dues, asked, strict=True):
+        asked = [isl._update_flow_outs(t, due) for isl, due in zip(islands, dues)]   # 4.
+        for isl, due, asked_again in zip(islands, dues, asked):
             if due:
                 isl._start_io_steps(t, due)                             # 5.
             if asked_again:
@@ -353,7 +357,7 @@ class Island:
     @staticmethod
     def _gather(starts: list[Slot], pres: list, t0: int, t1: int) -> None:
         for s in starts:
-            s.call("start_hop", t0, t1)
+            s.start_hop(t0, t1)
         t_s = t0 / NS_PER_S
         for f in pres:
             f(t_s)
@@ -376,10 +380,11 @@ class Island:
     def finish_hop(self, t0: int, t1: int, steps_s, end_hops: bool = True) -> None:
         """The hop body's compiled step to t1 over ``steps_s`` (s) is done: the island's other
         states (:meth:`_advance_rate_states`), end_hop (unless a fleet form ran it), count it."""
-        self._advance_rate_states(t0, steps_s)
+        if self._rate_slots:
+            self._advance_rate_states(t0, steps_s)
         if end_hops:
             for s in self._end_hop:
-                s.call("end_hop", t0, t1)
+                s.end_hop(t0, t1)
         self.stats["propagations"] += 1
         self._batched = t1
         self._hop_steps = [(t0, t1)] if self.trace_steps else []
@@ -516,7 +521,14 @@ class Island:
         if self._in_barrier or self._initial or self._deferred:
             return      # the plan made at the end of the barrier (or at the start) accounts for it
         if self._pending_end is None or t_ns < self._pending_end:
-            self._replan()
+            if self.group is not None:
+                # a rate group's member stays one: its next barrier is the group's instant t_ns
+                # (nothing is propagated ahead; the group passes over its entry at the later one)
+                self._pending_end = t_ns
+                self._gen += 1
+                self.group.admit(self, t_ns)
+            else:
+                self._replan()
 
     def next_explicit_barrier(self) -> int | None:
         """The earliest instant (ns) of the I/O schedule, timed events, deliveries, requested
@@ -558,15 +570,15 @@ class Island:
             self._hop_start_state = self._capture()
             t_end, self._hit = self._propagate_checked(self.t, t1)
             self._propagated = True
+            now = self.sim.now
+            if t_end < now:
+                raise CausalityError(
+                    f"island {self.name!r}: after a rollback the zero-crossing "
+                    f"{[z.name for z in self._hit]} lies at {t_end} ns, before the kernel's time "
+                    f"{now} ns; use more integration steps per hop or a smaller eps")
         else:
             t_end = t1
             self._propagated = False
-        now = self.sim.now
-        if t_end < now:
-            raise CausalityError(
-                f"island {self.name!r}: after a rollback the zero-crossing "
-                f"{[z.name for z in self._hit]} lies at {t_end} ns, before the kernel's time "
-                f"{now} ns; use more integration steps per hop or a smaller eps")
         self._pending_end = t_end
         self._gen += 1
         if self.rate_key is not None and self._groupable():
@@ -642,13 +654,13 @@ class Island:
         """The barrier at the kernel's time, if ``gen`` is still the generation of the plan that
         asked for it: the hop up to now, the barrier, the plan of the next hop."""
         sim = self.sim
-        t = sim.now
         if sim.batching:
-            batch = sim.take_batch(t)
+            batch = sim.take_batch(sim.now)
             if batch:
-                propagate_together(batch, t)
+                propagate_together(batch, sim.now)
         if gen != self._gen:
             return                                     # superseded by an earlier barrier
+        t = self._pending_end         # the instant the plan of this generation woke the island at (now)
         if t > self.t:
             self._end_hop_at(t)
         self._pending_end = None
@@ -683,13 +695,16 @@ class Island:
         """Propagate every state of the island from t0 to t1 (ns): start_hop, integrate, end_hop."""
         self._hop_steps = []
         plan = self.hop_plan(t0, t1)
+        for s in self._start_hop:
+            s.start_hop(t0, t1)
         if plan is not None:
-            self.gather_loads(t0, t1)
-            plan[0].propagate_hop([self._hop_body.model], plan[1], t0 / NS_PER_S)
+            # the hop's constant loads into the body, every pre_deriv once (as gather_loads), then its compiled step
+            t0_s = t0 / NS_PER_S
+            for f in self._pre:
+                f(t0_s)
+            plan[0].propagate_hop([self._hop_body.model], plan[1], t0_s)
             self.finish_hop(t0, t1, plan[1])
             return
-        for s in self._start_hop:
-            s.call("start_hop", t0, t1)
         if self._x.size:
             n = self.n_integration_steps
             span = t1 - t0
@@ -709,7 +724,7 @@ class Island:
                 a = b
             self._x[:] = x
         for s in self._end_hop:
-            s.call("end_hop", t0, t1)
+            s.end_hop(t0, t1)
         self.stats["propagations"] += 1
 
     def _derivative(self, t_s: float, x: np.ndarray) -> np.ndarray:
@@ -763,6 +778,20 @@ class Island:
         self.integrator.reset()
 
     # ------------------------------------------------------------------ barrier
+    def _barrier(self, t: int) -> None:
+        """The barrier at t (ns) of this island alone: :func:`run_barrier`'s steps in turn."""
+        self._in_barrier = True
+        try:
+            due = self._open_barrier(t)                                 # 1., 2.
+            self._take_timeline(t)                                      # 3.
+            asked_again = self._update_flow_outs(t, due)                # 4.
+            if due:
+                self._start_io_steps(t, due)                            # 5.
+            if asked_again:
+                self._reask_next_io(t, asked_again)
+        finally:
+            self._in_barrier = False
+
     def _open_barrier(self, t: int) -> list[Slot]:
         """Steps 1 and 2 of the barrier at t (ns) (see :func:`run_barrier`): returns the models
         whose I/O step ended (marked ``due``)."""
@@ -824,7 +853,7 @@ class Island:
                 for ev in s.io_events["end"]:
                     ev.callback(t)
                 if s.does_end_io:
-                    s.call("end_io_step", s.io_prev, t)
+                    s.end_io_step(s.io_prev, t)
         for s in due:
             periodic = s.periodic
             if periodic is not None:
@@ -893,11 +922,11 @@ class Island:
                         s.due = True
                         due.append(s)
                         if s.does_end_io:
-                            s.call("end_io_step", t if s.io_prev is None else s.io_prev, t)
+                            s.end_io_step(t if s.io_prev is None else s.io_prev, t)
             if initial or s.due or s.force_ufo or (fresh and s.feed_through):
                 s.force_ufo = False
                 if s.does_update:
-                    s.call("update_flow_outs", t)
+                    s.update_flow_outs(t)
         return asked_again
 
     def _start_io_steps(self, t: int, due: list[Slot]) -> None:
@@ -939,7 +968,7 @@ class Island:
     def _asked_next_io(self, s: Slot, t: int) -> int | None:
         """The next I/O instant a model without a periodic schedule gives (its ``next_io_time``);
         periodic models' instants are counted in :meth:`_end_io_steps`."""
-        nxt = s.call("next_io_time", t)
+        nxt = s.next_io_time(t)
         if nxt is None:
             return None
         nxt = int(nxt)
@@ -1242,7 +1271,7 @@ class Island:
         kept_x, kept_xdot = self._x.copy(), self._xdot.copy()
         try:
             for s in self._start_hop:
-                s.call("start_hop", t0, t1)
+                s.start_hop(t0, t1)
             yield self._derivative(t0 / NS_PER_S, np.array(x, dtype=float))
         finally:
             self._x[:], self._xdot[:] = kept_x, kept_xdot

@@ -95,18 +95,25 @@ class RateGroup:
             else:
                 self._schedule_wake(self, block.next_ns, block.next_ns)
             self._after_barrier(block.islands[0], t_ns)
-        # an island that left and joined again for this instant is listed twice: once is its barrier
-        members = [isl for isl in dict.fromkeys(self._at.pop(t_ns, ()))
-                   if isl.group is self and isl.planned_end == t_ns]
+        due = self._at.pop(t_ns, ())
+        if len(due) > 1:
+            due = dict.fromkeys(due)     # an island that left and joined again for this instant is listed twice
+        members = []                     # (a loop: a comprehension costs a call)
+        for isl in due:
+            if isl.group is self and isl.planned_end == t_ns:
+                members.append(isl)
         if not members:
             return
-        self.stats["instants"] += 1
-        self.stats["member_barriers"] += len(members)
+        stats = self.stats
+        stats["instants"] += 1
+        stats["member_barriers"] += len(members)
         after = self._after_barrier
-        for i in range(0, len(members), BARRIER_BLOCK):
-            block = members[i:i + BARRIER_BLOCK]
-            if self._propagate is not None:
-                self._propagate([isl for isl in block if isl.has_compiled_hop], t_ns)
+        propagate = self._propagate
+        blocks = (members,) if len(members) <= BARRIER_BLOCK else \
+            [members[i:i + BARRIER_BLOCK] for i in range(0, len(members), BARRIER_BLOCK)]
+        for block in blocks:
+            if propagate is not None:
+                propagate(block, t_ns)
             for isl in block:
                 isl.end_hop_at(t_ns)
             run_barrier(block, t_ns)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from simpy import Timeout
+
 
 class InstantWakes:
     """One simpy event per instant for every island barrier planned there.
@@ -21,7 +23,7 @@ class InstantWakes:
         if group is None:
             group = self.at[t_ns] = []
             env = self.env
-            env.timeout(t_ns - env.now, value=t_ns).callbacks.append(self._fire)
+            Timeout(env, t_ns - env.now, t_ns).callbacks.append(self._fire)
         group.append((island, gen))
 
     def _fire(self, event) -> None:

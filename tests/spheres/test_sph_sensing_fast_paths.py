@@ -175,3 +175,27 @@ def test_pose_residuals_with_reused_vectors_match_the_allocating_products():
             residuals_allocating(p_b, s_B, rho, dr, dR, r, q, J_ref, res_ref)
             assert np.array_equal(_bits(res), _bits(res_ref))
             assert np.array_equal(_bits(J), _bits(J_ref))
+
+
+def test_an_imu_batch_parsed_from_its_bytes_is_the_message_its_fields_give():
+    """imu_samples builds the ImuSamples the IMU publishes from the samples' bytes: the message,
+    and its serialized bytes, are those of the constructor given the same values as lists, for
+    batches of 0 to 40 samples (lengths past one varint byte) and for -0.0, infinities, NaN and
+    subnormals."""
+    from hopsim.actors.messages import imu_samples
+    from hopsim.schemas.spheres_pb2 import ImuSamples
+
+    rng = np.random.default_rng(7)
+    specials = [-0.0, 0.0, np.inf, -np.inf, np.nan, 5e-324, -1e308]
+    for n in [0, 1, 2, 5, 6, 16, 40]:
+        y = rng.standard_normal((n, 6)) * 10.0 ** rng.integers(-9, 9, (n, 6))
+        if n:
+            y.flat[rng.integers(0, y.size, min(y.size, 7))] = specials[:min(y.size, 7)]
+        times = [int(t) for t in rng.integers(0, 10**12, n)]
+        built = imu_samples("sph2", times, y[:, :3], y[:, 3:])
+        plain = ImuSamples(vehicle="sph2", t_ns=times, omega_B=y[:, :3].ravel().tolist(),
+                           accel_B=y[:, 3:].ravel().tolist())
+        assert built.SerializeToString(deterministic=True) == plain.SerializeToString(deterministic=True)
+        assert built.vehicle == "sph2" and list(built.t_ns) == times
+        assert _bits(built.omega_B[:]).tolist() == _bits(y[:, :3].ravel()).tolist()
+        assert _bits(built.accel_B[:]).tolist() == _bits(y[:, 3:].ravel()).tolist()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from hopsim.actors.messages import imu_samples
 from hopsim.actors.spheres.frames import dcm_c
 from hopsim.actors.spheres.params import G0, ImuParams
 from hopsim.actors.spheres.sensor_faults import SENSOR_FAULTS, SensorFaults
@@ -176,8 +177,7 @@ class ImuSimulator(ContinuousModel):
         if not self.ready_t:
             return
         y = self.ready[0] if len(self.ready) == 1 else np.vstack(self.ready)
-        self.write("imu", ImuSamples(vehicle=self.vehicle, t_ns=self.ready_t, omega_B=y[:, :3].ravel().tolist(),
-                                     accel_B=y[:, 3:].ravel().tolist()))
+        self.write("imu", imu_samples(self.vehicle, self.ready_t, y[:, :3], y[:, 3:]))
         self.ready_t, self.ready = [], []
 
     def on_fault(self, fault, t_ns: int) -> None:

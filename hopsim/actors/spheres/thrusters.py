@@ -263,7 +263,8 @@ class ThrusterSimulator(ContinuousModel):
             self.body.add_torque_B(self.torque_B)
 
     def update_flow_outs(self, t_ns: int) -> None:
-        commands = self.drain("cmd")
+        # most calls find the queue empty (draining an empty queue changes nothing)
+        commands = self.drain("cmd") if self.ports["cmd"].queued else None
         if commands:
             # the valve switches due now wait until the new commands are in
             self._settle(t_ns, before_activations=True)
