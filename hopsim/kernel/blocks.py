@@ -15,22 +15,32 @@ island and one :class:`RowForm` per model kind, and runs an instant as:
    input rows of the same island's subscribers at once (zero-latency ties) or to the delay line.
 
 Every row function is the scalar model's code for one row (same IEEE operations, same draws
-from the model's own generator), so a block changes no result. Between instants the models'
-objects are stale: a block *exits* (every form stores its rows back into its models, the
-islands' and slots' counters are brought up to date, the messages still on their way become
-envelopes in their subscribers' inboxes) before anything else looks at or changes a member: the
-run returning (:meth:`Island.settle`), a message or fault from outside the block, a timed event,
-a requested barrier, a zero-crossing, a checkpoint, :meth:`Simulation.model`, ``stats``.
-The group may form a block again at a later instant.
+from the model's own generator), so a block changes no result. With a recorder, each output's
+messages of the instant are encoded from their rows (:class:`Encoder`: the message type's
+:func:`~hopsim.schemas.rows.row_layout`, protobuf's bytes) and handed over as columns in stream
+order (:class:`hopsim.bus.recorder.EncodedColumns`; one encoded envelope each to a recorder
+that takes no columns), their channels registered in the order the members' own barriers would
+record them.
+
+While a block runs, its members' model objects, ports, slots and islands are stale. It *exits*
+(every form stores its rows back into its models, the islands' and slots' counters and
+schedules are brought up to date, the messages still on their way become envelopes in their
+subscribers' inboxes) before anything else looks at or changes a member: a message or fault from
+outside the block, a timed event, a requested barrier, a zero-crossing, a stop between its
+instants, a checkpoint, :meth:`Simulation.model`, a new recorder; the members take that instant
+alone, and the group forms a block again at a later instant. A run that returns at one of the
+block's instants keeps it (``stats`` adds what it holds); one whose exception broke an instant
+stores it back.
 
 A model class offers a row form with the class attribute ``row_form``, the dotted path of the
 form class (``"package.module:Class"``, imported when first needed, so that a model module need
 not import its row form's). A form class has:
 
-    model_class                      the scalar class it mirrors
-    inputs: {port: PayloadLayout}    the input ports it keeps as rows (``InRows`` attributes)
+    inputs: {port: PayloadLayout}    the input ports it keeps as rows
     outputs: {port: (PayloadLayout, capacity)}   in the order the model writes them
+    takes_input(port) -> bool        (static) whether an input port is kept as rows
     Form(models, row_of)             one row per model; ``row_of`` maps a vehicle name to its row
+    qualifies(t_ns) -> bool          optional: whether these models can run as rows now
     load() / store()                 the models' state into the rows / back, exactly
     in_rows(port) -> (InRows, column)   where an input port's messages go
     out_rows(port) -> OutRows        what an output port wrote at this instant
@@ -38,12 +48,13 @@ not import its row form's). A form class has:
     start_hop(t0_ns, t1_ns, body)    optional: the loads on the body over the hop
     hop(t0_ns, t1_ns, steps_s, loaders)   the body's form only: propagate every row
 
-Restrictions today (a group that does not meet them runs as before): no recorder; every model
-local, without method or I/O-step events, accounting, ``end_io_step`` or ``start_io_step``; the
-members' periodic models at the group's period, the others message-driven; one body per island,
-propagated by its form; every tie between models of the block (zero latency within an island,
-publisher before subscriber; or a latency of whole periods between islands); outputs read by
-nothing outside the block.
+Restrictions today (a group that does not meet them runs as before): every model local, without
+method or I/O-step events, accounting, ``end_io_step`` or ``start_io_step``; the members'
+periodic models at the group's period, the others message-driven by all their inputs; one body
+per island, propagated by its form, loaded only by forms with ``start_hop``; every tie between
+models of the block (zero latency within an island, publisher before subscriber, or a latency
+of whole periods between islands); no stop callback, barrier event, partial replay or Ray
+window.
 """
 from __future__ import annotations
 
