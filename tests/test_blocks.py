@@ -214,3 +214,38 @@ def test_the_digest_framing_of_columns_is_the_digests_own():
                 reference.add(EncodedEnvelope(t, t + e.deliver_ns, e.source, e.topic, int(seqs[p]) + c, e.priority,
                                               payload, e.message_type), payload)
         assert ours.hexdigest() == reference.hexdigest()
+
+
+def test_no_block_forms_where_the_models_are_read_after_every_barrier_or_lack_a_row_form():
+    """A stop callback (it reads the models after each barrier) and a model without a row form
+    in an island (a force on one vehicle's body beside the formation's models) keep the scalar
+    path: no block instant, the same state as without blocks."""
+    from hopsim.kernel import ContinuousModel
+
+    class Push(ContinuousModel):
+        """A constant inertial force (N) on a body, from its pre_deriv: no row form."""
+
+        loads_constant_over_hop = True
+
+        def __init__(self, name, body, force_N):
+            super().__init__(name)
+            self.body, self.force_N = body, np.array(force_N, dtype=float)
+
+        def pre_deriv(self, t_s):
+            self.body.add_force_N(self.force_N)
+
+    calls = []
+    watched = _simulation({"n_vehicles": 5}, 3, True)
+    watched.add_stop_callback(lambda s: calls.append(s.time) and False)
+    watched.advance_to(12.0)
+    assert _block_instants(watched) == 0 and len(calls) > 10
+
+    def with_disturbance(blocks: bool) -> Simulation:
+        sim = _simulation({"n_vehicles": 5}, 3, blocks)
+        sim.add_model(Push("v2_push", sim.model("v2"), (0.01, 0.0, 0.0)), "v2")
+        sim.advance_to(12.0)
+        return sim
+
+    on, off = with_disturbance(True), with_disturbance(False)
+    assert _block_instants(on) == 0
+    assert _everything(on) == _everything(off)

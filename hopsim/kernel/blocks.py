@@ -394,6 +394,10 @@ class Block:
         bodies = [p for p, f in enumerate(forms) if hasattr(f, "hop")]
         if len(bodies) != 1 or not all(isl.takes_row_hop(t_ns, t_ns + period) for isl in islands):
             return None
+        for p, slots in enumerate(columns):          # every load on the body comes through a form
+            loads = slots[0].is_continuous and (slots[0].overrides("start_hop") or slots[0].overrides("pre_deriv"))
+            if p != bodies[0] and loads and not hasattr(forms[p], "start_hop"):
+                return None
         position_of = {s.name: (p, i) for p, slots in enumerate(columns) for i, s in enumerate(slots)}
         ties = cls._ties(owner, columns, forms, position_of, period)
         if ties is None:
