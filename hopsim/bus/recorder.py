@@ -186,18 +186,26 @@ class _Writer(McapWriter):
         self._held_bytes += size
 
     def _add_filling(self, log_time: int, channel_ids: list[int], sequences: list[int], datas: list[bytes]) -> None:
-        """Add messages that fill the chunk: each in turn, the chunk closed after the one that
-        takes it past its size (as add_message)."""
-        for channel_id, sequence, data in zip(channel_ids, sequences, datas, strict=True):
-            self._times(log_time, 1)
+        """Add messages that fill the chunk: as add_message one by one, each chunk closed after
+        the message that takes it past its size; the messages up to that one are added together."""
+        ends = np.cumsum(np.fromiter(map(len, datas), np.int64, len(datas)) + _MESSAGE.size)    # records' ends
+        i, n, done = 0, len(datas), 0
+        while i < n:
+            room = self._chunk_bytes - (self._Writer__chunk_builder.count + self._held_bytes)
+            j = int(np.searchsorted(ends, done + room, side="right"))        # ends[j] is past the room
+            fills = j < n
+            j = j + 1 if fills else n
+            self._times(log_time, j - i)
             held = self._held
-            held.channel_ids.append(channel_id)
-            held.sequences.append(sequence)
-            held.log_times.append(log_time)
-            held.datas.append(data)
-            self._held_bytes += _MESSAGE.size + len(data)
-            if self._Writer__chunk_builder.count + self._held_bytes > self._chunk_bytes:
+            held.channel_ids += channel_ids[i:j]
+            held.sequences += sequences[i:j]
+            held.log_times += [log_time] * (j - i)
+            held.datas += datas[i:j]
+            self._held_bytes += int(ends[j - 1]) - done
+            done = int(ends[j - 1])
+            if fills:
                 self._Writer__finalize_chunk()
+            i = j
 
     def _times(self, log_time: int, n: int) -> None:
         """Count ``n`` messages logged at ``log_time`` (ns) in the statistics and the open chunk."""
