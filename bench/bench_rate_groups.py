@@ -8,7 +8,9 @@ is the same with groups on or off (``Simulation(rate_groups=...)``). Each worklo
 groups off and on, and the figures are ratios off / on (above 1: the groups save). A workload
 whose models have a fleet form (:mod:`hopsim.kernel.fleet`: the orbiting spacecraft) runs a third
 time, with the group's hops through the fleet form (``Simulation(fleets=True)``, the default);
-"on" alone is groups without fleet forms:
+"on" alone is groups without fleet forms. A workload whose models have row forms (the
+formation's) runs a fourth time with row blocks (:mod:`hopsim.kernel.blocks`, the default); the
+other settings run without them:
 
 - ``formation`` scenario, N = 100 and N = 1000 vehicles, 1 Hz, one island per vehicle;
 - N = 100 spacecraft of ``bench_orbit.py`` (degree-8 gravity, drag, solar pressure, four wheels,
@@ -17,13 +19,13 @@ time, with the group's hops through the fleet form (``Simulation(fleets=True)``,
 A vehicle-step is one island's 1 s step (N per simulated second; the hops counted by the islands).
 
 CPU time: every run is a fresh process (``--one``) that builds the workload, advances the first
-simulated second untimed, then measures ``time.process_time`` over the timed advance. Off and on
+five simulated seconds untimed, then measures ``time.process_time`` over the timed advance. Off and on
 runs alternate, ``--repeat`` rounds (default 5); medians, in microseconds per vehicle-step. Each
 workload runs once before, so that numba's on-disk cache is warm.
 
 Instructions: callgrind (``valgrind --tool=callgrind``) counts every instruction of a run. Each
 workload and setting runs twice, to a short and a longer simulated duration after the same first
-second; (instructions(long) - instructions(short)) / (extra vehicle-steps) is the instructions per
+five seconds; (instructions(long) - instructions(short)) / (extra vehicle-steps) is the instructions per
 vehicle-step, with start-up, set-up and compilation cancelled out. These runs use numba's generic
 CPU (``NUMBA_CPU_NAME=generic``: valgrind's CPU is not the host's, and a cache for the host would
 miss and compile under valgrind) and a fixed ``PYTHONHASHSEED``; their cache is warmed by a plain
@@ -56,16 +58,17 @@ class Workload(NamedTuple):
     short_s: float | None      # callgrind's short and long runs, simulated seconds after the first
     long_s: float | None       # (None: not counted)
     fleet_form: bool = False   # its models have a fleet form: a third setting
+    row_forms: bool = False    # its models have row forms: a fourth, row blocks
 
     @property
     def settings(self) -> tuple[str, ...]:
-        return ("off", "on", "fleets") if self.fleet_form else ("off", "on")
+        return ("off", "on") + (("fleets",) if self.fleet_form else ()) + (("blocks",) if self.row_forms else ())
 
 
 # N = 1000 is not counted: its set-up alone takes about 3 minutes under callgrind
 WORKLOADS = {
-    "formation, N = 100": Workload("formation", 100, 300.0, 2.0, 42.0),
-    "formation, N = 1000": Workload("formation", 1000, 20.0, None, None),
+    "formation, N = 100": Workload("formation", 100, 300.0, 2.0, 42.0, fleet_form=True, row_forms=True),
+    "formation, N = 1000": Workload("formation", 1000, 20.0, None, None, fleet_form=True, row_forms=True),
     "orbit, N = 100": Workload("orbit", 100, 300.0, 2.0, 42.0, fleet_form=True),
 }
 CALLGRIND_ENV = {"NUMBA_CPU_NAME": "generic", "PYTHONHASHSEED": "0"}
@@ -83,7 +86,8 @@ def formation_sim(n: int, setting: str):
 
     spec = get_scenario("formation")
     params = spec.make_params({"n_vehicles": n})
-    sim = Simulation(seed=0, rate_groups=setting != "off", fleets=setting == "fleets")
+    sim = Simulation(seed=0, rate_groups=setting != "off", fleets=setting in ("fleets", "blocks"),
+                     row_blocks=setting == "blocks")
     sim.scenario_params = params
     spec.build(sim, params)
     return sim
@@ -97,7 +101,7 @@ def orbit_sim(n: int, setting: str):
     from hopsim.kernel import Simulation
 
     field = bo.ggm03s()
-    sim = Simulation(seed=1, rate_groups=setting != "off", fleets=setting == "fleets")
+    sim = Simulation(seed=1, rate_groups=setting != "off", fleets=setting == "fleets", row_blocks=False)
     for i, (r, v) in enumerate(bo.initial_states(n, field.mu)):
         name = f"sc{i}"
         sim.add_island(name, integrator=bo.RK4(), n_integration_steps=1)
@@ -112,16 +116,19 @@ def orbit_sim(n: int, setting: str):
 
 
 def hops(sim) -> int:
-    return sum(isl.stats["hops"] for isl in sim.islands.values())
+    return sum(isl["hops"] for isl in sim.stats()["islands"].values())    # (with what a row block holds)
+
+
+WARM_S = 5.0        # simulated seconds before the timed part (compiled code loaded, a row block formed)
 
 
 def one(kind: str, n: int, setting: str, duration_s: float) -> dict:
-    """Build one workload, advance its first second, then time ``duration_s`` more."""
+    """Build one workload, advance its first ``WARM_S`` seconds, then time ``duration_s`` more."""
     sim = formation_sim(n, setting) if kind == "formation" else orbit_sim(n, setting)
-    sim.advance_to(1.0)
+    sim.advance_to(WARM_S)
     hops0 = hops(sim)
     t0 = time.process_time()
-    sim.advance_to(1.0 + duration_s)
+    sim.advance_to(WARM_S + duration_s)
     cpu_s = time.process_time() - t0
     return {"cpu_s": cpu_s, "steps": hops(sim) - hops0}
 
@@ -206,7 +213,8 @@ def print_section(cpu: dict, instr: dict, repeat: int) -> None:
     header = ("workload", "setting", "us / vehicle-step", "off / this", "instructions / vehicle-step", "off / this")
     print("| " + " | ".join(header) + " |")
     print("|---|---|" + "---:|" * (len(header) - 2))
-    labels = {"off": "groups off", "on": "groups on", "fleets": "groups on, fleet forms"}
+    labels = {"off": "groups off", "on": "groups on", "fleets": "groups on, fleet forms",
+              "blocks": "groups on, row blocks"}
     for name, w in WORKLOADS.items():
         for setting in w.settings:
             t, t_off = cpu[name][setting], cpu[name]["off"]
@@ -233,7 +241,7 @@ def main() -> None:
                     help="count instructions under callgrind (default on)")
     ap.add_argument("--one", choices=("formation", "orbit"), help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--setting", choices=("off", "on", "fleets"), help=argparse.SUPPRESS)
+    ap.add_argument("--setting", choices=("off", "on", "fleets", "blocks"), help=argparse.SUPPRESS)
     ap.add_argument("--duration", type=float, help=argparse.SUPPRESS)
     opts = ap.parse_args()
     if opts.one is not None:
