@@ -528,6 +528,8 @@ class Block:
         positions = self.positions
         body = positions[self.body].form
         body.hop(t0, t_ns, self.islands[0].hop_steps(t0, t_ns), self._loaders)
+        if self.owner.fleets:
+            self.owner.count_fleet_call()
         self.t_ns = t_ns
         self.instants += 1
         driven = [(pos, pos.received.copy()) for pos in positions if pos.message_driven]

@@ -781,8 +781,13 @@ class Simulation:
     def model_names(self) -> list[str]:
         return list(self._slots)
 
+    def count_fleet_call(self) -> None:
+        """A row block propagated its members' hops in one call (counted with the fleet forms')."""
+        self._fleets.counted()
+
     def count_published(self, n: int) -> None:
-        """``n`` envelopes were published by islands in other processes."""
+        """``n`` messages were published without :meth:`publish` (by islands in other processes,
+        an island's at-once hand-over, a row block)."""
         self._publish_counts += n
 
     def next_global_event_ns(self) -> int | float:
