@@ -17,7 +17,8 @@ vehicle-step costs when the models cost nothing. And the protobuf traffic of one
 itself (:func:`protobuf_floor_us`): the messages the formation's models must build and read; and
 the least Python any kernel must run per vehicle-step for this wiring (:func:`dispatch_floor_us`).
 Together they bound what the design can reach: 1,000x real time at N = 100 is 10 us per step.
-Last, where a 100-vehicle step's time goes, with and without recording (:func:`time_breakdown_us`).
+Last, where a 100-vehicle step's time goes, with and without recording, without row blocks
+(:func:`time_breakdown_us`) and with them (:func:`block_breakdown_us`).
 """
 from __future__ import annotations
 
@@ -294,6 +295,87 @@ def time_breakdown_us(n: int = 100, duration_s: float = 60.0, repeat: int = 3) -
     }
 
 
+def block_breakdown_us(n: int = 100, duration_s: float = 120.0, repeat: int = 3) -> dict[str, dict[str, float]]:
+    """Where a vehicle-step's time goes with row blocks (us per vehicle-step, CPU time, best of
+    ``repeat``; N = ``n``, ``duration_s`` simulated seconds after five untimed), bare and recorded
+    (MCAP, with and without its Foxglove scene): each stage's own time, measured by wrapping the
+    functions that do it (a few hundred nanoseconds per call of overhead), the rest by difference."""
+    import tempfile
+    from collections import defaultdict
+    from pathlib import Path
+
+    import hopsim.actors.formation_rows as rows
+    import hopsim.kernel.blocks as blocks
+    from hopsim.actors.rigid_fleet import RigidVehicleRows
+    from hopsim.bus import framing, recorder as rec
+    from hopsim.bus.recorder import McapRecorder
+    from hopsim.kernel import Simulation
+    from hopsim.scenarios.catalog import get_scenario
+
+    spent: dict[str, float] = defaultdict(float)
+
+    def timed(owner, name: str, label: str) -> None:
+        fn = getattr(owner, name)
+
+        def wrapper(*args, **kwargs):
+            t0 = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[label] += time.process_time() - t0
+        setattr(owner, name, wrapper)
+
+    stages = [(RigidVehicleRows, "hop", "dynamics (RK4 of every row, thrust loads)"),
+              (rows.SensorRows, "update_flow_outs", "sensor rows"), (rows.RadioRows, "update_flow_outs", "radio rows"),
+              (rows.FlightSoftwareRows, "update_flow_outs", "flight software rows"),
+              (blocks, "_deliver", "messages between rows (ties, delay lines)"),
+              (blocks.Encoder, "encode", "recording: payload rows encoded"),
+              (framing, "digest_frames", "recording: digest framing"),
+              (rec.McapRecorder, "_observe_scene_data", "recording: Foxglove scene"),
+              (rec._Writer, "_Writer__finalize_chunk", "recording: chunks closed (framing, zstd, index)")]
+    for owner, name, label in stages:
+        timed(owner, name, label)
+    spec = get_scenario("formation")
+    params = spec.make_params({"n_vehicles": n})
+    steps = n * duration_s
+    out: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for setting in ("bare", "recorded without scene", "recorded"):
+            best: dict[str, float] | None = None
+            for _ in range(repeat):
+                recorder = None if setting == "bare" else McapRecorder(Path(tmp) / "r.mcap", scene=setting == "recorded")
+                sim = Simulation(seed=0, recorder=recorder)
+                sim.scenario_params = params
+                spec.build(sim, params)
+                sim.advance_to(WARM_S)
+                spent.clear()
+                t0 = time.process_time()
+                sim.advance_to(WARM_S + duration_s)
+                if recorder is not None:
+                    recorder.flush()
+                total = time.process_time() - t0
+                if recorder is not None:
+                    recorder.close()
+                parts = {label: v / steps * 1e6 for label, v in spent.items()}
+                parts["total"] = total / steps * 1e6
+                if best is None or parts["total"] < best["total"]:
+                    best = parts
+            best["the rest (Python of the block's instant, the recorder's own)"] = best["total"] - sum(
+                v for k, v in best.items() if k != "total")
+            out[setting] = best
+    return out
+
+
+def print_block_breakdown(parts: dict[str, dict[str, float]]) -> None:
+    settings = list(parts)
+    print("\nWhere a vehicle-step goes with row blocks (N = 100, 120 s after 5; us per vehicle-step, CPU time, best of 3):\n")
+    print("| part | " + " | ".join(settings) + " |")
+    print("|---|" + "---:|" * len(settings))
+    labels = dict.fromkeys(k for p in parts.values() for k in p if k != "total")
+    for label in [*labels, "total"]:
+        print(f"| {label} | " + " | ".join(f"{parts[s].get(label, 0.0):.2f}" for s in settings) + " |")
+
+
 def print_breakdown(parts: dict[str, float]) -> None:
     per_msg = parts["messages per vehicle-step"]
     print(f"\nWhere a vehicle-step goes (N = 100, 60 s; us per vehicle-step, best of 3 interleaved; "
@@ -378,6 +460,7 @@ def main() -> None:
     print_section(rows, kernel_floor_us(), protobuf_floor_us(), dispatch_floor_us())
     if not opts.quick:
         print_breakdown(time_breakdown_us())
+        print_block_breakdown(block_breakdown_us())
 
 
 if __name__ == "__main__":
