@@ -249,3 +249,28 @@ def test_no_block_forms_where_the_models_are_read_after_every_barrier_or_lack_a_
     on, off = with_disturbance(True), with_disturbance(False)
     assert _block_instants(on) == 0
     assert _everything(on) == _everything(off)
+
+
+def test_uniform_draws_taken_ahead_are_the_generators_own_and_give_its_state_back():
+    """UniformDraws against the generator's random(), call by call: the same numbers across
+    refills (ahead = 5), rows drawing at different paces, and each generator's state after settle
+    the one the calls leave (then the next draws the same too)."""
+    from hopsim.kernel.blocks import UniformDraws
+    from hopsim.kernel.model import model_rng
+
+    ours = [model_rng(3, f"r{i}") for i in range(3)]
+    reference = [model_rng(3, f"r{i}") for i in range(3)]
+    draws = UniformDraws(ours, ahead=5)
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        k = rng.integers(0, 4, 3)
+        draws.ensure(np.arange(3), k)
+        for i in range(3):
+            for _ in range(int(k[i])):
+                assert draws.values[i, draws.used[i]] == reference[i].random()
+                draws.used[i] += 1
+        if rng.random() < 0.2:
+            draws.settle()
+            assert [g.bit_generator.state for g in ours] == [g.bit_generator.state for g in reference]
+    draws.settle()
+    assert [g.random() for g in ours] == [g.random() for g in reference]

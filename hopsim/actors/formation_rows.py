@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from numba.typed import List as TypedList
 
 from hopsim.actors.formation import (FormationFlightSoftware, FormationThruster, NeighbourRadio, StateSensor)
 from hopsim.actors.messages import inertial_force, position_velocity_state
-from hopsim.kernel.blocks import InRows, OutRows, PayloadLayout
+from hopsim.kernel.blocks import InRows, OutRows, PayloadLayout, UniformDraws
 from hopsim.kernel.simtime import NS_PER_S
 from hopsim.schemas import VehicleState, Wrench
 
@@ -251,10 +250,11 @@ class SensorRows:
 
 # ----------------------------------------------------------------------------- radio
 @njit(cache=True)
-def _radio_receive(rngs, n_ports, value, value_t, value_src, freshness, seen, loss, received, lost,
+def _radio_receive(uniforms, used, n_ports, value, value_t, value_src, freshness, seen, loss, received, lost,
                    out_payload, out_t, out_src, out_count):
     """NeighbourRadio.update_flow_outs of every row: each port's new packet, lost with the
-    row's probability (one uniform draw from the row's generator when 0 < loss < 1)."""
+    row's probability (one uniform draw from the row's generator when 0 < loss < 1: the row's
+    next in ``uniforms``, see UniformDraws)."""
     for i in range(n_ports.shape[0]):
         c = 0
         for k in range(n_ports[i]):
@@ -262,9 +262,15 @@ def _radio_receive(rngs, n_ports, value, value_t, value_src, freshness, seen, lo
                 continue
             seen[i, k] = freshness[i, k]
             p = loss[i]
-            if p >= 1.0 or (p > 0.0 and rngs[i].random() < p):
+            if p >= 1.0:
                 lost[i] += 1
                 continue
+            if p > 0.0:
+                u = uniforms[i, used[i]]
+                used[i] += 1
+                if u < p:
+                    lost[i] += 1
+                    continue
             received[i] += 1
             out_payload[i, c] = value[i, k]
             out_t[i, c] = value_t[i, k]
@@ -290,7 +296,7 @@ class RadioRows:
         self.rx = OutRows(RV_MASS, n, k)
         self.loss, self.configured = np.zeros(n), np.zeros(n)
         self.received, self.lost = np.zeros(n, np.int64), np.zeros(n, np.int64)
-        self.rngs = TypedList([m.rng for m in models])
+        self.draws = UniformDraws([m.rng for m in models])
 
     @staticmethod
     def takes_input(port: str) -> bool:
@@ -303,8 +309,9 @@ class RadioRows:
         return self.rx
 
     def qualifies(self, t_ns: int) -> bool:
-        """Ports named n0, n1, ... in order."""
-        return all(m._ports == tuple(f"n{k}" for k in range(len(m._ports))) for m in self.models)
+        """Ports named n0, n1, ... in order; generators whose draws can be taken ahead."""
+        return all(m._ports == tuple(f"n{k}" for k in range(len(m._ports))) and UniformDraws.exact_for(m.rng)
+                   for m in self.models)
 
     def load(self) -> None:
         for i, m in enumerate(self.models):
@@ -314,6 +321,7 @@ class RadioRows:
                 self.ports_in.load(i, m.ports[port], k, self.row_of)
 
     def store(self) -> None:
+        self.draws.settle()
         for i, m in enumerate(self.models):
             m.loss = float(self.loss[i])
             m.received, m.lost = int(self.received[i]), int(self.lost[i])
@@ -321,8 +329,11 @@ class RadioRows:
                 self.ports_in.store(i, m.ports[port], k, self.names)
 
     def update_flow_outs(self, t_ns: int, body) -> None:
-        p, o = self.ports_in, self.rx
-        _radio_receive(self.rngs, self.n_ports, p.value, p.msg_t, p.src, p.freshness, p.seen, self.loss,
+        p, o, draws = self.ports_in, self.rx, self.draws
+        drawing = np.flatnonzero((self.loss > 0.0) & (self.loss < 1.0) & (draws.used + self.n_ports > draws.ahead))
+        if drawing.size:
+            draws.ensure(drawing, self.n_ports[drawing])
+        _radio_receive(draws.values, draws.used, self.n_ports, p.value, p.msg_t, p.src, p.freshness, p.seen, self.loss,
                        self.received, self.lost, o.payload, o.msg_t, o.src, o.count)
 
 

@@ -213,6 +213,51 @@ class Encoder:
         return data.tobytes(), offsets.tolist()
 
 
+class UniformDraws:
+    """Each row's next uniform draws on [0, 1) from its model's own generator (a PCG64), drawn
+    ahead ``ahead`` at a time so that compiled code can take them: ``values[i, used[i]]`` is row
+    ``i``'s next, the number its generator's ``random()`` would return (``random(k)`` gives the
+    numbers of k calls, each one 64-bit step of the generator). :meth:`settle` puts every
+    generator where the draws taken would have left it (its state before them, advanced by as
+    many steps: ``bit_generator.advance``), as if drawn one by one."""
+
+    def __init__(self, generators: list, ahead: int = 256):
+        self.generators = generators
+        self.ahead = ahead
+        self.values = np.zeros((len(generators), ahead))
+        self.used = np.full(len(generators), ahead, np.int64)     # nothing drawn yet
+        self._before: list[dict | None] = [None] * len(generators)  # a row's state before its values
+
+    @staticmethod
+    def exact_for(generator) -> bool:
+        """Whether a generator's draws can be taken ahead and given back (a PCG64's)."""
+        return isinstance(generator.bit_generator, np.random.PCG64)
+
+    def ensure(self, rows: np.ndarray, k: np.ndarray) -> None:
+        """At least ``k[j]`` values ready for row ``rows[j]``."""
+        for i, need in zip(rows.tolist(), k.tolist(), strict=True):
+            if self.used[i] + need > self.ahead:
+                bits = self.generators[i].bit_generator
+                self._settle_row(i)
+                self._before[i] = bits.state
+                self.values[i] = self.generators[i].random(self.ahead)
+                self.used[i] = 0
+
+    def _settle_row(self, i: int) -> None:
+        before = self._before[i]
+        if before is not None:
+            bits = self.generators[i].bit_generator
+            bits.state = before
+            bits.advance(int(self.used[i]))
+            self._before[i] = None
+
+    def settle(self) -> None:
+        """Every generator as if its draws so far had been taken one by one (and nothing ahead)."""
+        for i in range(len(self.generators)):
+            self._settle_row(i)
+        self.used[:] = self.ahead
+
+
 def resolve_row_form(model_class) -> type | None:
     """The row form class a model class names (``row_form = "module:Class"``), or None."""
     path = getattr(model_class, "row_form", None)
@@ -620,4 +665,4 @@ def _copy_out(out: OutRows) -> OutRows:
     return copy
 
 
-__all__ = ["Block", "InRows", "OutRows", "PayloadLayout", "deliver_rows", "resolve_row_form"]
+__all__ = ["Block", "InRows", "OutRows", "PayloadLayout", "UniformDraws", "deliver_rows", "resolve_row_form"]
