@@ -45,6 +45,10 @@ thrust). When no neighbour has been heard from for ``stale_after_s`` -- e.g. wit
 the flight software brakes to rest in the inertial frame with its own measured velocity,
 ``a_i = -brake_gain * v_i(now)``, and holds (absolute) station: the shape no longer converges.
 Packet loss and saturation break the symmetry, so the centroid then drifts slightly.
+
+Each model names a row form (``row_form``, :mod:`hopsim.actors.formation_rows`): the same code
+for one row of arrays, with which a rate group runs its vehicles' instants as a row block
+(:mod:`hopsim.kernel.blocks`); these classes stay the reference.
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ scalar run would hold (``tests/test_blocks.py`` compares snapshots and streams).
 Payload rows (what a port carries inside a block, float64):
 
 - ``RV_MASS`` (VehicleState with position, velocity and mass): ``r_BN_N`` (m), ``v_BN_N`` (m/s),
-  mass (kg); the message's ``vehicle`` is the publisher's, its ``t_ns`` the port's time column;
+  mass (kg); the message's ``t_ns`` and ``vehicle`` in the rows' ``msg_t`` and ``src`` columns;
 - ``FORCE`` (Wrench of an inertial force at the centre of mass): ``force`` (N, inertial).
 """
 from __future__ import annotations
