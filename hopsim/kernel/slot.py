@@ -81,9 +81,8 @@ class Slot(InlineAttributes):
         return getattr(self.cls, method) is not getattr(base, method, None) or method in self.method_events
 
     def call(self, method: str, *args):
-        """Call one lifecycle method of the model: the kernel's only way to (the methods below
-        named after the barrier's and hop's calls make the same calls). What the model writes (only
-        ``update_flow_outs`` may), and the barriers it asks for, go to the bus."""
+        """Call one lifecycle method of the model: the kernel's only way to. What the model
+        writes (only ``update_flow_outs`` may), and the barriers it asks for, go to the bus."""
         if not self.direct:
             return self._call_through_handle(method, args)
         model = self.model
@@ -95,71 +94,11 @@ class Slot(InlineAttributes):
                 model._may_write = False
         else:
             result = getattr(model, method)(*args)      # it may ask for barriers, never write
-        if model._outbox:
-            self._route_outbox(model)
-        return result
-
-    # the calls of every barrier and hop, as :meth:`call` makes them but without the lookup by
-    # name and the packing of arguments (a model called directly)
-
-    def update_flow_outs(self, t_ns: int) -> None:
-        """``call("update_flow_outs", t_ns)``."""
-        if not self.direct:
-            self._call_through_handle("update_flow_outs", (t_ns,))
-            return
-        model = self.model
-        model._may_write = True
-        try:
-            model.update_flow_outs(t_ns)
-        finally:
-            model._may_write = False
-        if model._outbox:
-            self._route_outbox(model)
-
-    def end_io_step(self, t0_ns: int, t1_ns: int) -> None:
-        """``call("end_io_step", t0_ns, t1_ns)``."""
-        if not self.direct:
-            self._call_through_handle("end_io_step", (t0_ns, t1_ns))
-            return
-        model = self.model
-        model.end_io_step(t0_ns, t1_ns)
-        if model._outbox:
-            self._route_outbox(model)
-
-    def next_io_time(self, t_ns: int) -> int | None:
-        """``call("next_io_time", t_ns)``."""
-        if not self.direct:
-            return self._call_through_handle("next_io_time", (t_ns,))
-        model = self.model
-        nxt = model.next_io_time(t_ns)
-        if model._outbox:
-            self._route_outbox(model)
-        return nxt
-
-    def start_hop(self, t0_ns: int, t1_ns: int) -> None:
-        """``call("start_hop", t0_ns, t1_ns)``."""
-        if not self.direct:
-            self._call_through_handle("start_hop", (t0_ns, t1_ns))
-            return
-        model = self.model
-        model.start_hop(t0_ns, t1_ns)
-        if model._outbox:
-            self._route_outbox(model)
-
-    def end_hop(self, t0_ns: int, t1_ns: int) -> None:
-        """``call("end_hop", t0_ns, t1_ns)``."""
-        if not self.direct:
-            self._call_through_handle("end_hop", (t0_ns, t1_ns))
-            return
-        model = self.model
-        model.end_hop(t0_ns, t1_ns)
-        if model._outbox:
-            self._route_outbox(model)
-
-    def _route_outbox(self, model: Model) -> None:
         out = model._outbox
-        model._outbox = []
-        self.island.route(self, out)
+        if out:
+            model._outbox = []
+            self.island.route(self, out)
+        return result
 
     def snapshot_to_read(self):
         """The model's snapshot, to be read at once and let go (a state hash): its state as it is,
