@@ -61,6 +61,7 @@ from hopsim.kernel.simtime import PeriodicSchedule
 from hopsim.schemas import MassProperties, PositionVelocityMeasurement, RelativeStateMeasurement, Scalar, Vector3
 
 AXES = 6
+ON_TIME_PORTS = tuple(f"on_time{i}" for i in range(AXES))
 
 
 def passively_safe_roe(a_c: float, k: int, n: int, de_m: float, di_m: float) -> np.ndarray:
@@ -77,7 +78,8 @@ def slot_reference(a_c: float, n: float, u_c: float, roe) -> tuple[np.ndarray, n
     _, _, dex, dey, dix, diy = roe
     c, s = math.cos(u_c), math.sin(u_c)
     rho = hill_position_from_roe(a_c, u_c, roe)
-    rho_dot = a_c * n * np.array([dex * s - dey * c, 2.0 * (dex * c + dey * s), dix * c + diy * s])
+    k = a_c * n
+    rho_dot = np.array([k * (dex * s - dey * c), k * (2.0 * (dex * c + dey * s)), k * (dix * c + diy * s)])
     return rho, rho_dot
 
 
@@ -179,14 +181,16 @@ class SlotKeeper(Model):
         self.slot_error_m = math.nan
         self.estimate_age_s = math.nan
 
-    def accel_H(self, e: np.ndarray, e_dot: np.ndarray) -> np.ndarray:
-        """The commanded acceleration (m/s^2, Hill frame): CW feedforward and critically damped PD."""
+    def accel_H(self, e, e_dot) -> list[float]:
+        """The commanded acceleration (m/s^2, Hill frame) for the slot error ``e`` (m) and ``e_dot``
+        (m/s), 3-vectors in the Hill frame: CW feedforward and critically damped PD."""
         n, w = self.n, self.w
-        cw = np.array([3.0 * n * n * e[0] + 2.0 * n * e_dot[1], -2.0 * n * e_dot[0], -n * n * e[2]])
-        return -cw - w * w * e - 2.0 * w * e_dot
+        cw = (3.0 * n * n * e[0] + 2.0 * n * e_dot[1], -2.0 * n * e_dot[0], -n * n * e[2])
+        return [-cw[i] - w * w * e[i] - 2.0 * w * e_dot[i] for i in range(3)]
 
     def estimate(self, t_ns: int):
-        """(e, e', C_NH at t_ns) from the latest chief fix and the own fix of its instant, or None."""
+        """(e m, e' m/s as 3-lists in the Hill frame, C_NH at t_ns) from the latest chief fix and
+        the own fix of its instant, or None."""
         chief = self.read("chief")
         if chief is None or not chief.valid or chief.t_ns not in self.history or t_ns - chief.t_ns > self.stale_ns:
             return None
@@ -194,9 +198,11 @@ class SlotKeeper(Model):
         r_c, v_c = _xyz(chief.r_BN_N), _xyz(chief.v_BN_N)
         age_s = (t_ns - chief.t_ns) / 1e9
         x, C_NH = hill_state_carried(r_c, v_c, r_d, v_d, self.n, age_s)      # brought to t_ns by CW
-        ref, ref_dot = slot_reference(self.a_c, self.n, argument_of_latitude(r_c, v_c) + self.n * age_s, self.roe)
+        u_c = argument_of_latitude(r_c.tolist(), v_c.tolist()) + self.n * age_s
+        ref, ref_dot = slot_reference(self.a_c, self.n, u_c, self.roe.tolist())
         self.estimate_age_s = age_s
-        return x[0:3] - ref, x[3:6] - ref_dot, C_NH
+        x, ref, ref_dot = x.tolist(), ref.tolist(), ref_dot.tolist()
+        return [x[i] - ref[i] for i in range(3)], [x[3 + i] - ref_dot[i] for i in range(3)], C_NH
 
     def update_flow_outs(self, t_ns: int) -> None:
         # called also when a fix or the mass arrives (feed-through): act at the control steps only
@@ -209,7 +215,7 @@ class SlotKeeper(Model):
             self.history[own.t_ns] = (_xyz(own.r_BN_N), _xyz(own.v_BN_N))
         while self.history and next(iter(self.history)) < t_ns - self.stale_ns:
             del self.history[next(iter(self.history))]
-        on = np.zeros(AXES)
+        on = [0.0] * AXES
         est = self.estimate(t_ns)
         if est is None:
             self.mode, self.firing = "blind", False
@@ -224,7 +230,7 @@ class SlotKeeper(Model):
             if self.mode == "fire":
                 mass = self.read("mass")
                 m = mass.mass_kg if mass is not None and mass.mass_kg > 0 else self.mass_kg
-                dv_N = C_NH @ self.accel_H(e, e_dot) * self.period_s
+                dv_N = (C_NH @ np.array(self.accel_H(e, e_dot)) * self.period_s).tolist()
                 for axis in range(3):
                     t_on = min(abs(dv_N[axis]) * m / self.thrust_N, self.max_on_s)
                     if t_on >= self.min_on_s:
@@ -237,8 +243,8 @@ class SlotKeeper(Model):
                 report.valid = True
             self.write("error", report)
         self.steps[self.mode] += 1
-        for i in range(AXES):
-            self.write(f"on_time{i}", Scalar(value=float(on[i]), unit="s"))
+        for port, on_time in zip(ON_TIME_PORTS, on):
+            self.write(port, Scalar(value=on_time, unit="s"))
 
 
 __all__ = ["BroadcastRadio", "SlotKeeper", "passively_safe_roe", "slot_reference"]

@@ -98,8 +98,8 @@ def elements_from_state(r_N, v_N, mu: float) -> tuple[float, float, float, float
 def argument_of_latitude(r_N, v_N) -> float:
     """The osculating argument of latitude (rad, [-pi, pi)) of position ``r_N`` (m) and velocity
     ``v_N`` (m/s) in N: the angle from the ascending node of the orbit through them to r."""
-    r0, r1, r2 = (float(c) for c in r_N)
-    hx, hy, hz = cross_xyz((r0, r1, r2), tuple(float(c) for c in v_N))      # plain floats: 3-vectors
+    r0, r1, r2 = map(float, r_N)
+    hx, hy, hz = cross_xyz((r0, r1, r2), tuple(map(float, v_N)))             # plain floats: 3-vectors
     hn = math.sqrt(hx * hx + hy * hy + hz * hz)
     hx, hy, hz = hx / hn, hy / hn, hz / hn
     nn = math.sqrt(hy * hy + hx * hx)
@@ -169,7 +169,7 @@ def hill_position_from_roe(a_c: float, u_c: float, roe) -> np.ndarray:
     argument of latitude ``u_c`` (D'Amico 2010, eq. 2.18)."""
     da, dl, dex, dey, dix, diy = roe
     c, s = math.cos(u_c), math.sin(u_c)
-    return a_c * np.array([da - dex * c - dey * s, dl + 2.0 * dex * s - 2.0 * dey * c, dix * s - diy * c])
+    return np.array([a_c * (da - dex * c - dey * s), a_c * (dl + 2.0 * dex * s - 2.0 * dey * c), a_c * (dix * s - diy * c)])
 
 
 __all__ = ["argument_of_latitude", "elements_from_state", "state_from_elements", "mean_to_eccentric", "relative_elements",
