@@ -182,10 +182,10 @@ class ThrusterBase(Model):
         thrust_factor, isp_s = self.performance(None if fuel is None else fuel.value)
         level *= self.scale * thrust_factor
         self.firing_level_N = level
-        force = [level * d for d in self.direction_B.tolist()]
-        torque = cross_xyz(self.position_B.tolist(), force)
-        self.write("wrench", Wrench(body=self.body, force=Vector3(x=force[0], y=force[1], z=force[2]),
-                                    torque=Vector3(x=torque[0], y=torque[1], z=torque[2]), frame=Wrench.BODY))
+        wrench = Wrench(body=self.body, frame=Wrench.BODY)
+        force = wrench.force.x, wrench.force.y, wrench.force.z = [level * d for d in self.direction_B.tolist()]
+        wrench.torque.x, wrench.torque.y, wrench.torque.z = cross_xyz(self.position_B.tolist(), force)
+        self.write("wrench", wrench)
         self.write("flow", Scalar(value=level / (isp_s * G0), unit="kg/s"))
 
     def performance(self, fuel_kg: float | None) -> tuple[float, float]:
@@ -215,7 +215,7 @@ class PulsedThruster(ThrusterBase):
         self.min_on_ns = round(_positive(name, "min_on_time_s", min_on_time_s) * 1e9)
 
     def command(self, msg) -> tuple[float, int]:
-        if not (np.isfinite(msg.value) and msg.value > 0):
+        if not (math.isfinite(msg.value) and msg.value > 0):
             return 0.0, 0
         return self.level_N, max(round(msg.value * 1e9), self.min_on_ns)
 
@@ -319,11 +319,13 @@ class FuelTank(ContinuousModel):
     def post_deriv(self, t_s: float) -> None:
         self.xdot[0] = -self.flow_kgps
 
-    def mass_properties(self, fuel_kg: float) -> tuple[float, np.ndarray, np.ndarray]:
-        """(mass kg, r_CB_B m, inertia about the CM kg m^2) with ``fuel_kg`` on board."""
+    def mass_properties(self, fuel_kg: float) -> tuple[float, list[float], list[list[float]]]:
+        """(mass kg, r_CB_B m as 3 floats, inertia about the CM kg m^2 as 3 rows of 3 floats) with
+        ``fuel_kg`` on board: empty + f (full - empty), element by element."""
         f = min(max(fuel_kg, 0.0), self.capacity_kg) / self.capacity_kg
-        cm = self.cm_empty_B + f * (self.cm_full_B - self.cm_empty_B)
-        inertia = self.inertia_empty_B + f * (self.inertia_full_B - self.inertia_empty_B)
+        cm = [e + f * (full - e) for e, full in zip(self.cm_empty_B.tolist(), self.cm_full_B.tolist())]
+        inertia = [[e + f * (full - e) for e, full in zip(row_empty, row_full)]
+                   for row_empty, row_full in zip(self.inertia_empty_B.tolist(), self.inertia_full_B.tolist())]
         return self.dry_mass_kg + max(fuel_kg, 0.0), cm, inertia
 
     def update_flow_outs(self, t_ns: int) -> None:
@@ -331,7 +333,7 @@ class FuelTank(ContinuousModel):
         mass, cm, inertia = self.mass_properties(fuel)
         self.write("fuel_remaining", Scalar(value=fuel, unit="kg"))
         self.write("mass", MassProperties(mass_kg=mass, fuel_kg=fuel, r_CB_B=Vector3(x=cm[0], y=cm[1], z=cm[2]),
-                                          inertia_B=inertia.ravel().tolist()))
+                                          inertia_B=[i for row in inertia for i in row]))
 
 
 class FuelManifold(Model):
