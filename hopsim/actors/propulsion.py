@@ -312,8 +312,8 @@ class FuelTank(ContinuousModel):
         total = 0.0
         for port in self.inputs:
             msg = self.read(port)
-            if msg is not None and math.isfinite(msg.value):
-                total += max(msg.value, 0.0)
+            if msg is not None and 0.0 < msg.value < math.inf:      # a negative or non-finite flow counts 0
+                total += msg.value
         self.flow_kgps = total if self.x[0] > 0.0 else 0.0
 
     def post_deriv(self, t_s: float) -> None:
