@@ -191,7 +191,7 @@ class Model(InlineAttributes):
                             f"got {type(msg).__name__}")
         # (a port nothing reads publishes nothing anyway: :meth:`wanted`, inline)
         if spec.on_change and (self.ctx is None or port not in self.ctx.unread_outputs):
-            data = msg.SerializeToString(deterministic=True)
+            data = msg.SerializeToString(deterministic=True) if spec.has_maps else msg.SerializeToString()
             published = self._published
             if published.get(port) == data:
                 return                       # a repeat: nothing is published
