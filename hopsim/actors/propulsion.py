@@ -63,6 +63,7 @@ import math
 
 import numpy as np
 
+from hopsim.actors.held_messages import HeldMessages
 from hopsim.dynamics.spatial import cross_xyz
 from hopsim.kernel import ContinuousModel, FixedRate, In, Model, NoIo, Out, VariableRate
 from hopsim.schemas import MassProperties, Scalar, Vector3, Wrench
@@ -128,6 +129,7 @@ class ThrusterBase(Model):
         self.firing_level_N = 0.0            # thrust over the current interval (N)
         self.off_ns = 0                      # when the current firing ends (ns)
         self.step_level_N = 0.0              # level commanded for the current step (N)
+        self._held = HeldMessages()          # the last wrench and flow built (a memo)
 
     # ------------------------------------------------------------------ schedule
     def next_io_time(self, t_ns: int) -> int | None:
@@ -182,11 +184,18 @@ class ThrusterBase(Model):
         thrust_factor, isp_s = self.performance(None if fuel is None else fuel.value)
         level *= self.scale * thrust_factor
         self.firing_level_N = level
-        wrench = Wrench(body=self.body, frame=Wrench.BODY)
-        force = wrench.force.x, wrench.force.y, wrench.force.z = [level * d for d in self.direction_B.tolist()]
-        wrench.torque.x, wrench.torque.y, wrench.torque.z = cross_xyz(self.position_B.tolist(), force)
+        wrench, flow = self._held.get((level, isp_s), self.messages)
         self.write("wrench", wrench)
-        self.write("flow", Scalar(value=level / (isp_s * G0), unit="kg/s"))
+        self.write("flow", flow)
+
+    def messages(self, level_N: float, isp_s: float) -> tuple[Wrench, Scalar]:
+        """The wrench (force along ``direction_B`` and its torque about the centre of mass, body
+        frame, N and N m) and the propellant flow (kg/s) of a firing at ``level_N`` (N) with
+        ``isp_s`` (s)."""
+        wrench = Wrench(body=self.body, frame=Wrench.BODY)
+        force = wrench.force.x, wrench.force.y, wrench.force.z = [level_N * d for d in self.direction_B.tolist()]
+        wrench.torque.x, wrench.torque.y, wrench.torque.z = cross_xyz(self.position_B.tolist(), force)
+        return wrench, Scalar(value=level_N / (isp_s * G0), unit="kg/s")
 
     def performance(self, fuel_kg: float | None) -> tuple[float, float]:
         """(thrust factor, Isp s) with ``fuel_kg`` (kg, the tank's last value; None: none yet):
@@ -303,6 +312,7 @@ class FuelTank(ContinuousModel):
                 raise ValueError(f"{name}: {what} must be a symmetric positive definite 3x3 matrix (kg m^2)")
         self.io_schedule = FixedRate(rate_hz)
         self.flow_kgps = 0.0
+        self._held = HeldMessages()          # the last fuel and mass messages built (a memo)
 
     def initial_state(self) -> np.ndarray:
         return np.array([self.fuel0_kg])
@@ -329,11 +339,16 @@ class FuelTank(ContinuousModel):
         return self.dry_mass_kg + max(fuel_kg, 0.0), cm, inertia
 
     def update_flow_outs(self, t_ns: int) -> None:
-        fuel = max(float(self.x[0]), 0.0)
-        mass, cm, inertia = self.mass_properties(fuel)
-        self.write("fuel_remaining", Scalar(value=fuel, unit="kg"))
-        self.write("mass", MassProperties(mass_kg=mass, fuel_kg=fuel, r_CB_B=Vector3(x=cm[0], y=cm[1], z=cm[2]),
-                                          inertia_B=[i for row in inertia for i in row]))
+        fuel, mass = self._held.get((max(float(self.x[0]), 0.0),), self.messages)
+        self.write("fuel_remaining", fuel)
+        self.write("mass", mass)
+
+    def messages(self, fuel_kg: float) -> tuple[Scalar, MassProperties]:
+        """The ``fuel_remaining`` and ``mass`` messages with ``fuel_kg`` (kg, >= 0) on board."""
+        mass, cm, inertia = self.mass_properties(fuel_kg)
+        return Scalar(value=fuel_kg, unit="kg"), MassProperties(
+            mass_kg=mass, fuel_kg=fuel_kg, r_CB_B=Vector3(x=cm[0], y=cm[1], z=cm[2]),
+            inertia_B=[i for row in inertia for i in row])
 
 
 class FuelManifold(Model):
