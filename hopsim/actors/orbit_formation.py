@@ -54,6 +54,7 @@ import math
 
 import numpy as np
 
+from hopsim.actors.held_messages import HeldMessages
 from hopsim.dynamics.orbit_frames import hill_state_carried
 from hopsim.dynamics.orbital_elements import argument_of_latitude, hill_position_from_roe
 from hopsim.kernel import FixedRate, In, Model, NoIo, Out
@@ -180,6 +181,7 @@ class SlotKeeper(Model):
         self.steps = {"hold": 0, "fire": 0, "blind": 0}
         self.slot_error_m = math.nan
         self.estimate_age_s = math.nan
+        self._held = HeldMessages()             # the last on-time commands built (a memo)
 
     def accel_H(self, e, e_dot) -> list[float]:
         """The commanded acceleration (m/s^2, Hill frame) for the slot error ``e`` (m) and ``e_dot``
@@ -243,8 +245,13 @@ class SlotKeeper(Model):
                 report.valid = True
             self.write("error", report)
         self.steps[self.mode] += 1
-        for port, on_time in zip(ON_TIME_PORTS, on):
-            self.write(port, Scalar(value=on_time, unit="s"))
+        for port, command in zip(ON_TIME_PORTS, self._held.get(tuple(on), on_time_commands)):
+            self.write(port, command)
+
+
+def on_time_commands(*on_times_s: float) -> tuple[Scalar, ...]:
+    """The on-time commands (s) of the thruster pairs, in the order of their ports."""
+    return tuple(Scalar(value=t, unit="s") for t in on_times_s)
 
 
 __all__ = ["BroadcastRadio", "SlotKeeper", "passively_safe_roe", "slot_reference"]
