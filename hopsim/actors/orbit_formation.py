@@ -25,10 +25,12 @@ state without propagating either spacecraft (a fix 0.1 s old is 760 m off along-
 difference with another of the same instant is not): rho, rho' = C_HN (r_d - r_c), ... as
 :func:`hopsim.dynamics.orbit_frames.inertial_to_hill`. The relative state is then brought to the
 control instant by the Clohessy-Wiltshire transition over the fix's age (0.11 s normally; at most
-``stale_after_s``; both steps in one compiled call,
-:func:`~hopsim.dynamics.orbit_frames.hill_state_carried`), and u_c from the chief's fix (the angle
-from its ascending node to its position, :func:`argument_of_latitude`) by n times the age. The chief's phase taken from its fix keeps the
-reference on the chief's actual along-track motion (J2 changes u_c' from n by ~1e-3).
+``stale_after_s``; :func:`~hopsim.dynamics.orbit_frames.hill_state_carried`), and u_c from the
+chief's fix (the angle from its ascending node to its position,
+:func:`~hopsim.dynamics.orbital_elements.argument_of_latitude`) by n times the age; the slot
+error below follows in the same compiled call
+(:func:`~hopsim.dynamics.orbit_frames.slot_error_carried`). The chief's phase taken from its fix
+keeps the reference on the chief's actual along-track motion (J2 changes u_c' from n by ~1e-3).
 
 Control law. The slot error e = rho - rho_ref, e' = rho' - rho_ref' (Hill frame, m and m/s) obeys
 the Clohessy-Wiltshire equations with the commanded acceleration a (the reference is a free CW
@@ -55,8 +57,8 @@ import math
 import numpy as np
 
 from hopsim.actors.held_messages import HeldMessages
-from hopsim.dynamics.orbit_frames import hill_state_carried
-from hopsim.dynamics.orbital_elements import argument_of_latitude, hill_position_from_roe
+from hopsim.dynamics.orbit_frames import slot_error_carried
+from hopsim.dynamics.orbital_elements import hill_position_from_roe
 from hopsim.kernel import FixedRate, In, Model, NoIo, Out
 from hopsim.kernel.simtime import PeriodicSchedule
 from hopsim.schemas import MassProperties, PositionVelocityMeasurement, RelativeStateMeasurement, Scalar, Vector3
@@ -199,12 +201,11 @@ class SlotKeeper(Model):
         r_d, v_d = self.history[chief.t_ns]
         r_c, v_c = _xyz(chief.r_BN_N), _xyz(chief.v_BN_N)
         age_s = (t_ns - chief.t_ns) / 1e9
-        x, C_NH = hill_state_carried(r_c, v_c, r_d, v_d, self.n, age_s)      # brought to t_ns by CW
-        u_c = argument_of_latitude(r_c.tolist(), v_c.tolist()) + self.n * age_s
-        ref, ref_dot = slot_reference(self.a_c, self.n, u_c, self.roe.tolist())
+        # the relative state brought to t_ns by CW, less the slot's reference there
+        e, C_NH = slot_error_carried(r_c, v_c, r_d, v_d, self.n, age_s, self.a_c, self.roe)
         self.estimate_age_s = age_s
-        x, ref, ref_dot = x.tolist(), ref.tolist(), ref_dot.tolist()
-        return [x[i] - ref[i] for i in range(3)], [x[3 + i] - ref_dot[i] for i in range(3)], C_NH
+        e = e.tolist()
+        return e[0:3], e[3:6], C_NH
 
     def update_flow_outs(self, t_ns: int) -> None:
         # called also when a fix or the mass arrives (feed-through): act at the control steps only
