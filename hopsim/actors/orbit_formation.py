@@ -81,8 +81,7 @@ def slot_reference(a_c: float, n: float, u_c: float, roe) -> tuple[np.ndarray, n
     _, _, dex, dey, dix, diy = roe
     c, s = math.cos(u_c), math.sin(u_c)
     rho = hill_position_from_roe(a_c, u_c, roe)
-    k = a_c * n
-    rho_dot = np.array([k * (dex * s - dey * c), k * (2.0 * (dex * c + dey * s)), k * (dix * c + diy * s)])
+    rho_dot = a_c * n * np.array([dex * s - dey * c, 2.0 * (dex * c + dey * s), dix * c + diy * s])
     return rho, rho_dot
 
 

@@ -169,7 +169,7 @@ def hill_position_from_roe(a_c: float, u_c: float, roe) -> np.ndarray:
     argument of latitude ``u_c`` (D'Amico 2010, eq. 2.18)."""
     da, dl, dex, dey, dix, diy = roe
     c, s = math.cos(u_c), math.sin(u_c)
-    return np.array([a_c * (da - dex * c - dey * s), a_c * (dl + 2.0 * dex * s - 2.0 * dey * c), a_c * (dix * s - diy * c)])
+    return a_c * np.array([da - dex * c - dey * s, dl + 2.0 * dex * s - 2.0 * dey * c, dix * s - diy * c])
 
 
 __all__ = ["argument_of_latitude", "elements_from_state", "state_from_elements", "mean_to_eccentric", "relative_elements",
