@@ -250,6 +250,23 @@ def test_an_on_change_signal_publishes_what_changes_and_its_subscribers_hold_the
         Out(Scalar, queue=True, on_change=True)
 
 
+def test_an_on_change_port_serializes_deterministically_only_a_message_type_with_maps():
+    """Only map fields make the deterministic serialization (entries sorted by key) differ from the
+    default one, which the on_change comparison may then use: RunMetadata holds a map
+    (``versions``), a Scalar, a Wrench or a KernelEvent none."""
+    from hopsim.schemas import KernelEvent, RunMetadata, Wrench
+
+    assert Out(RunMetadata).has_maps
+    assert not Out(Scalar).has_maps and not Out(Wrench).has_maps and not Out(KernelEvent).has_maps
+    keys = [f"k{i}" for i in range(40)]
+    one = RunMetadata(versions={k: "1" for k in keys})
+    other = RunMetadata(versions={k: "1" for k in reversed(keys)})
+    assert one.SerializeToString(deterministic=True) == other.SerializeToString(deterministic=True)
+    w = Wrench(body="b", frame=Wrench.BODY)
+    w.force.x, w.torque.z = -0.0, 2.5
+    assert w.SerializeToString() == w.SerializeToString(deterministic=True)
+
+
 def test_an_on_change_value_that_nobody_read_is_published_to_a_recorder_attached_later():
     """What counts as published is what reached the bus: a held value written while nothing read
     the port is published again once a recorder reads it."""

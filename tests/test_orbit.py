@@ -11,7 +11,7 @@ from hopsim.actors.orbit import HillRelativeMotion
 from hopsim.dynamics.gravity import (EARTH_J2, EARTH_J3, EARTH_MU, EARTH_RADIUS, gravity_gradient_torque,
                                      point_mass_acceleration, zonal_acceleration, zonal_potential)
 from hopsim.dynamics.orbit_frames import (clohessy_wiltshire_matrix, clohessy_wiltshire_transition, hill_dcm,
-                                          hill_rate, hill_state_carried, hill_to_inertial, inertial_to_hill)
+                                          hill_rate, hill_state_carried, hill_to_inertial, inertial_to_hill, slot_error_carried)
 from hopsim.dynamics.orbital_elements import argument_of_latitude, mean_to_eccentric, state_from_elements
 from hopsim.kernel import Simulation
 from hopsim.scenarios.linearize import linearize_simulation
@@ -117,6 +117,28 @@ def test_the_carried_hill_state_is_the_frame_then_the_transition():
         c, s = math.cos(n * dt), math.sin(n * dt)
         turned = hill_dcm(r_c, v_c).T @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
         np.testing.assert_allclose(C_NH, turned, rtol=0, atol=1e-15)
+
+
+def test_the_carried_slot_error_is_the_python_functions_float_for_float():
+    """slot_error_carried (one compiled call) against what it stands for, bit for bit: the carried
+    Hill state (hill_state_carried) less the slot's reference (slot_reference) at the chief's
+    argument of latitude (argument_of_latitude) plus n dt; orbits of every inclination, an
+    equatorial one (its node: x_N) among them."""
+    from hopsim.actors.orbit_formation import passively_safe_roe, slot_reference
+
+    rng = np.random.default_rng(5)
+    for k in range(200):
+        incl = 0.0 if k % 10 == 0 else rng.uniform(0.0, math.pi)
+        r_c, v_c = state_from_elements(A_LEO * rng.uniform(0.99, 1.01), rng.uniform(0.0, 0.01), incl,
+                                       rng.uniform(-3, 3), rng.uniform(-3, 3), rng.uniform(-3, 3), EARTH_MU)
+        r_d, v_d = r_c + rng.normal(size=3) * 300.0, v_c + rng.normal(size=3) * 0.3
+        n, dt, a_c = math.sqrt(EARTH_MU / A_LEO ** 3), rng.uniform(0.0, 30.0), A_LEO
+        roe = passively_safe_roe(a_c, k, 200, rng.uniform(10, 500), rng.uniform(10, 500))
+        e, C_NH = slot_error_carried(r_c, v_c, r_d, v_d, n, dt, a_c, roe)
+        x, C_expected = hill_state_carried(r_c, v_c, r_d, v_d, n, dt)
+        ref, ref_dot = slot_reference(a_c, n, argument_of_latitude(r_c, v_c) + n * dt, roe)
+        expected = np.concatenate([x[:3] - ref, x[3:] - ref_dot])
+        assert e.tobytes() == expected.tobytes() and C_NH.tobytes() == C_expected.tobytes()
 
 
 def test_the_carried_hill_state_is_where_two_body_motion_takes_the_pair():

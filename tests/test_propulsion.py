@@ -3,6 +3,8 @@ shorter command), the tank loses exactly level * t / (Isp g0) per firing, a dry 
 thrusters, the mass properties interpolate linearly with the fill, and faults stick a thruster on
 or off; a blowdown thruster follows the closed-form blowdown law, and a manifold drains its tank at
 the sum of its thrusters' flows."""
+import math
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,7 @@ from hopsim.actors.propulsion import (G0, BlowdownThruster, FixedThruster, FuelM
                                       ThrottledThruster)
 from hopsim.bus.recorder import MemoryRecorder
 from hopsim.kernel import Simulation
-from hopsim.schemas import Fault, Scalar
+from hopsim.schemas import Fault, Scalar, Wrench
 
 LEVEL, ISP = 0.5, 70.0
 
@@ -323,3 +325,48 @@ def test_a_run_resumed_from_a_checkpoint_publishes_the_thrusters_changes_as_the_
     thrusters = {e.topic for e in full.recorder.envelopes if e.topic.endswith("/wrench")}   # each says 0 at first
     firing = {e.topic for e in full.recorder.envelopes if e.t_ns > 200 * 10**9 and e.topic.endswith("/wrench")}
     assert 0 < len(firing) < len(thrusters)      # some fire after the checkpoint; the silent ones publish nothing
+
+
+def test_the_thrusters_and_tanks_kept_messages_are_what_building_every_message_anew_gives(monkeypatch):
+    """A thruster keeps the wrench and flow it built for one (level, Isp), a tank its fuel and mass
+    messages for one fill (hopsim.actors.held_messages): the recorded stream and every model's
+    final snapshot are those of a run that builds every message anew. Pulses, a held command, a
+    thrust scale of -1 (a thruster at rest then pushes -0.0, which is news), a stuck thruster, a
+    blowdown thruster whose Isp falls with its tank, and a tank run dry."""
+    from hopsim.actors.held_messages import HeldMessages
+
+    def run():
+        recorder = MemoryRecorder()
+        sim = Simulation(seed=1, recorder=recorder)
+        sim.add_island("sc")
+        sim.add_model(PulsedThruster("pulsed", "sc", LEVEL, ISP, (1, 0, 0), (0, 0.1, 0), min_on_time_s=0.01), "sc",
+                      ties={"on_time": "sc/cmd", "fuel_remaining": "sc/fuel", "wrench": "sc/w0", "flow": "sc/flow0"})
+        sim.add_model(BlowdownThruster("blowdown", "sc", 1.0, 200.0, (0, 1, 0), load_kg=0.05, gas_volume_m3=5e-5,
+                                       propellant_density_kgpm3=1004.0, isp_exponent=0.1), "sc",
+                      ties={"on": "sc/on", "fuel_remaining": "sc/fuel", "wrench": "sc/w1", "flow": "sc/flow1"})
+        sim.add_model(FuelTank("tank", 2, 0.005, 0.05, 4.0, cm_full_B=(0.02, 0, 0),
+                               inertia_full_B=np.diag([1.5, 1.25, 1.0])), "sc",
+                      ties={"flow0": "sc/flow0", "flow1": "sc/flow1", "fuel_remaining": "sc/fuel", "mass": "sc/mass"})
+        for t, v in [(1.0, 0.25), (2.0, 0.0), (3.0, 0.5), (9.0, 0.0)]:
+            sim.inject("sc/cmd", Scalar(value=v), t)
+        for t, v in [(1.0, 1.0), (4.0, 0.0), (6.0, 1.0)]:
+            sim.inject("sc/on", Scalar(value=v), t)
+        sim.schedule_fault(Fault(target="pulsed", kind="thrust_scale", value=-1.0), 2.5)
+        sim.schedule_fault(Fault(target="pulsed", kind="thrust_scale", clear=True), 5.0)
+        sim.schedule_fault(Fault(target="pulsed", kind="thruster_stuck_on"), 10.0)
+        sim.advance_to(14.0)
+        recorder.flush()
+        stream = [(e.t_ns, e.topic, e.seq, e.payload.SerializeToString()) for e in recorder.envelopes]
+        return stream, {name: repr(sim.model(name).snapshot()) for name in ("pulsed", "blowdown", "tank")}
+
+    kept = run()
+    monkeypatch.setattr(HeldMessages, "get", lambda self, numbers, build: build(*numbers))
+    anew = run()
+    assert kept == anew
+    published = [p for _, topic, _, p in kept[0] if topic == "sc/w0"]
+    assert all(a != b for a, b in zip(published, published[1:]))   # on_change: each one news
+    forces = [Wrench.FromString(p).force for p in published]
+    signs = {(f.x, math.copysign(1.0, f.x)) for f in forces}
+    assert {(0.0, 1.0), (0.0, -1.0), (LEVEL, 1.0), (-LEVEL, -1.0)} <= signs     # 0.0, -0.0 (at rest, scale -1)
+    fuel = [Scalar.FromString(p).value for _, topic, _, p in kept[0] if topic == "sc/fuel"]
+    assert fuel[-1] == 0.0 and len(fuel) > 5                       # ran dry

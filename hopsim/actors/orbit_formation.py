@@ -25,10 +25,12 @@ state without propagating either spacecraft (a fix 0.1 s old is 760 m off along-
 difference with another of the same instant is not): rho, rho' = C_HN (r_d - r_c), ... as
 :func:`hopsim.dynamics.orbit_frames.inertial_to_hill`. The relative state is then brought to the
 control instant by the Clohessy-Wiltshire transition over the fix's age (0.11 s normally; at most
-``stale_after_s``; both steps in one compiled call,
-:func:`~hopsim.dynamics.orbit_frames.hill_state_carried`), and u_c from the chief's fix (the angle
-from its ascending node to its position, :func:`argument_of_latitude`) by n times the age. The chief's phase taken from its fix keeps the
-reference on the chief's actual along-track motion (J2 changes u_c' from n by ~1e-3).
+``stale_after_s``; :func:`~hopsim.dynamics.orbit_frames.hill_state_carried`), and u_c from the
+chief's fix (the angle from its ascending node to its position,
+:func:`~hopsim.dynamics.orbital_elements.argument_of_latitude`) by n times the age; the slot
+error below follows in the same compiled call
+(:func:`~hopsim.dynamics.orbit_frames.slot_error_carried`). The chief's phase taken from its fix
+keeps the reference on the chief's actual along-track motion (J2 changes u_c' from n by ~1e-3).
 
 Control law. The slot error e = rho - rho_ref, e' = rho' - rho_ref' (Hill frame, m and m/s) obeys
 the Clohessy-Wiltshire equations with the commanded acceleration a (the reference is a free CW
@@ -54,13 +56,15 @@ import math
 
 import numpy as np
 
-from hopsim.dynamics.orbit_frames import hill_state_carried
-from hopsim.dynamics.orbital_elements import argument_of_latitude, hill_position_from_roe
+from hopsim.actors.held_messages import HeldMessages
+from hopsim.dynamics.orbit_frames import slot_error_carried
+from hopsim.dynamics.orbital_elements import hill_position_from_roe
 from hopsim.kernel import FixedRate, In, Model, NoIo, Out
 from hopsim.kernel.simtime import PeriodicSchedule
 from hopsim.schemas import MassProperties, PositionVelocityMeasurement, RelativeStateMeasurement, Scalar, Vector3
 
 AXES = 6
+ON_TIME_PORTS = tuple(f"on_time{i}" for i in range(AXES))
 
 
 def passively_safe_roe(a_c: float, k: int, n: int, de_m: float, di_m: float) -> np.ndarray:
@@ -178,25 +182,29 @@ class SlotKeeper(Model):
         self.steps = {"hold": 0, "fire": 0, "blind": 0}
         self.slot_error_m = math.nan
         self.estimate_age_s = math.nan
+        self._held = HeldMessages()             # the last on-time commands built (a memo)
 
-    def accel_H(self, e: np.ndarray, e_dot: np.ndarray) -> np.ndarray:
-        """The commanded acceleration (m/s^2, Hill frame): CW feedforward and critically damped PD."""
+    def accel_H(self, e, e_dot) -> list[float]:
+        """The commanded acceleration (m/s^2, Hill frame) for the slot error ``e`` (m) and ``e_dot``
+        (m/s), 3-vectors in the Hill frame: CW feedforward and critically damped PD."""
         n, w = self.n, self.w
-        cw = np.array([3.0 * n * n * e[0] + 2.0 * n * e_dot[1], -2.0 * n * e_dot[0], -n * n * e[2]])
-        return -cw - w * w * e - 2.0 * w * e_dot
+        cw = (3.0 * n * n * e[0] + 2.0 * n * e_dot[1], -2.0 * n * e_dot[0], -n * n * e[2])
+        return [-cw[i] - w * w * e[i] - 2.0 * w * e_dot[i] for i in range(3)]
 
     def estimate(self, t_ns: int):
-        """(e, e', C_NH at t_ns) from the latest chief fix and the own fix of its instant, or None."""
+        """(e m, e' m/s as 3-lists in the Hill frame, C_NH at t_ns) from the latest chief fix and
+        the own fix of its instant, or None."""
         chief = self.read("chief")
         if chief is None or not chief.valid or chief.t_ns not in self.history or t_ns - chief.t_ns > self.stale_ns:
             return None
         r_d, v_d = self.history[chief.t_ns]
         r_c, v_c = _xyz(chief.r_BN_N), _xyz(chief.v_BN_N)
         age_s = (t_ns - chief.t_ns) / 1e9
-        x, C_NH = hill_state_carried(r_c, v_c, r_d, v_d, self.n, age_s)      # brought to t_ns by CW
-        ref, ref_dot = slot_reference(self.a_c, self.n, argument_of_latitude(r_c, v_c) + self.n * age_s, self.roe)
+        # the relative state brought to t_ns by CW, less the slot's reference there
+        e, C_NH = slot_error_carried(r_c, v_c, r_d, v_d, self.n, age_s, self.a_c, self.roe)
         self.estimate_age_s = age_s
-        return x[0:3] - ref, x[3:6] - ref_dot, C_NH
+        e = e.tolist()
+        return e[0:3], e[3:6], C_NH
 
     def update_flow_outs(self, t_ns: int) -> None:
         # called also when a fix or the mass arrives (feed-through): act at the control steps only
@@ -209,7 +217,7 @@ class SlotKeeper(Model):
             self.history[own.t_ns] = (_xyz(own.r_BN_N), _xyz(own.v_BN_N))
         while self.history and next(iter(self.history)) < t_ns - self.stale_ns:
             del self.history[next(iter(self.history))]
-        on = np.zeros(AXES)
+        on = [0.0] * AXES
         est = self.estimate(t_ns)
         if est is None:
             self.mode, self.firing = "blind", False
@@ -224,7 +232,7 @@ class SlotKeeper(Model):
             if self.mode == "fire":
                 mass = self.read("mass")
                 m = mass.mass_kg if mass is not None and mass.mass_kg > 0 else self.mass_kg
-                dv_N = C_NH @ self.accel_H(e, e_dot) * self.period_s
+                dv_N = (C_NH @ np.array(self.accel_H(e, e_dot)) * self.period_s).tolist()
                 for axis in range(3):
                     t_on = min(abs(dv_N[axis]) * m / self.thrust_N, self.max_on_s)
                     if t_on >= self.min_on_s:
@@ -237,8 +245,13 @@ class SlotKeeper(Model):
                 report.valid = True
             self.write("error", report)
         self.steps[self.mode] += 1
-        for i in range(AXES):
-            self.write(f"on_time{i}", Scalar(value=float(on[i]), unit="s"))
+        for port, command in zip(ON_TIME_PORTS, self._held.get(tuple(on), on_time_commands)):
+            self.write(port, command)
+
+
+def on_time_commands(*on_times_s: float) -> tuple[Scalar, ...]:
+    """The on-time commands (s) of the thruster pairs, in the order of their ports."""
+    return tuple(Scalar(value=t, unit="s") for t in on_times_s)
 
 
 __all__ = ["BroadcastRadio", "SlotKeeper", "passively_safe_roe", "slot_reference"]

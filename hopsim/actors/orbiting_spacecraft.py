@@ -259,7 +259,9 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         m = self.take("mass")                     # mass properties change only with a message
         if m is not None and m.mass_kg > 0 and len(m.inertia_B) == 9:
             self.params[P_MASS] = m.mass_kg
-            self._set_inertia(np.array(m.inertia_B, dtype=float).reshape(3, 3))
+            inertia_B = np.array(m.inertia_B, dtype=float).reshape(3, 3)
+            if inertia_B.tobytes() != self.inertia_B.tobytes():     # the same inertia: the same inverse
+                self._set_inertia(inertia_B)
         if self.n_wheels:
             cmd = self.read("torque_cmd")
             self.u[:] = self.motors.torques(None if cmd is None else cmd.torque_Nm)

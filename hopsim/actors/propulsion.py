@@ -63,6 +63,7 @@ import math
 
 import numpy as np
 
+from hopsim.actors.held_messages import HeldMessages
 from hopsim.dynamics.spatial import cross_xyz
 from hopsim.kernel import ContinuousModel, FixedRate, In, Model, NoIo, Out, VariableRate
 from hopsim.schemas import MassProperties, Scalar, Vector3, Wrench
@@ -128,6 +129,7 @@ class ThrusterBase(Model):
         self.firing_level_N = 0.0            # thrust over the current interval (N)
         self.off_ns = 0                      # when the current firing ends (ns)
         self.step_level_N = 0.0              # level commanded for the current step (N)
+        self._held = HeldMessages()          # the last wrench and flow built (a memo)
 
     # ------------------------------------------------------------------ schedule
     def next_io_time(self, t_ns: int) -> int | None:
@@ -182,11 +184,18 @@ class ThrusterBase(Model):
         thrust_factor, isp_s = self.performance(None if fuel is None else fuel.value)
         level *= self.scale * thrust_factor
         self.firing_level_N = level
-        force = [level * d for d in self.direction_B.tolist()]
-        torque = cross_xyz(self.position_B.tolist(), force)
-        self.write("wrench", Wrench(body=self.body, force=Vector3(x=force[0], y=force[1], z=force[2]),
-                                    torque=Vector3(x=torque[0], y=torque[1], z=torque[2]), frame=Wrench.BODY))
-        self.write("flow", Scalar(value=level / (isp_s * G0), unit="kg/s"))
+        wrench, flow = self._held.get((level, isp_s), self.messages)
+        self.write("wrench", wrench)
+        self.write("flow", flow)
+
+    def messages(self, level_N: float, isp_s: float) -> tuple[Wrench, Scalar]:
+        """The wrench (force along ``direction_B`` and its torque about the centre of mass, body
+        frame, N and N m) and the propellant flow (kg/s) of a firing at ``level_N`` (N) with
+        ``isp_s`` (s)."""
+        wrench = Wrench(body=self.body, frame=Wrench.BODY)
+        force = wrench.force.x, wrench.force.y, wrench.force.z = [level_N * d for d in self.direction_B.tolist()]
+        wrench.torque.x, wrench.torque.y, wrench.torque.z = cross_xyz(self.position_B.tolist(), force)
+        return wrench, Scalar(value=level_N / (isp_s * G0), unit="kg/s")
 
     def performance(self, fuel_kg: float | None) -> tuple[float, float]:
         """(thrust factor, Isp s) with ``fuel_kg`` (kg, the tank's last value; None: none yet):
@@ -215,7 +224,7 @@ class PulsedThruster(ThrusterBase):
         self.min_on_ns = round(_positive(name, "min_on_time_s", min_on_time_s) * 1e9)
 
     def command(self, msg) -> tuple[float, int]:
-        if not (np.isfinite(msg.value) and msg.value > 0):
+        if not (math.isfinite(msg.value) and msg.value > 0):
             return 0.0, 0
         return self.level_N, max(round(msg.value * 1e9), self.min_on_ns)
 
@@ -303,6 +312,7 @@ class FuelTank(ContinuousModel):
                 raise ValueError(f"{name}: {what} must be a symmetric positive definite 3x3 matrix (kg m^2)")
         self.io_schedule = FixedRate(rate_hz)
         self.flow_kgps = 0.0
+        self._held = HeldMessages()          # the last fuel and mass messages built (a memo)
 
     def initial_state(self) -> np.ndarray:
         return np.array([self.fuel0_kg])
@@ -310,28 +320,35 @@ class FuelTank(ContinuousModel):
     def start_hop(self, t0_ns: int, t1_ns: int) -> None:
         """Latch the total flow for the hop (flows change only with a message, which ends a hop)."""
         total = 0.0
-        for port in self.inputs:
-            msg = self.read(port)
-            if msg is not None and math.isfinite(msg.value):
-                total += max(msg.value, 0.0)
+        for port in self.ports.values():            # flow0...: as self.read(port), one call less each
+            msg = port.value
+            if msg is not None and 0.0 < msg.value < math.inf:      # a negative or non-finite flow counts 0
+                total += msg.value
         self.flow_kgps = total if self.x[0] > 0.0 else 0.0
 
     def post_deriv(self, t_s: float) -> None:
         self.xdot[0] = -self.flow_kgps
 
-    def mass_properties(self, fuel_kg: float) -> tuple[float, np.ndarray, np.ndarray]:
-        """(mass kg, r_CB_B m, inertia about the CM kg m^2) with ``fuel_kg`` on board."""
+    def mass_properties(self, fuel_kg: float) -> tuple[float, list[float], list[list[float]]]:
+        """(mass kg, r_CB_B m as 3 floats, inertia about the CM kg m^2 as 3 rows of 3 floats) with
+        ``fuel_kg`` on board: empty + f (full - empty), element by element."""
         f = min(max(fuel_kg, 0.0), self.capacity_kg) / self.capacity_kg
-        cm = self.cm_empty_B + f * (self.cm_full_B - self.cm_empty_B)
-        inertia = self.inertia_empty_B + f * (self.inertia_full_B - self.inertia_empty_B)
+        cm = [e + f * (full - e) for e, full in zip(self.cm_empty_B.tolist(), self.cm_full_B.tolist())]
+        inertia = [[e + f * (full - e) for e, full in zip(row_empty, row_full)]
+                   for row_empty, row_full in zip(self.inertia_empty_B.tolist(), self.inertia_full_B.tolist())]
         return self.dry_mass_kg + max(fuel_kg, 0.0), cm, inertia
 
     def update_flow_outs(self, t_ns: int) -> None:
-        fuel = max(float(self.x[0]), 0.0)
-        mass, cm, inertia = self.mass_properties(fuel)
-        self.write("fuel_remaining", Scalar(value=fuel, unit="kg"))
-        self.write("mass", MassProperties(mass_kg=mass, fuel_kg=fuel, r_CB_B=Vector3(x=cm[0], y=cm[1], z=cm[2]),
-                                          inertia_B=inertia.ravel().tolist()))
+        fuel, mass = self._held.get((max(float(self.x[0]), 0.0),), self.messages)
+        self.write("fuel_remaining", fuel)
+        self.write("mass", mass)
+
+    def messages(self, fuel_kg: float) -> tuple[Scalar, MassProperties]:
+        """The ``fuel_remaining`` and ``mass`` messages with ``fuel_kg`` (kg, >= 0) on board."""
+        mass, cm, inertia = self.mass_properties(fuel_kg)
+        return Scalar(value=fuel_kg, unit="kg"), MassProperties(
+            mass_kg=mass, fuel_kg=fuel_kg, r_CB_B=Vector3(x=cm[0], y=cm[1], z=cm[2]),
+            inertia_B=[i for row in inertia for i in row])
 
 
 class FuelManifold(Model):

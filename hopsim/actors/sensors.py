@@ -135,10 +135,13 @@ class GnssReceiver(NoisySensor):
         if truth is None or self.dropped:
             self.write("fix", PositionVelocityMeasurement(vehicle=self.vehicle, t_ns=t_ns))
             return
-        r = _xyz(truth.r_BN_N) + self.bias_pos_m + self.fault_bias + w_r
-        v = _xyz(truth.v_BN_N) + w_v
-        self.write("fix", PositionVelocityMeasurement(vehicle=self.vehicle, t_ns=t_ns, r_BN_N=_v(r), v_BN_N=_v(v),
-                                                      valid=True))
+        r, v = truth.r_BN_N, truth.v_BN_N          # 3-vectors as plain floats
+        fix = PositionVelocityMeasurement(vehicle=self.vehicle, t_ns=t_ns, valid=True)
+        fix.r_BN_N.x, fix.r_BN_N.y, fix.r_BN_N.z = [
+            r_i + bias_i + self.fault_bias + w_i
+            for r_i, bias_i, w_i in zip((r.x, r.y, r.z), self.bias_pos_m.tolist(), w_r.tolist())]
+        fix.v_BN_N.x, fix.v_BN_N.y, fix.v_BN_N.z = [v_i + w_i for v_i, w_i in zip((v.x, v.y, v.z), w_v.tolist())]
+        self.write("fix", fix)
 
 
 class Imu(NoisySensor):

@@ -121,3 +121,45 @@ def hill_state_carried(r_c, v_c, r_d, v_d, n, dt):
         C_NH[i, 1] = c * ey[i] - s * ex[i]
         C_NH[i, 2] = ez[i]
     return x, C_NH
+
+
+@compiled
+def slot_error_carried(r_c, v_c, r_d, v_d, n, dt, a_c, roe):
+    """A deputy's error from its slot, from two fixes of one instant carried ``dt`` seconds forward.
+
+    ``r_c, v_c, r_d, v_d, n, dt``: as :func:`hill_state_carried`; ``a_c`` (m): the chief's
+    semi-major axis; ``roe``: the slot's relative orbital elements (da, dl, dex, dey, dix, diy; da
+    = 0). Returns ``(e, C_NH)``: ``e`` = (rho - rho_ref m, rho' - rho_ref' m/s) in the chief's Hill
+    frame, with (rho, rho') and ``C_NH`` those of :func:`hill_state_carried` and (rho_ref,
+    rho_ref') the slot's first-order reference (D'Amico 2010, eq. 2.18, and its derivative at
+    u_c' = n; :func:`hopsim.actors.orbit_formation.slot_reference`) at the chief's argument of
+    latitude (:func:`hopsim.dynamics.orbital_elements.argument_of_latitude` of ``r_c, v_c``)
+    plus ``n dt``. Those functions' floats, term for term (``tests/test_orbit.py``): one compiled
+    call for what the orbit formation's flight software does at every step.
+    """
+    x, C_NH = hill_state_carried(r_c, v_c, r_d, v_d, n, dt)
+    r0, r1, r2 = r_c[0], r_c[1], r_c[2]                 # the chief's argument of latitude
+    hx = r1 * v_c[2] - r2 * v_c[1]
+    hy = r2 * v_c[0] - r0 * v_c[2]
+    hz = r0 * v_c[1] - r1 * v_c[0]
+    hn = np.sqrt(hx * hx + hy * hy + hz * hz)
+    hx, hy, hz = hx / hn, hy / hn, hz / hn
+    nn = np.sqrt(hy * hy + hx * hx)
+    nx, ny = 1.0, 0.0                                   # the node; equatorial: x_N
+    if nn > 1e-12:
+        nx, ny = -hy / nn, hx / nn
+    qx = hy * 0.0 - hz * ny                             # 90 deg ahead of the node: h x node
+    qy = hz * nx - hx * 0.0
+    qz = hx * ny - hy * nx
+    u_c = np.arctan2(qx * r0 + qy * r1 + qz * r2, nx * r0 + ny * r1) + n * dt
+    da, dl, dex, dey, dix, diy = roe[0], roe[1], roe[2], roe[3], roe[4], roe[5]
+    c, s = np.cos(u_c), np.sin(u_c)
+    k = a_c * n
+    e = np.empty(6)
+    e[0] = x[0] - a_c * (da - dex * c - dey * s)
+    e[1] = x[1] - a_c * (dl + 2.0 * dex * s - 2.0 * dey * c)
+    e[2] = x[2] - a_c * (dix * s - diy * c)
+    e[3] = x[3] - k * (dex * s - dey * c)
+    e[4] = x[4] - k * (2.0 * (dex * c + dey * s))
+    e[5] = x[5] - k * (dix * c + diy * s)
+    return e, C_NH

@@ -98,8 +98,8 @@ def elements_from_state(r_N, v_N, mu: float) -> tuple[float, float, float, float
 def argument_of_latitude(r_N, v_N) -> float:
     """The osculating argument of latitude (rad, [-pi, pi)) of position ``r_N`` (m) and velocity
     ``v_N`` (m/s) in N: the angle from the ascending node of the orbit through them to r."""
-    r0, r1, r2 = (float(c) for c in r_N)
-    hx, hy, hz = cross_xyz((r0, r1, r2), tuple(float(c) for c in v_N))      # plain floats: 3-vectors
+    r0, r1, r2 = map(float, r_N)
+    hx, hy, hz = cross_xyz((r0, r1, r2), tuple(map(float, v_N)))             # plain floats: 3-vectors
     hn = math.sqrt(hx * hx + hy * hy + hz * hz)
     hx, hy, hz = hx / hn, hy / hn, hz / hn
     nn = math.sqrt(hy * hy + hx * hx)

@@ -156,7 +156,7 @@ class Model(InlineAttributes):
     # ------------------------------------------------------------------ port helpers
     def read(self, port: str) -> Any:
         """Latest message on an input port (signal semantics), or None."""
-        return self.ports[port].read()
+        return self.ports[port].value           # InPort.read(), without its call (read at every barrier)
 
     def take(self, port: str) -> Any:
         """Latest message on an input port if new since the last take (a command is seen once)."""
@@ -189,8 +189,9 @@ class Model(InlineAttributes):
         if not isinstance(msg, spec.msg_type):
             raise TypeError(f"{self.name}.{port} carries {spec.msg_type.DESCRIPTOR.full_name}, "
                             f"got {type(msg).__name__}")
-        if spec.on_change and self.wanted(port):     # (a port nothing reads publishes nothing anyway)
-            data = msg.SerializeToString(deterministic=True)
+        # (a port nothing reads publishes nothing anyway: :meth:`wanted`, inline)
+        if spec.on_change and (self.ctx is None or port not in self.ctx.unread_outputs):
+            data = msg.SerializeToString(deterministic=True) if spec.has_maps else msg.SerializeToString()
             published = self._published
             if published.get(port) == data:
                 return                       # a repeat: nothing is published

@@ -43,10 +43,27 @@ class Out:
     queue: bool = False
     doc: str = ""
     on_change: bool = False
+    # whether the message type holds a map field, at any depth: only then does the deterministic
+    # serialization (map entries sorted) differ from the default one, which is cheaper to ask for
+    has_maps: bool = field(init=False, repr=False, compare=False, default=True)
 
     def __post_init__(self):
         if self.on_change and self.queue:
             raise ValueError("on_change is for signals: every message of a queue counts")
+        descriptor = getattr(self.msg_type, "DESCRIPTOR", None)
+        object.__setattr__(self, "has_maps", descriptor is None or _has_maps(descriptor, set()))
+
+
+def _has_maps(descriptor, seen: set) -> bool:
+    """Whether a protobuf message descriptor has a map field, itself or in a field's message type."""
+    if descriptor.full_name in seen:
+        return False
+    seen.add(descriptor.full_name)
+    for f in descriptor.fields:
+        sub = f.message_type
+        if sub is not None and (sub.GetOptions().map_entry or _has_maps(sub, seen)):
+            return True
+    return False
 
 
 @dataclass

@@ -1,0 +1,43 @@
+"""The messages a model built from a few numbers, kept while those numbers stay.
+
+A model that writes a held value at every update whether it changed or not (a thruster's wrench
+and propellant flow, a tank's fuel and mass properties, a flight software's thruster on-times)
+builds, while the value holds, a message
+equal to the last one, bit for bit, which its on_change port then publishes nothing for.
+:class:`HeldMessages` hands back the messages it built for the same numbers instead. The numbers
+are compared by their bits: 0.0 and -0.0 differ, and a NaN is the same only as itself.
+
+It is a :class:`hopsim.kernel.Memo`: not part of the model's snapshot, forgotten when the model is
+restored. The messages it hands back are the ones it built (never changed once written, as every
+message on the bus), so whatever reads them reads what a new build would give;
+``tests/test_propulsion.py`` and ``tests/test_orbit_formation.py`` check thrusters, tanks and the
+formation's flight software against building every message anew.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Callable
+
+from hopsim.kernel import Memo
+
+
+class HeldMessages(Memo):
+    """The messages ``build(*numbers)`` gave for the last ``numbers`` (floats)."""
+
+    def __init__(self):
+        self.forget()
+
+    def forget(self) -> None:
+        self._key: bytes | None = None
+        self._messages: tuple = ()
+
+    def get(self, numbers: tuple[float, ...], build: Callable[..., tuple]) -> tuple:
+        """``build(*numbers)``, or the messages it gave for the same numbers (bit for bit) last."""
+        key = struct.pack(f"{len(numbers)}d", *numbers)
+        if key != self._key:
+            self._messages = build(*numbers)
+            self._key = key
+        return self._messages
+
+
+__all__ = ["HeldMessages"]
