@@ -380,9 +380,9 @@ def print_breakdown(parts: dict[str, float]) -> None:
     per_msg = parts["messages per vehicle-step"]
     print(f"\nWhere a vehicle-step goes (N = 100, 60 s; us per vehicle-step, best of 3 interleaved; "
           f"{per_msg:.0f} messages per vehicle-step recorded): {parts['bare']:.1f} without a recorder and "
-          f"without row blocks, {parts['row blocks']:.1f} with them (a run of 60 s: a block formed after "
-          f"the first instant, stored back at the end), {parts['recorded']:.1f} with a recorder (no row block "
-          f"runs a recorded instant).\n")
+          f"without row blocks, {parts['row blocks']:.1f} with them (a block formed after the timed part's "
+          f"first instant), {parts['recorded']:.1f} with a recorder and without row "
+          f"blocks (with them: the last table).\n")
     print("| part | us per vehicle-step | us per recorded message |")
     print("|---|---:|---:|")
     for name, value in parts.items():
