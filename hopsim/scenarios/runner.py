@@ -178,7 +178,7 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     (:mod:`hopsim.kernel.rate_group`; the same result bit for bit, on by default). ``fleets``: a
     group's hops go through their models' fleet forms (:mod:`hopsim.kernel.fleet`; the same result
     bit for bit, on by default). ``row_blocks``: a group's alike members run as rows
-    (:mod:`hopsim.kernel.blocks`; the same result bit for bit, on by default; an unrecorded run only).
+    (:mod:`hopsim.kernel.blocks`; the same result bit for bit, on by default).
 
     ``pacer`` (:class:`hopsim.scenarios.pacing.Pacer`) paces the run against the wall clock and
     applies commands received while it runs (faults it sends are listed in the recording's result,
