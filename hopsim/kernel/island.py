@@ -984,8 +984,9 @@ class Island:
             self.block.exit()
 
     def regular_member(self) -> bool:
-        """Whether a row block may take this rate group member: nothing on its timeline but its
-        periodic instants, stops and messages, no zero-crossing, monitor or log, not merged."""
+        """Whether a row block may take this rate group member: a member at rest between its
+        barriers (nothing propagated ahead, no zero-crossing met, no monitor or log, not merged);
+        its timed events and requested barriers are instants the block hands it back before."""
         return (self.group is not None and self._groupable() and self._hit is NO_HIT and not self._deferred
                 and not self._initial and not self._propagated)
 
