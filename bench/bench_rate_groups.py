@@ -209,7 +209,8 @@ def print_section(cpu: dict, instr: dict, repeat: int) -> None:
     print("### Rate groups and fleet forms\n")
     print("CPU time and instructions per vehicle-step (one island's 1 s step) with rate groups off and on "
           "(without fleet forms), and on with the group's hops through a fleet form where the models have "
-          "one; the same workload and stream; off / on above 1 is what they save.\n")
+          "one, and with row blocks where they have row forms; the same workload and stream; off / on above 1 "
+          "is what they save.\n")
     header = ("workload", "setting", "us / vehicle-step", "off / this", "instructions / vehicle-step", "off / this")
     print("| " + " | ".join(header) + " |")
     print("|---|---|" + "---:|" * (len(header) - 2))
@@ -226,10 +227,10 @@ def print_section(cpu: dict, instr: dict, repeat: int) -> None:
                 row += ["not measured"] * 2
             print("| " + " | ".join(row) + " |")
     print(f"\nCPU time (`time.process_time`): medians of {repeat} interleaved rounds of the settings, each run a fresh "
-          "process, set-up and first simulated second excluded; the timed simulated seconds in brackets.")
+          "process, set-up and the first five simulated seconds excluded; the timed simulated seconds in brackets.")
     if instr:
         spans = "; ".join(f"{name}: {WORKLOADS[name].short_s:g} s and {WORKLOADS[name].long_s:g} s" for name in instr)
-        print(f"\nInstructions: callgrind, the difference of two runs per setting ({spans} after the first), "
+        print(f"\nInstructions: callgrind, the difference of two runs per setting ({spans} after the first five), "
               "divided by the extra vehicle-steps; numba's generic CPU. Not measured for N = 1000: its set-up "
               "alone takes about 3 minutes under callgrind.")
 
