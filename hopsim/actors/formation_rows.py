@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hopsim.actors.formation import (FormationFlightSoftware, FormationThruster, NeighbourRadio, StateSensor)
+from hopsim.actors.formation import StateSensor
 from hopsim.actors.messages import inertial_force, position_velocity_state
 from hopsim.kernel.blocks import InRows, OutRows, PayloadLayout, UniformDraws
 from hopsim.kernel.simtime import NS_PER_S
@@ -119,7 +119,6 @@ def _thruster_start_hop(dt_s, cmd_value, cmd_fresh, cmd_seen, max_N, min_N, scal
 class ThrusterRows:
     """:class:`FormationThruster` over rows: input ``cmd`` (FORCE)."""
 
-    model_class = FormationThruster
     inputs = {"cmd": FORCE}
     outputs: dict = {}
 
@@ -187,7 +186,6 @@ def _sensor_sample(t_ns, X, mass, sigma, noisy, noise, left, last_t, samples, ou
 class SensorRows:
     """:class:`StateSensor` over rows: output ``meas`` (RV_MASS)."""
 
-    model_class = StateSensor
     inputs: dict = {}
     outputs = {"meas": (RV_MASS, 1)}
 
@@ -283,7 +281,6 @@ class RadioRows:
     """:class:`NeighbourRadio` over rows: inputs ``n0 .. n{K-1}`` (RV_MASS, K the most ports of
     any row), output ``rx`` (RV_MASS queue, at most K per instant)."""
 
-    model_class = NeighbourRadio
     outputs = {"rx": (RV_MASS, None)}      # capacity: the ports
 
     def __init__(self, models: list, row_of: dict[str, int]):
@@ -427,7 +424,6 @@ class FlightSoftwareRows:
     queue), outputs ``thrust`` (FORCE) and ``air`` (RV_MASS). ``row_of`` maps a vehicle name to its
     block row (the packets' senders)."""
 
-    model_class = FormationFlightSoftware
     inputs = {"meas": RV_MASS, "rx": RV_MASS}
     outputs = {"thrust": (FORCE, 1), "air": (RV_MASS, 1)}
 

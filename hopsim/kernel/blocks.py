@@ -5,7 +5,7 @@ due then, but each member still runs its own models one by one: every model's Py
 message built, routed and delivered. When the members are alike (the same kinds of models in the
 same order, wired alike) and nothing irregular happens to them, the group's instant is the same
 few operations repeated per member. A *block* holds those members' models as rows, one row per
-island and one :class:`RowForm` per model kind, and runs an instant as:
+island and one row form per model kind (the protocol below), and runs an instant as:
 
 1. the hop to the instant: the forms that load the body (``start_hop``) add into its rows, then
    the body's form propagates every row (the scalar form's compiled RK4, row by row);
@@ -187,12 +187,12 @@ def deliver_rows(t_ns, rows_from, out_payload, out_msg_t, out_src, out_count, co
             received[i] += 1
 
 
-def _deliver(t_ns: int, rows_from: np.ndarray, out: OutRows, out_count: np.ndarray, target: InRows, column: int,
-             received: np.ndarray, payload=None, msg_t=None, src=None) -> None:
-    deliver_rows(t_ns, rows_from, out.payload if payload is None else payload, out.msg_t if msg_t is None else msg_t,
-                 out.src if src is None else src, out_count, column, target.value, target.msg_t, target.src,
-                 target.t_ns, target.freshness, target.queue, target.queue_msg_t, target.queue_src, target.queued,
-                 target.is_queue, received)
+def _deliver(t_ns: int, rows_from: np.ndarray, out: OutRows, target: InRows, column: int,
+             received: np.ndarray) -> None:
+    """:func:`deliver_rows` of what ``out`` holds to ``target``'s ``column``."""
+    deliver_rows(t_ns, rows_from, out.payload, out.msg_t, out.src, out.count, column, target.value, target.msg_t,
+                 target.src, target.t_ns, target.freshness, target.queue, target.queue_msg_t, target.queue_src,
+                 target.queued, target.is_queue, received)
 
 
 class Encoder:
@@ -309,10 +309,10 @@ class Block:
         self.islands = islands
         self.positions = positions
         self.body = body
-        self.ties = ties
         self.period_ns = period_ns
         self.t_ns = t_ns                       # the last instant run (the members' last barrier)
         self.owner = owner
+        self.row_of = {s.name: i for i, s in enumerate(positions[body].slots)}     # a vehicle's row
         self.instants = 0
         self.until_ns = 1 << 63                # the members' first irregular instant: handed back before it
         self.active = True
@@ -530,17 +530,11 @@ class Block:
             template = self.positions[p].form.out_rows(port)
             out = OutRows(template.layout, len(self.islands), template.payload.shape[1])
             seq = np.zeros(len(self.islands), np.int64)
-            row_of = self.row_of
             for j, env in envs.items():
                 payload, msg_t, vehicle = out.layout.from_message(env.payload)
-                out.payload[j, 0], out.msg_t[j, 0], out.src[j, 0] = payload, msg_t, row_of[vehicle]
+                out.payload[j, 0], out.msg_t[j, 0], out.src[j, 0] = payload, msg_t, self.row_of[vehicle]
                 out.count[j], seq[j] = 1, env.seq
             self.lines[p, port].append((t_pub, out, seq))
-
-    @property
-    def row_of(self) -> dict[str, int]:
-        """A vehicle's row: the name of the body's model."""
-        return {s.name: i for i, s in enumerate(self.positions[self.body].slots)}
 
     # ------------------------------------------------------------------ an instant
     def takes_stop(self, t_ns: int) -> bool:
@@ -598,7 +592,7 @@ class Block:
                     written.append(self._encoded(p, port, out, pos.seq - out.count))
                 for tie in self._at_once[p, port]:
                     target, column = positions[tie.sub].form.in_rows(tie.sub_port)
-                    _deliver(t_ns, tie.rows_from, out, out.count, target, column, positions[tie.sub].received)
+                    _deliver(t_ns, tie.rows_from, out, target, column, positions[tie.sub].received)
                 if (p, port) in self._delayed:
                     self.lines[p, port].append((t_ns, _copy_out(out), pos.seq - out.count))
         for pos, before in driven:                                # a message started their I/O step
@@ -614,7 +608,7 @@ class Block:
         for t_pub, out, _seq in self.lines[tie.pub, tie.port]:
             if t_pub + tie.latency_ns == t_ns:
                 target, column = self.positions[tie.sub].form.in_rows(tie.sub_port)
-                _deliver(t_pub, tie.rows_from, out, out.count, target, column, self.positions[tie.sub].received)
+                _deliver(t_pub, tie.rows_from, out, target, column, self.positions[tie.sub].received)
             elif t_pub + tie.latency_ns > t_ns:
                 break
 
