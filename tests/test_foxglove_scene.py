@@ -37,7 +37,7 @@ def test_the_scene_shows_the_recorded_poses_and_leaves_the_stream_alone(tmp_path
             elif channel.topic.endswith("/estimate"):
                 estimates.setdefault(message.log_time, {})[msg.vehicle] = msg
     assert derived == {("viz/transforms", "foxglove.FrameTransforms"), ("viz/scene", "foxglove.SceneUpdate"),
-                       ("viz/trails", "foxglove.SceneUpdate")}
+                       ("viz/trails", "foxglove.SceneUpdate"), ("viz/trails_recent", "foxglove.SceneUpdate")}
     assert sorted(transforms) == sorted(states) and len(states) > 100
     differs = 0
     for t_ns, by_vehicle in states.items():
@@ -64,21 +64,82 @@ def test_the_scene_shows_the_recorded_poses_and_leaves_the_stream_alone(tmp_path
             r = states[t_ns]["sph1"].r_BN_N
             taken.append((t_ns, [r.x, r.y, r.z]))
             last = t_ns
+    topic_of = {"trail": "viz/trails", "trail_recent": "viz/trails_recent", "trail_tip": "viz/scene"}
     sends = {}
     for t_ns, topic, u in scenes:
         for e in u.entities:
-            if e.id in ("trail/sph1", "trail_tip/sph1"):
-                assert e.frame_id == "world" and topic == ("viz/trails" if e.id == "trail/sph1" else "viz/scene")
-                sends.setdefault(e.id, []).append((t_ns, [[p.x, p.y, p.z] for p in e.lines[0].points]))
-    assert len(sends["trail/sph1"]) == 3 and len(sends["trail_tip/sph1"]) == 26   # every 10 s, every 1 s
+            kind, _, vehicle = e.id.partition("/")
+            if kind in topic_of and vehicle == "sph1":
+                assert e.frame_id == "world" and topic == topic_of[kind]
+                sends.setdefault(kind, []).append((t_ns, [[p.x, p.y, p.z] for p in e.lines[0].points]))
+    assert [len(sends[k]) for k in topic_of] == [1, 3, 26]       # every 60 s, 10 s, 1 s
     t0 = min(states)                                # log times: the scenario's epoch + simulation time
     for seek_ns in range(t0, t0 + 25 * 10**9 + 1, 10**9 // 4):
-        history = [pts for t, pts in sends["trail/sph1"] if t <= seek_ns][-1]
-        tip = [pts for t, pts in sends["trail_tip/sph1"] if t <= seek_ns][-1]
-        assert tip[0] == history[-1]
-        shown = history + tip[1:]
-        sent_by = max(t for t, _ in sends["trail_tip/sph1"] if t <= seek_ns)
+        history, recent, tip = ([pts for t, pts in sends[k] if t <= seek_ns][-1] for k in topic_of)
+        assert recent[0] == history[-1] and tip[0] == recent[-1]
+        shown = history + recent[1:] + tip[1:]
+        sent_by = max(t for t, _ in sends["trail_tip"] if t <= seek_ns)
         assert shown == [r for t, r in taken if t <= sent_by], seek_ns
+
+
+def test_trails_seen_from_any_instant_are_whole_and_their_bytes_are_protobufs():
+    """Two vehicles over 900 s at irregular instants (one absent for a while, a third arriving
+    late): seeking anywhere, each trail's latest history, recent part and tip (decoded by
+    protobuf) join into its last TRAIL_POINTS points up to the history and every point since; and
+    every message the scene writes is protobuf's deterministic serialization of itself (extreme
+    coordinates: -0.0, subnormals, inf, NaN)."""
+    import math
+    import random
+
+    from hopsim.bus.scene import TRAIL_EVERY_NS, TRAIL_POINTS, FoxgloveScene
+    from hopsim.schemas import Vector3, VehicleState
+
+    rng = random.Random(3)
+    scene = FoxgloveScene()
+    extremes = [0.0, -0.0, 5e-324, -math.inf, math.nan, 1e300]
+    taken = {}                                        # vehicle -> [(t_ns, point)] as the module says
+    sends = {}                                        # (kind, vehicle) -> [(t_ns, points)]
+    t_ns = 0
+
+    def collect(messages):
+        for topic, t, message_type, data in messages:
+            msg = message_type.FromString(data)
+            assert msg.SerializeToString(deterministic=True) == data, topic
+            if topic == "viz/transforms":
+                continue
+            for e in msg.entities:
+                kind, _, vehicle = e.id.partition("/")
+                if kind.startswith("trail"):
+                    sends.setdefault((kind, vehicle), []).append((t, [p.SerializeToString()
+                                                                           for p in e.lines[0].points]))
+
+    while t_ns < 900 * 10**9:
+        t_ns += rng.choice([250_000_000, 500_000_000, 1_000_000_000, 1_700_000_000])
+        present = ["a"] + (["b"] if not 100e9 < t_ns < 160e9 else []) + (["c"] if t_ns > 200e9 else [])
+        datas = []
+        for name in present:
+            r = [rng.choice(extremes) if rng.random() < 0.1 else rng.uniform(-1e3, 1e3) for _ in range(3)]
+            state = VehicleState(vehicle=name, t_ns=t_ns, r_BN_N=Vector3(x=r[0], y=r[1], z=r[2]))
+            datas.append(state.SerializeToString(deterministic=True))
+            seen = taken.setdefault(name, [])
+            if not seen or t_ns - seen[-1][0] >= TRAIL_EVERY_NS // 2:
+                seen.append((t_ns, state.r_BN_N.SerializeToString()))
+        collect(scene.flush_encoded())
+        scene.take(t_ns, present, datas)
+    collect(scene.flush_encoded())
+
+    for name, points in taken.items():
+        lines = [sends[kind, name] for kind in ("trail", "trail_recent", "trail_tip")]
+        assert len(lines[0]) >= 11 and len(points) > TRAIL_POINTS
+        assert name != "a" or len(points) > 2 * TRAIL_POINTS       # the trail's array made room
+        for seek_ns in range(0, t_ns + 1, 10**9 // 2):
+            if seek_ns < lines[0][0][0]:
+                continue
+            (h_ns, history), (_, recent), (tip_ns, tip) = ([(t, p) for t, p in line if t <= seek_ns][-1]
+                                                           for line in lines)
+            assert recent[0] == history[-1] and tip[0] == recent[-1]
+            expected = [p for t, p in points if t <= h_ns][-TRAIL_POINTS:] + [p for t, p in points if h_ns < t <= tip_ns]
+            assert history + recent[1:] + tip[1:] == expected, (name, seek_ns)
 
 
 def test_log_times_are_the_epoch_plus_simulation_time(tmp_path):
@@ -156,25 +217,27 @@ def test_a_chiefs_hill_frame_and_the_relative_trails_in_it():
         R_NH = Rotation.from_quat([tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w])
         rho = inertial_to_hill(r_c, v_c, r_d, v_c)[0]
         np.testing.assert_allclose(r_c + R_NH.apply(rho), r_d, rtol=0, atol=1e-6)       # m
-    hill_trails = [e for u in trails for e in u.entities if e.id == "hill_trail/d0"]
+    hill_trails = [e for u in trails for e in u.entities if e.id.startswith("hill_trail")]
     assert hill_trails and all(e.frame_id == "hill/chief" for e in hill_trails)
-    assert not [e for u in trails for e in u.entities if e.id == "hill_trail/chief"]
-    points = np.array([[p.x, p.y, p.z] for p in hill_trails[-1].lines[0].points])
+    assert not [e for e in hill_trails if e.id.endswith("/chief")]
+    history, recent, tip = ([[p.x, p.y, p.z] for p in [e for e in hill_trails if e.id == f"{kind}/d0"][-1].lines[0].points]
+                            for kind in ("hill_trail", "hill_trail_recent", "hill_trail_tip"))
+    points = np.array(history + recent[1:] + tip[1:])       # the whole trail (see the first test)
     expected = np.array([inertial_to_hill(r_c, v_c, r_d, v_c)[0] for r_c, v_c, r_d in placed])
-    np.testing.assert_allclose(points, expected[:len(points)], rtol=0, atol=1e-6)
-    assert len(points) >= 5
+    np.testing.assert_allclose(points, expected, rtol=0, atol=1e-6)
 
 
 def test_the_transforms_bytes_are_protobufs_serialization():
     """The scene writes each instant's FrameTransforms from the states' own bytes: the same bytes
     as protobuf's deterministic serialization of the message built field by field, with zero,
-    negative-zero and unset coordinates, instants at 0 and on whole seconds, and names that make
-    a transform longer than a one-byte length."""
+    negative-zero and unset coordinates, instants at 0 and on whole seconds, names that make
+    a transform longer than a one-byte length, and a state published by a model other than the
+    vehicle it names (not drawn)."""
     import random
 
     from foxglove_schemas_protobuf.FrameTransforms_pb2 import FrameTransforms
 
-    from hopsim.bus.scene import _transforms_bytes
+    from hopsim.bus.scene import FoxgloveScene
     from hopsim.schemas import VehicleState
 
     rng = random.Random(5)
@@ -197,4 +260,8 @@ def test_the_transforms_bytes_are_protobufs_serialization():
             tf.parent_frame_id, tf.child_frame_id = "world", name
             tf.translation.x, tf.translation.y, tf.translation.z = s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z
             tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w = s.q_BN.x, s.q_BN.y, s.q_BN.z, s.q_BN.w
-        assert _transforms_bytes(poses, stamp) == expected.SerializeToString(deterministic=True), case
+        scene = FoxgloveScene(epoch_ns=stamp - 7)
+        names = list(poses) + ["v"]                  # the last: published by another model, not drawn
+        scene.take(7, names, [poses[n].SerializeToString() for n in poses] + [VehicleState(vehicle="w").SerializeToString()])
+        transforms = [data for topic, _, _, data in scene.flush_encoded() if topic == "viz/transforms"]
+        assert transforms == [expected.SerializeToString(deterministic=True)], case

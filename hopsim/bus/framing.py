@@ -3,6 +3,8 @@
 - :func:`message_records`: MCAP Message records (what mcap's ``Message.write`` writes for each).
 - :func:`message_indexes`: a chunk's MCAP MessageIndex records, one per channel in the order of
   the channel's first message in the chunk (what mcap's Writer writes when it closes a chunk).
+- :func:`gather`: payloads put in another order, one after the other.
+- :func:`channel_tally`: how many messages each channel has, channels in the order of their first.
 - :func:`digest_frames`: what the stream digest hashes for each of an instant's envelopes
   (:class:`hopsim.bus.recorder.StreamDigest`), for messages given as columns.
 
@@ -100,6 +102,41 @@ def message_indexes(channel_ids: np.ndarray, log_times: np.ndarray,
     channel, channels in the order of their first message; also those channels (int64) and the
     start of each one's record in the bytes returned (int64, bytes)."""
     return _message_indexes(channel_ids, log_times, offsets)
+
+
+@njit(cache=True)
+def _gather(data, offsets, index, out, lengths):
+    pos = 0
+    for k in range(len(index)):
+        a, b = offsets[index[k]], offsets[index[k] + 1]
+        lengths[k] = b - a
+        out[pos:pos + b - a] = data[a:b]
+        pos += b - a
+
+
+def gather(data: np.ndarray, offsets: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Payloads ``data[offsets[m]:offsets[m + 1]]`` for ``m`` in ``index``, one after the other
+    (uint8), and their lengths (int64). ``data`` uint8, ``offsets`` and ``index`` int64."""
+    lengths = np.empty(len(index), np.int64)
+    out = np.empty(int((offsets[index + 1] - offsets[index]).sum()), np.uint8)
+    _gather(data, offsets, index, out, lengths)
+    return out, lengths
+
+
+@njit(cache=True)
+def channel_tally(channel_ids):
+    """The channels of messages given by channel id (int64, >= 0) in the order of their first
+    message, and each one's count (int64 arrays)."""
+    count = np.zeros(channel_ids.max() + 1, np.int64)
+    order = np.empty(len(channel_ids), np.int64)
+    n = 0
+    for c in channel_ids:
+        if count[c] == 0:
+            order[n] = c
+            n += 1
+        count[c] += 1
+    channels = order[:n].copy()
+    return channels, count[channels]
 
 
 @njit(cache=True)

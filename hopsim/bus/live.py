@@ -1,7 +1,8 @@
 """A running simulation served over Foxglove's WebSocket protocol (the Foxglove SDK's server).
 
 :class:`LiveServer` receives every message the recorder writes (its ``tap``): the stream's bus
-topics, Foxglove's 3-D channels (``viz/transforms``, ``viz/scene``, ``viz/trails``) and the pacing channels, and
+topics, Foxglove's 3-D channels (``viz/transforms``, ``viz/scene``, ``viz/trails``,
+``viz/trails_recent``) and the pacing channels, and
 logs each on a Foxglove channel of the same topic (protobuf, the message's schema as a
 FileDescriptorSet), so that the Foxglove app, or any client of the protocol, sees the run as it
 happens. Log times are the recording's (the scenario's calendar epoch plus simulation time); the

@@ -153,7 +153,7 @@ class _Writer(McapWriter):
     def __init__(self, output, chunk_size: int, compression: CompressionType):
         super().__init__(output, chunk_size=chunk_size, compression=compression)
         self._chunk_bytes = chunk_size
-        self._held = _Columns()              # messages not framed yet
+        self._held: list[tuple] = []         # messages not framed yet: blocks of add_block's arguments
         self._held_bytes = 0                 # the size of their records (bytes)
         self._framed: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []    # the open chunk's (channels, log times, offsets)
 
@@ -170,37 +170,42 @@ class _Writer(McapWriter):
     def add_columns(self, log_time: int, channel_ids: list[int], sequences: list[int], datas: list[bytes]) -> None:
         """Add messages given as columns (channel id, sequence, data: one of each per message, in
         order), each logged and published at ``log_time`` (ns)."""
-        if not datas:
+        if datas:
+            self.add_block(log_time, np.array(channel_ids, np.int64), np.array(sequences, np.int64),
+                           np.fromiter(map(len, datas), np.int64, len(datas)), b"".join(datas))
+
+    def add_block(self, log_time: int, channel_ids: np.ndarray, sequences: np.ndarray, lengths: np.ndarray,
+                  payload) -> None:
+        """Add messages given as arrays (int64: channel id, sequence, data length; one of each per
+        message, in order) and their data one after the other (``payload``: bytes or uint8 array),
+        each logged and published at ``log_time`` (ns)."""
+        if not len(lengths):
             return
-        size = _MESSAGE.size * len(datas) + sum(map(len, datas))
+        size = _MESSAGE.size * len(lengths) + len(payload)
         chunk = self._Writer__chunk_builder
         if chunk.count + self._held_bytes + size > self._chunk_bytes:
-            self._add_filling(log_time, channel_ids, sequences, datas)
+            self._add_filling(log_time, channel_ids, sequences, lengths, payload)
             return
-        self._times(log_time, len(datas))
-        held = self._held
-        held.channel_ids += channel_ids
-        held.sequences += sequences
-        held.log_times += [log_time] * len(datas)
-        held.datas += datas
+        self._times(log_time, len(lengths))
+        self._held.append((log_time, channel_ids, sequences, lengths, payload))
         self._held_bytes += size
 
-    def _add_filling(self, log_time: int, channel_ids: list[int], sequences: list[int], datas: list[bytes]) -> None:
+    def _add_filling(self, log_time: int, channel_ids: np.ndarray, sequences: np.ndarray, lengths: np.ndarray,
+                     payload) -> None:
         """Add messages that fill the chunk: as add_message one by one, each chunk closed after
         the message that takes it past its size; the messages up to that one are added together."""
-        ends = np.cumsum(np.fromiter(map(len, datas), np.int64, len(datas)) + _MESSAGE.size)    # records' ends
-        i, n, done = 0, len(datas), 0
+        ends = np.cumsum(lengths + _MESSAGE.size)       # records' ends
+        data_ends = np.cumsum(lengths)
+        i, n, done = 0, len(lengths), 0
         while i < n:
             room = self._chunk_bytes - (self._Writer__chunk_builder.count + self._held_bytes)
             j = int(np.searchsorted(ends, done + room, side="right"))        # ends[j] is past the room
             fills = j < n
             j = j + 1 if fills else n
             self._times(log_time, j - i)
-            held = self._held
-            held.channel_ids += channel_ids[i:j]
-            held.sequences += sequences[i:j]
-            held.log_times += [log_time] * (j - i)
-            held.datas += datas[i:j]
+            first = int(data_ends[i - 1]) if i else 0
+            self._held.append((log_time, channel_ids[i:j], sequences[i:j], lengths[i:j],
+                               payload[first:int(data_ends[j - 1])]))
             self._held_bytes += int(ends[j - 1]) - done
             done = int(ends[j - 1])
             if fills:
@@ -226,24 +231,23 @@ class _Writer(McapWriter):
     def _frame_held(self) -> None:
         """Write the held messages' records into the open chunk and keep their index entries."""
         held = self._held
-        if not held.datas:
+        if not held:
             return
-        self._held, self._held_bytes = _Columns(), 0
-        channel_ids = np.array(held.channel_ids, np.int64)
-        sequences = np.array(held.sequences, np.int64)
+        self._held, self._held_bytes = [], 0
+        channel_ids = np.concatenate([h[1] for h in held])
+        sequences = np.concatenate([h[2] for h in held])
         if sequences.min() < 0 or sequences.max() >= 2**32 or channel_ids.min() < 0 or channel_ids.max() >= 2**16:
             raise OverflowError("an MCAP sequence is a uint32 and a channel id a uint16")
-        log_times = np.array(held.log_times, np.int64)
-        lengths = np.fromiter(map(len, held.datas), np.int64, len(held.datas))
-        payload = np.frombuffer(b"".join(held.datas), np.uint8)
+        log_times = np.repeat(np.array([h[0] for h in held], np.int64), [len(h[3]) for h in held])
+        lengths = np.concatenate([h[3] for h in held])
+        payload = np.frombuffer(b"".join(h[4] for h in held), np.uint8)
         chunk = self._Writer__chunk_builder
         records, offsets = framing.message_records(channel_ids, sequences, log_times, lengths, payload, chunk.count)
         chunk.record_writer.write(records.data)
         self._framed.append((channel_ids, log_times, offsets))
         counts = self._Writer__statistics.channel_message_counts      # channels in the order they first come
-        tally = np.bincount(channel_ids).tolist()
-        for channel_id in dict.fromkeys(held.channel_ids):
-            counts[channel_id] += tally[channel_id]
+        for channel_id, tally in zip(*(a.tolist() for a in framing.channel_tally(channel_ids))):
+            counts[channel_id] += tally
 
     def register_schema(self, name: str, encoding: str, data: bytes) -> int:
         self._frame_held()          # the records go into the chunk in the order they come
@@ -299,18 +303,6 @@ class _Writer(McapWriter):
 
 # zstandard.compress(data) makes a compressor (level 3) for each call; one, reused, writes the same frames
 _ZSTD = zstandard.ZstdCompressor(level=3)
-
-
-class _Columns:
-    """Messages as columns: channel ids, sequences, log times (ns), data."""
-
-    __slots__ = ("channel_ids", "sequences", "log_times", "datas")
-
-    def __init__(self):
-        self.channel_ids: list[int] = []
-        self.sequences: list[int] = []
-        self.log_times: list[int] = []
-        self.datas: list[bytes] = []
 
 
 # an MCAP message record: opcode, length of what follows, channel id, sequence, log time, publish
@@ -390,6 +382,7 @@ class RowChannels:
         # what the scene may draw: a vehicle state published by the vehicle it names (the vehicles
         # the block's messages name are ``vehicles``; a route of another source never is one)
         self.is_state = np.array([e.type_name == _STATE_TYPE and e.source in vehicles for e in prototypes], np.bool_)
+        self.sources = [e.source for e in prototypes]
 
 
 class EncodedColumns:
@@ -527,17 +520,18 @@ class McapRecorder:
         self.digest.add_framed(framing.digest_frames(t_ns, counts, columns.seqs, columns.starts, offsets,
                                              np.frombuffer(data, np.uint8), channels.latency, channels.priority,
                                              channels.names, channels.names_at), len(route))
-        bounds = offsets.tolist()
-        datas = [data[bounds[m]:bounds[m + 1]] for m in index.tolist()]
         if self._scene is not None:
-            self._observe_scene_data(t_ns, [(channels.prototypes[p].source, d)
-                                            for p, d in zip(route.tolist(), datas) if channels.is_state[p]])
+            states = np.flatnonzero(channels.is_state[route])
+            sources, bounds = channels.sources, offsets.tolist()
+            self._observe_scene(t_ns, [(sources[p], data[bounds[m]:bounds[m + 1]])
+                                       for p, m in zip(route[states].tolist(), index[states].tolist())])
         t = t_ns + self._offset
-        self._writer.add_columns(t, channels.channel[route].tolist(), seqs.tolist(), datas)
+        payload, lengths = framing.gather(np.frombuffer(data, np.uint8), offsets, index)
+        self._writer.add_block(t, channels.channel[route], seqs, lengths, payload)
         if self.tap is not None:
-            protos = channels.prototypes
-            for p, d in zip(route.tolist(), datas):
-                self.tap(protos[p].topic, protos[p].message_type, t, d)
+            protos, bounds = channels.prototypes, offsets.tolist()
+            for p, m in zip(route.tolist(), index.tolist()):
+                self.tap(protos[p].topic, protos[p].message_type, t, data[bounds[m]:bounds[m + 1]])
 
     def _add_route(self, env: Envelope | EncodedEnvelope, queue: bool) -> None:
         """The route of ``env``'s (topic, source, payload type: ``bytes`` for an
@@ -642,7 +636,7 @@ class McapRecorder:
             channel_ids.append(channel_id)
             datas.append(data)
             if is_state:
-                states.append(env)
+                states.append((env.source, data))
         self.digest.add_framed(b"".join(hashed), len(envelopes))
         if self._scene is not None:
             self._observe_scene(t_ns, states)
@@ -652,25 +646,14 @@ class McapRecorder:
             for env, data in zip(envelopes, datas):
                 self.tap(env.topic, routes[env.topic, env.source, type(env.payload)].message_type, t, data)
 
-    def _observe_scene_data(self, t_ns: int, states: list[tuple[str, bytes]]) -> None:
-        """:meth:`_observe_scene` for states given as (source, payload bytes)."""
+    def _observe_scene(self, t_ns: int, states: list[tuple[str, bytes]]) -> None:
+        """Show the scene an instant (``t_ns``, ns) and its vehicle states, (publisher, serialized
+        state): the instant before, complete, is drawn first, its messages written."""
         scene = self._scene
         if scene.pending_ns is not None and scene.pending_ns != t_ns:
             self._write_encoded(scene.flush_encoded())
-        for source, data in states:
-            scene.take(t_ns, VehicleState.FromString(data), source)
-
-    def _observe_scene(self, t_ns: int, states: list[Envelope]) -> None:
-        """Show the scene an instant (``t_ns``, ns) and its vehicle states: the instant before,
-        complete, is drawn first, its messages written."""
-        scene = self._scene
-        if scene.pending_ns is not None and scene.pending_ns != t_ns:
-            self._write_encoded(scene.flush_encoded())
-        for env in states:
-            state = env.payload
-            if isinstance(state, bytes):            # it travelled serialized (EncodedEnvelope)
-                state = VehicleState.FromString(state)
-            scene.take(t_ns, state, env.source)
+        if states:
+            scene.take(t_ns, [source for source, _ in states], [data for _, data in states])
 
     def record_derived(self, topic: str, t_ns: int, msg, kind: str) -> None:
         """A message about the run that is not part of its stream (``kind`` names what derived it,
