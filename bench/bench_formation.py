@@ -17,14 +17,19 @@ vehicle-step costs when the models cost nothing. And the protobuf traffic of one
 itself (:func:`protobuf_floor_us`): the messages the formation's models must build and read; and
 the least Python any kernel must run per vehicle-step for this wiring (:func:`dispatch_floor_us`).
 Together they bound what the design can reach: 1,000x real time at N = 100 is 10 us per step.
-Last, where a 100-vehicle step's time goes, with and without recording, without row blocks
-(:func:`time_breakdown_us`) and with them (:func:`block_breakdown_us`).
+Then the issue's four settings at N = 100 (:func:`settings_table`): the dynamics at 1 Hz (one
+RK4 step per hop) and at 10 Hz (``dynamics_steps=10``: ten per hop), bare and recorded (MCAP with
+its Foxglove scene), each in its own subprocess, 300 simulated seconds after the first five,
+wall-clock medians of five interleaved repeats. Last, where a 100-vehicle step's time goes, with
+and without recording, without row blocks (:func:`time_breakdown_us`) and with them
+(:func:`block_breakdown_us`).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -38,22 +43,34 @@ REAL_TIME_TARGET = 1000.0                           # N = 100 should run >= 1000
 WARM_S = 5.0                                        # simulated seconds run before the timed part
 
 
-def one(n: int, duration_s: float, layout: str, blocks: bool = True) -> dict:
-    """Build and run one formation in this process; returns the measurements."""
+def one(n: int, duration_s: float, layout: str, blocks: bool = True, steps: int = 1, recorded: bool = False) -> dict:
+    """Build and run one formation in this process (``steps`` RK4 steps per hop; ``recorded``: to
+    an MCAP file with its Foxglove scene); returns the measurements."""
+    import tempfile
+    from pathlib import Path
+
+    from hopsim.bus.recorder import McapRecorder
     from hopsim.kernel import Simulation
     from hopsim.scenarios.catalog import get_scenario
 
     spec = get_scenario("formation")
-    params = spec.make_params({"n_vehicles": n, "layout": layout})
+    params = spec.make_params({"n_vehicles": n, "layout": layout, "dynamics_steps": steps})
+    tmp = tempfile.TemporaryDirectory()
+    recorder = McapRecorder(Path(tmp.name) / "run.mcap") if recorded else None
     t0 = time.perf_counter()
-    sim = Simulation(seed=0, row_blocks=blocks)
+    sim = Simulation(seed=0, row_blocks=blocks, recorder=recorder)
     sim.scenario_params = params
     spec.build(sim, params)
     sim.advance_to(WARM_S)
     before = sim.stats()                      # (a row block keeps running: its counters are added)
     t1 = time.perf_counter()
     sim.advance_to(WARM_S + duration_s)
+    if recorder is not None:
+        recorder.flush()                      # the last instant written, as a run's end does
     t2 = time.perf_counter()
+    if recorder is not None:
+        recorder.close()
+    tmp.cleanup()
     after = sim.stats()
     hops = sum(i["hops"] for i in after["islands"].values()) - sum(i["hops"] for i in before["islands"].values())
     barriers = sum(i["barriers"] for i in after["islands"].values())
@@ -410,6 +427,33 @@ def run_sizes(sizes: dict[int, float], layout: str) -> list[dict]:
     return rows
 
 
+def settings_table(n: int = 100, duration_s: float = 300.0, repeat: int = 5) -> dict[tuple[int, bool], float]:
+    """Simulated seconds per wall second of the formation (row blocks on) with the dynamics at
+    1 and 10 RK4 steps per hop, bare and recorded: medians of ``repeat`` interleaved subprocess runs."""
+    runs: dict[tuple[int, bool], list[float]] = {}
+    for _ in range(repeat):
+        for steps in (1, 10):
+            for recorded in (False, True):
+                proc = subprocess.run([sys.executable, __file__, "--one", str(n), "--duration", str(duration_s),
+                                       "--steps", str(steps)] + (["--recorded"] if recorded else []),
+                                      check=False, capture_output=True, text=True)
+                if proc.returncode != 0:
+                    raise RuntimeError(f"steps = {steps}, recorded = {recorded} failed:\n{proc.stderr[-3000:]}")
+                runs.setdefault((steps, recorded), []).append(json.loads(proc.stdout.strip().splitlines()[-1])["speed"])
+    return {key: statistics.median(v) for key, v in runs.items()}
+
+
+def print_settings(speeds: dict[tuple[int, bool], float], n: int = 100) -> None:
+    print(f"\n### N = {n}: the dynamics at 1 and 10 Hz, bare and recorded\n")
+    print("Simulated seconds per wall second (row blocks on; 300 s after 5; medians of 5 interleaved runs; "
+          "recorded: MCAP with the Foxglove scene):\n")
+    print("| dynamics | bare | recorded | targets (bare / recorded) |")
+    print("|---|---:|---:|---|")
+    for steps, target in ((1, "5,000x / 1,000x"), (10, "1,000x / 500x")):
+        print(f"| {steps} RK4 step{'s' if steps > 1 else ''} per 1 s hop ({steps} Hz) | "
+              f"{speeds[steps, False]:,.0f}x | {speeds[steps, True]:,.0f}x | {target} |")
+
+
 def print_section(rows: list[dict], floor_us: float | None = None, protobuf_us: float | None = None,
                   dispatch_us: float | None = None) -> None:
     print("### Large formations (local backend, 1 Hz control, one island per vehicle)\n")
@@ -449,9 +493,15 @@ def main() -> None:
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--duration", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--no-blocks", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--steps", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--recorded", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--settings", action="store_true", help="only the table of the four N = 100 settings")
     opts = ap.parse_args()
     if opts.one is not None:
-        print(json.dumps(one(opts.one, opts.duration, opts.layout, not opts.no_blocks)))
+        print(json.dumps(one(opts.one, opts.duration, opts.layout, not opts.no_blocks, opts.steps, opts.recorded)))
+        return
+    if opts.settings:
+        print_settings(settings_table())
         return
     sizes = QUICK if opts.quick else FULL
     if opts.sizes:
@@ -459,6 +509,7 @@ def main() -> None:
     rows = run_sizes(sizes, opts.layout)
     print_section(rows, kernel_floor_us(), protobuf_floor_us(), dispatch_floor_us())
     if not opts.quick:
+        print_settings(settings_table())
         print_breakdown(time_breakdown_us())
         print_block_breakdown(block_breakdown_us())
 

@@ -33,6 +33,10 @@ CASES = [
       "faults": [{"t_s": 12.5, "target": "v130_thr", "kind": "thrust_scale", "value": 0.5}]}, 20.0),
     # every packet lost: the vehicles brake; no noise
     ({"n_vehicles": 5, "radio_loss": 1.0, "noise": False, "stale_after_s": 3.0}, 30.0),
+    # the dynamics at 10 Hz under 1 Hz control (ten RK4 steps per hop), at 2 Hz control with a
+    # period that does not split into ten whole nanosecond steps of equal length
+    ({"n_vehicles": 8, "dynamics_steps": 10}, 30.0),
+    ({"n_vehicles": 6, "dynamics_steps": 7, "control_rate_hz": 2.0, "radio_latency_s": 0.0}, 20.0),
 ]
 
 

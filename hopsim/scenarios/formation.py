@@ -56,6 +56,9 @@ class FormationParams(ScenarioParams):
     control_rate_hz: float = Field(1.0, gt=0, le=1000, description=(
         "rate of every model of a vehicle (sensor, radio, flight software, thruster updates, "
         "truth output); 1/rate must be a whole number of ns"))
+    dynamics_steps: int = Field(1, ge=1, le=1000, description=(
+        "RK4 steps of the dynamics in each hop (one period of control_rate_hz): 10 integrates at "
+        "10 Hz under 1 Hz control"))
     radio_latency_s: float = Field(0.2, ge=0, description=(
         "link latency; a packet is used at the first control step at or after its arrival, at "
         "least one period after it was sent"))
@@ -158,7 +161,7 @@ def build_formation(sim: Simulation, p: FormationParams) -> None:
     sigma_r = p.position_noise_m if p.noise else 0.0
     sigma_v = p.velocity_noise_mps if p.noise else 0.0
     for i, v in enumerate(names):
-        sim.add_island(v, integrator=make_integrator("rk4"))
+        sim.add_island(v, integrator=make_integrator("rk4"), n_integration_steps=p.dynamics_steps)
         body = sim.add_model(RigidVehicleDynamics(v, p.mass_kg, inertia, r_BN_N=r0[i], v_BN_N=v0[i],
                                                   rate_hz=rate), v, ties={"state": f"{v}/state"})
         sim.add_model(FormationThruster(f"{v}_thr", body, p.max_thrust_N, p.min_thrust_N), v,
