@@ -2,6 +2,7 @@
 the MCAP file decodes with the mcap library's own protobuf decoder (what Foxglove relies on)."""
 import json
 
+import numpy as np
 import pytest
 from mcap.reader import make_reader
 from mcap_protobuf.decoder import DecoderFactory
@@ -183,6 +184,12 @@ def test_the_recorder_writes_the_bytes_of_one_add_message_per_envelope(tmp_path,
             for channel_id, sequence, data in zip(channel_ids, sequences, datas, strict=True):
                 self.add_message(channel_id, log_time=log_time, data=data, publish_time=log_time, sequence=sequence)
 
+        def add_block(self, log_time, channel_ids, sequences, lengths, payload):
+            ends = np.cumsum(lengths).tolist()
+            payload = bytes(payload)
+            self.add_columns(log_time, channel_ids.tolist(), sequences.tolist(),
+                             [payload[a:b] for a, b in zip([0, *ends[:-1]], ends)])
+
     run = run_scenario("lander", {}, seed=4, duration_s=30.0, keep_stream=True)
     for name in ("fast", "plain"):
         if name == "plain":
@@ -192,9 +199,13 @@ def test_the_recorder_writes_the_bytes_of_one_add_message_per_envelope(tmp_path,
         for env in run.recorder.envelopes:
             rec.record(env)
         rec.close({"end": "30"})
+        # a formation's row blocks hand the recorder each instant as columns (add_block)
+        run_scenario("formation", {"n_vehicles": 12}, seed=2, duration_s=30.0, out=tmp_path / f"{name}-f.mcap")
     fast, plain = (tmp_path / "fast.mcap").read_bytes(), (tmp_path / "plain.mcap").read_bytes()
     assert fast == plain and len(fast) > 50_000
     assert read_metadata(tmp_path / "fast.mcap")["hopsim.result"]["stream_sha256"] == run.stream_sha256
+    fast, plain = (tmp_path / "fast-f.mcap").read_bytes(), (tmp_path / "plain-f.mcap").read_bytes()
+    assert fast == plain and len(fast) > 100_000
 
 
 def test_a_recordings_digest_is_the_stream_digest_of_its_envelopes(tmp_path):

@@ -139,11 +139,12 @@ def _as_is(data: bytes) -> bytes:
 
 
 class _Writer(McapWriter):
-    """mcap's Writer, with :meth:`add_columns` for the messages of one log time.
+    """mcap's Writer, with :meth:`add_columns` and :meth:`add_block` for the messages of one log time.
 
-    ``add_columns`` writes what :meth:`add_message` called for each message in turn writes (the
-    same records, chunks, indexes and statistics; tests/test_recording.py compares the two) with
-    one call. The messages are held as columns while their chunk is open and framed together
+    ``add_columns`` (and ``add_block``, the same messages as arrays and one payload buffer) writes
+    what :meth:`add_message` called for each message in turn writes (the same records, chunks,
+    indexes and statistics; tests/test_recording.py compares the two) with one call. The messages
+    are held as blocks of arrays while their chunk is open and framed together
     (:mod:`hopsim.bus.framing`) when something else goes into the chunk (a schema, a channel) or
     when it closes: the chunk's records, its message indexes and the statistics are then those
     mcap writes, through its Writer's private state (that of the mcap version pinned in
@@ -382,7 +383,7 @@ class RowChannels:
         # what the scene may draw: a vehicle state published by the vehicle it names (the vehicles
         # the block's messages name are ``vehicles``; a route of another source never is one)
         self.is_state = np.array([e.type_name == _STATE_TYPE and e.source in vehicles for e in prototypes], np.bool_)
-        self.sources = [e.source for e in prototypes]
+        self.sources = [e.source for e in prototypes]      # each route's publisher
 
 
 class EncodedColumns:
@@ -517,16 +518,17 @@ class McapRecorder:
             self._chunk_start_ns = t_ns
         data, offsets = columns.data, columns.offsets
         route, seqs, index = columns.messages()
-        self.digest.add_framed(framing.digest_frames(t_ns, counts, columns.seqs, columns.starts, offsets,
-                                             np.frombuffer(data, np.uint8), channels.latency, channels.priority,
-                                             channels.names, channels.names_at), len(route))
+        buffer = np.frombuffer(data, np.uint8)
+        self.digest.add_framed(framing.digest_frames(t_ns, counts, columns.seqs, columns.starts, offsets, buffer,
+                                                     channels.latency, channels.priority, channels.names,
+                                                     channels.names_at), len(route))
         if self._scene is not None:
             states = np.flatnonzero(channels.is_state[route])
             sources, bounds = channels.sources, offsets.tolist()
             self._observe_scene(t_ns, [(sources[p], data[bounds[m]:bounds[m + 1]])
                                        for p, m in zip(route[states].tolist(), index[states].tolist())])
         t = t_ns + self._offset
-        payload, lengths = framing.gather(np.frombuffer(data, np.uint8), offsets, index)
+        payload, lengths = framing.gather(buffer, offsets, index)
         self._writer.add_block(t, channels.channel[route], seqs, lengths, payload)
         if self.tap is not None:
             protos, bounds = channels.prototypes, offsets.tolist()
