@@ -30,13 +30,13 @@ import math
 
 import numpy as np
 
-from hopsim.dynamics._jit import compiled
+from hopsim.dynamics._jit import compiled, compiled_borrowing
 from hopsim.dynamics.environment import (PLATE_PARAMS, SUN_RADIUS, air_relative_velocity_xyz,
                                          conical_shadow_fraction_xyz, drag_acceleration_xyz, exponential_density,
                                          gmst_rad, plate_drag_xyz, srp_acceleration_xyz, sun_position_xyz,
                                          sunlit_srp_acceleration_xyz)
 from hopsim.dynamics.gravity import EARTH_RADIUS, gravity_gradient_xyz, point_mass_xyz
-from hopsim.dynamics.spatial import quat_dcm_entries, quat_normalize
+from hopsim.dynamics.spatial import quat_dcm_entries, quat_normalize_into
 from hopsim.dynamics.spherical_harmonics import spherical_harmonic_acceleration_xyz
 from hopsim.dynamics.wheels import lugre_friction_into, wheel_accelerations_into, wheel_friction_into
 
@@ -94,7 +94,7 @@ def scratch(degree: int, n_wheels: int, size: int) -> tuple[np.ndarray, np.ndarr
     return np.zeros((2, d, d)), np.zeros(max(int(n_wheels), 0)), np.zeros((5, int(size)))
 
 
-@compiled
+@compiled_borrowing
 def gravity_xyz(x, y, z, t_s, p, C, S, VW):
     """Gravitational acceleration (m/s^2, frame N) as a tuple at ``(x, y, z)`` (m, frame N) at
     ``t_s`` (s): a point mass, or the spherical-harmonic field ``C``, ``S`` (unnormalized) to
@@ -118,7 +118,7 @@ def gravity_acceleration(r, t_s, p, C, S):
     return np.array([ax, ay, az])
 
 
-@compiled
+@compiled_borrowing
 def orbiting_derivative(t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
                         friction, VW, f):
     """The state derivative at ``t_s`` (s) into ``xdot``; returns v' (m/s^2, frame N).
@@ -210,7 +210,7 @@ def orbiting_derivative(t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_
     return ax, ay, az
 
 
-@compiled
+@compiled_borrowing
 def rk4_hop(t0_s, steps_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
             friction, VW, f, K):
     """Classical RK4 over the sub-steps ``steps_s`` (s) from ``t0_s`` (s) for one spacecraft: ``x``
@@ -256,23 +256,31 @@ def rk4_hops(t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_t
     for i in range(n):
         degree = max(degree, int(P[i, P_DEGREE]))
     VW, f, K = np.zeros((2, degree + 3, degree + 3)), np.zeros(J.shape[1]), np.zeros((5, size))
-    for i in range(n):
-        rk4_hop(t0_s, steps_s, X[i], Xdot[i], P[i], loads[i], inertia_B[i], inertia_inv[i], inertia_total_B[i], C, S,
-                G[i], J[i], motor_Nm[i], friction[i], VW, f, K)
+    _rk4_each(np.arange(n), False, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S,
+              G, J, motor_Nm, friction, VW, f, K)
 
 
-@compiled
+@compiled_borrowing
 def rk4_rows(rows, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
              friction, VW, f, K):
     """:func:`rk4_hop` for the rows ``rows`` of a fleet's arrays (one row per spacecraft, as in
     :func:`rk4_hops`; work arrays as :func:`scratch` makes them for the fleet's degree and state
     size), each followed by the model's end_hop: the attitude back on the unit sphere
     (:func:`hopsim.dynamics.spatial.quat_normalize`)."""
+    _rk4_each(rows, True, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
+              motor_Nm, friction, VW, f, K)
+
+
+@compiled_borrowing
+def _rk4_each(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
+              motor_Nm, friction, VW, f, K):
+    """:func:`rk4_hop` for the rows ``rows``, then (``normalize``) each one's attitude back on the unit sphere."""
     for i in range(len(rows)):
         r = rows[i]
         rk4_hop(t0_s, steps_s, X[r], Xdot[r], P[r], loads[r], inertia_B[r], inertia_inv[r], inertia_total_B[r], C, S,
                 G[r], J[r], motor_Nm[r], friction[r], VW, f, K)
-        X[r, 6:10] = quat_normalize(X[r, 6:10])
+        if normalize:
+            quat_normalize_into(X[r, 6:10], X[r, 6:10])
 
 
 __all__ = ["orbiting_derivative", "rk4_rows", "gravity_acceleration", "gravity_xyz", "scratch", "rk4_hop", "rk4_hops", "parameters", "N_PARAMS", "N_LOADS",

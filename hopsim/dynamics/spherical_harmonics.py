@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hopsim.dynamics._jit import compiled
+from hopsim.dynamics._jit import compiled, compiled_borrowing
 
 GGM03S_FILE = Path(__file__).parent / "data" / "ggm03s_20.txt"
 GGM03S_MU = 3.986004415e14          # m^3/s^2
@@ -82,7 +82,7 @@ def ggm03s() -> GravityField:
     return read_field(GGM03S_FILE, "GGM03S", GGM03S_MU, GGM03S_RADIUS)
 
 
-@compiled
+@compiled_borrowing
 def cunningham_into(x, y, z, radius, n_max, V, W):
     """Fill the lower triangles (n >= m) of ``V``, ``W`` to degree ``n_max`` at ``(x, y, z)``
     (m, frame F); the upper triangles are left as they are (no formula reads them)."""
@@ -112,7 +112,7 @@ def _cunningham(r, radius, n_max):
     return V, W
 
 
-@compiled
+@compiled_borrowing
 def spherical_harmonic_acceleration_xyz(x, y, z, mu, radius, C, S, n_max, V, W):
     """grad U (m/s^2, frame F) as a tuple, at ``(x, y, z)`` (m, frame F); ``V``, ``W`` are
     scratch of at least (n_max + 2) x (n_max + 2) (no allocation: the orbiting spacecraft's
