@@ -95,19 +95,46 @@ def scratch(degree: int, n_wheels: int, size: int) -> tuple[np.ndarray, np.ndarr
 
 
 @compiled_borrowing
-def gravity_xyz(x, y, z, t_s, p, C, S, VW):
-    """Gravitational acceleration (m/s^2, frame N) as a tuple at ``(x, y, z)`` (m, frame N) at
-    ``t_s`` (s): a point mass, or the spherical-harmonic field ``C``, ``S`` (unnormalized) to
-    ``p[P_DEGREE]`` evaluated in the Earth-fixed frame, which turns by GMST from ``p[P_EPOCH_JD]``."""
+def instant(epoch_jd, t_s, earth, sun):
+    """What every spacecraft of one epoch shares at ``t_s`` (s): the cosine and sine of the
+    Earth's rotation angle (GMST) and the Sun's position (m, frame N), as a 5-tuple; with
+    ``earth`` or ``sun`` false, that part left out (1, 0 and zeros)."""
+    jd = epoch_jd + t_s / 86400.0
+    c, s, sx, sy, sz = 1.0, 0.0, 0.0, 0.0, 0.0
+    if earth:
+        g = gmst_rad(jd)
+        c, s = math.cos(g), math.sin(g)
+    if sun:
+        sx, sy, sz = sun_position_xyz(jd)
+    return c, s, sx, sy, sz
+
+
+@compiled_borrowing
+def instant_of(p, t_s):
+    """:func:`instant` at ``t_s`` (s) for the spacecraft of parameters ``p``: the Earth's rotation
+    if its field has harmonics, the Sun if it feels solar pressure."""
+    return instant(p[P_EPOCH_JD], t_s, int(p[P_DEGREE]) >= 0, p[P_CR_AREA] > 0.0)
+
+
+@compiled_borrowing
+def gravity_xyz_at(x, y, z, now, p, C, S, VW):
+    """Gravitational acceleration (m/s^2, frame N) as a tuple at ``(x, y, z)`` (m, frame N) at the
+    instant ``now`` (:func:`instant`): a point mass, or the spherical-harmonic field ``C``, ``S``
+    (unnormalized) to ``p[P_DEGREE]`` evaluated in the Earth-fixed frame, turned by GMST."""
     mu = p[P_MU]
     degree = int(p[P_DEGREE])
     if degree < 0:
         return point_mass_xyz(x, y, z, mu)
-    g = gmst_rad(p[P_EPOCH_JD] + t_s / 86400.0)
-    c, s = math.cos(g), math.sin(g)
+    c, s = now[0], now[1]
     fx, fy, fz = spherical_harmonic_acceleration_xyz(c * x + s * y, -s * x + c * y, z, mu, p[P_RADIUS], C, S,
                                                      degree, VW[0], VW[1])
     return c * fx - s * fy, s * fx + c * fy, fz
+
+
+@compiled_borrowing
+def gravity_xyz(x, y, z, t_s, p, C, S, VW):
+    """:func:`gravity_xyz_at` at ``t_s`` (s): the Earth turned by GMST from ``p[P_EPOCH_JD]``."""
+    return gravity_xyz_at(x, y, z, instant_of(p, t_s), p, C, S, VW)
 
 
 @compiled
@@ -129,12 +156,21 @@ def orbiting_derivative(t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_
     (B), ``J`` (k) their axial inertias (kg m^2), ``motor_Nm`` (k) their motor torques (N m),
     ``friction`` (k x FRICTION_PARAMS) their bearings; ``VW`` and ``f`` the work arrays of
     :func:`scratch`. Written in scalars: it allocates nothing (four calls per RK4 step)."""
+    return orbiting_derivative_at(instant_of(p, t_s), x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C,
+                                  S, G, J, motor_Nm, friction, VW, f)
+
+
+@compiled_borrowing
+def orbiting_derivative_at(now, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                           friction, VW, f):
+    """:func:`orbiting_derivative` at the instant ``now`` (:func:`instant`: the Earth's rotation
+    and the Sun there)."""
     rx, ry, rz, vx, vy, vz = x[0], x[1], x[2], x[3], x[4], x[5]
     qx, qy, qz, qw = x[6], x[7], x[8], x[9]
     wx, wy, wz = x[10], x[11], x[12]
     R00, R01, R02, R10, R11, R12, R20, R21, R22 = quat_dcm_entries(qx, qy, qz, qw)    # R(q_BN): B -> N
     m = p[P_MASS]
-    ax, ay, az = gravity_xyz(rx, ry, rz, t_s, p, C, S, VW)
+    ax, ay, az = gravity_xyz_at(rx, ry, rz, now, p, C, S, VW)
     Fx, Fy, Fz = loads[L_FORCE_B], loads[L_FORCE_B + 1], loads[L_FORCE_B + 2]
     ax += (R00 * Fx + R01 * Fy + R02 * Fz) / m
     ay += (R10 * Fx + R11 * Fy + R12 * Fz) / m
@@ -158,7 +194,7 @@ def orbiting_derivative(t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_
         ay += (R10 * pfx + R11 * pfy + R12 * pfz) / m
         az += (R20 * pfx + R21 * pfy + R22 * pfz) / m
     if p[P_CR_AREA] > 0.0:
-        sx, sy, sz = sun_position_xyz(p[P_EPOCH_JD] + t_s / 86400.0)
+        sx, sy, sz = now[2], now[3], now[4]
         if p[P_CONICAL_SHADOW] == 0.0:
             px, py, pz = srp_acceleration_xyz(rx, ry, rz, sx, sy, sz, p[P_CR_AREA] / m)
             ax, ay, az = ax + px, ay + py, az + pz
@@ -211,6 +247,33 @@ def orbiting_derivative(t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_
 
 
 @compiled_borrowing
+def rk4_step(h, x, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm, friction, VW, f, K,
+             now, mid, end):
+    """One classical RK4 step of ``h`` (s) of ``x`` from the instant ``now`` over ``mid`` to ``end``
+    (:func:`instant` at t, t + h/2 and t + h); work arrays as :func:`rk4_hop`'s."""
+    size = len(x)
+    k1, k2, k3, k4, xs = K[0], K[1], K[2], K[3], K[4]
+    half = 0.5 * h
+    orbiting_derivative_at(now, x, k1, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                           friction, VW, f)
+    for j in range(size):
+        xs[j] = x[j] + half * k1[j]
+    orbiting_derivative_at(mid, xs, k2, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                           friction, VW, f)
+    for j in range(size):
+        xs[j] = x[j] + half * k2[j]
+    orbiting_derivative_at(mid, xs, k3, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                           friction, VW, f)
+    for j in range(size):
+        xs[j] = x[j] + h * k3[j]
+    orbiting_derivative_at(end, xs, k4, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                           friction, VW, f)
+    sixth = h / 6.0
+    for j in range(size):
+        x[j] = x[j] + sixth * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j])
+
+
+@compiled_borrowing
 def rk4_hop(t0_s, steps_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
             friction, VW, f, K):
     """Classical RK4 over the sub-steps ``steps_s`` (s) from ``t0_s`` (s) for one spacecraft: ``x``
@@ -218,31 +281,16 @@ def rk4_hop(t0_s, steps_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_to
     the attitude back on the unit sphere, as after any integrator). ``VW``, ``f`` and ``K`` (5 x
     state size: k1..k4 and the stage state) are work arrays (:func:`scratch`). The arithmetic of
     each step is :class:`hopsim.dynamics.integrators.RK4`'s, element by element."""
-    size = len(x)
-    k1, k2, k3, k4, xs = K[0], K[1], K[2], K[3], K[4]
     t = t0_s
+    now = instant_of(p, t)
     for h in steps_s:
-        half = 0.5 * h
-        orbiting_derivative(t, x, k1, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                            friction, VW, f)
-        for j in range(size):
-            xs[j] = x[j] + half * k1[j]
-        orbiting_derivative(t + half, xs, k2, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
-                            motor_Nm, friction, VW, f)
-        for j in range(size):
-            xs[j] = x[j] + half * k2[j]
-        orbiting_derivative(t + half, xs, k3, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
-                            motor_Nm, friction, VW, f)
-        for j in range(size):
-            xs[j] = x[j] + h * k3[j]
-        orbiting_derivative(t + h, xs, k4, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                            friction, VW, f)
-        sixth = h / 6.0
-        for j in range(size):
-            x[j] = x[j] + sixth * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j])
+        mid, end = instant_of(p, t + 0.5 * h), instant_of(p, t + h)
+        rk4_step(h, x, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm, friction, VW, f, K,
+                 now, mid, end)
         t += h
-    orbiting_derivative(t, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                        friction, VW, f)
+        now = end
+    orbiting_derivative_at(now, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                           friction, VW, f)
 
 
 @compiled
@@ -274,11 +322,39 @@ def rk4_rows(rows, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, ine
 @compiled_borrowing
 def _rk4_each(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
               motor_Nm, friction, VW, f, K):
-    """:func:`rk4_hop` for the rows ``rows``, then (``normalize``) each one's attitude back on the unit sphere."""
-    for i in range(len(rows)):
+    """:func:`rk4_hop` for the rows ``rows``, then (``normalize``) each one's attitude back on the
+    unit sphere. Rows of one epoch share each instant (:func:`instant`), computed once for all:
+    step by step, row by row."""
+    n = len(rows)
+    if n == 0:
+        return
+    epoch = P[rows[0], P_EPOCH_JD]
+    shared = True
+    for i in range(n):
+        e = P[rows[i], P_EPOCH_JD]
+        shared = shared and e == epoch and math.copysign(1.0, e) == math.copysign(1.0, epoch)
+    if not shared:
+        for i in range(n):
+            r = rows[i]
+            rk4_hop(t0_s, steps_s, X[r], Xdot[r], P[r], loads[r], inertia_B[r], inertia_inv[r], inertia_total_B[r], C,
+                    S, G[r], J[r], motor_Nm[r], friction[r], VW, f, K)
+            if normalize:
+                quat_normalize_into(X[r, 6:10], X[r, 6:10])
+        return
+    t = t0_s
+    now = instant(epoch, t, True, True)
+    for h in steps_s:
+        mid, end = instant(epoch, t + 0.5 * h, True, True), instant(epoch, t + h, True, True)
+        for i in range(n):
+            r = rows[i]
+            rk4_step(h, X[r], P[r], loads[r], inertia_B[r], inertia_inv[r], inertia_total_B[r], C, S, G[r], J[r],
+                     motor_Nm[r], friction[r], VW, f, K, now, mid, end)
+        t += h
+        now = end
+    for i in range(n):
         r = rows[i]
-        rk4_hop(t0_s, steps_s, X[r], Xdot[r], P[r], loads[r], inertia_B[r], inertia_inv[r], inertia_total_B[r], C, S,
-                G[r], J[r], motor_Nm[r], friction[r], VW, f, K)
+        orbiting_derivative_at(now, X[r], Xdot[r], P[r], loads[r], inertia_B[r], inertia_inv[r], inertia_total_B[r], C,
+                               S, G[r], J[r], motor_Nm[r], friction[r], VW, f)
         if normalize:
             quat_normalize_into(X[r, 6:10], X[r, 6:10])
 
