@@ -1,9 +1,11 @@
 """The many-spacecraft RK4 calls (:func:`hopsim.dynamics.orbiting_body.rk4_hops`, ``rk4_rows``)
 against the one-spacecraft hop (:func:`~hopsim.dynamics.orbiting_body.rk4_hop`, then the
 attitude put back on the unit sphere for ``rk4_rows``) row by row, on random states: the same
-bits, whatever the batching. Degree-8 gravity, drag, solar pressure in and out of the Earth's
-shadow (cylindrical and conical), drag plates, the gravity gradient, four wheels with viscous
-and Coulomb or LuGre bearings, spacecraft sharing one epoch or not."""
+bits, whatever the batching (one row at a time, rows sharing each instant, the rows' gravity
+evaluated LANES at a time). Degree-8 gravity (or a point mass, or mixed degrees), drag, solar
+pressure in and out of the Earth's shadow (cylindrical and conical), drag plates, the gravity
+gradient, four wheels with viscous and Coulomb or LuGre bearings, spacecraft sharing one epoch
+or not, more rows than LANES."""
 from __future__ import annotations
 
 import math
@@ -13,10 +15,11 @@ import pytest
 
 from hopsim.dynamics.environment import sun_position_xyz
 from hopsim.dynamics.orbiting_body import (F_COULOMB, F_COULOMB_SPEED, F_DAMPING, F_STATIC, F_STIFFNESS,
-                                           F_STRIBECK_SPEED, F_VISCOUS, FRICTION_PARAMS, N_LOADS, orbiting_derivative,
-                                           parameters, rk4_hop, rk4_hops, rk4_rows, scratch)
+                                           F_STRIBECK_SPEED, F_VISCOUS, FRICTION_PARAMS, LANES, N_LOADS,
+                                           orbiting_derivative, parameters, rk4_hop, rk4_hops, rk4_rows, scratch)
 from hopsim.dynamics.spatial import quat_normalize
-from hopsim.dynamics.spherical_harmonics import ggm03s
+from hopsim.dynamics.spherical_harmonics import (ggm03s, spherical_harmonic_acceleration_lanes,
+                                                 spherical_harmonic_acceleration_xyz)
 
 DEGREE = 8
 EPOCH_JD = 2460310.5
@@ -26,8 +29,9 @@ def unit(v):
     return v / np.linalg.norm(v)
 
 
-def random_fleet(rng, n, *, lugre=False, n_wheels=4, plates=0, shared_epoch=True):
-    """Stacked arrays of ``n`` random spacecraft (as an orbiting fleet holds them) and the field."""
+def random_fleet(rng, n, *, lugre=False, n_wheels=4, plates=0, shared_epoch=True, degrees=(DEGREE,)):
+    """Stacked arrays of ``n`` random spacecraft (as an orbiting fleet holds them) and the field;
+    row i's spherical-harmonic degree ``degrees[i % len(degrees)]`` (-1: a point mass)."""
     field = ggm03s()
     C, S = field.unnormalized(DEGREE)
     size = 13 + n_wheels * (2 if lugre else 1)
@@ -61,7 +65,7 @@ def random_fleet(rng, n, *, lugre=False, n_wheels=4, plates=0, shared_epoch=True
             X[i, 13 + n_wheels:] = rng.normal(0.0, 1e-4, n_wheels)
         records = np.concatenate([np.concatenate([unit(rng.normal(size=3)), [rng.uniform(0.5, 2.0), 2.2],
                                                   rng.normal(0.0, 0.5, 3)]) for _ in range(plates)]) if plates else ()
-        P.append(parameters(field.mu, field.radius, DEGREE, epoch, rng.uniform(0.5, 4.0) * (i % 5 != 3), 4e-13,
+        P.append(parameters(field.mu, field.radius, degrees[i % len(degrees)], epoch, rng.uniform(0.5, 4.0) * (i % 5 != 3), 4e-13,
                             500e3, 60e3, rng.uniform(0.5, 3.0) * (i % 7 != 5), rng.uniform(100.0, 600.0),
                             bool(i % 2), lugre, plates=records, conical_shadow=bool(i % 3 == 2)))
         loads[i] = rng.normal(0.0, 0.1, N_LOADS) * (i % 6 != 0)
@@ -101,11 +105,12 @@ def same_bits(a, b):
     return a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
-CASES = [dict(), dict(lugre=True), dict(shared_epoch=False), dict(plates=3), dict(n_wheels=0)]
+CASES = [dict(), dict(lugre=True), dict(shared_epoch=False), dict(plates=3), dict(n_wheels=0), dict(degrees=(-1,)),
+         dict(degrees=(8, 4))]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()) or "plain")
-@pytest.mark.parametrize("n", [1, 7, 33])
+@pytest.mark.parametrize("n", [1, 7, 33, 70])
 def test_rk4_hops_and_rows_are_the_scalar_hop_bit_for_bit(case, n):
     rng = np.random.default_rng(17 + n)
     X, Xdot, P, *rest = random_fleet(rng, n, **case)
@@ -150,3 +155,27 @@ def test_the_published_derivative_is_the_derivative_at_the_hops_end():
         orbiting_derivative(12.0, X[i], xdot, P[i], loads[i], inertia_B[i], inertia_inv[i], inertia_total[i], C, S,
                             G[i], J[i], motor[i], friction[i], VW, f)
         assert same_bits(xdot, Xdot[i])
+
+
+def test_more_rows_than_lanes_are_tested():
+    assert 70 > LANES
+
+
+@pytest.mark.parametrize("degree", [0, 1, 2, 8, 20])
+def test_spherical_harmonics_by_lanes_are_the_one_point_arithmetic(degree):
+    rng = np.random.default_rng(degree)
+    field = ggm03s()
+    C, S = field.unnormalized(degree)
+    n = 45
+    r = rng.normal(size=(n, 3)) * rng.uniform(6.5e6, 4.2e7, (n, 1)) / math.sqrt(3.0)
+    r[0], r[1], r[2] = [0.0, 0.0, 7e6], [7e6, -0.0, 0.0], [-0.0, 6.9e6, -1.0]
+    want = np.zeros((n, 3))
+    d = degree + 2
+    for i in range(n):
+        want[i] = spherical_harmonic_acceleration_xyz(r[i, 0], r[i, 1], r[i, 2], field.mu, field.radius, C, S, degree,
+                                                      np.zeros((d, d)), np.zeros((d, d)))
+    x, y, z = (np.ascontiguousarray(r[:, k]) for k in range(3))
+    ax, ay, az = np.zeros(n), np.zeros(n), np.zeros(n)
+    spherical_harmonic_acceleration_lanes(x, y, z, field.mu, field.radius, C, S, degree, np.zeros((d, d, n)),
+                                          np.zeros((d, d, n)), np.zeros((4, n)), n, ax, ay, az)
+    assert same_bits(np.column_stack([ax, ay, az]), want)

@@ -37,7 +37,8 @@ from hopsim.dynamics.environment import (PLATE_PARAMS, SUN_RADIUS, air_relative_
                                          sunlit_srp_acceleration_xyz)
 from hopsim.dynamics.gravity import EARTH_RADIUS, gravity_gradient_xyz, point_mass_xyz
 from hopsim.dynamics.spatial import quat_dcm_entries, quat_normalize_into
-from hopsim.dynamics.spherical_harmonics import spherical_harmonic_acceleration_xyz
+from hopsim.dynamics.spherical_harmonics import (spherical_harmonic_acceleration_lanes,
+                                                 spherical_harmonic_acceleration_xyz)
 from hopsim.dynamics.wheels import lugre_friction_into, wheel_accelerations_into, wheel_friction_into
 
 # parameters (one float vector per spacecraft)
@@ -165,12 +166,22 @@ def orbiting_derivative_at(now, x, xdot, p, loads, inertia_B, inertia_inv, inert
                            friction, VW, f):
     """:func:`orbiting_derivative` at the instant ``now`` (:func:`instant`: the Earth's rotation
     and the Sun there)."""
+    gx, gy, gz = gravity_xyz_at(x[0], x[1], x[2], now, p, C, S, VW)
+    return orbiting_derivative_from_gravity(gx, gy, gz, now, x, xdot, p, loads, inertia_B, inertia_inv,
+                                            inertia_total_B, G, J, motor_Nm, friction, f)
+
+
+@compiled_borrowing
+def orbiting_derivative_from_gravity(gx, gy, gz, now, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, G,
+                                     J, motor_Nm, friction, f):
+    """:func:`orbiting_derivative_at` given the gravitational acceleration ``(gx, gy, gz)`` (m/s^2,
+    frame N) at ``x``'s position (:func:`gravity_xyz_at`)."""
     rx, ry, rz, vx, vy, vz = x[0], x[1], x[2], x[3], x[4], x[5]
     qx, qy, qz, qw = x[6], x[7], x[8], x[9]
     wx, wy, wz = x[10], x[11], x[12]
     R00, R01, R02, R10, R11, R12, R20, R21, R22 = quat_dcm_entries(qx, qy, qz, qw)    # R(q_BN): B -> N
     m = p[P_MASS]
-    ax, ay, az = gravity_xyz_at(rx, ry, rz, now, p, C, S, VW)
+    ax, ay, az = gx, gy, gz
     Fx, Fy, Fz = loads[L_FORCE_B], loads[L_FORCE_B + 1], loads[L_FORCE_B + 2]
     ax += (R00 * Fx + R01 * Fy + R02 * Fz) / m
     ay += (R10 * Fx + R11 * Fy + R12 * Fz) / m
@@ -293,6 +304,19 @@ def rk4_hop(t0_s, steps_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_to
                            friction, VW, f)
 
 
+LANES = 64      # spacecraft whose gravity is evaluated together (spherical_harmonic_acceleration_lanes)
+MIN_LANES = 4   # the fewest that go that way (fewer: one by one, faster then)
+
+
+@compiled
+def _lane_work(lanes, d, size):
+    """The work arrays of :func:`rk4_lanes` for ``lanes`` spacecraft, Cunningham's V and W of
+    d x d (degree + 3) and state size ``size``: the RK4 stages (lanes x 6 x size: k1..k4, the stage
+    state, the state), V and W (2 x d x d x lanes), the positions and accelerations (6 x lanes)
+    and the recursion's (4 x lanes). Each is written before it is read."""
+    return np.empty((lanes, 6, size)), np.empty((2, d, d, lanes)), np.empty((6, lanes)), np.empty((4, lanes))
+
+
 @compiled
 def rk4_hops(t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
              friction):
@@ -305,10 +329,10 @@ def rk4_hops(t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_t
         degree = max(degree, int(P[i, P_DEGREE]))
     VW, f, K = np.zeros((2, degree + 3, degree + 3)), np.zeros(J.shape[1]), np.zeros((5, size))
     _rk4_each(np.arange(n), False, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S,
-              G, J, motor_Nm, friction, VW, f, K)
+              G, J, motor_Nm, friction, VW, f, K, *_lane_work(min(n, LANES), degree + 3, size))
 
 
-@compiled_borrowing
+@compiled
 def rk4_rows(rows, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
              friction, VW, f, K):
     """:func:`rk4_hop` for the rows ``rows`` of a fleet's arrays (one row per spacecraft, as in
@@ -316,23 +340,32 @@ def rk4_rows(rows, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, ine
     size), each followed by the model's end_hop: the attitude back on the unit sphere
     (:func:`hopsim.dynamics.spatial.quat_normalize`)."""
     _rk4_each(rows, True, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
-              motor_Nm, friction, VW, f, K)
+              motor_Nm, friction, VW, f, K, *_lane_work(min(len(rows), LANES), VW.shape[1], X.shape[1]))
+
+
+@compiled_borrowing
+def _same_bits(a, b):
+    return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
 
 
 @compiled_borrowing
 def _rk4_each(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
-              motor_Nm, friction, VW, f, K):
+              motor_Nm, friction, VW, f, K, KL, VWL, RA, work):
     """:func:`rk4_hop` for the rows ``rows``, then (``normalize``) each one's attitude back on the
-    unit sphere. Rows of one epoch share each instant (:func:`instant`), computed once for all:
-    step by step, row by row."""
+    unit sphere. Rows of one epoch share each instant (:func:`instant`), computed once for all;
+    rows of one epoch and one spherical-harmonic field (mu, radius, degree) go :data:`LANES` at a
+    time through :func:`rk4_lanes`, the others one by one, all with the same arithmetic."""
     n = len(rows)
     if n == 0:
         return
-    epoch = P[rows[0], P_EPOCH_JD]
-    shared = True
+    p0 = P[rows[0]]
+    epoch, degree = p0[P_EPOCH_JD], p0[P_DEGREE]
+    shared = lanes = True
     for i in range(n):
-        e = P[rows[i], P_EPOCH_JD]
-        shared = shared and e == epoch and math.copysign(1.0, e) == math.copysign(1.0, epoch)
+        p = P[rows[i]]
+        shared = shared and _same_bits(p[P_EPOCH_JD], epoch)
+        lanes = lanes and p[P_DEGREE] == degree and _same_bits(p[P_MU], p0[P_MU]) and _same_bits(p[P_RADIUS],
+                                                                                                p0[P_RADIUS])
     if not shared:
         for i in range(n):
             r = rows[i]
@@ -340,6 +373,11 @@ def _rk4_each(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, iner
                     S, G[r], J[r], motor_Nm[r], friction[r], VW, f, K)
             if normalize:
                 quat_normalize_into(X[r, 6:10], X[r, 6:10])
+        return
+    if lanes and degree >= 0 and n >= MIN_LANES:
+        for b in range(0, n, LANES):
+            rk4_lanes(rows[b:b + LANES], normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv,
+                      inertia_total_B, C, S, G, J, motor_Nm, friction, f, KL, VWL, RA, work)
         return
     t = t0_s
     now = instant(epoch, t, True, True)
@@ -355,6 +393,83 @@ def _rk4_each(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, iner
         r = rows[i]
         orbiting_derivative_at(now, X[r], Xdot[r], P[r], loads[r], inertia_B[r], inertia_inv[r], inertia_total_B[r], C,
                                S, G[r], J[r], motor_Nm[r], friction[r], VW, f)
+        if normalize:
+            quat_normalize_into(X[r, 6:10], X[r, 6:10])
+
+
+@compiled_borrowing
+def _lane_derivatives(now, source, target, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
+                      motor_Nm, friction, f, KL, VWL, RA, work):
+    """The derivative of each lane's state ``KL[l, source]`` into ``KL[l, target]`` at the instant
+    ``now``: the lanes' gravity together (:func:`gravity_xyz_at`'s arithmetic, lane by lane), then
+    the rest spacecraft by spacecraft (:func:`orbiting_derivative_from_gravity`)."""
+    count = len(rows)
+    c, s = now[0], now[1]
+    for lane in range(count):            # into the Earth-fixed frame
+        x, y = KL[lane, source, 0], KL[lane, source, 1]
+        RA[0, lane], RA[1, lane], RA[2, lane] = c * x + s * y, -s * x + c * y, KL[lane, source, 2]
+    p0 = P[rows[0]]
+    spherical_harmonic_acceleration_lanes(RA[0], RA[1], RA[2], p0[P_MU], p0[P_RADIUS], C, S, int(p0[P_DEGREE]), VWL[0],
+                                          VWL[1], work, count, RA[3], RA[4], RA[5])
+    for lane in range(count):
+        r = rows[lane]
+        fx, fy, fz = RA[3, lane], RA[4, lane], RA[5, lane]
+        orbiting_derivative_from_gravity(c * fx - s * fy, s * fx + c * fy, fz, now, KL[lane, source], KL[lane, target],
+                                         P[r], loads[r], inertia_B[r], inertia_inv[r], inertia_total_B[r], G[r], J[r],
+                                         motor_Nm[r], friction[r], f)
+
+
+@compiled_borrowing
+def rk4_lanes(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
+              motor_Nm, friction, f, KL, VWL, RA, work):
+    """:func:`rk4_hop` (then, with ``normalize``, the attitude back on the unit sphere) for up to
+    :data:`LANES` rows ``rows`` of one epoch and one spherical-harmonic field, stage by stage:
+    at each stage the rows' gravity is evaluated together (SIMD), the rest of the derivative row
+    by row; each row's arithmetic is :func:`rk4_hop`'s. Work arrays: :func:`lane_scratch`."""
+    count, size = len(rows), X.shape[1]
+    K1, K2, K3, K4, XS, XL = 0, 1, 2, 3, 4, 5          # KL[lane, ...]: the stages, the stage state, the state
+    for lane in range(count):
+        for j in range(size):
+            KL[lane, XL, j] = X[rows[lane], j]
+    epoch = P[rows[0], P_EPOCH_JD]
+    t = t0_s
+    now = instant(epoch, t, True, True)
+    for h in steps_s:
+        half = 0.5 * h
+        mid, end = instant(epoch, t + half, True, True), instant(epoch, t + h, True, True)
+        _lane_derivatives(now, XL, K1, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                          friction, f, KL, VWL, RA, work)
+        for lane in range(count):
+            k, x, xs = KL[lane, K1], KL[lane, XL], KL[lane, XS]
+            for j in range(size):
+                xs[j] = x[j] + half * k[j]
+        _lane_derivatives(mid, XS, K2, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                          friction, f, KL, VWL, RA, work)
+        for lane in range(count):
+            k, x, xs = KL[lane, K2], KL[lane, XL], KL[lane, XS]
+            for j in range(size):
+                xs[j] = x[j] + half * k[j]
+        _lane_derivatives(mid, XS, K3, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                          friction, f, KL, VWL, RA, work)
+        for lane in range(count):
+            k, x, xs = KL[lane, K3], KL[lane, XL], KL[lane, XS]
+            for j in range(size):
+                xs[j] = x[j] + h * k[j]
+        _lane_derivatives(end, XS, K4, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                          friction, f, KL, VWL, RA, work)
+        sixth = h / 6.0
+        for lane in range(count):
+            k1, k2, k3, k4, x = KL[lane, K1], KL[lane, K2], KL[lane, K3], KL[lane, K4], KL[lane, XL]
+            for j in range(size):
+                x[j] = x[j] + sixth * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j])
+        t += h
+        now = end
+    _lane_derivatives(now, XL, K1, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                      friction, f, KL, VWL, RA, work)
+    for lane in range(count):
+        r = rows[lane]
+        for j in range(size):
+            X[r, j], Xdot[r, j] = KL[lane, XL, j], KL[lane, K1, j]
         if normalize:
             quat_normalize_into(X[r, 6:10], X[r, 6:10])
 
