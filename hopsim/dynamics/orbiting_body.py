@@ -4,6 +4,15 @@ spacecraft (:func:`rk4_hops`). :class:`hopsim.actors.orbiting_spacecraft.Orbitin
 documents the model; its derivative and its compiled hop are these functions, so one spacecraft
 alone, many in one call, and an adaptive integrator's samples all evaluate the same arithmetic.
 
+Many spacecraft in one call share work without changing any spacecraft's arithmetic: the Earth's
+rotation and the Sun at each stage time (:func:`instant`) are computed once for all spacecraft of
+one epoch, and up to :data:`LANES` spacecraft of one field go through each RK4 stage together
+(:func:`rk4_lanes`), their spherical-harmonic gravity evaluated side by side in SIMD registers
+(:func:`hopsim.dynamics.spherical_harmonics.spherical_harmonic_acceleration_lanes`, each lane the
+one-point arithmetic), the rest of the derivative spacecraft by spacecraft
+(:func:`orbiting_derivative_from_gravity`). The hot functions are compiled without numba's
+reference counting (:func:`hopsim.dynamics._jit.compiled_borrowing`).
+
 State (m, m/s, rad/s; N the Earth-centred inertial frame, B the body frame): ``r_BN_N`` (0:3),
 ``v_BN_N`` (3:6), ``q_BN`` (6:10, scalar last, v_N = R(q_BN) v_B), ``omega_BN_B`` (10:13), then
 with k wheels each wheel's spin rate relative to the body ``Omega_i`` (13:13+k, rad/s) and, with
@@ -474,5 +483,6 @@ def rk4_lanes(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, iner
             quat_normalize_into(X[r, 6:10], X[r, 6:10])
 
 
-__all__ = ["orbiting_derivative", "rk4_rows", "gravity_acceleration", "gravity_xyz", "scratch", "rk4_hop", "rk4_hops", "parameters", "N_PARAMS", "N_LOADS",
-           "FRICTION_PARAMS"]
+__all__ = ["orbiting_derivative", "orbiting_derivative_at", "orbiting_derivative_from_gravity", "rk4_rows", "rk4_lanes",
+           "rk4_step", "instant", "instant_of", "gravity_acceleration", "gravity_xyz", "gravity_xyz_at", "scratch",
+           "rk4_hop", "rk4_hops", "parameters", "N_PARAMS", "N_LOADS", "FRICTION_PARAMS", "LANES"]
