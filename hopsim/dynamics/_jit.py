@@ -27,6 +27,14 @@ def compiled(fn):
     return njit(**COMPILE_OPTIONS)(fn)
 
 
+def compiled_borrowing(fn):
+    """Compile ``fn`` with hopsim's numba options and without numba's reference counting: for
+    hot helpers that only read and write the arrays they are given (no allocation, no array
+    kept or returned), where the counting's atomic increments cost more than the arithmetic.
+    The arithmetic is the same as :func:`compiled`'s."""
+    return njit(**COMPILE_OPTIONS, _nrt=False)(fn)
+
+
 def compiled_for(signature):
     """Compile the decorated function for ``signature`` only, with hopsim's options, at its
     first call.

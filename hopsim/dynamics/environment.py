@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from hopsim.dynamics._jit import compiled
+from hopsim.dynamics._jit import compiled, compiled_borrowing
 from hopsim.dynamics.gravity import EARTH_RADIUS, EARTH_ROTATION_RATE
 
 JD_J2000 = 2451545.0
@@ -181,7 +181,7 @@ PLATE_CENTRE = 5        # its centre of pressure from the centre of mass (m, B):
 PLATE_PARAMS = 8
 
 
-@compiled
+@compiled_borrowing
 def plate_drag_xyz(ux, uy, uz, density, plates, first, count):
     """Force (N) and torque about the centre of mass (N m), both in body axes B, on ``count``
     one-sided flat plates in a free-molecular flow, as a 6-tuple: the spacecraft moves through

@@ -4,6 +4,15 @@ spacecraft (:func:`rk4_hops`). :class:`hopsim.actors.orbiting_spacecraft.Orbitin
 documents the model; its derivative and its compiled hop are these functions, so one spacecraft
 alone, many in one call, and an adaptive integrator's samples all evaluate the same arithmetic.
 
+Many spacecraft in one call share work without changing any spacecraft's arithmetic: the Earth's
+rotation and the Sun at each stage time (:func:`instant`) are computed once for all spacecraft of
+one epoch, and up to :data:`LANES` spacecraft of one field go through each RK4 stage together
+(:func:`rk4_lanes`), their spherical-harmonic gravity evaluated side by side in SIMD registers
+(:func:`hopsim.dynamics.spherical_harmonics.spherical_harmonic_acceleration_lanes`, each lane the
+one-point arithmetic), the rest of the derivative spacecraft by spacecraft
+(:func:`orbiting_derivative_from_gravity`). The hot functions are compiled without numba's
+reference counting (:func:`hopsim.dynamics._jit.compiled_borrowing`).
+
 State (m, m/s, rad/s; N the Earth-centred inertial frame, B the body frame): ``r_BN_N`` (0:3),
 ``v_BN_N`` (3:6), ``q_BN`` (6:10, scalar last, v_N = R(q_BN) v_B), ``omega_BN_B`` (10:13), then
 with k wheels each wheel's spin rate relative to the body ``Omega_i`` (13:13+k, rad/s) and, with
@@ -30,14 +39,15 @@ import math
 
 import numpy as np
 
-from hopsim.dynamics._jit import compiled
+from hopsim.dynamics._jit import compiled, compiled_borrowing
 from hopsim.dynamics.environment import (PLATE_PARAMS, SUN_RADIUS, air_relative_velocity_xyz,
                                          conical_shadow_fraction_xyz, drag_acceleration_xyz, exponential_density,
                                          gmst_rad, plate_drag_xyz, srp_acceleration_xyz, sun_position_xyz,
                                          sunlit_srp_acceleration_xyz)
 from hopsim.dynamics.gravity import EARTH_RADIUS, gravity_gradient_xyz, point_mass_xyz
-from hopsim.dynamics.spatial import quat_dcm_entries, quat_normalize
-from hopsim.dynamics.spherical_harmonics import spherical_harmonic_acceleration_xyz
+from hopsim.dynamics.spatial import quat_dcm_entries, quat_normalize_into
+from hopsim.dynamics.spherical_harmonics import (spherical_harmonic_acceleration_lanes,
+                                                 spherical_harmonic_acceleration_xyz)
 from hopsim.dynamics.wheels import lugre_friction_into, wheel_accelerations_into, wheel_friction_into
 
 # parameters (one float vector per spacecraft)
@@ -94,20 +104,47 @@ def scratch(degree: int, n_wheels: int, size: int) -> tuple[np.ndarray, np.ndarr
     return np.zeros((2, d, d)), np.zeros(max(int(n_wheels), 0)), np.zeros((5, int(size)))
 
 
-@compiled
-def gravity_xyz(x, y, z, t_s, p, C, S, VW):
-    """Gravitational acceleration (m/s^2, frame N) as a tuple at ``(x, y, z)`` (m, frame N) at
-    ``t_s`` (s): a point mass, or the spherical-harmonic field ``C``, ``S`` (unnormalized) to
-    ``p[P_DEGREE]`` evaluated in the Earth-fixed frame, which turns by GMST from ``p[P_EPOCH_JD]``."""
+@compiled_borrowing
+def instant(epoch_jd, t_s, earth, sun):
+    """What every spacecraft of one epoch shares at ``t_s`` (s): the cosine and sine of the
+    Earth's rotation angle (GMST) and the Sun's position (m, frame N), as a 5-tuple; with
+    ``earth`` or ``sun`` false, that part left out (1, 0 and zeros)."""
+    jd = epoch_jd + t_s / 86400.0
+    c, s, sx, sy, sz = 1.0, 0.0, 0.0, 0.0, 0.0
+    if earth:
+        g = gmst_rad(jd)
+        c, s = math.cos(g), math.sin(g)
+    if sun:
+        sx, sy, sz = sun_position_xyz(jd)
+    return c, s, sx, sy, sz
+
+
+@compiled_borrowing
+def instant_of(p, t_s):
+    """:func:`instant` at ``t_s`` (s) for the spacecraft of parameters ``p``: the Earth's rotation
+    if its field has harmonics, the Sun if it feels solar pressure."""
+    return instant(p[P_EPOCH_JD], t_s, int(p[P_DEGREE]) >= 0, p[P_CR_AREA] > 0.0)
+
+
+@compiled_borrowing
+def gravity_xyz_at(x, y, z, now, p, C, S, VW):
+    """Gravitational acceleration (m/s^2, frame N) as a tuple at ``(x, y, z)`` (m, frame N) at the
+    instant ``now`` (:func:`instant`): a point mass, or the spherical-harmonic field ``C``, ``S``
+    (unnormalized) to ``p[P_DEGREE]`` evaluated in the Earth-fixed frame, turned by GMST."""
     mu = p[P_MU]
     degree = int(p[P_DEGREE])
     if degree < 0:
         return point_mass_xyz(x, y, z, mu)
-    g = gmst_rad(p[P_EPOCH_JD] + t_s / 86400.0)
-    c, s = math.cos(g), math.sin(g)
+    c, s = now[0], now[1]
     fx, fy, fz = spherical_harmonic_acceleration_xyz(c * x + s * y, -s * x + c * y, z, mu, p[P_RADIUS], C, S,
                                                      degree, VW[0], VW[1])
     return c * fx - s * fy, s * fx + c * fy, fz
+
+
+@compiled_borrowing
+def gravity_xyz(x, y, z, t_s, p, C, S, VW):
+    """:func:`gravity_xyz_at` at ``t_s`` (s): the Earth turned by GMST from ``p[P_EPOCH_JD]``."""
+    return gravity_xyz_at(x, y, z, instant_of(p, t_s), p, C, S, VW)
 
 
 @compiled
@@ -118,7 +155,7 @@ def gravity_acceleration(r, t_s, p, C, S):
     return np.array([ax, ay, az])
 
 
-@compiled
+@compiled_borrowing
 def orbiting_derivative(t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
                         friction, VW, f):
     """The state derivative at ``t_s`` (s) into ``xdot``; returns v' (m/s^2, frame N).
@@ -129,12 +166,31 @@ def orbiting_derivative(t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_
     (B), ``J`` (k) their axial inertias (kg m^2), ``motor_Nm`` (k) their motor torques (N m),
     ``friction`` (k x FRICTION_PARAMS) their bearings; ``VW`` and ``f`` the work arrays of
     :func:`scratch`. Written in scalars: it allocates nothing (four calls per RK4 step)."""
+    return orbiting_derivative_at(instant_of(p, t_s), x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C,
+                                  S, G, J, motor_Nm, friction, VW, f)
+
+
+@compiled_borrowing
+def orbiting_derivative_at(now, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                           friction, VW, f):
+    """:func:`orbiting_derivative` at the instant ``now`` (:func:`instant`: the Earth's rotation
+    and the Sun there)."""
+    gx, gy, gz = gravity_xyz_at(x[0], x[1], x[2], now, p, C, S, VW)
+    return orbiting_derivative_from_gravity(gx, gy, gz, now, x, xdot, p, loads, inertia_B, inertia_inv,
+                                            inertia_total_B, G, J, motor_Nm, friction, f)
+
+
+@compiled_borrowing
+def orbiting_derivative_from_gravity(gx, gy, gz, now, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, G,
+                                     J, motor_Nm, friction, f):
+    """:func:`orbiting_derivative_at` given the gravitational acceleration ``(gx, gy, gz)`` (m/s^2,
+    frame N) at ``x``'s position (:func:`gravity_xyz_at`)."""
     rx, ry, rz, vx, vy, vz = x[0], x[1], x[2], x[3], x[4], x[5]
     qx, qy, qz, qw = x[6], x[7], x[8], x[9]
     wx, wy, wz = x[10], x[11], x[12]
     R00, R01, R02, R10, R11, R12, R20, R21, R22 = quat_dcm_entries(qx, qy, qz, qw)    # R(q_BN): B -> N
     m = p[P_MASS]
-    ax, ay, az = gravity_xyz(rx, ry, rz, t_s, p, C, S, VW)
+    ax, ay, az = gx, gy, gz
     Fx, Fy, Fz = loads[L_FORCE_B], loads[L_FORCE_B + 1], loads[L_FORCE_B + 2]
     ax += (R00 * Fx + R01 * Fy + R02 * Fz) / m
     ay += (R10 * Fx + R11 * Fy + R12 * Fz) / m
@@ -158,7 +214,7 @@ def orbiting_derivative(t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_
         ay += (R10 * pfx + R11 * pfy + R12 * pfz) / m
         az += (R20 * pfx + R21 * pfy + R22 * pfz) / m
     if p[P_CR_AREA] > 0.0:
-        sx, sy, sz = sun_position_xyz(p[P_EPOCH_JD] + t_s / 86400.0)
+        sx, sy, sz = now[2], now[3], now[4]
         if p[P_CONICAL_SHADOW] == 0.0:
             px, py, pz = srp_acceleration_xyz(rx, ry, rz, sx, sy, sz, p[P_CR_AREA] / m)
             ax, ay, az = ax + px, ay + py, az + pz
@@ -210,7 +266,34 @@ def orbiting_derivative(t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_
     return ax, ay, az
 
 
-@compiled
+@compiled_borrowing
+def rk4_step(h, x, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm, friction, VW, f, K,
+             now, mid, end):
+    """One classical RK4 step of ``h`` (s) of ``x`` from the instant ``now`` over ``mid`` to ``end``
+    (:func:`instant` at t, t + h/2 and t + h); work arrays as :func:`rk4_hop`'s."""
+    size = len(x)
+    k1, k2, k3, k4, xs = K[0], K[1], K[2], K[3], K[4]
+    half = 0.5 * h
+    orbiting_derivative_at(now, x, k1, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                           friction, VW, f)
+    for j in range(size):
+        xs[j] = x[j] + half * k1[j]
+    orbiting_derivative_at(mid, xs, k2, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                           friction, VW, f)
+    for j in range(size):
+        xs[j] = x[j] + half * k2[j]
+    orbiting_derivative_at(mid, xs, k3, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                           friction, VW, f)
+    for j in range(size):
+        xs[j] = x[j] + h * k3[j]
+    orbiting_derivative_at(end, xs, k4, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                           friction, VW, f)
+    sixth = h / 6.0
+    for j in range(size):
+        x[j] = x[j] + sixth * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j])
+
+
+@compiled_borrowing
 def rk4_hop(t0_s, steps_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
             friction, VW, f, K):
     """Classical RK4 over the sub-steps ``steps_s`` (s) from ``t0_s`` (s) for one spacecraft: ``x``
@@ -218,31 +301,29 @@ def rk4_hop(t0_s, steps_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_to
     the attitude back on the unit sphere, as after any integrator). ``VW``, ``f`` and ``K`` (5 x
     state size: k1..k4 and the stage state) are work arrays (:func:`scratch`). The arithmetic of
     each step is :class:`hopsim.dynamics.integrators.RK4`'s, element by element."""
-    size = len(x)
-    k1, k2, k3, k4, xs = K[0], K[1], K[2], K[3], K[4]
     t = t0_s
+    now = instant_of(p, t)
     for h in steps_s:
-        half = 0.5 * h
-        orbiting_derivative(t, x, k1, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                            friction, VW, f)
-        for j in range(size):
-            xs[j] = x[j] + half * k1[j]
-        orbiting_derivative(t + half, xs, k2, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
-                            motor_Nm, friction, VW, f)
-        for j in range(size):
-            xs[j] = x[j] + half * k2[j]
-        orbiting_derivative(t + half, xs, k3, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
-                            motor_Nm, friction, VW, f)
-        for j in range(size):
-            xs[j] = x[j] + h * k3[j]
-        orbiting_derivative(t + h, xs, k4, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                            friction, VW, f)
-        sixth = h / 6.0
-        for j in range(size):
-            x[j] = x[j] + sixth * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j])
+        mid, end = instant_of(p, t + 0.5 * h), instant_of(p, t + h)
+        rk4_step(h, x, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm, friction, VW, f, K,
+                 now, mid, end)
         t += h
-    orbiting_derivative(t, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                        friction, VW, f)
+        now = end
+    orbiting_derivative_at(now, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                           friction, VW, f)
+
+
+LANES = 64      # spacecraft whose gravity is evaluated together (spherical_harmonic_acceleration_lanes)
+MIN_LANES = 4   # the fewest that go that way (fewer: one by one, faster then)
+
+
+@compiled
+def _lane_work(lanes, d, size):
+    """The work arrays of :func:`rk4_lanes` for ``lanes`` spacecraft, Cunningham's V and W of
+    d x d (degree + 3) and state size ``size``: the RK4 stages (lanes x 6 x size: k1..k4, the stage
+    state, the state), V and W (2 x d x d x lanes), the positions and accelerations (6 x lanes)
+    and the recursion's (4 x lanes). Each is written before it is read."""
+    return np.empty((lanes, 6, size)), np.empty((2, d, d, lanes)), np.empty((6, lanes)), np.empty((4, lanes))
 
 
 @compiled
@@ -256,9 +337,8 @@ def rk4_hops(t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_t
     for i in range(n):
         degree = max(degree, int(P[i, P_DEGREE]))
     VW, f, K = np.zeros((2, degree + 3, degree + 3)), np.zeros(J.shape[1]), np.zeros((5, size))
-    for i in range(n):
-        rk4_hop(t0_s, steps_s, X[i], Xdot[i], P[i], loads[i], inertia_B[i], inertia_inv[i], inertia_total_B[i], C, S,
-                G[i], J[i], motor_Nm[i], friction[i], VW, f, K)
+    _rk4_each(np.arange(n), False, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S,
+              G, J, motor_Nm, friction, VW, f, K, *_lane_work(min(n, LANES), degree + 3, size))
 
 
 @compiled
@@ -268,12 +348,141 @@ def rk4_rows(rows, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, ine
     :func:`rk4_hops`; work arrays as :func:`scratch` makes them for the fleet's degree and state
     size), each followed by the model's end_hop: the attitude back on the unit sphere
     (:func:`hopsim.dynamics.spatial.quat_normalize`)."""
-    for i in range(len(rows)):
+    _rk4_each(rows, True, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
+              motor_Nm, friction, VW, f, K, *_lane_work(min(len(rows), LANES), VW.shape[1], X.shape[1]))
+
+
+@compiled_borrowing
+def _same_bits(a, b):
+    return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+
+
+@compiled_borrowing
+def _rk4_each(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
+              motor_Nm, friction, VW, f, K, KL, VWL, RA, work):
+    """:func:`rk4_hop` for the rows ``rows``, then (``normalize``) each one's attitude back on the
+    unit sphere. Rows of one epoch share each instant (:func:`instant`), computed once for all;
+    rows of one epoch and one spherical-harmonic field (mu, radius, degree) go :data:`LANES` at a
+    time through :func:`rk4_lanes`, the others one by one, all with the same arithmetic."""
+    n = len(rows)
+    if n == 0:
+        return
+    p0 = P[rows[0]]
+    epoch, degree = p0[P_EPOCH_JD], p0[P_DEGREE]
+    shared = lanes = True
+    for i in range(n):
+        p = P[rows[i]]
+        shared = shared and _same_bits(p[P_EPOCH_JD], epoch)
+        lanes = lanes and p[P_DEGREE] == degree and _same_bits(p[P_MU], p0[P_MU]) and _same_bits(p[P_RADIUS],
+                                                                                                p0[P_RADIUS])
+    if not shared:
+        for i in range(n):
+            r = rows[i]
+            rk4_hop(t0_s, steps_s, X[r], Xdot[r], P[r], loads[r], inertia_B[r], inertia_inv[r], inertia_total_B[r], C,
+                    S, G[r], J[r], motor_Nm[r], friction[r], VW, f, K)
+            if normalize:
+                quat_normalize_into(X[r, 6:10], X[r, 6:10])
+        return
+    if lanes and degree >= 0 and n >= MIN_LANES:
+        for b in range(0, n, LANES):
+            rk4_lanes(rows[b:b + LANES], normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv,
+                      inertia_total_B, C, S, G, J, motor_Nm, friction, f, KL, VWL, RA, work)
+        return
+    t = t0_s
+    now = instant(epoch, t, True, True)
+    for h in steps_s:
+        mid, end = instant(epoch, t + 0.5 * h, True, True), instant(epoch, t + h, True, True)
+        for i in range(n):
+            r = rows[i]
+            rk4_step(h, X[r], P[r], loads[r], inertia_B[r], inertia_inv[r], inertia_total_B[r], C, S, G[r], J[r],
+                     motor_Nm[r], friction[r], VW, f, K, now, mid, end)
+        t += h
+        now = end
+    for i in range(n):
         r = rows[i]
-        rk4_hop(t0_s, steps_s, X[r], Xdot[r], P[r], loads[r], inertia_B[r], inertia_inv[r], inertia_total_B[r], C, S,
-                G[r], J[r], motor_Nm[r], friction[r], VW, f, K)
-        X[r, 6:10] = quat_normalize(X[r, 6:10])
+        orbiting_derivative_at(now, X[r], Xdot[r], P[r], loads[r], inertia_B[r], inertia_inv[r], inertia_total_B[r], C,
+                               S, G[r], J[r], motor_Nm[r], friction[r], VW, f)
+        if normalize:
+            quat_normalize_into(X[r, 6:10], X[r, 6:10])
 
 
-__all__ = ["orbiting_derivative", "rk4_rows", "gravity_acceleration", "gravity_xyz", "scratch", "rk4_hop", "rk4_hops", "parameters", "N_PARAMS", "N_LOADS",
-           "FRICTION_PARAMS"]
+@compiled_borrowing
+def _lane_derivatives(now, source, target, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
+                      motor_Nm, friction, f, KL, VWL, RA, work):
+    """The derivative of each lane's state ``KL[l, source]`` into ``KL[l, target]`` at the instant
+    ``now``: the lanes' gravity together (:func:`gravity_xyz_at`'s arithmetic, lane by lane), then
+    the rest spacecraft by spacecraft (:func:`orbiting_derivative_from_gravity`)."""
+    count = len(rows)
+    c, s = now[0], now[1]
+    for lane in range(count):            # into the Earth-fixed frame
+        x, y = KL[lane, source, 0], KL[lane, source, 1]
+        RA[0, lane], RA[1, lane], RA[2, lane] = c * x + s * y, -s * x + c * y, KL[lane, source, 2]
+    p0 = P[rows[0]]
+    spherical_harmonic_acceleration_lanes(RA[0], RA[1], RA[2], p0[P_MU], p0[P_RADIUS], C, S, int(p0[P_DEGREE]), VWL[0],
+                                          VWL[1], work, count, RA[3], RA[4], RA[5])
+    for lane in range(count):
+        r = rows[lane]
+        fx, fy, fz = RA[3, lane], RA[4, lane], RA[5, lane]
+        orbiting_derivative_from_gravity(c * fx - s * fy, s * fx + c * fy, fz, now, KL[lane, source], KL[lane, target],
+                                         P[r], loads[r], inertia_B[r], inertia_inv[r], inertia_total_B[r], G[r], J[r],
+                                         motor_Nm[r], friction[r], f)
+
+
+@compiled_borrowing
+def rk4_lanes(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
+              motor_Nm, friction, f, KL, VWL, RA, work):
+    """:func:`rk4_hop` (then, with ``normalize``, the attitude back on the unit sphere) for up to
+    :data:`LANES` rows ``rows`` of one epoch and one spherical-harmonic field, stage by stage:
+    at each stage the rows' gravity is evaluated together (SIMD), the rest of the derivative row
+    by row; each row's arithmetic is :func:`rk4_hop`'s. Work arrays: :func:`lane_scratch`."""
+    count, size = len(rows), X.shape[1]
+    K1, K2, K3, K4, XS, XL = 0, 1, 2, 3, 4, 5          # KL[lane, ...]: the stages, the stage state, the state
+    for lane in range(count):
+        for j in range(size):
+            KL[lane, XL, j] = X[rows[lane], j]
+    epoch = P[rows[0], P_EPOCH_JD]
+    t = t0_s
+    now = instant(epoch, t, True, True)
+    for h in steps_s:
+        half = 0.5 * h
+        mid, end = instant(epoch, t + half, True, True), instant(epoch, t + h, True, True)
+        _lane_derivatives(now, XL, K1, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                          friction, f, KL, VWL, RA, work)
+        for lane in range(count):
+            k, x, xs = KL[lane, K1], KL[lane, XL], KL[lane, XS]
+            for j in range(size):
+                xs[j] = x[j] + half * k[j]
+        _lane_derivatives(mid, XS, K2, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                          friction, f, KL, VWL, RA, work)
+        for lane in range(count):
+            k, x, xs = KL[lane, K2], KL[lane, XL], KL[lane, XS]
+            for j in range(size):
+                xs[j] = x[j] + half * k[j]
+        _lane_derivatives(mid, XS, K3, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                          friction, f, KL, VWL, RA, work)
+        for lane in range(count):
+            k, x, xs = KL[lane, K3], KL[lane, XL], KL[lane, XS]
+            for j in range(size):
+                xs[j] = x[j] + h * k[j]
+        _lane_derivatives(end, XS, K4, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                          friction, f, KL, VWL, RA, work)
+        sixth = h / 6.0
+        for lane in range(count):
+            k1, k2, k3, k4, x = KL[lane, K1], KL[lane, K2], KL[lane, K3], KL[lane, K4], KL[lane, XL]
+            for j in range(size):
+                x[j] = x[j] + sixth * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j])
+        t += h
+        now = end
+    _lane_derivatives(now, XL, K1, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
+                      friction, f, KL, VWL, RA, work)
+    for lane in range(count):
+        r = rows[lane]
+        for j in range(size):
+            X[r, j], Xdot[r, j] = KL[lane, XL, j], KL[lane, K1, j]
+        if normalize:
+            quat_normalize_into(X[r, 6:10], X[r, 6:10])
+
+
+__all__ = ["orbiting_derivative", "orbiting_derivative_at", "orbiting_derivative_from_gravity", "rk4_rows", "rk4_lanes",
+           "rk4_step", "instant", "instant_of", "gravity_acceleration", "gravity_xyz", "gravity_xyz_at", "scratch",
+           "rk4_hop", "rk4_hops", "parameters", "N_PARAMS", "N_LOADS", "FRICTION_PARAMS", "LANES"]

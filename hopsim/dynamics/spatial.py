@@ -14,7 +14,7 @@ Conventions
 """
 import numpy as np
 
-from hopsim.dynamics._jit import compiled
+from hopsim.dynamics._jit import compiled, compiled_borrowing
 
 # --------------------------------------------------------------------------- 3-vectors, 3x3
 
@@ -160,15 +160,21 @@ def quat_conjugate(q):
     return out
 
 
-@compiled
-def quat_normalize(q):
-    """Unit quaternion with ``w >= 0`` representing the same rotation as ``q``."""
+@compiled_borrowing
+def quat_normalize_into(q, out):
+    """:func:`quat_normalize` of ``q`` into ``out`` (which may be ``q``)."""
     n = np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
     if q[3] < 0.0:
         n = -n
-    out = np.empty(4)
     for k in range(4):
         out[k] = q[k] / n
+
+
+@compiled
+def quat_normalize(q):
+    """Unit quaternion with ``w >= 0`` representing the same rotation as ``q``."""
+    out = np.empty(4)
+    quat_normalize_into(q, out)
     return out
 
 

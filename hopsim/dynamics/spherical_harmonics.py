@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hopsim.dynamics._jit import compiled
+from hopsim.dynamics._jit import compiled, compiled_borrowing
 
 GGM03S_FILE = Path(__file__).parent / "data" / "ggm03s_20.txt"
 GGM03S_MU = 3.986004415e14          # m^3/s^2
@@ -82,7 +82,7 @@ def ggm03s() -> GravityField:
     return read_field(GGM03S_FILE, "GGM03S", GGM03S_MU, GGM03S_RADIUS)
 
 
-@compiled
+@compiled_borrowing
 def cunningham_into(x, y, z, radius, n_max, V, W):
     """Fill the lower triangles (n >= m) of ``V``, ``W`` to degree ``n_max`` at ``(x, y, z)``
     (m, frame F); the upper triangles are left as they are (no formula reads them)."""
@@ -112,7 +112,7 @@ def _cunningham(r, radius, n_max):
     return V, W
 
 
-@compiled
+@compiled_borrowing
 def spherical_harmonic_acceleration_xyz(x, y, z, mu, radius, C, S, n_max, V, W):
     """grad U (m/s^2, frame F) as a tuple, at ``(x, y, z)`` (m, frame F); ``V``, ``W`` are
     scratch of at least (n_max + 2) x (n_max + 2) (no allocation: the orbiting spacecraft's
@@ -134,6 +134,75 @@ def spherical_harmonic_acceleration_xyz(x, y, z, mu, radius, C, S, n_max, V, W):
             az += (n - m + 1) * (-c * V[n + 1, m] - s * W[n + 1, m])
     k = mu / (radius * radius)
     return k * ax, k * ay, k * az
+
+
+@compiled_borrowing
+def cunningham_lanes_into(x, y, z, radius, n_max, V, W, work, count):
+    """:func:`cunningham_into` for ``count`` points at once, lane ``l`` at ``(x[l], y[l], z[l])``,
+    into ``V[n, m, l]``, ``W[n, m, l]``: each lane's arithmetic is :func:`cunningham_into`'s, operation
+    for operation; the loops over the lanes are innermost, so that the compiler can run them in
+    SIMD registers. ``work``: 4 x lanes."""
+    x0, y0, z0, rho = work[0], work[1], work[2], work[3]
+    for lane in range(count):
+        r2 = x[lane] * x[lane] + y[lane] * y[lane] + z[lane] * z[lane]
+        rho[lane] = radius * radius / r2
+        x0[lane] = x[lane] * radius / r2
+        y0[lane] = y[lane] * radius / r2
+        z0[lane] = z[lane] * radius / r2
+        V[0, 0, lane] = radius / np.sqrt(r2)
+        W[0, 0, lane] = 0.0
+    for m in range(n_max + 1):
+        if m > 0:
+            k = 2 * m - 1
+            V1, W1, Vm, Wm = V[m - 1, m - 1], W[m - 1, m - 1], V[m, m], W[m, m]
+            for lane in range(count):
+                Vm[lane] = k * (x0[lane] * V1[lane] - y0[lane] * W1[lane])
+                Wm[lane] = k * (x0[lane] * W1[lane] + y0[lane] * V1[lane])
+        if m + 1 <= n_max:
+            k = 2 * m + 1
+            Vm, Wm, V1, W1 = V[m, m], W[m, m], V[m + 1, m], W[m + 1, m]
+            for lane in range(count):
+                V1[lane] = k * z0[lane] * Vm[lane]
+                W1[lane] = k * z0[lane] * Wm[lane]
+        for n in range(m + 2, n_max + 1):
+            k1, k2, d = 2 * n - 1, n + m - 1, n - m
+            V1, V2, W1, W2, Vn, Wn = V[n - 1, m], V[n - 2, m], W[n - 1, m], W[n - 2, m], V[n, m], W[n, m]
+            for lane in range(count):
+                Vn[lane] = (k1 * z0[lane] * V1[lane] - k2 * rho[lane] * V2[lane]) / d
+                Wn[lane] = (k1 * z0[lane] * W1[lane] - k2 * rho[lane] * W2[lane]) / d
+
+
+@compiled_borrowing
+def spherical_harmonic_acceleration_lanes(x, y, z, mu, radius, C, S, n_max, V, W, work, count, ax, ay, az):
+    """:func:`spherical_harmonic_acceleration_xyz` for ``count`` points at once (lane ``l`` at
+    ``(x[l], y[l], z[l])``) into ``ax``, ``ay``, ``az``: each lane's arithmetic is the one-point
+    function's, operation for operation and in its order (the sums run over n and m as there);
+    the loops over the lanes are innermost (SIMD). ``V``, ``W``: (n_max + 2) x (n_max + 2) x
+    lanes; ``work``: 4 x lanes."""
+    cunningham_lanes_into(x, y, z, radius, n_max + 1, V, W, work, count)
+    for lane in range(count):
+        ax[lane], ay[lane], az[lane] = 0.0, 0.0, 0.0
+    for n in range(n_max + 1):
+        for m in range(n + 1):
+            c, s = C[n, m], S[n, m]
+            g = n - m + 1
+            Vm, Wm = V[n + 1, m], W[n + 1, m]
+            if m == 0:
+                Vu, Wu = V[n + 1, 1], W[n + 1, 1]
+                for lane in range(count):
+                    ax[lane] -= c * Vu[lane]
+                    ay[lane] -= c * Wu[lane]
+                    az[lane] += g * (-c * Vm[lane] - s * Wm[lane])
+            else:
+                f = (n - m + 2) * (n - m + 1)
+                Vu, Wu, Vd, Wd = V[n + 1, m + 1], W[n + 1, m + 1], V[n + 1, m - 1], W[n + 1, m - 1]
+                for lane in range(count):
+                    ax[lane] += 0.5 * ((-c * Vu[lane] - s * Wu[lane]) + f * (c * Vd[lane] + s * Wd[lane]))
+                    ay[lane] += 0.5 * ((-c * Wu[lane] + s * Vu[lane]) + f * (-c * Wd[lane] + s * Vd[lane]))
+                    az[lane] += g * (-c * Vm[lane] - s * Wm[lane])
+    k = mu / (radius * radius)
+    for lane in range(count):
+        ax[lane], ay[lane], az[lane] = k * ax[lane], k * ay[lane], k * az[lane]
 
 
 @compiled
@@ -158,5 +227,6 @@ def spherical_harmonic_potential(r, mu, radius, C, S, n_max):
 
 
 __all__ = ["GravityField", "read_field", "ggm03s", "spherical_harmonic_acceleration",
-           "spherical_harmonic_acceleration_xyz", "cunningham_into",
+           "spherical_harmonic_acceleration_xyz", "cunningham_into", "cunningham_lanes_into",
+           "spherical_harmonic_acceleration_lanes",
            "spherical_harmonic_potential"]

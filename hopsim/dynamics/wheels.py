@@ -40,7 +40,7 @@ import math
 
 import numpy as np
 
-from hopsim.dynamics._jit import compiled
+from hopsim.dynamics._jit import compiled, compiled_borrowing
 
 
 def wheel_axes(name: str, axes_B) -> np.ndarray:
@@ -63,7 +63,7 @@ def per_wheel(name: str, what: str, value, k: int, positive: bool = False, negat
     return v
 
 
-@compiled
+@compiled_borrowing
 def wheel_friction_into(Omega, viscous_Nms, coulomb_Nm, coulomb_speed_radps, out):
     """:func:`wheel_friction` into ``out`` (N m, one per wheel)."""
     for i in range(len(Omega)):
@@ -80,7 +80,7 @@ def wheel_friction(Omega, viscous_Nms, coulomb_Nm, coulomb_speed_radps):
     return out
 
 
-@compiled
+@compiled_borrowing
 def lugre_friction_into(Omega, z, stiffness_Nmprad, damping_Nmsprad, viscous_Nms, coulomb_Nm, static_Nm,
                         stribeck_speed_radps, f_out, z_dot_out):
     """:func:`lugre_friction` into ``f_out`` (N m) and ``z_dot_out`` (rad/s)."""
@@ -278,7 +278,7 @@ class WheelMotors:
         return np.array([0.0 if failed[i] else min(max(u[i], -limits[i]), limits[i]) * scales[i] for i in range(k)])
 
 
-@compiled
+@compiled_borrowing
 def wheel_angular_momentum_xyz(inertia_B, G, J, w0, w1, w2, Omega):
     """H_B (N m s, B components) of :func:`wheel_angular_momentum_B` as a tuple, ``omega`` = (w0, w1, w2)."""
     H0 = inertia_B[0, 0] * w0 + inertia_B[0, 1] * w1 + inertia_B[0, 2] * w2
@@ -300,7 +300,7 @@ def wheel_angular_momentum_B(inertia_B, G, J, omega, Omega):
     return np.array([H0, H1, H2])
 
 
-@compiled
+@compiled_borrowing
 def wheel_accelerations_into(inertia_B, inertia_inv, G, J, omega, Omega, motor_Nm, friction_Nm, L0, L1, L2,
                              omega_dot, Omega_dot):
     """:func:`wheel_accelerations` into ``omega_dot`` (3) and ``Omega_dot`` (k), the external
