@@ -123,7 +123,6 @@ def test_add_messages_writes_what_add_message_writes_one_by_one():
     registered between calls, log times that go back and chunks closed on demand."""
     import io
     import random
-    from concurrent.futures import ThreadPoolExecutor
 
     from mcap.writer import CompressionType, Writer
 
@@ -147,8 +146,7 @@ def test_add_messages_writes_what_add_message_writes_one_by_one():
     files = {}
     for batched in (True, False):
         out = io.BytesIO()
-        writer = (_Writer(out, chunk_size=700, compression=CompressionType.ZSTD, thread=ThreadPoolExecutor(1))
-                  if batched else Writer(out, chunk_size=700, compression=CompressionType.ZSTD))
+        writer = (_Writer if batched else Writer)(out, chunk_size=700, compression=CompressionType.ZSTD)
         writer.start(profile="hopsim", library="test")
         schemas = 0
         for op in ops:
@@ -179,7 +177,7 @@ def test_the_recorder_writes_the_bytes_of_one_add_message_per_envelope(tmp_path,
     from hopsim.bus.recorder import McapRecorder
 
     class OneByOne(Writer):           # mcap's own Writer
-        def __init__(self, output, chunk_size, compression, thread):
+        def __init__(self, output, chunk_size, compression):
             super().__init__(output, chunk_size=chunk_size, compression=compression)
 
         def add_columns(self, log_time, channel_ids, sequences, datas):

@@ -15,7 +15,7 @@ import hashlib
 import json
 import struct
 import zlib
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from operator import attrgetter
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, NamedTuple
@@ -88,11 +88,9 @@ class StreamDigest:
     def __init__(self):
         self._h = hashlib.sha256()
         self.count = 0
-        self._hashing = None            # the last update handed to a thread (see add_framed_on)
 
     def add(self, env, payload: bytes | None = None) -> None:
         """Hash one envelope: an :class:`Envelope`, or a recorded ``EnvelopeProto`` with its payload bytes."""
-        self._settle()
         if payload is None:
             payload = env.payload_bytes()
         names = f"{env.source}\0{env.topic}\0{env.type_name}\0".encode()
@@ -106,31 +104,16 @@ class StreamDigest:
 
     def add_framed(self, data: bytes, count: int) -> None:
         """Hash ``count`` envelopes given as the bytes :meth:`add` hashes for each, one after the other."""
-        self._settle()
         self._h.update(data)
         self.count += count
 
-    def add_framed_on(self, thread: Executor, data: bytes, count: int) -> None:
-        """:meth:`add_framed` on ``thread`` (an executor of one worker: its jobs run in order;
-        SHA-256 releases the GIL), while the caller goes on; anything else waits for it."""
-        self._hashing = thread.submit(self._h.update, data)
-        self.count += count
-
     def hexdigest(self) -> str:
-        self._settle()
         return self._h.hexdigest()
 
     def copy(self) -> "StreamDigest":
-        self._settle()
         twin = StreamDigest()
         twin._h, twin.count = self._h.copy(), self.count
         return twin
-
-    def _settle(self) -> None:
-        """Wait for the updates handed to a thread."""
-        if self._hashing is not None:
-            self._hashing.result()
-            self._hashing = None
 
 
 def _digest_head(source: str, topic: str, type_name: str) -> tuple[struct.Struct, bytes]:
@@ -169,14 +152,13 @@ class _Writer(McapWriter):
     pyproject.toml; :meth:`_Writer__finalize_chunk` replaces the Writer's own).
     """
 
-    def __init__(self, output, chunk_size: int, compression: CompressionType, thread: Executor):
-        """``thread``: an executor of one worker, where closed chunks are compressed."""
+    def __init__(self, output, chunk_size: int, compression: CompressionType):
         super().__init__(output, chunk_size=chunk_size, compression=compression)
         self._chunk_bytes = chunk_size
         self._held: list[tuple] = []         # messages not framed yet: blocks of add_block's arguments
         self._held_bytes = 0                 # the size of their records (bytes)
         self._framed: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []    # the open chunk's (channels, log times, offsets)
-        self._thread = thread
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcap-chunks")    # compresses closed chunks
         self._closing: tuple | None = None   # the chunk closed last, not written yet
         self._zstd = zstandard.ZstdCompressor(level=3)      # zstandard.compress's level; one per thread
 
@@ -344,6 +326,7 @@ class _Writer(McapWriter):
         self._Writer__finalize_chunk()
         self.write_closed()
         super().finish()
+        self._thread.shutdown()
 
     def add_metadata(self, name: str, data: dict[str, str]) -> None:
         self.write_closed()                 # records go to the stream in the order they come
@@ -501,8 +484,6 @@ class McapRecorder:
         self._routes: dict[tuple[str, str, type], _Route] = {}     # by (topic, source, payload type)
         self.digest = StreamDigest()
         self._buffer = StreamBuffer(self._write_instant, self._write_columns)
-        # the writer's thread: compresses closed chunks and hashes the stream (both release the GIL)
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="recorder")
         # a run that can recover from a killed actor goes back to its last kept state (commit) and
         # runs again from there: what it wrote since stays in the file, and the re-run's envelopes
         # are checked against it (digest) until they pass its end (see rollback)
@@ -531,8 +512,7 @@ class McapRecorder:
         if self._writer_ is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "wb")
-            self._writer_ = _Writer(self._file, chunk_size=self._chunk_size, compression=CompressionType.ZSTD,
-                                    thread=self._thread)
+            self._writer_ = _Writer(self._file, chunk_size=self._chunk_size, compression=CompressionType.ZSTD)
             self._writer_.start(profile=PROFILE, library="hopsim")
             if self._metadata:
                 self._writer_.add_metadata(RUN_METADATA, self._metadata)
@@ -581,9 +561,9 @@ class McapRecorder:
         data, offsets = columns.data, columns.offsets
         route, seqs, index = columns.messages()
         buffer = np.frombuffer(data, np.uint8)
-        self.digest.add_framed_on(self._thread, framing.digest_frames(
-            t_ns, counts, columns.seqs, columns.starts, offsets, buffer, channels.latency, channels.priority,
-            channels.names, channels.names_at), len(route))
+        self.digest.add_framed(framing.digest_frames(t_ns, counts, columns.seqs, columns.starts, offsets, buffer,
+                                                     channels.latency, channels.priority, channels.names,
+                                                     channels.names_at), len(route))
         if self._scene is not None:
             states = np.flatnonzero(channels.is_state[route])
             sources, bounds = channels.sources, offsets.tolist()
@@ -707,7 +687,7 @@ class McapRecorder:
             datas.append(data)
             if is_state:
                 states.append((env.source, data))
-        self.digest.add_framed_on(self._thread, b"".join(hashed), len(envelopes))
+        self.digest.add_framed(b"".join(hashed), len(envelopes))
         if self._scene is not None:
             self._observe_scene(t_ns, states)
         t = t_ns + self._offset
@@ -757,7 +737,6 @@ class McapRecorder:
         self._writer.add_metadata(RESULT_METADATA, summary)
         self._writer.finish()
         self._file.close()
-        self._thread.shutdown()
         self._closed = True
 
     def __enter__(self):
