@@ -184,9 +184,6 @@ def test_the_recorder_writes_the_bytes_of_one_add_message_per_envelope(tmp_path,
             for channel_id, sequence, data in zip(channel_ids, sequences, datas, strict=True):
                 self.add_message(channel_id, log_time=log_time, data=data, publish_time=log_time, sequence=sequence)
 
-        def close_chunk(self):
-            self.flush()
-
         def add_block(self, log_time, channel_ids, sequences, lengths, payload):
             ends = np.cumsum(lengths).tolist()
             payload = bytes(payload)

@@ -15,7 +15,6 @@ import hashlib
 import json
 import struct
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from operator import attrgetter
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, NamedTuple
@@ -158,9 +157,6 @@ class _Writer(McapWriter):
         self._held: list[tuple] = []         # messages not framed yet: blocks of add_block's arguments
         self._held_bytes = 0                 # the size of their records (bytes)
         self._framed: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []    # the open chunk's (channels, log times, offsets)
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mcap-chunks")    # compresses closed chunks
-        self._closing: tuple | None = None   # the chunk closed last, not written yet
-        self._zstd = zstandard.ZstdCompressor(level=3)      # zstandard.compress's level; one per thread
 
     def add_messages(self, log_time: int, messages: list[tuple[int, int, bytes]]) -> None:
         """Add ``messages``, (channel id, sequence, data) in order, each logged and published at ``log_time``."""
@@ -184,8 +180,6 @@ class _Writer(McapWriter):
         """Add messages given as arrays (int64: channel id, sequence, data length; one of each per
         message, in order) and their data one after the other (``payload``: bytes or uint8 array),
         each logged and published at ``log_time`` (ns)."""
-        if self._closing is not None and self._closing[0].done():
-            self.write_closed()             # a closed chunk reaches the file as soon as it can
         if not len(lengths):
             return
         size = _MESSAGE.size * len(lengths) + len(payload)
@@ -266,42 +260,29 @@ class _Writer(McapWriter):
 
     def _Writer__finalize_chunk(self) -> None:
         """mcap's Writer.__finalize_chunk (mcap 1.6.0), the chunk's message indexes written in one
-        piece: close the open chunk, if it holds messages. Its compression and CRC go to the
-        writer's thread (zstd and zlib release the GIL) while the run goes on; the chunk is written
-        (compressed, with its CRC, its message indexes and its chunk index) when the next chunk
-        closes, or when anything else is written, or at :meth:`flush` and :meth:`finish`: the
-        file's bytes are those of writing it at once."""
+        piece: close the open chunk, if it holds messages (compressed, with its CRC, its message
+        indexes and its chunk index)."""
         self._frame_held()
         builder = self._Writer__chunk_builder
         if builder is None or builder.num_messages == 0:
             return
         self._Writer__statistics.chunk_count += 1
         chunk_data = builder.end()
-        closing = (self._thread.submit(self._compress, chunk_data), len(chunk_data), builder.message_start_time,
-                   builder.message_end_time, self._framed)
-        self._framed = []
-        builder.reset()
-        self.write_closed()
-        self._closing = closing
-
-    def write_closed(self) -> None:
-        """Write the chunk closed last, if its compression is still out (waits for it)."""
-        if self._closing is None:
-            return
-        (future, size, start_time, end_time, framed), self._closing = self._closing, None
-        compression, compressed, crc = future.result()
-        chunk = Chunk(compression=compression, data=compressed, message_start_time=start_time,
-                      message_end_time=end_time, uncompressed_crc=crc if self._Writer__enable_crcs else 0,
-                      uncompressed_size=size)
+        compression, compressed = self._compress(chunk_data)
+        chunk = Chunk(compression=compression, data=compressed, message_start_time=builder.message_start_time,
+                      message_end_time=builder.message_end_time,
+                      uncompressed_crc=zlib.crc32(chunk_data) if self._Writer__enable_crcs else 0,
+                      uncompressed_size=len(chunk_data))
         self._Writer__flush()
         stream, records = self._Writer__stream, self._Writer__record_builder
         chunk_start_offset = stream.tell()
         chunk.write(records)
-        chunk_index = ChunkIndex(message_start_time=start_time, message_end_time=end_time,
+        chunk_index = ChunkIndex(message_start_time=chunk.message_start_time, message_end_time=chunk.message_end_time,
                                  chunk_start_offset=chunk_start_offset, chunk_length=records.count,
                                  message_index_offsets={}, message_index_length=0, compression=compression,
-                                 compressed_size=len(compressed), uncompressed_size=size)
+                                 compressed_size=len(compressed), uncompressed_size=len(chunk_data))
         self._Writer__flush()
+        framed, self._framed = self._framed, []
         if self._Writer__index_types & IndexType.MESSAGE:
             indexes, channels, starts = framing.message_indexes(*map(np.concatenate, zip(*framed)))
             start = stream.tell()
@@ -310,42 +291,19 @@ class _Writer(McapWriter):
             chunk_index.message_index_length = len(indexes)
             self._Writer__flush()
         self._Writer__chunk_indices.append(chunk_index)
+        builder.reset()
 
-    def close_chunk(self) -> None:
-        """Close the open chunk; written to the stream when its compression is done (see
-        :meth:`_Writer__finalize_chunk`)."""
-        self._Writer__finalize_chunk()
-
-    def flush(self) -> None:
-        """mcap's flush: every chunk closed and written, the stream flushed."""
-        self._Writer__finalize_chunk()
-        self.write_closed()
-        super().flush()
-
-    def finish(self) -> None:
-        self._Writer__finalize_chunk()
-        self.write_closed()
-        super().finish()
-        self._thread.shutdown()
-
-    def add_metadata(self, name: str, data: dict[str, str]) -> None:
-        self.write_closed()                 # records go to the stream in the order they come
-        super().add_metadata(name, data)
-
-    def add_attachment(self, *args, **kwargs) -> None:
-        self.write_closed()
-        super().add_attachment(*args, **kwargs)
-
-    def _compress(self, data: bytes) -> tuple[str, bytes, int]:
-        """(compression name, compressed bytes, CRC-32 of ``data``) of a chunk's records (on the writer's thread)."""
-        crc = zlib.crc32(data)
+    def _compress(self, data: bytes) -> tuple[str, bytes]:
+        """(compression name, compressed bytes) of a chunk's records."""
         if self._Writer__compression == CompressionType.ZSTD:
-            return "zstd", self._zstd.compress(data), crc
+            return "zstd", _ZSTD.compress(data)
         if self._Writer__compression == CompressionType.NONE:
-            return "", data, crc
+            return "", data
         raise ValueError(f"{self._Writer__compression}: the recorder compresses with zstd or not at all")
 
 
+# zstandard.compress(data) makes a compressor (level 3) for each call; one, reused, writes the same frames
+_ZSTD = zstandard.ZstdCompressor(level=3)
 
 
 # an MCAP message record: opcode, length of what follows, channel id, sequence, log time, publish
@@ -556,7 +514,7 @@ class McapRecorder:
         if self._chunk_start_ns is None:
             self._chunk_start_ns = t_ns
         elif t_ns - self._chunk_start_ns >= self._chunk_span_ns:
-            self._close_chunk()
+            self._writer.flush()
             self._chunk_start_ns = t_ns
         data, offsets = columns.data, columns.offsets
         route, seqs, index = columns.messages()
@@ -608,12 +566,6 @@ class McapRecorder:
     def flush(self) -> None:
         """Write out the envelopes of the current instant (call only when it is complete)."""
         self._buffer.flush()
-
-    def _close_chunk(self) -> None:
-        """The chunk spans CHUNK_SPAN_NS: close it, and push what the file has to disk (the chunk
-        itself follows when its compression is done)."""
-        self._writer.close_chunk()
-        self._file.flush()
 
     def flush_chunk(self) -> None:
         """Close the current chunk and push it to disk (at checkpoints: a crash loses nothing before)."""
@@ -674,7 +626,7 @@ class McapRecorder:
         if self._chunk_start_ns is None:
             self._chunk_start_ns = t_ns
         elif t_ns - self._chunk_start_ns >= self._chunk_span_ns:
-            self._close_chunk()
+            self._writer.flush()        # the chunk spans CHUNK_SPAN_NS: close it and push it to disk
             self._chunk_start_ns = t_ns
         routes = self._routes
         hashed, channel_ids, datas, states = [], [], [], []
@@ -760,12 +712,6 @@ class MemoryRecorder:
 
     def flush(self) -> None:
         self._buffer.flush()
-
-    def _close_chunk(self) -> None:
-        """The chunk spans CHUNK_SPAN_NS: close it, and push what the file has to disk (the chunk
-        itself follows when its compression is done)."""
-        self._writer.close_chunk()
-        self._file.flush()
 
     def flush_chunk(self) -> None:
         self.commit()
