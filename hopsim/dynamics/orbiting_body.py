@@ -428,6 +428,19 @@ def _lane_derivatives(now, source, target, rows, P, loads, inertia_B, inertia_in
                                          motor_Nm[r], friction[r], f)
 
 
+# rk4_lanes' work rows of each lane, KL[lane, ...]: the four stages, the stage state, the state
+_LANE_K1, _LANE_K2, _LANE_K3, _LANE_K4, _LANE_XS, _LANE_XL = range(6)
+
+
+@compiled_borrowing
+def _lanes_stage_state(KL, count, size, k, h):
+    """Each lane's stage state from its state and stage ``k``: ``x + h * k`` (rk4_lanes' rows)."""
+    for lane in range(count):
+        kk, x, xs = KL[lane, k], KL[lane, _LANE_XL], KL[lane, _LANE_XS]
+        for j in range(size):
+            xs[j] = x[j] + h * kk[j]
+
+
 @compiled_borrowing
 def rk4_lanes(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
               motor_Nm, friction, f, KL, VWL, RA, work):
@@ -436,7 +449,7 @@ def rk4_lanes(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, iner
     at each stage the rows' gravity is evaluated together (SIMD), the rest of the derivative row
     by row; each row's arithmetic is :func:`rk4_hop`'s. Work arrays: :func:`lane_scratch`."""
     count, size = len(rows), X.shape[1]
-    K1, K2, K3, K4, XS, XL = 0, 1, 2, 3, 4, 5          # KL[lane, ...]: the stages, the stage state, the state
+    K1, K2, K3, K4, XS, XL = _LANE_K1, _LANE_K2, _LANE_K3, _LANE_K4, _LANE_XS, _LANE_XL
     for lane in range(count):
         for j in range(size):
             KL[lane, XL, j] = X[rows[lane], j]
@@ -448,22 +461,13 @@ def rk4_lanes(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, iner
         mid, end = instant(epoch, t + half, True, True), instant(epoch, t + h, True, True)
         _lane_derivatives(now, XL, K1, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
                           friction, f, KL, VWL, RA, work)
-        for lane in range(count):
-            k, x, xs = KL[lane, K1], KL[lane, XL], KL[lane, XS]
-            for j in range(size):
-                xs[j] = x[j] + half * k[j]
+        _lanes_stage_state(KL, count, size, K1, half)
         _lane_derivatives(mid, XS, K2, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
                           friction, f, KL, VWL, RA, work)
-        for lane in range(count):
-            k, x, xs = KL[lane, K2], KL[lane, XL], KL[lane, XS]
-            for j in range(size):
-                xs[j] = x[j] + half * k[j]
+        _lanes_stage_state(KL, count, size, K2, half)
         _lane_derivatives(mid, XS, K3, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
                           friction, f, KL, VWL, RA, work)
-        for lane in range(count):
-            k, x, xs = KL[lane, K3], KL[lane, XL], KL[lane, XS]
-            for j in range(size):
-                xs[j] = x[j] + h * k[j]
+        _lanes_stage_state(KL, count, size, K3, h)
         _lane_derivatives(end, XS, K4, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
                           friction, f, KL, VWL, RA, work)
         sixth = h / 6.0
