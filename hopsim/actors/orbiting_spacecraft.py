@@ -114,6 +114,7 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
     accepts_faults = {"disturbance": ("force_N", "torque_B", "duration_s", "clear"), **WHEEL_FAULTS}
     loads_constant_over_hop = True      # thrust, wheel torques and disturbances are held over a hop
     fleet_form = OrbitingFleet          # many spacecraft's hops in one call (hopsim.kernel.fleet)
+    row_form = "hopsim.actors.orbiting_fleet:OrbitingSpacecraftRows"    # in a row block (hopsim.kernel.blocks)
     # _state_builder and _work are scratch memory (update_flow_outs', the compiled equations'),
     # holding nothing between calls; welds are links between models, made and broken at barriers only
     _FRAMEWORK_ATTRS = ContinuousModel._FRAMEWORK_ATTRS | {"_state_builder", "_work", "_welds", "_primary_weld"}

@@ -47,6 +47,9 @@ not import its row form's). A form class has:
     update_flow_outs(t_ns, body)     optional: the instant's outputs (``body``: the body's form)
     start_hop(t0_ns, t1_ns, body)    optional: the loads on the body over the hop
     hop(t0_ns, t1_ns, steps_s, loaders)   the body's form only: propagate every row
+    latches_loads: bool              optional, the body's form: True if its first hop latches the
+                                     loads as the body's own start_hop does (its inputs are quiet
+                                     while the block runs)
 
 Restrictions today (a group that does not meet them runs as before): every model local, without
 method or I/O-step events, accounting, ``end_io_step`` or ``start_io_step``; the members'
@@ -437,7 +440,8 @@ class Block:
                 if s.periodic is None and s.trigger_ports != frozenset(s.model.inputs):
                     return None                 # message-driven: every input starts an I/O step
         bodies = [p for p, f in enumerate(forms) if hasattr(f, "hop")]
-        if len(bodies) != 1 or not all(isl.takes_row_hop(t_ns, t_ns + period) for isl in islands):
+        latched = len(bodies) == 1 and getattr(forms[bodies[0]], "latches_loads", False)
+        if len(bodies) != 1 or not all(isl.takes_row_hop(t_ns, t_ns + period, latched) for isl in islands):
             return None
         for p, slots in enumerate(columns):          # every load on the body comes through a form
             loads = slots[0].is_continuous and (slots[0].overrides("start_hop") or slots[0].overrides("pre_deriv"))

@@ -1000,12 +1000,14 @@ class Island:
         """Where the run returns (ns; NEVER if nowhere)."""
         return self._stops[0] if self._stops else NEVER
 
-    def takes_row_hop(self, t0: int, t1: int) -> bool:
+    def takes_row_hop(self, t0: int, t1: int, latched: bool = False) -> bool:
         """Whether this island's hop from t0 to t1 (ns) is its body's compiled hop with loads
-        gathered by the kernel (a fleet form that latches nothing), and nothing else to advance."""
+        gathered by the kernel (a fleet form that latches nothing; with ``latched``, also one whose
+        body latches its own loads in start_hop, the caller latching them), and nothing else to
+        advance."""
         body = self._fleet_body
         return (body is not None and not self._rate_slots and self.hop_plan(t0, t1) is not None
-                and not getattr(type(body).fleet_form, "latches_loads", True))
+                and (latched or not getattr(type(body).fleet_form, "latches_loads", True)))
 
     def hop_steps(self, t0: int, t1: int) -> tuple:
         """The sub-steps (s) of the compiled hop from t0 to t1 (ns)."""
