@@ -6,7 +6,7 @@ wheels, stepped with fixed-step RK4 at 1 s, in hopsim and in Basilisk in the sam
 hopsim: one :class:`~hopsim.actors.orbiting_spacecraft.OrbitingSpacecraft` per island (``RK4``,
 one step per 1 Hz hop; the islands form one rate group, run as a row block once the wheel command
 is latched (:mod:`hopsim.kernel.blocks`: one compiled RK4 call over all spacecraft per instant),
-and, in a second column, each through its own scalar path): GGM03S to degree 8 in
+and, in a second column, each through its own scalar path: no fleet form, no row block): GGM03S to degree 8 in
 the Earth-fixed frame, a cannonball in an exponential atmosphere, cannonball solar pressure (analytic Sun, cylindrical shadow), four wheels
 in a pyramid with viscous and Coulomb friction under a constant command, no gravity gradient.
 
@@ -84,7 +84,7 @@ def initial_states(n: int, mu: float):
 
 def hopsim_sim(n: int, fleets: bool = True):
     field = ggm03s()
-    sim = Simulation(seed=1, fleets=fleets)
+    sim = Simulation(seed=1, fleets=fleets, row_blocks=fleets)      # fleets False: the scalar path
     for i, (r, v) in enumerate(initial_states(n, field.mu)):
         name = f"sc{i}"
         sim.add_island(name, integrator=RK4(), n_integration_steps=1)
@@ -324,7 +324,7 @@ def main():
     print(f"numpy {np.__version__}, {os.cpu_count()} CPUs; medians of {REPEATS} interleaved repeats, "
           f"set-up excluded, and hopsim's first {WARM_STEPS} steps (the wheel command latched, the row block "
           "formed), Basilisk's first.\n")
-    print("| N | steps | hopsim [us / spacecraft-step] | hopsim, no fleet forms | Basilisk [us / spacecraft-step] "
+    print("| N | steps | hopsim [us / spacecraft-step] | hopsim, scalar path | Basilisk [us / spacecraft-step] "
           "| hopsim / Basilisk |")
     print("|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
@@ -350,7 +350,7 @@ def main():
         ratio = f"{instr['fleets'] / instr['basilisk']:.2f}" if "basilisk" in instr else "not measured"
         print(f"\nInstructions per spacecraft-step (callgrind, N = {COUNTED_N}, the difference of "
               f"{COUNTED_STEPS[1]} and {COUNTED_STEPS[0]} steps; numba's generic CPU):\n")
-        print("| hopsim | hopsim, no fleet forms | Basilisk | hopsim / Basilisk |")
+        print("| hopsim | hopsim, scalar path | Basilisk | hopsim / Basilisk |")
         print("|---:|---:|---:|---:|")
         print(f"| {row} | {ratio} |")
     print("\nhopsim, N = 1, 300 steps: cProfile top 10 by own time\n")
