@@ -37,7 +37,8 @@ def test_the_scene_shows_the_recorded_poses_and_leaves_the_stream_alone(tmp_path
             elif channel.topic.endswith("/estimate"):
                 estimates.setdefault(message.log_time, {})[msg.vehicle] = msg
     assert derived == {("viz/transforms", "foxglove.FrameTransforms"), ("viz/scene", "foxglove.SceneUpdate"),
-                       ("viz/trails", "foxglove.SceneUpdate"), ("viz/trails_recent", "foxglove.SceneUpdate")}
+                       ("viz/trails", "foxglove.SceneUpdate"), ("viz/trails_recent", "foxglove.SceneUpdate"),
+                       ("viz/trail_tips", "foxglove.SceneUpdate")}
     assert sorted(transforms) == sorted(states) and len(states) > 100
     differs = 0
     for t_ns, by_vehicle in states.items():
@@ -64,7 +65,7 @@ def test_the_scene_shows_the_recorded_poses_and_leaves_the_stream_alone(tmp_path
             r = states[t_ns]["sph1"].r_BN_N
             taken.append((t_ns, [r.x, r.y, r.z]))
             last = t_ns
-    topic_of = {"trail": "viz/trails", "trail_recent": "viz/trails_recent", "trail_tip": "viz/scene"}
+    topic_of = {"trail": "viz/trails", "trail_recent": "viz/trails_recent", "trail_tip": "viz/trail_tips"}
     sends = {}
     for t_ns, topic, u in scenes:
         for e in u.entities:
@@ -85,7 +86,8 @@ def test_the_scene_shows_the_recorded_poses_and_leaves_the_stream_alone(tmp_path
 def test_trails_seen_from_any_instant_are_whole_and_their_bytes_are_protobufs():
     """Two vehicles over 900 s at irregular instants (one absent for a while, a third arriving
     late): seeking anywhere, each trail's latest history, recent part and tip (decoded by
-    protobuf) join into its last TRAIL_POINTS points up to the history and every point since; and
+    protobuf) join into its last TRAIL_POINTS points up to the history and every point since; the
+    latest message on viz/scene holds every body and the test volume; and
     every message the scene writes is protobuf's deterministic serialization of itself (extreme
     coordinates: -0.0, subnormals, inf, NaN)."""
     import math
@@ -99,6 +101,8 @@ def test_trails_seen_from_any_instant_are_whole_and_their_bytes_are_protobufs():
     extremes = [0.0, -0.0, 5e-324, -math.inf, math.nan, 1e300]
     taken = {}                                        # vehicle -> [(t_ns, point)] as the module says
     sends = {}                                        # (kind, vehicle) -> [(t_ns, points)]
+    scenes = []                                       # viz/scene: (t_ns, entity ids)
+    scene.set_volume((-1.0, -1.0, -1.0), (1.0, 1.0, 1.0))
     t_ns = 0
 
     def collect(messages):
@@ -107,6 +111,8 @@ def test_trails_seen_from_any_instant_are_whole_and_their_bytes_are_protobufs():
             assert msg.SerializeToString(deterministic=True) == data, topic
             if topic == "viz/transforms":
                 continue
+            if topic == "viz/scene":
+                scenes.append((t, sorted(e.id for e in msg.entities)))
             for e in msg.entities:
                 kind, _, vehicle = e.id.partition("/")
                 if kind.startswith("trail"):
@@ -128,6 +134,9 @@ def test_trails_seen_from_any_instant_are_whole_and_their_bytes_are_protobufs():
         scene.take(t_ns, present, datas)
     collect(scene.flush_encoded())
 
+    # the bodies and the volume, whole in each message (the latest one is the whole scene)
+    assert [ids for _, ids in scenes] == [["body/a", "body/b", "volume"], ["body/a", "body/b", "body/c", "volume"]]
+    assert 200e9 < scenes[1][0] < 202e9
     for name, points in taken.items():
         lines = [sends[kind, name] for kind in ("trail", "trail_recent", "trail_tip")]
         assert len(lines[0]) >= 11 and len(points) > TRAIL_POINTS

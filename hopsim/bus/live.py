@@ -2,7 +2,7 @@
 
 :class:`LiveServer` receives every message the recorder writes (its ``tap``): the stream's bus
 topics, Foxglove's 3-D channels (``viz/transforms``, ``viz/scene``, ``viz/trails``,
-``viz/trails_recent``) and the pacing channels, and
+``viz/trails_recent``, ``viz/trail_tips``) and the pacing channels, and
 logs each on a Foxglove channel of the same topic (protobuf, the message's schema as a
 FileDescriptorSet), so that the Foxglove app, or any client of the protocol, sees the run as it
 happens. Log times are the recording's (the scenario's calendar epoch plus simulation time); the

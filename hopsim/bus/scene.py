@@ -6,8 +6,9 @@ vehicle itself, i.e. its dynamics: the envelope's source is the state's ``vehicl
 measurements and radio copies of a state, published by other models, are not drawn), the recorder
 writes one ``foxglove.FrameTransforms`` on ``viz/transforms``: a transform per vehicle from the
 ``world`` frame (the inertial frame N) to a frame named after the vehicle (its body frame B,
-translation ``r_BN_N`` in m, rotation ``q_BN``). On ``viz/scene`` a ``foxglove.SceneUpdate`` adds
-each vehicle's body (a cube locked to its frame, labelled with its name) when it first appears.
+translation ``r_BN_N`` in m, rotation ``q_BN``). On ``viz/scene`` a ``foxglove.SceneUpdate`` holds
+every vehicle's body (a cube locked to its frame, labelled with its name) and the test volume,
+sent again whole when a vehicle first appears: its latest message is the whole scene.
 
 Trails, for formations up to ``TRAIL_VEHICLES`` vehicles: each vehicle's positions in the world
 frame, at least half of ``TRAIL_EVERY_NS`` apart, sent as three lines each on its own topic
@@ -15,7 +16,7 @@ frame, at least half of ``TRAIL_EVERY_NS`` apart, sent as three lines each on it
 ``viz/trails`` every ``TRAIL_HISTORY_EVERY_NS``; its recent part, the points since that history
 (``trail_recent/<vehicle>``, from the history's last point), on ``viz/trails_recent`` every
 ``TRAIL_RECENT_EVERY_NS``; its tip, the points since that (``trail_tip/<vehicle>``, from the
-recent part's last point), on ``viz/scene`` every ``TRAIL_EVERY_NS``. When a line is sent, those
+recent part's last point), on ``viz/trail_tips`` every ``TRAIL_EVERY_NS``. When a line is sent, those
 after it are sent too, each starting again at that line's last point. A trail so costs a few
 points per simulated second whatever its length, and a player that shows each topic's latest
 message before the time it seeks to (Foxglove's) still shows every trail whole: those three lines.
@@ -48,7 +49,7 @@ from hopsim.bus import scene_wire
 
 DERIVED = "derived"                   # channel metadata key of channels that are not the stream
 TRANSFORMS_TOPIC, SCENE_TOPIC = "viz/transforms", "viz/scene"
-TRAILS_TOPIC, RECENT_TRAILS_TOPIC = "viz/trails", "viz/trails_recent"
+TRAILS_TOPIC, RECENT_TRAILS_TOPIC, TRAIL_TIPS_TOPIC = "viz/trails", "viz/trails_recent", "viz/trail_tips"
 WORLD = "world"
 BODY_SIZE_M = 0.2                     # the drawn body: a cube of this edge (m)
 TRAIL_EVERY_NS = 1_000_000_000            # the tips are sent this often
@@ -56,7 +57,7 @@ TRAIL_RECENT_EVERY_NS = 10_000_000_000    # the recent parts this often
 TRAIL_HISTORY_EVERY_NS = 60_000_000_000   # the histories this often
 # a trail's lines: (topic, entity id suffix, how often sent), each holding the points since the one before
 TRAIL_LINES = ((TRAILS_TOPIC, "", TRAIL_HISTORY_EVERY_NS), (RECENT_TRAILS_TOPIC, "_recent", TRAIL_RECENT_EVERY_NS),
-               (SCENE_TOPIC, "_tip", TRAIL_EVERY_NS))
+               (TRAIL_TIPS_TOPIC, "_tip", TRAIL_EVERY_NS))
 TRAIL_POINTS = 300
 TRAIL_VEHICLES = 100
 HILL_TRAIL_POINTS = 1000
@@ -266,14 +267,13 @@ class FoxgloveScene:
         return out
 
     def _new_bodies(self, new: list[str], stamp: int) -> bytes:
-        """The SceneUpdate (serialized) adding the bodies of the vehicles ``new`` (seen for the first
-        time), and the test volume with the first of them; ``stamp``: ns since 1970."""
-        first = not self._known
+        """The SceneUpdate (serialized) of every vehicle's body, ``new`` (seen for the first time)
+        among them, and the test volume; ``stamp``: ns since 1970."""
         self._known.update(new)
         update = SceneUpdate()
-        for name in sorted(new):
+        for name in sorted(self._known):
             self._body(update.entities.add(), name, stamp, self._bodies.get(name))
-        if first and self._volume is not None:
+        if self._volume is not None:
             self._walls(update.entities.add(), stamp)
         return update.SerializeToString(deterministic=True)
 
@@ -558,4 +558,4 @@ _LINE_HEAD, _LINE_TAIL = _line_fields()
 
 
 __all__ = ["FoxgloveScene", "is_derived", "hill_frame_name", "hill_rotation", "DERIVED", "TRANSFORMS_TOPIC",
-           "SCENE_TOPIC", "TRAILS_TOPIC", "RECENT_TRAILS_TOPIC", "TRAIL_LINES"]
+           "SCENE_TOPIC", "TRAILS_TOPIC", "RECENT_TRAILS_TOPIC", "TRAIL_TIPS_TOPIC", "TRAIL_LINES"]

@@ -310,7 +310,7 @@ def describe_scenario(name: str, overrides: dict[str, Any] | None = None) -> tup
     publish their state, and the kernel-event topics it can produce: contacts and docks with a
     contact world, faults, the stop) and its scene (``Simulation.scene``: a test volume, bodies,
     a chief)."""
-    from hopsim.bus.scene import RECENT_TRAILS_TOPIC, SCENE_TOPIC, TRAILS_TOPIC, TRANSFORMS_TOPIC
+    from hopsim.bus.scene import RECENT_TRAILS_TOPIC, SCENE_TOPIC, TRAIL_TIPS_TOPIC, TRAILS_TOPIC, TRANSFORMS_TOPIC
     from hopsim.bus.topics import kernel_topic
     from hopsim.schemas import KernelEvent
 
@@ -320,7 +320,8 @@ def describe_scenario(name: str, overrides: dict[str, Any] | None = None) -> tup
     topics = {t: topic.type_name for t, topic in sim.topics.topics.items()}
     if any(kind == "hopsim.VehicleState" for kind in topics.values()):
         topics.update({TRANSFORMS_TOPIC: "foxglove.FrameTransforms", SCENE_TOPIC: "foxglove.SceneUpdate",
-                       TRAILS_TOPIC: "foxglove.SceneUpdate", RECENT_TRAILS_TOPIC: "foxglove.SceneUpdate"})
+                       TRAILS_TOPIC: "foxglove.SceneUpdate", RECENT_TRAILS_TOPIC: "foxglove.SceneUpdate",
+                       TRAIL_TIPS_TOPIC: "foxglove.SceneUpdate"})
     kinds = [KernelEvent.FAULT, KernelEvent.STOP]
     if sim.scene.get("bodies"):
         kinds += [KernelEvent.CONTACT, KernelEvent.DOCK, KernelEvent.UNDOCK]

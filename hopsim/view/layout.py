@@ -3,8 +3,8 @@
 :func:`foxglove_layout` builds it with the Foxglove SDK's layout types from the recording's own
 topics, so it fits any scenario: a 3-D panel on the ``world`` frame (for a formation in orbit whose
 scenario names a chief, on the chief's Hill frame ``hill/<chief>``, where relative orbits are seen
-as flown) showing ``viz/scene`` (bodies, trails' tips), ``viz/trails`` and ``viz/trails_recent`` (trails'
-histories and recent parts) and ``viz/transforms`` (poses); plots of the first vehicles' positions (``r_BN_N``, m,
+as flown) showing ``viz/scene`` (bodies, the test volume), ``viz/trails``, ``viz/trails_recent`` and
+``viz/trail_tips`` (trails' histories, recent parts and tips) and ``viz/transforms`` (poses); plots of the first vehicles' positions (``r_BN_N``, m,
 frame N) and, when there are contacts, of their normal speeds before and after; the kernel's
 events as raw messages; and for a live run the Parameters panel (``pace``, ``paused``) and a
 service-call panel that sends a fault. ``hopsim layout FILE`` and ``hopsim run ... --layout``
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import foxglove.layouts as fl
 
-from hopsim.bus.scene import RECENT_TRAILS_TOPIC, SCENE_TOPIC, TRAILS_TOPIC, WORLD, hill_frame_name
+from hopsim.bus.scene import RECENT_TRAILS_TOPIC, SCENE_TOPIC, TRAIL_TIPS_TOPIC, TRAILS_TOPIC, WORLD, hill_frame_name
 from hopsim.view.columns import topics
 
 PLOTTED_VEHICLES = 3
@@ -36,7 +36,7 @@ def foxglove_layout(topics: dict[str, str], live: bool = False, frame: str = WOR
     three_d = fl.ThreeDeePanel(title="vehicles", config=fl.ThreeDeeConfig(
         follow_tf=frame, follow_mode="follow-none",
         topics={topic: fl.BaseRendererSceneUpdateTopicSettings(visible=True)
-                for topic in (SCENE_TOPIC, TRAILS_TOPIC, RECENT_TRAILS_TOPIC)}))
+                for topic in (SCENE_TOPIC, TRAILS_TOPIC, RECENT_TRAILS_TOPIC, TRAIL_TIPS_TOPIC)}))
     series = [fl.PlotSeries(value=_path(t, f"r_BN_N.{axis}"), label=f"{t.split('/')[0]} {axis}",
                             line_interpolation="step")
               for t in states[:PLOTTED_VEHICLES] for axis in "xyz"]
