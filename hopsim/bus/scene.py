@@ -382,19 +382,16 @@ class _Names:
         if None in found:
             for name in names:
                 if name not in self.index:
-                    self._add(name)
+                    self.index[name] = len(self.names)
+                    self.names.append(name)
+                    self._encoded.append(name.encode())
+                    self._fields.append(_string_field(_CHILD, name))
+            order = sorted(range(len(self.names)), key=self.names.__getitem__)
+            self.rank = np.empty(len(order), np.int64)
+            self.rank[order] = np.arange(len(order))
+            self._buffers = None
             found = list(map(self.index.get, names))
         return np.array(found, np.int64)
-
-    def _add(self, name: str) -> None:
-        self.index[name] = len(self.names)
-        self.names.append(name)
-        self._encoded.append(name.encode())
-        self._fields.append(_string_field(_CHILD, name))
-        order = sorted(range(len(self.names)), key=self.names.__getitem__)
-        self.rank = np.empty(len(order), np.int64)
-        self.rank[order] = np.arange(len(order))
-        self._buffers = None
 
     def buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The names' bytes one after the other, where each starts (and the end), then their
