@@ -371,8 +371,8 @@ class Block:
 
     def _record_columns(self, t_ns: int, written: list[tuple]) -> None:
         """The instant's envelopes to the recorder as columns in stream order."""
-        counts = np.array([w[1] for w in written], np.int64)          # output x row
-        seqs = np.array([w[2] for w in written], np.int64)
+        counts = np.stack([w[1] for w in written])                    # output x row
+        seqs = np.stack([w[2] for w in written])
         per_output = counts.sum(axis=1)
         first_message = np.concatenate(([0], np.cumsum(per_output)[:-1]))
         starts = first_message[:, None] + (np.cumsum(counts, axis=1) - counts)
@@ -389,15 +389,16 @@ class Block:
         """What output (p, port) wrote at this instant, encoded, for :meth:`_record`."""
         encoder, routes = self._recorded[p, port]
         data, offsets = encoder.encode(out)
-        counts = out.count.tolist()
-        starts = np.concatenate(([0], np.cumsum(out.count))).tolist()
-        return routes, counts, first_seq.tolist(), data, offsets, starts, encoder.layout.message_type
+        return routes, out.count.copy(), first_seq, data, offsets, encoder.layout.message_type
 
     def _record(self, t_ns: int, written: list[tuple]) -> None:
         """The instant's envelopes to the recorder, in the order the members' own barriers would
         hand them over (island by island, each island's models in order, each model's writes in
         order): the recorder registers a channel at its first message, in that order."""
         record = self.recorder.record
+        written = [(routes, counts.tolist(), seqs.tolist(), data, offsets,
+                    np.concatenate(([0], np.cumsum(counts))).tolist(), message_type)
+                   for routes, counts, seqs, data, offsets, message_type in written]
         for j in range(len(self.islands)):
             for routes, counts, seqs, data, offsets, starts, message_type in written:
                 count = counts[j]
