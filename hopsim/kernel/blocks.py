@@ -209,11 +209,11 @@ class Encoder:
         self.strings = strings
         self.string_of_row = string_of_row
 
-    def encode(self, out: OutRows) -> tuple[bytes, list[int]]:
-        """(all the messages' bytes, their offsets: message k is ``data[offsets[k]:offsets[k+1]]``)."""
+    def encode(self, out: OutRows) -> tuple[bytes, np.ndarray]:
+        """(all the messages' bytes, their offsets, int64: message k is ``data[offsets[k]:offsets[k+1]]``)."""
         m = self.layout.fill(self.rows, out.payload, out.msg_t, out.src, out.count, self.string_of_row)
         data, offsets = self.rows_layout.encode(self.rows[:m], self.strings)
-        return data.tobytes(), offsets.tolist()
+        return data.tobytes(), offsets
 
 
 class UniformDraws:
@@ -379,7 +379,7 @@ class Block:
         data = b"".join(w[3] for w in written)
         sizes = np.array([len(w[3]) for w in written], np.int64)
         byte_base = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        offsets = np.concatenate([np.asarray(w[4][:-1], np.int64) + byte_base[k] for k, w in enumerate(written)]
+        offsets = np.concatenate([w[4][:-1] + byte_base[k] for k, w in enumerate(written)]
                                  + [np.array([len(data)], np.int64)])
         k, j = self._pair_output, self._pair_row
         self.recorder.record_columns(EncodedColumns(t_ns, self._channels, counts[k, j], seqs[k, j], starts[k, j],
@@ -396,7 +396,7 @@ class Block:
         hand them over (island by island, each island's models in order, each model's writes in
         order): the recorder registers a channel at its first message, in that order."""
         record = self.recorder.record
-        written = [(routes, counts.tolist(), seqs.tolist(), data, offsets,
+        written = [(routes, counts.tolist(), seqs.tolist(), data, offsets.tolist(),
                     np.concatenate(([0], np.cumsum(counts))).tolist(), message_type)
                    for routes, counts, seqs, data, offsets, message_type in written]
         for j in range(len(self.islands)):
