@@ -348,7 +348,7 @@ def block_breakdown_us(n: int = 100, duration_s: float = 120.0, repeat: int = 3)
               (blocks, "_deliver", "messages between rows (ties, delay lines)"),
               (blocks.Encoder, "encode", "recording: payload rows encoded"),
               (framing, "digest_frames", "recording: digest framing"),
-              (rec.McapRecorder, "_observe_scene", "recording: Foxglove scene"),
+              (rec.McapRecorder, "_flush_scene", "recording: Foxglove scene"),
               (rec._Writer, "_Writer__finalize_chunk", "recording: chunks closed (framing, zstd, index)")]
     for owner, name, label in stages:
         timed(owner, name, label)

@@ -524,9 +524,10 @@ class McapRecorder:
                                                      channels.names_at), len(route))
         if self._scene is not None:
             states = np.flatnonzero(channels.is_state[route])
-            sources, bounds = channels.sources, offsets.tolist()
-            self._observe_scene(t_ns, [(sources[p], data[bounds[m]:bounds[m + 1]])
-                                       for p, m in zip(route[states].tolist(), index[states].tolist())])
+            self._flush_scene(t_ns)
+            at, sources = index[states], channels.sources
+            self._scene.take_packed(t_ns, [sources[p] for p in route[states].tolist()], buffer, offsets[at],
+                                    offsets[at + 1])
         t = t_ns + self._offset
         payload, lengths = framing.gather(buffer, offsets, index)
         self._writer.add_block(t, channels.channel[route], seqs, lengths, payload)
@@ -651,11 +652,15 @@ class McapRecorder:
     def _observe_scene(self, t_ns: int, states: list[tuple[str, bytes]]) -> None:
         """Show the scene an instant (``t_ns``, ns) and its vehicle states, (publisher, serialized
         state): the instant before, complete, is drawn first, its messages written."""
+        self._flush_scene(t_ns)
+        if states:
+            self._scene.take(t_ns, [source for source, _ in states], [data for _, data in states])
+
+    def _flush_scene(self, t_ns: int) -> None:
+        """Draw the scene's pending instant, if it is not ``t_ns`` (ns), and write its messages."""
         scene = self._scene
         if scene.pending_ns is not None and scene.pending_ns != t_ns:
             self._write_encoded(scene.flush_encoded())
-        if states:
-            scene.take(t_ns, [source for source, _ in states], [data for _, data in states])
 
     def record_derived(self, topic: str, t_ns: int, msg, kind: str) -> None:
         """A message about the run that is not part of its stream (``kind`` names what derived it,

@@ -186,8 +186,7 @@ class FoxgloveScene:
         """``epoch_ns``: the calendar time of t = 0 (ns since 1970), added to every timestamp."""
         self._epoch_ns = epoch_ns
         self._t_ns: int | None = None
-        self._sources: list[str] = []        # the held states' publishers
-        self._datas: list[bytes] = []        # and the states, serialized
+        self._held: list[tuple] = []         # the pending instant's states: take_packed's arguments
         self._names = _Names()
         self._known: set[str] = set()        # vehicles drawn so far
         self._trails = _Trails(TRAIL_POINTS, "trail")     # each vehicle's trail (frame N)
@@ -230,9 +229,15 @@ class FoxgloveScene:
         names; of a vehicle's states at one instant, the last). Another instant pending must be
         flushed before (:meth:`flush_encoded`)."""
         if datas:
+            data, at = _packed(datas)
+            self.take_packed(t_ns, sources, data, at[:-1], at[1:])
+
+    def take_packed(self, t_ns: int, sources: list[str], data: np.ndarray, starts: np.ndarray,
+                    ends: np.ndarray) -> None:
+        """:meth:`take` for states at ``data[starts[i]:ends[i]]`` (uint8; int64 arrays)."""
+        if len(starts):
             self._t_ns = t_ns
-            self._sources += sources
-            self._datas += datas
+            self._held.append((sources, data, starts, ends))
 
     def flush(self) -> list[tuple[str, int, object]]:
         """The messages of the pending instant, if any."""
@@ -241,9 +246,9 @@ class FoxgloveScene:
     def flush_encoded(self) -> list[tuple[str, int, type, bytes]]:
         """The messages of the pending instant, if any, as (topic, t_ns, message type, the
         message's deterministic serialization)."""
-        t_ns, sources, datas = self._t_ns, self._sources, self._datas
-        self._t_ns, self._sources, self._datas = None, [], []
-        poses = _Poses.read(self._names, sources, datas) if datas else None
+        t_ns, held = self._t_ns, self._held
+        self._t_ns, self._held = None, []
+        poses = _Poses.read(self._names, held) if held else None
         if poses is None:
             return []
         stamp = self._epoch_ns + t_ns
@@ -419,11 +424,17 @@ class _Poses:
         self.vehicles, self.states, self.rv, self.data, self.spans = vehicles, states, rv, data, spans
 
     @classmethod
-    def read(cls, names: _Names, sources: list[str], datas: list[bytes]) -> "_Poses | None":
-        """The poses among states ``datas`` (serialized) published by ``sources`` (None: none)."""
+    def read(cls, names: _Names, held: list[tuple]) -> "_Poses | None":
+        """The poses among the states held (:meth:`FoxgloveScene.take_packed`'s arguments; None:
+        none)."""
+        if len(held) == 1:
+            sources, data, starts, ends = held[0]
+        else:                               # one buffer for all
+            sources = [name for part in held for name in part[0]]
+            data, at = _packed([d[a:b].tobytes() for _, d, s, e in held for a, b in zip(s.tolist(), e.tolist())])
+            starts, ends = at[:-1], at[1:]
         source = names.indices(sources)
-        data, offsets = _packed(datas)
-        spans, rv = scene_wire.read_states(data, offsets)
+        spans, rv = scene_wire.read_states(data, starts, ends)
         name_bytes, name_at = names.buffers()[:2]
         drawn = np.flatnonzero(scene_wire.named_by(data, spans, source, name_bytes, name_at))
         if not len(drawn):

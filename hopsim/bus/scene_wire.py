@@ -112,10 +112,10 @@ def _coordinates(data, a, b, bits, i, j):
 
 
 @njit(cache=True)
-def _read_states(data, offsets, spans, bits):
+def _read_states(data, starts, ends, spans, bits):
     """See :func:`read_states`; returns the index of the first message that does not parse, or -1."""
-    for i in range(len(offsets) - 1):
-        pos, end = offsets[i], offsets[i + 1]
+    for i in range(len(starts)):
+        pos, end = starts[i], ends[i]
         while pos < end:
             tag, pos = _read_varint(data, pos, end)
             if pos < 0:
@@ -156,16 +156,16 @@ def _read_states(data, offsets, spans, bits):
     return -1
 
 
-def read_states(data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Read ``len(offsets) - 1`` serialized vehicle states, message ``i`` at
-    ``data[offsets[i]:offsets[i + 1]]`` (uint8, int64): each one's byte spans (int64, shape
-    (n, 4, 2): ``vehicle``, ``r_BN_N``, ``v_BN_N``, ``q_BN``, start and end in ``data``; -1 where
-    the field is not there) and its position and velocity (float64, shape (n, 2, 3): m, m/s, frame
-    N; 0.0 where not there). A message that does not parse raises ValueError naming it."""
-    n = len(offsets) - 1
+def read_states(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Read ``len(starts)`` serialized vehicle states, message ``i`` at ``data[starts[i]:ends[i]]``
+    (uint8, int64, int64): each one's byte spans (int64, shape (n, 4, 2): ``vehicle``, ``r_BN_N``,
+    ``v_BN_N``, ``q_BN``, start and end in ``data``; -1 where the field is not there) and its
+    position and velocity (float64, shape (n, 2, 3): m, m/s, frame N; 0.0 where not there). A
+    message that does not parse raises ValueError naming it."""
+    n = len(starts)
     spans = np.full((n, SPANS, 2), -1, np.int64)
     bits = np.zeros((n, 2, 3), np.int64)
-    bad = _read_states(data, offsets, spans, bits)
+    bad = _read_states(data, starts, ends, spans, bits)
     if bad >= 0:
         raise ValueError(f"vehicle state {bad} of the instant is not a serialized hopsim.VehicleState")
     return spans, bits.view(np.float64)
