@@ -51,7 +51,7 @@ from hopsim.kernel import Simulation  # noqa: E402
 from hopsim.schemas import ReactionWheelCommand  # noqa: E402
 
 DEGREE = 8
-SIZES = [1, 10, 100, 1000]
+SIZES = [1, 10, 100, 1000, 10000]
 REPEATS = 3
 WARM_STEPS = 5              # hopsim's steps before the timed ones (Basilisk's: one)
 MASS_KG, INERTIA_B = 500.0, [[400.0, 0.0, 0.0], [0.0, 300.0, 0.0], [0.0, 0.0, 200.0]]
