@@ -8,12 +8,19 @@ from hopsim.scenarios.compile_ahead import _dispatcher, _parse_signature, _signa
 
 
 def test_every_kernel_of_the_manifest_exists_and_its_signature_reads_back():
+    """... and takes as many arguments as the kernel has parameters (a manifest recorded before a
+    kernel's parameters changed is stale: run ``python -m hopsim.scenarios.compile_ahead --record``)."""
+    import inspect
+
     manifest = load_manifest()
     assert manifest["leader_follower"], "the flagship's kernels are listed"
     for kernels in manifest.values():
         for module, name, signature, seconds in kernels:
-            assert hasattr(_dispatcher(module, name), "compile"), f"{module}.{name}"
+            dispatcher = _dispatcher(module, name)
+            assert hasattr(dispatcher, "compile"), f"{module}.{name}"
             assert _signature_text(_parse_signature(signature)) == signature
+            assert len(_parse_signature(signature)) == len(inspect.signature(dispatcher.py_func).parameters), \
+                f"{module}.{name}: the manifest is stale"
             assert seconds >= 0
 
 

@@ -8,8 +8,9 @@ a scenario's first run, :func:`compile_ahead` compiles them in a pool of process
 first, into numba's disk cache; the run then loads them from the cache. A kernel the manifest
 misses (new argument types, a new kernel) still compiles at its first call, as before.
 
-A stamp beside numba's cache remembers that a scenario's kernels are compiled for these sources
-(hash of the package's Python files), this numba and this CPU; a later run checks the stamp only.
+A stamp beside numba's cache remembers that a scenario's kernels were compiled ahead for these
+sources (hash of the package's Python files), this numba and this CPU, those that could be; a
+later run checks the stamp only.
 """
 from __future__ import annotations
 
@@ -119,9 +120,8 @@ def compile_ahead(scenario: str, workers: int | None = None,
             report(f"  {done}/{len(kernels)} {futures[future]}, {time.perf_counter() - t0:.0f} s")
     report(f"compiled {len(kernels) - len(failed)} kernels ahead in {time.perf_counter() - t0:.1f} s"
            + (f"; left to their first call: {', '.join(failed)}" if failed else ""))
-    if not failed:
-        _stamp_dir().mkdir(parents=True, exist_ok=True)
-        _stamp(scenario).write_text(_sources_digest())
+    _stamp_dir().mkdir(parents=True, exist_ok=True)       # the same sources would fail again: not retried
+    _stamp(scenario).write_text(_sources_digest())
     return len(kernels) - len(failed)
 
 
