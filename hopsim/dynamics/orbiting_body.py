@@ -447,7 +447,7 @@ def rk4_lanes(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, iner
     """:func:`rk4_hop` (then, with ``normalize``, the attitude back on the unit sphere) for up to
     :data:`LANES` rows ``rows`` of one epoch and one spherical-harmonic field, stage by stage:
     at each stage the rows' gravity is evaluated together (SIMD), the rest of the derivative row
-    by row; each row's arithmetic is :func:`rk4_hop`'s. Work arrays: :func:`lane_scratch`."""
+    by row; each row's arithmetic is :func:`rk4_hop`'s. Work arrays: :func:`_lane_work`."""
     count, size = len(rows), X.shape[1]
     K1, K2, K3, K4, XS, XL = _LANE_K1, _LANE_K2, _LANE_K3, _LANE_K4, _LANE_XS, _LANE_XL
     for lane in range(count):
