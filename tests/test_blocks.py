@@ -110,6 +110,9 @@ def test_a_block_keeps_its_members_when_the_run_returns_at_one_of_its_instants()
         assert blocked.stats()["islands"] == reference.stats()["islands"]
     (group,) = blocked.stats()["rate_groups"].values()
     assert group["joins"] == 6 and group["leaves"] == 0 and group["block_instants"] == 29
+    # nothing else happens meanwhile: after the first instant of each piece (2, 11, 21 s) the
+    # block takes the piece's other instants at once
+    assert group["instants_at_once"] == 29 - 3
     assert _everything(blocked) == _everything(reference)
 
 

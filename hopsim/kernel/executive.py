@@ -468,6 +468,19 @@ class Simulation:
         """Where the current run returns (ns; it may return earlier: a stop callback, e_stop)."""
         return self._run_end
 
+    def alone_through(self, t_ns: int) -> bool:
+        """Whether the wake-up running now (a rate group's row block) is all that happens from now
+        up to ``t_ns`` inclusive: the only one at this instant, no other event planned up to
+        ``t_ns``, the run going on to it. The block may then take its instants up to ``t_ns``
+        at once, as the clock would have woken it for each in turn."""
+        return self._instant_wakes.sole and t_ns <= self._run_end and self.env.peek() > t_ns \
+            and self._halt_at is None
+
+    def clock_through(self, t_ns: int) -> None:
+        """The clock goes on to ``t_ns`` (an event there that does nothing): the instants a block
+        took at once (:meth:`alone_through`) have passed when the run returns."""
+        self.env.timeout(t_ns - self.env.now)
+
     def routes_of(self, topic: str) -> list:
         """The subscribers of ``topic``: [(inbox, subscriber's home island name, slot, port)]."""
         return self._routes.get(topic, [])

@@ -53,7 +53,8 @@ class RateGroup:
         self._propagate = propagate              # the owner's batch of compiled hops (if it batches), or None
         self._after_barrier = after_barrier
         self._at: dict[int, list[Island]] = {}   # instant (ns) -> the members due then, in joining order
-        self.stats = {"instants": 0, "member_barriers": 0, "joins": 0, "leaves": 0, "block_instants": 0}
+        self.stats = {"instants": 0, "member_barriers": 0, "joins": 0, "leaves": 0, "block_instants": 0,
+                      "instants_at_once": 0}
 
     @property
     def period_ns(self) -> int | None:
@@ -80,21 +81,25 @@ class RateGroup:
 
     def wake(self, t_ns: int) -> None:
         """The instant ``t_ns`` of every member due then (the owner's clock is there): the row
-        block's, if one runs, then block by block, the other members' hops to it, their barrier,
+        block's, if one runs (and its next instants at once while nothing else happens before
+        them), then block by block, the other members' hops to it, their barrier,
         their next plans; a row block formed of them if they qualify."""
         block = self.block
         if block is not None and block.next_ns == t_ns and t_ns >= block.until_ns:
             block.exit()                         # something irregular now: the members take it alone
         elif block is not None and block.next_ns == t_ns:
-            block.instant(t_ns)
-            self.stats["instants"] += 1
-            self.stats["member_barriers"] += len(block.islands)
-            self.stats["block_instants"] += 1
+            self._block_instant(block, t_ns)
+            ahead = 0
+            while block.next_ns < block.until_ns and self._owner.alone_through(block.next_ns):
+                self._block_instant(block, block.next_ns)     # nothing else happens before it
+                ahead += 1
+            if ahead:
+                self.stats["instants_at_once"] += ahead
+                self._owner.clock_through(block.t_ns)
             if block.next_ns > block.until_ns:
                 block.exit()                     # the members take the irregular instant alone
             else:
                 self._schedule_wake(self, block.next_ns, block.next_ns)
-            self._after_barrier(block.islands[0], t_ns)
         due = self._at.pop(t_ns, ())
         if len(due) > 1:
             due = dict.fromkeys(due)     # an island that left and joined again for this instant is listed twice
@@ -122,6 +127,15 @@ class RateGroup:
                 after(isl, t_ns)
         if self._owner is not None and self.block is None and self.period_ns is not None:
             self._form_block(members, t_ns)
+
+    def _block_instant(self, block: Block, t_ns: int) -> None:
+        """The row block's instant ``t_ns``, counted as the members' barriers."""
+        block.instant(t_ns)
+        stats = self.stats
+        stats["instants"] += 1
+        stats["member_barriers"] += len(block.islands)
+        stats["block_instants"] += 1
+        self._after_barrier(block.islands[0], t_ns)
 
     def _form_block(self, members: list, t_ns: int) -> None:
         """A row block of the members that ran ``t_ns`` and are all planned at the next instant."""

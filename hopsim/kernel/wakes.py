@@ -16,6 +16,8 @@ class InstantWakes:
     def __init__(self, env):
         self.env = env
         self.at: dict[int, list[tuple[Any, int]]] = {}   # t_ns -> [(island, generation)]
+        self.sole = False          # the instant being woken has one wake-up only
+
 
     def schedule(self, island: Any, t_ns: int, gen: int) -> None:
         """Wake ``island`` at ``t_ns`` for the plan of generation ``gen``."""
@@ -28,5 +30,7 @@ class InstantWakes:
 
     def _fire(self, event) -> None:
         # popped first: a barrier planned for this very instant meanwhile gets an event of its own
-        for island, gen in self.at.pop(event.value):
+        woken = self.at.pop(event.value)
+        self.sole = len(woken) == 1
+        for island, gen in woken:
             island.wake(gen)
