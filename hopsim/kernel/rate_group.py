@@ -90,7 +90,8 @@ class RateGroup:
         elif block is not None and block.next_ns == t_ns:
             self._block_instant(block, t_ns)
             ahead = 0
-            while block.next_ns < block.until_ns and self._owner.alone_through(block.next_ns):
+            alone = not self._at.get(t_ns)        # no other member due now (its barrier comes after)
+            while alone and block.next_ns < block.until_ns and self._owner.alone_through(block.next_ns):
                 self._block_instant(block, block.next_ns)     # nothing else happens before it
                 ahead += 1
             if ahead:
