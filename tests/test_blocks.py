@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hopsim.bus.recorder import MemoryRecorder
-from hopsim.kernel import Simulation
+from hopsim.bus.recorder import McapRecorder, MemoryRecorder
+from hopsim.kernel import ContinuousModel, Simulation
 from hopsim.kernel.blocks import InRows
 from hopsim.scenarios.catalog import get_scenario
 from hopsim.scenarios.runner import resume_run, run_scenario, state_hash
@@ -38,6 +38,19 @@ CASES = [
     ({"n_vehicles": 8, "dynamics_steps": 10}, 30.0),
     ({"n_vehicles": 6, "dynamics_steps": 7, "control_rate_hz": 2.0, "radio_latency_s": 0.0}, 20.0),
 ]
+
+
+class Push(ContinuousModel):
+    """A constant inertial force (N) on a body, from its pre_deriv: no row form."""
+
+    loads_constant_over_hop = True
+
+    def __init__(self, name, body, force_N):
+        super().__init__(name)
+        self.body, self.force_N = body, np.array(force_N, dtype=float)
+
+    def pre_deriv(self, t_s):
+        self.body.add_force_N(self.force_N)
 
 
 def _simulation(overrides: dict, seed: int, blocks: bool, recorder=None) -> Simulation:
@@ -98,6 +111,18 @@ def test_a_run_returning_off_and_on_the_schedule_then_recorded_gives_the_stream_
         sim.advance_to(45.0)
     after = reference.recorder.stream_bytes()
     assert len(after) > 500 and blocked.recorder.stream_bytes() == after
+
+
+def test_a_run_returning_between_instants_after_a_block_formed_splits_the_hop_as_without_blocks():
+    """The run's return at 7.5 s is known before the block forms (at 1 s): the block hands its
+    members back before it, and they take the barrier there, splitting the hop from 7 to 8 s."""
+    overrides = {"n_vehicles": 7, "radio_loss": 0.2}
+    blocked, reference = _simulation(overrides, 6, True), _simulation(overrides, 6, False)
+    for sim in (blocked, reference):
+        sim.advance_to(7.5)
+        sim.advance_to(30.0)
+    assert _block_instants(blocked) > 20
+    assert _everything(blocked) == _everything(reference)
 
 
 def test_a_block_keeps_its_members_when_the_run_returns_at_one_of_its_instants():
@@ -224,23 +249,10 @@ def test_the_digest_framing_of_columns_is_the_digests_own():
 
 
 def test_no_block_forms_where_the_models_are_read_after_every_barrier_or_lack_a_row_form():
-    """A stop callback (it reads the models after each barrier) and a model without a row form
-    in an island (a force on one vehicle's body beside the formation's models) keep the scalar
-    path: no block instant, the same state as without blocks."""
-    from hopsim.kernel import ContinuousModel
-
-    class Push(ContinuousModel):
-        """A constant inertial force (N) on a body, from its pre_deriv: no row form."""
-
-        loads_constant_over_hop = True
-
-        def __init__(self, name, body, force_N):
-            super().__init__(name)
-            self.body, self.force_N = body, np.array(force_N, dtype=float)
-
-        def pre_deriv(self, t_s):
-            self.body.add_force_N(self.force_N)
-
+    """A stop callback (it reads the models after each barrier) keeps the scalar path; a model
+    without a row form in an island (a force on one vehicle's body beside the formation's
+    models) keeps that island out of the block the others form: the same state as without
+    blocks."""
     calls = []
     watched = _simulation({"n_vehicles": 5}, 3, True)
     watched.add_stop_callback(lambda s: calls.append(s.time) and False)
@@ -254,8 +266,34 @@ def test_no_block_forms_where_the_models_are_read_after_every_barrier_or_lack_a_
         return sim
 
     on, off = with_disturbance(True), with_disturbance(False)
-    assert _block_instants(on) == 0
+    assert _block_instants(on) > 5 and _block_instants(off) == 0
     assert _everything(on) == _everything(off)
+
+
+@pytest.mark.parametrize("overrides", [
+    {"n_vehicles": 12, "radio_loss": 0.2},
+    {"n_vehicles": 12, "radio_loss": 0.1, "radio_latency_s": 2.0, "layout": "lattice"},
+], ids=["ring", "lattice-2s"])
+def test_a_block_of_part_of_a_group_exchanges_messages_with_the_members_outside_it(tmp_path, overrides):
+    """Two vehicles with a model that has no row form (v03, v07) stay out of the block the other
+    ten form: their neighbours' radios hear them (messages from outside taken into the rows at
+    the block's instants) and they hear the block's vehicles (envelopes sent out of the rows).
+    The recording (MCAP with the Foxglove scene) byte for byte, and every state, as without
+    blocks."""
+    sims, files = {}, {}
+    for blocks in (True, False):
+        files[blocks] = tmp_path / f"{blocks}.mcap"
+        sim = _simulation(overrides, 6, blocks, recorder=McapRecorder(files[blocks], {"scenario": "formation"}))
+        for v in ("v03", "v07"):
+            sim.add_model(Push(f"{v}_push", sim.model(v), (0.002, -0.001, 0.0)), v)
+        sim.advance_to(7.5)
+        sim.advance_to(30.0)
+        sim.recorder.close()
+        sims[blocks] = sim
+    group = next(iter(sims[True].stats()["rate_groups"].values()))
+    assert group["block_instants"] > 20 and _block_instants(sims[False]) == 0
+    assert files[True].read_bytes() == files[False].read_bytes()
+    assert _everything(sims[True]) == _everything(sims[False])
 
 
 def test_uniform_draws_taken_ahead_are_the_generators_own_and_give_its_state_back():

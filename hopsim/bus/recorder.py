@@ -496,6 +496,10 @@ class McapRecorder:
         for p in new:
             self._register(channels, p)
 
+    def has_channel(self, topic: str, source: str) -> bool:
+        """Whether ``source``'s messages on ``topic`` have their channel in the file already."""
+        return (topic, source) in self._channels
+
     def _register(self, channels: RowChannels, p: int) -> None:
         env = channels.prototypes[p]
         if (env.topic, env.source, bytes) not in self._routes:

@@ -40,15 +40,18 @@ def served_at_once(routes: list[Route], source: str) -> list[tuple] | None:
     return [(inbox, slot, port) for inbox, _, slot, port in routes]
 
 
-def deliver_to_subscribers(env: Envelope, source: str, routes: list[Route], served_in_island: bool = False) -> None:
+def deliver_to_subscribers(env: Envelope, source: str, routes: list[Route], served_in_island: bool = False,
+                           ranks: list[int] | None = None) -> None:
     """Hand ``env``, published by a model of home island ``source``, to its subscribers ``routes``
     [(inbox, subscriber's home island name, slot, port)], in bus order.
 
     ``served_in_island``: the publisher's island already handed it to its own zero-latency
-    subscribers (an island in a host process, in lockstep).
+    subscribers (an island in a host process, in lockstep). ``ranks``: ``routes`` are some of
+    the topic's subscribers, these their places among all (a row block's messages, part of
+    whose subscribers are rows).
     """
     t, deliver = env.t_ns, env.deliver_ns
-    for rank, (inbox, home, slot, port) in enumerate(routes):
+    for rank, (inbox, home, slot, port) in (enumerate(routes) if ranks is None else zip(ranks, routes, strict=True)):
         if home == source:
             if deliver == t:
                 if not served_in_island:

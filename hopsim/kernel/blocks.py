@@ -61,6 +61,7 @@ window.
 """
 from __future__ import annotations
 
+import heapq
 import importlib
 from collections import deque
 from dataclasses import dataclass
@@ -71,6 +72,7 @@ from numba import njit
 
 from hopsim.bus.envelope import Envelope
 from hopsim.bus.packed import EncodedEnvelope
+from hopsim.bus.router import deliver_to_subscribers
 from hopsim.bus.recorder import EncodedColumns, RowChannels
 from hopsim.schemas.rows import row_layout
 from hopsim.schemas.string_table import StringTable
@@ -307,7 +309,8 @@ class Block:
     """A rate group's members run as rows (see the module). Made by :meth:`form`."""
 
     def __init__(self, group, islands: list["Island"], positions: list[_Position], body: int,
-                 ties: list[_Tie], period_ns: int, t_ns: int, owner):
+                 ties: list[_Tie], period_ns: int, t_ns: int, owner, row_of: dict[str, int],
+                 outward: dict[tuple, list], position_of: dict[str, tuple[int, int]]):
         self.group = group
         self.islands = islands
         self.positions = positions
@@ -315,7 +318,13 @@ class Block:
         self.period_ns = period_ns
         self.t_ns = t_ns                       # the last instant run (the members' last barrier)
         self.owner = owner
-        self.row_of = {s.name: i for i, s in enumerate(positions[body].slots)}     # a vehicle's row
+        self.row_of = row_of                   # a vehicle's row: the members', then other vehicles'
+        self.names = list(row_of)
+        self._position_of = position_of        # a model's (position, row)
+        self._outward = outward                # (position, port) -> [(row, subscribers outside the block)]
+        self._inward = self._inputs_open_to_outside(ties)
+        self._inbound: list[tuple] = []        # a heap of the messages from outside, in inbox order
+        self._taken = 0
         self.instants = 0
         self.until_ns = 1 << 63                # the members' first irregular instant: handed back before it
         self.active = True
@@ -336,11 +345,26 @@ class Block:
         if self.recorder is not None:
             self._prepare_recording()
 
+    def _inputs_open_to_outside(self, ties: list[_Tie]) -> dict[tuple[int, str], np.ndarray]:
+        """(position, input port) -> the rows whose input nothing inside the block feeds, for the
+        signal ports the forms keep as rows."""
+        n = len(self.islands)
+        open_rows = {}
+        for q, pos in enumerate(self.positions):
+            for port in pos.form.inputs:
+                if pos.form.takes_input(port) and not pos.form.in_rows(port)[0].is_queue:
+                    open_rows[q, port] = np.ones(n, np.bool_)
+        for tie in ties:
+            rows = open_rows.get((tie.sub, tie.sub_port))
+            if rows is not None:
+                rows[tie.rows_from >= 0] = False
+        return open_rows
+
     def _prepare_recording(self) -> None:
         """For each output: its encoder and, per row, the envelope's source, topic, latency,
         priority and kind (queue or signal)."""
         strings = StringTable()
-        string_of_row = np.array([strings.intern(s.name) for s in self.positions[self.body].slots], np.int32)
+        string_of_row = np.array([strings.intern(name) for name in self.names], np.int32)
         for p, pos in enumerate(self.positions):
             for port in pos.outputs:
                 out = pos.form.out_rows(port)
@@ -366,8 +390,17 @@ class Block:
         prototypes = [EncodedEnvelope(0, latency, source, topic, 0, priority, b"", message_type)
                       for priority, source, _k, _j, topic, latency, _queue, message_type in pairs]
         channels = RowChannels(prototypes, [q[6] for q in pairs], [rank[q[2], q[3]] for q in pairs],
-                               frozenset(self.row_of))
+                               frozenset(s.name for s in self.positions[self.body].slots))
         return channels, np.array([q[2] for q in pairs], np.int64), np.array([q[3] for q in pairs], np.int64)
+
+    def channels_in_file(self) -> bool:
+        """Whether every output of the members has its channel in the recording already (or the
+        recorder has none). A block leaving members of its group outside waits for it: it
+        records an instant before they do, so a channel first written then would come before
+        theirs, not in the members' order."""
+        has_channel = getattr(self.recorder, "has_channel", None)
+        return has_channel is None or all(has_channel(topic, source) for _encoder, routes in self._recorded.values()
+                                          for source, topic, *_ in routes)
 
     def _record_columns(self, t_ns: int, written: list[tuple]) -> None:
         """The instant's envelopes to the recorder as columns in stream order."""
@@ -418,40 +451,24 @@ class Block:
     # ------------------------------------------------------------------ forming
     @classmethod
     def form(cls, group, islands: list["Island"], t_ns: int, owner) -> "Block | None":
-        """A block of ``islands`` (a rate group's members, all past their barrier ``t_ns`` and
-        planned at the group's next instant), or None when they do not qualify."""
+        """A block of the alike ones among ``islands`` (a rate group's members, all past their
+        barrier ``t_ns`` and planned at the group's next instant), or None when fewer than two
+        qualify. The others stay members of the group, run by it as before."""
         if len(islands) < 2 or not owner.blocks_allowed():
             return None
-        classes = [s.cls for s in islands[0].slots]
-        forms = [resolve_row_form(c) for c in classes]
-        if any(f is None for f in forms):
-            return None
-        if any([s.cls for s in isl.slots] != classes for isl in islands) or \
-                not all(isl.regular_member() for isl in islands):
-            return None
         period = group.period_ns
-        columns = [[isl.slots[p] for isl in islands] for p in range(len(classes))]
-        for slots in columns:
-            for s in slots:
-                if (not (s.direct and s.local) or s.method_events or s.io_events["begin"] or s.io_events["end"]
-                        or s.does_end_io or s.does_start_io or s.variable_rate or s.unread != slots[0].unread):
-                    return None
-                if s.periodic is not None and (s.periodic.key != group.key or s.io_next != t_ns + period):
-                    return None
-                if s.periodic is None and s.trigger_ports != frozenset(s.model.inputs):
-                    return None                 # message-driven: every input starts an I/O step
-        bodies = [p for p, f in enumerate(forms) if hasattr(f, "hop")]
-        latched = len(bodies) == 1 and getattr(forms[bodies[0]], "latches_loads", False)
-        if len(bodies) != 1 or not all(isl.takes_row_hop(t_ns, t_ns + period, latched) for isl in islands):
+        alike = cls._alike(islands, group, t_ns, period)
+        if len(alike) < 2:
             return None
-        for p, slots in enumerate(columns):          # every load on the body comes through a form
-            loads = slots[0].is_continuous and (slots[0].overrides("start_hop") or slots[0].overrides("pre_deriv"))
-            if p != bodies[0] and loads and not hasattr(forms[p], "start_hop"):
-                return None
+        partial, islands = len(alike) < len(islands), alike
+        forms = [resolve_row_form(s.cls) for s in islands[0].slots]
+        columns = [[isl.slots[p] for isl in islands] for p in range(len(forms))]
+        body = next(p for p, f in enumerate(forms) if hasattr(f, "hop"))
         position_of = {s.name: (p, i) for p, slots in enumerate(columns) for i, s in enumerate(slots)}
-        ties = cls._ties(owner, columns, forms, position_of, period)
-        if ties is None:
+        wiring = cls._ties(owner, columns, forms, position_of, period)
+        if wiring is None:
             return None
+        ties, outward = wiring
         delayed = {(t.pub, t.sub, t.sub_port) for t in ties if t.latency_ns}
 
         def carried(env, slot, port) -> bool:
@@ -462,34 +479,87 @@ class Block:
         soon = t_ns + MIN_INSTANTS * period
         if owner.run_end_ns < soon or min(isl.next_stop_ns() for isl in islands) < soon:
             return None                         # the run returns before loading the rows pays
-        until = min(isl.next_timeline_ns() for isl in islands)
-        for isl in islands:
-            for deliver_ns, env, slot, port in isl.inbox_entries():
-                if not carried(env, slot, port):
-                    until = min(until, deliver_ns)
-        if until <= t_ns + period:
-            return None
-        row_of = {s.name: i for i, s in enumerate(columns[bodies[0]])}
+        row_of = {s.name: i for i, s in enumerate(columns[body])}
+        for name in owner.island_names():       # other vehicles a message may name
+            row_of.setdefault(name, len(row_of))
         positions = [_Position(slots, form([s.model for s in slots], row_of))
                      for slots, form in zip(columns, forms, strict=True)]
         if not all(p.form.qualifies(t_ns) for p in positions if hasattr(p.form, "qualifies")):
             return None
-        block = cls(group, islands, positions, bodies[0], ties, period, t_ns, owner)
+        block = cls(group, islands, positions, body, ties, period, t_ns, owner, row_of, outward, position_of)
+        if partial and not block.channels_in_file():
+            return None
+        until = min(isl.next_timeline_ns() for isl in islands)
+        for isl in islands:                     # a return between its instants: handed back before
+            stop = isl.next_stop_ns()
+            if (stop - t_ns) % period:
+                until = min(until, stop)
+        for isl in islands:
+            for deliver_ns, env, slot, port, rank in isl.inbox_entries():
+                if not carried(env, slot, port) and not block.takes_message(deliver_ns, env, slot, port, rank):
+                    until = min(until, deliver_ns)
+        if until <= t_ns + period:
+            return None
+        try:
+            for p in positions:
+                p.form.load()
+        except KeyError:                        # a port holds a message naming a vehicle unknown here
+            return None
         block.until_ns = until
-        block._take_inboxes(position_of, carried)
-        for p in positions:
-            p.form.load()
+        block._take_inboxes(carried)
         for isl in islands:
             isl.join_block(block)
         return block
 
     @staticmethod
-    def _ties(owner, columns, forms, position_of, period) -> list[_Tie] | None:
-        """Every tie from an output of the block's models to an input, the same in every island;
-        None when an output reaches a model outside the block or a tie is neither at once within
-        the island (publisher before subscriber) nor a whole number of periods later."""
+    def _alike(islands: list["Island"], group, t_ns: int, period: int) -> list["Island"]:
+        """The members that can run as rows together: the most common kinds of models (in order),
+        every model local, without method or I/O-step events, accounting or a variable rate; the
+        periodic ones at the group's period, the others message-driven by all their inputs; one
+        body, propagated by its form; every load on it through a form."""
+        kinds: dict[tuple, int] = {}
+        for isl in islands:
+            key = tuple(s.cls for s in isl.slots)
+            kinds[key] = kinds.get(key, 0) + 1
+        classes = max(kinds, key=kinds.__getitem__)
+        forms = [resolve_row_form(c) for c in classes]
+        if any(f is None for f in forms):
+            return []
+        bodies = [p for p, f in enumerate(forms) if hasattr(f, "hop")]
+        if len(bodies) != 1:
+            return []
+        latched = getattr(forms[bodies[0]], "latches_loads", False)
+        candidates = [isl for isl in islands if tuple(s.cls for s in isl.slots) == classes and isl.regular_member()]
+
+        def fits(isl, unread) -> bool:
+            for p, s in enumerate(isl.slots):
+                if (not (s.direct and s.local) or s.method_events or s.io_events["begin"] or s.io_events["end"]
+                        or s.does_end_io or s.does_start_io or s.variable_rate or s.unread != unread[p]):
+                    return False
+                if s.periodic is not None and (s.periodic.key != group.key or s.io_next != t_ns + period):
+                    return False
+                if s.periodic is None and s.trigger_ports != frozenset(s.model.inputs):
+                    return False                # message-driven: every input starts an I/O step
+                loads = s.is_continuous and (s.overrides("start_hop") or s.overrides("pre_deriv"))
+                if p != bodies[0] and loads and not hasattr(forms[p], "start_hop"):
+                    return False                # every load on the body comes through a form
+            return isl.takes_row_hop(t_ns, t_ns + period, latched)
+
+        if not candidates:
+            return []
+        unread = [s.unread for s in candidates[0].slots]
+        return [isl for isl in candidates if fits(isl, unread)]
+
+    @staticmethod
+    def _ties(owner, columns, forms, position_of, period) -> tuple[list[_Tie], dict] | None:
+        """Every tie from an output of the block's models to an input of the block's, the same in
+        every island, and the subscribers outside the block per output and row (``outward``:
+        {(position, port): [(row, routes, their ranks among the topic's subscribers)]}, routes as
+        :func:`deliver_to_subscribers` takes them); None when a tie inside the block is neither at once within the island (publisher
+        before subscriber) nor a whole number of periods later."""
         n = len(columns[0])
         ties: dict[tuple, _Tie] = {}
+        outward: dict[tuple, list] = {}
         for p, slots in enumerate(columns):
             for i, s in enumerate(slots):
                 for port, (topic, latency, _priority, _queue) in s.out_topics.items():
@@ -497,9 +567,14 @@ class Block:
                         continue
                     if port not in forms[p].outputs:
                         return None
-                    for _inbox, home, sub, sub_port in owner.routes_of(topic):
-                        where = position_of.get(sub.name)
-                        if where is None or not forms[where[0]].takes_input(sub_port):
+                    outside = []
+                    for rank, route in enumerate(owner.routes_of(topic)):
+                        _inbox, home, sub, sub_port = route
+                        where = position_of.get(sub.name) if sub is not None else None
+                        if where is None:
+                            outside.append((rank, route))
+                            continue
+                        if not forms[where[0]].takes_input(sub_port):
                             return None
                         q, j = where
                         if latency == 0 and (j != i or q <= p or home != s.home.name):
@@ -513,24 +588,33 @@ class Block:
                         if tie.latency_ns != latency or tie.rows_from[j] >= 0:
                             return None
                         tie.rows_from[j] = i
+                    if outside:
+                        ranks, routes = zip(*outside, strict=True)
+                        outward.setdefault((p, port), []).append((i, list(routes), list(ranks)))
         for tie in ties.values():
             if tie.latency_ns == 0 and not np.array_equal(tie.rows_from, np.arange(n)):
                 return None
-        return sorted(ties.values(), key=lambda t: (t.pub, list(forms[t.pub].outputs).index(t.port), t.sub))
+        return sorted(ties.values(), key=lambda t: (t.pub, list(forms[t.pub].outputs).index(t.port), t.sub)), outward
 
-    def _take_inboxes(self, position_of, carried) -> None:
+    def _take_inboxes(self, carried) -> None:
         """The messages on their way to the members through a delay line move into it (one
-        entry per publishing instant; an envelope with several subscribers once)."""
+        entry per publishing instant; an envelope with several subscribers once); those from
+        outside the block that it takes (:meth:`takes_message`) are its already."""
         found: dict[tuple, dict[int, Envelope]] = {}
+        inbound = {(id(e[6]), e[7], e[8], e[9], e[4]) for e in self._inbound}
+
+        def taken(_deliver_ns, env, slot, port, rank) -> bool:
+            return carried(env, slot, port) or (id(env), *self._position_of[slot.name], port, rank) in inbound
+
         for isl in self.islands:
-            for _deliver_ns, env, slot, port in isl.inbox_entries():
+            for _deliver_ns, env, slot, port, _rank in isl.inbox_entries():
                 if not carried(env, slot, port):
                     continue
-                p, j = position_of[env.source]
+                p, j = self._position_of[env.source]
                 port_out = next(name for name, (topic, *_) in self.positions[p].slots[j].out_topics.items()
                                 if topic == env.topic)
                 found.setdefault((p, port_out, env.t_ns), {})[j] = env
-            isl.take_from_inbox(carried)
+            isl.take_from_inbox(taken)
         for (p, port, t_pub), envs in sorted(found.items(), key=lambda kv: kv[0][2]):
             template = self.positions[p].form.out_rows(port)
             out = OutRows(template.layout, len(self.islands), template.payload.shape[1])
@@ -540,6 +624,26 @@ class Block:
                 out.payload[j, 0], out.msg_t[j, 0], out.src[j, 0] = payload, msg_t, self.row_of[vehicle]
                 out.count[j], seq[j] = 1, env.seq
             self.lines[p, port].append((t_pub, out, seq))
+
+    def takes_message(self, deliver_ns: int, env: Envelope, slot, port: str, rank: int) -> bool:
+        """Whether the block takes a message from outside it for one of its models (to hand over
+        at its instant ``deliver_ns``): an input kept as rows that nothing inside the block feeds
+        (so the message's place among that input's others is its place in the island's inbox),
+        a signal port, at one of the block's coming instants, naming a vehicle the block knows."""
+        where = self._position_of.get(slot.name)
+        if where is None:
+            return False
+        q, j = where
+        open_rows = self._inward.get((q, port))
+        if open_rows is None or not open_rows[j] or deliver_ns <= self.t_ns or (deliver_ns - self.t_ns) % self.period_ns:
+            return False
+        vehicle = self.positions[q].form.in_rows(port)[0].layout.from_message(env.payload)[2]
+        if vehicle not in self.row_of:
+            return False
+        heapq.heappush(self._inbound, (deliver_ns, env.priority, env.source, env.seq, rank, self._taken, env, q, j,
+                                       port))
+        self._taken += 1
+        return True
 
     # ------------------------------------------------------------------ an instant
     def takes_stop(self, t_ns: int) -> bool:
@@ -579,6 +683,9 @@ class Block:
         driven = [(pos, pos.received.copy()) for pos in positions if pos.message_driven]
         for tie in self._arrivals:                                # what arrives now
             self._arrive(tie, t_ns)
+        inbound = self._inbound
+        while inbound and inbound[0][0] == t_ns:                  # ... from outside the block
+            self._hand_over(*heapq.heappop(inbound)[6:])
         for key, line in self.lines.items():
             latency = self._delayed[key]
             while line and line[0][0] + latency <= t_ns:
@@ -600,6 +707,8 @@ class Block:
                     _deliver(t_ns, tie.rows_from, out, target, column, positions[tie.sub].received)
                 if (p, port) in self._delayed:
                     self.lines[p, port].append((t_ns, _copy_out(out), pos.seq - out.count))
+                if (p, port) in self._outward:
+                    self._send_outward(p, port, out, t_ns, pos.seq - out.count)
         for pos, before in driven:                                # a message started their I/O step
             pos.last_io[pos.received != before] = t_ns
         if written:
@@ -607,6 +716,29 @@ class Block:
                 self._record_columns(t_ns, written)
             else:
                 self._record(t_ns, written)
+
+    def _hand_over(self, env: Envelope, q: int, j: int, port: str) -> None:
+        """A message from outside the block to row ``j``'s input ``port`` of position ``q``, as
+        :meth:`InPort.deliver` puts it there."""
+        target, column = self.positions[q].form.in_rows(port)
+        payload, msg_t, vehicle = target.layout.from_message(env.payload)
+        target.freshness[j, column] += 1
+        target.value[j, column] = payload
+        target.msg_t[j, column] = msg_t
+        target.src[j, column] = self.row_of[vehicle]
+        target.t_ns[j, column] = env.t_ns
+        self.positions[q].received[j] += 1
+
+    def _send_outward(self, p: int, port: str, out: OutRows, t_ns: int, first_seq: np.ndarray) -> None:
+        """What output (p, port) wrote now, as envelopes to its subscribers outside the block."""
+        slots, names, to_message = self.positions[p].slots, self.names, out.layout.to_message
+        for j, routes, ranks in self._outward[p, port]:
+            slot = slots[j]
+            topic, latency, priority, _queue = slot.out_topics[port]
+            for c in range(int(out.count[j])):
+                msg = to_message(out.payload[j, c], int(out.msg_t[j, c]), names[out.src[j, c]])
+                deliver_to_subscribers(Envelope(t_ns, t_ns + latency, slot.name, topic, int(first_seq[j]) + c,
+                                                priority, msg), slot.home.name, routes, ranks=ranks)
 
     def _arrive(self, tie: _Tie, t_ns: int) -> None:
         """The delay line's messages published ``tie.latency_ns`` ago, to their subscribers."""
@@ -638,22 +770,34 @@ class Block:
         for i, isl in enumerate(self.islands):
             isl.leave_block(self.instants, self.t_ns, int(deliveries[i]))
         self._send_what_is_on_its_way()
+        for deliver_ns, _priority, _source, _seq, rank, _k, env, q, j, port in self._inbound:
+            self.islands[j].enqueue(deliver_ns, env, self.positions[q].slots[j], port, rank)
+        self._inbound = []
         self.group.block_left(self)
 
     def _send_what_is_on_its_way(self) -> None:
         """The delay lines' messages become envelopes in their subscribers' inboxes, as published."""
-        names = [s.name for s in self.positions[self.body].slots]
+        names = self.names
         for (p, port), line in self.lines.items():
             slots = self.positions[p].slots
             for t_pub, out, seq in line:
                 for j in np.flatnonzero(out.count).tolist():
                     slot = slots[j]
                     topic, latency, priority, _queue = slot.out_topics[port]
+                    ranks, routes = self._inside_routes(topic)
                     for c in range(int(out.count[j])):
                         msg = out.layout.to_message(out.payload[j, c], int(out.msg_t[j, c]), names[out.src[j, c]])
-                        self.owner.route_envelope(Envelope(t_pub, t_pub + latency, slot.name, topic, int(seq[j]) + c,
-                                                           priority, msg), slot.home)
+                        deliver_to_subscribers(Envelope(t_pub, t_pub + latency, slot.name, topic, int(seq[j]) + c,
+                                                        priority, msg), slot.home.name, routes, ranks=ranks)
         self.lines.clear()
+
+
+    def _inside_routes(self, topic: str) -> tuple[list[int], list]:
+        """The subscribers of ``topic`` in the block (those outside had their envelopes when
+        the messages were published), with their ranks among all."""
+        inside = [(rank, route) for rank, route in enumerate(self.owner.routes_of(topic))
+                  if route[2] is not None and route[2].name in self._position_of]
+        return [rank for rank, _ in inside], [route for _, route in inside]
 
 
 def _copy_out(out: OutRows) -> OutRows:

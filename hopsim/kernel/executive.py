@@ -481,16 +481,13 @@ class Simulation:
         took at once (:meth:`alone_through`) have passed when the run returns."""
         self.env.timeout(t_ns - self.env.now)
 
+    def island_names(self) -> list[str]:
+        """Every island's name (a row block's rows for vehicles outside it)."""
+        return list(self.islands)
+
     def routes_of(self, topic: str) -> list:
         """The subscribers of ``topic``: [(inbox, subscriber's home island name, slot, port)]."""
         return self._routes.get(topic, [])
-
-    def route_envelope(self, env: Envelope, source_island: Island) -> None:
-        """Hand an envelope already counted and not recorded (a row block's message on its way,
-        as it was published) to its subscribers."""
-        routes = self._routes.get(env.topic)
-        if routes:
-            deliver_to_subscribers(env, source_island.name, routes)
 
     def unblock(self) -> None:
         """Every row block stores its members back (their models are read or changed)."""

@@ -507,7 +507,10 @@ class Island:
             self._replan()
 
     def enqueue(self, deliver_ns: int, env: Envelope, slot: Slot, port: str, rank: int) -> None:
-        """A message for one of this island's models, seen at its barrier at ``deliver_ns``."""
+        """A message for one of this island's models, seen at its barrier at ``deliver_ns`` (a row
+        block running the island takes it if it can, else hands the island back first)."""
+        if self.block is not None and self.block.takes_message(deliver_ns, env, slot, port, rank):
+            return
         self.unblock()
         if self.absorbed_into is not None:
             return self.current.enqueue(deliver_ns, env, slot, port, rank)
@@ -1014,13 +1017,14 @@ class Island:
         return self.hop_plan(t0, t1)[1]
 
     def inbox_entries(self) -> list[tuple]:
-        """The messages on their way to this island's models: (delivery ns, envelope, slot, port)."""
-        return [(entry[0], *entry[5:]) for entry in self._inbox]
+        """The messages on their way to this island's models: (delivery ns, envelope, slot, port,
+        rank), in no particular order."""
+        return [(entry[0], *entry[5:], entry[4]) for entry in self._inbox]
 
     def take_from_inbox(self, taken) -> None:
-        """Remove the entries for which ``taken(envelope, slot, port)`` is true (a row block
-        carries them now)."""
-        self._inbox = [entry for entry in self._inbox if not taken(*entry[5:])]
+        """Remove the entries for which ``taken(delivery ns, envelope, slot, port, rank)`` is true
+        (a row block carries them now)."""
+        self._inbox = [entry for entry in self._inbox if not taken(entry[0], *entry[5:], entry[4])]
         heapq.heapify(self._inbox)
 
     def join_block(self, block) -> None:

@@ -141,13 +141,12 @@ class RateGroup:
     def _form_block(self, members: list, t_ns: int) -> None:
         """A row block of the members that ran ``t_ns`` and are all planned at the next instant."""
         t_next = t_ns + self.period_ns
-        if any(isl.group is not self or isl.planned_end != t_next for isl in members):
-            return
+        members = [isl for isl in members if isl.group is self and isl.planned_end == t_next]
         block = Block.form(self, members, t_ns, self._owner)
         if block is None:
             return
         self.block = block
-        taken = set(map(id, members))
+        taken = set(map(id, block.islands))
         self._at[t_next] = [isl for isl in self._at.get(t_next, ()) if id(isl) not in taken]
 
     def block_left(self, block: Block) -> None:
