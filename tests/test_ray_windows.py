@@ -64,6 +64,28 @@ def test_one_round_trip_per_host_and_window(shared_ray):
     assert remote.recorder.stream_bytes() == run("formation", p, 10.0).recorder.stream_bytes()
 
 
+def test_hosts_run_their_islands_as_row_blocks_and_record_the_local_stream(shared_ray, tmp_path):
+    """Each host's islands form a row block of their own (the vehicles at a shard's edges hear
+    and are heard by the other shard's: messages into and out of the rows between windows); the
+    recording (the stream, and the MCAP file's messages with the Foxglove scene) is the local
+    one, and the local one without blocks."""
+    from mcap.reader import make_reader
+
+    def messages(path):
+        with open(path, "rb") as f:
+            return [(c.topic, m.log_time, m.sequence, m.data) for _, c, m in make_reader(f).iter_messages()]
+
+    p = {"n_vehicles": 16, "radio_loss": 0.1}
+    local = run_scenario("formation", p, seed=7, duration_s=30.0, out=tmp_path / "local.mcap", row_blocks=False)
+    for placement in ("shards:2", "shards:3"):
+        path = tmp_path / f"{placement}.mcap"
+        remote = run_scenario("formation", p, seed=7, duration_s=30.0, out=path, backend="ray", placement=placement)
+        (group,) = remote.stats["rate_groups"].values()
+        assert group["block_instants"] > 20 * int(placement[-1]), placement     # every host, most instants
+        assert remote.stream_sha256 == local.stream_sha256
+        assert messages(path) == messages(tmp_path / "local.mcap")
+
+
 def test_islands_under_a_monitor_stay_in_the_driver_and_the_rest_in_hosts(shared_ray):
     """Mixed: the monitored island runs in the driver, the other in a host, same stream."""
     spec = get_scenario("lander")

@@ -57,18 +57,22 @@ class EnvelopeBlock:
         self.payloads = payloads        # the payloads' bytes, one after the other (``size``: each one's)
 
     @classmethod
-    def pack(cls, envelopes: Iterable[tuple[Envelope, bool]]) -> "EnvelopeBlock":
-        """The block of ``envelopes`` [(envelope, queue)], in their order."""
-        index: dict[tuple[str, str, type], tuple[int, Any]] = {}
+    def pack(cls, envelopes: Iterable[tuple[Envelope | EncodedEnvelope, bool]]) -> "EnvelopeBlock":
+        """The block of ``envelopes`` [(envelope, queue)], in their order (an encoded envelope's
+        payload as it is)."""
+        index: dict[tuple[str, str, type, bool], tuple[int, Any]] = {}
         routes, payloads = [], []
         route, t_ns, deliver_ns, seq, priority, queue = [], [], [], [], [], []
         for env, q in envelopes:
             payload = env.payload
-            key = (env.source, env.topic, type(payload))
+            encoded = isinstance(env, EncodedEnvelope)
+            kind = env.message_type if encoded else type(payload)
+            key = (env.source, env.topic, kind, encoded)
             found = index.get(key)
             if found is None:
-                found = index[key] = (len(routes), deterministic_serializer(type(payload)))
-                routes.append((env.source, env.topic, type(payload)))
+                serialize = bytes if encoded else deterministic_serializer(kind)
+                found = index[key] = (len(routes), serialize)
+                routes.append((env.source, env.topic, kind))
             route.append(found[0])
             payloads.append(found[1](payload))
             t_ns.append(env.t_ns)

@@ -30,7 +30,7 @@ from hopsim.bus.packed import EnvelopeBlock
 from hopsim.bus.router import deliver_to_subscribers
 from hopsim.kernel.errors import ActorKilled
 from hopsim.kernel.fleet import Fleets
-from hopsim.kernel.island import Island, propagate_together
+from hopsim.kernel.island import NEVER, Island, propagate_together
 from hopsim.kernel.rate_group import RateGroup, RateGroups
 from hopsim.kernel.wakes import InstantWakes
 from hopsim.kernel.owner import owning_unpickled_islands
@@ -58,7 +58,7 @@ class HostServices:
 
     def __init__(self, default_rate_hz: float, record_kernel_events: int, routes: dict, handled_kills: set,
                  now: int = 0, windowed: bool = False, batching: bool = False, recording: bool = True,
-                 rate_groups: bool = False, fleets: bool = False):
+                 rate_groups: bool = False, fleets: bool = False, row_blocks: bool = False):
         self.env = simpy.Environment(initial_time=now)
         self._instant_wakes = InstantWakes(self.env)
         self.recording = recording         # windowed: envelopes travel to the driver to be recorded
@@ -66,10 +66,15 @@ class HostServices:
         self.windowed = windowed
         self.batching = batching
         self.rate_groups = rate_groups and windowed     # in lockstep the driver wakes each island
+        self.fleets = fleets
         self._fleets = Fleets() if fleets else None       # its rate groups' hops through fleet forms
+        # windowed, a rate group's alike members run as rows (hopsim.kernel.blocks), their
+        # envelopes to record encoded from the rows
+        self.recorder = _Outbox(self) if recording else None
+        self._window_end = -1
         self._rate_groups = RateGroups(self._instant_wakes.schedule,
                                        self._propagate_batch if batching or fleets else None,
-                                       self.after_barrier)
+                                       self.after_barrier, self if row_blocks and self.rate_groups else None)
         self.default_rate_hz = default_rate_hz
         self.record_kernel_events = record_kernel_events
         self.routes = routes               # topic -> [(island name, model name, port)]
@@ -117,6 +122,43 @@ class HostServices:
     def group_stats(self) -> dict[str, dict]:
         """This host's rate groups' counters (:meth:`RateGroups.stats`) and its fleet forms' calls."""
         return {"rate_groups": self._rate_groups.stats(), "fleet_calls": self._fleets.calls if self._fleets else 0}
+
+    # ------------------------------------------------------------------ row blocks' owner
+    def blocks_allowed(self) -> bool:
+        """Windowed (the host runs its islands' instants itself), no barrier recorded as a
+        kernel event."""
+        return self.windowed and not self.barrier_events_wanted
+
+    @property
+    def run_end_ns(self) -> int:
+        """The host knows where the run returns from its islands' stops only."""
+        return NEVER
+
+    def alone_through(self, t_ns: int) -> bool:
+        """As :meth:`Simulation.alone_through`, inside the current window."""
+        return (self._instant_wakes.sole and t_ns <= self._window_end and self.env.peek() > t_ns
+                and not self.e_stop)
+
+    def clock_through(self, t_ns: int) -> None:
+        self.env.timeout(t_ns - self.env.now)
+
+    def island_names(self) -> list[str]:
+        """Every island's name, this host's and the others' (the routes name them all)."""
+        names = dict.fromkeys(self.islands)
+        for subscribers in self.routes.values():
+            names.update(dict.fromkeys(target for target, _, _ in subscribers))
+        return list(names)
+
+    def routes_of(self, topic: str) -> list[tuple]:
+        """The subscribers of ``topic`` (those in other hosts through stand-ins, slot None)."""
+        return self._resolved(topic)
+
+    def count_fleet_call(self) -> None:
+        self._fleets.counted()
+
+    def unblock(self) -> None:
+        """Every row block stores its members back."""
+        self._rate_groups.unblock()
 
     def _propagate_batch(self, islands: list[Island], t_ns: int) -> None:
         """A rate group's compiled hops ending at ``t_ns``: through fleet forms, the rest batched
@@ -172,6 +214,19 @@ class HostServices:
         self.forgotten.append(ev.name)
 
 
+class _Outbox:
+    """A host's row blocks' recorder: their envelopes, encoded from the rows, go to the driver
+    with the others (:class:`EnvelopeBlock` takes encoded ones as they are)."""
+
+    __slots__ = ("services",)
+
+    def __init__(self, services: HostServices):
+        self.services = services
+
+    def record(self, env, latency_ns: int = 0, queue: bool = False) -> None:
+        self.services.outbox.append((env, queue, env.source))
+
+
 class _Elsewhere:
     """An island in another host, as a subscriber: what reaches it waits in ``crossing``."""
 
@@ -189,9 +244,9 @@ class IslandHost:
 
     def __init__(self, blob: bytes, default_rate_hz: float, record_kernel_events: int, routes: dict,
                  handled_kills: set, now: int = 0, windowed: bool = False, recording: bool = True,
-                 batching: bool = False, rate_groups: bool = False, fleets: bool = False):
+                 batching: bool = False, rate_groups: bool = False, fleets: bool = False, row_blocks: bool = False):
         self.services = HostServices(default_rate_hz, record_kernel_events, routes, handled_kills, now,
-                                     windowed, batching, recording, rate_groups, fleets)
+                                     windowed, batching, recording, rate_groups, fleets, row_blocks)
         with owning_unpickled_islands(self.services):
             islands = cloudpickle.loads(blob)
         for island in islands:
@@ -241,6 +296,7 @@ class IslandHost:
         After an e_stop the host finishes that instant and goes no further.
         """
         svc, env = self.services, self.services.env
+        svc._window_end = end_ns
         stopped_at = None
         t0 = time.thread_time()
         try:
@@ -308,8 +364,10 @@ class IslandHost:
         elif op == "capture":
             return island.capture_state()
         elif op == "model":
+            island.unblock()
             return island.by_name[args[0]].model
         elif op == "stats":
+            island.unblock()
             return dict(island.stats)
         elif op == "t":
             return island.t
@@ -438,7 +496,7 @@ def place_islands(sim, islands: dict[str, Island], groups: list[list[str]], ray_
         blob = cloudpickle.dumps(members)
         host = ray_remote_cls.remote(blob, sim.default_rate_hz, kernel_event_level(sim, recording), routes,
                                      set(sim.handled_kills), sim.now, windowed, recording, sim.batching,
-                                     sim.rate_groups, sim.fleets)
+                                     sim.rate_groups, sim.fleets, sim.row_blocks)
         for island in members:
             proxies[island.name] = RemoteIsland(sim, island, host)
     return proxies
