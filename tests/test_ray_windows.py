@@ -84,6 +84,10 @@ def test_hosts_run_their_islands_as_row_blocks_and_record_the_local_stream(share
         assert group["block_instants"] > 20 * int(placement[-1]), placement     # every host, most instants
         assert remote.stream_sha256 == local.stream_sha256
         assert messages(path) == messages(tmp_path / "local.mcap")
+    # to a recorder that takes no columns (in memory): the blocks' envelopes one by one
+    in_memory = run("formation", p, 30.0, backend="ray", placement="shards:2")
+    assert in_memory.recorder.stream_bytes() == run("formation", p, 30.0, row_blocks=False).recorder.stream_bytes()
+    assert next(iter(in_memory.stats["rate_groups"].values()))["block_instants"] > 40
 
 
 def test_islands_under_a_monitor_stay_in_the_driver_and_the_rest_in_hosts(shared_ray):

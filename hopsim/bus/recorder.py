@@ -385,6 +385,12 @@ class RowChannels:
         self.is_state = np.array([e.type_name == _STATE_TYPE and e.source in vehicles for e in prototypes], np.bool_)
         self.sources = [e.source for e in prototypes]      # each route's publisher
 
+    def received(self) -> "RowChannels":
+        """These routes as another process received them (a Ray object's arrays are read-only):
+        the channel ids this process's recorder registers writable."""
+        self.channel = self.channel.copy()
+        return self
+
 
 class EncodedColumns:
     """The envelopes a row block publishes at one instant, as columns in stream order: route ``p``
@@ -403,6 +409,12 @@ class EncodedColumns:
         route = np.repeat(np.arange(len(counts)), counts)
         within = np.arange(len(route)) - np.repeat(np.cumsum(counts) - counts, counts)
         return route, self.seqs[route] + within, self.starts[route] + within
+
+    def envelopes_with_queues(self) -> list[tuple[EncodedEnvelope, bool]]:
+        """:meth:`envelopes`, each with whether a queue port published it."""
+        route, _, _ = self.messages()
+        queues = self.channels.queues
+        return list(zip(self.envelopes(), [queues[r] for r in route.tolist()], strict=True))
 
     def envelopes(self) -> list[EncodedEnvelope]:
         """The same envelopes, one object each."""

@@ -26,7 +26,7 @@ from typing import Any
 import cloudpickle
 import simpy
 
-from hopsim.bus.packed import EnvelopeBlock
+from hopsim.bus.shipping import ColumnsSender
 from hopsim.bus.router import deliver_to_subscribers
 from hopsim.kernel.errors import ActorKilled
 from hopsim.kernel.fleet import Fleets
@@ -215,8 +215,8 @@ class HostServices:
 
 
 class _Outbox:
-    """A host's row blocks' recorder: their envelopes, encoded from the rows, go to the driver
-    with the others (:class:`EnvelopeBlock` takes encoded ones as they are)."""
+    """A host's row blocks' recorder: their instants' columns go to the driver with the
+    envelopes, in the order recorded (:mod:`hopsim.bus.shipping`)."""
 
     __slots__ = ("services",)
 
@@ -225,6 +225,9 @@ class _Outbox:
 
     def record(self, env, latency_ns: int = 0, queue: bool = False) -> None:
         self.services.outbox.append((env, queue, env.source))
+
+    def record_columns(self, columns) -> None:
+        self.services.outbox.append((columns, None, ""))
 
 
 class _Elsewhere:
@@ -253,6 +256,7 @@ class IslandHost:
             island.sim = self.services
             self.services.islands[island.name] = island
         self._stopped_at: int | None = None     # the e_stop that ended this host's last window
+        self._shipping = ColumnsSender()         # what it recorded, to the driver
 
     def pid(self) -> int:
         """This host's process id (tests kill it from outside)."""
@@ -288,7 +292,7 @@ class IslandHost:
 
         - for the other hosts: ("ok", crossing messages, the instant an e_stop ended the window or
           None), or a ``killed`` tuple;
-        - for the driver: (the envelopes to record, as an :class:`EnvelopeBlock`, crossing
+        - for the driver: (what to record, as :class:`ColumnsSender` packs it, crossing
           messages, forgotten events, the stop's instant or None, the next pending instant or
           None, envelopes published, CPU seconds this host spent, the last instant it
           processed), or the same ``killed`` tuple.
@@ -303,7 +307,7 @@ class IslandHost:
             for name, op, args in ops:
                 self._run_op(name, op, args)
             if pipelined and not self._take_upstream(upstream):
-                return ("ok", [], None), (EnvelopeBlock.pack([]), [], [], None, self._next_pending(), 0, 0.0,
+                return ("ok", [], None), ([], [], [], None, self._next_pending(), 0, 0.0,
                                           int(env.now))
             while True:
                 nxt = env.peek()
@@ -316,7 +320,7 @@ class IslandHost:
             reply = ("killed", killed.actor, killed.t_ns, killed.key)
             return reply, reply
         self._stopped_at = stopped_at
-        reply = (EnvelopeBlock.pack(o[:2] for o in svc.outbox), svc.crossing, svc.forgotten, stopped_at,
+        reply = (self._shipping.pack([o[:2] for o in svc.outbox]), svc.crossing, svc.forgotten, stopped_at,
                  self._next_pending(), svc.published, time.thread_time() - t0, int(env.now))
         crossing = ("ok", svc.crossing, stopped_at)
         svc._reset()

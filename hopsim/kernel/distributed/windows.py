@@ -38,7 +38,10 @@ the stop.
 from __future__ import annotations
 
 import time
+from bisect import bisect_right
+from operator import itemgetter
 
+from hopsim.bus.shipping import ColumnsReceiver, record_items
 from hopsim.kernel.distributed.host import ALL_ISLANDS, HOST
 from hopsim.kernel.errors import ActorKilled, CausalityError
 
@@ -78,6 +81,7 @@ class WindowedSync:
         self.lookahead_ns = min(links.values()) if links else None   # None: no message can cross
         self._feeds = [sorted({src for src, dst in links if dst == i}) for i in range(len(self.hosts))]
         self._pending: list[list[tuple]] = [[] for _ in self.hosts]
+        self._received = [ColumnsReceiver() for _ in self.hosts]     # what each host recorded
         self._next: list[int | None] = [sim.now for _ in self.hosts]     # None: nothing pending
         self.overshoot_at: int | None = None    # an e_stop instant that other hosts ran past
         self.stop_cap: int | None = None        # when running again to such an instant: windows end there
@@ -261,9 +265,9 @@ class WindowedSync:
             self.stats["host_cpu_s"][i] += reply[6]
         if replies:
             self.stats["critical_path_cpu_s"] += max(r[6] for r in replies)
-        envelopes = []
-        for block, crossing, forgotten, _, _, published, _, _ in replies:
-            envelopes += block.unpack()
+        items = []
+        for i, (parts, crossing, forgotten, _, _, published, _, _) in zip(window.hosts, replies, strict=True):
+            items += self._received[i].unpack(parts)
             sim.count_published(published)
             for target, deliver_ns, env, model, port, rank in crossing:
                 if env.t_ns > cut:
@@ -282,15 +286,16 @@ class WindowedSync:
                 ev = sim.find_event(name)
                 if ev is not None:
                     sim.forget_event(ev)
-        self._catch_up(cut, envelopes)
+        self._catch_up(cut, items)
         if stops and sim.halted_at is None:
             sim.e_stop = True
             sim.check_stop()
 
-    def _catch_up(self, cut: int, envelopes: list) -> None:
-        """Run the driver's islands and events up to ``cut``, then record the window's envelopes
-        (the hosts' and the driver's) up to it, in time order (the recorder orders each instant's
-        envelopes itself)."""
+    def _catch_up(self, cut: int, items: list) -> None:
+        """Run the driver's islands and events up to ``cut``, then record what the window
+        recorded (the hosts' envelopes and blocks' columns, [(t_ns, item, queue)], and the
+        driver's envelopes) up to it, in time order (the recorder orders each instant's envelopes
+        itself)."""
         sim, env = self.sim, self.sim.env
         recorder = sim.recorder
         if recorder is not None:
@@ -305,13 +310,10 @@ class WindowedSync:
             sim.recorder = recorder
         if recorder is None:
             return
-        envelopes += collector.envelopes
-        envelopes.sort(key=lambda e: e[0].t_ns)
+        items += [(env_.t_ns, env_, queue) for env_, queue in collector.envelopes]
+        items.sort(key=itemgetter(0))
         last = cut if sim.halted_at is None else min(cut, sim.halted_at)
-        for env_, queue in envelopes:
-            if env_.t_ns > last:
-                break
-            recorder.record(env_, queue=queue)
+        record_items(recorder, items[:bisect_right(items, last, key=itemgetter(0))])
 
 
 class _Window:
