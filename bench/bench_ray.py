@@ -43,7 +43,7 @@ from scipy.optimize import nnls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-FULL = {100: 60.0, 1000: 20.0, 10000: 3.0}        # N -> simulated seconds after the first
+FULL = {100: 60.0, 1000: 20.0, 10000: 20.0}       # N -> simulated seconds after the first (row blocks form after 4)
 QUICK = {100: 20.0, 1000: 3.0}
 CONFIGS = ("local", "shards:1", "shards:2")
 

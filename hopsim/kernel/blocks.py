@@ -22,15 +22,30 @@ order (:class:`hopsim.bus.recorder.EncodedColumns`; one encoded envelope each to
 that takes no columns), their channels registered in the order the members' own barriers would
 record them.
 
+A block may hold part of a group: the most common kind of member (the same model classes in the
+same order) forms it, the others stay members run one by one at the same instants. Messages
+between the block and the islands outside it (the group's other members, other islands, in a
+Ray host the islands of other hosts) cross as envelopes: what the rows publish for subscribers
+outside goes to them when published (:meth:`Block._send_outward`, each subscriber's rank among
+the topic's kept), and a message from outside for an input kept as rows that nothing in the
+block feeds, arriving at one of the block's instants, waits in the block's inbox (in the order
+of the island's inbox) and is put on the input rows at that instant (:meth:`Block.takes_message`).
+A block that leaves members of its group outside forms only once all its outputs have channels
+in the recording (it records an instant before the members outside it do).
+
+While nothing else happens before its next instant (no other wake-up, timed event or return of
+the run in between; in a Ray host, inside the window), the group runs the block's next instants
+at once, without a clock event each (:meth:`Simulation.alone_through`).
+
 While a block runs, its members' model objects, ports, slots and islands are stale. It *exits*
 (every form stores its rows back into its models, the islands' and slots' counters and
 schedules are brought up to date, the messages still on their way become envelopes in their
 subscribers' inboxes) before anything else looks at or changes a member: a message or fault from
-outside the block, a timed event, a requested barrier, a zero-crossing, a stop between its
-instants, a checkpoint, :meth:`Simulation.model`, a new recorder; the members take that instant
-alone, and the group forms a block again at a later instant. A run that returns at one of the
-block's instants keeps it (``stats`` adds what it holds); one whose exception broke an instant
-stores it back.
+outside the block that it does not take, a timed event, a requested barrier, a zero-crossing, a
+stop between its instants, a checkpoint, :meth:`Simulation.model`, a new recorder; the members
+take that instant alone, and the group forms a block again at a later instant. A run that
+returns at one of the block's instants keeps it (``stats`` adds what it holds); one whose
+exception broke an instant stores it back.
 
 A model class offers a row form with the class attribute ``row_form``, the dotted path of the
 form class (``"package.module:Class"``, imported when first needed, so that a model module need
@@ -51,13 +66,14 @@ not import its row form's). A form class has:
                                      loads as the body's own start_hop does (its inputs are quiet
                                      while the block runs)
 
-Restrictions today (a group that does not meet them runs as before): every model local, without
-method or I/O-step events, accounting, ``end_io_step`` or ``start_io_step``; the members'
-periodic models at the group's period, the others message-driven by all their inputs; one body
-per island, propagated by its form, loaded only by forms with ``start_hop``; every tie between
-models of the block (zero latency within an island, publisher before subscriber, or a latency
-of whole periods between islands); no stop callback, barrier event, partial replay or Ray
-window.
+Restrictions today (members that do not meet them stay out of the block): every model local,
+without method or I/O-step events, accounting, ``end_io_step`` or ``start_io_step``; the
+members' periodic models at the group's period, the others message-driven by all their inputs;
+one body per island, propagated by its form, loaded only by forms with ``start_hop``; every tie
+between models of the block at once within an island (publisher before subscriber) or a latency
+of whole periods; an input fed from outside the block a signal port nothing in it feeds. No
+block forms with a stop callback, a barrier recorded as a kernel event or a partial replay, nor
+among the islands the driver keeps beside Ray hosts.
 """
 from __future__ import annotations
 
