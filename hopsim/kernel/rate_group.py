@@ -22,6 +22,7 @@ the recorder writes each instant's envelopes in the bus's total order.
 """
 from __future__ import annotations
 
+import gc
 from typing import TYPE_CHECKING, Any, Callable
 
 from hopsim.kernel.blocks import Block
@@ -142,7 +143,13 @@ class RateGroup:
         """A row block of the members that ran ``t_ns`` and are all planned at the next instant."""
         t_next = t_ns + self.period_ns
         members = [isl for isl in members if isl.group is self and isl.planned_end == t_next]
-        block = Block.form(self, members, t_ns, self._owner)
+        collecting = gc.isenabled()
+        gc.disable()              # forming allocates an object or more per member: no collection meanwhile
+        try:
+            block = Block.form(self, members, t_ns, self._owner)
+        finally:
+            if collecting:
+                gc.enable()
         if block is None:
             return
         self.block = block

@@ -156,6 +156,15 @@ class HostServices:
     def count_fleet_call(self) -> None:
         self._fleets.counted()
 
+    def island_stats(self, islands) -> dict[str, dict]:
+        """The counters of ``islands`` (by name), with what their row blocks hold for them."""
+        out = {island.name: dict(island.stats) for island in islands}
+        for name, gains in self._rate_groups.pending_island_stats().items():
+            if name in out:
+                for key, n in gains.items():
+                    out[name][key] += n
+        return out
+
     def unblock(self) -> None:
         """Every row block stores its members back."""
         self._rate_groups.unblock()
@@ -357,6 +366,8 @@ class IslandHost:
             raise ValueError(f"no host operation {op!r}")
         if name != ALL_ISLANDS:
             return self._apply(self.services.islands[name], op, args)
+        if op == "stats":
+            return self.services.island_stats(self.services.islands.values())
         return {island.name: self._apply(island, op, args) for island in self.services.islands.values()}
 
     def _apply(self, island: Island, op: str, args: tuple):
@@ -371,8 +382,7 @@ class IslandHost:
             island.unblock()
             return island.by_name[args[0]].model
         elif op == "stats":
-            island.unblock()
-            return dict(island.stats)
+            return self.services.island_stats([island])[island.name]
         elif op == "t":
             return island.t
         elif op == "stop_and_resume":
