@@ -319,8 +319,8 @@ class StreamBuffer:
     """Holds the envelopes of the current instant and releases them in total order, together:
     ``sink`` receives the list of one instant's envelopes. An instant's envelopes may also come
     as columns (:class:`EncodedColumns`, a row block's, already in stream order): when they are
-    all the instant has, ``columns_sink`` receives them as they are; else they join the others as
-    envelopes."""
+    all the instant has, ``columns_sink`` receives them as they are (several blocks' merged into
+    one, as a Ray run's hosts give them); else they join the others as envelopes."""
 
     def __init__(self, sink: Callable[[list[Envelope]], None],
                  columns_sink: Callable[["EncodedColumns"], None] | None = None):
@@ -329,6 +329,7 @@ class StreamBuffer:
         self._t = None
         self._pending: list[Envelope] = []
         self._columns: list[EncodedColumns] = []
+        self._merged: dict[tuple[int, ...], tuple] = {}     # the blocks' routes -> (them, merged, order)
 
     def add(self, env: Envelope) -> None:
         if self._t is not None and env.t_ns != self._t:
@@ -350,8 +351,8 @@ class StreamBuffer:
     def flush(self) -> None:
         if self._columns:
             columns, self._columns = self._columns, []
-            if not self._pending and len(columns) == 1 and self._columns_sink is not None:
-                self._columns_sink(columns[0])
+            if not self._pending and self._columns_sink is not None:
+                self._columns_sink(columns[0] if len(columns) == 1 else self._merge(columns))
                 return
             for c in columns:
                 self._pending += c.envelopes()
@@ -359,6 +360,18 @@ class StreamBuffer:
             pending, self._pending = self._pending, []
             pending.sort(key=ORDER_KEY)
             self._sink(pending)
+
+
+    def _merge(self, columns: list["EncodedColumns"]) -> "EncodedColumns":
+        """Several blocks' columns of one instant as one, in stream order (their routes merged
+        once per set of blocks)."""
+        key = tuple(id(c.channels) for c in columns)
+        found = self._merged.get(key)
+        if found is None:
+            parts = [c.channels for c in columns]
+            found = self._merged[key] = (parts, *RowChannels.merged(parts))
+        _parts, channels, order = found
+        return EncodedColumns.merged(columns, channels, order)
 
 
 class RowChannels:
@@ -385,6 +398,21 @@ class RowChannels:
         self.is_state = np.array([e.type_name == _STATE_TYPE and e.source in vehicles for e in prototypes], np.bool_)
         self.sources = [e.source for e in prototypes]      # each route's publisher
 
+    @classmethod
+    def merged(cls, parts: list["RowChannels"]) -> tuple["RowChannels", np.ndarray]:
+        """The routes of several blocks as one, in stream order (by priority and source; a
+        source's routes keep their order), and ``order``: the merged route k is route
+        ``order[k]`` of the parts' routes one after the other. Its channel ids are the parts'
+        (:meth:`EncodedColumns.merged` takes them at each instant)."""
+        prototypes = [e for part in parts for e in part.prototypes]
+        queues = [q for part in parts for q in part.queues]
+        order = np.array(sorted(range(len(prototypes)), key=lambda k: (prototypes[k].priority, prototypes[k].source)),
+                         np.int64)
+        merged = cls([prototypes[k] for k in order.tolist()], [queues[k] for k in order.tolist()],
+                     [0] * len(prototypes), frozenset())
+        merged.is_state = np.concatenate([part.is_state for part in parts])[order]
+        return merged, order
+
     def received(self) -> "RowChannels":
         """These routes as another process received them (a Ray object's arrays are read-only):
         the channel ids this process's recorder registers writable."""
@@ -402,6 +430,21 @@ class EncodedColumns:
     def __init__(self, t_ns: int, channels: RowChannels, counts, seqs, starts, offsets, data: bytes):
         self.t_ns, self.channels = t_ns, channels
         self.counts, self.seqs, self.starts, self.offsets, self.data = counts, seqs, starts, offsets, data
+
+    @classmethod
+    def merged(cls, parts: list["EncodedColumns"], channels: RowChannels, order: np.ndarray) -> "EncodedColumns":
+        """Several blocks' columns of one instant as one, over their merged routes ``channels``
+        and ``order`` (:meth:`RowChannels.merged`); the payloads stay where they are, one part's
+        after the other's."""
+        n_messages = np.cumsum([0] + [len(c.offsets) - 1 for c in parts])
+        n_bytes = np.cumsum([0] + [len(c.data) for c in parts])
+        counts = np.concatenate([c.counts for c in parts])[order]
+        seqs = np.concatenate([c.seqs for c in parts])[order]
+        starts = np.concatenate([c.starts + n_messages[k] for k, c in enumerate(parts)])[order]
+        offsets = np.concatenate([c.offsets[:-1] + n_bytes[k] for k, c in enumerate(parts)] + [n_bytes[-1:]])
+        channels.channel[:] = np.concatenate([c.channels.channel for c in parts])[order]
+        return cls(parts[0].t_ns, channels, counts, seqs, starts, offsets.astype(np.int64),
+                   b"".join(c.data for c in parts))
 
     def messages(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per message, in stream order: its route, its sequence number, its payload's index."""
