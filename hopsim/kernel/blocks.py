@@ -571,8 +571,8 @@ class Block:
         """Every tie from an output of the block's models to an input of the block's, the same in
         every island, and the subscribers outside the block per output and row (``outward``:
         {(position, port): [(row, routes, their ranks among the topic's subscribers)]}, routes as
-        :func:`deliver_to_subscribers` takes them); None when a tie inside the block is neither at once within the island (publisher
-        before subscriber) nor a whole number of periods later."""
+        :func:`deliver_to_subscribers` takes them); None when a tie inside the block is neither at
+        once within the island (publisher before subscriber) nor a whole number of periods later."""
         n = len(columns[0])
         ties: dict[tuple, _Tie] = {}
         outward: dict[tuple, list] = {}
@@ -651,8 +651,10 @@ class Block:
             return False
         q, j = where
         open_rows = self._inward.get((q, port))
-        if open_rows is None or not open_rows[j] or deliver_ns <= self.t_ns or (deliver_ns - self.t_ns) % self.period_ns:
-            return False
+        if (open_rows is None or not open_rows[j] or deliver_ns <= self.t_ns
+                or (deliver_ns - self.t_ns) % self.period_ns
+                or not isinstance(env.payload, slot.model.inputs[port].msg_type)):
+            return False                        # (a payload of another type: the port's own error)
         vehicle = self.positions[q].form.in_rows(port)[0].layout.from_message(env.payload)[2]
         if vehicle not in self.row_of:
             return False
