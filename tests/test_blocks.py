@@ -296,6 +296,39 @@ def test_a_block_of_part_of_a_group_exchanges_messages_with_the_members_outside_
     assert _everything(sims[True]) == _everything(sims[False])
 
 
+def _odd_vehicles_cases(count: int) -> list[tuple]:
+    """Random formations (ring or lattice, loss, latency of one to three periods, 1 or 2 Hz),
+    some vehicles given a model without a row form, runs returning on and off the schedule."""
+    rng = np.random.default_rng(2026)
+    cases = []
+    for _ in range(count):
+        n = int(rng.integers(5, 13))
+        rate = float(rng.choice([1.0, 2.0]))
+        overrides = {"n_vehicles": n, "layout": str(rng.choice(["ring", "lattice"])),
+                     "radio_loss": float(rng.choice([0.0, 0.2, 0.6])), "control_rate_hz": rate,
+                     "radio_latency_s": int(rng.integers(1, 4)) / rate}
+        odd = sorted(rng.choice(n, size=int(rng.integers(1, 4)), replace=False).tolist())
+        pieces = sorted({float(rng.choice([7.0, 9.25, 12.5])), 25.0})
+        cases.append((overrides, odd, pieces))
+    return cases
+
+
+@pytest.mark.parametrize("overrides, odd, pieces", _odd_vehicles_cases(6), ids=[f"random{i}" for i in range(6)])
+def test_blocks_of_part_of_a_group_change_nothing_in_random_formations(overrides, odd, pieces):
+    runs = {}
+    for blocks in (True, False):
+        sim = _simulation(overrides, 9, blocks, recorder=MemoryRecorder())
+        names = [s.name for s in sim.slots() if s.cls.__name__ == "RigidVehicleDynamics"]
+        for k in odd:
+            sim.add_model(Push(f"{names[k]}_push", sim.model(names[k]), (0.002, -0.001, 0.0005)), names[k])
+        for t in pieces:
+            sim.advance_to(t)
+        runs[blocks] = sim
+    assert _block_instants(runs[True]) > 5 and _block_instants(runs[False]) == 0
+    assert runs[True].recorder.stream_bytes() == runs[False].recorder.stream_bytes()
+    assert _everything(runs[True]) == _everything(runs[False])
+
+
 def test_uniform_draws_taken_ahead_are_the_generators_own_and_give_its_state_back():
     """UniformDraws against the generator's random(), call by call: the same numbers across
     refills (ahead = 5), rows drawing at different paces, and each generator's state after settle

@@ -537,13 +537,15 @@ class Block:
         for isl in islands:
             key = tuple(s.cls for s in isl.slots)
             kinds[key] = kinds.get(key, 0) + 1
+        for key in list(kinds):                 # row forms for every model, one of them a body's
+            forms = [resolve_row_form(c) for c in key]
+            if any(f is None for f in forms) or sum(hasattr(f, "hop") for f in forms) != 1:
+                del kinds[key]
+        if not kinds:
+            return []
         classes = max(kinds, key=kinds.__getitem__)
         forms = [resolve_row_form(c) for c in classes]
-        if any(f is None for f in forms):
-            return []
         bodies = [p for p, f in enumerate(forms) if hasattr(f, "hop")]
-        if len(bodies) != 1:
-            return []
         latched = getattr(forms[bodies[0]], "latches_loads", False)
         candidates = [isl for isl in islands if tuple(s.cls for s in isl.slots) == classes and isl.regular_member()]
 
