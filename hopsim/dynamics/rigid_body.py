@@ -31,8 +31,8 @@ functions, so batched and single results are identical bit for bit.
 """
 import numpy as np
 
-from hopsim.dynamics._jit import compiled
-from hopsim.dynamics.spatial import inverse3, quat_dcm_entries, quat_normalize, quat_to_dcm
+from hopsim.dynamics._jit import compiled, compiled_borrowing
+from hopsim.dynamics.spatial import inverse3, inverse3_into, quat_dcm_entries, quat_normalize, quat_to_dcm
 
 STATE_SIZE = 13
 R_SLICE = slice(0, 3)
@@ -51,7 +51,7 @@ def pack_state(r_BN_N, v_BN_N, q_BN, omega_BN_B) -> np.ndarray:
     return x
 
 
-@compiled
+@compiled_borrowing
 def _derivative_into(out, x, mass, I, Iinv, c, force_N, force_B, torque_B, point_B, mu):
     """Write the state derivative of one vehicle into ``out`` (scalar code: no allocation)."""
     qx, qy, qz, qw = x[6], x[7], x[8], x[9]
@@ -110,11 +110,12 @@ def _derivative_into(out, x, mass, I, Iinv, c, force_N, force_B, torque_B, point
     out[12] = dwz
 
 
-@compiled
-def _rk4_step_into(out, work, x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B,
+@compiled_borrowing
+def _rk4_step_into(out, work, inertia_inv, x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B,
                    point_B, mu):
-    """One RK4 step of one vehicle into ``out``; ``work`` is a (5, 13) scratch array."""
-    inertia_inv = inverse3(inertia_C_B)
+    """One RK4 step of one vehicle into ``out``; ``work`` is a (5, 13) scratch array and
+    ``inertia_inv`` a 3 x 3 one (the inverse inertia goes there)."""
+    inverse3_into(inertia_inv, inertia_C_B)
     n = STATE_SIZE
     k1 = work[0]
     k2 = work[1]
@@ -159,9 +160,8 @@ def derivative_single(x, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, 
 def rk4_step_single(x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, point_B, mu):
     """One RK4 step of size ``h`` [s] of one vehicle, quaternion renormalized (compiled)."""
     out = np.empty(STATE_SIZE)
-    work = np.empty((5, STATE_SIZE))
-    _rk4_step_into(out, work, x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B,
-                   point_B, mu)
+    _rk4_step_into(out, np.empty((5, STATE_SIZE)), np.empty((3, 3)), x, h, mass, inertia_C_B, r_CB_B, force_N,
+                   force_B, torque_B, point_B, mu)
     return out
 
 
@@ -181,9 +181,9 @@ def rk4_step_batch(X, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, 
     """One RK4 step of size ``h`` [s] for N vehicles in one call; ``X`` is (N, 13)."""
     n = X.shape[0]
     out = np.empty((n, STATE_SIZE))
-    work = np.empty((5, STATE_SIZE))
+    work, inertia_inv = np.empty((5, STATE_SIZE)), np.empty((3, 3))
     for i in range(n):
-        _rk4_step_into(out[i], work, X[i], h, mass[i], inertia_C_B[i], r_CB_B[i], force_N[i],
+        _rk4_step_into(out[i], work, inertia_inv, X[i], h, mass[i], inertia_C_B[i], r_CB_B[i], force_N[i],
                        force_B[i], torque_B[i], point_B[i], mu)
     return out
 
@@ -203,9 +203,9 @@ def rk4_hop(x, xdot, steps_s, mass, inertia_C_B, r_CB_B, force_N, force_B, torqu
     ``quat_normalize``, after the derivative, as in the kernel's order), which saves end_hop a
     compiled call of its own per hop."""
     out = np.empty(STATE_SIZE)
-    work = np.empty((5, STATE_SIZE))
+    work, inertia_inv = np.empty((5, STATE_SIZE)), np.empty((3, 3))
     for h in steps_s:
-        _rk4_step_into(out, work, x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B,
+        _rk4_step_into(out, work, inertia_inv, x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B,
                        r_CB_B, 0.0)
         x[:] = out
     _derivative_into(xdot, x, mass, inertia_C_B, inverse3(inertia_C_B), r_CB_B, force_N, force_B,
@@ -222,22 +222,33 @@ def rk4_hop_rows(rows, steps_s, X, Xdot, mass, inertia_C_B, r_CB_B, force_N, for
     vehicle of its state, derivative, mass, inertia, CM offset and load accumulators), the same
     arithmetic row by row (its scratch arrays made once for all rows)."""
     out = np.empty(STATE_SIZE)
-    work = np.empty((5, STATE_SIZE))
+    work, inertia_inv = np.empty((5, STATE_SIZE)), np.empty((3, 3))
     for row in rows:
-        x, inertia, c = X[row], inertia_C_B[row], r_CB_B[row]
-        f_N, f_B, tau_B = force_N[row], force_B[row], torque_B[row]
-        for h in steps_s:
-            _rk4_step_into(out, work, x, h, mass[row], inertia, c, f_N, f_B, tau_B, c, 0.0)
-            x[:] = out
-        _derivative_into(Xdot[row], x, mass[row], inertia, inverse3(inertia), c, f_N, f_B, tau_B, c, 0.0)
-        f_N[:] = 0.0
-        f_B[:] = 0.0
-        tau_B[:] = 0.0
-        norm = np.sqrt(x[6] * x[6] + x[7] * x[7] + x[8] * x[8] + x[9] * x[9])     # quat_normalize, in place
-        if x[9] < 0.0:
-            norm = -norm
-        for k in range(6, 10):
-            x[k] = x[k] / norm
+        _rk4_hop_row(row, steps_s, X, Xdot, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, out, work,
+                     inertia_inv)
+
+
+@compiled_borrowing
+def _rk4_hop_row(row, steps_s, X, Xdot, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, out, work,
+                 inertia_inv):
+    """:func:`rk4_hop` of row ``row`` (see :func:`rk4_hop_rows`; ``out``, ``work``,
+    ``inertia_inv``: scratch arrays)."""
+    x, inertia, c = X[row], inertia_C_B[row], r_CB_B[row]
+    f_N, f_B, tau_B = force_N[row], force_B[row], torque_B[row]
+    for h in steps_s:
+        _rk4_step_into(out, work, inertia_inv, x, h, mass[row], inertia, c, f_N, f_B, tau_B, c, 0.0)
+        for k in range(STATE_SIZE):
+            x[k] = out[k]
+    inverse3_into(inertia_inv, inertia)
+    _derivative_into(Xdot[row], x, mass[row], inertia, inertia_inv, c, f_N, f_B, tau_B, c, 0.0)
+    f_N[:] = 0.0
+    f_B[:] = 0.0
+    tau_B[:] = 0.0
+    norm = np.sqrt(x[6] * x[6] + x[7] * x[7] + x[8] * x[8] + x[9] * x[9])     # quat_normalize, in place
+    if x[9] < 0.0:
+        norm = -norm
+    for k in range(6, 10):
+        x[k] = x[k] / norm
 
 
 def _vec3(v, default):

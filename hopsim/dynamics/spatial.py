@@ -98,11 +98,18 @@ def mat3T_mat3(a, b):
 @compiled
 def inverse3(m):
     """Inverse of a non-singular 3x3 matrix by its adjugate."""
+    inv = np.empty((3, 3))
+    inverse3_into(inv, m)
+    return inv
+
+
+@compiled_borrowing
+def inverse3_into(inv, m):
+    """:func:`inverse3` of ``m`` written into ``inv`` (3 x 3): no allocation."""
     c00 = m[1, 1] * m[2, 2] - m[1, 2] * m[2, 1]
     c01 = m[1, 2] * m[2, 0] - m[1, 0] * m[2, 2]
     c02 = m[1, 0] * m[2, 1] - m[1, 1] * m[2, 0]
     det = m[0, 0] * c00 + m[0, 1] * c01 + m[0, 2] * c02
-    inv = np.empty((3, 3))
     inv[0, 0] = c00 / det
     inv[1, 0] = c01 / det
     inv[2, 0] = c02 / det
@@ -112,7 +119,6 @@ def inverse3(m):
     inv[0, 2] = (m[0, 1] * m[1, 2] - m[0, 2] * m[1, 1]) / det
     inv[1, 2] = (m[0, 2] * m[1, 0] - m[0, 0] * m[1, 2]) / det
     inv[2, 2] = (m[0, 0] * m[1, 1] - m[0, 1] * m[1, 0]) / det
-    return inv
 
 
 @compiled
