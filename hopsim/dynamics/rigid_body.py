@@ -202,18 +202,8 @@ def rk4_hop(x, xdot, steps_s, mass, inertia_C_B, r_CB_B, force_N, force_B, torqu
     (:meth:`~hopsim.actors.vehicle_dynamics.RigidVehicleDynamics.end_hop`: the same
     ``quat_normalize``, after the derivative, as in the kernel's order), which saves end_hop a
     compiled call of its own per hop."""
-    out = np.empty(STATE_SIZE)
-    work, inertia_inv = np.empty((5, STATE_SIZE)), np.empty((3, 3))
-    for h in steps_s:
-        _rk4_step_into(out, work, inertia_inv, x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B,
-                       r_CB_B, 0.0)
-        x[:] = out
-    _derivative_into(xdot, x, mass, inertia_C_B, inverse3(inertia_C_B), r_CB_B, force_N, force_B,
-                     torque_B, r_CB_B, 0.0)
-    force_N[:] = 0.0
-    force_B[:] = 0.0
-    torque_B[:] = 0.0
-    x[6:10] = quat_normalize(x[6:10])
+    _rk4_hop_into(x, xdot, steps_s, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, np.empty(STATE_SIZE),
+                  np.empty((5, STATE_SIZE)), np.empty((3, 3)))
 
 
 @compiled
@@ -231,16 +221,21 @@ def rk4_hop_rows(rows, steps_s, X, Xdot, mass, inertia_C_B, r_CB_B, force_N, for
 @compiled_borrowing
 def _rk4_hop_row(row, steps_s, X, Xdot, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, out, work,
                  inertia_inv):
-    """:func:`rk4_hop` of row ``row`` (see :func:`rk4_hop_rows`; ``out``, ``work``,
-    ``inertia_inv``: scratch arrays)."""
-    x, inertia, c = X[row], inertia_C_B[row], r_CB_B[row]
-    f_N, f_B, tau_B = force_N[row], force_B[row], torque_B[row]
+    """:func:`rk4_hop` of row ``row`` (see :func:`rk4_hop_rows`)."""
+    _rk4_hop_into(X[row], Xdot[row], steps_s, mass[row], inertia_C_B[row], r_CB_B[row], force_N[row], force_B[row],
+                  torque_B[row], out, work, inertia_inv)
+
+
+@compiled_borrowing
+def _rk4_hop_into(x, xdot, steps_s, mass, inertia, c, f_N, f_B, tau_B, out, work, inertia_inv):
+    """:func:`rk4_hop`'s arithmetic (``out``, ``work``, ``inertia_inv``: scratch arrays of 13,
+    5 x 13 and 3 x 3)."""
     for h in steps_s:
-        _rk4_step_into(out, work, inertia_inv, x, h, mass[row], inertia, c, f_N, f_B, tau_B, c, 0.0)
+        _rk4_step_into(out, work, inertia_inv, x, h, mass, inertia, c, f_N, f_B, tau_B, c, 0.0)
         for k in range(STATE_SIZE):
             x[k] = out[k]
     inverse3_into(inertia_inv, inertia)
-    _derivative_into(Xdot[row], x, mass[row], inertia, inertia_inv, c, f_N, f_B, tau_B, c, 0.0)
+    _derivative_into(xdot, x, mass, inertia, inertia_inv, c, f_N, f_B, tau_B, c, 0.0)
     f_N[:] = 0.0
     f_B[:] = 0.0
     tau_B[:] = 0.0
