@@ -357,7 +357,7 @@ class Island:
     @staticmethod
     def _gather(starts: list[Slot], pres: list, t0: int, t1: int) -> None:
         for s in starts:
-            s.call("start_hop", t0, t1)
+            s.call_start_hop(t0, t1)
         t_s = t0 / NS_PER_S
         for f in pres:
             f(t_s)
@@ -384,7 +384,7 @@ class Island:
             self._advance_rate_states(t0, steps_s)
         if end_hops:
             for s in self._end_hop:
-                s.call("end_hop", t0, t1)
+                s.call_end_hop(t0, t1)
         self.stats["propagations"] += 1
         self._batched = t1
         self._hop_steps = [(t0, t1)] if self.trace_steps else []
@@ -696,7 +696,7 @@ class Island:
         self._hop_steps = []
         plan = self.hop_plan(t0, t1)
         for s in self._start_hop:
-            s.call("start_hop", t0, t1)
+            s.call_start_hop(t0, t1)
         if plan is not None:
             # the hop's constant loads into the body, every pre_deriv once (as gather_loads), then its compiled step
             t0_s = t0 / NS_PER_S
@@ -724,7 +724,7 @@ class Island:
                 a = b
             self._x[:] = x
         for s in self._end_hop:
-            s.call("end_hop", t0, t1)
+            s.call_end_hop(t0, t1)
         self.stats["propagations"] += 1
 
     def _derivative(self, t_s: float, x: np.ndarray) -> np.ndarray:
@@ -926,7 +926,7 @@ class Island:
             if initial or s.due or s.force_ufo or (fresh and s.feed_through):
                 s.force_ufo = False
                 if s.does_update:
-                    s.call("update_flow_outs", t)
+                    s.call_update_flow_outs(t)
         return asked_again
 
     def _start_io_steps(self, t: int, due: list[Slot]) -> None:
@@ -968,7 +968,7 @@ class Island:
     def _asked_next_io(self, s: Slot, t: int) -> int | None:
         """The next I/O instant a model without a periodic schedule gives (its ``next_io_time``);
         periodic models' instants are counted in :meth:`_end_io_steps`."""
-        nxt = s.call("next_io_time", t)
+        nxt = s.call_next_io_time(t)
         if nxt is None:
             return None
         nxt = int(nxt)
@@ -1274,7 +1274,7 @@ class Island:
         kept_x, kept_xdot = self._x.copy(), self._xdot.copy()
         try:
             for s in self._start_hop:
-                s.call("start_hop", t0, t1)
+                s.call_start_hop(t0, t1)
             yield self._derivative(t0 / NS_PER_S, np.array(x, dtype=float))
         finally:
             self._x[:], self._xdot[:] = kept_x, kept_xdot
