@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 
 NEVER = 1 << 63           # later than any instant (ns)
 NO_HIT: tuple = ()        # no zero-crossing met at the planned hop end
+# up to this many islands at one barrier take its steps island by island (the lists that carry
+# each step across islands cost more than they save for so few)
+FEW_ISLANDS = 4
 
 
 def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: bool = True) -> None:
@@ -101,13 +104,18 @@ def run_barrier(islands: list["Island"], t: int) -> None:
     instant: the order across islands changes nothing, and each island's own steps keep theirs.
     While it runs, the islands plan nothing: a barrier asked for meanwhile (a message for later,
     a model's request) is found by the plan each makes after it. One island alone takes the steps
-    in turn (:meth:`Island._barrier`), without the lists that carry them across islands."""
+    in turn (:meth:`Island._barrier`), and so do a few islands, one after the other
+    (:meth:`Island._barrier_steps`), without the lists that carry the steps across islands."""
     if len(islands) == 1:
         islands[0]._barrier(t)
         return
     for isl in islands:
         isl._in_barrier = True
     try:
+        if len(islands) <= FEW_ISLANDS:
+            for isl in islands:
+                isl._barrier_steps(t)
+            return
         dues = [isl._open_barrier(t) for isl in islands]                # 1., 2.
         for isl in islands:
             isl._take_timeline(t)                                       # 3.
@@ -782,7 +790,7 @@ class Island:
         """The barrier at t (ns) of this island alone: :func:`run_barrier`'s steps in turn."""
         self._in_barrier = True
         try:
-            due = self._open_barrier(t)                                 # 1., 2.
+            due = self._open_barrier(t)                                 # 1., 2.  (as _barrier_steps)
             self._take_timeline(t)                                      # 3.
             asked_again = self._update_flow_outs(t, due)                # 4.
             if due:
@@ -791,6 +799,16 @@ class Island:
                 self._reask_next_io(t, asked_again)
         finally:
             self._in_barrier = False
+
+    def _barrier_steps(self, t: int) -> None:
+        """:func:`run_barrier`'s steps at t (ns), in turn, for this island (in a barrier)."""
+        due = self._open_barrier(t)                                     # 1., 2.
+        self._take_timeline(t)                                          # 3.
+        asked_again = self._update_flow_outs(t, due)                    # 4.
+        if due:
+            self._start_io_steps(t, due)                                # 5.
+        if asked_again:
+            self._reask_next_io(t, asked_again)
 
     def _open_barrier(self, t: int) -> list[Slot]:
         """Steps 1 and 2 of the barrier at t (ns) (see :func:`run_barrier`): returns the models
