@@ -14,6 +14,7 @@ payloads are typed rows encoded by generated encoders (kernel v2).
 """
 from __future__ import annotations
 
+import functools
 import struct
 import sys
 
@@ -143,8 +144,9 @@ class StateMessageBuilder:
         return msg
 
 
+@functools.lru_cache(maxsize=4096)
 def _length(n: int) -> bytes:
-    """A length in the wire format (a varint)."""
+    """A length in the wire format (a varint); kept for the lengths met (a handful per run)."""
     out = bytearray()
     while n >= 0x80:
         out.append(n & 0x7F | 0x80)
