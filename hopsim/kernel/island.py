@@ -871,7 +871,7 @@ class Island:
                 for ev in s.io_events["end"]:
                     ev.callback(t)
                 if s.does_end_io:
-                    s.call("end_io_step", s.io_prev, t)
+                    s.call_end_io_step(s.io_prev, t)
         for s in due:
             periodic = s.periodic
             if periodic is not None:
@@ -940,7 +940,7 @@ class Island:
                         s.due = True
                         due.append(s)
                         if s.does_end_io:
-                            s.call("end_io_step", t if s.io_prev is None else s.io_prev, t)
+                            s.call_end_io_step(t if s.io_prev is None else s.io_prev, t)
             if initial or s.due or s.force_ufo or (fresh and s.feed_through):
                 s.force_ufo = False
                 if s.does_update:
@@ -953,7 +953,7 @@ class Island:
             s.due = False
             s.io_prev = t
             if s.does_start_io:
-                s.call("start_io_step", t, s.io_next)
+                s.call_start_io_step(t, s.io_next)
             for ev in s.io_events["begin"]:
                 ev.callback(t)
 

@@ -142,6 +142,30 @@ class Slot(InlineAttributes):
             model._outbox = []
             self.island.route(self, out)
 
+    def call_end_io_step(self, t0_ns: int, t1_ns: int) -> None:
+        """``call("end_io_step", t0_ns, t1_ns)``."""
+        if not self.direct:
+            self._call_through_handle("end_io_step", (t0_ns, t1_ns))
+            return
+        model = self.model
+        model.end_io_step(t0_ns, t1_ns)
+        out = model._outbox
+        if out:
+            model._outbox = []
+            self.island.route(self, out)
+
+    def call_start_io_step(self, t0_ns: int, t1_ns: int | None) -> None:
+        """``call("start_io_step", t0_ns, t1_ns)``."""
+        if not self.direct:
+            self._call_through_handle("start_io_step", (t0_ns, t1_ns))
+            return
+        model = self.model
+        model.start_io_step(t0_ns, t1_ns)
+        out = model._outbox
+        if out:
+            model._outbox = []
+            self.island.route(self, out)
+
     def call_next_io_time(self, t_ns: int):
         """``call("next_io_time", t_ns)``."""
         if not self.direct:
