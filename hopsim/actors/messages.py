@@ -14,6 +14,7 @@ payloads are typed rows encoded by generated encoders (kernel v2).
 """
 from __future__ import annotations
 
+import functools
 import struct
 import sys
 
@@ -21,7 +22,7 @@ import numpy as np
 
 from hopsim.dynamics._jit import compiled
 from hopsim.schemas import Vector3, VehicleState, Wrench
-from hopsim.schemas.spheres_pb2 import ImuSamples
+from hopsim.schemas.spheres_pb2 import GmRanges, ImuSamples
 
 
 def vector3(v) -> Vector3:
@@ -143,8 +144,9 @@ class StateMessageBuilder:
         return msg
 
 
+@functools.lru_cache(maxsize=4096)
 def _length(n: int) -> bytes:
-    """A length in the wire format (a varint)."""
+    """A length in the wire format (a varint); kept for the lengths met (a handful per run)."""
     out = bytearray()
     while n >= 0x80:
         out.append(n & 0x7F | 0x80)
@@ -176,6 +178,47 @@ def imu_samples(vehicle: str, t_ns: list[int], omega_B: np.ndarray, accel_B: np.
 
 _OMEGA_KEY, _ACCEL_KEY = bytes((3 << 3 | 2,)), bytes((4 << 3 | 2,))     # ImuSamples.omega_B, .accel_B (packed)
 _parse_imu = ImuSamples.FromString
+
+
+def gm_ranges(vehicle: str, cycle_start_ns: int, beacon_fire_ns: list[int], ranges_m: np.ndarray) -> GmRanges:
+    """``GmRanges(vehicle=..., cycle_start_ns=..., beacon_fire_ns=..., n_beacons=..., n_faces=...,
+    n_receivers=..., range_m=ranges_m.ravel().tolist())``: a cycle's ranges (m, -1 for no reading)
+    ``ranges_m`` [beacon][face][receiver], its start and its firings (ns), the doubles parsed
+    from their bytes (a packed repeated double is its values' little-endian bytes) rather than
+    converted to a list and set one by one."""
+    n_beacons, n_faces, n_receivers = ranges_m.shape
+    if not NATIVE_LITTLE_ENDIAN:
+        return GmRanges(vehicle=vehicle, cycle_start_ns=cycle_start_ns, beacon_fire_ns=beacon_fire_ns,
+                        n_beacons=n_beacons, n_faces=n_faces, n_receivers=n_receivers,
+                        range_m=ranges_m.ravel().tolist())
+    values = np.asarray(ranges_m, dtype=np.float64).tobytes()
+    msg = _parse_ranges(b"".join((_RANGES_KEY, _length(len(values)), values)) if values else b"")
+    msg.vehicle = vehicle
+    msg.cycle_start_ns = cycle_start_ns
+    msg.beacon_fire_ns.extend(beacon_fire_ns)
+    msg.n_beacons = n_beacons
+    msg.n_faces = n_faces
+    msg.n_receivers = n_receivers
+    return msg
+
+
+def gm_range_values(msg: GmRanges) -> np.ndarray:
+    """``np.array(msg.range_m[:], dtype=float)``: the ranges (m) of a GmRanges message, flat,
+    read from the message's wire format, where the packed ``range_m`` (its last field) ends it,
+    rather than element by element (the list path is taken when the bytes are not laid out so)."""
+    n = len(msg.range_m)
+    if NATIVE_LITTLE_ENDIAN and n:
+        data = msg.SerializeToString()
+        size = 8 * n
+        head = _RANGES_KEY + _length(size)
+        start = len(data) - size
+        if start >= len(head) and data[start - len(head):start] == head:
+            return np.frombuffer(data, dtype=np.float64, count=n, offset=start).copy()
+    return np.array(msg.range_m[:], dtype=float)
+
+
+_RANGES_KEY = bytes((7 << 3 | 2,))          # GmRanges.range_m (packed)
+_parse_ranges = GmRanges.FromString
 
 
 # Wrench(body=body, frame=INERTIAL, force=(fx, fy, fz)) in the wire format, parsed in one call

@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 
 NEVER = 1 << 63           # later than any instant (ns)
 NO_HIT: tuple = ()        # no zero-crossing met at the planned hop end
+# up to this many islands at one barrier take its steps island by island (the lists that carry
+# each step across islands cost more than they save for so few)
+FEW_ISLANDS = 4
 
 
 def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: bool = True) -> None:
@@ -101,13 +104,18 @@ def run_barrier(islands: list["Island"], t: int) -> None:
     instant: the order across islands changes nothing, and each island's own steps keep theirs.
     While it runs, the islands plan nothing: a barrier asked for meanwhile (a message for later,
     a model's request) is found by the plan each makes after it. One island alone takes the steps
-    in turn (:meth:`Island._barrier`), without the lists that carry them across islands."""
+    in turn (:meth:`Island._barrier`), and so do a few islands, one after the other
+    (:meth:`Island._barrier_steps`), without the lists that carry the steps across islands."""
     if len(islands) == 1:
         islands[0]._barrier(t)
         return
     for isl in islands:
         isl._in_barrier = True
     try:
+        if len(islands) <= FEW_ISLANDS:
+            for isl in islands:
+                isl._barrier_steps(t)
+            return
         dues = [isl._open_barrier(t) for isl in islands]                # 1., 2.
         for isl in islands:
             isl._take_timeline(t)                                       # 3.
@@ -357,7 +365,7 @@ class Island:
     @staticmethod
     def _gather(starts: list[Slot], pres: list, t0: int, t1: int) -> None:
         for s in starts:
-            s.call("start_hop", t0, t1)
+            s.call_start_hop(t0, t1)
         t_s = t0 / NS_PER_S
         for f in pres:
             f(t_s)
@@ -384,7 +392,7 @@ class Island:
             self._advance_rate_states(t0, steps_s)
         if end_hops:
             for s in self._end_hop:
-                s.call("end_hop", t0, t1)
+                s.call_end_hop(t0, t1)
         self.stats["propagations"] += 1
         self._batched = t1
         self._hop_steps = [(t0, t1)] if self.trace_steps else []
@@ -699,7 +707,7 @@ class Island:
         self._hop_steps = []
         plan = self.hop_plan(t0, t1)
         for s in self._start_hop:
-            s.call("start_hop", t0, t1)
+            s.call_start_hop(t0, t1)
         if plan is not None:
             # the hop's constant loads into the body, every pre_deriv once (as gather_loads), then its compiled step
             t0_s = t0 / NS_PER_S
@@ -727,7 +735,7 @@ class Island:
                 a = b
             self._x[:] = x
         for s in self._end_hop:
-            s.call("end_hop", t0, t1)
+            s.call_end_hop(t0, t1)
         self.stats["propagations"] += 1
 
     def _derivative(self, t_s: float, x: np.ndarray) -> np.ndarray:
@@ -785,7 +793,7 @@ class Island:
         """The barrier at t (ns) of this island alone: :func:`run_barrier`'s steps in turn."""
         self._in_barrier = True
         try:
-            due = self._open_barrier(t)                                 # 1., 2.
+            due = self._open_barrier(t)                                 # 1., 2.  (as _barrier_steps)
             self._take_timeline(t)                                      # 3.
             asked_again = self._update_flow_outs(t, due)                # 4.
             if due:
@@ -794,6 +802,16 @@ class Island:
                 self._reask_next_io(t, asked_again)
         finally:
             self._in_barrier = False
+
+    def _barrier_steps(self, t: int) -> None:
+        """:func:`run_barrier`'s steps at t (ns), in turn, for this island (in a barrier)."""
+        due = self._open_barrier(t)                                     # 1., 2.
+        self._take_timeline(t)                                          # 3.
+        asked_again = self._update_flow_outs(t, due)                    # 4.
+        if due:
+            self._start_io_steps(t, due)                                # 5.
+        if asked_again:
+            self._reask_next_io(t, asked_again)
 
     def _open_barrier(self, t: int) -> list[Slot]:
         """Steps 1 and 2 of the barrier at t (ns) (see :func:`run_barrier`): returns the models
@@ -856,7 +874,7 @@ class Island:
                 for ev in s.io_events["end"]:
                     ev.callback(t)
                 if s.does_end_io:
-                    s.call("end_io_step", s.io_prev, t)
+                    s.call_end_io_step(s.io_prev, t)
         for s in due:
             periodic = s.periodic
             if periodic is not None:
@@ -925,11 +943,11 @@ class Island:
                         s.due = True
                         due.append(s)
                         if s.does_end_io:
-                            s.call("end_io_step", t if s.io_prev is None else s.io_prev, t)
+                            s.call_end_io_step(t if s.io_prev is None else s.io_prev, t)
             if initial or s.due or s.force_ufo or (fresh and s.feed_through):
                 s.force_ufo = False
                 if s.does_update:
-                    s.call("update_flow_outs", t)
+                    s.call_update_flow_outs(t)
         return asked_again
 
     def _start_io_steps(self, t: int, due: list[Slot]) -> None:
@@ -938,7 +956,7 @@ class Island:
             s.due = False
             s.io_prev = t
             if s.does_start_io:
-                s.call("start_io_step", t, s.io_next)
+                s.call_start_io_step(t, s.io_next)
             for ev in s.io_events["begin"]:
                 ev.callback(t)
 
@@ -971,7 +989,7 @@ class Island:
     def _asked_next_io(self, s: Slot, t: int) -> int | None:
         """The next I/O instant a model without a periodic schedule gives (its ``next_io_time``);
         periodic models' instants are counted in :meth:`_end_io_steps`."""
-        nxt = s.call("next_io_time", t)
+        nxt = s.call_next_io_time(t)
         if nxt is None:
             return None
         nxt = int(nxt)
@@ -1278,7 +1296,7 @@ class Island:
         kept_x, kept_xdot = self._x.copy(), self._xdot.copy()
         try:
             for s in self._start_hop:
-                s.call("start_hop", t0, t1)
+                s.call_start_hop(t0, t1)
             yield self._derivative(t0 / NS_PER_S, np.array(x, dtype=float))
         finally:
             self._x[:], self._xdot[:] = kept_x, kept_xdot

@@ -127,8 +127,8 @@ class RateGroup:
             for isl in block:
                 isl.plan_as_member()
                 after(isl, t_ns)
-        if self._owner is not None and self.block is None and self.period_ns is not None:
-            self._form_block(members, t_ns)
+        if len(members) > 1 and self._owner is not None and self.block is None and self.period_ns is not None:
+            self._form_block(members, t_ns)       # (a block has two members at least)
 
     def _block_instant(self, block: Block, t_ns: int) -> None:
         """The row block's instant ``t_ns``, counted as the members' barriers."""

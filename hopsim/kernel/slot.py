@@ -100,6 +100,84 @@ class Slot(InlineAttributes):
             self.island.route(self, out)
         return result
 
+    # the calls every barrier and hop makes, each :meth:`call` for one method without the tuple
+    # of arguments and the test of the method's name (results are the same, call for call)
+    def call_update_flow_outs(self, t_ns: int) -> None:
+        """``call("update_flow_outs", t_ns)``."""
+        if not self.direct:
+            self._call_through_handle("update_flow_outs", (t_ns,))
+            return
+        model = self.model
+        model._may_write = True
+        try:
+            model.update_flow_outs(t_ns)
+        finally:
+            model._may_write = False
+        out = model._outbox
+        if out:
+            model._outbox = []
+            self.island.route(self, out)
+
+    def call_start_hop(self, t0_ns: int, t1_ns: int) -> None:
+        """``call("start_hop", t0_ns, t1_ns)``."""
+        if not self.direct:
+            self._call_through_handle("start_hop", (t0_ns, t1_ns))
+            return
+        model = self.model
+        model.start_hop(t0_ns, t1_ns)
+        out = model._outbox
+        if out:
+            model._outbox = []
+            self.island.route(self, out)
+
+    def call_end_hop(self, t0_ns: int, t1_ns: int) -> None:
+        """``call("end_hop", t0_ns, t1_ns)``."""
+        if not self.direct:
+            self._call_through_handle("end_hop", (t0_ns, t1_ns))
+            return
+        model = self.model
+        model.end_hop(t0_ns, t1_ns)
+        out = model._outbox
+        if out:
+            model._outbox = []
+            self.island.route(self, out)
+
+    def call_end_io_step(self, t0_ns: int, t1_ns: int) -> None:
+        """``call("end_io_step", t0_ns, t1_ns)``."""
+        if not self.direct:
+            self._call_through_handle("end_io_step", (t0_ns, t1_ns))
+            return
+        model = self.model
+        model.end_io_step(t0_ns, t1_ns)
+        out = model._outbox
+        if out:
+            model._outbox = []
+            self.island.route(self, out)
+
+    def call_start_io_step(self, t0_ns: int, t1_ns: int | None) -> None:
+        """``call("start_io_step", t0_ns, t1_ns)``."""
+        if not self.direct:
+            self._call_through_handle("start_io_step", (t0_ns, t1_ns))
+            return
+        model = self.model
+        model.start_io_step(t0_ns, t1_ns)
+        out = model._outbox
+        if out:
+            model._outbox = []
+            self.island.route(self, out)
+
+    def call_next_io_time(self, t_ns: int):
+        """``call("next_io_time", t_ns)``."""
+        if not self.direct:
+            return self._call_through_handle("next_io_time", (t_ns,))
+        model = self.model
+        result = model.next_io_time(t_ns)
+        out = model._outbox
+        if out:
+            model._outbox = []
+            self.island.route(self, out)
+        return result
+
     def snapshot_to_read(self):
         """The model's snapshot, to be read at once and let go (a state hash): its state as it is,
         not copied, when the model lives here and keeps :meth:`Model.snapshot`; else a snapshot."""

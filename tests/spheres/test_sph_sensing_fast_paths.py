@@ -199,3 +199,37 @@ def test_an_imu_batch_parsed_from_its_bytes_is_the_message_its_fields_give():
         assert built.vehicle == "sph2" and list(built.t_ns) == times
         assert _bits(built.omega_B[:]).tolist() == _bits(y[:, :3].ravel()).tolist()
         assert _bits(built.accel_B[:]).tolist() == _bits(y[:, 3:].ravel()).tolist()
+
+
+def test_gm_ranges_built_from_and_read_as_bytes_are_the_messages_and_arrays_of_the_lists():
+    """gm_ranges builds the GmRanges the metrology simulator publishes from the ranges' bytes, and
+    gm_range_values reads them back from the message's wire format: the message and its bytes are
+    the constructor's given the same values as a list, and the values read back are the list path's
+    (-0.0, infinities, NaN and subnormals included, a cycle starting at 0, shapes whose bytes need
+    one and two length bytes); a message whose ranges do not end its bytes is read element by element."""
+    from hopsim.actors.messages import gm_range_values, gm_ranges
+    from hopsim.schemas.spheres_pb2 import GmRanges
+
+    rng = np.random.default_rng(11)
+    specials = [-0.0, 0.0, np.inf, -np.inf, np.nan, 5e-324, -1e308, -1.0]
+    for shape in [(1, 1, 1), (1, 1, 15), (8, 6, 4), (3, 2, 5)]:
+        for _ in range(20):
+            r = rng.standard_normal(shape) * 10.0 ** rng.integers(-9, 9, shape)
+            r.flat[rng.integers(0, r.size, min(r.size, 8))] = specials[:min(r.size, 8)]
+            start = int(rng.choice([0, 153_000_000, 10**13]))
+            fire = [start + int(k) for k in rng.integers(0, 10**9, shape[0])]
+            built = gm_ranges("sph1", start, fire, r)
+            plain = GmRanges(vehicle="sph1", cycle_start_ns=start, beacon_fire_ns=fire, n_beacons=shape[0],
+                             n_faces=shape[1], n_receivers=shape[2], range_m=r.ravel().tolist())
+            assert built == plain
+            assert built.SerializeToString(deterministic=True) == plain.SerializeToString(deterministic=True)
+            for msg in (built, plain):
+                got = gm_range_values(msg)
+                ref = np.array(msg.range_m[:], dtype=float)
+                assert got.dtype == ref.dtype and got.flags.writeable and got.flags.c_contiguous
+                assert np.array_equal(_bits(got), _bits(ref))
+    # not the last bytes of the message (an unknown field after them): the list path
+    msg = GmRanges(range_m=[1.0, -1.0, 2.5])
+    odd = GmRanges.FromString(msg.SerializeToString() + bytes((9 << 3 | 0, 5)))
+    assert np.array_equal(gm_range_values(odd), [1.0, -1.0, 2.5])
+    assert gm_range_values(GmRanges()).shape == (0,)

@@ -25,6 +25,7 @@ import numpy as np
 
 from numba import njit
 
+from hopsim.actors.messages import gm_range_values, gm_ranges
 from hopsim.actors.spheres.frames import dcm_c, from_rotvec_c, normalized_c, quat_mul_c
 from hopsim.actors.spheres.params import ReceiverParams, TestbedParams
 from hopsim.actors.spheres.sensor_faults import SENSOR_FAULTS, SensorFaults
@@ -240,10 +241,7 @@ class GlobalMetrologySimulator(ContinuousModel):
                                       beacon_fire_ns=self.fire_ns))
         if self.delivery_due:
             self.delivery_due = False
-            self.write("ranges", GmRanges(
-                vehicle=self.vehicle, cycle_start_ns=self.cycle_start, beacon_fire_ns=self.fire_ns,
-                n_beacons=self.n_beacons, n_faces=self.receivers.n_faces,
-                n_receivers=self.receivers.n_receivers, range_m=self.ranges.ravel().tolist()))
+            self.write("ranges", gm_ranges(self.vehicle, self.cycle_start, self.fire_ns, self.ranges))
             self.cycle_start = None
             self.fire_ns = []
             self.cycles_served += 1
@@ -254,6 +252,5 @@ class GlobalMetrologySimulator(ContinuousModel):
 
 def ranges_array(msg: GmRanges) -> np.ndarray:
     """The ranges of a GmRanges message as an array [beacon][face][receiver] (m, -1: none)."""
-    # a list first ([:]): numpy reads a protobuf repeated field element by element, slowly
-    return np.array(msg.range_m[:], dtype=float).reshape(msg.n_beacons, msg.n_faces, msg.n_receivers)
+    return gm_range_values(msg).reshape(msg.n_beacons, msg.n_faces, msg.n_receivers)
 

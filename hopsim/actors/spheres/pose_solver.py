@@ -14,6 +14,7 @@ that fits best.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -226,7 +227,13 @@ def trilaterate(ranges, beacons_N, receivers_B) -> np.ndarray:
 
 
 def cube_rotations() -> list[np.ndarray]:
-    """The 24 rotations that map the coordinate axes onto themselves, as quaternions."""
+    """The 24 rotations that map the coordinate axes onto themselves, as quaternions (copies of
+    those made once)."""
+    return [q.copy() for q in _cube_rotations()]
+
+
+@functools.lru_cache(maxsize=1)
+def _cube_rotations() -> tuple[np.ndarray, ...]:
     out = []
     for perm in itertools.permutations(range(3)):
         for signs in itertools.product((1.0, -1.0), repeat=3):
@@ -235,7 +242,7 @@ def cube_rotations() -> list[np.ndarray]:
                 M[row, col] = sgn
             if np.linalg.det(M) > 0:
                 out.append(_quat_from_dcm(M))
-    return out
+    return tuple(out)
 
 
 def _quat_from_dcm(M) -> np.ndarray:
