@@ -3,9 +3,11 @@
 A model that writes a held value at every update whether it changed or not (a thruster's wrench
 and propellant flow, a tank's fuel and mass properties, a flight software's thruster on-times)
 builds, while the value holds, a message
-equal to the last one, bit for bit, which its on_change port then publishes nothing for.
-:class:`HeldMessages` hands back the messages it built for the same numbers instead. The numbers
-are compared by their bits: 0.0 and -0.0 differ, and a NaN is the same only as itself.
+equal to the last one, bit for bit, which its on_change port then publishes nothing for; and many
+such values come back (a thruster goes on and off, a flight software's command falls back to no
+firing). :class:`HeldMessages` hands back the messages it built for the same numbers instead,
+for the last few numbers (:data:`KEPT`). The numbers are compared by their bits: 0.0 and -0.0
+differ, and a NaN is the same only as itself.
 
 It is a :class:`hopsim.kernel.Memo`: not part of the model's snapshot, forgotten when the model is
 restored. The messages it hands back are the ones it built (never changed once written, as every
@@ -21,8 +23,11 @@ from typing import Callable
 from hopsim.kernel import Memo
 
 
+KEPT = 4        # the numbers (and their messages) a HeldMessages keeps, the latest ones
+
+
 class HeldMessages(Memo):
-    """The messages ``build(*numbers)`` gave for the last ``numbers`` (floats)."""
+    """The messages ``build(*numbers)`` gave for the last :data:`KEPT` different ``numbers`` (floats)."""
 
     def __init__(self):
         self.forget()
@@ -30,14 +35,22 @@ class HeldMessages(Memo):
     def forget(self) -> None:
         self._key: bytes | None = None
         self._messages: tuple = ()
+        self._kept: dict[bytes, tuple] = {}      # the numbers' bits -> their messages, oldest first
 
     def get(self, numbers: tuple[float, ...], build: Callable[..., tuple]) -> tuple:
-        """``build(*numbers)``, or the messages it gave for the same numbers (bit for bit) last."""
+        """``build(*numbers)``, or the messages it gave for the same numbers (bit for bit) lately."""
         key = struct.pack(f"{len(numbers)}d", *numbers)
-        if key != self._key:
-            self._messages = build(*numbers)
-            self._key = key
-        return self._messages
+        if key == self._key:
+            return self._messages
+        kept = self._kept
+        messages = kept.get(key)
+        if messages is None:
+            messages = build(*numbers)
+            if len(kept) >= KEPT:
+                del kept[next(iter(kept))]
+            kept[key] = messages
+        self._key, self._messages = key, messages
+        return messages
 
 
 __all__ = ["HeldMessages"]

@@ -75,6 +75,7 @@ their own state. A follower has no wheels (their spin would need the composite's
 from __future__ import annotations
 
 import math
+import struct
 
 import numpy as np
 
@@ -260,9 +261,8 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         m = self.take("mass")                     # mass properties change only with a message
         if m is not None and m.mass_kg > 0 and len(m.inertia_B) == 9:
             self.params[P_MASS] = m.mass_kg
-            inertia_B = np.array(m.inertia_B, dtype=float).reshape(3, 3)
-            if inertia_B.tobytes() != self.inertia_B.tobytes():     # the same inertia: the same inverse
-                self._set_inertia(inertia_B)
+            if struct.pack("9d", *m.inertia_B) != self.inertia_B.tobytes():   # the same inertia: the same inverse
+                self._set_inertia(np.array(m.inertia_B, dtype=float).reshape(3, 3))
         if self.n_wheels:
             cmd = self.read("torque_cmd")
             self.u[:] = self.motors.torques(None if cmd is None else cmd.torque_Nm)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import heapq
+import math
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -371,11 +372,18 @@ class Island:
             m = s.model
             m.post_deriv(t_s)
             x = m.x.tolist()
+            moved = False
             for i, k in enumerate(m.xdot.tolist()):
+                xi = x[i]
+                if k == 0.0 and xi != 0.0 and math.isfinite(xi):
+                    continue                             # x + (h / 6) (+-0) is x, bit for bit: a tank not drawn
                 sum_k = k + 2.0 * k + 2.0 * k + k        # k1 + 2 k2 + 2 k3 + k4, the four samples alike
                 for h in steps_s:
-                    x[i] = x[i] + (h / 6.0) * sum_k
-            m.x[:] = x
+                    xi = xi + (h / 6.0) * sum_k
+                x[i] = xi
+                moved = True
+            if moved:
+                m.x[:] = x
 
     def finish_hop(self, t0: int, t1: int, steps_s, end_hops: bool = True) -> None:
         """The hop body's compiled step to t1 over ``steps_s`` (s) is done: the island's other
