@@ -142,12 +142,12 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         super().__init__(name)
         x0 = np.concatenate([np.asarray(r_BN_N, float), np.asarray(v_BN_N, float),
                              quat_normalize(np.asarray(q_BN, float)), np.asarray(omega_BN_B, float)])
-        if x0.shape != (13,) or not np.all(np.isfinite(x0)) or np.linalg.norm(x0[0:3]) <= EARTH_RADIUS * 0.5:
+        if x0.shape != (13,) or not np.isfinite(x0).all() or np.linalg.norm(x0[0:3]) <= EARTH_RADIUS * 0.5:
             raise ValueError(f"{name}: the initial state must be finite 3-vectors (m, m/s, rad/s) above the Earth")
         if not (np.isfinite(mass_kg) and mass_kg > 0):
             raise ValueError(f"{name}: mass_kg must be positive, got {mass_kg}")
         inertia = np.array(inertia_B, dtype=float).reshape(3, 3)
-        if not np.all(np.isfinite(inertia)) or np.any(np.linalg.eigvalsh(0.5 * (inertia + inertia.T)) <= 0):
+        if not np.isfinite(inertia).all() or (np.linalg.eigvalsh(0.5 * (inertia + inertia.T)) <= 0).any():
             raise ValueError(f"{name}: inertia_B must be a symmetric positive definite 3x3 matrix (kg m^2)")
         for what, value in (("cd_area_m2", cd_area_m2), ("cr_area_m2", cr_area_m2), ("rho0_kgpm3", rho0_kgpm3)):
             if not (np.isfinite(value) and value >= 0):
@@ -248,8 +248,9 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         """Latch the thrusters' wrenches, the mass properties, the wheels' motor torques (limited)
         and the disturbance for the hop."""
         fx = fy = fz = tx = ty = tz = 0.0
+        ports = self.ports
         for port in self._wrench_ports:
-            w = self.read(port)
+            w = ports[port].value                 # as self.read(port), one call less each
             if w is not None:
                 force, torque = w.force, w.torque
                 fx, fy, fz = fx + force.x, fy + force.y, fz + force.z
