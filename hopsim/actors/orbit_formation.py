@@ -85,8 +85,11 @@ def slot_reference(a_c: float, n: float, u_c: float, roe) -> tuple[np.ndarray, n
     return rho, rho_dot
 
 
-def _xyz(v) -> np.ndarray:
-    return np.array([v.x, v.y, v.z])
+def _rv(fix) -> tuple[np.ndarray, np.ndarray]:
+    """(r m, v m/s) of a fix (N frame), as two halves of one array."""
+    r, v = fix.r_BN_N, fix.v_BN_N
+    rv = np.array([r.x, r.y, r.z, v.x, v.y, v.z])
+    return rv[0:3], rv[3:6]
 
 
 def _v3(a) -> Vector3:
@@ -198,7 +201,7 @@ class SlotKeeper(Model):
         if chief is None or not chief.valid or chief.t_ns not in self.history or t_ns - chief.t_ns > self.stale_ns:
             return None
         r_d, v_d = self.history[chief.t_ns]
-        r_c, v_c = _xyz(chief.r_BN_N), _xyz(chief.v_BN_N)
+        r_c, v_c = _rv(chief)
         age_s = (t_ns - chief.t_ns) / 1e9
         # the relative state brought to t_ns by CW, less the slot's reference there
         e, C_NH = slot_error_carried(r_c, v_c, r_d, v_d, self.n, age_s, self.a_c, self.roe)
@@ -214,7 +217,7 @@ class SlotKeeper(Model):
             self.k += 1
         own = self.read("own")
         if own is not None and own.valid:
-            self.history[own.t_ns] = (_xyz(own.r_BN_N), _xyz(own.v_BN_N))
+            self.history[own.t_ns] = _rv(own)
         while self.history and next(iter(self.history)) < t_ns - self.stale_ns:
             del self.history[next(iter(self.history))]
         on = [0.0] * AXES
