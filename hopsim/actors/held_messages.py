@@ -53,4 +53,24 @@ class HeldMessages(Memo):
         return messages
 
 
-__all__ = ["HeldMessages"]
+class ReadMessages(dict, Memo):
+    """What ``read(msg)`` gave for the message last read on each input port, kept while the port
+    holds that very message object (a message is never changed once written): a model that reads
+    the same numbers out of a held input at every update (a spacecraft latching its thrusters'
+    wrenches, of which one changes at a time) reads each message's fields once. Port -> (message,
+    what ``read`` gave); ``tests/test_orbit_formation.py`` checks a run against reading anew."""
+
+    def forget(self) -> None:
+        self.clear()
+
+    def get_read(self, port: str, msg, read: Callable) -> tuple:
+        """``read(msg)``, or what it gave when ``msg`` (the same object) was last read on ``port``."""
+        last = self.get(port)
+        if last is not None and last[0] is msg:
+            return last[1]
+        numbers = read(msg)
+        self[port] = (msg, numbers)
+        return numbers
+
+
+__all__ = ["HeldMessages", "ReadMessages"]

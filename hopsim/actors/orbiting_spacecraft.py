@@ -80,6 +80,7 @@ import struct
 import numpy as np
 
 from hopsim.actors.disturbance import Disturbance
+from hopsim.actors.held_messages import ReadMessages
 from hopsim.actors.messages import StateMessageBuilder
 from hopsim.actors.orbiting_fleet import OrbitingFleet
 from hopsim.actors.welding import Weldable
@@ -103,6 +104,12 @@ JD_J2000 = 2451545.0
 
 def _v3(a) -> Vector3:
     return Vector3(x=float(a[0]), y=float(a[1]), z=float(a[2]))
+
+
+def wrench_numbers(w) -> tuple[float, ...]:
+    """A wrench's force (N) and torque (N m), body frame: (fx, fy, fz, tx, ty, tz)."""
+    force, torque = w.force, w.torque
+    return force.x, force.y, force.z, torque.x, torque.y, torque.z
 
 
 class OrbitingSpacecraft(Weldable, ContinuousModel):
@@ -190,6 +197,7 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         self._set_inertia(inertia)
         self.n_thrusters = int(n_thrusters)
         self._wrench_ports = tuple(f"wrench{i}" for i in range(self.n_thrusters))
+        self._wrenches = ReadMessages()             # each wrench's numbers, read once (a memo)
         self.io_schedule = FixedRate(rate_hz)
         self.disturbance = Disturbance()
         self._state_builder = StateMessageBuilder()
@@ -248,13 +256,13 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         """Latch the thrusters' wrenches, the mass properties, the wheels' motor torques (limited)
         and the disturbance for the hop."""
         fx = fy = fz = tx = ty = tz = 0.0
-        ports = self.ports
+        ports, wrenches = self.ports, self._wrenches
         for port in self._wrench_ports:
             w = ports[port].value                 # as self.read(port), one call less each
             if w is not None:
-                force, torque = w.force, w.torque
-                fx, fy, fz = fx + force.x, fy + force.y, fz + force.z
-                tx, ty, tz = tx + torque.x, ty + torque.y, tz + torque.z
+                wfx, wfy, wfz, wtx, wty, wtz = wrenches.get_read(port, w, wrench_numbers)
+                fx, fy, fz = fx + wfx, fy + wfy, fz + wfz
+                tx, ty, tz = tx + wtx, ty + wty, tz + wtz
         loads = self.loads
         loads[:] = 0.0
         loads[L_FORCE_B:L_FORCE_B + 3] = fx, fy, fz

@@ -322,8 +322,10 @@ class FuelTank(ContinuousModel):
         total = 0.0
         for port in self.ports.values():            # flow0...: as self.read(port), one call less each
             msg = port.value
-            if msg is not None and 0.0 < msg.value < math.inf:      # a negative or non-finite flow counts 0
-                total += msg.value
+            if msg is not None:
+                flow = msg.value
+                if 0.0 < flow < math.inf:           # a negative or non-finite flow counts 0
+                    total += flow
         self.flow_kgps = total if self.x[0] > 0.0 else 0.0
 
     def post_deriv(self, t_s: float) -> None:

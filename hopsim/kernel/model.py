@@ -97,24 +97,15 @@ class Memo:
         raise NotImplementedError
 
 
-class LastWritten(Memo):
-    """A model's on_change ports (:class:`Out`): the message last written on each and the bytes it
-    serialized to. A message is never changed once written (its subscribers hold it), so while
-    the port's published bytes are still those very bytes (the same object: no later publication,
-    no restore of other ones), writing that message again is a repeat without serializing it."""
-
-    def __init__(self):
-        self._last: dict[str, tuple] = {}
+class LastWritten(dict, Memo):
+    """A model's on_change ports (:class:`Out`): port -> (the message last written on it, the
+    bytes it serialized to). A message is never changed once written (its subscribers hold it),
+    so while the port's published bytes are still those very bytes (the same object: no later
+    publication, no restore of other ones), writing that message again is a repeat without
+    serializing it."""
 
     def forget(self) -> None:
-        self._last = {}
-
-    def get(self, port: str) -> tuple | None:
-        """(message, its bytes) last written on ``port``, or None."""
-        return self._last.get(port)
-
-    def set(self, port: str, msg: Any, data: bytes) -> None:
-        self._last[port] = (msg, data)
+        self.clear()
 
 
 # ----------------------------------------------------------------------------- models
@@ -220,10 +211,10 @@ class Model(InlineAttributes):
             data = msg.SerializeToString(deterministic=True) if spec.has_maps else msg.SerializeToString()
             held = published.get(port)
             if held == data:
-                self._last_written.set(port, msg, held)
+                self._last_written[port] = (msg, held)
                 return                       # a repeat: nothing is published
             published[port] = data
-            self._last_written.set(port, msg, data)
+            self._last_written[port] = (msg, data)
         self._outbox.append((port, msg))
 
     def outputs_at(self, t_ns: int) -> dict[str, Any]:
