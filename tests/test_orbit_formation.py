@@ -184,3 +184,14 @@ def test_the_default_rk4_flies_the_formation_as_dop853_does():
     fired = {name: [sim.model(f"d{k}_tank").x[0] for k in range(N)] for name, sim in sims.items()}
     np.testing.assert_allclose(fired["rk4"], fired["dop853"], rtol=0, atol=1e-7)     # 2 ms of firing
     assert min(fired["rk4"]) < OrbitFormationParams().fuel_kg           # somebody fired
+
+
+def test_the_flight_softwares_norm_is_numpys_bit_for_bit():
+    """The flight software's |e| and |e'| (plain floats, the squares summed in order) are
+    numpy.linalg.norm's, bit for bit, over magnitudes from 1e-6 m to 1e4 m."""
+    from hopsim.actors.orbit_formation import _norm
+
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((20_000, 3)) * 10.0 ** rng.integers(-6, 5, (20_000, 1))
+    for v in vectors.tolist():
+        assert _norm(v) == float(np.linalg.norm(v))

@@ -85,6 +85,12 @@ def slot_reference(a_c: float, n: float, u_c: float, roe) -> tuple[np.ndarray, n
     return rho, rho_dot
 
 
+def _norm(v: list[float]) -> float:
+    """|v| of a 3-vector: the root of its squares summed in order (numpy.linalg.norm's result,
+    bit for bit: ``tests/test_orbit_formation.py``)."""
+    return math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+
+
 def _rv(fix) -> tuple[np.ndarray, np.ndarray]:
     """(r m, v m/s) of a fix (N frame), as two halves of one array."""
     r, v = fix.r_BN_N, fix.v_BN_N
@@ -226,10 +232,10 @@ class SlotKeeper(Model):
             self.mode, self.firing = "blind", False
         else:
             e, e_dot, C_NH = est
-            self.slot_error_m = err = float(np.linalg.norm(e))
+            self.slot_error_m = err = _norm(e)
             if err > self.deadband_m:
                 self.firing = True
-            elif err < 0.5 * self.deadband_m and np.linalg.norm(e_dot) < 0.5 * self.w * self.deadband_m:
+            elif err < 0.5 * self.deadband_m and _norm(e_dot) < 0.5 * self.w * self.deadband_m:
                 self.firing = False
             self.mode = "fire" if self.firing and self.control else "hold"
             if self.mode == "fire":
