@@ -60,7 +60,7 @@ def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: boo
     if not batch:
         if fleets is None:
             return
-        islands = [isl for isl in islands if isl.fleet_body is not None]   # the others propagate alone
+        islands = [isl for isl in islands if isl._fleet_body is not None]   # the others propagate alone
         if not islands:
             return
     groups: dict[tuple, list[Island]] = {}
@@ -70,7 +70,7 @@ def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: boo
         plan = isl.hop_plan(isl.t, t1)
         if plan is None:
             continue
-        body = isl.fleet_body if fleets is not None else None
+        body = isl._fleet_body if fleets is not None else None
         fleet = fleets.fleet_of(body) if body is not None else None
         groups.setdefault((plan[0], plan[1], fleet), []).append(isl)
     for (cls, steps, fleet), members in groups.items():
@@ -78,7 +78,7 @@ def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: boo
         if fleet is not None:
             for isl in members:
                 isl.gather_fleet_loads(t0, t1)
-            fleet.hop([isl.fleet_body for isl in members], [isl._hop_body.received for isl in members], t0, t1,
+            fleet.hop([isl._fleet_body for isl in members], [isl._hop_body.received for isl in members], t0, t1,
                       steps)
             fleets.counted()
             for isl in members:
