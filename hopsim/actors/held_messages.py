@@ -18,12 +18,19 @@ formation's flight software against building every message anew.
 from __future__ import annotations
 
 import struct
+from functools import lru_cache
 from typing import Callable
 
 from hopsim.kernel import Memo
 
 
 KEPT = 4        # the numbers (and their messages) a HeldMessages keeps, the latest ones
+
+
+@lru_cache(maxsize=None)
+def _packer(n: int) -> Callable[..., bytes]:
+    """The bits of ``n`` floats, as bytes (a struct compiled once per count)."""
+    return struct.Struct(f"{n}d").pack
 
 
 class HeldMessages(Memo):
@@ -39,7 +46,7 @@ class HeldMessages(Memo):
 
     def get(self, numbers: tuple[float, ...], build: Callable[..., tuple]) -> tuple:
         """``build(*numbers)``, or the messages it gave for the same numbers (bit for bit) lately."""
-        key = struct.pack(f"{len(numbers)}d", *numbers)
+        key = _packer(len(numbers))(*numbers)
         if key == self._key:
             return self._messages
         kept = self._kept
