@@ -204,11 +204,14 @@ class SlotKeeper(Model):
         """(e m, e' m/s as 3-lists in the Hill frame, C_NH at t_ns) from the latest chief fix and
         the own fix of its instant, or None."""
         chief = self.read("chief")
-        if chief is None or not chief.valid or chief.t_ns not in self.history or t_ns - chief.t_ns > self.stale_ns:
+        if chief is None or not chief.valid:
             return None
-        r_d, v_d = self.history[chief.t_ns]
+        fix_ns = chief.t_ns
+        if fix_ns not in self.history or t_ns - fix_ns > self.stale_ns:
+            return None
+        r_d, v_d = self.history[fix_ns]
         r_c, v_c = _rv(chief)
-        age_s = (t_ns - chief.t_ns) / 1e9
+        age_s = (t_ns - fix_ns) / 1e9
         # the relative state brought to t_ns by CW, less the slot's reference there
         e, C_NH = slot_error_carried(r_c, v_c, r_d, v_d, self.n, age_s, self.a_c, self.roe)
         self.estimate_age_s = age_s
@@ -217,10 +220,12 @@ class SlotKeeper(Model):
 
     def update_flow_outs(self, t_ns: int) -> None:
         # called also when a fix or the mass arrives (feed-through): act at the control steps only
-        if t_ns < self.schedule.instant(self.k):
+        step_ns = self.schedule.instant(self.k)
+        if t_ns < step_ns:
             return
-        while self.schedule.instant(self.k) <= t_ns:
+        while step_ns <= t_ns:
             self.k += 1
+            step_ns = self.schedule.instant(self.k)
         own = self.read("own")
         if own is not None and own.valid:
             self.history[own.t_ns] = _rv(own)
