@@ -1071,6 +1071,7 @@ class Island:
         sim = self.sim
         out_topics = slot.out_topics
         unread = slot.unread
+        at_once_count = 0
         for port, msg in outputs:
             if port in unread:
                 continue
@@ -1086,11 +1087,13 @@ class Island:
             if latency == 0:
                 at_once = sim.served_at_once(topic, slot.home)
                 if at_once is not None:          # no envelope: nothing records it, nobody elsewhere reads it
-                    sim.count_published(1)
+                    at_once_count += 1
                     for inbox, sub, sub_port in at_once:
                         inbox.deliver_now(sub, sub_port, msg, t)
                     continue
             sim.publish(Envelope(t, t + latency, slot.name, topic, seq, priority, msg), slot.home, queue)
+        if at_once_count:
+            sim.count_published(at_once_count)
 
     def deliver_now(self, slot: Slot, port: str, msg: Any, t_ns: int) -> None:
         """A message published at t (ns) that a model of this island sees at once."""
