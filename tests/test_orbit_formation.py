@@ -146,14 +146,17 @@ def test_a_seed_gives_one_stream_and_the_recording_decodes(tmp_path):
 
 def test_the_kept_commands_and_thruster_messages_give_what_building_them_anew_gives(tmp_path, monkeypatch):
     """The flight software's on-time commands, the thrusters' and the tanks' messages, kept while
-    their numbers stay (hopsim.actors.held_messages): the recording, final state included, is the
-    one of a run that builds every message anew, with a lossy radio and a thruster stuck on."""
-    from hopsim.actors.held_messages import HeldMessages
+    their numbers stay, and the wrenches' numbers the spacecraft read once per message
+    (hopsim.actors.held_messages): the recording, final state included, is the one of a run that
+    builds every message anew and reads every wrench again, with a lossy radio and a thruster
+    stuck on."""
+    from hopsim.actors.held_messages import HeldMessages, ReadMessages
 
     params = {**KEPT, "radio_loss": 0.3, "control_rate_hz": 0.5,
               "faults": [{"t_s": 20.0, "target": "d1_thr2", "kind": "thruster_stuck_on"}]}
     kept = run_scenario("orbit_formation", params, seed=2, duration_s=60.0, out=tmp_path / "kept.mcap")
     monkeypatch.setattr(HeldMessages, "get", lambda self, numbers, build: build(*numbers))
+    monkeypatch.setattr(ReadMessages, "get_read", lambda self, port, msg, read: read(msg))
     anew = run_scenario("orbit_formation", params, seed=2, duration_s=60.0, out=tmp_path / "anew.mcap")
     assert kept.outcome["dv_total_mps"] > 0 and kept.outcome["broadcasts_lost"] > 0
     assert kept.stream_sha256 == anew.stream_sha256
@@ -181,3 +184,14 @@ def test_the_default_rk4_flies_the_formation_as_dop853_does():
     fired = {name: [sim.model(f"d{k}_tank").x[0] for k in range(N)] for name, sim in sims.items()}
     np.testing.assert_allclose(fired["rk4"], fired["dop853"], rtol=0, atol=1e-7)     # 2 ms of firing
     assert min(fired["rk4"]) < OrbitFormationParams().fuel_kg           # somebody fired
+
+
+def test_the_flight_softwares_norm_is_numpys_bit_for_bit():
+    """The flight software's |e| and |e'| (plain floats, the squares summed in order) are
+    numpy.linalg.norm's, bit for bit, over magnitudes from 1e-6 m to 1e4 m."""
+    from hopsim.actors.orbit_formation import _norm
+
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((20_000, 3)) * 10.0 ** rng.integers(-6, 5, (20_000, 1))
+    for v in vectors.tolist():
+        assert _norm(v) == float(np.linalg.norm(v))

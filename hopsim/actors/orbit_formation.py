@@ -85,8 +85,17 @@ def slot_reference(a_c: float, n: float, u_c: float, roe) -> tuple[np.ndarray, n
     return rho, rho_dot
 
 
-def _xyz(v) -> np.ndarray:
-    return np.array([v.x, v.y, v.z])
+def _norm(v: list[float]) -> float:
+    """|v| of a 3-vector: the root of its squares summed in order (numpy.linalg.norm's result,
+    bit for bit: ``tests/test_orbit_formation.py``)."""
+    return math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+
+
+def _rv(fix) -> tuple[np.ndarray, np.ndarray]:
+    """(r m, v m/s) of a fix (N frame), as two halves of one array."""
+    r, v = fix.r_BN_N, fix.v_BN_N
+    rv = np.array([r.x, r.y, r.z, v.x, v.y, v.z])
+    return rv[0:3], rv[3:6]
 
 
 def _v3(a) -> Vector3:
@@ -195,11 +204,14 @@ class SlotKeeper(Model):
         """(e m, e' m/s as 3-lists in the Hill frame, C_NH at t_ns) from the latest chief fix and
         the own fix of its instant, or None."""
         chief = self.read("chief")
-        if chief is None or not chief.valid or chief.t_ns not in self.history or t_ns - chief.t_ns > self.stale_ns:
+        if chief is None or not chief.valid:
             return None
-        r_d, v_d = self.history[chief.t_ns]
-        r_c, v_c = _xyz(chief.r_BN_N), _xyz(chief.v_BN_N)
-        age_s = (t_ns - chief.t_ns) / 1e9
+        fix_ns = chief.t_ns
+        if fix_ns not in self.history or t_ns - fix_ns > self.stale_ns:
+            return None
+        r_d, v_d = self.history[fix_ns]
+        r_c, v_c = _rv(chief)
+        age_s = (t_ns - fix_ns) / 1e9
         # the relative state brought to t_ns by CW, less the slot's reference there
         e, C_NH = slot_error_carried(r_c, v_c, r_d, v_d, self.n, age_s, self.a_c, self.roe)
         self.estimate_age_s = age_s
@@ -208,13 +220,15 @@ class SlotKeeper(Model):
 
     def update_flow_outs(self, t_ns: int) -> None:
         # called also when a fix or the mass arrives (feed-through): act at the control steps only
-        if t_ns < self.schedule.instant(self.k):
+        step_ns = self.schedule.instant(self.k)
+        if t_ns < step_ns:
             return
-        while self.schedule.instant(self.k) <= t_ns:
+        while step_ns <= t_ns:
             self.k += 1
+            step_ns = self.schedule.instant(self.k)
         own = self.read("own")
         if own is not None and own.valid:
-            self.history[own.t_ns] = (_xyz(own.r_BN_N), _xyz(own.v_BN_N))
+            self.history[own.t_ns] = _rv(own)
         while self.history and next(iter(self.history)) < t_ns - self.stale_ns:
             del self.history[next(iter(self.history))]
         on = [0.0] * AXES
@@ -223,10 +237,10 @@ class SlotKeeper(Model):
             self.mode, self.firing = "blind", False
         else:
             e, e_dot, C_NH = est
-            self.slot_error_m = err = float(np.linalg.norm(e))
+            self.slot_error_m = err = _norm(e)
             if err > self.deadband_m:
                 self.firing = True
-            elif err < 0.5 * self.deadband_m and np.linalg.norm(e_dot) < 0.5 * self.w * self.deadband_m:
+            elif err < 0.5 * self.deadband_m and _norm(e_dot) < 0.5 * self.w * self.deadband_m:
                 self.firing = False
             self.mode = "fire" if self.firing and self.control else "hold"
             if self.mode == "fire":

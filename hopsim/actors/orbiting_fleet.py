@@ -59,37 +59,36 @@ class OrbitingFleet:
         self._work = None
         self._field = None
 
-    def _row(self, model) -> int:
-        """The model's row; a model adopted now latches at this hop."""
-        row, adopted = self.rows.row(model)
-        if adopted:
-            if self._work is None:
-                self._field = (model.C, model.S)
-                self._work = scratch(int(model.params[P_DEGREE]), model.n_wheels, len(model.x0))
-            if len(self.X) < self.rows.capacity:            # filled at each hop
-                n = self.rows.capacity
-                self.X, self.Xdot = np.zeros((n, len(model.x0))), np.zeros((n, len(model.x0)))
-            while len(self._version) <= row:
-                self._version.append(-1)
-                self._t0_last.append(0)
-            self._version[row] = -1
-        return row
+    def _adopted(self, model, row: int) -> None:
+        """A model adopted now (its row ``row``): room for its row; it latches at this hop."""
+        if self._work is None:
+            self._field = (model.C, model.S)
+            self._work = scratch(int(model.params[P_DEGREE]), model.n_wheels, len(model.x0))
+        if len(self.X) < self.rows.capacity:            # filled at each hop
+            n = self.rows.capacity
+            self.X, self.Xdot = np.zeros((n, len(model.x0))), np.zeros((n, len(model.x0)))
+        while len(self._version) <= row:
+            self._version.append(-1)
+            self._t0_last.append(0)
+        self._version[row] = -1
 
     # ------------------------------------------------------------------ the hop
     def hop(self, models: list, versions: list[int], t0_ns: int, t1_ns: int, steps_s) -> None:
         """start_hop, RK4 over ``steps_s`` (s) from ``t0_ns`` and end_hop of every spacecraft in
         ``models`` (``versions``: the messages and faults each has received)."""
-        rows = []
+        if len(versions) != len(models):
+            raise ValueError(f"{len(models)} spacecraft but {len(versions)} message counts")
+        rows, adopted = self.rows.rows_of(models)
+        for i in adopted:
+            self._adopted(models[i], rows[i])
         version, t0_last = self._version, self._t0_last
-        for m, received in zip(models, versions, strict=True):
-            row = self._row(m)
+        for m, received, row in zip(models, versions, rows):
             if received != version[row] or m.disturbance.until_ns > t0_last[row]:
                 m.start_hop(t0_ns, t1_ns)
                 version[row] = received
             t0_last[row] = t0_ns
-            rows.append(row)
         X = self.X
-        for m, row in zip(models, rows, strict=True):
+        for m, row in zip(models, rows):
             X[row] = m.x
         a = self.rows.arrays
         C, S = self._field
@@ -97,7 +96,7 @@ class OrbitingFleet:
                  a["params"], a["loads"], a["inertia_B"], a["inertia_inv"], a["inertia_total_B"], C, S, a["G"],
                  a["J"], a["u"], a["friction_table"], *self._work)
         Xdot = self.Xdot
-        for m, row in zip(models, rows, strict=True):
+        for m, row in zip(models, rows):
             m.x[:] = X[row]
             m.xdot[:] = Xdot[row]
 

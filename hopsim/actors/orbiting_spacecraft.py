@@ -75,10 +75,12 @@ their own state. A follower has no wheels (their spin would need the composite's
 from __future__ import annotations
 
 import math
+import struct
 
 import numpy as np
 
 from hopsim.actors.disturbance import Disturbance
+from hopsim.actors.held_messages import ReadMessages
 from hopsim.actors.messages import StateMessageBuilder
 from hopsim.actors.orbiting_fleet import OrbitingFleet
 from hopsim.actors.welding import Weldable
@@ -102,6 +104,12 @@ JD_J2000 = 2451545.0
 
 def _v3(a) -> Vector3:
     return Vector3(x=float(a[0]), y=float(a[1]), z=float(a[2]))
+
+
+def wrench_numbers(w) -> tuple[float, ...]:
+    """A wrench's force (N) and torque (N m), body frame: (fx, fy, fz, tx, ty, tz)."""
+    force, torque = w.force, w.torque
+    return force.x, force.y, force.z, torque.x, torque.y, torque.z
 
 
 class OrbitingSpacecraft(Weldable, ContinuousModel):
@@ -141,12 +149,12 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         super().__init__(name)
         x0 = np.concatenate([np.asarray(r_BN_N, float), np.asarray(v_BN_N, float),
                              quat_normalize(np.asarray(q_BN, float)), np.asarray(omega_BN_B, float)])
-        if x0.shape != (13,) or not np.all(np.isfinite(x0)) or np.linalg.norm(x0[0:3]) <= EARTH_RADIUS * 0.5:
+        if x0.shape != (13,) or not np.isfinite(x0).all() or np.linalg.norm(x0[0:3]) <= EARTH_RADIUS * 0.5:
             raise ValueError(f"{name}: the initial state must be finite 3-vectors (m, m/s, rad/s) above the Earth")
         if not (np.isfinite(mass_kg) and mass_kg > 0):
             raise ValueError(f"{name}: mass_kg must be positive, got {mass_kg}")
         inertia = np.array(inertia_B, dtype=float).reshape(3, 3)
-        if not np.all(np.isfinite(inertia)) or np.any(np.linalg.eigvalsh(0.5 * (inertia + inertia.T)) <= 0):
+        if not np.isfinite(inertia).all() or (np.linalg.eigvalsh(0.5 * (inertia + inertia.T)) <= 0).any():
             raise ValueError(f"{name}: inertia_B must be a symmetric positive definite 3x3 matrix (kg m^2)")
         for what, value in (("cd_area_m2", cd_area_m2), ("cr_area_m2", cr_area_m2), ("rho0_kgpm3", rho0_kgpm3)):
             if not (np.isfinite(value) and value >= 0):
@@ -189,6 +197,7 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         self._set_inertia(inertia)
         self.n_thrusters = int(n_thrusters)
         self._wrench_ports = tuple(f"wrench{i}" for i in range(self.n_thrusters))
+        self._wrenches = ReadMessages()             # each wrench's numbers, read once (a memo)
         self.io_schedule = FixedRate(rate_hz)
         self.disturbance = Disturbance()
         self._state_builder = StateMessageBuilder()
@@ -247,12 +256,13 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         """Latch the thrusters' wrenches, the mass properties, the wheels' motor torques (limited)
         and the disturbance for the hop."""
         fx = fy = fz = tx = ty = tz = 0.0
+        ports, wrenches = self.ports, self._wrenches
         for port in self._wrench_ports:
-            w = self.read(port)
+            w = ports[port].value                 # as self.read(port), one call less each
             if w is not None:
-                force, torque = w.force, w.torque
-                fx, fy, fz = fx + force.x, fy + force.y, fz + force.z
-                tx, ty, tz = tx + torque.x, ty + torque.y, tz + torque.z
+                wfx, wfy, wfz, wtx, wty, wtz = wrenches.get_read(port, w, wrench_numbers)
+                fx, fy, fz = fx + wfx, fy + wfy, fz + wfz
+                tx, ty, tz = tx + wtx, ty + wty, tz + wtz
         loads = self.loads
         loads[:] = 0.0
         loads[L_FORCE_B:L_FORCE_B + 3] = fx, fy, fz
@@ -260,9 +270,8 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         m = self.take("mass")                     # mass properties change only with a message
         if m is not None and m.mass_kg > 0 and len(m.inertia_B) == 9:
             self.params[P_MASS] = m.mass_kg
-            inertia_B = np.array(m.inertia_B, dtype=float).reshape(3, 3)
-            if inertia_B.tobytes() != self.inertia_B.tobytes():     # the same inertia: the same inverse
-                self._set_inertia(inertia_B)
+            if struct.pack("9d", *m.inertia_B) != self.inertia_B.tobytes():   # the same inertia: the same inverse
+                self._set_inertia(np.array(m.inertia_B, dtype=float).reshape(3, 3))
         if self.n_wheels:
             cmd = self.read("torque_cmd")
             self.u[:] = self.motors.torques(None if cmd is None else cmd.torque_Nm)

@@ -74,7 +74,7 @@ UNIT_INERTIA = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
 
 def _vector(name: str, what: str, value, unit: bool = False) -> np.ndarray:
     v = np.asarray(value, dtype=float)
-    if v.shape != (3,) or not np.all(np.isfinite(v)) or (unit and np.linalg.norm(v) == 0):
+    if v.shape != (3,) or not np.isfinite(v).all() or (unit and np.linalg.norm(v) == 0):
         raise ValueError(f"{name}: {what} must be a finite{' non-zero' if unit else ''} 3-vector, got {value}")
     return v / np.linalg.norm(v) if unit else v
 
@@ -308,7 +308,7 @@ class FuelTank(ContinuousModel):
         self.inertia_empty_B = np.array(inertia_empty_B, dtype=float).reshape(3, 3)
         self.inertia_full_B = np.array(inertia_full_B, dtype=float).reshape(3, 3)
         for what, m in (("inertia_empty_B", self.inertia_empty_B), ("inertia_full_B", self.inertia_full_B)):
-            if not np.all(np.isfinite(m)) or np.any(np.linalg.eigvalsh(0.5 * (m + m.T)) <= 0):
+            if not np.isfinite(m).all() or (np.linalg.eigvalsh(0.5 * (m + m.T)) <= 0).any():
                 raise ValueError(f"{name}: {what} must be a symmetric positive definite 3x3 matrix (kg m^2)")
         self.io_schedule = FixedRate(rate_hz)
         self.flow_kgps = 0.0
@@ -322,8 +322,10 @@ class FuelTank(ContinuousModel):
         total = 0.0
         for port in self.ports.values():            # flow0...: as self.read(port), one call less each
             msg = port.value
-            if msg is not None and 0.0 < msg.value < math.inf:      # a negative or non-finite flow counts 0
-                total += msg.value
+            if msg is not None:
+                flow = msg.value
+                if 0.0 < flow < math.inf:           # a negative or non-finite flow counts 0
+                    total += flow
         self.flow_kgps = total if self.x[0] > 0.0 else 0.0
 
     def post_deriv(self, t_s: float) -> None:

@@ -42,14 +42,14 @@ def _xyz(v) -> np.ndarray:
 
 def _nonnegative(name, what, value) -> np.ndarray:
     v = np.broadcast_to(np.asarray(value, dtype=float), (3,)).copy()
-    if not np.all(np.isfinite(v)) or np.any(v < 0):
+    if not np.isfinite(v).all() or (v < 0).any():
         raise ValueError(f"{name}: {what} must be finite and non-negative (one value or one per axis), got {value}")
     return v
 
 
 def _finite(name, what, value) -> np.ndarray:
     v = np.broadcast_to(np.asarray(value, dtype=float), (3,)).copy()
-    if not np.all(np.isfinite(v)):
+    if not np.isfinite(v).all():
         raise ValueError(f"{name}: {what} must be finite (one value or one per axis), got {value}")
     return v
 

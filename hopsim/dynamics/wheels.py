@@ -56,8 +56,8 @@ def per_wheel(name: str, what: str, value, k: int, positive: bool = False, negat
     """``value`` (one number, or one per wheel) as k floats, checked: positive, finite
     (``negative_ok``) or non-negative."""
     v = np.broadcast_to(np.asarray(value, dtype=float), (k,)).copy()
-    if not np.all(np.isfinite(v)) or (positive and np.any(v <= 0)) or (not positive and not negative_ok
-                                                                       and np.any(v < 0)):
+    if not np.isfinite(v).all() or (positive and (v <= 0).any()) or (not positive and not negative_ok
+                                                                     and (v < 0).any()):
         need = "positive" if positive else ("finite" if negative_ok else "non-negative")
         raise ValueError(f"{name}: {what} must be {need} (one value, or one per wheel), got {value}")
     return v

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import heapq
+import math
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -62,7 +63,7 @@ def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: boo
     if not batch:
         if fleets is None:
             return
-        islands = [isl for isl in islands if isl.fleet_body is not None]   # the others propagate alone
+        islands = [isl for isl in islands if isl._fleet_body is not None]   # the others propagate alone
         if not islands:
             return
     groups: dict[tuple, list[Island]] = {}
@@ -72,7 +73,7 @@ def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: boo
         plan = isl.hop_plan(isl.t, t1)
         if plan is None:
             continue
-        body = isl.fleet_body if fleets is not None else None
+        body = isl._fleet_body if fleets is not None else None
         fleet = fleets.fleet_of(body) if body is not None else None
         groups.setdefault((plan[0], plan[1], fleet), []).append(isl)
     for (cls, steps, fleet), members in groups.items():
@@ -80,7 +81,7 @@ def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: boo
         if fleet is not None:
             for isl in members:
                 isl.gather_fleet_loads(t0, t1)
-            fleet.hop([isl.fleet_body for isl in members], [isl._hop_body.received for isl in members], t0, t1,
+            fleet.hop([isl._fleet_body for isl in members], [isl._hop_body.received for isl in members], t0, t1,
                       steps)
             fleets.counted()
             for isl in members:
@@ -379,11 +380,18 @@ class Island:
             m = s.model
             m.post_deriv(t_s)
             x = m.x.tolist()
+            moved = False
             for i, k in enumerate(m.xdot.tolist()):
+                xi = x[i]
+                if k == 0.0 and xi != 0.0 and math.isfinite(xi):
+                    continue                             # x + (h / 6) (+-0) is x, bit for bit: a tank not drawn
                 sum_k = k + 2.0 * k + 2.0 * k + k        # k1 + 2 k2 + 2 k3 + k4, the four samples alike
                 for h in steps_s:
-                    x[i] = x[i] + (h / 6.0) * sum_k
-            m.x[:] = x
+                    xi = xi + (h / 6.0) * sum_k
+                x[i] = xi
+                moved = True
+            if moved:
+                m.x[:] = x
 
     def finish_hop(self, t0: int, t1: int, steps_s, end_hops: bool = True) -> None:
         """The hop body's compiled step to t1 over ``steps_s`` (s) is done: the island's other
@@ -1085,6 +1093,7 @@ class Island:
         sim = self.sim
         out_topics = slot.out_topics
         unread = slot.unread
+        at_once_count = 0
         for port, msg in outputs:
             if port in unread:
                 continue
@@ -1100,11 +1109,13 @@ class Island:
             if latency == 0:
                 at_once = sim.served_at_once(topic, slot.home)
                 if at_once is not None:          # no envelope: nothing records it, nobody elsewhere reads it
-                    sim.count_published(1)
+                    at_once_count += 1
                     for inbox, sub, sub_port in at_once:
                         inbox.deliver_now(sub, sub_port, msg, t)
                     continue
             sim.publish(Envelope(t, t + latency, slot.name, topic, seq, priority, msg), slot.home, queue)
+        if at_once_count:
+            sim.count_published(at_once_count)
 
     def deliver_now(self, slot: Slot, port: str, msg: Any, t_ns: int) -> None:
         """A message published at t (ns) that a model of this island sees at once."""

@@ -97,6 +97,17 @@ class Memo:
         raise NotImplementedError
 
 
+class LastWritten(dict, Memo):
+    """A model's on_change ports (:class:`Out`): port -> (the message last written on it, the
+    bytes it serialized to). A message is never changed once written (its subscribers hold it),
+    so while the port's published bytes are still those very bytes (the same object: no later
+    publication, no restore of other ones), writing that message again is a repeat without
+    serializing it."""
+
+    def forget(self) -> None:
+        self.clear()
+
+
 # ----------------------------------------------------------------------------- models
 class Model(InlineAttributes):
     """A flow model (Dshell FlowModel).
@@ -145,8 +156,10 @@ class Model(InlineAttributes):
     def bind(self, ctx: ModelContext) -> None:
         """Called by the runtime once, before :meth:`setup`."""
         self.ctx = ctx
-        if any(spec.on_change for spec in self.outputs.values()) and not hasattr(self, "_published"):
-            self._published: dict[str, bytes] = {}    # on_change ports: the last message published, serialized
+        if any(spec.on_change for spec in self.outputs.values()):
+            if not hasattr(self, "_published"):
+                self._published: dict[str, bytes] = {}    # on_change ports: the last message published, serialized
+            self._last_written = LastWritten()
 
     @property
     def rng(self) -> np.random.Generator:
@@ -191,11 +204,17 @@ class Model(InlineAttributes):
                             f"got {type(msg).__name__}")
         # (a port nothing reads publishes nothing anyway: :meth:`wanted`, inline)
         if spec.on_change and (self.ctx is None or port not in self.ctx.unread_outputs):
-            data = msg.SerializeToString(deterministic=True) if spec.has_maps else msg.SerializeToString()
             published = self._published
-            if published.get(port) == data:
+            last = self._last_written.get(port)
+            if last is not None and last[0] is msg and published.get(port) is last[1]:
+                return                       # the message last written, its bytes still the published ones
+            data = msg.SerializeToString(deterministic=True) if spec.has_maps else msg.SerializeToString()
+            held = published.get(port)
+            if held == data:
+                self._last_written[port] = (msg, held)
                 return                       # a repeat: nothing is published
             published[port] = data
+            self._last_written[port] = (msg, data)
         self._outbox.append((port, msg))
 
     def outputs_at(self, t_ns: int) -> dict[str, Any]:

@@ -7,6 +7,7 @@ as 3 Hz or 2.5 Hz never drift, however long the run.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 
 NS_PER_S = 1_000_000_000
 
@@ -19,6 +20,14 @@ def seconds(t_s: float) -> int:
 def to_seconds(t_ns: int) -> float:
     """Convert integer nanoseconds to float seconds (for display and user-facing output only)."""
     return t_ns / NS_PER_S
+
+
+@lru_cache(maxsize=256)
+def _period_ns(rate_hz: float) -> tuple[int, int]:
+    """The period of ``rate_hz`` (Hz) as an exact fraction (numerator, denominator) of ns: the
+    decimal rate the user wrote (a scenario's many schedules share a few rates)."""
+    period = Fraction(NS_PER_S) / Fraction(rate_hz).limit_denominator(10**9)
+    return period.numerator, period.denominator
 
 
 class PeriodicSchedule:
@@ -36,8 +45,7 @@ class PeriodicSchedule:
             raise ValueError(f"a periodic schedule needs a positive rate, got {rate_hz!r} Hz")
         self.rate_hz = rate_hz
         self.t0_ns = int(t0_ns)
-        period = Fraction(NS_PER_S) / Fraction(rate_hz).limit_denominator(10**9)
-        self._num, self._den = period.numerator, period.denominator
+        self._num, self._den = _period_ns(rate_hz)
 
     @property
     def key(self) -> tuple[int, int, int]:
