@@ -77,6 +77,7 @@ among the islands the driver keeps beside Ray hosts.
 """
 from __future__ import annotations
 
+import functools
 import heapq
 import importlib
 from collections import deque
@@ -288,6 +289,16 @@ def resolve_row_form(model_class) -> type | None:
         module, _, name = path.partition(":")
         return getattr(importlib.import_module(module), name)
     return path
+
+
+@functools.lru_cache(maxsize=None)
+def _row_forms(classes: tuple[type, ...]) -> list | None:
+    """The row forms of an island's kinds of models, in order, if every one has one and exactly
+    one is a body's; else None."""
+    forms = [resolve_row_form(c) for c in classes]
+    if any(f is None for f in forms) or sum(hasattr(f, "hop") for f in forms) != 1:
+        return None
+    return forms
 
 
 # ----------------------------------------------------------------------------- wiring
@@ -528,6 +539,12 @@ class Block:
         return block
 
     @staticmethod
+    def composable(island: "Island") -> bool:
+        """Whether every model of ``island`` has a row form, one of them a body's (it may run in
+        a block with others of the same kinds)."""
+        return _row_forms(tuple(s.cls for s in island.slots)) is not None
+
+    @staticmethod
     def _alike(islands: list["Island"], group, t_ns: int, period: int) -> list["Island"]:
         """The members that can run as rows together: the most common kinds of models (in order),
         every model local, without method or I/O-step events, accounting or a variable rate; the
@@ -536,15 +553,12 @@ class Block:
         kinds: dict[tuple, int] = {}
         for isl in islands:
             key = tuple(s.cls for s in isl.slots)
-            kinds[key] = kinds.get(key, 0) + 1
-        for key in list(kinds):                 # row forms for every model, one of them a body's
-            forms = [resolve_row_form(c) for c in key]
-            if any(f is None for f in forms) or sum(hasattr(f, "hop") for f in forms) != 1:
-                del kinds[key]
+            if _row_forms(key) is not None:
+                kinds[key] = kinds.get(key, 0) + 1
         if not kinds:
             return []
         classes = max(kinds, key=kinds.__getitem__)
-        forms = [resolve_row_form(c) for c in classes]
+        forms = _row_forms(classes)
         bodies = [p for p, f in enumerate(forms) if hasattr(f, "hop")]
         latched = getattr(forms[bodies[0]], "latches_loads", False)
         candidates = [isl for isl in islands if tuple(s.cls for s in isl.slots) == classes and isl.regular_member()]

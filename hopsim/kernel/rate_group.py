@@ -49,6 +49,7 @@ class RateGroup:
                  owner=None):
         self.key = key
         self._owner = owner                      # for row blocks (None: none are formed)
+        self._row_members = 0                    # members whose every model has a row form
         self.block: Block | None = None          # the members run as rows now (hopsim.kernel.blocks)
         self._schedule_wake = schedule_wake      # the owner's one simpy event per instant
         self._propagate = propagate              # the owner's batch of compiled hops (if it batches), or None
@@ -66,11 +67,15 @@ class RateGroup:
     def join(self, island: "Island", t_ns: int) -> None:
         """``island`` becomes a member, its next barrier at ``t_ns``."""
         self.stats["joins"] += 1
+        if self._owner is not None and Block.composable(island):
+            self._row_members += 1
         self.admit(island, t_ns)
 
     def left(self, island: "Island") -> None:
         """``island`` is no longer a member (its entries are passed over)."""
         self.stats["leaves"] += 1
+        if self._owner is not None and Block.composable(island):
+            self._row_members -= 1
 
     def admit(self, island: "Island", t_ns: int) -> None:
         """A member has its next barrier at ``t_ns``."""
@@ -127,7 +132,8 @@ class RateGroup:
             for isl in block:
                 isl.plan_as_member()
                 after(isl, t_ns)
-        if len(members) > 1 and self._owner is not None and self.block is None and self.period_ns is not None:
+        if (len(members) > 1 and self._row_members > 1 and self._owner is not None and self.block is None
+                and self.period_ns is not None):
             self._form_block(members, t_ns)       # (a block has two members at least)
 
     def _block_instant(self, block: Block, t_ns: int) -> None:
