@@ -801,13 +801,7 @@ class Island:
         """The barrier at t (ns) of this island alone: :func:`run_barrier`'s steps in turn."""
         self._in_barrier = True
         try:
-            due = self._open_barrier(t)                                 # 1., 2.  (as _barrier_steps)
-            self._take_timeline(t)                                      # 3.
-            asked_again = self._update_flow_outs(t, due)                # 4.
-            if due:
-                self._start_io_steps(t, due)                            # 5.
-            if asked_again:
-                self._reask_next_io(t, asked_again)
+            self._barrier_steps(t)
         finally:
             self._in_barrier = False
 

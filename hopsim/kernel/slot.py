@@ -94,14 +94,18 @@ class Slot(InlineAttributes):
                 model._may_write = False
         else:
             result = getattr(model, method)(*args)      # it may ask for barriers, never write
-        out = model._outbox
-        if out:
-            model._outbox = []
-            self.island.route(self, out)
+        if model._outbox:
+            self._route_outbox(model)
         return result
 
     # the calls every barrier and hop makes, each :meth:`call` for one method without the tuple
     # of arguments and the test of the method's name (results are the same, call for call)
+    def _route_outbox(self, model) -> None:
+        """What ``model`` wrote during the call, to the island's router."""
+        out = model._outbox
+        model._outbox = []
+        self.island.route(self, out)
+
     def call_update_flow_outs(self, t_ns: int) -> None:
         """``call("update_flow_outs", t_ns)``."""
         if not self.direct:
@@ -113,10 +117,8 @@ class Slot(InlineAttributes):
             model.update_flow_outs(t_ns)
         finally:
             model._may_write = False
-        out = model._outbox
-        if out:
-            model._outbox = []
-            self.island.route(self, out)
+        if model._outbox:
+            self._route_outbox(model)
 
     def call_start_hop(self, t0_ns: int, t1_ns: int) -> None:
         """``call("start_hop", t0_ns, t1_ns)``."""
@@ -125,10 +127,8 @@ class Slot(InlineAttributes):
             return
         model = self.model
         model.start_hop(t0_ns, t1_ns)
-        out = model._outbox
-        if out:
-            model._outbox = []
-            self.island.route(self, out)
+        if model._outbox:
+            self._route_outbox(model)
 
     def call_end_hop(self, t0_ns: int, t1_ns: int) -> None:
         """``call("end_hop", t0_ns, t1_ns)``."""
@@ -137,10 +137,8 @@ class Slot(InlineAttributes):
             return
         model = self.model
         model.end_hop(t0_ns, t1_ns)
-        out = model._outbox
-        if out:
-            model._outbox = []
-            self.island.route(self, out)
+        if model._outbox:
+            self._route_outbox(model)
 
     def call_end_io_step(self, t0_ns: int, t1_ns: int) -> None:
         """``call("end_io_step", t0_ns, t1_ns)``."""
@@ -149,10 +147,8 @@ class Slot(InlineAttributes):
             return
         model = self.model
         model.end_io_step(t0_ns, t1_ns)
-        out = model._outbox
-        if out:
-            model._outbox = []
-            self.island.route(self, out)
+        if model._outbox:
+            self._route_outbox(model)
 
     def call_start_io_step(self, t0_ns: int, t1_ns: int | None) -> None:
         """``call("start_io_step", t0_ns, t1_ns)``."""
@@ -161,10 +157,8 @@ class Slot(InlineAttributes):
             return
         model = self.model
         model.start_io_step(t0_ns, t1_ns)
-        out = model._outbox
-        if out:
-            model._outbox = []
-            self.island.route(self, out)
+        if model._outbox:
+            self._route_outbox(model)
 
     def call_next_io_time(self, t_ns: int):
         """``call("next_io_time", t_ns)``."""
@@ -172,10 +166,8 @@ class Slot(InlineAttributes):
             return self._call_through_handle("next_io_time", (t_ns,))
         model = self.model
         result = model.next_io_time(t_ns)
-        out = model._outbox
-        if out:
-            model._outbox = []
-            self.island.route(self, out)
+        if model._outbox:
+            self._route_outbox(model)
         return result
 
     def snapshot_to_read(self):
