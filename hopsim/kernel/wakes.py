@@ -18,7 +18,6 @@ class InstantWakes:
         self.at: dict[int, list[tuple[Any, int]]] = {}   # t_ns -> [(island, generation)]
         self.sole = False          # the instant being woken has one wake-up only
 
-
     def schedule(self, island: Any, t_ns: int, gen: int) -> None:
         """Wake ``island`` at ``t_ns`` for the plan of generation ``gen``."""
         group = self.at.get(t_ns)
