@@ -329,7 +329,7 @@ class StreamBuffer:
         self._t = None
         self._pending: list[Envelope] = []
         self._columns: list[EncodedColumns] = []
-        self._merged: dict[tuple[int, ...], tuple] = {}     # the blocks' routes -> (them, merged, order)
+        self._merged: tuple = ((), [], None, None)   # the last blocks' routes merged: (ids, them, merged, order)
 
     def add(self, env: Envelope) -> None:
         if self._t is not None and env.t_ns != self._t:
@@ -366,11 +366,10 @@ class StreamBuffer:
         """Several blocks' columns of one instant as one, in stream order (their routes merged
         once per set of blocks)."""
         key = tuple(id(c.channels) for c in columns)
-        found = self._merged.get(key)
-        if found is None:
+        if self._merged[0] != key:                # other blocks than the instant before's
             parts = [c.channels for c in columns]
-            found = self._merged[key] = (parts, *RowChannels.merged(parts))
-        _parts, channels, order = found
+            self._merged = (key, parts, *RowChannels.merged(parts))
+        _key, _parts, channels, order = self._merged
         return EncodedColumns.merged(columns, channels, order)
 
 

@@ -235,6 +235,9 @@ class WindowedSync:
             replies = ray.get(window.replies)
         except ray.exceptions.RayError:
             return            # a host died: the run is being given up or recovered already
+        for i, reply in zip(window.hosts, replies, strict=True):
+            if reply[0] != "killed":
+                self._received[i].unpack(reply[0])      # its blocks' routes, for the windows after it
         if stop is not None and self.overshoot_at is None and any(
                 r[0] != "killed" and r[7] > stop for r in replies):
             self.overshoot_at = stop
