@@ -227,6 +227,136 @@ def dispatch_floor_us(n: int = 100, steps: int = 300, repeat: int = 5) -> float:
     return min(timeit.repeat(run, repeat=repeat, number=1)) / (n * steps) * 1e6
 
 
+def models_alone_us(n: int = 100, steps: int = 60, repeat: int = 5) -> float:
+    """CPU time (us) per vehicle-step of the formation's own models, as written (the scalar forms,
+    protobuf payloads), called directly with no kernel around them: per vehicle and 1-s step the
+    thruster's and the body's ``start_hop`` and ``pre_deriv``, the body's compiled hop,
+    ``end_hop``, then ``update_flow_outs`` of the sensor, radio, flight software and body, each
+    message put straight on the port it feeds (a broadcast on the neighbours' radios a step
+    later). What any kernel running these models costs at least, whatever it does itself."""
+    from hopsim.actors.formation import (FormationFlightSoftware, FormationThruster, NeighbourRadio,
+                                         StateSensor)
+    from hopsim.actors.vehicle_dynamics import RigidVehicleDynamics
+    from hopsim.kernel import Simulation
+    from hopsim.scenarios.catalog import get_scenario
+
+    spec = get_scenario("formation")
+    params = spec.make_params({"n_vehicles": n})
+    sim = Simulation(seed=0, fleets=False, row_blocks=False)
+    sim.scenario_params = params
+    spec.build(sim, params)
+    sim.advance_to(WARM_S)                        # inputs filled, compiled code loaded
+    kinds = (RigidVehicleDynamics, FormationThruster, StateSensor, NeighbourRadio, FormationFlightSoftware)
+    vehicles, feeds = [], []
+    for name in sorted(sim.islands):
+        models = tuple(sim.model(m) for m in (name, f"{name}_thr", f"{name}_nav", f"{name}_radio", f"{name}_fsw"))
+        assert all(isinstance(m, k) for m, k in zip(models, kinds, strict=True)), "the formation's models changed"
+        vehicles.append(models)
+    index = {v[0].name: i for i, v in enumerate(vehicles)}
+    for v in vehicles:
+        topics = sim.slot(v[3].name).in_topics            # neighbour k's broadcast: "<vehicle>/air"
+        feeds.append([(port, index[topics[port].split("/")[0]]) for port in v[3].inputs])
+    for v in vehicles:
+        for m in v:
+            m._may_write = True                   # as inside update_flow_outs
+    hop = RigidVehicleDynamics.propagate_hop
+    second = 1_000_000_000
+    air = [None] * n
+
+    def run(k0: int) -> None:
+        nonlocal air
+        for k in range(k0, k0 + steps):
+            t = k * second
+            sent = [None] * n
+            for i, (body, thruster, sensor, radio, fsw) in enumerate(vehicles):
+                thruster.start_hop(t - second, t)
+                body.start_hop(t - second, t)
+                thruster.pre_deriv(0.0)
+                body.pre_deriv(0.0)
+                hop([body], (1.0,), 0.0)
+                body.end_hop(t - second, t)
+                for port, j in feeds[i]:
+                    if air[j] is not None:
+                        radio.ports[port].deliver(air[j], t - second)
+                sensor.update_flow_outs(t)
+                for _, msg in sensor._outbox:
+                    fsw.ports["meas"].deliver(msg, t)
+                radio.update_flow_outs(t)
+                for _, msg in radio._outbox:
+                    fsw.ports["rx"].deliver(msg, t)
+                fsw.update_flow_outs(t)
+                for port, msg in fsw._outbox:
+                    if port == "thrust":
+                        thruster.ports["cmd"].deliver(msg, t)
+                    else:
+                        sent[i] = msg
+                body.update_flow_outs(t)
+                sensor._outbox, radio._outbox, fsw._outbox, body._outbox = [], [], [], []
+            air = sent
+
+    best, k0 = float("inf"), int(WARM_S) + 1
+    for _ in range(repeat):
+        c0 = time.process_time()
+        run(k0)
+        best = min(best, time.process_time() - c0)
+        k0 += steps
+    return best / (n * steps) * 1e6
+
+
+FILING_COMMIT = "3a3a8fd"       # the tree on which kernel v2 was asked for (the "today" of its targets)
+_PLAIN_RUN = """
+import inspect, sys, time
+from hopsim.kernel import Simulation
+try:
+    from hopsim.scenarios.catalog import get_scenario
+except ImportError:                           # (the filing's tree)
+    from hopsim.scenarios.registry import get_scenario
+n, duration = int(sys.argv[1]), float(sys.argv[2])
+spec = get_scenario("formation")
+params = spec.make_params({"n_vehicles": n})
+accepted = inspect.signature(Simulation.__init__).parameters
+sim = Simulation(seed=0, **{k: False for k in ("fleets", "row_blocks") if k in accepted})
+spec.build(sim, params)
+sim.advance_to(5.0)
+c0 = time.process_time()
+sim.advance_to(5.0 + duration)
+print((time.process_time() - c0) / (n * duration) * 1e6)
+"""
+
+
+def plain_python_against_filing(n: int = 100, duration_s: float = 60.0, repeat: int = 3) -> dict | str:
+    """The formation as plain Python models (no fleet forms, no row blocks) in this tree and in the
+    filing's (``FILING_COMMIT``, checked out beside it with git): CPU us per vehicle-step, medians
+    of ``repeat`` interleaved runs, each a fresh process. A string says why it was not measured."""
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parents[1]
+    if shutil.which("git") is None:
+        return "git is not installed"
+    tmp = tempfile.mkdtemp(prefix="hopsim-filing-")
+    filing = Path(tmp) / "tree"
+    made = subprocess.run(["git", "-C", str(here), "worktree", "add", "--detach", "-f", str(filing), FILING_COMMIT],
+                          capture_output=True, text=True)
+    if made.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return f"the filing's commit {FILING_COMMIT} is not in this clone ({made.stderr.strip().splitlines()[-1]})"
+    try:
+        times: dict[str, list[float]] = {"filing": [], "now": []}
+        for _ in range(repeat):
+            for label, tree in (("filing", filing), ("now", here)):
+                env = {**os.environ, "PYTHONPATH": str(tree)}
+                out = subprocess.run([sys.executable, "-c", _PLAIN_RUN, str(n), str(duration_s)], env=env,
+                                     capture_output=True, text=True, check=True, cwd=tmp)
+                times[label].append(float(out.stdout.split()[-1]))
+    finally:
+        subprocess.run(["git", "-C", str(here), "worktree", "remove", "--force", str(filing)], capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {label: statistics.median(v) for label, v in times.items()}
+
+
 def time_breakdown_us(n: int = 100, duration_s: float = 60.0, repeat: int = 3) -> dict[str, float]:
     """Where a vehicle-step's time goes, in us per vehicle-step (wall, best of ``repeat``; N = ``n``,
     ``duration_s`` simulated seconds after the first): the run without and with an MCAP recorder
@@ -455,7 +585,8 @@ def print_settings(speeds: dict[tuple[int, bool], float], n: int = 100) -> None:
 
 
 def print_section(rows: list[dict], floor_us: float | None = None, protobuf_us: float | None = None,
-                  dispatch_us: float | None = None) -> None:
+                  dispatch_us: float | None = None, models_us: float | None = None,
+                  plain: dict | str | None = None) -> None:
     print("### Large formations (local backend, 1 Hz control, one island per vehicle)\n")
     header = ("vehicles", "simulated s", "build (s)", "sim s / wall s", "hops / s", "messages / s",
               "us per vehicle-step", "without row blocks: us (sim s / wall s)", "barriers / vehicle / sim s",
@@ -483,6 +614,19 @@ def print_section(rows: list[dict], floor_us: float | None = None, protobuf_us: 
         print(f"\nThe least Python any kernel must run per vehicle-step for this wiring (a call per model, an "
               f"envelope per message, the broadcast through the neighbours' inboxes; no routing, no "
               f"schedules, no checks): {dispatch_us:.1f} us.")
+    if models_us is not None:
+        print(f"\nThe formation's models alone, as written (scalar forms, protobuf payloads), called directly "
+              f"with no kernel (each message put straight on the port it feeds): {models_us:.1f} us per "
+              f"vehicle-step.")
+    if isinstance(plain, dict):
+        print(f"\nThe formation as plain Python models (no fleet forms, no row blocks), N = 100, CPU us per "
+              f"vehicle-step, medians of 3 interleaved runs: {plain['now']:.1f} in this tree, "
+              f"{plain['filing']:.1f} in the tree on which kernel v2 was asked for ({FILING_COMMIT}): "
+              f"{plain['filing'] / plain['now']:.2f}x faster (target 3x: {plain['filing'] / 3:.1f} us).")
+        if models_us is not None and models_us >= plain["filing"] / 3:
+            print(f"The models alone ({models_us:.1f} us) leave nothing of that for a kernel.")
+    elif plain is not None:
+        print(f"\nThe plain-Python formation against the filing's tree: not measured ({plain}).")
 
 
 def main() -> None:
@@ -507,7 +651,8 @@ def main() -> None:
     if opts.sizes:
         sizes = {int(s): FULL.get(int(s), 10.0) for s in opts.sizes.split(",")}
     rows = run_sizes(sizes, opts.layout)
-    print_section(rows, kernel_floor_us(), protobuf_floor_us(), dispatch_floor_us())
+    print_section(rows, kernel_floor_us(), protobuf_floor_us(), dispatch_floor_us(), models_alone_us(),
+                  plain_python_against_filing())
     if not opts.quick:
         print_settings(settings_table())
         print_breakdown(time_breakdown_us())
