@@ -23,6 +23,7 @@ import numpy as np
 from hopsim.dynamics._jit import compiled
 from hopsim.schemas import Vector3, VehicleState, Wrench
 from hopsim.schemas.spheres_pb2 import GmRanges, ImuSamples
+from hopsim.schemas.wire import varint
 
 
 def vector3(v) -> Vector3:
@@ -144,15 +145,8 @@ class StateMessageBuilder:
         return msg
 
 
-@functools.lru_cache(maxsize=4096)
-def _length(n: int) -> bytes:
-    """A length in the wire format (a varint); kept for the lengths met (a handful per run)."""
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+# a length in the wire format; kept for the lengths met (a handful per run)
+_length = functools.lru_cache(maxsize=4096)(varint)
 
 
 def imu_samples(vehicle: str, t_ns: list[int], omega_B: np.ndarray, accel_B: np.ndarray) -> ImuSamples:

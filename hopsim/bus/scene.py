@@ -46,6 +46,7 @@ from foxglove_schemas_protobuf.SceneEntity_pb2 import SceneEntity
 from foxglove_schemas_protobuf.SceneUpdate_pb2 import SceneUpdate
 
 from hopsim.bus import scene_wire
+from hopsim.schemas.wire import varint
 
 DERIVED = "derived"                   # channel metadata key of channels that are not the stream
 TRANSFORMS_TOPIC, SCENE_TOPIC = "viz/transforms", "viz/scene"
@@ -131,25 +132,10 @@ def _stamp(msg, t_ns: int) -> None:
 # types) of hopsim.Vector3 and hopsim.Quaternion, so a state's position and attitude serialize
 # to the transform's translation and rotation. tests/test_foxglove_scene.py checks the bytes
 # against protobuf's serialization of the same messages.
-_SHORT = [bytes((n,)) for n in range(0x80)]       # the varints of one byte
-
-
-def _varint(n: int) -> bytes:
-    """Protobuf's base-128 varint of ``n`` (0 <= n < 2^64)."""
-    if n < 0x80:
-        return _SHORT[n]
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _string_field(tag: int, text: str) -> bytes:
     """A string field (``tag``: its number and wire type 2) holding ``text`` (nothing for "")."""
     data = text.encode()
-    return bytes((tag,)) + _varint(len(data)) + data if data else b""
+    return bytes((tag,)) + varint(len(data)) + data if data else b""
 
 
 _PARENT_WORLD = _string_field(0x12, WORLD)           # FrameTransform.parent_frame_id (field 2)
@@ -160,19 +146,19 @@ def _timestamp_field(t_ns: int) -> bytes:
     """The ``timestamp`` field (field 1) of a FrameTransform or SceneEntity at ``t_ns`` (ns since 1970, >= 0)."""
     seconds, nanos = divmod(t_ns, 1_000_000_000)
     body = _seconds_field(seconds) + _nanos_field(nanos)
-    return b"\x0a" + _SHORT[len(body)] + body         # at most 1 + 10 + 1 + 5 bytes
+    return b"\x0a" + varint(len(body)) + body         # at most 1 + 10 + 1 + 5 bytes
 
 
 @lru_cache(maxsize=64)
 def _seconds_field(seconds: int) -> bytes:
     """Timestamp.seconds (field 1; nothing for 0)."""
-    return b"\x08" + _varint(seconds) if seconds else b""
+    return b"\x08" + varint(seconds) if seconds else b""
 
 
 @lru_cache(maxsize=4096)
 def _nanos_field(nanos: int) -> bytes:
     """Timestamp.nanos (field 2; nothing for 0); the instants of periodic models repeat a few values."""
-    return b"\x10" + _varint(nanos) if nanos else b""
+    return b"\x10" + varint(nanos) if nanos else b""
 
 
 def _as_array(data: bytes) -> np.ndarray:

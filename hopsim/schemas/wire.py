@@ -82,6 +82,21 @@ UNSORTED, BYTES_KEY, INTEGER_KEY = 0, 1, 2
 # -- errors reported by encode_rows in its ``error`` array: [code, line, row, value] --------------
 NO_ERROR, OVER_CAPACITY, BAD_STRING, UNORDERED_KEYS, NEED_ROOM = 0, 1, 2, 3, 4
 
+_SHORT = [bytes((n,)) for n in range(0x80)]       # the varints of one byte
+
+
+def varint(n: int) -> bytes:
+    """Protobuf's base-128 varint of ``n`` (0 <= n < 2^64), for Python code writing wire bytes."""
+    if n < 0x80:
+        return _SHORT[n]
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
 _LOW57 = (1 << 57) - 1          # a logical shift right by 7 of an int64 keeps these bits
 _SIGN_BIT = np.int64(-(1 << 63))
 _PREFIX = 15                    # the most bytes a tag (5) and a length or varint value (10) take
