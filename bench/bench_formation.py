@@ -170,6 +170,46 @@ def protobuf_floor_us(repeat: int = 5, number: int = 20000) -> float:
     return min(timeit.repeat(vehicle_step, repeat=repeat, number=number)) / number * 1e6
 
 
+def plain_objects_floor_us(repeat: int = 5, number: int = 20000) -> float:
+    """:func:`protobuf_floor_us`'s builds and reads on plain Python objects (``__slots__``) with the
+    schemas' field names instead of protobuf messages: what the models' payload traffic would cost
+    if in-process payloads were such objects."""
+
+    class Vector3:
+        __slots__ = ("x", "y", "z")
+
+        def __init__(self, x: float, y: float, z: float):
+            self.x, self.y, self.z = x, y, z
+
+    class VehicleState:
+        __slots__ = ("vehicle", "t_ns", "r_BN_N", "v_BN_N", "mass_kg")
+
+        def __init__(self, vehicle, t_ns, r_BN_N, v_BN_N, mass_kg):
+            self.vehicle, self.t_ns, self.r_BN_N, self.v_BN_N, self.mass_kg = vehicle, t_ns, r_BN_N, v_BN_N, mass_kg
+
+    class Wrench:
+        __slots__ = ("vehicle", "force")
+
+        def __init__(self, vehicle, force):
+            self.vehicle, self.force = vehicle, force
+
+    def state(vehicle, t_ns, rx, ry, rz, vx, vy, vz, mass_kg):
+        return VehicleState(vehicle, t_ns, Vector3(rx, ry, rz), Vector3(vx, vy, vz), mass_kg)
+
+    neighbours = [state(f"v00{k}", 1_000_000_000, 1.0, 2.0, 3.0, 4e-3, 5e-3, 6e-3, 50.0) for k in (0, 2)]
+
+    def vehicle_step() -> None:
+        meas = state("v001", 1_000_000_000, 1.0, 2.0, 3.0, 4e-3, 5e-3, 6e-3, 50.0)
+        for msg in (meas, *neighbours):
+            msg.vehicle, msg.t_ns  # noqa: B018  (the reads are what is measured)
+            r, v = msg.r_BN_N, msg.v_BN_N
+            r.x, r.y, r.z, v.x, v.y, v.z  # noqa: B018
+        force = Wrench("v001", Vector3(0.1, 0.2, 0.3)).force
+        force.x, force.y, force.z  # noqa: B018
+
+    return min(timeit.repeat(vehicle_step, repeat=repeat, number=number)) / number * 1e6
+
+
 def dispatch_floor_us(n: int = 100, steps: int = 300, repeat: int = 5) -> float:
     """CPU time (us) per vehicle-step of the least Python that any kernel keeping this design must
     run for the formation's wiring, and nothing else: per vehicle and control step, one model
@@ -586,7 +626,7 @@ def print_settings(speeds: dict[tuple[int, bool], float], n: int = 100) -> None:
 
 def print_section(rows: list[dict], floor_us: float | None = None, protobuf_us: float | None = None,
                   dispatch_us: float | None = None, models_us: float | None = None,
-                  plain: dict | str | None = None) -> None:
+                  plain: dict | str | None = None, objects_us: float | None = None) -> None:
     print("### Large formations (local backend, 1 Hz control, one island per vehicle)\n")
     header = ("vehicles", "simulated s", "build (s)", "sim s / wall s", "hops / s", "messages / s",
               "us per vehicle-step", "without row blocks: us (sim s / wall s)", "barriers / vehicle / sim s",
@@ -609,7 +649,9 @@ def print_section(rows: list[dict], floor_us: float | None = None, protobuf_us: 
               f"{REAL_TIME_TARGET:,.0f}x needs the whole vehicle-step under {1e6 / REAL_TIME_TARGET / 100:.0f} us.")
     if protobuf_us is not None:
         print(f"\nThe protobuf traffic of one vehicle-step alone (one VehicleState and one Wrench built, three "
-              f"states and one force read, as the formation's models do): {protobuf_us:.1f} us.")
+              f"states and one force read, as the formation's models do): {protobuf_us:.1f} us"
+              + (f"; the same on plain Python objects with the schemas' field names: {objects_us:.1f} us."
+                 if objects_us is not None else "."))
     if dispatch_us is not None:
         print(f"\nThe least Python any kernel must run per vehicle-step for this wiring (a call per model, an "
               f"envelope per message, the broadcast through the neighbours' inboxes; no routing, no "
@@ -652,7 +694,7 @@ def main() -> None:
         sizes = {int(s): FULL.get(int(s), 10.0) for s in opts.sizes.split(",")}
     rows = run_sizes(sizes, opts.layout)
     print_section(rows, kernel_floor_us(), protobuf_floor_us(), dispatch_floor_us(), models_alone_us(),
-                  plain_python_against_filing())
+                  plain_python_against_filing(), plain_objects_floor_us())
     if not opts.quick:
         print_settings(settings_table())
         print_breakdown(time_breakdown_us())

@@ -48,6 +48,62 @@ def kernel_floor_us(n_barriers: int = 4000) -> float:
     return (time.perf_counter() - t0) / n_barriers * 1e6
 
 
+_PROFILED_RUNS = """
+from hopsim.kernel import Simulation
+from hopsim.scenarios.catalog import get_scenario
+spec = get_scenario("leader_follower")
+for _ in range({runs}):
+    sim = Simulation(seed=0)
+    spec.build(sim, spec.make_params({{}}))
+    sim.advance_to({duration})
+"""
+KERNEL_FILES = ("hopsim/kernel/", "hopsim/bus/", "simpy/")
+MODEL_FILES = ("hopsim/actors/", "hopsim/dynamics/")
+
+
+def time_split(runs: int = 12, duration_s: float = 85.0, rate_hz: int = 2000) -> dict | str:
+    """Where leader_follower's time goes, by sampling (py-spy, ``rate_hz`` samples per second, of
+    ``runs`` runs in one process; the loading of compiled code on a function's first call left
+    out): each Python function's share of the samples inside ``advance_to`` where it is the
+    innermost frame (what it runs itself, numpy and compiled calls included), summed over the
+    kernel's files (:data:`KERNEL_FILES`) and the models' (:data:`MODEL_FILES`). A string says
+    why it was not measured."""
+    import collections
+    import re
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not Path(spy).exists():
+        return "py-spy is not installed (pip install -e '.[bench]')"
+    with tempfile.TemporaryDirectory() as tmp:
+        raw = Path(tmp) / "samples.txt"
+        done = subprocess.run([spy, "record", "-r", str(rate_hz), "-f", "raw", "-o", str(raw), "--",
+                               sys.executable, "-c", _PROFILED_RUNS.format(runs=runs, duration=duration_s)],
+                              capture_output=True, text=True)
+        if done.returncode != 0 or not raw.exists():
+            return f"py-spy could not sample ({(done.stderr.strip().splitlines() or ['?'])[-1]})"
+        text = raw.read_text()
+    functions: collections.Counter = collections.Counter()       # (file, function) -> samples
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if "advance_to" not in stack or "_compile_for_args" in stack:
+            continue
+        m = re.match(r"(.*) \((.*?):\d+\)$", stack.split(";")[-1])
+        if m:
+            name, path = m.groups()
+            at = path.rfind("hopsim/")
+            functions[path[at:] if at >= 0 else path.split("site-packages/")[-1], name] += int(count)
+    total = sum(functions.values())
+    kernel = [n for (f, _), n in functions.items() if f.startswith(KERNEL_FILES)]
+    models = [n for (f, _), n in functions.items() if f.startswith(MODEL_FILES)]
+    return {"samples": total, "kernel": sum(kernel) / total, "models": sum(models) / total,
+            "kernel_top": max(kernel) / total, "models_top": max(models) / total, "kernel_functions": len(kernel)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--duration", type=float, default=85.0, help="simulated seconds")
@@ -72,6 +128,15 @@ def main() -> None:
     print(f"\nThe default configuration runs at {speeds[default, False]:.0f}x real time with batching off "
           f"(the kernel's default) and {speeds[default, True]:.0f}x with it on; target "
           f"{REAL_TIME_TARGET:.0f}x. Best of {opts.repeat} runs each.")
+    split = time_split()
+    if isinstance(split, str):
+        print(f"\nWhere its time goes: not measured ({split}).")
+    else:
+        print(f"\nWhere its time goes (default configuration, py-spy sampling at 2 kHz of twelve 85-s runs, "
+              f"{split['samples']:,} samples; the loading of compiled code left out): the models "
+              f"{split['models']:.0%} (no function above {split['models_top']:.1%}), the kernel and bus "
+              f"{split['kernel']:.0%} ({split['kernel_functions']} functions, none above "
+              f"{split['kernel_top']:.1%}).")
 
 
 if __name__ == "__main__":
