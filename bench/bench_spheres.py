@@ -61,15 +61,11 @@ KERNEL_FILES = ("hopsim/kernel/", "hopsim/bus/", "simpy/")
 MODEL_FILES = ("hopsim/actors/", "hopsim/dynamics/")
 
 
-def time_split(runs: int = 12, duration_s: float = 85.0, rate_hz: int = 2000) -> dict | str:
-    """Where leader_follower's time goes, by sampling (py-spy, ``rate_hz`` samples per second, of
-    ``runs`` runs in one process; the loading of compiled code on a function's first call left
-    out): each Python function's share of the samples inside ``advance_to`` where it is the
-    innermost frame (what it runs itself, numpy and compiled calls included), summed over the
-    kernel's files (:data:`KERNEL_FILES`) and the models' (:data:`MODEL_FILES`). A string says
-    why it was not measured."""
-    import collections
-    import re
+def _samples(native: bool, runs: int, duration_s: float, rate_hz: int) -> list[tuple[list[str], int]] | str:
+    """py-spy's samples of ``runs`` leader_follower runs in one process ([(frames, count)], the
+    innermost frame last), those inside ``advance_to`` only and without the loading of compiled
+    code on a function's first call; ``native``: with the frames of compiled libraries. A string
+    says why there are none."""
     import shutil
     import subprocess
     import sys
@@ -81,27 +77,67 @@ def time_split(runs: int = 12, duration_s: float = 85.0, rate_hz: int = 2000) ->
         return "py-spy is not installed (pip install -e '.[bench]')"
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "samples.txt"
-        done = subprocess.run([spy, "record", "-r", str(rate_hz), "-f", "raw", "-o", str(raw), "--",
-                               sys.executable, "-c", _PROFILED_RUNS.format(runs=runs, duration=duration_s)],
-                              capture_output=True, text=True)
+        done = subprocess.run([spy, "record", *(["--native"] if native else []), "-r", str(rate_hz), "-f", "raw",
+                               "-o", str(raw), "--", sys.executable, "-c",
+                               _PROFILED_RUNS.format(runs=runs, duration=duration_s)], capture_output=True, text=True)
         if done.returncode != 0 or not raw.exists():
             return f"py-spy could not sample ({(done.stderr.strip().splitlines() or ['?'])[-1]})"
         text = raw.read_text()
-    functions: collections.Counter = collections.Counter()       # (file, function) -> samples
+    out = []
     for line in text.splitlines():
         stack, _, count = line.rpartition(" ")
-        if "advance_to" not in stack or "_compile_for_args" in stack:
-            continue
-        m = re.match(r"(.*) \((.*?):\d+\)$", stack.split(";")[-1])
+        if "advance_to" in stack and "_compile_for_args" not in stack:
+            out.append((stack.split(";"), int(count)))
+    return out
+
+
+def time_split(runs: int = 12, duration_s: float = 85.0, rate_hz: int = 2000) -> dict | str:
+    """Where leader_follower's time goes, by sampling (py-spy, ``rate_hz`` samples per second).
+    By Python function: each one's share of the samples where it is the innermost Python frame
+    (what it runs itself, numpy and compiled calls included), summed over the kernel's files
+    (:data:`KERNEL_FILES`) and the models' (:data:`MODEL_FILES`). By what runs (``--native``, a
+    quarter of the runs, three at least): the interpreter running Python code, numpy, protobuf (upb), numba's
+    compiled code, its dispatch, BLAS, the C library. A string says why it was not measured."""
+    import collections
+    import re
+
+    samples = _samples(False, runs, duration_s, rate_hz)
+    if isinstance(samples, str):
+        return samples
+    functions: collections.Counter = collections.Counter()       # (file, function) -> samples
+    for frames, count in samples:
+        m = re.match(r"(.*) \((.*?):\d+\)$", frames[-1])
         if m:
             name, path = m.groups()
             at = path.rfind("hopsim/")
-            functions[path[at:] if at >= 0 else path.split("site-packages/")[-1], name] += int(count)
+            functions[path[at:] if at >= 0 else path.split("site-packages/")[-1], name] += count
     total = sum(functions.values())
     kernel = [n for (f, _), n in functions.items() if f.startswith(KERNEL_FILES)]
     models = [n for (f, _), n in functions.items() if f.startswith(MODEL_FILES)]
-    return {"samples": total, "kernel": sum(kernel) / total, "models": sum(models) / total,
-            "kernel_top": max(kernel) / total, "models_top": max(models) / total, "kernel_functions": len(kernel)}
+    split = {"samples": total, "kernel": sum(kernel) / total, "models": sum(models) / total,
+             "kernel_top": max(kernel) / total, "models_top": max(models) / total, "kernel_functions": len(kernel)}
+    native = _samples(True, max(3, runs // 4), duration_s, rate_hz)
+    if isinstance(native, str):
+        return split
+    kinds: collections.Counter = collections.Counter()
+    for frames, count in native:
+        leaf = frames[-1]
+        kinds[next((kind for kind, marks in NATIVE_KINDS if any(m in leaf for m in marks)),
+                   "Python (the interpreter)" if re.search(r"\.py:\d+\)$", leaf) else "other native code")] += count
+    every = sum(kinds.values())
+    split["native"] = {kind: n / every for kind, n in kinds.most_common()}
+    return split
+
+
+# what a native sample's innermost frame belongs to (the first kind whose mark it holds)
+NATIVE_KINDS = (
+    ("numba's compiled code", ("(?)",)),
+    ("BLAS", ("openblas", "gemv", "gemm")),
+    ("numba's dispatch and runtime", ("typeconv", "_dispatcher", "_typeof", "nrt", "_helperlib")),
+    ("numpy", ("numpy/",)),
+    ("protobuf (upb)", ("_message.abi3",)),
+    ("the C library", ("libc.so", "libm.so")),
+)
 
 
 def main() -> None:
@@ -137,6 +173,9 @@ def main() -> None:
               f"{split['models']:.0%} (no function above {split['models_top']:.1%}), the kernel and bus "
               f"{split['kernel']:.0%} ({split['kernel_functions']} functions, none above "
               f"{split['kernel_top']:.1%}).")
+        if "native" in split:
+            print("By what runs (py-spy --native, three runs): " + ", ".join(
+                f"{kind} {share:.1%}" for kind, share in split["native"].items()) + ".")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@ Ray: the parts a host packs, unpacked as the driver does, give back every envelo
 order, and a block's routes are held on both sides only while the block lives."""
 from __future__ import annotations
 
-import gc
 import pickle
 
 import numpy as np
@@ -80,7 +79,6 @@ def test_the_routes_of_ended_blocks_are_forgotten_on_both_sides():
         items = receiver.unpack(_shipped(parts))
         assert items[1][1].channels.prototypes[0].source == f"r{k}_0"
         del reformed, parts, items                 # the block ends: nothing holds its routes
-        gc.collect()
         assert sender.known() == 1                 # the steady block's
     parts = sender.pack([(_columns(steady, 50, rng), None)])
     assert parts[0][0] == "forget"
