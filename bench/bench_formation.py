@@ -380,7 +380,8 @@ def plain_python_against_filing(n: int = 100, duration_s: float = 60.0, repeat: 
                           capture_output=True, text=True)
     if made.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
-        return f"the filing's commit {FILING_COMMIT} is not in this clone ({made.stderr.strip().splitlines()[-1]})"
+        why = (made.stderr.strip().splitlines() or ["git gave no reason"])[-1]
+        return f"the filing's commit {FILING_COMMIT} is not in this clone ({why})"
     try:
         times: dict[str, list[float]] = {"filing": [], "now": []}
         for _ in range(repeat):

@@ -96,8 +96,9 @@ def time_split(runs: int = 12, duration_s: float = 85.0, rate_hz: int = 2000) ->
     By Python function: each one's share of the samples where it is the innermost Python frame
     (what it runs itself, numpy and compiled calls included), summed over the kernel's files
     (:data:`KERNEL_FILES`) and the models' (:data:`MODEL_FILES`). By what runs (``--native``, a
-    quarter of the runs, three at least): the interpreter running Python code, numpy, protobuf (upb), numba's
-    compiled code, its dispatch, BLAS, the C library. A string says why it was not measured."""
+    quarter of the runs, three at least): the interpreter running Python code, numpy, protobuf
+    (upb), numba's compiled code, its dispatch, BLAS, the C library. A string says why it was
+    not measured."""
     import collections
     import re
 
