@@ -8,6 +8,7 @@ recorder: zstd chunks of 256 KiB) is read twice per repeat, in turns: with
 without it, decoding every message of the topic with mcap-protobuf-support's decoder and taking
 the field. The values are compared, the medians of the wall times reported.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,10 +38,25 @@ def write(path: Path, messages: int) -> None:
         t_ns = k * 100_000_000
         for v in range(VEHICLES):
             r, w = rng.normal(size=3), rng.normal(size=3) * 0.1
-            msg = VehicleState(vehicle=f"v{v:03d}", t_ns=t_ns, r_BN_N=Vector3(x=r[0], y=r[1], z=r[2]),
-                               omega_BN_B=Vector3(x=w[0], y=w[1], z=w[2]), q_BN=Quaternion(w=1.0), mass=4.0)
-            recorder.record(Envelope(t_ns=t_ns, deliver_ns=t_ns, source=f"v{v:03d}", topic=f"v{v:03d}/state",
-                                     seq=k, priority=0, payload=msg))
+            msg = VehicleState(
+                vehicle=f"v{v:03d}",
+                t_ns=t_ns,
+                r_BN_N=Vector3(x=r[0], y=r[1], z=r[2]),
+                omega_BN_B=Vector3(x=w[0], y=w[1], z=w[2]),
+                q_BN=Quaternion(w=1.0),
+                mass=4.0,
+            )
+            recorder.record(
+                Envelope(
+                    t_ns=t_ns,
+                    deliver_ns=t_ns,
+                    source=f"v{v:03d}",
+                    topic=f"v{v:03d}/state",
+                    seq=k,
+                    priority=0,
+                    payload=msg,
+                )
+            )
         recorder.flush()
     recorder.close()
 
@@ -71,7 +87,7 @@ def main() -> None:
         t0 = time.perf_counter()
         write(path, opts.messages)
         written = time.perf_counter() - t0
-        by_columns(path)                                   # compile the scan (cached afterwards)
+        by_columns(path)  # compile the scan (cached afterwards)
         times = {"columns": [], "messages": []}
         for _ in range(opts.repeat):
             t0 = time.perf_counter()
@@ -88,8 +104,10 @@ def main() -> None:
     print(f"| `read_signals` (columns) | {col:.2f} | {', '.join(f'{t:.2f}' for t in times['columns'])} |")
     print(f"| decoding message by message | {msg:.2f} | {', '.join(f'{t:.2f}' for t in times['messages'])} |")
     print()
-    print(f"{opts.messages:,} messages ({size / 1e6:.0f} MB, written in {written:.0f} s), {len(cols):,} of them on the "
-          f"topic read: columns are {msg / col:.1f}x faster (target 10x); values identical.")
+    print(
+        f"{opts.messages:,} messages ({size / 1e6:.0f} MB, written in {written:.0f} s), {len(cols):,} of them on the "
+        f"topic read: columns are {msg / col:.1f}x faster (target 10x); values identical."
+    )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 
 Ratios are what we report; absolute times depend on the machine.
 """
+
 from __future__ import annotations
 
 import os
@@ -53,11 +54,17 @@ def spacecraft_tree(n_appendages, rng):
         if nv + dof > 6 + n_appendages:
             kind, dof = "pin", 1
         parent = 0 if k < 4 else int(rng.integers(0, k + 1))
-        tree.add_body(f"a{k}", parent=parent, joint=kind, axis=rng.normal(size=3),
-                      mass=rng.uniform(0.5, 3.0), r_CB_B=rng.normal(scale=0.1, size=3),
-                      inertia_C_B=np.diag(rng.uniform(0.05, 0.2, 3)),
-                      inb_to_joint=pose(translation=rng.normal(scale=0.5, size=3)),
-                      body_to_joint=pose(translation=rng.normal(scale=0.2, size=3)))
+        tree.add_body(
+            f"a{k}",
+            parent=parent,
+            joint=kind,
+            axis=rng.normal(size=3),
+            mass=rng.uniform(0.5, 3.0),
+            r_CB_B=rng.normal(scale=0.1, size=3),
+            inertia_C_B=np.diag(rng.uniform(0.05, 0.2, 3)),
+            inb_to_joint=pose(translation=rng.normal(scale=0.5, size=3)),
+            body_to_joint=pose(translation=rng.normal(scale=0.2, size=3)),
+        )
         nv += dof
         k += 1
     return tree
@@ -65,8 +72,7 @@ def spacecraft_tree(n_appendages, rng):
 
 def depth_first(tree):
     """Same tree renumbered depth first (Pinocchio's mass-matrix code assumes that order)."""
-    children = {i: [j for j, b in enumerate(tree.bodies) if b.parent == i]
-                for i in range(-1, tree.n_bodies)}
+    children = {i: [j for j, b in enumerate(tree.bodies) if b.parent == i] for i in range(-1, tree.n_bodies)}
     order, stack = [], list(reversed(children[-1]))
     while stack:
         node = stack.pop()
@@ -76,15 +82,23 @@ def depth_first(tree):
     out = MultibodyTree(tree.gravity_N)
     for old in order:
         b = tree.bodies[old]
-        out.add_body(b.name, parent=None if b.parent < 0 else new_index[b.parent],
-                     joint=b.joint_type, mass=b.mass, r_CB_B=b.r_CB_B,
-                     inertia_C_B=b.inertia_C_B, axis=b.axis, inb_to_joint=b.inb_to_joint,
-                     body_to_joint=b.body_to_joint)
+        out.add_body(
+            b.name,
+            parent=None if b.parent < 0 else new_index[b.parent],
+            joint=b.joint_type,
+            mass=b.mass,
+            r_CB_B=b.r_CB_B,
+            inertia_C_B=b.inertia_C_B,
+            axis=b.axis,
+            inb_to_joint=b.inb_to_joint,
+            body_to_joint=b.body_to_joint,
+        )
     return out
 
 
 def pinocchio_model(tree):
     import pinocchio as pin
+
     model = pin.Model()
     model.gravity = pin.Motion.Zero()
     joint_ids, body_in_joint = [], []
@@ -95,9 +109,13 @@ def pinocchio_model(tree):
             parent_joint, T_parent = 0, pin.SE3.Identity()
         T_O = T_parent * pin.SE3(b.inb_to_joint.rotation, b.inb_to_joint.translation)
         T_JB = pin.SE3(b.body_to_joint.rotation, b.body_to_joint.translation).inverse()
-        jm = {0: None, 1: lambda b=b: pin.JointModelRevoluteUnaligned(*b.axis),
-              2: lambda b=b: pin.JointModelPrismaticUnaligned(*b.axis),
-              5: pin.JointModelSpherical, 6: pin.JointModelFreeFlyer}[b.joint_type]()
+        jm = {
+            0: None,
+            1: lambda b=b: pin.JointModelRevoluteUnaligned(*b.axis),
+            2: lambda b=b: pin.JointModelPrismaticUnaligned(*b.axis),
+            5: pin.JointModelSpherical,
+            6: pin.JointModelFreeFlyer,
+        }[b.joint_type]()
         jid = model.addJoint(int(parent_joint), jm, T_O, b.name)
         model.appendBodyToJoint(jid, pin.Inertia(b.mass, b.r_CB_B, b.inertia_C_B), T_JB)
         joint_ids.append(jid)
@@ -145,13 +163,17 @@ def bench_forward_dynamics():
             t_pin = float("nan")
         rows.append((nv, tree.n_bodies, t_hop, t_kernel, t_batch, t_pin))
     print("## Forward dynamics (ABA), one tree state per call\n")
-    print("| nv | bodies | hopsim aba [us] | hopsim kernel [us] | hopsim batched, per tree "
-          f"(x{batch}) [us] | pinocchio aba [us] | hopsim / pin | kernel / pin "
-          "| batched / pin |")
+    print(
+        "| nv | bodies | hopsim aba [us] | hopsim kernel [us] | hopsim batched, per tree "
+        f"(x{batch}) [us] | pinocchio aba [us] | hopsim / pin | kernel / pin "
+        "| batched / pin |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for nv, nb, th, tk, tb, tp in rows:
-        print(f"| {nv} | {nb} | {fmt_us(th)} | {fmt_us(tk)} | {fmt_us(tb)} | {fmt_us(tp)} | "
-              f"{th / tp:.2f} | {tk / tp:.2f} | {tb / tp:.2f} |")
+        print(
+            f"| {nv} | {nb} | {fmt_us(th)} | {fmt_us(tk)} | {fmt_us(tb)} | {fmt_us(tp)} | "
+            f"{th / tp:.2f} | {tk / tp:.2f} | {tb / tp:.2f} |"
+        )
     print()
 
 
@@ -160,14 +182,20 @@ def bench_forward_dynamics():
 
 def numpy_rk4_step(X, h, mass, inertia, inertia_inv, force_N):
     """Reference: the same vehicle model (CM at the body origin) in vectorized NumPy."""
+
     def deriv(Y):
         q = Y[:, 6:10]
         w = Y[:, 10:13]
         x, y, z, s = q.T
-        qdot = 0.5 * np.stack([s * w[:, 0] + y * w[:, 2] - z * w[:, 1],
-                               s * w[:, 1] + z * w[:, 0] - x * w[:, 2],
-                               s * w[:, 2] + x * w[:, 1] - y * w[:, 0],
-                               -(x * w[:, 0] + y * w[:, 1] + z * w[:, 2])], axis=1)
+        qdot = 0.5 * np.stack(
+            [
+                s * w[:, 0] + y * w[:, 2] - z * w[:, 1],
+                s * w[:, 1] + z * w[:, 0] - x * w[:, 2],
+                s * w[:, 2] + x * w[:, 1] - y * w[:, 0],
+                -(x * w[:, 0] + y * w[:, 1] + z * w[:, 2]),
+            ],
+            axis=1,
+        )
         Iw = np.einsum("nij,nj->ni", inertia, w)
         wdot = np.einsum("nij,nj->ni", inertia_inv, -np.cross(w, Iw))
         return np.concatenate([Y[:, 3:6], force_N / mass[:, None], qdot, wdot], axis=1)
@@ -218,13 +246,15 @@ def basilisk_step_time(n):
     if not python:
         try:
             import Basilisk  # noqa: F401
+
             python = sys.executable
         except ImportError:
             return None
     steps = max(20, min(2000, 20000 // n))
     try:
-        out = subprocess.run([python, "-c", BSK_SCRIPT, str(n), str(steps)], check=True,
-                             capture_output=True, text=True, timeout=900)
+        out = subprocess.run(
+            [python, "-c", BSK_SCRIPT, str(n), str(steps)], check=True, capture_output=True, text=True, timeout=900
+        )
         return float(out.stdout.strip().splitlines()[-1])
     except (subprocess.SubprocessError, ValueError, OSError) as err:
         print(f"<!-- basilisk run failed: {err} -->")
@@ -234,9 +264,13 @@ def basilisk_step_time(n):
 def bench_rigid_vehicles():
     rng = np.random.default_rng(1)
     rows = []
-    for n in ([1, 100, 10000] if not QUICK else [1, 100]):
-        X = np.array([pack_state(rng.normal(size=3), rng.normal(size=3),
-                                 rng.normal(size=4), rng.normal(size=3)) for _ in range(n)])
+    for n in [1, 100, 10000] if not QUICK else [1, 100]:
+        X = np.array(
+            [
+                pack_state(rng.normal(size=3), rng.normal(size=3), rng.normal(size=4), rng.normal(size=3))
+                for _ in range(n)
+            ]
+        )
         assert X.shape == (n, STATE_SIZE)
         mass = rng.uniform(1.0, 10.0, n)
         inertia = np.array([np.diag(rng.uniform(1.0, 3.0, 3)) for _ in range(n)])
@@ -246,36 +280,42 @@ def bench_rigid_vehicles():
         t_hop = best_time(partial(rigid_body_rk4_step_batch, X, 0.1, mass, inertia, zeros, force, zeros, zeros, zeros))
         t_np = best_time(partial(numpy_rk4_step, X, 0.1, mass, inertia, inertia_inv, force))
         ours = rigid_body_rk4_step_batch(X, 0.1, mass, inertia, zeros, force, zeros, zeros, zeros)
-        assert np.allclose(ours, numpy_rk4_step(X, 0.1, mass, inertia, inertia_inv, force),
-                           atol=1e-12)
+        assert np.allclose(ours, numpy_rk4_step(X, 0.1, mass, inertia, inertia_inv, force), atol=1e-12)
         t_bsk = basilisk_step_time(n)
         rows.append((n, t_hop, t_np, t_bsk))
     print("## One RK4 step of N rigid vehicles (13 states each)\n")
-    print("| N | hopsim batched [us/call] | per vehicle [us] | NumPy vectorized [us/call] "
-          "| hopsim / NumPy | bsk Spacecraft RK4 [us/step] | hopsim / bsk |")
+    print(
+        "| N | hopsim batched [us/call] | per vehicle [us] | NumPy vectorized [us/call] "
+        "| hopsim / NumPy | bsk Spacecraft RK4 [us/step] | hopsim / bsk |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for n, th, tn, tb in rows:
         bsk = "not measured" if tb is None else fmt_us(tb)
         ratio = "not measured" if tb is None else f"{th / tb:.4f}"
-        print(f"| {n} | {fmt_us(th)} | {th / n * 1e6:.3f} | {fmt_us(tn)} | {th / tn:.3f} | "
-              f"{bsk} | {ratio} |")
+        print(f"| {n} | {fmt_us(th)} | {th / n * 1e6:.3f} | {fmt_us(tn)} | {th / tn:.3f} | {bsk} | {ratio} |")
     if all(r[3] is None for r in rows):
-        print("\nbsk: not measured. The `bsk` wheel pins protobuf<=7.35.0, which conflicts with "
-              "hopsim's protobuf pin; install it in a separate environment and point "
-              "`HOPSIM_BSK_PYTHON` at that interpreter to fill the column.")
+        print(
+            "\nbsk: not measured. The `bsk` wheel pins protobuf<=7.35.0, which conflicts with "
+            "hopsim's protobuf pin; install it in a separate environment and point "
+            "`HOPSIM_BSK_PYTHON` at that interpreter to fill the column."
+        )
     print()
 
 
 def main():
     import numba
+
     try:
         import pinocchio
+
         pin_version = pinocchio.__version__
     except ImportError:
         pin_version = "not installed"
     print("# hopsim dynamics benchmark\n")
-    print(f"numpy {np.__version__}, numba {numba.__version__}, pinocchio {pin_version}, "
-          f"{os.cpu_count()} CPUs; best of repeated runs, compile time excluded.\n")
+    print(
+        f"numpy {np.__version__}, numba {numba.__version__}, pinocchio {pin_version}, "
+        f"{os.cpu_count()} CPUs; best of repeated runs, compile time excluded.\n"
+    )
     bench_forward_dynamics()
     bench_rigid_vehicles()
 

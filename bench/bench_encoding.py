@@ -10,6 +10,7 @@ are checked equal first. The second table times the first encode in a fresh proc
 compilation of the encoder (empty numba cache, and loaded from the cache), then a second message
 type in the same process.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,9 +41,19 @@ def vehicle_states(n: int, rng) -> list:
     for i in range(n):
         q = rng.normal(size=4)
         q /= np.linalg.norm(q)
-        out.append(VehicleState(vehicle=f"sph{i % 10}", t_ns=i * 100_000_000, r_BN_N=vec(7e6), v_BN_N=vec(7e3),
-                                q_BN=Quaternion(x=q[0], y=q[1], z=q[2], w=abs(q[3])), omega_BN_B=vec(0.01),
-                                a_BN_N=vec(9.0), omega_dot_BN_B=vec(1e-4), mass=4.1 + i * 1e-6))
+        out.append(
+            VehicleState(
+                vehicle=f"sph{i % 10}",
+                t_ns=i * 100_000_000,
+                r_BN_N=vec(7e6),
+                v_BN_N=vec(7e3),
+                q_BN=Quaternion(x=q[0], y=q[1], z=q[2], w=abs(q[3])),
+                omega_BN_B=vec(0.01),
+                a_BN_N=vec(9.0),
+                omega_dot_BN_B=vec(1e-4),
+                mass=4.1 + i * 1e-6,
+            )
+        )
     return out
 
 
@@ -50,8 +61,14 @@ def wrenches(n: int, rng) -> list:
     out = []
     for i in range(n):
         f, t = rng.normal(size=3), rng.normal(size=3) * 0.1
-        out.append(Wrench(body=f"sph{i % 10}", force=Vector3(x=f[0], y=f[1], z=f[2]),
-                          torque=Vector3(x=t[0], y=t[1], z=t[2]), frame=i % 2))
+        out.append(
+            Wrench(
+                body=f"sph{i % 10}",
+                force=Vector3(x=f[0], y=f[1], z=f[2]),
+                torque=Vector3(x=t[0], y=t[1], z=t[2]),
+                frame=i % 2,
+            )
+        )
     return out
 
 
@@ -72,9 +89,9 @@ def encode_costs(messages: list, repeat: int) -> dict[str, float]:
         "rows_each": lambda: layout.encode_each(rows, strings),
     }
     assert ways["rows_each"]() == ways["protobuf"](), "the row encoder's bytes differ from protobuf's"
-    calls = max(1, 200_000 // len(messages))        # about 0.05-0.2 s per timing
+    calls = max(1, 200_000 // len(messages))  # about 0.05-0.2 s per timing
     times = {name: [] for name in ways}
-    for _ in range(repeat):                         # interleaved, so that a busy machine slows all alike
+    for _ in range(repeat):  # interleaved, so that a busy machine slows all alike
         for name, fn in ways.items():
             times[name].append(per_call(fn, calls) / len(messages) * 1e6)
     return {name: statistics.median(t) for name, t in times.items()}
@@ -99,8 +116,13 @@ def first_use() -> list[tuple[str, float, float]]:
     out = []
     with tempfile.TemporaryDirectory() as cache:
         for label in ("empty numba cache (compiles)", "numba cache written by the run above"):
-            proc = subprocess.run([sys.executable, "-c", _FIRST_USE], capture_output=True, text=True, check=True,
-                                  env={**os.environ, "NUMBA_CACHE_DIR": cache})
+            proc = subprocess.run(
+                [sys.executable, "-c", _FIRST_USE],
+                capture_output=True,
+                text=True,
+                check=True,
+                env={**os.environ, "NUMBA_CACHE_DIR": cache},
+            )
             vehicle, wrench = (float(v) for v in proc.stdout.split())
             out.append((label, vehicle, wrench))
     return out
@@ -111,14 +133,18 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=9)
     opts = ap.parse_args()
     rng = np.random.default_rng(1)
-    print("| payload, messages per call | protobuf `SerializeToString` (us/message) | rows, one buffer (us/message) "
-          "| rows, a `bytes` each (us/message) | protobuf / rows |")
+    print(
+        "| payload, messages per call | protobuf `SerializeToString` (us/message) | rows, one buffer (us/message) "
+        "| rows, a `bytes` each (us/message) | protobuf / rows |"
+    )
     print("|---|---:|---:|---:|---:|")
     for name, make in (("VehicleState", vehicle_states), ("Wrench", wrenches)):
         for n in SIZES:
             c = encode_costs(make(n, rng), opts.repeat)
-            print(f"| {name}, {n:,} | {c['protobuf']:.3f} | {c['rows']:.3f} | {c['rows_each']:.3f} "
-                  f"| {c['protobuf'] / c['rows']:.1f}x |")
+            print(
+                f"| {name}, {n:,} | {c['protobuf']:.3f} | {c['rows']:.3f} | {c['rows_each']:.3f} "
+                f"| {c['protobuf'] / c['rows']:.1f}x |"
+            )
     print()
     print("| first encode in a fresh process | VehicleState (s) | then Wrench (s) |")
     print("|---|---:|---:|")

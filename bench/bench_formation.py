@@ -24,6 +24,7 @@ wall-clock medians of five interleaved repeats. Last, where a 100-vehicle step's
 and without recording, without row blocks (:func:`time_breakdown_us`) and with them
 (:func:`block_breakdown_us`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,12 +36,12 @@ import sys
 import time
 import timeit
 
-FULL = {100: 300.0, 1000: 30.0, 10000: 5.0}       # N -> simulated seconds after the first
+FULL = {100: 300.0, 1000: 30.0, 10000: 5.0}  # N -> simulated seconds after the first
 QUICK = {100: 50.0, 1000: 5.0}
-REAL_TIME_TARGET = 1000.0                           # N = 100 should run >= 1000x real time
+REAL_TIME_TARGET = 1000.0  # N = 100 should run >= 1000x real time
 
 
-WARM_S = 5.0                                        # simulated seconds run before the timed part
+WARM_S = 5.0  # simulated seconds run before the timed part
 
 
 def one(n: int, duration_s: float, layout: str, blocks: bool = True, steps: int = 1, recorded: bool = False) -> dict:
@@ -62,11 +63,11 @@ def one(n: int, duration_s: float, layout: str, blocks: bool = True, steps: int 
     sim.scenario_params = params
     spec.build(sim, params)
     sim.advance_to(WARM_S)
-    before = sim.stats()                      # (a row block keeps running: its counters are added)
+    before = sim.stats()  # (a row block keeps running: its counters are added)
     t1 = time.perf_counter()
     sim.advance_to(WARM_S + duration_s)
     if recorder is not None:
-        recorder.flush()                      # the last instant written, as a run's end does
+        recorder.flush()  # the last instant written, as a run's end does
     t2 = time.perf_counter()
     if recorder is not None:
         recorder.close()
@@ -77,12 +78,20 @@ def one(n: int, duration_s: float, layout: str, blocks: bool = True, steps: int 
     msgs = after["published"] - before["published"]
     wall = t2 - t1
     out = spec.outcome(sim)
-    return {"n": n, "layout": layout, "sim_s": duration_s, "build_s": t1 - t0, "wall_s": wall,
-            "speed": duration_s / wall, "hops_per_s": hops / wall, "msgs_per_s": msgs / wall,
-            "us_per_vehicle_step": wall / hops * 1e6,
-            "barriers_per_vehicle_s": (barriers - n) / n / (WARM_S + duration_s),   # after t = 0
-            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-            "formation_error_rms_m": out["formation_error_rms_m"]}
+    return {
+        "n": n,
+        "layout": layout,
+        "sim_s": duration_s,
+        "build_s": t1 - t0,
+        "wall_s": wall,
+        "speed": duration_s / wall,
+        "hops_per_s": hops / wall,
+        "msgs_per_s": msgs / wall,
+        "us_per_vehicle_step": wall / hops * 1e6,
+        "barriers_per_vehicle_s": (barriers - n) / n / (WARM_S + duration_s),  # after t = 0
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "formation_error_rms_m": out["formation_error_rms_m"],
+    }
 
 
 def kernel_floor_us(n: int = 100, duration_s: float = 30.0, repeat: int = 3) -> float:
@@ -134,11 +143,21 @@ def kernel_floor_us(n: int = 100, duration_s: float = 30.0, repeat: int = 3) -> 
         for i, v in enumerate(names):
             sim.add_island(v)
             sim.add_model(Sensor(f"{v}_nav"), v, ties={"meas": f"{v}/meas"})
-            sim.add_model(Radio(f"{v}_radio"), v, ties={"n0": f"{names[i - 1]}/air",
-                                                         "n1": f"{names[(i + 1) % n]}/air", "rx": f"{v}/rx"})
-            sim.add_model(FlightSoftware(f"{v}_fsw"), v, ties={
-                "meas": f"{v}/meas", "rx": f"{v}/rx", "thrust": f"{v}/thrust",
-                "air": Tie(f"{v}/air", latency_s=1.0)})
+            sim.add_model(
+                Radio(f"{v}_radio"),
+                v,
+                ties={"n0": f"{names[i - 1]}/air", "n1": f"{names[(i + 1) % n]}/air", "rx": f"{v}/rx"},
+            )
+            sim.add_model(
+                FlightSoftware(f"{v}_fsw"),
+                v,
+                ties={
+                    "meas": f"{v}/meas",
+                    "rx": f"{v}/rx",
+                    "thrust": f"{v}/thrust",
+                    "air": Tie(f"{v}/air", latency_s=1.0),
+                },
+            )
             sim.add_model(Thruster(f"{v}_thr"), v, ties={"cmd": f"{v}/thrust"})
         sim.advance_to(1.0)
         t0 = time.perf_counter()
@@ -272,8 +291,7 @@ def models_alone_us(n: int = 100, steps: int = 60, repeat: int = 5) -> float:
     ``end_hop``, then ``update_flow_outs`` of the sensor, radio, flight software and body, each
     message put straight on the port it feeds (a broadcast on the neighbours' radios a step
     later). What any kernel running these models costs at least, whatever it does itself."""
-    from hopsim.actors.formation import (FormationFlightSoftware, FormationThruster, NeighbourRadio,
-                                         StateSensor)
+    from hopsim.actors.formation import FormationFlightSoftware, FormationThruster, NeighbourRadio, StateSensor
     from hopsim.actors.vehicle_dynamics import RigidVehicleDynamics
     from hopsim.kernel import Simulation
     from hopsim.scenarios.catalog import get_scenario
@@ -283,7 +301,7 @@ def models_alone_us(n: int = 100, steps: int = 60, repeat: int = 5) -> float:
     sim = Simulation(seed=0, fleets=False, row_blocks=False)
     sim.scenario_params = params
     spec.build(sim, params)
-    sim.advance_to(WARM_S)                        # inputs filled, compiled code loaded
+    sim.advance_to(WARM_S)  # inputs filled, compiled code loaded
     kinds = (RigidVehicleDynamics, FormationThruster, StateSensor, NeighbourRadio, FormationFlightSoftware)
     vehicles, feeds = [], []
     for name in sorted(sim.islands):
@@ -292,11 +310,11 @@ def models_alone_us(n: int = 100, steps: int = 60, repeat: int = 5) -> float:
         vehicles.append(models)
     index = {v[0].name: i for i, v in enumerate(vehicles)}
     for v in vehicles:
-        topics = sim.slot(v[3].name).in_topics            # neighbour k's broadcast: "<vehicle>/air"
+        topics = sim.slot(v[3].name).in_topics  # neighbour k's broadcast: "<vehicle>/air"
         feeds.append([(port, index[topics[port].split("/")[0]]) for port in v[3].inputs])
     for v in vehicles:
         for m in v:
-            m._may_write = True                   # as inside update_flow_outs
+            m._may_write = True  # as inside update_flow_outs
     hop = RigidVehicleDynamics.propagate_hop
     second = 1_000_000_000
     air = [None] * n
@@ -341,7 +359,7 @@ def models_alone_us(n: int = 100, steps: int = 60, repeat: int = 5) -> float:
     return best / (n * steps) * 1e6
 
 
-FILING_COMMIT = "3a3a8fd"       # the tree on which kernel v2 was asked for (the "today" of its targets)
+FILING_COMMIT = "3a3a8fd"  # the tree on which kernel v2 was asked for (the "today" of its targets)
 _PLAIN_RUN = """
 import inspect, sys, time
 from hopsim.kernel import Simulation
@@ -376,8 +394,11 @@ def plain_python_against_filing(n: int = 100, duration_s: float = 60.0, repeat: 
         return "git is not installed"
     tmp = tempfile.mkdtemp(prefix="hopsim-filing-")
     filing = Path(tmp) / "tree"
-    made = subprocess.run(["git", "-C", str(here), "worktree", "add", "--detach", "-f", str(filing), FILING_COMMIT],
-                          capture_output=True, text=True)
+    made = subprocess.run(
+        ["git", "-C", str(here), "worktree", "add", "--detach", "-f", str(filing), FILING_COMMIT],
+        capture_output=True,
+        text=True,
+    )
     if made.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         why = (made.stderr.strip().splitlines() or ["git gave no reason"])[-1]
@@ -387,8 +408,14 @@ def plain_python_against_filing(n: int = 100, duration_s: float = 60.0, repeat: 
         for _ in range(repeat):
             for label, tree in (("filing", filing), ("now", here)):
                 env = {**os.environ, "PYTHONPATH": str(tree)}
-                out = subprocess.run([sys.executable, "-c", _PLAIN_RUN, str(n), str(duration_s)], env=env,
-                                     capture_output=True, text=True, check=True, cwd=tmp)
+                out = subprocess.run(
+                    [sys.executable, "-c", _PLAIN_RUN, str(n), str(duration_s)],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    cwd=tmp,
+                )
                 times[label].append(float(out.stdout.split()[-1]))
     finally:
         subprocess.run(["git", "-C", str(here), "worktree", "remove", "--force", str(filing)], capture_output=True)
@@ -411,7 +438,7 @@ def time_breakdown_us(n: int = 100, duration_s: float = 60.0, repeat: int = 3) -
     from pathlib import Path
 
     import zstandard
-    from bench_recording import record_alone      # this folder: the recorder fed a stream, timed
+    from bench_recording import record_alone  # this folder: the recorder fed a stream, timed
 
     from hopsim.bus.envelope import deterministic_serializer
     from hopsim.bus.recorder import McapRecorder, MemoryRecorder
@@ -439,7 +466,7 @@ def time_breakdown_us(n: int = 100, duration_s: float = 60.0, repeat: int = 3) -
     payloads = [(deterministic_serializer(type(env.payload)), env.payload) for env in envelopes]
     data = [serialize(p) for serialize, p in payloads]
     framed = b"".join(env.source.encode() + env.topic.encode() + d for env, d in zip(envelopes, data, strict=True))
-    chunks = [b"".join(data[i:i + 4 * n * 6]) for i in range(0, len(data), 4 * n * 6)]   # about 2 s each
+    chunks = [b"".join(data[i : i + 4 * n * 6]) for i in range(0, len(data), 4 * n * 6)]  # about 2 s each
 
     def serialize_all() -> float:
         t0 = time.perf_counter()
@@ -460,24 +487,35 @@ def time_breakdown_us(n: int = 100, duration_s: float = 60.0, repeat: int = 3) -
 
     best: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(repeat):            # interleaved, best of each
-            for name, fn in (("bare", lambda: run(None)), ("row blocks", lambda: run(None, True)),
-                             ("recorded", lambda: run(McapRecorder(Path(tmp) / "run.mcap"))),
-                             ("recorder", lambda: record_alone(envelopes, Path(tmp) / "a.mcap", True)),
-                             ("recorder without scene", lambda: record_alone(envelopes, Path(tmp) / "b.mcap", False)),
-                             ("floor", lambda: kernel_floor_us(n, 30.0, 1) * 1e-6 * steps),
-                             ("serialization", serialize_all), ("hashing", hash_all), ("compression", compress_all)):
+        for _ in range(repeat):  # interleaved, best of each
+            for name, fn in (
+                ("bare", lambda: run(None)),
+                ("row blocks", lambda: run(None, True)),
+                ("recorded", lambda: run(McapRecorder(Path(tmp) / "run.mcap"))),
+                ("recorder", lambda: record_alone(envelopes, Path(tmp) / "a.mcap", True)),
+                ("recorder without scene", lambda: record_alone(envelopes, Path(tmp) / "b.mcap", False)),
+                ("floor", lambda: kernel_floor_us(n, 30.0, 1) * 1e-6 * steps),
+                ("serialization", serialize_all),
+                ("hashing", hash_all),
+                ("compression", compress_all),
+            ):
                 best[name] = min(best.get(name, float("inf")), fn())
     us = {name: t / steps * 1e6 for name, t in best.items()}
     return {
-        "bare": us["bare"], "recorded": us["recorded"], "messages per vehicle-step": len(envelopes) / steps,
+        "bare": us["bare"],
+        "recorded": us["recorded"],
+        "messages per vehicle-step": len(envelopes) / steps,
         "row blocks": us["row blocks"],
-        "kernel (the floor)": us["floor"], "models": us["bare"] - us["floor"],
+        "kernel (the floor)": us["floor"],
+        "models": us["bare"] - us["floor"],
         "recording, the simulation's side": us["recorded"] - us["bare"] - us["recorder"],
-        "recorder: framing, ordering, indexing": (us["recorder without scene"] - us["serialization"]
-                                                  - us["hashing"] - us["compression"]),
-        "recorder: serialization": us["serialization"], "recorder: compression": us["compression"],
-        "recorder: SHA-256": us["hashing"], "recorder: Foxglove scene": us["recorder"] - us["recorder without scene"],
+        "recorder: framing, ordering, indexing": (
+            us["recorder without scene"] - us["serialization"] - us["hashing"] - us["compression"]
+        ),
+        "recorder: serialization": us["serialization"],
+        "recorder: compression": us["compression"],
+        "recorder: SHA-256": us["hashing"],
+        "recorder: Foxglove scene": us["recorder"] - us["recorder without scene"],
     }
 
 
@@ -509,16 +547,20 @@ def block_breakdown_us(n: int = 100, duration_s: float = 120.0, repeat: int = 3)
                 return fn(*args, **kwargs)
             finally:
                 spent[label] += time.process_time() - t0
+
         setattr(owner, name, wrapper)
 
-    stages = [(RigidVehicleRows, "hop", "dynamics (RK4 of every row, thrust loads)"),
-              (rows.SensorRows, "update_flow_outs", "sensor rows"), (rows.RadioRows, "update_flow_outs", "radio rows"),
-              (rows.FlightSoftwareRows, "update_flow_outs", "flight software rows"),
-              (blocks, "_deliver", "messages between rows (ties, delay lines)"),
-              (blocks.Encoder, "encode", "recording: payload rows encoded"),
-              (framing, "digest_frames", "recording: digest framing"),
-              (rec.McapRecorder, "_flush_scene", "recording: Foxglove scene"),
-              (rec._Writer, "_Writer__finalize_chunk", "recording: chunks closed (framing, zstd, index)")]
+    stages = [
+        (RigidVehicleRows, "hop", "dynamics (RK4 of every row, thrust loads)"),
+        (rows.SensorRows, "update_flow_outs", "sensor rows"),
+        (rows.RadioRows, "update_flow_outs", "radio rows"),
+        (rows.FlightSoftwareRows, "update_flow_outs", "flight software rows"),
+        (blocks, "_deliver", "messages between rows (ties, delay lines)"),
+        (blocks.Encoder, "encode", "recording: payload rows encoded"),
+        (framing, "digest_frames", "recording: digest framing"),
+        (rec.McapRecorder, "_flush_scene", "recording: Foxglove scene"),
+        (rec._Writer, "_Writer__finalize_chunk", "recording: chunks closed (framing, zstd, index)"),
+    ]
     for owner, name, label in stages:
         timed(owner, name, label)
     spec = get_scenario("formation")
@@ -529,7 +571,9 @@ def block_breakdown_us(n: int = 100, duration_s: float = 120.0, repeat: int = 3)
         for setting in ("bare", "recorded without scene", "recorded"):
             best: dict[str, float] | None = None
             for _ in range(repeat):
-                recorder = None if setting == "bare" else McapRecorder(Path(tmp) / "r.mcap", scene=setting == "recorded")
+                recorder = (
+                    None if setting == "bare" else McapRecorder(Path(tmp) / "r.mcap", scene=setting == "recorded")
+                )
                 sim = Simulation(seed=0, recorder=recorder)
                 sim.scenario_params = params
                 spec.build(sim, params)
@@ -547,14 +591,17 @@ def block_breakdown_us(n: int = 100, duration_s: float = 120.0, repeat: int = 3)
                 if best is None or parts["total"] < best["total"]:
                     best = parts
             best["the rest (Python of the block's instant, the recorder's own)"] = best["total"] - sum(
-                v for k, v in best.items() if k != "total")
+                v for k, v in best.items() if k != "total"
+            )
             out[setting] = best
     return out
 
 
 def print_block_breakdown(parts: dict[str, dict[str, float]]) -> None:
     settings = list(parts)
-    print("\nWhere a vehicle-step goes with row blocks (N = 100, 120 s after 5; us per vehicle-step, CPU time, best of 3):\n")
+    print(
+        "\nWhere a vehicle-step goes with row blocks (N = 100, 120 s after 5; us per vehicle-step, CPU time, best of 3):\n"
+    )
     print("| part | " + " | ".join(settings) + " |")
     print("|---|" + "---:|" * len(settings))
     labels = dict.fromkeys(k for p in parts.values() for k in p if k != "total")
@@ -564,11 +611,13 @@ def print_block_breakdown(parts: dict[str, dict[str, float]]) -> None:
 
 def print_breakdown(parts: dict[str, float]) -> None:
     per_msg = parts["messages per vehicle-step"]
-    print(f"\nWhere a vehicle-step goes (N = 100, 60 s; us per vehicle-step, best of 3 interleaved; "
-          f"{per_msg:.0f} messages per vehicle-step recorded): {parts['bare']:.1f} without a recorder and "
-          f"without row blocks, {parts['row blocks']:.1f} with them (a block formed after the timed part's "
-          f"first instant), {parts['recorded']:.1f} with a recorder and without row "
-          f"blocks (with them: the last table).\n")
+    print(
+        f"\nWhere a vehicle-step goes (N = 100, 60 s; us per vehicle-step, best of 3 interleaved; "
+        f"{per_msg:.0f} messages per vehicle-step recorded): {parts['bare']:.1f} without a recorder and "
+        f"without row blocks, {parts['row blocks']:.1f} with them (a block formed after the timed part's "
+        f"first instant), {parts['recorded']:.1f} with a recorder and without row "
+        f"blocks (with them: the last table).\n"
+    )
     print("| part | us per vehicle-step | us per recorded message |")
     print("|---|---:|---:|")
     for name, value in parts.items():
@@ -583,9 +632,13 @@ def run_sizes(sizes: dict[int, float], layout: str) -> list[dict]:
     for n, duration in sizes.items():
         measured = {}
         for blocks in (True, False):
-            proc = subprocess.run([sys.executable, __file__, "--one", str(n), "--duration", str(duration),
-                                   "--layout", layout] + ([] if blocks else ["--no-blocks"]),
-                                  check=False, capture_output=True, text=True)
+            proc = subprocess.run(
+                [sys.executable, __file__, "--one", str(n), "--duration", str(duration), "--layout", layout]
+                + ([] if blocks else ["--no-blocks"]),
+                check=False,
+                capture_output=True,
+                text=True,
+            )
             if proc.returncode != 0:
                 raise RuntimeError(f"N = {n} failed:\n{proc.stderr[-3000:]}")
             measured[blocks] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -603,9 +656,13 @@ def settings_table(n: int = 100, duration_s: float = 300.0, repeat: int = 5) -> 
     for _ in range(repeat):
         for steps in (1, 10):
             for recorded in (False, True):
-                proc = subprocess.run([sys.executable, __file__, "--one", str(n), "--duration", str(duration_s),
-                                       "--steps", str(steps)] + (["--recorded"] if recorded else []),
-                                      check=False, capture_output=True, text=True)
+                proc = subprocess.run(
+                    [sys.executable, __file__, "--one", str(n), "--duration", str(duration_s), "--steps", str(steps)]
+                    + (["--recorded"] if recorded else []),
+                    check=False,
+                    capture_output=True,
+                    text=True,
+                )
                 if proc.returncode != 0:
                     raise RuntimeError(f"steps = {steps}, recorded = {recorded} failed:\n{proc.stderr[-3000:]}")
                 runs.setdefault((steps, recorded), []).append(json.loads(proc.stdout.strip().splitlines()[-1])["speed"])
@@ -614,56 +671,92 @@ def settings_table(n: int = 100, duration_s: float = 300.0, repeat: int = 5) -> 
 
 def print_settings(speeds: dict[tuple[int, bool], float], n: int = 100) -> None:
     print(f"\n### N = {n}: the dynamics at 1 and 10 Hz, bare and recorded\n")
-    print("Simulated seconds per wall second (row blocks on; 300 s after 5; medians of 5 interleaved runs; "
-          "recorded: MCAP with the Foxglove scene):\n")
+    print(
+        "Simulated seconds per wall second (row blocks on; 300 s after 5; medians of 5 interleaved runs; "
+        "recorded: MCAP with the Foxglove scene):\n"
+    )
     print("| dynamics | bare | recorded | targets (bare / recorded) |")
     print("|---|---:|---:|---|")
     for steps, target in ((1, "5,000x / 1,000x"), (10, "1,000x / 500x")):
-        print(f"| {steps} RK4 step{'s' if steps > 1 else ''} per 1 s hop ({steps} Hz) | "
-              f"{speeds[steps, False]:,.0f}x | {speeds[steps, True]:,.0f}x | {target} |")
+        print(
+            f"| {steps} RK4 step{'s' if steps > 1 else ''} per 1 s hop ({steps} Hz) | "
+            f"{speeds[steps, False]:,.0f}x | {speeds[steps, True]:,.0f}x | {target} |"
+        )
 
 
-def print_section(rows: list[dict], floor_us: float | None = None, protobuf_us: float | None = None,
-                  dispatch_us: float | None = None, models_us: float | None = None,
-                  plain: dict | str | None = None, objects_us: float | None = None) -> None:
+def print_section(
+    rows: list[dict],
+    floor_us: float | None = None,
+    protobuf_us: float | None = None,
+    dispatch_us: float | None = None,
+    models_us: float | None = None,
+    plain: dict | str | None = None,
+    objects_us: float | None = None,
+) -> None:
     print("### Large formations (local backend, 1 Hz control, one island per vehicle)\n")
-    header = ("vehicles", "simulated s", "build (s)", "sim s / wall s", "hops / s", "messages / s",
-              "us per vehicle-step", "without row blocks: us (sim s / wall s)", "barriers / vehicle / sim s",
-              "peak RSS (MiB)")
+    header = (
+        "vehicles",
+        "simulated s",
+        "build (s)",
+        "sim s / wall s",
+        "hops / s",
+        "messages / s",
+        "us per vehicle-step",
+        "without row blocks: us (sim s / wall s)",
+        "barriers / vehicle / sim s",
+        "peak RSS (MiB)",
+    )
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for r in rows:
-        print(f"| {r['n']:,} ({r['layout']}) | {r['sim_s']:g} | {r['build_s']:.1f} | {r['speed']:,.1f} | "
-              f"{r['hops_per_s']:,.0f} | {r['msgs_per_s']:,.0f} | {r['us_per_vehicle_step']:.1f} | "
-              f"{r['us_without_blocks']:.0f} ({r['speed_without_blocks']:,.1f}) | "
-              f"{r['barriers_per_vehicle_s']:.2f} | {r['peak_rss_mib']:,.0f} |")
+        print(
+            f"| {r['n']:,} ({r['layout']}) | {r['sim_s']:g} | {r['build_s']:.1f} | {r['speed']:,.1f} | "
+            f"{r['hops_per_s']:,.0f} | {r['msgs_per_s']:,.0f} | {r['us_per_vehicle_step']:.1f} | "
+            f"{r['us_without_blocks']:.0f} ({r['speed_without_blocks']:,.1f}) | "
+            f"{r['barriers_per_vehicle_s']:.2f} | {r['peak_rss_mib']:,.0f} |"
+        )
     small = [r for r in rows if r["n"] == 100]
     if small:
-        print(f"\nN = 100 runs at {small[0]['speed']:,.0f}x real time with row blocks, "
-              f"{small[0]['speed_without_blocks']:,.0f}x without (target {REAL_TIME_TARGET:,.0f}x).")
+        print(
+            f"\nN = 100 runs at {small[0]['speed']:,.0f}x real time with row blocks, "
+            f"{small[0]['speed_without_blocks']:,.0f}x without (target {REAL_TIME_TARGET:,.0f}x)."
+        )
     if floor_us is not None:
-        print(f"\nKernel floor for the same wiring (four flow models per vehicle that only pass prebuilt "
-              f"messages, no dynamics): {floor_us:.1f} us per vehicle-step, i.e. at most "
-              f"{1e6 / floor_us / 100:,.0f}x real time for N = 100 with models that cost nothing; "
-              f"{REAL_TIME_TARGET:,.0f}x needs the whole vehicle-step under {1e6 / REAL_TIME_TARGET / 100:.0f} us.")
+        print(
+            f"\nKernel floor for the same wiring (four flow models per vehicle that only pass prebuilt "
+            f"messages, no dynamics): {floor_us:.1f} us per vehicle-step, i.e. at most "
+            f"{1e6 / floor_us / 100:,.0f}x real time for N = 100 with models that cost nothing; "
+            f"{REAL_TIME_TARGET:,.0f}x needs the whole vehicle-step under {1e6 / REAL_TIME_TARGET / 100:.0f} us."
+        )
     if protobuf_us is not None:
-        print(f"\nThe protobuf traffic of one vehicle-step alone (one VehicleState and one Wrench built, three "
-              f"states and one force read, as the formation's models do): {protobuf_us:.1f} us"
-              + (f"; the same on plain Python objects with the schemas' field names: {objects_us:.1f} us."
-                 if objects_us is not None else "."))
+        print(
+            f"\nThe protobuf traffic of one vehicle-step alone (one VehicleState and one Wrench built, three "
+            f"states and one force read, as the formation's models do): {protobuf_us:.1f} us"
+            + (
+                f"; the same on plain Python objects with the schemas' field names: {objects_us:.1f} us."
+                if objects_us is not None
+                else "."
+            )
+        )
     if dispatch_us is not None:
-        print(f"\nThe least Python any kernel must run per vehicle-step for this wiring (a call per model, an "
-              f"envelope per message, the broadcast through the neighbours' inboxes; no routing, no "
-              f"schedules, no checks): {dispatch_us:.1f} us.")
+        print(
+            f"\nThe least Python any kernel must run per vehicle-step for this wiring (a call per model, an "
+            f"envelope per message, the broadcast through the neighbours' inboxes; no routing, no "
+            f"schedules, no checks): {dispatch_us:.1f} us."
+        )
     if models_us is not None:
-        print(f"\nThe formation's models alone, as written (scalar forms, protobuf payloads), called directly "
-              f"with no kernel (each message put straight on the port it feeds): {models_us:.1f} us per "
-              f"vehicle-step.")
+        print(
+            f"\nThe formation's models alone, as written (scalar forms, protobuf payloads), called directly "
+            f"with no kernel (each message put straight on the port it feeds): {models_us:.1f} us per "
+            f"vehicle-step."
+        )
     if isinstance(plain, dict):
-        print(f"\nThe formation as plain Python models (no fleet forms, no row blocks), N = 100, CPU us per "
-              f"vehicle-step, medians of 3 interleaved runs: {plain['now']:.1f} in this tree, "
-              f"{plain['filing']:.1f} in the tree on which kernel v2 was asked for ({FILING_COMMIT}): "
-              f"{plain['filing'] / plain['now']:.2f}x faster (target 3x: {plain['filing'] / 3:.1f} us).")
+        print(
+            f"\nThe formation as plain Python models (no fleet forms, no row blocks), N = 100, CPU us per "
+            f"vehicle-step, medians of 3 interleaved runs: {plain['now']:.1f} in this tree, "
+            f"{plain['filing']:.1f} in the tree on which kernel v2 was asked for ({FILING_COMMIT}): "
+            f"{plain['filing'] / plain['now']:.2f}x faster (target 3x: {plain['filing'] / 3:.1f} us)."
+        )
         if models_us is not None and models_us >= plain["filing"] / 3:
             print(f"The models alone ({models_us:.1f} us) leave nothing of that for a kernel.")
     elif plain is not None:
@@ -692,8 +785,15 @@ def main() -> None:
     if opts.sizes:
         sizes = {int(s): FULL.get(int(s), 10.0) for s in opts.sizes.split(",")}
     rows = run_sizes(sizes, opts.layout)
-    print_section(rows, kernel_floor_us(), protobuf_floor_us(), dispatch_floor_us(), models_alone_us(),
-                  plain_python_against_filing(), plain_objects_floor_us())
+    print_section(
+        rows,
+        kernel_floor_us(),
+        protobuf_floor_us(),
+        dispatch_floor_us(),
+        models_alone_us(),
+        plain_python_against_filing(),
+        plain_objects_floor_us(),
+    )
     if not opts.quick:
         print_settings(settings_table())
         print_breakdown(time_breakdown_us())

@@ -5,6 +5,7 @@ events in the same run.
 
 Prints a markdown table (rows: measurement, hopsim, bare simpy, ratio).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -123,14 +124,21 @@ def main() -> list[tuple[str, str, str, str]]:
     hop = min(hop_cost(opts.hops) for _ in range(3))
     # per hop the kernel makes 5 end_io_step, 5 update_flow_outs and 5 start_io_step calls
     bare = min(bare_simpy(opts.hops, 15) for _ in range(3)) / opts.hops
-    rows.append(("hop of an island with 5 flow models (us)", f"{hop * 1e6:.1f}", f"{bare * 1e6:.1f}",
-                 f"{hop / bare:.1f}x"))
+    rows.append(
+        ("hop of an island with 5 flow models (us)", f"{hop * 1e6:.1f}", f"{bare * 1e6:.1f}", f"{hop / bare:.1f}x")
+    )
     for cross in (False, True):
         rate, n = max((delivery_rate(2_000, 100, cross) for _ in range(3)), key=lambda x: x[0])
         bare_msgs = n / bare_simpy(n, 0)
         where = "to another island" if cross else "inside the island"
-        rows.append((f"bus deliveries per second, {where}", f"{rate:,.0f}", f"{bare_msgs:,.0f} (events)",
-                     f"{bare_msgs / rate:.1f}x"))
+        rows.append(
+            (
+                f"bus deliveries per second, {where}",
+                f"{rate:,.0f}",
+                f"{bare_msgs:,.0f} (events)",
+                f"{bare_msgs / rate:.1f}x",
+            )
+        )
     return rows
 
 

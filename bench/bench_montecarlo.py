@@ -8,6 +8,7 @@ repeats (this machine's speed drifts) and the medians are compared. Ray's start 
 timed apart from the runs. Cost model for a cluster: T = T_start + N * t_run / (W * e), with
 e the per-worker efficiency measured here.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,17 +24,29 @@ from hopsim.scenarios.montecarlo import make_campaign, run_campaign  # noqa: E40
 
 
 def campaign(runs: int):
-    return make_campaign({"scenario": "lander", "runs": runs, "seed": 3, "duration_s": 30.0,
-                          "parameters": {"stop_on_touchdown": True},
-                          "dispersions": [{"path": "altitude_m", "knob": {"kind": "uniform", "low": 60, "high": 140}}]})
+    return make_campaign(
+        {
+            "scenario": "lander",
+            "runs": runs,
+            "seed": 3,
+            "duration_s": 30.0,
+            "parameters": {"stop_on_touchdown": True},
+            "dispersions": [{"path": "altitude_m", "knob": {"kind": "uniform", "low": 60, "high": 140}}],
+        }
+    )
 
 
 def timed(runs: int, backend: str, cpus: int | None) -> float:
     """Seconds from the first run's start to the last run's end (Ray's start-up excluded)."""
     marks: list[float] = []
     with tempfile.TemporaryDirectory() as d:
-        run_campaign(campaign(runs), d, backend=backend, ray_cpus=cpus,
-                     on_row=lambda row, done, total: marks.append(time.perf_counter()))
+        run_campaign(
+            campaign(runs),
+            d,
+            backend=backend,
+            ray_cpus=cpus,
+            on_row=lambda row, done, total: marks.append(time.perf_counter()),
+        )
         return marks[-1] - marks[0] if len(marks) > 1 else float("nan")
 
 
@@ -42,7 +55,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--repeat", type=int, default=3)
     opts = ap.parse_args()
-    timed(4, "local", None)                                # compile and warm up
+    timed(4, "local", None)  # compile and warm up
     configs = [("local, one process", "local", None), ("Ray, 1 worker", "ray", 1), ("Ray, 2 workers", "ray", 2)]
     results: dict[str, list[float]] = {name: [] for name, _, _ in configs}
     for _ in range(opts.repeat):
@@ -54,9 +67,11 @@ def main() -> None:
         print(f"| {name} | {statistics.median(rates):.2f} | {', '.join(f'{r:.2f}' for r in rates)} |")
     one, two = statistics.median(results["Ray, 1 worker"]), statistics.median(results["Ray, 2 workers"])
     print()
-    print(f"2 Ray workers run {two / one:.2f}x the runs per second of 1 (target 1.8x); per-worker efficiency "
-          f"{two / (2 * one):.0%}. {opts.runs} runs of 30 simulated seconds each, medians of {opts.repeat} "
-          f"interleaved repeats; Ray's start-up is outside the timed span.")
+    print(
+        f"2 Ray workers run {two / one:.2f}x the runs per second of 1 (target 1.8x); per-worker efficiency "
+        f"{two / (2 * one):.0%}. {opts.runs} runs of 30 simulated seconds each, medians of {opts.repeat} "
+        f"interleaved repeats; Ray's start-up is outside the timed span."
+    )
 
 
 if __name__ == "__main__":

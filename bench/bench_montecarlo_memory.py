@@ -7,6 +7,7 @@ Each row (parameters, outcome, stream hash) goes to ``runs.jsonl`` as it arrives
 the rows for the table and the summary. The figure to watch is the growth per run after the first
 thousand (a leak would grow with the runs; the rows themselves are a few hundred bytes each).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,9 +36,15 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=2.0, help="simulated seconds of each run")
     ap.add_argument("--backend", default="ray")
     opts = ap.parse_args()
-    campaign = make_campaign({"scenario": "lander", "runs": opts.runs, "seed": 11, "duration_s": opts.duration,
-                              "dispersions": [{"path": "altitude_m",
-                                               "knob": {"kind": "uniform", "low": 60, "high": 140}}]})
+    campaign = make_campaign(
+        {
+            "scenario": "lander",
+            "runs": opts.runs,
+            "seed": 11,
+            "duration_s": opts.duration,
+            "dispersions": [{"path": "altitude_m", "knob": {"kind": "uniform", "low": 60, "high": 140}}],
+        }
+    )
     samples: list[tuple[int, float]] = []
     t0 = time.perf_counter()
 
@@ -57,9 +64,11 @@ def main() -> None:
     failed = sum(r["status"] != "ok" for r in rows)
     grow = (samples[-1][1] - samples[2][1]) / max(1, samples[-1][0] - samples[2][0]) * 1024 if len(samples) > 3 else 0
     print()
-    print(f"{len(rows)} runs ({failed} failed) of {opts.duration:g} simulated s on {opts.backend} in {wall:.0f} s; "
-          f"driver peak RSS {peak:.0f} MiB; growth after run 1,000: {grow:.1f} KiB per run; "
-          f"runs.jsonl {jsonl / 1e6:.1f} MB.")
+    print(
+        f"{len(rows)} runs ({failed} failed) of {opts.duration:g} simulated s on {opts.backend} in {wall:.0f} s; "
+        f"driver peak RSS {peak:.0f} MiB; growth after run 1,000: {grow:.1f} KiB per run; "
+        f"runs.jsonl {jsonl / 1e6:.1f} MB."
+    )
 
 
 if __name__ == "__main__":

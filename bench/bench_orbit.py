@@ -20,6 +20,7 @@ message, written once: no SPICE, no eclipse) and ``reactionWheelStateEffector`` 
 Per spacecraft-step times are medians of 3 interleaved repeats, set-up excluded (and hopsim's first
 WARM_STEPS steps, Basilisk's first); ratios are what we report.
 """
+
 from __future__ import annotations
 
 import cProfile
@@ -53,17 +54,19 @@ from hopsim.schemas import ReactionWheelCommand  # noqa: E402
 DEGREE = 8
 SIZES = [1, 10, 100, 1000, 10000]
 REPEATS = 3
-WARM_STEPS = 5              # hopsim's steps before the timed ones (Basilisk's: one)
+WARM_STEPS = 5  # hopsim's steps before the timed ones (Basilisk's: one)
 MASS_KG, INERTIA_B = 500.0, [[400.0, 0.0, 0.0], [0.0, 300.0, 0.0], [0.0, 0.0, 200.0]]
 CD, AREA_M2, CR = 2.2, 2.0, 1.3
-RHO0, H0_M, SCALE_M = 4.0e-13, 500e3, 60e3          # exponential atmosphere: rho0 at h0, scale height
+RHO0, H0_M, SCALE_M = 4.0e-13, 500e3, 60e3  # exponential atmosphere: rho0 at h0, scale height
 BETA = math.radians(35.26)
-AXES_B = [[math.cos(BETA) * math.cos(az), math.cos(BETA) * math.sin(az), math.sin(BETA)]
-          for az in np.radians([0.0, 90.0, 180.0, 270.0])]
-WHEEL_J = 50.0 / (6000.0 * 2.0 * math.pi / 60.0)             # HR16 at 50 N m s: maxMomentum / Omega_max (kg m^2)
+AXES_B = [
+    [math.cos(BETA) * math.cos(az), math.cos(BETA) * math.sin(az), math.sin(BETA)]
+    for az in np.radians([0.0, 90.0, 180.0, 270.0])
+]
+WHEEL_J = 50.0 / (6000.0 * 2.0 * math.pi / 60.0)  # HR16 at 50 N m s: maxMomentum / Omega_max (kg m^2)
 OMEGA0, MOTOR_NM = [100.0, -50.0, 20.0, 0.0], [0.01, -0.01, 0.005, 0.0]
 VISCOUS, COULOMB = 1e-5, 5e-4
-SUN_N = [1.4959787e11, 0.0, 0.0]                     # Basilisk's fixed Sun (m, frame N)
+SUN_N = [1.4959787e11, 0.0, 0.0]  # Basilisk's fixed Sun (m, frame N)
 
 
 def steps_for(n: int) -> int:
@@ -84,15 +87,37 @@ def initial_states(n: int, mu: float):
 
 def hopsim_sim(n: int, fleets: bool = True):
     field = ggm03s()
-    sim = Simulation(seed=1, fleets=fleets, row_blocks=fleets)      # fleets False: the scalar path
+    sim = Simulation(seed=1, fleets=fleets, row_blocks=fleets)  # fleets False: the scalar path
     for i, (r, v) in enumerate(initial_states(n, field.mu)):
         name = f"sc{i}"
         sim.add_island(name, integrator=RK4(), n_integration_steps=1)
-        sim.add_model(OrbitingSpacecraft(
-            name, r, v, MASS_KG, INERTIA_B, omega_BN_B=(0.001, -0.002, 0.001), field=field, degree=DEGREE,
-            cd_area_m2=CD * AREA_M2, rho0_kgpm3=RHO0, h0_m=H0_M, scale_height_m=SCALE_M, cr_area_m2=CR * AREA_M2,
-            gravity_gradient=False, rate_hz=1.0, axes_B=AXES_B, J_kgm2=WHEEL_J, Omega_radps=OMEGA0,
-            max_torque_Nm=0.2, viscous_Nms=VISCOUS, coulomb_Nm=COULOMB), name, ties={"torque_cmd": "fleet/rw_cmd"})
+        sim.add_model(
+            OrbitingSpacecraft(
+                name,
+                r,
+                v,
+                MASS_KG,
+                INERTIA_B,
+                omega_BN_B=(0.001, -0.002, 0.001),
+                field=field,
+                degree=DEGREE,
+                cd_area_m2=CD * AREA_M2,
+                rho0_kgpm3=RHO0,
+                h0_m=H0_M,
+                scale_height_m=SCALE_M,
+                cr_area_m2=CR * AREA_M2,
+                gravity_gradient=False,
+                rate_hz=1.0,
+                axes_B=AXES_B,
+                J_kgm2=WHEEL_J,
+                Omega_radps=OMEGA0,
+                max_torque_Nm=0.2,
+                viscous_Nms=VISCOUS,
+                coulomb_Nm=COULOMB,
+            ),
+            name,
+            ties={"torque_cmd": "fleet/rw_cmd"},
+        )
     sim.inject("fleet/rw_cmd", ReactionWheelCommand(torque_Nm=MOTOR_NM), 0.0)
     return sim
 
@@ -113,10 +138,12 @@ def numerics_step_time(n: int, repeat: int = 7) -> float:
     (:func:`hopsim.dynamics.orbiting_body.rk4_hops`, the arithmetic of the fleet's and the scalar
     hop) over arrays stacked once, no kernel, no ports. What no design of the kernel goes below."""
     sim = hopsim_sim(n)
-    sim.advance_to(1.0)                         # the wheel command latched
+    sim.advance_to(1.0)  # the wheel command latched
     models = [sim.model(f"sc{i}") for i in range(n)]
-    stack = [np.array([getattr(m, a) for m in models]) for a in ("x", "xdot", "params", "loads", "inertia_B",
-                                                                 "inertia_inv", "inertia_total_B")]
+    stack = [
+        np.array([getattr(m, a) for m in models])
+        for a in ("x", "xdot", "params", "loads", "inertia_B", "inertia_inv", "inertia_total_B")
+    ]
     wheels = [np.array([getattr(m, a) for m in models]) for a in ("G", "J", "u", "friction_table")]
     args = (np.array([1.0]), *stack, models[0].C, models[0].S, *wheels)
     rk4_hops(1.0, *args)
@@ -218,22 +245,41 @@ def bsk_python() -> str | None:
 def basilisk_job(n: int, steps: int) -> dict:
     """The Basilisk script's input: ``n`` spacecraft as hopsim's, ``steps`` timed steps."""
     field = ggm03s()
-    C, S = field.C[:DEGREE + 1, :DEGREE + 1], field.S[:DEGREE + 1, :DEGREE + 1]
-    return {"n": n, "steps": steps, "mu": field.mu, "radius": field.radius, "degree": DEGREE,
-           "C": [list(C[k, :k + 1]) for k in range(DEGREE + 1)], "S": [list(S[k, :k + 1]) for k in range(DEGREE + 1)],
-           # the same density as hopsim's: rho(h) = rho0 exp(-(h - h0) / H) = rho_surface exp(-h / H)
-           "radius_atmo": EARTH_RADIUS, "rho_surface": RHO0 * math.exp(H0_M / SCALE_M), "scale": SCALE_M,
-           "sun": SUN_N, "motor": MOTOR_NM, "mass": MASS_KG, "inertia": INERTIA_B, "axes": AXES_B,
-           "Omega_rpm": [w * 60.0 / (2.0 * math.pi) for w in OMEGA0], "viscous": VISCOUS, "coulomb": COULOMB,
-           "area": AREA_M2, "cd": CD, "cr": CR, "states": initial_states(n, field.mu)}
+    C, S = field.C[: DEGREE + 1, : DEGREE + 1], field.S[: DEGREE + 1, : DEGREE + 1]
+    return {
+        "n": n,
+        "steps": steps,
+        "mu": field.mu,
+        "radius": field.radius,
+        "degree": DEGREE,
+        "C": [list(C[k, : k + 1]) for k in range(DEGREE + 1)],
+        "S": [list(S[k, : k + 1]) for k in range(DEGREE + 1)],
+        # the same density as hopsim's: rho(h) = rho0 exp(-(h - h0) / H) = rho_surface exp(-h / H)
+        "radius_atmo": EARTH_RADIUS,
+        "rho_surface": RHO0 * math.exp(H0_M / SCALE_M),
+        "scale": SCALE_M,
+        "sun": SUN_N,
+        "motor": MOTOR_NM,
+        "mass": MASS_KG,
+        "inertia": INERTIA_B,
+        "axes": AXES_B,
+        "Omega_rpm": [w * 60.0 / (2.0 * math.pi) for w in OMEGA0],
+        "viscous": VISCOUS,
+        "coulomb": COULOMB,
+        "area": AREA_M2,
+        "cd": CD,
+        "cr": CR,
+        "states": initial_states(n, field.mu),
+    }
 
 
 def basilisk_step_time(n: int, python: str) -> float | None:
     """Seconds per spacecraft-step in Basilisk (set-up and the first step excluded)."""
     job = basilisk_job(n, steps_for(n))
     try:
-        out = subprocess.run([python, "-c", BSK_SCRIPT], input=json.dumps(job), check=True, capture_output=True,
-                             text=True, timeout=900)
+        out = subprocess.run(
+            [python, "-c", BSK_SCRIPT], input=json.dumps(job), check=True, capture_output=True, text=True, timeout=900
+        )
         return float(out.stdout.strip().splitlines()[-1])
     except (subprocess.SubprocessError, ValueError, OSError, IndexError) as err:
         tail = (getattr(err, "stderr", "") or "")[-500:]
@@ -245,7 +291,7 @@ def basilisk_step_time(n: int, python: str) -> float | None:
 
 CALLGRIND_ENV = {"NUMBA_CPU_NAME": "generic", "PYTHONHASHSEED": "0"}
 COLLECTED = re.compile(r"Collected\s*:\s*([\d,]+)")
-COUNTED_N, COUNTED_STEPS = 100, (5, 25)      # spacecraft; a short and a long run (timed steps)
+COUNTED_N, COUNTED_STEPS = 100, (5, 25)  # spacecraft; a short and a long run (timed steps)
 
 
 def hopsim_steps(n: int, steps: int, fleets: bool) -> None:
@@ -257,8 +303,15 @@ def hopsim_steps(n: int, steps: int, fleets: bool) -> None:
 
 def counted(cmd: list[str], stdin: str | None = None) -> int:
     """Instructions of one whole program under callgrind."""
-    proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], input=stdin,
-                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, **CALLGRIND_ENV}, check=False)
+    proc = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **CALLGRIND_ENV},
+        check=False,
+    )
     found = COLLECTED.search(proc.stderr)
     if proc.returncode != 0 or found is None:
         raise RuntimeError(f"callgrind of {cmd[:3]} failed:\n{proc.stderr[-2000:]}")
@@ -271,14 +324,26 @@ def instructions_per_step(python: str | None) -> dict[str, float]:
     and start-up cancelled); the runs go two at a time (their counts do not depend on the load)."""
     short, long = COUNTED_STEPS
     me = [sys.executable, str(Path(__file__).resolve()), "--steps"]
-    for fleets in ("fleets", "scalar"):                  # numba's cache for the generic CPU warm
-        subprocess.run([*me, str(COUNTED_N), "1", fleets], cwd=ROOT, env={**os.environ, **CALLGRIND_ENV},
-                       check=True, capture_output=True)
-    runs = {(kind, steps): ([*me, str(COUNTED_N), str(steps), kind], None)
-            for kind in ("fleets", "scalar") for steps in COUNTED_STEPS}
+    for fleets in ("fleets", "scalar"):  # numba's cache for the generic CPU warm
+        subprocess.run(
+            [*me, str(COUNTED_N), "1", fleets],
+            cwd=ROOT,
+            env={**os.environ, **CALLGRIND_ENV},
+            check=True,
+            capture_output=True,
+        )
+    runs = {
+        (kind, steps): ([*me, str(COUNTED_N), str(steps), kind], None)
+        for kind in ("fleets", "scalar")
+        for steps in COUNTED_STEPS
+    }
     if python is not None:
-        runs.update({("basilisk", steps): ([python, "-c", BSK_SCRIPT], json.dumps(basilisk_job(COUNTED_N, steps)))
-                     for steps in COUNTED_STEPS})
+        runs.update(
+            {
+                ("basilisk", steps): ([python, "-c", BSK_SCRIPT], json.dumps(basilisk_job(COUNTED_N, steps)))
+                for steps in COUNTED_STEPS
+            }
+        )
     with ThreadPoolExecutor(max_workers=2) as pool:
         found = dict(zip(runs, pool.map(lambda r: counted(*r), runs.values())))
     kinds = sorted({kind for kind, _ in runs})
@@ -306,7 +371,7 @@ def profile_one() -> list[str]:
 
 
 def main():
-    if len(sys.argv) == 5 and sys.argv[1] == "--steps":            # one counted program (see counted)
+    if len(sys.argv) == 5 and sys.argv[1] == "--steps":  # one counted program (see counted)
         hopsim_steps(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "fleets")
         return
     python = bsk_python()
@@ -321,12 +386,16 @@ def main():
                 if t is not None:
                     bsk[n].append(t)
     print("# Orbit benchmark: degree-8 gravity, drag, SRP and four reaction wheels, RK4 at 1 s\n")
-    print(f"numpy {np.__version__}, {os.cpu_count()} CPUs; medians of {REPEATS} interleaved repeats, "
-          f"set-up excluded, and hopsim's first {WARM_STEPS} steps (the wheel command latched, the row block "
-          "formed), Basilisk's first.\n")
+    print(
+        f"numpy {np.__version__}, {os.cpu_count()} CPUs; medians of {REPEATS} interleaved repeats, "
+        f"set-up excluded, and hopsim's first {WARM_STEPS} steps (the wheel command latched, the row block "
+        "formed), Basilisk's first.\n"
+    )
     floors = {n: numerics_step_time(n) for n in sizes}
-    print("| N | steps | hopsim [us / spacecraft-step] | hopsim, scalar path | Basilisk [us / spacecraft-step] "
-          "| hopsim / Basilisk | numerics alone [us] | Basilisk / numerics alone |")
+    print(
+        "| N | steps | hopsim [us / spacecraft-step] | hopsim, scalar path | Basilisk [us / spacecraft-step] "
+        "| hopsim / Basilisk | numerics alone [us] | Basilisk / numerics alone |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
         th, ts = statistics.median(hop[n]), statistics.median(scalar[n])
@@ -334,20 +403,26 @@ def main():
         b = "not measured" if tb is None else f"{tb * 1e6:.1f}"
         ratio = "not measured" if tb is None else f"{th / tb:.2f}"
         ceiling = "not measured" if tb is None else f"{tb / floors[n]:.1f}"
-        print(f"| {n} | {steps_for(n)} | {th * 1e6:.1f} | {ts * 1e6:.1f} | {b} | {ratio} | {floors[n] * 1e6:.2f} "
-              f"| {ceiling} |")
+        print(
+            f"| {n} | {steps_for(n)} | {th * 1e6:.1f} | {ts * 1e6:.1f} | {b} | {ratio} | {floors[n] * 1e6:.2f} "
+            f"| {ceiling} |"
+        )
     if python is None:
         print("\nBasilisk: not measured (no `.venv-bsk`; point `HOPSIM_BSK_PYTHON` at an interpreter with `bsk`).")
-    print("\nNumerics alone: the compiled RK4 of the same spacecraft over arrays stacked once, no kernel (best of 7; "
-          "from four spacecraft their gravity side by side, lane by lane). Basilisk / numerics alone bounds what "
-          "any kernel could make of hopsim / Basilisk at that size: below 10, 10x faster than Basilisk needs "
-          "cheaper numerics, whatever the kernel does.")
+    print(
+        "\nNumerics alone: the compiled RK4 of the same spacecraft over arrays stacked once, no kernel (best of 7; "
+        "from four spacecraft their gravity side by side, lane by lane). Basilisk / numerics alone bounds what "
+        "any kernel could make of hopsim / Basilisk at that size: below 10, 10x faster than Basilisk needs "
+        "cheaper numerics, whatever the kernel does."
+    )
     if shutil.which("valgrind"):
         instr = instructions_per_step(python)
         row = " | ".join(f"{instr[k]:,.0f}" if k in instr else "not measured" for k in ("fleets", "scalar", "basilisk"))
         ratio = f"{instr['fleets'] / instr['basilisk']:.2f}" if "basilisk" in instr else "not measured"
-        print(f"\nInstructions per spacecraft-step (callgrind, N = {COUNTED_N}, the difference of "
-              f"{COUNTED_STEPS[1]} and {COUNTED_STEPS[0]} steps; numba's generic CPU):\n")
+        print(
+            f"\nInstructions per spacecraft-step (callgrind, N = {COUNTED_N}, the difference of "
+            f"{COUNTED_STEPS[1]} and {COUNTED_STEPS[0]} steps; numba's generic CPU):\n"
+        )
         print("| hopsim | hopsim, scalar path | Basilisk | hopsim / Basilisk |")
         print("|---:|---:|---:|---:|")
         print(f"| {row} | {ratio} |")

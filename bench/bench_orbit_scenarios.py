@@ -13,6 +13,7 @@ end once untimed (numba's cache warm, the build's imports done), then again time
 (``time.process_time``) of ``run_scenario`` with the build included. Settings alternate,
 ``--repeat`` rounds (default 3); medians.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,28 +56,45 @@ def measure(repeat: int) -> list[dict]:
         for _ in range(repeat):
             for integrator, record in SETTINGS:
                 job = json.dumps([name, overrides, duration_s, integrator, record])
-                proc = subprocess.run([sys.executable, __file__, "--one", job], capture_output=True, text=True,
-                                      check=True, cwd=ROOT)
+                proc = subprocess.run(
+                    [sys.executable, __file__, "--one", job], capture_output=True, text=True, check=True, cwd=ROOT
+                )
                 times[(integrator, record)].append(float(proc.stdout.split()[-1]))
         med = {s: statistics.median(v) for s, v in times.items()}
-        rows.append({"scenario": name, "n": n, "duration_s": duration_s,
-                     "rk4": med[("rk4", False)], "dop853": med[("dop853", False)], "rk4_rec": med[("rk4", True)]})
+        rows.append(
+            {
+                "scenario": name,
+                "n": n,
+                "duration_s": duration_s,
+                "rk4": med[("rk4", False)],
+                "dop853": med[("dop853", False)],
+                "rk4_rec": med[("rk4", True)],
+            }
+        )
     return rows
 
 
 def print_table(rows: list[dict], repeat: int) -> None:
-    print("### Orbit scenarios with full GNC (local backend; CPU s of a whole run, build included; "
-          f"medians of {repeat})\n")
-    print("| scenario | spacecraft | simulated s | RK4 (s) | real time | DOP853 (s) | RK4 vs DOP853 "
-          "| RK4 recorded (s) | real time recorded |")
+    print(
+        "### Orbit scenarios with full GNC (local backend; CPU s of a whole run, build included; "
+        f"medians of {repeat})\n"
+    )
+    print(
+        "| scenario | spacecraft | simulated s | RK4 (s) | real time | DOP853 (s) | RK4 vs DOP853 "
+        "| RK4 recorded (s) | real time recorded |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['scenario']} | {r['n']:,} | {r['duration_s']:,.0f} | {r['rk4']:.2f} | "
-              f"{r['duration_s'] / r['rk4']:,.0f}x | {r['dop853']:.2f} | {r['dop853'] / r['rk4']:.2f}x | "
-              f"{r['rk4_rec']:.2f} | {r['duration_s'] / r['rk4_rec']:,.0f}x |")
+        print(
+            f"| {r['scenario']} | {r['n']:,} | {r['duration_s']:,.0f} | {r['rk4']:.2f} | "
+            f"{r['duration_s'] / r['rk4']:,.0f}x | {r['dop853']:.2f} | {r['dop853'] / r['rk4']:.2f}x | "
+            f"{r['rk4_rec']:.2f} | {r['duration_s'] / r['rk4_rec']:,.0f}x |"
+        )
     of100 = next(r for r in rows if r["scenario"] == "orbit_formation" and r["n"] == 100)
-    print(f"\n`orbit_formation` with 100 deputies runs at {of100['duration_s'] / of100['rk4']:,.0f}x real time "
-          f"without recording (target 1,000x).")
+    print(
+        f"\n`orbit_formation` with 100 deputies runs at {of100['duration_s'] / of100['rk4']:,.0f}x real time "
+        f"without recording (target 1,000x)."
+    )
 
 
 def main() -> None:

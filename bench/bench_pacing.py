@@ -5,6 +5,7 @@ gives any pacing loop on this machine).
 
     .venv/bin/python bench/bench_pacing.py [--seconds 20]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,13 +44,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=20.0)
     args = ap.parse_args()
-    run_scenario("formation", {"n_vehicles": 10}, duration_s=1.0)          # compile before timing
+    run_scenario("formation", {"n_vehicles": 10}, duration_s=1.0)  # compile before timing
     rows = [("bare sleep loop (peer)", bare_loop(args.seconds), 0, int(args.seconds * 100) + 1)]
     rows.append(("lander", *paced("lander", {"stop_on_touchdown": False}, args.seconds)))
     rows.append(("formation, 10 vehicles", *paced("formation", {"n_vehicles": 10}, args.seconds)))
     print("### Real-time pacing (`--pace 1`, 100 Hz ticks)\n")
-    print(f"{args.seconds:g} s of simulated time at real time; lateness of each tick that slept against its "
-          f"wall-clock deadline.\n")
+    print(
+        f"{args.seconds:g} s of simulated time at real time; lateness of each tick that slept against its "
+        f"wall-clock deadline.\n"
+    )
     print("| run | ticks | overruns | lateness p50 (ms) | lateness p99 (ms) |")
     print("|---|---|---|---|---|")
     for name, late, overruns, ticks in rows:

@@ -33,6 +33,7 @@ run first. Unlike CPU times they do not depend on the machine's load, so two run
 alone is about a minute and a half of callgrind per run, so N = 1000 (whose set-up alone takes about
 3 minutes there) is not counted; ``--no-callgrind`` skips the counts.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,13 +53,13 @@ BENCH = Path(__file__).resolve().parent
 
 
 class Workload(NamedTuple):
-    kind: str                  # "formation" or "orbit"
-    n: int                     # vehicles (islands)
-    timed_s: float             # simulated seconds timed, after the first
-    short_s: float | None      # callgrind's short and long runs, simulated seconds after the first
-    long_s: float | None       # (None: not counted)
-    fleet_form: bool = False   # its models have a fleet form: a third setting
-    row_forms: bool = False    # its models have row forms: a fourth, row blocks
+    kind: str  # "formation" or "orbit"
+    n: int  # vehicles (islands)
+    timed_s: float  # simulated seconds timed, after the first
+    short_s: float | None  # callgrind's short and long runs, simulated seconds after the first
+    long_s: float | None  # (None: not counted)
+    fleet_form: bool = False  # its models have a fleet form: a third setting
+    row_forms: bool = False  # its models have row forms: a fourth, row blocks
 
     @property
     def settings(self) -> tuple[str, ...]:
@@ -72,7 +73,7 @@ WORKLOADS = {
     "orbit, N = 100": Workload("orbit", 100, 300.0, 2.0, 42.0, fleet_form=True),
 }
 CALLGRIND_ENV = {"NUMBA_CPU_NAME": "generic", "PYTHONHASHSEED": "0"}
-CALLGRIND_JOBS = 2             # callgrind runs at a time: their counts do not depend on the load
+CALLGRIND_JOBS = 2  # callgrind runs at a time: their counts do not depend on the load
 COLLECTED = re.compile(r"Collected\s*:\s*([\d,]+)")
 I_REFS = re.compile(r"I\s+refs:\s*([\d,]+)")
 
@@ -86,8 +87,9 @@ def formation_sim(n: int, setting: str):
 
     spec = get_scenario("formation")
     params = spec.make_params({"n_vehicles": n})
-    sim = Simulation(seed=0, rate_groups=setting != "off", fleets=setting in ("fleets", "blocks"),
-                     row_blocks=setting == "blocks")
+    sim = Simulation(
+        seed=0, rate_groups=setting != "off", fleets=setting in ("fleets", "blocks"), row_blocks=setting == "blocks"
+    )
     sim.scenario_params = params
     spec.build(sim, params)
     return sim
@@ -105,21 +107,42 @@ def orbit_sim(n: int, setting: str):
     for i, (r, v) in enumerate(bo.initial_states(n, field.mu)):
         name = f"sc{i}"
         sim.add_island(name, integrator=bo.RK4(), n_integration_steps=1)
-        sim.add_model(bo.OrbitingSpacecraft(
-            name, r, v, bo.MASS_KG, bo.INERTIA_B, omega_BN_B=(0.001, -0.002, 0.001), field=field, degree=bo.DEGREE,
-            cd_area_m2=bo.CD * bo.AREA_M2, rho0_kgpm3=bo.RHO0, h0_m=bo.H0_M, scale_height_m=bo.SCALE_M,
-            cr_area_m2=bo.CR * bo.AREA_M2, gravity_gradient=False, rate_hz=1.0, axes_B=bo.AXES_B,
-            J_kgm2=bo.WHEEL_J, Omega_radps=bo.OMEGA0, max_torque_Nm=0.2, viscous_Nms=bo.VISCOUS,
-            coulomb_Nm=bo.COULOMB), name, ties={"torque_cmd": "fleet/rw_cmd"})
+        sim.add_model(
+            bo.OrbitingSpacecraft(
+                name,
+                r,
+                v,
+                bo.MASS_KG,
+                bo.INERTIA_B,
+                omega_BN_B=(0.001, -0.002, 0.001),
+                field=field,
+                degree=bo.DEGREE,
+                cd_area_m2=bo.CD * bo.AREA_M2,
+                rho0_kgpm3=bo.RHO0,
+                h0_m=bo.H0_M,
+                scale_height_m=bo.SCALE_M,
+                cr_area_m2=bo.CR * bo.AREA_M2,
+                gravity_gradient=False,
+                rate_hz=1.0,
+                axes_B=bo.AXES_B,
+                J_kgm2=bo.WHEEL_J,
+                Omega_radps=bo.OMEGA0,
+                max_torque_Nm=0.2,
+                viscous_Nms=bo.VISCOUS,
+                coulomb_Nm=bo.COULOMB,
+            ),
+            name,
+            ties={"torque_cmd": "fleet/rw_cmd"},
+        )
     sim.inject("fleet/rw_cmd", bo.ReactionWheelCommand(torque_Nm=bo.MOTOR_NM), 0.0)
     return sim
 
 
 def hops(sim) -> int:
-    return sum(isl["hops"] for isl in sim.stats()["islands"].values())    # (with what a row block holds)
+    return sum(isl["hops"] for isl in sim.stats()["islands"].values())  # (with what a row block holds)
 
 
-WARM_S = 5.0        # simulated seconds before the timed part (compiled code loaded, a row block formed)
+WARM_S = 5.0  # simulated seconds before the timed part (compiled code loaded, a row block formed)
 
 
 def one(kind: str, n: int, setting: str, duration_s: float) -> dict:
@@ -137,14 +160,25 @@ def one(kind: str, n: int, setting: str, duration_s: float) -> dict:
 
 
 def one_args(w: Workload, setting: str, duration_s: float) -> list[str]:
-    return [sys.executable, str(Path(__file__).resolve()), "--one", w.kind, "--n", str(w.n),
-            "--setting", setting, "--duration", str(duration_s)]
+    return [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--one",
+        w.kind,
+        "--n",
+        str(w.n),
+        "--setting",
+        setting,
+        "--duration",
+        str(duration_s),
+    ]
 
 
 def run_one(w: Workload, setting: str, duration_s: float, env: dict | None = None) -> dict:
     """One run in a fresh process; its measurements."""
-    proc = subprocess.run(one_args(w, setting, duration_s), capture_output=True, text=True, cwd=ROOT,
-                          env=env, check=False)
+    proc = subprocess.run(
+        one_args(w, setting, duration_s), capture_output=True, text=True, cwd=ROOT, env=env, check=False
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"{w.kind} N = {w.n} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -152,10 +186,10 @@ def run_one(w: Workload, setting: str, duration_s: float, env: dict | None = Non
 
 def cpu_us_per_step(w: Workload, repeat: int) -> dict[str, float]:
     """Median CPU time per vehicle-step (us) per setting, over ``repeat`` interleaved rounds."""
-    run_one(w, "on", 1.0)                                # numba's cache warm, files in the page cache
+    run_one(w, "on", 1.0)  # numba's cache warm, files in the page cache
     samples: dict[str, list[float]] = {setting: [] for setting in w.settings}
     for k in range(repeat):
-        order = w.settings if k % 2 == 0 else w.settings[::-1]     # off first, then last first, ...
+        order = w.settings if k % 2 == 0 else w.settings[::-1]  # off first, then last first, ...
         for setting in order:
             r = run_one(w, setting, w.timed_s)
             samples[setting].append(r["cpu_s"] / r["steps"] * 1e6)
@@ -165,8 +199,9 @@ def cpu_us_per_step(w: Workload, repeat: int) -> dict[str, float]:
 def instructions(w: Workload, setting: str, duration_s: float) -> tuple[int, int]:
     """Instructions of one whole run under callgrind, and its timed vehicle-steps."""
     cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *one_args(w, setting, duration_s)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, **CALLGRIND_ENV},
-                          check=False)
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, **CALLGRIND_ENV}, check=False
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"callgrind, {w.kind} N = {w.n} failed:\n{proc.stderr[-3000:]}")
     found = COLLECTED.search(proc.stderr) or I_REFS.search(proc.stderr)
@@ -181,10 +216,14 @@ def instructions_per_step() -> dict[str, dict[str, float]]:
     and a short run, divided by the extra vehicle-steps."""
     counted = {name: w for name, w in WORKLOADS.items() if w.short_s is not None}
     for w in counted.values():
-        for setting in w.settings:                       # the generic CPU's cache warm
+        for setting in w.settings:  # the generic CPU's cache warm
             run_one(w, setting, w.short_s, env={**os.environ, **CALLGRIND_ENV})
-    runs = [(name, setting, duration_s) for name, w in counted.items()
-            for setting in w.settings for duration_s in (w.short_s, w.long_s)]
+    runs = [
+        (name, setting, duration_s)
+        for name, w in counted.items()
+        for setting in w.settings
+        for duration_s in (w.short_s, w.long_s)
+    ]
 
     def count(run: tuple[str, str, float]) -> tuple[int, int]:
         name, setting, duration_s = run
@@ -207,15 +246,21 @@ def instructions_per_step() -> dict[str, dict[str, float]]:
 
 def print_section(cpu: dict, instr: dict, repeat: int) -> None:
     print("### Rate groups and fleet forms\n")
-    print("CPU time and instructions per vehicle-step (one island's 1 s step) with rate groups off and on "
-          "(without fleet forms), and on with the group's hops through a fleet form where the models have "
-          "one, and with row blocks where they have row forms; the same workload and stream; off / on above 1 "
-          "is what they save.\n")
+    print(
+        "CPU time and instructions per vehicle-step (one island's 1 s step) with rate groups off and on "
+        "(without fleet forms), and on with the group's hops through a fleet form where the models have "
+        "one, and with row blocks where they have row forms; the same workload and stream; off / on above 1 "
+        "is what they save.\n"
+    )
     header = ("workload", "setting", "us / vehicle-step", "off / this", "instructions / vehicle-step", "off / this")
     print("| " + " | ".join(header) + " |")
     print("|---|---|" + "---:|" * (len(header) - 2))
-    labels = {"off": "groups off", "on": "groups on", "fleets": "groups on, fleet forms",
-              "blocks": "groups on, row blocks"}
+    labels = {
+        "off": "groups off",
+        "on": "groups on",
+        "fleets": "groups on, fleet forms",
+        "blocks": "groups on, row blocks",
+    }
     for name, w in WORKLOADS.items():
         for setting in w.settings:
             t, t_off = cpu[name][setting], cpu[name]["off"]
@@ -226,20 +271,28 @@ def print_section(cpu: dict, instr: dict, repeat: int) -> None:
             else:
                 row += ["not measured"] * 2
             print("| " + " | ".join(row) + " |")
-    print(f"\nCPU time (`time.process_time`): medians of {repeat} interleaved rounds of the settings, each run a fresh "
-          "process, set-up and the first five simulated seconds excluded; the timed simulated seconds in brackets.")
+    print(
+        f"\nCPU time (`time.process_time`): medians of {repeat} interleaved rounds of the settings, each run a fresh "
+        "process, set-up and the first five simulated seconds excluded; the timed simulated seconds in brackets."
+    )
     if instr:
         spans = "; ".join(f"{name}: {WORKLOADS[name].short_s:g} s and {WORKLOADS[name].long_s:g} s" for name in instr)
-        print(f"\nInstructions: callgrind, the difference of two runs per setting ({spans} after the first five), "
-              "divided by the extra vehicle-steps; numba's generic CPU. Not measured for N = 1000: its set-up "
-              "alone takes about 3 minutes under callgrind.")
+        print(
+            f"\nInstructions: callgrind, the difference of two runs per setting ({spans} after the first five), "
+            "divided by the extra vehicle-steps; numba's generic CPU. Not measured for N = 1000: its set-up "
+            "alone takes about 3 minutes under callgrind."
+        )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds of the settings per workload (default 5)")
-    ap.add_argument("--callgrind", action=argparse.BooleanOptionalAction, default=True,
-                    help="count instructions under callgrind (default on)")
+    ap.add_argument(
+        "--callgrind",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="count instructions under callgrind (default on)",
+    )
     ap.add_argument("--one", choices=("formation", "orbit"), help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--setting", choices=("off", "on", "fleets", "blocks"), help=argparse.SUPPRESS)

@@ -28,6 +28,7 @@ and X grows with the boundaries between the hosts' blocks of islands (about K / 
 K = 2), so the predicted speed is D / T(K). The model ignores the machines' network (here every
 round trip is on one machine) and assumes one core per host.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,8 @@ from scipy.optimize import nnls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-FULL = {100: 60.0, 1000: 20.0, 10000: 20.0}       # N -> simulated seconds after the first WARM_S
-WARM_S = 5.0       # timed apart: placing the islands in their hosts, compiled code loaded, row blocks formed
+FULL = {100: 60.0, 1000: 20.0, 10000: 20.0}  # N -> simulated seconds after the first WARM_S
+WARM_S = 5.0  # timed apart: placing the islands in their hosts, compiled code loaded, row blocks formed
 QUICK = {100: 20.0, 1000: 3.0}
 CONFIGS = ("local", "shards:1", "shards:2")
 
@@ -74,6 +75,7 @@ def one(n: int, duration_s: float, config: str) -> dict:
     runtime = None
     if config != "local":
         import ray
+
         ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, configure_logging=False)
         runtime = make_runtime("ray", placement=config)
     sim = Simulation(seed=0, runtime=runtime)
@@ -82,7 +84,7 @@ def one(n: int, duration_s: float, config: str) -> dict:
     t0 = time.perf_counter()
     sim.advance_to(WARM_S)
     setup_s = time.perf_counter() - t0
-    stats0 = sim.stats()          # for islands in hosts, one query per island: outside the timing
+    stats0 = sim.stats()  # for islands in hosts, one query per island: outside the timing
     t1 = time.perf_counter()
     sim.advance_to(WARM_S + duration_s)
     t2 = time.perf_counter()
@@ -90,19 +92,30 @@ def one(n: int, duration_s: float, config: str) -> dict:
     hops = sum(s["hops"] for s in stats["islands"].values()) - sum(s["hops"] for s in stats0["islands"].values())
     msgs0, sync0 = stats0["published"], stats0.get("sync", {})
     wall = t2 - t1
-    row = {"n": n, "config": config, "sim_s": duration_s, "setup_s": setup_s, "wall_s": wall,
-           "speed": duration_s / wall, "hops_per_s": hops / wall,
-           "msgs_per_s": (stats["published"] - msgs0) / wall}
+    row = {
+        "n": n,
+        "config": config,
+        "sim_s": duration_s,
+        "setup_s": setup_s,
+        "wall_s": wall,
+        "speed": duration_s / wall,
+        "hops_per_s": hops / wall,
+        "msgs_per_s": (stats["published"] - msgs0) / wall,
+    }
     rss = peak_rss_mib()
     if "sync" in stats:
         s = stats["sync"]
-        row.update(windows=s["windows"] - sync0["windows"], wait_s=s["wait_s"] - sync0["wait_s"],
-                   pipelined=s["pipelined_windows"] - sync0["pipelined_windows"],
-                   host_cpu_s=sum(s["host_cpu_s"]) - sum(sync0["host_cpu_s"]),
-                   critical_cpu_s=s["critical_path_cpu_s"] - sync0["critical_path_cpu_s"],
-                   crossing=s["crossing_messages"] - sync0["crossing_messages"],
-                   hosts=len(s["host_cpu_s"]))
+        row.update(
+            windows=s["windows"] - sync0["windows"],
+            wait_s=s["wait_s"] - sync0["wait_s"],
+            pipelined=s["pipelined_windows"] - sync0["pipelined_windows"],
+            host_cpu_s=sum(s["host_cpu_s"]) - sum(sync0["host_cpu_s"]),
+            critical_cpu_s=s["critical_path_cpu_s"] - sync0["critical_path_cpu_s"],
+            crossing=s["crossing_messages"] - sync0["crossing_messages"],
+            hosts=len(s["host_cpu_s"]),
+        )
         import ray
+
         hosts = {id(i.host): i.host for i in sim.islands.values() if getattr(i, "remote", False)}
         rss += sum(peak_rss_mib(p) for p in ray.get([h.pid.remote() for h in hosts.values()]))
     row["peak_rss_mib"] = rss
@@ -135,9 +148,22 @@ def parallel_ceiling(n: int, duration: float, repeat: int = 2) -> dict:
     independent processes running half of it each at the same time (the hosts' work without
     their windows). Two processes on the two CPUs of a shared machine each run slower than one
     alone (they share caches and, often, one physical core), which bounds what 2 shards can do."""
+
     def launch(k: int, start_at: float) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, __file__, "--local-advance", str(k), "--duration", str(duration),
-                                 "--start-at", str(start_at)], stdout=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--local-advance",
+                str(k),
+                "--duration",
+                str(duration),
+                "--start-at",
+                str(start_at),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
     def wall(proc: subprocess.Popen) -> float:
         out, _ = proc.communicate()
@@ -145,22 +171,25 @@ def parallel_ceiling(n: int, duration: float, repeat: int = 2) -> dict:
             raise RuntimeError(f"the parallel-ceiling run of N = {n} failed")
         return float(out.strip().splitlines()[-1])
 
-    lead_s = 5.0 + n / 500.0          # time to start Python and build before the timed part
+    lead_s = 5.0 + n / 500.0  # time to start Python and build before the timed part
     alone, together = [], []
-    for _ in range(repeat):           # taking turns, as in run_all
+    for _ in range(repeat):  # taking turns, as in run_all
         alone.append(wall(launch(n, time.time() + lead_s)))
         start_at = time.time() + lead_s
         pair = [launch(n // 2, start_at), launch(n - n // 2, start_at)]
         together.append(max(wall(p) for p in pair))
-    return {"n": n, "alone_s": min(alone), "halves_together_s": min(together),
-            "ceiling": min(alone) / min(together)}
+    return {"n": n, "alone_s": min(alone), "halves_together_s": min(together), "ceiling": min(alone) / min(together)}
 
 
 def run_one(n: int, duration: float, config: str) -> dict:
     """One configuration in its own subprocess."""
-    proc = subprocess.run([sys.executable, __file__, "--one", str(n), "--duration", str(duration),
-                           "--config", config], check=False, capture_output=True, text=True,
-                          env={**os.environ, "RAY_AUTH_MODE": "disabled"})
+    proc = subprocess.run(
+        [sys.executable, __file__, "--one", str(n), "--duration", str(duration), "--config", config],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "RAY_AUTH_MODE": "disabled"},
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"N = {n}, {config} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -180,8 +209,11 @@ def run_all(sizes: dict[int, float], configs, repeat: int = 3) -> list[dict]:
             best = max(runs, key=lambda r: r["speed"])
             best["speeds_of_runs"] = [r["speed"] for r in runs]
             rows.append(best)
-            print(f"  N = {n}, {config}: " + ", ".join(f"{r['speed']:.2f}x" for r in runs) + " real time",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  N = {n}, {config}: " + ", ".join(f"{r['speed']:.2f}x" for r in runs) + " real time",
+                file=sys.stderr,
+                flush=True,
+            )
     return rows
 
 
@@ -191,63 +223,103 @@ def fit_cost_model(rows: list[dict]) -> dict:
     ray_rows = [r for r in rows if r["config"] != "local"]
     A = np.array([[r["windows"], r["crossing"]] for r in ray_rows], dtype=float)
     b = np.array([max(r["wall_s"] - r["critical_cpu_s"], 0.0) for r in ray_rows])
-    (c_window, c_cross), _ = nnls(A, b)           # costs cannot be negative
+    (c_window, c_cross), _ = nnls(A, b)  # costs cannot be negative
     c_island = np.mean([r["host_cpu_s"] / (r["n"] * r["sim_s"]) for r in ray_rows])
-    residual = [float(r["wall_s"] - (r["windows"] * c_window + r["critical_cpu_s"] + r["crossing"] * c_cross))
-                / r["wall_s"] for r in ray_rows]
-    return {"c_window_s": float(c_window), "c_cross_s": float(c_cross), "c_island_s": float(c_island),
-            "max_rel_residual": float(np.max(np.abs(residual)))}
+    residual = [
+        float(r["wall_s"] - (r["windows"] * c_window + r["critical_cpu_s"] + r["crossing"] * c_cross)) / r["wall_s"]
+        for r in ray_rows
+    ]
+    return {
+        "c_window_s": float(c_window),
+        "c_cross_s": float(c_cross),
+        "c_island_s": float(c_island),
+        "max_rel_residual": float(np.max(np.abs(residual))),
+    }
 
 
 def predict_speed(model: dict, n: int, k: int, windows_per_s: float, crossing_per_s_at_2: float) -> float:
     """Simulated seconds per wall second on ``k`` machines: windows cost the same on any K, the
     hosts' compute divides by K, and messages between hosts grow with the number of block
     boundaries (K - 1 for a lattice or an open chain, K for a ring: about K / 2 times those at K = 2)."""
-    wall = (windows_per_s * model["c_window_s"] + n / k * model["c_island_s"]
-            + (crossing_per_s_at_2 * k / 2 if k > 1 else 0.0) * model["c_cross_s"])
+    wall = (
+        windows_per_s * model["c_window_s"]
+        + n / k * model["c_island_s"]
+        + (crossing_per_s_at_2 * k / 2 if k > 1 else 0.0) * model["c_cross_s"]
+    )
     return 1.0 / wall
 
 
 def print_section(rows: list[dict], ceiling: dict | None = None) -> None:
     print("### Distributed formation (Ray on this machine, 2 cores; windows of 1 s lookahead)\n")
-    header = ("vehicles", "backend", "sim s / wall s", "hops / s", "messages / s", "windows (pipelined)",
-              "waiting at windows (s)", "host CPU (s)", "critical-path CPU (s)", "messages between hosts",
-              "peak RSS (MiB)")
+    header = (
+        "vehicles",
+        "backend",
+        "sim s / wall s",
+        "hops / s",
+        "messages / s",
+        "windows (pipelined)",
+        "waiting at windows (s)",
+        "host CPU (s)",
+        "critical-path CPU (s)",
+        "messages between hosts",
+        "peak RSS (MiB)",
+    )
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for r in rows:
-        extra = ("-",) * 5 if r["config"] == "local" else (
-            f"{r['windows']} ({r['pipelined']})", f"{r['wait_s']:.2f}", f"{r['host_cpu_s']:.2f}",
-            f"{r['critical_cpu_s']:.2f}", f"{r['crossing']:,}")
-        print(f"| {r['n']:,} | {r['config']} | {r['speed']:,.2f} | {r['hops_per_s']:,.0f} | {r['msgs_per_s']:,.0f} | "
-              + " | ".join(extra) + f" | {r['peak_rss_mib']:,.0f} |")
+        extra = (
+            ("-",) * 5
+            if r["config"] == "local"
+            else (
+                f"{r['windows']} ({r['pipelined']})",
+                f"{r['wait_s']:.2f}",
+                f"{r['host_cpu_s']:.2f}",
+                f"{r['critical_cpu_s']:.2f}",
+                f"{r['crossing']:,}",
+            )
+        )
+        print(
+            f"| {r['n']:,} | {r['config']} | {r['speed']:,.2f} | {r['hops_per_s']:,.0f} | {r['msgs_per_s']:,.0f} | "
+            + " | ".join(extra)
+            + f" | {r['peak_rss_mib']:,.0f} |"
+        )
     by = {(r["n"], r["config"]): r for r in rows}
     for n in sorted({r["n"] for r in rows}):
         one_, two = by.get((n, "shards:1")), by.get((n, "shards:2"))
         if one_ and two:
-            runs = "; ".join(f"{label}: " + ", ".join(f"{v:,.2f}" for v in r.get("speeds_of_runs", [r["speed"]]))
-                             for label, r in (("1 shard", one_), ("2 shards", two)))
-            print(f"\nN = {n:,}: 2 shards run {two['speed'] / one_['speed']:.2f}x the speed of 1 shard "
-                  f"(target 1.6x at N = 1,000; sim s / wall s of every run, {runs}).")
+            runs = "; ".join(
+                f"{label}: " + ", ".join(f"{v:,.2f}" for v in r.get("speeds_of_runs", [r["speed"]]))
+                for label, r in (("1 shard", one_), ("2 shards", two))
+            )
+            print(
+                f"\nN = {n:,}: 2 shards run {two['speed'] / one_['speed']:.2f}x the speed of 1 shard "
+                f"(target 1.6x at N = 1,000; sim s / wall s of every run, {runs})."
+            )
     if ceiling is not None:
-        print(f"\nThis machine's ceiling for 2 shards at N = {ceiling['n']:,}: one local process runs it in "
-              f"{ceiling['alone_s']:.2f} s, two independent processes running half of it each at the same time "
-              f"take {ceiling['halves_together_s']:.2f} s, so no synchronization scheme can make 2 shards more than "
-              f"{ceiling['ceiling']:.2f}x faster than 1 here.")
+        print(
+            f"\nThis machine's ceiling for 2 shards at N = {ceiling['n']:,}: one local process runs it in "
+            f"{ceiling['alone_s']:.2f} s, two independent processes running half of it each at the same time "
+            f"take {ceiling['halves_together_s']:.2f} s, so no synchronization scheme can make 2 shards more than "
+            f"{ceiling['ceiling']:.2f}x faster than 1 here."
+        )
     ray_rows = [r for r in rows if r["config"] != "local"]
     if len(ray_rows) >= 2:
         model = fit_cost_model(rows)
-        print(f"\nCost model: c_window = {model['c_window_s'] * 1e3:.2f} ms, c_cross = "
-              f"{model['c_cross_s'] * 1e6:.1f} us, c_island = {model['c_island_s'] * 1e6:.0f} us per island "
-              f"and simulated second (largest relative residual {model['max_rel_residual']:.0%}).\n")
+        print(
+            f"\nCost model: c_window = {model['c_window_s'] * 1e3:.2f} ms, c_cross = "
+            f"{model['c_cross_s'] * 1e6:.1f} us, c_island = {model['c_island_s'] * 1e6:.0f} us per island "
+            f"and simulated second (largest relative residual {model['max_rel_residual']:.0%}).\n"
+        )
         print("| vehicles | predicted sim s / wall s on K = 1, 2, 4, 8, 16 machines |")
         print("|---|---|")
         for n in sorted({r["n"] for r in ray_rows}):
             r = by.get((n, "shards:2"))
             if r is None:
                 continue
-            speeds = [predict_speed(model, n, k, r["windows"] / r["sim_s"], r["crossing"] / r["sim_s"])
-                      for k in (1, 2, 4, 8, 16)]
+            speeds = [
+                predict_speed(model, n, k, r["windows"] / r["sim_s"], r["crossing"] / r["sim_s"])
+                for k in (1, 2, 4, 8, 16)
+            ]
             print(f"| {n:,} | " + ", ".join(f"{s:,.1f}" for s in speeds) + " |")
 
 

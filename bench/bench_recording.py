@@ -9,6 +9,7 @@
 - replay: playback-only replay (every output republished from the file) vs the original run.
 - faults: the kernel hop benchmark with models that accept faults vs models that do not.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -64,22 +65,48 @@ def main() -> list[tuple[str, str, str, str]]:
         recorded = statistics.median(b for _, (b, _) in pairs)
         count = pairs[0][1][1]
         per_msg_us = (recorded - bare) / count * 1e6
-        rows.append((f"lander {DURATION_S:g} s, {count} messages: run with MCAP recording (s)",
-                     f"{recorded:.3f}", f"{bare:.3f}", f"{per_msg_us:.2f} us/message"))
+        rows.append(
+            (
+                f"lander {DURATION_S:g} s, {count} messages: run with MCAP recording (s)",
+                f"{recorded:.3f}",
+                f"{bare:.3f}",
+                f"{per_msg_us:.2f} us/message",
+            )
+        )
         envelopes = run_scenario("lander", {}, seed=1, duration_s=DURATION_S, keep_stream=True).recorder.envelopes
-        alone = [(record_alone(envelopes, Path(tmp) / "s.mcap", True),
-                  record_alone(envelopes, Path(tmp) / "n.mcap", False)) for _ in range(REPEAT)]
+        alone = [
+            (record_alone(envelopes, Path(tmp) / "s.mcap", True), record_alone(envelopes, Path(tmp) / "n.mcap", False))
+            for _ in range(REPEAT)
+        ]
         with_scene = statistics.median(a for a, _ in alone) / len(envelopes) * 1e6
         without = statistics.median(b for _, b in alone) / len(envelopes) * 1e6
-        rows.append(("the recorder alone, fed that run's envelopes, with / without its Foxglove scene (us/message)",
-                     f"{with_scene:.2f}", f"{without:.2f}", f"scene {with_scene - without:.2f} us/message"))
+        rows.append(
+            (
+                "the recorder alone, fed that run's envelopes, with / without its Foxglove scene (us/message)",
+                f"{with_scene:.2f}",
+                f"{without:.2f}",
+                f"scene {with_scene - without:.2f} us/message",
+            )
+        )
         playback = best(lambda: replay_recording(path, live=[]).wall_s)
-        rows.append(("playback-only replay of that recording (s)", f"{playback:.3f}", f"{bare:.3f}",
-                     f"{bare / playback:.2f}x faster"))
+        rows.append(
+            (
+                "playback-only replay of that recording (s)",
+                f"{playback:.3f}",
+                f"{bare:.3f}",
+                f"{bare / playback:.2f}x faster",
+            )
+        )
     pairs = [(hop_cost(20_000, FaultyStage), hop_cost(20_000, Stage)) for _ in range(7)]
     with_faults, without = min(a for a, _ in pairs), min(b for _, b in pairs)
-    rows.append(("hop of 5 models that accept faults, none sent (us)", f"{with_faults * 1e6:.1f}",
-                 f"{without * 1e6:.1f}", f"{(with_faults / without - 1) * 100:+.1f} %"))
+    rows.append(
+        (
+            "hop of 5 models that accept faults, none sent (us)",
+            f"{with_faults * 1e6:.1f}",
+            f"{without * 1e6:.1f}",
+            f"{(with_faults / without - 1) * 100:+.1f} %",
+        )
+    )
     return rows
 
 

@@ -9,6 +9,7 @@ them the kernel's floor measured in the same run: the wall time per barrier of a
 the rigid-body dynamics actor (integration and state publication, no SPHERES actor). Prints a
 markdown table; the best of ``--repeat`` runs is kept.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,7 @@ from hopsim.actors.vehicle_dynamics import RigidVehicleDynamics
 from hopsim.kernel import Simulation
 from hopsim.scenarios.catalog import get_scenario
 
-WARM_UP_S = 6.0          # long enough for the first metrology cycles (their compiled code loads then)
+WARM_UP_S = 6.0  # long enough for the first metrology cycles (their compiled code loads then)
 REAL_TIME_TARGET = 300.0  # the default configuration should run >= 300x real time (kernel v2)
 CONFIGS = [
     ("estimated state (default)", {}),
@@ -77,9 +78,25 @@ def _samples(native: bool, runs: int, duration_s: float, rate_hz: int) -> list[t
         return "py-spy is not installed (pip install -e '.[bench]')"
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "samples.txt"
-        done = subprocess.run([spy, "record", *(["--native"] if native else []), "-r", str(rate_hz), "-f", "raw",
-                               "-o", str(raw), "--", sys.executable, "-c",
-                               _PROFILED_RUNS.format(runs=runs, duration=duration_s)], capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                spy,
+                "record",
+                *(["--native"] if native else []),
+                "-r",
+                str(rate_hz),
+                "-f",
+                "raw",
+                "-o",
+                str(raw),
+                "--",
+                sys.executable,
+                "-c",
+                _PROFILED_RUNS.format(runs=runs, duration=duration_s),
+            ],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0 or not raw.exists():
             return f"py-spy could not sample ({(done.stderr.strip().splitlines() or ['?'])[-1]})"
         text = raw.read_text()
@@ -105,7 +122,7 @@ def time_split(runs: int = 12, duration_s: float = 85.0, rate_hz: int = 2000) ->
     samples = _samples(False, runs, duration_s, rate_hz)
     if isinstance(samples, str):
         return samples
-    functions: collections.Counter = collections.Counter()       # (file, function) -> samples
+    functions: collections.Counter = collections.Counter()  # (file, function) -> samples
     for frames, count in samples:
         m = re.match(r"(.*) \((.*?):\d+\)$", frames[-1])
         if m:
@@ -115,16 +132,26 @@ def time_split(runs: int = 12, duration_s: float = 85.0, rate_hz: int = 2000) ->
     total = sum(functions.values())
     kernel = [n for (f, _), n in functions.items() if f.startswith(KERNEL_FILES)]
     models = [n for (f, _), n in functions.items() if f.startswith(MODEL_FILES)]
-    split = {"samples": total, "kernel": sum(kernel) / total, "models": sum(models) / total,
-             "kernel_top": max(kernel) / total, "models_top": max(models) / total, "kernel_functions": len(kernel)}
+    split = {
+        "samples": total,
+        "kernel": sum(kernel) / total,
+        "models": sum(models) / total,
+        "kernel_top": max(kernel) / total,
+        "models_top": max(models) / total,
+        "kernel_functions": len(kernel),
+    }
     native = _samples(True, max(3, runs // 4), duration_s, rate_hz)
     if isinstance(native, str):
         return split
     kinds: collections.Counter = collections.Counter()
     for frames, count in native:
         leaf = frames[-1]
-        kinds[next((kind for kind, marks in NATIVE_KINDS if any(m in leaf for m in marks)),
-                   "Python (the interpreter)" if re.search(r"\.py:\d+\)$", leaf) else "other native code")] += count
+        kinds[
+            next(
+                (kind for kind, marks in NATIVE_KINDS if any(m in leaf for m in marks)),
+                "Python (the interpreter)" if re.search(r"\.py:\d+\)$", leaf) else "other native code",
+            )
+        ] += count
     every = sum(kinds.values())
     split["native"] = {kind: n / every for kind, n in kinds.most_common()}
     return split
@@ -146,37 +173,47 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=85.0, help="simulated seconds")
     ap.add_argument("--repeat", type=int, default=5)
     opts = ap.parse_args()
-    run_leader_follower({}, WARM_UP_S)         # load compiled code and caches once
+    run_leader_follower({}, WARM_UP_S)  # load compiled code and caches once
     floor = min(kernel_floor_us() for _ in range(opts.repeat))
-    print("| leader_follower, local backend | batching | simulated s | wall s | x real time | barriers "
-          "| wall per barrier (us) | / kernel floor |")
+    print(
+        "| leader_follower, local backend | batching | simulated s | wall s | x real time | barriers "
+        "| wall per barrier (us) | / kernel floor |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     speeds = {}
     for label, overrides in CONFIGS:
         for batching in (True, False):
-            wall, barriers = min(run_leader_follower(overrides, opts.duration, batching)
-                                 for _ in range(opts.repeat))
+            wall, barriers = min(run_leader_follower(overrides, opts.duration, batching) for _ in range(opts.repeat))
             per = wall / barriers * 1e6
             speeds[label, batching] = opts.duration / wall
-            print(f"| {label} | {'on' if batching else 'off'} | {opts.duration:g} | {wall:.2f} "
-                  f"| {opts.duration / wall:.0f}x | {barriers} | {per:.0f} | {per / floor:.1f}x |")
+            print(
+                f"| {label} | {'on' if batching else 'off'} | {opts.duration:g} | {wall:.2f} "
+                f"| {opts.duration / wall:.0f}x | {barriers} | {per:.0f} | {per / floor:.1f}x |"
+            )
     print(f"| kernel floor: dynamics-only island | | | | | | {floor:.0f} | 1.0x |")
     default = CONFIGS[0][0]
-    print(f"\nThe default configuration runs at {speeds[default, False]:.0f}x real time with batching off "
-          f"(the kernel's default) and {speeds[default, True]:.0f}x with it on; target "
-          f"{REAL_TIME_TARGET:.0f}x. Best of {opts.repeat} runs each.")
+    print(
+        f"\nThe default configuration runs at {speeds[default, False]:.0f}x real time with batching off "
+        f"(the kernel's default) and {speeds[default, True]:.0f}x with it on; target "
+        f"{REAL_TIME_TARGET:.0f}x. Best of {opts.repeat} runs each."
+    )
     split = time_split()
     if isinstance(split, str):
         print(f"\nWhere its time goes: not measured ({split}).")
     else:
-        print(f"\nWhere its time goes (default configuration, py-spy sampling at 2 kHz of twelve 85-s runs, "
-              f"{split['samples']:,} samples; the loading of compiled code left out): the models "
-              f"{split['models']:.0%} (no function above {split['models_top']:.1%}), the kernel and bus "
-              f"{split['kernel']:.0%} ({split['kernel_functions']} functions, none above "
-              f"{split['kernel_top']:.1%}).")
+        print(
+            f"\nWhere its time goes (default configuration, py-spy sampling at 2 kHz of twelve 85-s runs, "
+            f"{split['samples']:,} samples; the loading of compiled code left out): the models "
+            f"{split['models']:.0%} (no function above {split['models_top']:.1%}), the kernel and bus "
+            f"{split['kernel']:.0%} ({split['kernel_functions']} functions, none above "
+            f"{split['kernel_top']:.1%})."
+        )
         if "native" in split:
-            print("By what runs (py-spy --native, three runs): " + ", ".join(
-                f"{kind} {share:.1%}" for kind, share in split["native"].items()) + ".")
+            print(
+                "By what runs (py-spy --native, three runs): "
+                + ", ".join(f"{kind} {share:.1%}" for kind, share in split["native"].items())
+                + "."
+            )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ the CPU, so the figures here bound them from below.
 
     .venv/bin/python bench/bench_view.py [--vehicles 10000] [--seconds 10] [--repeat 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,10 +48,12 @@ def write_recording(path: Path, n: int, seconds: float, rate_hz: float = 10.0) -
         for v in range(n):
             name = f"v{v:05d}"
             x0, y0 = 3.0 * (v % side), 3.0 * (v // side)
-            msg = VehicleState(vehicle=name, t_ns=t_ns, r_BN_N=Vector3(x=x0 + 0.5 * c, y=y0 + 0.5 * s, z=0.0),
-                               q_BN=q, mass=4.3)
-            recorder.record(Envelope(t_ns=t_ns, deliver_ns=t_ns, source=name, topic=f"{name}/state", seq=k,
-                                     priority=0, payload=msg))
+            msg = VehicleState(
+                vehicle=name, t_ns=t_ns, r_BN_N=Vector3(x=x0 + 0.5 * c, y=y0 + 0.5 * s, z=0.0), q_BN=q, mass=4.3
+            )
+            recorder.record(
+                Envelope(t_ns=t_ns, deliver_ns=t_ns, source=name, topic=f"{name}/state", seq=k, priority=0, payload=msg)
+            )
             count += 1
         recorder.flush()
     recorder.close()
@@ -80,8 +83,14 @@ def measure_page(path: Path, play_s: float = 5.0) -> dict:
     finally:
         server.shutdown()
         server.server_close()
-    return {"read_s": read_s, "load_s": load_ms / 1000, "fps": fps, "pose_ms": pose_ms,
-            "vehicles": len(view.poses.vehicles), "instants": len(view.poses.t_s)}
+    return {
+        "read_s": read_s,
+        "load_s": load_ms / 1000,
+        "fps": fps,
+        "pose_ms": pose_ms,
+        "vehicles": len(view.poses.vehicles),
+        "instants": len(view.poses.t_s),
+    }
 
 
 def main() -> None:
@@ -97,21 +106,28 @@ def main() -> None:
             t0 = time.perf_counter()
             count = write_recording(path, n, args.seconds)
             files[n] = path
-            print(f"# {n} vehicles: {count:,} states, {path.stat().st_size / 2**20:.1f} MiB, written in "
-                  f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
+            print(
+                f"# {n} vehicles: {count:,} states, {path.stat().st_size / 2**20:.1f} MiB, written in "
+                f"{time.perf_counter() - t0:.1f} s",
+                file=sys.stderr,
+            )
         results = {n: [] for n in files}
-        for _ in range(args.repeat):                      # interleaved repeats
+        for _ in range(args.repeat):  # interleaved repeats
             for n, path in files.items():
                 results[n].append(measure_page(path))
     print("### Viewer (`hopsim view`)\n")
-    print(f"{args.seconds:g} s at 10 Hz per vehicle; headless Chromium with software WebGL (SwiftShader, "
-          f"no GPU); medians of {args.repeat} interleaved repeats.\n")
+    print(
+        f"{args.seconds:g} s at 10 Hz per vehicle; headless Chromium with software WebGL (SwiftShader, "
+        f"no GPU); medians of {args.repeat} interleaved repeats.\n"
+    )
     print("| vehicles | instants | server read (s) | page load (s) | frames/s playing | pose update (ms/frame) |")
     print("|---|---|---|---|---|---|")
     for n, rows in results.items():
         med = {k: statistics.median(r[k] for r in rows) for k in ("read_s", "load_s", "fps", "pose_ms")}
-        print(f"| {n:,} | {rows[0]['instants']} | {med['read_s']:.2f} | {med['load_s']:.2f} | {med['fps']:.1f} | "
-              f"{med['pose_ms']:.2f} |")
+        print(
+            f"| {n:,} | {rows[0]['instants']} | {med['read_s']:.2f} | {med['load_s']:.2f} | {med['fps']:.1f} | "
+            f"{med['pose_ms']:.2f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 
 Each benchmark prints a markdown table of ratios against a peer measured in the same run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,9 +15,23 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHES = ["bench_first_run.py", "bench_montecarlo.py", "bench_view.py", "bench_pacing.py", "bench_kernel.py", "bench_recording.py", "bench_dynamics.py", "bench_spheres.py",
-           "bench_formation.py", "bench_rate_groups.py", "bench_ray.py", "bench_broadphase.py", "bench_orbit.py",
-           "bench_orbit_scenarios.py", "bench_encoding.py"]
+BENCHES = [
+    "bench_first_run.py",
+    "bench_montecarlo.py",
+    "bench_view.py",
+    "bench_pacing.py",
+    "bench_kernel.py",
+    "bench_recording.py",
+    "bench_dynamics.py",
+    "bench_spheres.py",
+    "bench_formation.py",
+    "bench_rate_groups.py",
+    "bench_ray.py",
+    "bench_broadphase.py",
+    "bench_orbit.py",
+    "bench_orbit_scenarios.py",
+    "bench_encoding.py",
+]
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 
 

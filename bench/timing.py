@@ -1,4 +1,5 @@
 """The timing helper every benchmark uses: best per-call time over repeated batches."""
+
 from __future__ import annotations
 
 import time

@@ -1,4 +1,5 @@
 """hopsim: formations of small spacecraft as a discrete-event actor simulation on a message bus."""
+
 from hopsim.kernel.integrate import set_default_integrator as _set_default_integrator
 
 

@@ -1,4 +1,5 @@
 """The ``hopsim`` command: list and run scenarios."""
+
 from __future__ import annotations
 
 import re
@@ -10,8 +11,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="hopsim: formations of small spacecraft as a discrete-event actor simulation.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="hopsim: formations of small spacecraft as a discrete-event actor simulation.",
+)
 console = Console()
 err = Console(stderr=True)
 
@@ -60,7 +65,7 @@ class CompileNotice:
         import time
 
         self._depth -= 1
-        self.count += 1                          # every function, those compiled for another too
+        self.count += 1  # every function, those compiled for another too
         if self._depth == 0:
             self.seconds += time.perf_counter() - self._t0
             if self.count // 40 != self._reported:
@@ -72,8 +77,9 @@ class CompileNotice:
 
         event.unregister("numba:compile", self._listener)
         if self.count:
-            err.print(f"compiled numerical kernels in {self.seconds:.1f} s ({self.count} functions; cached for "
-                      f"later runs)")
+            err.print(
+                f"compiled numerical kernels in {self.seconds:.1f} s ({self.count} functions; cached for later runs)"
+            )
 
 
 def _plain_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -96,15 +102,20 @@ def _compile_ahead_of(name: str) -> None:
 
     try:
         compile_ahead(name, report=err.print)
-    except Exception as e:                    # e.g. no process can be started here
-        err.print(f"[yellow]warning:[/yellow] the kernels were not compiled ahead ({type(e).__name__}: {e}); "
-                  f"they compile at their first call")
+    except Exception as e:  # e.g. no process can be started here
+        err.print(
+            f"[yellow]warning:[/yellow] the kernels were not compiled ahead ({type(e).__name__}: {e}); "
+            f"they compile at their first call"
+        )
 
 
 @app.callback()
-def main_options(ctx: typer.Context,
-                 version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                              help="print hopsim's version and exit")) -> None:
+def main_options(
+    ctx: typer.Context,
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="print hopsim's version and exit"
+    ),
+) -> None:
     """hopsim: formations of small spacecraft as a discrete-event actor simulation."""
     import warnings
 
@@ -113,8 +124,20 @@ def main_options(ctx: typer.Context,
     ctx.call_on_close(notice.close)
 
 
-UNITS = (("_mps2", "m/s^2"), ("_mps", "m/s"), ("_kgm2", "kg m^2"), ("_Wh", "Wh"), ("_hz", "Hz"), ("_deg", "deg"),
-         ("_rad", "rad"), ("_kg", "kg"), ("_N", "N"), ("_m", "m"), ("_s", "s"), ("_psig", "psig"))
+UNITS = (
+    ("_mps2", "m/s^2"),
+    ("_mps", "m/s"),
+    ("_kgm2", "kg m^2"),
+    ("_Wh", "Wh"),
+    ("_hz", "Hz"),
+    ("_deg", "deg"),
+    ("_rad", "rad"),
+    ("_kg", "kg"),
+    ("_N", "N"),
+    ("_m", "m"),
+    ("_s", "s"),
+    ("_psig", "psig"),
+)
 
 
 def unit_of(name: str) -> str:
@@ -180,13 +203,14 @@ def faults_cmd(name: str = typer.Argument(..., help="scenario name")) -> None:
         raise typer.Exit(2) from None
     table = Table("target", "kind", "fields it reads", title=f"faults of {name} (every model also accepts kill)")
     for slot in sim.slots():
-        kinds = {k: v for k, v in fault_kinds(slot.cls).items() if k in slot.accepts_faults}   # kill apart
+        kinds = {k: v for k, v in fault_kinds(slot.cls).items() if k in slot.accepts_faults}  # kill apart
         for kind, fields in kinds.items():
             table.add_row(slot.name, kind, ", ".join(fields) or "-")
     console.print(table)
     console.print("Fields: " + "; ".join(f"{f}: {d}" for f, d in FAULT_FIELDS.items()))
-    console.print("Give one with --fault t=S,target=MODEL,kind=KIND[,field=value...] "
-                  "(vectors: force_N=[1,0,0]; vehicles=a+b)")
+    console.print(
+        "Give one with --fault t=S,target=MODEL,kind=KIND[,field=value...] (vectors: force_N=[1,0,0]; vehicles=a+b)"
+    )
 
 
 @app.command("run")
@@ -196,42 +220,60 @@ def run_cmd(
     seed: int = typer.Option(0, help="run seed; every model's generator derives from it"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter, key=value (repeatable)"),
     out: Optional[Path] = typer.Option(None, help="record every envelope to this MCAP file"),
-    force: bool = typer.Option(False, "--force", help="replace an existing --out file (only once the run "
-                                                     "has checked its inputs)"),
+    force: bool = typer.Option(
+        False, "--force", help="replace an existing --out file (only once the run has checked its inputs)"
+    ),
     backend: str = typer.Option("local", help="runtime: local (in-process) or ray"),
-    placement: Optional[str] = typer.Option(None, help="with --backend ray: per-island (default), "
-                                                       "per-model or shards:K"),
+    placement: Optional[str] = typer.Option(
+        None, help="with --backend ray: per-island (default), per-model or shards:K"
+    ),
     ray_address: Optional[str] = typer.Option(None, help="connect to an existing Ray cluster"),
     progress: bool = typer.Option(True, help="show a progress bar"),
-    fault: list[str] = typer.Option([], help="t=S,target=MODEL,kind=KIND[,index=I,value=V,duration=S] "
-                                             "(repeatable)"),
+    fault: list[str] = typer.Option([], help="t=S,target=MODEL,kind=KIND[,index=I,value=V,duration=S] (repeatable)"),
     checkpoint_every: Optional[float] = typer.Option(None, help="write a checkpoint every S simulated seconds"),
     checkpoint_dir: Path = typer.Option(Path("checkpoints"), help="where checkpoints go"),
     cpu: bool = typer.Option(False, help="measure and print each actor's share of CPU time"),
-    batching: bool = typer.Option(False, help="propagate islands whose hops coincide as one batch "
-                                             "(same result, bit for bit)"),
-    rate_groups: bool = typer.Option(True, help="advance islands on one periodic schedule with one barrier "
-                                               "per instant (same result, bit for bit)"),
-    fleets: bool = typer.Option(True, help="propagate a rate group's hops through the models' fleet forms "
-                                          "(same result, bit for bit)"),
-    row_blocks: bool = typer.Option(True, help="run a rate group's alike members kind by kind over rows, where "
-                                              "their models have row forms (same result, bit for bit)"),
-    stats: bool = typer.Option(False, "--stats", help="also print the kernel's statistics (islands, barriers, "
-                                                      "hops, deliveries, Ray windows)"),
+    batching: bool = typer.Option(
+        False, help="propagate islands whose hops coincide as one batch (same result, bit for bit)"
+    ),
+    rate_groups: bool = typer.Option(
+        True, help="advance islands on one periodic schedule with one barrier per instant (same result, bit for bit)"
+    ),
+    fleets: bool = typer.Option(
+        True, help="propagate a rate group's hops through the models' fleet forms (same result, bit for bit)"
+    ),
+    row_blocks: bool = typer.Option(
+        True,
+        help="run a rate group's alike members kind by kind over rows, where "
+        "their models have row forms (same result, bit for bit)",
+    ),
+    stats: bool = typer.Option(
+        False, "--stats", help="also print the kernel's statistics (islands, barriers, hops, deliveries, Ray windows)"
+    ),
     verbose: bool = typer.Option(False, "--verbose", help="let Ray print its notices and its workers' output"),
-    pace: Optional[float] = typer.Option(None, help="run at this many times real time (1: real time); the "
-                                                    "recorded stream is the same"),
-    live: bool = typer.Option(False, "--live", help="serve the run over Foxglove's WebSocket protocol while it "
-                                                   "runs, and take commands (pause, resume, pace, fault)"),
+    pace: Optional[float] = typer.Option(
+        None, help="run at this many times real time (1: real time); the recorded stream is the same"
+    ),
+    live: bool = typer.Option(
+        False,
+        "--live",
+        help="serve the run over Foxglove's WebSocket protocol while it "
+        "runs, and take commands (pause, resume, pace, fault)",
+    ),
     live_host: str = typer.Option("127.0.0.1", help="with --live: the address to serve on"),
     live_port: int = typer.Option(8765, min=0, max=65535, help="with --live: the port (0: a free one)"),
-    live_token: Optional[str] = typer.Option(None, help="with --live on an address other than loopback: the "
-                                                        "token clients must give (default: one is drawn)"),
-    kernel_events: str = typer.Option("events", help="kernel events recorded: events (zero-crossings, faults, "
-                                                     "contacts, docks, merges, stops) or all (also every "
-                                                     "barrier of every island)"),
-    layout: bool = typer.Option(False, "--layout", help="with --out: also write a Foxglove layout beside the "
-                                                       "recording (FILE.layout.json)"),
+    live_token: Optional[str] = typer.Option(
+        None, help="with --live on an address other than loopback: the token clients must give (default: one is drawn)"
+    ),
+    kernel_events: str = typer.Option(
+        "events",
+        help="kernel events recorded: events (zero-crossings, faults, "
+        "contacts, docks, merges, stops) or all (also every "
+        "barrier of every island)",
+    ),
+    layout: bool = typer.Option(
+        False, "--layout", help="with --out: also write a Foxglove layout beside the recording (FILE.layout.json)"
+    ),
 ) -> None:
     """Run a scenario and, with --out, record it."""
     _check_out(out, force)
@@ -246,16 +288,31 @@ def run_cmd(
     try:
         if fault:
             overrides["faults"] = [FaultSpec.parse(f).model_dump() for f in fault]
-        get_scenario(name).make_params(overrides)        # a bad parameter is reported before anything compiles
+        get_scenario(name).make_params(overrides)  # a bad parameter is reported before anything compiles
         pacer, server = _pacing(pace, live, live_host, live_port, live_token, out, backend)
         _compile_ahead_of(name)
         try:
-            result = run_scenario(name, overrides, seed=seed, duration_s=duration, out=out,
-                                  backend=backend, progress=progress and not live, ray_address=ray_address,
-                                  checkpoint_every_s=checkpoint_every, checkpoint_dir=checkpoint_dir,
-                                  cpu_accounting=cpu, placement=placement, batching=batching,
-                                  rate_groups=rate_groups, fleets=fleets, pacer=pacer, tap=server.tap if server else None,
-                                  kernel_events=kernel_events, row_blocks=row_blocks)
+            result = run_scenario(
+                name,
+                overrides,
+                seed=seed,
+                duration_s=duration,
+                out=out,
+                backend=backend,
+                progress=progress and not live,
+                ray_address=ray_address,
+                checkpoint_every_s=checkpoint_every,
+                checkpoint_dir=checkpoint_dir,
+                cpu_accounting=cpu,
+                placement=placement,
+                batching=batching,
+                rate_groups=rate_groups,
+                fleets=fleets,
+                pacer=pacer,
+                tap=server.tap if server else None,
+                kernel_events=kernel_events,
+                row_blocks=row_blocks,
+            )
         finally:
             if server is not None:
                 server.stop()
@@ -269,8 +326,10 @@ def run_cmd(
         console.print(f"Foxglove layout: {write_layout(out, live=live).resolve()}")
     if "pacing" in result.stats:
         p = result.stats["pacing"]
-        console.print(f"pacing: {p['ticks']} ticks, {p['overruns']} overruns, lateness p50 {p['lateness_p50_ms']:.3f} ms, "
-                      f"p99 {p['lateness_p99_ms']:.3f} ms; live faults sent: {p['live_faults']}")
+        console.print(
+            f"pacing: {p['ticks']} ticks, {p['overruns']} overruns, lateness p50 {p['lateness_p50_ms']:.3f} ms, "
+            f"p99 {p['lateness_p99_ms']:.3f} ms; live faults sent: {p['live_faults']}"
+        )
 
 
 def _pacing(pace, live, host, port, token, out, backend):
@@ -284,16 +343,17 @@ def _pacing(pace, live, host, port, token, out, backend):
     if backend != "local":
         raise ValueError("--pace and --live run on the local backend (drop --backend ray)")
     if live and out is None:
-        raise ValueError("--live records what the run receives (faults sent live are part of the run): "
-                         "give --out FILE")
+        raise ValueError("--live records what the run receives (faults sent live are part of the run): give --out FILE")
     pacer = Pacer(pace)
     if not live:
         return pacer, None
     from hopsim.bus.live import LiveServer
 
     server = LiveServer(pacer, host, port, token)
-    console.print(f"live: {server.url} (Foxglove: open connection, Foxglove WebSocket); "
-                  f"parameters pace and paused; services pause, resume, pace, fault")
+    console.print(
+        f"live: {server.url} (Foxglove: open connection, Foxglove WebSocket); "
+        f"parameters pace and paused; services pause, resume, pace, fault"
+    )
     return pacer, server
 
 
@@ -301,8 +361,9 @@ def _pacing(pace, live, host, port, token, out, backend):
 def resume_cmd(
     checkpoint_file: Path = typer.Argument(..., help="a checkpoint written by `hopsim run --checkpoint-every`"),
     out: Optional[Path] = typer.Option(None, help="record the rest of the run to this MCAP file"),
-    force: bool = typer.Option(False, "--force", help="replace an existing --out file (only once the run "
-                                                     "has checked its inputs)"),
+    force: bool = typer.Option(
+        False, "--force", help="replace an existing --out file (only once the run has checked its inputs)"
+    ),
     duration: Optional[float] = typer.Option(None, help="end time (default: the original run's)"),
     progress: bool = typer.Option(True, help="show a progress bar"),
     stats: bool = typer.Option(False, "--stats", help="also print the kernel's statistics"),
@@ -320,7 +381,7 @@ def resume_cmd(
     _report(result, stats)
 
 
-ISLANDS_LISTED = 12      # more islands than this are summed up in one line
+ISLANDS_LISTED = 12  # more islands than this are summed up in one line
 
 
 def _check_out(out: Optional[Path], force: bool) -> None:
@@ -334,8 +395,10 @@ def _check_out(out: Optional[Path], force: bool) -> None:
 def _report(result, stats: bool = False) -> None:
     speed = result.simulated_s / result.wall_s if result.wall_s > 0 else float("inf")
     part = "" if result.resumed_at_s is None else f" (from the checkpoint at {result.resumed_at_s:g} s)"
-    console.print(f"{result.scenario}: {result.simulated_s:g} s simulated{part} in {result.wall_s:.2f} s wall "
-                  f"({speed:.0f}x real time), stop: {result.stop_reason}, {result.message_count} messages")
+    console.print(
+        f"{result.scenario}: {result.simulated_s:g} s simulated{part} in {result.wall_s:.2f} s wall "
+        f"({speed:.0f}x real time), stop: {result.stop_reason}, {result.message_count} messages"
+    )
     if result.outcome:
         table = Table("outcome", "value", title=None, show_header=True)
         for key, value in result.outcome.items():
@@ -344,8 +407,10 @@ def _report(result, stats: bool = False) -> None:
     if stats:
         _report_stats(result)
     if result.cpu:
-        console.print("CPU share per actor: " + ", ".join(
-            f"{n} {v['share']:.1%}" for n, v in sorted(result.cpu.items(), key=lambda kv: -kv[1]["share"])))
+        console.print(
+            "CPU share per actor: "
+            + ", ".join(f"{n} {v['share']:.1%}" for n, v in sorted(result.cpu.items(), key=lambda kv: -kv[1]["share"]))
+        )
     if result.out:
         console.print(f"recording: {result.out.resolve()}  (sha256 of stream {result.stream_sha256[:16]}...)")
 
@@ -354,44 +419,56 @@ def _report_stats(result) -> None:
     islands = result.stats["islands"]
     if len(islands) <= ISLANDS_LISTED:
         for island, s in islands.items():
-            console.print(f"  island {island}: {s['barriers']} barriers, {s['hops']} hops, "
-                          f"{s['deliveries']} deliveries, {s['rollbacks']} rollbacks")
+            console.print(
+                f"  island {island}: {s['barriers']} barriers, {s['hops']} hops, "
+                f"{s['deliveries']} deliveries, {s['rollbacks']} rollbacks"
+            )
     else:
         barriers = sorted(s["barriers"] for s in islands.values())
         total = {k: sum(s[k] for s in islands.values()) for k in ("hops", "deliveries", "rollbacks")}
         lo, hi = barriers[0], barriers[-1]
-        console.print(f"  {len(islands):,} islands: {lo if lo == hi else f'{lo} to {hi}'} barriers each, "
-                      f"{total['hops']:,} hops, {total['deliveries']:,} deliveries, "
-                      f"{total['rollbacks']:,} rollbacks in all")
+        console.print(
+            f"  {len(islands):,} islands: {lo if lo == hi else f'{lo} to {hi}'} barriers each, "
+            f"{total['hops']:,} hops, {total['deliveries']:,} deliveries, "
+            f"{total['rollbacks']:,} rollbacks in all"
+        )
     for schedule, g in result.stats.get("rate_groups", {}).items():
-        console.print(f"  rate group ({schedule}): {g['instants']:,} instants, {g['member_barriers']:,} member "
-                      f"barriers, {g['joins']:,} joins, {g['leaves']:,} leaves, "
-                      f"{g.get('block_instants', 0):,} instants as row blocks")
+        console.print(
+            f"  rate group ({schedule}): {g['instants']:,} instants, {g['member_barriers']:,} member "
+            f"barriers, {g['joins']:,} joins, {g['leaves']:,} leaves, "
+            f"{g.get('block_instants', 0):,} instants as row blocks"
+        )
     fleet = result.stats.get("fleets")
     if fleet and fleet["calls"]:
         console.print(f"  fleet forms: {fleet['hops']:,} hops in {fleet['calls']:,} calls")
     sync = result.stats.get("sync")
     if sync:
         lookahead = "none" if sync["lookahead_s"] is None else f"{sync['lookahead_s']:g} s"
-        console.print(f"  Ray hosts: {len(sync['host_cpu_s'])}, {sync['windows']:,} windows "
-                      f"({sync['pipelined_windows']:,} pipelined, lookahead {lookahead}), "
-                      f"{sync['crossing_messages']:,} messages between hosts, "
-                      f"{sync['wait_s']:.2f} s waiting at windows")
+        console.print(
+            f"  Ray hosts: {len(sync['host_cpu_s'])}, {sync['windows']:,} windows "
+            f"({sync['pipelined_windows']:,} pipelined, lookahead {lookahead}), "
+            f"{sync['crossing_messages']:,} messages between hosts, "
+            f"{sync['wait_s']:.2f} s waiting at windows"
+        )
     for rec in result.stats.get("recoveries", []):
-        console.print(f"  recovered: actor {rec['actor']} killed at {rec['t_s']:g} s, run resumed from "
-                      f"the checkpoint at {rec['resumed_from_s']:g} s")
+        console.print(
+            f"  recovered: actor {rec['actor']} killed at {rec['t_s']:g} s, run resumed from "
+            f"the checkpoint at {rec['resumed_from_s']:g} s"
+        )
 
 
 @app.command("replay")
 def replay_cmd(
     file: Path = typer.Argument(..., help="a recording made by `hopsim run --out`"),
-    live: Optional[str] = typer.Option(None, help="partial replay: only these actors run (comma-separated); "
-                                                  "every other input comes from the recording"),
+    live: Optional[str] = typer.Option(
+        None, help="partial replay: only these actors run (comma-separated); every other input comes from the recording"
+    ),
     playback_only: bool = typer.Option(False, help="nothing live: republish the recorded outputs"),
     set_: list[str] = typer.Option([], "--set", help="change a scenario parameter for the replay"),
     out: Optional[Path] = typer.Option(None, help="record the replayed run (diverged or not) to this MCAP file"),
-    force: bool = typer.Option(False, "--force", help="replace an existing --out file (only once the run "
-                                                     "has checked its inputs)"),
+    force: bool = typer.Option(
+        False, "--force", help="replace an existing --out file (only once the run has checked its inputs)"
+    ),
 ) -> None:
     """Re-run a recording and compare: prints 'identical' or the first envelope that differs."""
     if out is not None and out.resolve() == file.resolve():
@@ -425,9 +502,13 @@ def campaign_cmd(
     duration: Optional[float] = typer.Option(None),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter, key=value"),
     table: Path = typer.Option(Path("runs/campaign.md"), help="where the table goes (.md or .csv)"),
-    directory: Optional[Path] = typer.Option(None, "--dir", help="keep the Monte Carlo campaign here "
-                                             "(results.csv, summary, plots; an interrupted campaign in it is "
-                                             "resumed)"),
+    directory: Optional[Path] = typer.Option(
+        None,
+        "--dir",
+        help="keep the Monte Carlo campaign here "
+        "(results.csv, summary, plots; an interrupted campaign in it is "
+        "resumed)",
+    ),
     backend: str = typer.Option("local", help="local (one process) or ray (one task per run)"),
 ) -> None:
     """Run a scenario once without faults and once per --fault; tabulate the outcomes (a Monte
@@ -439,8 +520,15 @@ def campaign_cmd(
     try:
         specs = [FaultSpec.parse(f) for f in fault]
         _compile_ahead_of(name)
-        rows = run_campaign(name, specs, seed=seed, duration_s=duration, overrides=_parse_sets(set_),
-                            directory=directory, backend=backend)
+        rows = run_campaign(
+            name,
+            specs,
+            seed=seed,
+            duration_s=duration,
+            overrides=_parse_sets(set_),
+            directory=directory,
+            backend=backend,
+        )
     except (ScenarioError, ValueError) as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
@@ -456,11 +544,13 @@ def campaign_cmd(
 @app.command("plot")
 def plot_cmd(
     file: Path = typer.Argument(..., help="a recording"),
-    signals: list[str] = typer.Argument(..., help="TOPIC.FIELD[.FIELD...] (e.g. sph1/state.omega_BN_B.z); "
-                                                  "an element of a repeated number: FIELD[I]"),
+    signals: list[str] = typer.Argument(
+        ..., help="TOPIC.FIELD[.FIELD...] (e.g. sph1/state.omega_BN_B.z); an element of a repeated number: FIELD[I]"
+    ),
     out: Path = typer.Option(Path("plot.png"), help="the plot: .png, .svg, .pdf, or .html (interactive, offline)"),
-    csv_out: Optional[Path] = typer.Option(None, "--csv", help="also write the columns (t_s and each signal) "
-                                                              "to this CSV file"),
+    csv_out: Optional[Path] = typer.Option(
+        None, "--csv", help="also write the columns (t_s and each signal) to this CSV file"
+    ),
 ) -> None:
     """Plot fields of a recording against simulation time (read column by column)."""
     from hopsim.view.columns import ColumnsReport, SignalError, read_signals
@@ -476,8 +566,9 @@ def plot_cmd(
     if report.damaged_chunks:
         err.print(f"[yellow]warning:[/yellow] {report.damaged_chunks} damaged chunk(s) of {report.chunks} skipped")
     for s in found.values():
-        console.print(f"{s.name}: {len(s.values)} samples, {s.t_s[0] if len(s.t_s) else 0:g}-"
-                      f"{s.t_s[-1] if len(s.t_s) else 0:g} s")
+        console.print(
+            f"{s.name}: {len(s.values)} samples, {s.t_s[0] if len(s.t_s) else 0:g}-{s.t_s[-1] if len(s.t_s) else 0:g} s"
+        )
     if csv_out is not None:
         _write_columns(list(found.values()), csv_out)
         console.print(f"columns: {csv_out.resolve()}")
@@ -499,8 +590,11 @@ def _write_columns(signals, path: Path) -> None:
 @app.command("layout")
 def layout_cmd(
     file: str = typer.Argument(..., help="a recording, or a built-in scenario (its shipped layout)"),
-    out: Optional[Path] = typer.Option(None, help="the layout file (default: FILE.layout.json beside the "
-                                                  "recording; SCENARIO.layout.json here for a scenario)"),
+    out: Optional[Path] = typer.Option(
+        None,
+        help="the layout file (default: FILE.layout.json beside the "
+        "recording; SCENARIO.layout.json here for a scenario)",
+    ),
     live: bool = typer.Option(False, "--live", help="with a recording: add the live panels (pace, pause, fault)"),
 ) -> None:
     """Write a Foxglove layout: 3-D scene, positions, contacts, kernel events (and live panels)."""
@@ -515,8 +609,9 @@ def layout_cmd(
             path = out or Path(f"{file}.layout.json")
             shutil.copyfile(shipped, path)
         elif not Path(file).exists():
-            err.print(f"[red]error:[/red] {file} is neither a recording nor a built-in scenario "
-                      f"(see `hopsim scenarios`)")
+            err.print(
+                f"[red]error:[/red] {file} is neither a recording nor a built-in scenario (see `hopsim scenarios`)"
+            )
             raise typer.Exit(2)
         else:
             path = write_layout(file, out, live)
@@ -564,14 +659,23 @@ def _scene_chief(info: dict) -> str | None:
 def view_cmd(
     file: Path = typer.Argument(..., help="a recording, or a Monte Carlo campaign directory (with --run)"),
     run: Optional[int] = typer.Option(None, help="in a campaign directory: the retained run to open"),
-    host: str = typer.Option("127.0.0.1", help="the address to serve on (another than 127.0.0.1 makes the "
-                                               "recording readable from the network)"),
+    host: str = typer.Option(
+        "127.0.0.1",
+        help="the address to serve on (another than 127.0.0.1 makes the recording readable from the network)",
+    ),
     port: int = typer.Option(0, min=0, max=65535, help="the port (0: a free one)"),
     browser: bool = typer.Option(True, help="open the page in the default browser"),
-    follow: bool = typer.Option(False, "--follow", help="a recording still being written (a live run's --out): "
-                                                        "the page shows what it holds as it grows"),
-    hill: Optional[str] = typer.Option(None, metavar="CHIEF", help="show the vehicles relative to vehicle CHIEF, "
-                                       "in its Hill frame (LVLH: x radial, y along-track, z orbit normal)"),
+    follow: bool = typer.Option(
+        False,
+        "--follow",
+        help="a recording still being written (a live run's --out): the page shows what it holds as it grows",
+    ),
+    hill: Optional[str] = typer.Option(
+        None,
+        metavar="CHIEF",
+        help="show the vehicles relative to vehicle CHIEF, "
+        "in its Hill frame (LVLH: x radial, y along-track, z orbit normal)",
+    ),
 ) -> None:
     """Open a recording in the browser: the vehicles in 3-D, playback, events, plots (offline)."""
     import webbrowser
@@ -592,18 +696,21 @@ def view_cmd(
         raise typer.Exit(2) from None
     url = f"http://{host}:{server.server_address[1]}/"
     p = view.poses
-    console.print(f"{path.name}: {len(p.vehicles)} vehicles, {len(p.t_s)} instants"
-                  + (f", in the Hill frame of {hill}" if hill else "")
-                  + (f" (every {p.every}th recorded instant)" if p.every > 1 else "")
-                  + f", {len(view.events)} events")
+    console.print(
+        f"{path.name}: {len(p.vehicles)} vehicles, {len(p.t_s)} instants"
+        + (f", in the Hill frame of {hill}" if hill else "")
+        + (f" (every {p.every}th recorded instant)" if p.every > 1 else "")
+        + f", {len(view.events)} events"
+    )
     named = _scene_chief(view.info)
     if named and not hill:
         console.print(f"(its scenario flies around {named}: --hill {named} shows the others in its Hill frame)")
     if view.report.damaged_chunks:
-        err.print(f"[yellow]warning:[/yellow] {view.report.damaged_chunks} damaged chunk(s) of "
-                  f"{view.report.chunks} skipped")
+        err.print(
+            f"[yellow]warning:[/yellow] {view.report.damaged_chunks} damaged chunk(s) of {view.report.chunks} skipped"
+        )
     console.print(f"viewer: {url}  (Ctrl-C to stop)")
-    console.file.flush()                    # the address reaches a pipe now, not when the server stops
+    console.file.flush()  # the address reaches a pipe now, not when the server stops
     if browser:
         webbrowser.open(url)
     try:
@@ -630,8 +737,7 @@ def _recording_to_view(file: Path, run: Optional[int]) -> Path:
     directory = CampaignDirectory(file)
     kept = sorted(directory.path.glob("recordings/run_*.mcap"))
     if run is None:
-        err.print(f"[red]error:[/red] {file} is a directory: name a retained run with --run "
-                  f"({_runs_text(kept)})")
+        err.print(f"[red]error:[/red] {file} is a directory: name a retained run with --run ({_runs_text(kept)})")
         raise typer.Exit(2)
     try:
         directory.campaign()
@@ -640,8 +746,10 @@ def _recording_to_view(file: Path, run: Optional[int]) -> Path:
         raise typer.Exit(2) from None
     path = directory.recording(run)
     if not path.exists():
-        err.print(f"[red]error:[/red] run {run} was not retained ({_runs_text(kept)}); record it with "
-                  f"`hopsim montecarlo rerun {file} --run {run} --out run.mcap`, then `hopsim view run.mcap`")
+        err.print(
+            f"[red]error:[/red] run {run} was not retained ({_runs_text(kept)}); record it with "
+            f"`hopsim montecarlo rerun {file} --run {run} --out run.mcap`, then `hopsim view run.mcap`"
+        )
         raise typer.Exit(2)
     return path
 
@@ -671,8 +779,9 @@ def inspect_cmd(file: Path = typer.Argument(..., help="a recording")) -> None:
         raise typer.Exit(1)
 
 
-montecarlo_app = typer.Typer(no_args_is_help=True, help="Monte Carlo campaigns: dispersed runs, a table, "
-                                                           "a summary, plots, retained recordings.")
+montecarlo_app = typer.Typer(
+    no_args_is_help=True, help="Monte Carlo campaigns: dispersed runs, a table, a summary, plots, retained recordings."
+)
 app.add_typer(montecarlo_app, name="montecarlo")
 
 
@@ -704,20 +813,23 @@ def _parse_dispersion(text: str) -> dict:
         return {"path": path, "knob": {"kind": kind, "values": [value(v) for v in args.split(";")]}}
     if kind == "constant":
         return {"path": path, "knob": {"kind": kind, "value": value(args)}}
-    raise typer.BadParameter(f"--disperse {text!r}: unknown kind {kind!r}; choose normal, uniform, sequence, "
-                             f"list, choice or constant (mvnormal and grid: in a campaign file)")
+    raise typer.BadParameter(
+        f"--disperse {text!r}: unknown kind {kind!r}; choose normal, uniform, sequence, "
+        f"list, choice or constant (mvnormal and grid: in a campaign file)"
+    )
 
 
 @app.command("linearize")
 def linearize_cmd(
     name: str = typer.Argument(..., help="scenario name"),
     at: float = typer.Option(..., "--at", help="simulated time (s) of the operating point"),
-    states: str = typer.Option(..., help="continuous states, comma-separated: MODEL.STATE or MODEL.* "
-                                         "(e.g. sph1.*)"),
-    inputs: str = typer.Option("", help="inputs, comma-separated: MODEL.ATTRIBUTE[I], a model's public "
-                                        "numeric attribute (e.g. sph1.disturbance_force_N[0])"),
-    outputs: str = typer.Option("", help="outputs, comma-separated: MODEL.PORT.FIELD (e.g. "
-                                         "sph1.state.omega_BN_B.x)"),
+    states: str = typer.Option(..., help="continuous states, comma-separated: MODEL.STATE or MODEL.* (e.g. sph1.*)"),
+    inputs: str = typer.Option(
+        "",
+        help="inputs, comma-separated: MODEL.ATTRIBUTE[I], a model's public "
+        "numeric attribute (e.g. sph1.disturbance_force_N[0])",
+    ),
+    outputs: str = typer.Option("", help="outputs, comma-separated: MODEL.PORT.FIELD (e.g. sph1.state.omega_BN_B.x)"),
     scheme: str = typer.Option("central2", help="central2 (O(h^2)), central4 (O(h^4)) or richardson"),
     eps: float = typer.Option(1e-6, help="finite-difference step (units of each element)"),
     eps1: float = typer.Option(0.0, help="relative step: h = eps + eps1 * eps * |value| (0 with richardson)"),
@@ -742,13 +854,27 @@ def linearize_cmd(
             overrides["faults"] = [FaultSpec.parse(f).model_dump() for f in fault]
         get_scenario(name).make_params(overrides)
         _compile_ahead_of(name)
-        lin = linearize(name, at, names(states), names(inputs), names(outputs), overrides, seed=seed,
-                        scheme=scheme, eps=eps, eps1=eps1)
+        lin = linearize(
+            name,
+            at,
+            names(states),
+            names(inputs),
+            names(outputs),
+            overrides,
+            seed=seed,
+            scheme=scheme,
+            eps=eps,
+            eps1=eps1,
+        )
     except (ScenarioError, ValueError) as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
-    for label, matrix, rows, cols in (("A", lin.A, lin.states, lin.states), ("B", lin.B, lin.states, lin.inputs),
-                                      ("C", lin.C, lin.outputs, lin.states), ("D", lin.D, lin.outputs, lin.inputs)):
+    for label, matrix, rows, cols in (
+        ("A", lin.A, lin.states, lin.states),
+        ("B", lin.B, lin.states, lin.inputs),
+        ("C", lin.C, lin.outputs, lin.states),
+        ("D", lin.D, lin.outputs, lin.inputs),
+    ):
         if matrix.size == 0:
             continue
         table = Table(label, *cols, title=f"{label} ({scheme}, eps={eps:g}) at {at:g} s")
@@ -757,8 +883,10 @@ def linearize_cmd(
         console.print(table)
     for j, name_j in enumerate(lin.inputs):
         if not np.any(lin.B[:, j]) and not np.any(lin.D[:, j]):
-            err.print(f"[yellow]warning:[/yellow] input {name_j} has no effect at {at:g} s (its columns of B and D "
-                      f"are zero); an input switched on by a fault needs that fault before --at")
+            err.print(
+                f"[yellow]warning:[/yellow] input {name_j} has no effect at {at:g} s (its columns of B and D "
+                f"are zero); an input switched on by a fault needs that fault before --at"
+            )
     if out:
         lin.save(out)
         console.print(f"matrices: {out.resolve()}")
@@ -772,8 +900,9 @@ def montecarlo_run_cmd(
     duration: Optional[float] = typer.Option(None, help="simulated seconds of each run"),
     set_: list[str] = typer.Option([], "--set", help="fixed scenario parameter, key=value (repeatable)"),
     disperse: list[str] = typer.Option([], help="PATH=KIND:ARGS, e.g. altitude_m=normal:250,10 (repeatable)"),
-    directory: Path = typer.Option(Path("runs/montecarlo"), "--dir", help="the campaign directory "
-                                   "(an interrupted campaign in it is resumed)"),
+    directory: Path = typer.Option(
+        Path("runs/montecarlo"), "--dir", help="the campaign directory (an interrupted campaign in it is resumed)"
+    ),
     backend: str = typer.Option("local", help="local (one process) or ray (one task per run)"),
     ray_address: Optional[str] = typer.Option(None, help="with --backend ray: a cluster to use"),
     retain: list[int] = typer.Option([], "--retain-run", help="also record this run (repeatable)"),
@@ -798,16 +927,24 @@ def montecarlo_run_cmd(
         data["parameters"] = {**data.get("parameters", {}), **_parse_sets(set_)}
         data["dispersions"] = list(data.get("dispersions", [])) + [_parse_dispersion(d) for d in disperse]
         if retain:
-            data["retain"] = {**data.get("retain", {}), "runs": sorted(set(data.get("retain", {}).get("runs", []))
-                                                                      | set(retain))}
+            data["retain"] = {
+                **data.get("retain", {}),
+                "runs": sorted(set(data.get("retain", {}).get("runs", [])) | set(retain)),
+            }
         campaign = make_campaign(data, target)
     except ScenarioError as e:
         err.print(f"[red]error:[/red] {e}")
         raise typer.Exit(2) from None
     _compile_ahead_of(campaign.scenario)
     failed = 0
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[failed]} failed"), TimeRemainingColumn(), console=console) as bar:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[failed]} failed"),
+        TimeRemainingColumn(),
+        console=console,
+    ) as bar:
         task = bar.add_task(campaign.scenario, total=campaign.runs, failed=0)
 
         def on_row(row, done, total):
@@ -821,8 +958,10 @@ def montecarlo_run_cmd(
             err.print(f"[red]error:[/red] {e}")
             raise typer.Exit(2) from None
     console.print((directory / "summary.md").read_text())
-    console.print(f"{len(rows)} runs, {sum(r['status'] != 'ok' for r in rows)} failed; table: "
-                  f"{(directory / 'results.csv').resolve()}")
+    console.print(
+        f"{len(rows)} runs, {sum(r['status'] != 'ok' for r in rows)} failed; table: "
+        f"{(directory / 'results.csv').resolve()}"
+    )
 
 
 @montecarlo_app.command("rerun")
@@ -830,8 +969,9 @@ def montecarlo_rerun_cmd(
     directory: Path = typer.Argument(..., help="a campaign directory"),
     run: int = typer.Option(..., help="the run to run again"),
     out: Optional[Path] = typer.Option(None, help="record it to this MCAP file"),
-    force: bool = typer.Option(False, "--force", help="replace an existing --out file (only once the run "
-                                                     "has checked its inputs)"),
+    force: bool = typer.Option(
+        False, "--force", help="replace an existing --out file (only once the run has checked its inputs)"
+    ),
 ) -> None:
     """Run one run of a campaign again, alone; it equals its row (same seed, parameters, stream)."""
     _check_out(out, force)

@@ -1,6 +1,7 @@
 """Basilisk, the peer some tests check hopsim against, runs in its own environment (its `bsk`
 wheel pins a protobuf that conflicts with hopsim's): `make test` builds `.venv-bsk`, or
 HOPSIM_BSK_PYTHON names another interpreter that has it."""
+
 from __future__ import annotations
 
 import os

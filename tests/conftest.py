@@ -26,7 +26,7 @@ def shared_ray():
 
     from hopsim.kernel.distributed.ray_runtime import start_ray, stop_ray
 
-    start_ray(num_cpus=2)              # as the command starts it: its own local Ray, token authentication on
+    start_ray(num_cpus=2)  # as the command starts it: its own local Ray, token authentication on
     yield ray
     stop_ray()
     assert no_ray_processes_within(15.0), ray_processes()

@@ -1,4 +1,5 @@
 """Small models used by the kernel tests (each does one observable thing)."""
+
 from __future__ import annotations
 
 from hopsim.kernel import ContinuousModel, FixedRate, In, Model, NoIo, Out, VariableRate

@@ -5,6 +5,7 @@ Imports are read with ``ast`` (module-level and inside functions alike; imports 
 ``if TYPE_CHECKING:`` are annotations only and are left out), so the check sees the tree as it
 is written, whatever happens to be imported at test time.
 """
+
 from __future__ import annotations
 
 import ast
@@ -25,7 +26,7 @@ ALLOWED = {
     "scenarios": {"actors", "kernel", "kernel.distributed", "bus", "dynamics", "schemas"},
     "view": {"bus", "kernel", "schemas"},
     "cli": {"scenarios", "view", "actors", "kernel", "kernel.distributed", "bus", "dynamics", "schemas"},
-    "": {"kernel", "bus", "schemas", "dynamics"},        # hopsim/__init__.py
+    "": {"kernel", "bus", "schemas", "dynamics"},  # hopsim/__init__.py
 }
 
 
@@ -50,7 +51,8 @@ def package_of(module: str) -> str:
 def _is_type_checking(node: ast.If) -> bool:
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def imports_of(path: Path) -> set[str]:
@@ -71,7 +73,7 @@ def imports_of(path: Path) -> set[str]:
             base = node.module or ""
             if node.level:
                 anchor = this.split(".") if is_package else this.split(".")[:-1]
-                anchor = anchor[:len(anchor) - (node.level - 1)]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join(anchor + ([base] if base else []))
             if base.startswith("hopsim"):
                 for alias in node.names:
@@ -149,9 +151,12 @@ def test_no_import_circles():
     assert not circles, "import circles: " + "; ".join(" <-> ".join(c) for c in circles)
 
 
-@pytest.mark.parametrize("graph, expected", [
-    ({"a": {"b"}, "b": {"a"}, "c": set()}, [["a", "b"]]),
-    ({"a": {"b"}, "b": {"c"}, "c": set()}, []),
-])
+@pytest.mark.parametrize(
+    "graph, expected",
+    [
+        ({"a": {"b"}, "b": {"a"}, "c": set()}, [["a", "b"]]),
+        ({"a": {"b"}, "b": {"c"}, "c": set()}, []),
+    ],
+)
 def test_the_circle_finder_finds_circles(graph, expected):
     assert _strongly_connected(graph) == expected

@@ -1,5 +1,6 @@
 """Bad input to any command is a clear message naming the problem, and exit code 2; never a
 traceback, never a hang (each case runs in-process and must return at once)."""
+
 import pytest
 from typer.testing import CliRunner
 

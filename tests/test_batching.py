@@ -1,5 +1,6 @@
 """Islands whose hops coincide propagate as one compiled batch: an optimization that must not
 change a single bit of the recorded stream (DESIGN.md, "Islands, hops and the kernel")."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,11 +8,14 @@ import pytest
 from hopsim.scenarios.runner import run_scenario
 
 
-@pytest.mark.parametrize("name, overrides, duration", [
-    ("formation", {"n_vehicles": 12, "layout": "ring"}, 20.0),
-    ("leader_follower", {}, 12.0),
-    ("pileup", {"n_vehicles": 12}, 3.0),
-])
+@pytest.mark.parametrize(
+    "name, overrides, duration",
+    [
+        ("formation", {"n_vehicles": 12, "layout": "ring"}, 20.0),
+        ("leader_follower", {}, 12.0),
+        ("pileup", {"n_vehicles": 12}, 3.0),
+    ],
+)
 def test_batching_changes_no_bit_of_the_stream(name, overrides, duration):
     runs = [run_scenario(name, overrides, duration_s=duration, keep_stream=True, batching=b) for b in (True, False)]
     assert runs[0].message_count == runs[1].message_count > 0

@@ -1,4 +1,5 @@
 """Dshell's Battery flow model: power integrated per I/O step, clamped to [0, total]."""
+
 import pytest
 
 from hopsim.actors.battery import Battery
@@ -11,12 +12,16 @@ def run_battery(source_W, load_W, initial_Wh, efficiency=1.0, seconds=10, alarm_
     sim.add_island("a")
     sim.add_model(Source("src", source_W), "a", ties={"y": "a/src"})
     sim.add_model(Source("load", load_W), "a", ties={"y": "a/load"})
-    bat = sim.add_model(Battery("battery", 69.1, initial_Wh, efficiency, alarm_Wh), "a",
-                        ties={"source": "a/src", "load": "a/load", "state": "a/battery"})
+    bat = sim.add_model(
+        Battery("battery", 69.1, initial_Wh, efficiency, alarm_Wh),
+        "a",
+        ties={"source": "a/src", "load": "a/load", "state": "a/battery"},
+    )
     levels = []
     sim.add_io_event("watch", "battery", "end", lambda t: None)
-    sim.add_model_event("after", "battery", "end_io_step", lambda ev, t0, t1: levels.append(bat.power_level_Wh),
-                        before=False)
+    sim.add_model_event(
+        "after", "battery", "end_io_step", lambda ev, t0, t1: levels.append(bat.power_level_Wh), before=False
+    )
     sim.advance_to(seconds)
     return bat, levels
 
@@ -38,8 +43,11 @@ def test_alarm_below_threshold():
     sim = Simulation()
     sim.add_island("a")
     sim.add_model(Source("load", 3600.0), "a", ties={"y": "a/load"})
-    sim.add_model(Battery("battery", 69.1, 3.5, alarm_threshold_Wh=2.0), "a",
-                  ties={"load": "a/load", "source": "a/src", "state": "a/battery"})
+    sim.add_model(
+        Battery("battery", 69.1, 3.5, alarm_threshold_Wh=2.0),
+        "a",
+        ties={"load": "a/load", "source": "a/src", "state": "a/battery"},
+    )
     from hopsim.kernel import In, Model, NoIo
     from hopsim.schemas import BatteryState
 

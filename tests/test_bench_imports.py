@@ -1,5 +1,6 @@
 """Every hopsim name the benchmarks import exists (a benchmark runs only in ``make bench``, where a
 moved function would otherwise be found an hour in)."""
+
 import ast
 import importlib
 from pathlib import Path

@@ -7,6 +7,7 @@ ports, generator), every island's continuous state, counters, schedule and the m
 way (envelopes with their sequence numbers), the bus's count, the scenario's outcome; and a
 recorded run's file, byte for byte. Runs are cut where a block must hand its members back
 (faults, the run returning off and on the schedule, a checkpoint, a model read) and continued."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,14 +24,31 @@ S = 1_000_000_000
 CASES = [
     ({"n_vehicles": 12}, 40.0),
     # loss, a latency of two periods, saturation and a minimum thrust, faults from outside
-    ({"n_vehicles": 9, "layout": "lattice", "radio_loss": 0.3, "radio_latency_s": 1.5, "max_thrust_N": 0.05,
-      "min_thrust_N": 0.004,
-      "faults": [{"t_s": 5.5, "target": "v3_thr", "kind": "thrust_scale", "value": 0.5},
-                 {"t_s": 8.0, "target": "v5_radio", "kind": "radio_loss", "value": 1.0},
-                 {"t_s": 21.0, "target": "v5_radio", "kind": "radio_loss", "clear": True}]}, 40.0),
+    (
+        {
+            "n_vehicles": 9,
+            "layout": "lattice",
+            "radio_loss": 0.3,
+            "radio_latency_s": 1.5,
+            "max_thrust_N": 0.05,
+            "min_thrust_N": 0.004,
+            "faults": [
+                {"t_s": 5.5, "target": "v3_thr", "kind": "thrust_scale", "value": 0.5},
+                {"t_s": 8.0, "target": "v5_radio", "kind": "radio_loss", "value": 1.0},
+                {"t_s": 21.0, "target": "v5_radio", "kind": "radio_loss", "clear": True},
+            ],
+        },
+        40.0,
+    ),
     # more members than a barrier takes in one block of the scalar path, a fault in the second
-    ({"n_vehicles": 300, "radio_loss": 0.2,
-      "faults": [{"t_s": 12.5, "target": "v130_thr", "kind": "thrust_scale", "value": 0.5}]}, 20.0),
+    (
+        {
+            "n_vehicles": 300,
+            "radio_loss": 0.2,
+            "faults": [{"t_s": 12.5, "target": "v130_thr", "kind": "thrust_scale", "value": 0.5}],
+        },
+        20.0,
+    ),
     # every packet lost: the vehicles brake; no noise
     ({"n_vehicles": 5, "radio_loss": 1.0, "noise": False, "stale_after_s": 3.0}, 30.0),
     # the dynamics at 10 Hz under 1 Hz control (ten RK4 steps per hop), at 2 Hz control with a
@@ -71,13 +89,19 @@ def _everything(sim: Simulation) -> dict:
     for name, part in state["islands"].items():
         isl = dict(part)
         isl["x"] = isl["x"].tobytes()
-        isl["inbox"] = sorted((d, p, src, seq, rank, env.to_bytes(), slot, port)     # (a heap's list)
-                              for d, p, src, seq, rank, env, slot, port in isl["inbox"])
+        isl["inbox"] = sorted(
+            (d, p, src, seq, rank, env.to_bytes(), slot, port)  # (a heap's list)
+            for d, p, src, seq, rank, env, slot, port in isl["inbox"]
+        )
         isl.pop("integrator")
         islands[name] = isl
     stats = sim.stats()
-    return {"hash": state_hash(sim), "islands": islands, "published": stats["published"],
-            "outcome": get_scenario("formation").outcome(sim)}
+    return {
+        "hash": state_hash(sim),
+        "islands": islands,
+        "published": stats["published"],
+        "outcome": get_scenario("formation").outcome(sim),
+    }
 
 
 def _block_instants(sim: Simulation) -> int:
@@ -90,7 +114,7 @@ def test_row_blocks_change_nothing(overrides, duration):
     on.advance_to(duration)
     off.advance_to(duration)
     assert _block_instants(off) == 0
-    assert _block_instants(on) >= 0.5 * duration      # most instants ran as rows
+    assert _block_instants(on) >= 0.5 * duration  # most instants ran as rows
     assert _everything(on) == _everything(off)
 
 
@@ -145,8 +169,16 @@ def test_a_checkpoint_taken_from_a_block_resumes_to_the_stream_without_blocks(tm
     runs = {}
     for blocks in (True, False):
         folder = tmp_path / str(blocks)
-        result = run_scenario("formation", {"n_vehicles": 8, "radio_loss": 0.2}, seed=3, duration_s=20.0,
-                              checkpoint_every_s=10.0, checkpoint_dir=folder, keep_sim=True, row_blocks=blocks)
+        result = run_scenario(
+            "formation",
+            {"n_vehicles": 8, "radio_loss": 0.2},
+            seed=3,
+            duration_s=20.0,
+            checkpoint_every_s=10.0,
+            checkpoint_dir=folder,
+            keep_sim=True,
+            row_blocks=blocks,
+        )
         assert (_block_instants(result.sim) > 5) == blocks
         (path,) = sorted(folder.glob("formation_*.ckpt"))
         runs[blocks] = resume_run(path, keep_stream=True).recorder.stream_bytes()
@@ -167,20 +199,25 @@ def test_reading_a_model_mid_run_sees_its_state_now():
     assert _everything(on) == _everything(off)
 
 
-@pytest.mark.parametrize("overrides, duration", [
-    *CASES[:2],
-    # most packets lost: a radio's first forwarded packet (its channel's first message, which
-    # registers the channel in the file) comes during a block
-    ({"n_vehicles": 40, "radio_loss": 0.985}, 30.0),
-], ids=["ring", "lattice-faults", "channels-registered-in-blocks"])
+@pytest.mark.parametrize(
+    "overrides, duration",
+    [
+        *CASES[:2],
+        # most packets lost: a radio's first forwarded packet (its channel's first message, which
+        # registers the channel in the file) comes during a block
+        ({"n_vehicles": 40, "radio_loss": 0.985}, 30.0),
+    ],
+    ids=["ring", "lattice-faults", "channels-registered-in-blocks"],
+)
 def test_a_recorded_run_writes_the_same_file_with_row_blocks(tmp_path, overrides, duration):
     """The recording (MCAP, with the Foxglove scene) byte for byte: the blocks' messages encoded
     from their rows, the faults' instants run by the members alone."""
     files = {}
     for blocks in (True, False):
         files[blocks] = tmp_path / f"{blocks}.mcap"
-        result = run_scenario("formation", overrides, seed=5, duration_s=duration, out=files[blocks],
-                              row_blocks=blocks, keep_sim=True)
+        result = run_scenario(
+            "formation", overrides, seed=5, duration_s=duration, out=files[blocks], row_blocks=blocks, keep_sim=True
+        )
         assert (_block_instants(result.sim) >= 0.5 * duration) == blocks
     assert files[True].read_bytes() == files[False].read_bytes()
 
@@ -209,8 +246,9 @@ def test_input_rows_give_each_port_back_exactly():
         want, got = port.state(), back.state()
         assert got[1:4] == want[1:4]
         assert got[0].SerializeToString(deterministic=True) == want[0].SerializeToString(deterministic=True)
-        assert [m.SerializeToString(deterministic=True) for m in got[4]] == \
-            [m.SerializeToString(deterministic=True) for m in want[4]]
+        assert [m.SerializeToString(deterministic=True) for m in got[4]] == [
+            m.SerializeToString(deterministic=True) for m in want[4]
+        ]
 
 
 def test_the_digest_framing_of_columns_is_the_digests_own():
@@ -225,9 +263,19 @@ def test_the_digest_framing_of_columns_is_the_digests_own():
     rng = np.random.default_rng(11)
     for _ in range(50):
         n_routes = int(rng.integers(1, 8))
-        prototypes = [EncodedEnvelope(0, int(rng.integers(0, 10**10)), "s" * int(rng.integers(1, 40)) + str(p),
-                                      f"topic/{p}", 0, int(rng.integers(-3, 4)), b"",
-                                      VehicleState if p % 2 else Wrench) for p in range(n_routes)]
+        prototypes = [
+            EncodedEnvelope(
+                0,
+                int(rng.integers(0, 10**10)),
+                "s" * int(rng.integers(1, 40)) + str(p),
+                f"topic/{p}",
+                0,
+                int(rng.integers(-3, 4)),
+                b"",
+                VehicleState if p % 2 else Wrench,
+            )
+            for p in range(n_routes)
+        ]
         channels = RowChannels(prototypes, [False] * n_routes, list(range(n_routes)), frozenset())
         counts = rng.integers(0, 4, n_routes)
         seqs = rng.integers(0, 2**63 - 10, n_routes)
@@ -236,15 +284,29 @@ def test_the_digest_framing_of_columns_is_the_digests_own():
         offsets = np.concatenate(([0], np.cumsum([len(p) for p in payloads]))).astype(np.int64)
         data = b"".join(payloads)
         t = int(rng.integers(0, 10**12))
-        framed = digest_frames(t, counts, seqs, starts, offsets, np.frombuffer(data, np.uint8), channels.latency,
-                               channels.priority, channels.names, channels.names_at)
+        framed = digest_frames(
+            t,
+            counts,
+            seqs,
+            starts,
+            offsets,
+            np.frombuffer(data, np.uint8),
+            channels.latency,
+            channels.priority,
+            channels.names,
+            channels.names_at,
+        )
         ours, reference = StreamDigest(), StreamDigest()
         ours.add_framed(framed, int(counts.sum()))
         for p, e in enumerate(prototypes):
             for c in range(int(counts[p])):
                 payload = payloads[starts[p] + c]
-                reference.add(EncodedEnvelope(t, t + e.deliver_ns, e.source, e.topic, int(seqs[p]) + c, e.priority,
-                                              payload, e.message_type), payload)
+                reference.add(
+                    EncodedEnvelope(
+                        t, t + e.deliver_ns, e.source, e.topic, int(seqs[p]) + c, e.priority, payload, e.message_type
+                    ),
+                    payload,
+                )
         assert ours.hexdigest() == reference.hexdigest()
 
 
@@ -270,10 +332,14 @@ def test_no_block_forms_where_the_models_are_read_after_every_barrier_or_lack_a_
     assert _everything(on) == _everything(off)
 
 
-@pytest.mark.parametrize("overrides", [
-    {"n_vehicles": 12, "radio_loss": 0.2},
-    {"n_vehicles": 12, "radio_loss": 0.1, "radio_latency_s": 2.0, "layout": "lattice"},
-], ids=["ring", "lattice-2s"])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"n_vehicles": 12, "radio_loss": 0.2},
+        {"n_vehicles": 12, "radio_loss": 0.1, "radio_latency_s": 2.0, "layout": "lattice"},
+    ],
+    ids=["ring", "lattice-2s"],
+)
 def test_a_block_of_part_of_a_group_exchanges_messages_with_the_members_outside_it(tmp_path, overrides):
     """Two vehicles with a model that has no row form (v03, v07) stay out of the block the other
     ten form: their neighbours' radios hear them (messages from outside taken into the rows at
@@ -304,9 +370,13 @@ def _odd_vehicles_cases(count: int) -> list[tuple]:
     for _ in range(count):
         n = int(rng.integers(5, 13))
         rate = float(rng.choice([1.0, 2.0]))
-        overrides = {"n_vehicles": n, "layout": str(rng.choice(["ring", "lattice"])),
-                     "radio_loss": float(rng.choice([0.0, 0.2, 0.6])), "control_rate_hz": rate,
-                     "radio_latency_s": int(rng.integers(1, 4)) / rate}
+        overrides = {
+            "n_vehicles": n,
+            "layout": str(rng.choice(["ring", "lattice"])),
+            "radio_loss": float(rng.choice([0.0, 0.2, 0.6])),
+            "control_rate_hz": rate,
+            "radio_latency_s": int(rng.integers(1, 4)) / rate,
+        }
         odd = sorted(rng.choice(n, size=int(rng.integers(1, 4)), replace=False).tolist())
         pieces = sorted({float(rng.choice([7.0, 9.25, 12.5])), 25.0})
         cases.append((overrides, odd, pieces))

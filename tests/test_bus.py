@@ -1,5 +1,6 @@
 """Signals (latest value, freshness: a command is seen once), queues (every message, in order),
 the total order of a recorded instant, and wiring errors that name the fix."""
+
 import pytest
 
 from hopsim.bus import MemoryRecorder, WiringError
@@ -96,7 +97,11 @@ def test_injected_message_reaches_subscribers_and_the_recording():
     sim.add_model(QueueSource("fast", 9.0, rate_hz=0.25), "a", ties={"y": "a/q"})
     sim.inject("a/q", Scalar(value=42.0), 1.5)
     sim.advance_to(3.0)
-    assert c.got == [[9.0], [42.0], [], ]
+    assert c.got == [
+        [9.0],
+        [42.0],
+        [],
+    ]
     injected = [e for e in rec.envelopes if e.source == "scenario"]
     assert [(e.t_ns, e.payload.value) for e in injected] == [(S + S // 2, 42.0)]
     with pytest.raises(ValueError, match="the run is at"):
@@ -168,11 +173,11 @@ def _two_outputs(recorder=None):
 
 def test_an_output_nobody_reads_is_not_published_unless_recorded():
     sim, src, sink = _two_outputs()
-    assert src.wanted("ignored")                  # unknown before the start: assume read
+    assert src.wanted("ignored")  # unknown before the start: assume read
     sim.advance_to(2.0)
     assert src.wanted_seen == [(True, False)] * 3
-    assert sim.stats()["published"] == 3          # only the read output's three messages
-    assert sink.got == [[1.0], [1.0]]             # what it reads still arrives
+    assert sim.stats()["published"] == 3  # only the read output's three messages
+    assert sink.got == [[1.0], [1.0]]  # what it reads still arrives
 
     rec = MemoryRecorder()
     sim, src, _ = _two_outputs(rec)
@@ -240,12 +245,12 @@ def test_an_on_change_signal_publishes_what_changes_and_its_subscribers_hold_the
         runs[on_change] = ([(e.t_ns, e.payload.value) for e in recorder.envelopes], holder, source)
     published, holder, source = runs[True]
     everything, every_holder, _ = runs[False]
-    assert len(everything) == 12                                   # 0 to 2.75 s
+    assert len(everything) == 12  # 0 to 2.75 s
     assert [t for t, _ in published] == [0, S // 2, 5 * S // 4, 3 * S // 2, 7 * S // 4, 9 * S // 4]
     assert repr([v for _, v in published]) == repr([0.0, 2.0, -0.0, 0.0, nan, 1.0])
-    assert repr(holder.held) == repr(every_holder.held)            # the same held values at every read
+    assert repr(holder.held) == repr(every_holder.held)  # the same held values at every read
     assert repr([n for n in holder.news if n is not None]) == repr([v for _, v in published])
-    assert source.outputs_at(3 * S)["y"].value == 1.0              # analysis sees every output, repeat or not
+    assert source.outputs_at(3 * S)["y"].value == 1.0  # analysis sees every output, repeat or not
     with pytest.raises(ValueError, match="on_change is for signals"):
         Out(Scalar, queue=True, on_change=True)
 
@@ -270,10 +275,10 @@ def test_an_on_change_port_takes_the_message_last_written_again_as_a_repeat():
         return [msg for _, msg in model._outbox]
 
     assert published(a, a, b, b, a, Scalar(value=1.0, unit="N"), b, b) == [a, b, a, b]
-    snap = model.snapshot()                      # b's bytes published
+    snap = model.snapshot()  # b's bytes published
     assert "_last_written" not in model.snapshot_view()[0]
     assert published(a, a) == [a]
-    model.restore(snap)                          # b's bytes published again
+    model.restore(snap)  # b's bytes published again
     assert published(b, a, a, b) == [a, b]
 
 
@@ -308,14 +313,25 @@ def test_an_on_change_value_that_nobody_read_is_published_to_a_recorder_attached
     assert len(published) == 1 and published[0][0] >= S and published[0][1] == 3.0
 
 
-@pytest.mark.parametrize("name, overrides, duration", [
-    ("formation", {"n_vehicles": 8, "layout": "lattice", "radio_loss": 0.3,
-                   "faults": [{"t_s": 4.5, "target": "v3_thr", "kind": "thrust_scale", "value": 0.5}]}, 12.0),
-    ("orbit_formation", {"n_vehicles": 3}, 200.0),
-    # the SPHERES thrusters' memos (hopsim.kernel.Memo) fill less when nothing reads their valve
-    # states: they are not part of the snapshots
-    ("leader_follower", {}, 10.0),
-])
+@pytest.mark.parametrize(
+    "name, overrides, duration",
+    [
+        (
+            "formation",
+            {
+                "n_vehicles": 8,
+                "layout": "lattice",
+                "radio_loss": 0.3,
+                "faults": [{"t_s": 4.5, "target": "v3_thr", "kind": "thrust_scale", "value": 0.5}],
+            },
+            12.0,
+        ),
+        ("orbit_formation", {"n_vehicles": 3}, 200.0),
+        # the SPHERES thrusters' memos (hopsim.kernel.Memo) fill less when nothing reads their valve
+        # states: they are not part of the snapshots
+        ("leader_follower", {}, 10.0),
+    ],
+)
 def test_a_run_that_records_nothing_ends_where_the_recorded_run_ends(name, overrides, duration):
     """Without a recorder, a zero-latency message that only its publisher's home island reads is
     handed over without an envelope, and outputs nobody reads are not built: the run ends where
@@ -328,4 +344,4 @@ def test_a_run_that_records_nothing_ends_where_the_recorded_run_ends(name, overr
     for island in bare.sim.islands:
         assert bare.sim.islands[island].state.tobytes() == recorded.sim.islands[island].state.tobytes()
     assert state_hash(bare.sim) == state_hash(recorded.sim)
-    assert 0 < bare.sim.stats()["published"] < recorded.message_count      # the unread outputs went unbuilt
+    assert 0 < bare.sim.stats()["published"] < recorded.message_count  # the unread outputs went unbuilt

@@ -1,4 +1,5 @@
 """A fault campaign on the SPHERES leader-follower run tabulates what each fault did."""
+
 from hopsim.scenarios.campaign import run_campaign, write_table
 from hopsim.scenarios.registry import FaultSpec
 

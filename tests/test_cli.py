@@ -1,4 +1,5 @@
 """The hopsim command: list, run, record; errors name the problem and the valid choices."""
+
 import pytest
 from typer.testing import CliRunner
 
@@ -16,8 +17,22 @@ def test_scenarios_lists_the_lander():
 
 def test_run_records_and_says_where(tmp_path):
     out = tmp_path / "x.mcap"
-    res = runner.invoke(app, ["run", "lander", "--duration", "3", "--seed", "2", "--set", "altitude_m=40",
-                              "--out", str(out), "--no-progress"])
+    res = runner.invoke(
+        app,
+        [
+            "run",
+            "lander",
+            "--duration",
+            "3",
+            "--seed",
+            "2",
+            "--set",
+            "altitude_m=40",
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert str(out.resolve()) in res.output.replace("\n", "")
     meta = read_metadata(out)["hopsim.run"]
@@ -27,15 +42,28 @@ def test_run_records_and_says_where(tmp_path):
 def test_a_run_of_many_islands_is_summed_up_in_one_line():
     """20 vehicles at 1 Hz for 3 s: every island has barriers at 0, 1, 2 and 3 s and 3 hops, the
     last three as members of the 1 Hz rate group (the first is each island's own start)."""
-    res = runner.invoke(app, ["run", "formation", "--duration", "3", "--set", "n_vehicles=20", "--no-progress",
-                              "--stats"])
+    res = runner.invoke(
+        app, ["run", "formation", "--duration", "3", "--set", "n_vehicles=20", "--no-progress", "--stats"]
+    )
     assert res.exit_code == 0, res.output
     text = " ".join(res.output.split())
     assert "island v00:" not in text
     assert "20 islands: 4 barriers each, 60 hops" in text
     assert "rate group (1 s period, phase 0 s): 3 instants, 60 member barriers, 20 joins, 20 leaves" in text
-    res = runner.invoke(app, ["run", "formation", "--duration", "3", "--set", "n_vehicles=20", "--no-progress",
-                              "--stats", "--no-rate-groups"])
+    res = runner.invoke(
+        app,
+        [
+            "run",
+            "formation",
+            "--duration",
+            "3",
+            "--set",
+            "n_vehicles=20",
+            "--no-progress",
+            "--stats",
+            "--no-rate-groups",
+        ],
+    )
     text = " ".join(res.output.split())
     assert res.exit_code == 0 and "20 islands: 4 barriers each, 60 hops" in text and "rate group" not in text
 
@@ -49,7 +77,6 @@ def test_unknown_scenario_and_bad_parameter_are_clear_errors():
     assert res.exit_code == 2 and "mass_kg" in res.output and "greater than 0" in res.output
     res = runner.invoke(app, ["run", "lander", "--set", "oops", "--no-progress"])
     assert res.exit_code != 0 and "key=value" in res.output
-
 
 
 def test_version_is_the_installed_packages():
@@ -82,8 +109,20 @@ def test_vector_parameters_from_the_command_line(tmp_path):
 
     for i, text in enumerate(("0,0.3,0.1", "[0,0.3,0.1]")):
         out = tmp_path / f"boom{i}.mcap"
-        res = runner.invoke(app, ["run", "deploy_boom", "--duration", "1", "--set", f"boom_offset_m={text}",
-                                  "--out", str(out), "--no-progress"])
+        res = runner.invoke(
+            app,
+            [
+                "run",
+                "deploy_boom",
+                "--duration",
+                "1",
+                "--set",
+                f"boom_offset_m={text}",
+                "--out",
+                str(out),
+                "--no-progress",
+            ],
+        )
         assert res.exit_code == 0, res.output
         params = json.loads(read_metadata(out)["hopsim.run"]["parameters_json"])
         assert params["boom_offset_m"] == [0.0, 0.3, 0.1]
@@ -94,19 +133,46 @@ def test_every_fault_field_reaches_the_model_and_an_ignored_one_is_an_error(tmp_
     from hopsim.bus.compare import decode_payload
 
     out = tmp_path / "f.mcap"
-    res = runner.invoke(app, ["run", "lander", "--duration", "4", "--out", str(out), "--no-progress",
-                              "--fault", "t=1,target=body,kind=disturbance,force=[0,0,5.5],duration=2"])
+    res = runner.invoke(
+        app,
+        [
+            "run",
+            "lander",
+            "--duration",
+            "4",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--fault",
+            "t=1,target=body,kind=disturbance,force=[0,0,5.5],duration=2",
+        ],
+    )
     assert res.exit_code == 0, res.output
     envs, _ = read_recording(out)
     fault = next(decode_payload(e) for e in envs if e.topic == "faults/body")
     assert (fault.force_N.z, fault.duration_s, fault.kind) == (5.5, 2.0, "disturbance")
-    for extra, word in (("value=3", "ignores value"), ("torque=[1,0,0]", "ignores torque_B"),
-                        ("colour=red", "no field 'colour'")):
-        res = runner.invoke(app, ["run", "lander", "--duration", "4", "--no-progress",
-                                  "--fault", f"t=1,target=body,kind=disturbance,force=[0,0,1],{extra}"])
+    for extra, word in (
+        ("value=3", "ignores value"),
+        ("torque=[1,0,0]", "ignores torque_B"),
+        ("colour=red", "no field 'colour'"),
+    ):
+        res = runner.invoke(
+            app,
+            [
+                "run",
+                "lander",
+                "--duration",
+                "4",
+                "--no-progress",
+                "--fault",
+                f"t=1,target=body,kind=disturbance,force=[0,0,1],{extra}",
+            ],
+        )
         assert res.exit_code == 2 and word in " ".join(res.output.split()), res.output
-    res = runner.invoke(app, ["run", "lander", "--duration", "4", "--no-progress",
-                              "--fault", "t=9,target=body,kind=thrust_scale,value=0"])
+    res = runner.invoke(
+        app,
+        ["run", "lander", "--duration", "4", "--no-progress", "--fault", "t=9,target=body,kind=thrust_scale,value=0"],
+    )
     assert res.exit_code == 2 and "after the run's end" in res.output
 
 
@@ -116,15 +182,29 @@ def test_the_run_ends_with_its_outcome_a_dead_engine_falls_as_kepler_would_have_
     import math
 
     out = tmp_path / "fall.mcap"
-    res = runner.invoke(app, ["run", "lander", "--set", "altitude_m=100", "--set", "stop_on_touchdown=true",
-                              "--fault", "t=0,target=body,kind=thrust_scale,value=0", "--out", str(out),
-                              "--no-progress"], env={"COLUMNS": "200"})
+    res = runner.invoke(
+        app,
+        [
+            "run",
+            "lander",
+            "--set",
+            "altitude_m=100",
+            "--set",
+            "stop_on_touchdown=true",
+            "--fault",
+            "t=0,target=body,kind=thrust_scale,value=0",
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+        env={"COLUMNS": "200"},
+    )
     assert res.exit_code == 0, res.output
     outcome = json.loads(read_metadata(out)["hopsim.result"]["outcome_json"])
     assert outcome["touchdown_s"] == pytest.approx(math.sqrt(2 * 100 / 1.62), abs=2e-6)
     assert outcome["touchdown_speed_mps"] == pytest.approx(math.sqrt(2 * 1.62 * 100), rel=1e-6)
     assert "touchdown_speed_mps" in res.output and f"{outcome['touchdown_speed_mps']:.6g}" in res.output
-    assert "island lander:" not in res.output             # kernel statistics only with --stats
+    assert "island lander:" not in res.output  # kernel statistics only with --stats
 
 
 def test_replay_out_records_the_replayed_run(tmp_path):
@@ -139,13 +219,27 @@ def test_replay_out_records_the_replayed_run(tmp_path):
 
 def test_resume_reports_the_part_it_ran_and_every_kind_of_recording_replays_identical(tmp_path):
     full, rest = tmp_path / "full.mcap", tmp_path / "rest.mcap"
-    res = runner.invoke(app, ["run", "lander", "--duration", "20", "--checkpoint-every", "15", "--out", str(full),
-                              "--checkpoint-dir", str(tmp_path), "--no-progress"])
+    res = runner.invoke(
+        app,
+        [
+            "run",
+            "lander",
+            "--duration",
+            "20",
+            "--checkpoint-every",
+            "15",
+            "--out",
+            str(full),
+            "--checkpoint-dir",
+            str(tmp_path),
+            "--no-progress",
+        ],
+    )
     assert res.exit_code == 0
     ckpt = next(tmp_path.glob("lander_t00000015.000000000.ckpt"))
     res = runner.invoke(app, ["resume", str(ckpt), "--out", str(rest), "--no-progress"])
     assert res.exit_code == 0 and "5 s simulated (from the checkpoint at 15 s)" in " ".join(res.output.split())
-    for recording in (full, rest):                     # checkpointed, and resumed
+    for recording in (full, rest):  # checkpointed, and resumed
         res = runner.invoke(app, ["replay", str(recording)])
         assert res.exit_code == 0 and "identical" in res.output, res.output
     ckpt.write_bytes(ckpt.read_bytes() + b"x")
@@ -164,10 +258,14 @@ def test_an_empty_file_is_reported_as_empty(tmp_path):
 def test_out_is_left_alone_when_the_run_is_refused(tmp_path):
     out = tmp_path / "keep.mcap"
     out.write_bytes(b"an earlier recording")
-    for extra in (["--set", "mass_kg=-1"], ["--fault", "t=1,target=nobody,kind=dropout"],
-                  ["--fault", "t=1,target=altimeter,kind=dropout,value=3"]):
-        res = runner.invoke(app, ["run", "lander", "--duration", "2", "--out", str(out), "--force", "--no-progress",
-                                  *extra])
+    for extra in (
+        ["--set", "mass_kg=-1"],
+        ["--fault", "t=1,target=nobody,kind=dropout"],
+        ["--fault", "t=1,target=altimeter,kind=dropout,value=3"],
+    ):
+        res = runner.invoke(
+            app, ["run", "lander", "--duration", "2", "--out", str(out), "--force", "--no-progress", *extra]
+        )
         assert res.exit_code == 2, res.output
         assert out.read_bytes() == b"an earlier recording"
 
@@ -175,8 +273,12 @@ def test_out_is_left_alone_when_the_run_is_refused(tmp_path):
 def test_an_existing_recording_is_replaced_only_with_force(tmp_path):
     out = tmp_path / "keep.mcap"
     out.write_bytes(b"an earlier recording")
-    for command in (["run", "lander", "--duration", "1"], ["replay", str(tmp_path / "other.mcap")],
-                    ["resume", str(tmp_path / "x.ckpt")], ["montecarlo", "rerun", str(tmp_path), "--run", "0"]):
+    for command in (
+        ["run", "lander", "--duration", "1"],
+        ["replay", str(tmp_path / "other.mcap")],
+        ["resume", str(tmp_path / "x.ckpt")],
+        ["montecarlo", "rerun", str(tmp_path), "--run", "0"],
+    ):
         res = runner.invoke(app, [*command, "--out", str(out)])
         assert res.exit_code == 2 and "exists: give --force to replace it" in " ".join(res.output.split()), res.output
         assert out.read_bytes() == b"an earlier recording"
@@ -196,12 +298,24 @@ def test_a_ray_run_prints_no_banner_warning_or_traceback(tmp_path):
     import sys
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    done = subprocess.run([sys.executable, "-m", "hopsim.cli", "run", "lander", "--duration", "2", "--backend", "ray",
-                           "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "hopsim.cli", "run", "lander", "--duration", "2", "--backend", "ray", "--no-progress"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     lines = (done.stdout + done.stderr).splitlines()
-    noisy = [line for line in lines if any(w in line for w in ("Traceback", "Warning", "WARNING", "warnings.warn",
-                                                             "Token authentication", ".py:", "(raylet)"))]
+    noisy = [
+        line
+        for line in lines
+        if any(
+            w in line
+            for w in ("Traceback", "Warning", "WARNING", "warnings.warn", "Token authentication", ".py:", "(raylet)")
+        )
+    ]
     assert not noisy and lines[0].startswith("lander: 2 s simulated"), lines
 
 
@@ -210,26 +324,56 @@ def test_every_parameter_of_every_scenario_says_what_it_is():
 
     builtin = [spec for spec in all_scenarios() if spec.build.__module__.startswith("hopsim.")]
     assert {"lander", "formation", "leader_follower"} <= {spec.name for spec in builtin}
-    missing = [f"{spec.name}.{key}" for spec in builtin
-               for key, field in spec.params.model_fields.items() if not field.description]
+    missing = [
+        f"{spec.name}.{key}"
+        for spec in builtin
+        for key, field in spec.params.model_fields.items()
+        if not field.description
+    ]
     assert not missing, missing
 
 
 def test_linearize_prints_the_matrices_and_writes_them(tmp_path):
     import numpy as np
 
-    res = runner.invoke(app, ["linearize", "leader_follower", "--at", "20", "--states", "sph1.v_x,sph1.omega_z",
-                              "--inputs", "sph1.disturbance_torque_B[2],sph1.disturbance_force_N[0]",
-                              "--outputs", "sph1.state.omega_BN_B.z", "--fault", "t=1,target=sph1,kind=disturbance",
-                              "--out", str(tmp_path / "lin.npz")])
+    res = runner.invoke(
+        app,
+        [
+            "linearize",
+            "leader_follower",
+            "--at",
+            "20",
+            "--states",
+            "sph1.v_x,sph1.omega_z",
+            "--inputs",
+            "sph1.disturbance_torque_B[2],sph1.disturbance_force_N[0]",
+            "--outputs",
+            "sph1.state.omega_BN_B.z",
+            "--fault",
+            "t=1,target=sph1,kind=disturbance",
+            "--out",
+            str(tmp_path / "lin.npz"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     saved = np.load(tmp_path / "lin.npz")
     assert saved["states"].tolist() == ["sph1.v_x", "sph1.omega_z"] and str(saved["scheme"]) == "central2"
-    assert saved["B"][1, 0] == pytest.approx(1 / 0.0190, rel=1e-7)        # 1 / Izz, the seed's Table 2.1
+    assert saved["B"][1, 0] == pytest.approx(1 / 0.0190, rel=1e-7)  # 1 / Izz, the seed's Table 2.1
     assert saved["C"].tolist() == [[0.0, 1.0]]
     assert "no effect" not in res.output
-    quiet = runner.invoke(app, ["linearize", "leader_follower", "--at", "5", "--states", "sph1.v_x",
-                                "--inputs", "sph1.disturbance_force_N[0]"])
+    quiet = runner.invoke(
+        app,
+        [
+            "linearize",
+            "leader_follower",
+            "--at",
+            "5",
+            "--states",
+            "sph1.v_x",
+            "--inputs",
+            "sph1.disturbance_force_N[0]",
+        ],
+    )
     assert quiet.exit_code == 0 and "sph1.disturbance_force_N[0] has no effect" in " ".join(quiet.output.split())
     bad = runner.invoke(app, ["linearize", "leader_follower", "--at", "5", "--states", "sph1.vx"])
     assert bad.exit_code == 2 and "continuous states r_x" in bad.output
@@ -238,9 +382,23 @@ def test_linearize_prints_the_matrices_and_writes_them(tmp_path):
 def test_campaign_is_a_monte_carlo_campaign_over_the_fault_list(tmp_path):
     import csv
 
-    res = runner.invoke(app, ["campaign", "lander", "--fault", "t=5,target=body,kind=thrust_scale,value=0.5",
-                              "--duration", "20", "--seed", "4", "--dir", str(tmp_path / "c"),
-                              "--table", str(tmp_path / "t.csv")])
+    res = runner.invoke(
+        app,
+        [
+            "campaign",
+            "lander",
+            "--fault",
+            "t=5,target=body,kind=thrust_scale,value=0.5",
+            "--duration",
+            "20",
+            "--seed",
+            "4",
+            "--dir",
+            str(tmp_path / "c"),
+            "--table",
+            str(tmp_path / "t.csv"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     rows = list(csv.DictReader(open(tmp_path / "c" / "results.csv")))
     assert [r["seed"] for r in rows] == ["4", "4"] and [r["status"] for r in rows] == ["ok", "ok"]

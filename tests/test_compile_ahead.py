@@ -1,5 +1,6 @@
 """Compiling ahead: the kernel manifest names real kernels, and on a new machine the flagship's first
 run compiles everything ahead (nothing left for a first call) while a later run compiles nothing."""
+
 import os
 import subprocess
 import sys
@@ -19,26 +20,41 @@ def test_every_kernel_of_the_manifest_exists_and_its_signature_reads_back():
             dispatcher = _dispatcher(module, name)
             assert hasattr(dispatcher, "compile"), f"{module}.{name}"
             assert _signature_text(_parse_signature(signature)) == signature
-            assert len(_parse_signature(signature)) == len(inspect.signature(dispatcher.py_func).parameters), \
+            assert len(_parse_signature(signature)) == len(inspect.signature(dispatcher.py_func).parameters), (
                 f"{module}.{name}: the manifest is stale"
+            )
             assert seconds >= 0
 
 
 def _run(cache, *args):
-    out = cache / "leader_follower.mcap"                         # recorded, as `make run` does
-    done = subprocess.run([sys.executable, "-m", "hopsim.cli", "run", "leader_follower", "--no-progress",
-                           "--out", str(out), "--force", *args],
-                          env={**os.environ, "NUMBA_CACHE_DIR": str(cache)}, capture_output=True, text=True,
-                          timeout=900)
+    out = cache / "leader_follower.mcap"  # recorded, as `make run` does
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hopsim.cli",
+            "run",
+            "leader_follower",
+            "--no-progress",
+            "--out",
+            str(out),
+            "--force",
+            *args,
+        ],
+        env={**os.environ, "NUMBA_CACHE_DIR": str(cache)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return " ".join(done.stderr.split())
 
 
 def test_a_new_machine_compiles_the_flagship_ahead_and_later_runs_load_it(tmp_path):
-    first = _run(tmp_path)                                    # the whole run, as `make run` flies it
+    first = _run(tmp_path)  # the whole run, as `make run` flies it
     kernels = len(load_manifest()["leader_follower"])
     assert f"compiling {kernels} numerical kernels of leader_follower ahead" in first
     assert f"compiled {kernels} kernels ahead in" in first
-    assert "compiled numerical kernels in" not in first       # nothing was left to a first call
+    assert "compiled numerical kernels in" not in first  # nothing was left to a first call
     later = _run(tmp_path, "--duration", "5")
     assert "compil" not in later

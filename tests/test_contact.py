@@ -4,6 +4,7 @@ References are independent of the contact code: ballistic motion solved analytic
 instant the spheres touch, Newton's restitution on the line of centres, conservation of linear
 and angular momentum, and the seed's numbers (contact and latch at 2R = 20 cm, e = 0.5).
 """
+
 from __future__ import annotations
 
 import math
@@ -79,15 +80,15 @@ def test_collision_touches_at_2R_and_separates_at_e_times_the_approach_speed():
     assert [c["kind"] for c in contact] == ["CONTACT"]
     t_c = contact[0]["t_ns"] / 1e9
     speed = abs(u0 @ n)
-    assert abs(t_c - t_star) * speed < 1e-6                    # touched at 2R within 1 um
+    assert abs(t_c - t_star) * speed < 1e-6  # touched at 2R within 1 um
     u1 = b.x[3:6] - a.x[3:6]
-    assert u1 @ n == pytest.approx(-0.5 * (u0 @ n), rel=1e-9)   # e = 0.5 along the line of centres
-    np.testing.assert_allclose(u1 - (u1 @ n) * n, u0 - (u0 @ n) * n, atol=1e-12)   # frictionless
+    assert u1 @ n == pytest.approx(-0.5 * (u0 @ n), rel=1e-9)  # e = 0.5 along the line of centres
+    np.testing.assert_allclose(u1 - (u1 @ n) * n, u0 - (u0 @ n) * n, atol=1e-12)  # frictionless
     p1, h1, _ = momenta(sim, ["sph1", "sph2"])
     np.testing.assert_allclose(p1, p0, atol=1e-12)
     np.testing.assert_allclose(h1, h0, atol=1e-12)
     gap = np.linalg.norm(b.x[0:3] - a.x[0:3]) - 2 * R
-    assert gap > 0                                               # they separated
+    assert gap > 0  # they separated
 
 
 def test_collision_with_friction_and_offset_cm_conserves_momentum_and_loses_energy():
@@ -106,7 +107,7 @@ def test_collision_with_friction_and_offset_cm_conserves_momentum_and_loses_ener
     np.testing.assert_allclose(h1, h0, atol=1e-11)
     assert ke1 < ke0
     spin = np.linalg.norm(sim.model("sph1").x[10:13])
-    assert spin > 1e-3          # friction on a glancing impact spins the vehicles up
+    assert spin > 1e-3  # friction on a glancing impact spins the vehicles up
 
 
 def test_contact_does_not_depend_on_the_proximity_check_period():
@@ -114,11 +115,18 @@ def test_contact_does_not_depend_on_the_proximity_check_period():
     for rate in (10.0, 3.7):
         sim = build("collision", contact={"check_rate_hz": rate})
         sim.advance_to(5.0)
-        runs.append(([c["t_ns"] for c in sim.contact_world.contacts],
-                     np.concatenate([sim.model(n).x for n in ("sph1", "sph2")])))
+        runs.append(
+            (
+                [c["t_ns"] for c in sim.contact_world.contacts],
+                np.concatenate([sim.model(n).x for n in ("sph1", "sph2")]),
+            )
+        )
     assert runs[0][0] == runs[1][0]
-    np.testing.assert_allclose(runs[0][1][[0, 1, 2, 3, 4, 5, 13, 14, 15, 16, 17, 18]],
-                               runs[1][1][[0, 1, 2, 3, 4, 5, 13, 14, 15, 16, 17, 18]], atol=1e-9)
+    np.testing.assert_allclose(
+        runs[0][1][[0, 1, 2, 3, 4, 5, 13, 14, 15, 16, 17, 18]],
+        runs[1][1][[0, 1, 2, 3, 4, 5, 13, 14, 15, 16, 17, 18]],
+        atol=1e-9,
+    )
 
 
 def test_islands_merge_only_while_the_vehicles_can_touch():
@@ -126,23 +134,22 @@ def test_islands_merge_only_while_the_vehicles_can_touch():
     sph1, sph2 = sim.islands["sph1"], sim.islands["sph2"]
     sim.advance_to(0.5)
     assert sph2.absorbed_into is None and sph1.members == [sph1]
-    sim.advance_to(2.1)                     # 5 ms before contact: merged
+    sim.advance_to(2.1)  # 5 ms before contact: merged
     assert sph2.absorbed_into is sph1
-    sim.advance_to(6.0)                     # long after: apart again
+    sim.advance_to(6.0)  # long after: apart again
     assert sph2.absorbed_into is None and sph1.members == [sph1]
 
 
 def test_wall_bounce_reverses_the_normal_velocity_times_e_wall_at_the_sphere_surface():
-    sim = build("pileup", n_vehicles=1, box_m=1.0, speed_mps=0.0, spin_rad_s=0.0,
-                contact={"wall_restitution": 0.7})
+    sim = build("pileup", n_vehicles=1, box_m=1.0, speed_mps=0.0, spin_rad_s=0.0, contact={"wall_restitution": 0.7})
     body = sim.model("v0")
     body.x[3:6] = (0.3, -0.1, 0.05)
     r0 = body.x[0:3].copy()
     sim.advance_to(10.0)
     walls = [c for c in sim.contact_world.contacts if c["b"].startswith("wall")]
     first = walls[0]
-    assert first["b"] == "wall1"            # +X wall (x = 1 m)
-    t_star = (1.0 - R - r0[0]) / 0.3        # the sphere's surface reaches the wall
+    assert first["b"] == "wall1"  # +X wall (x = 1 m)
+    t_star = (1.0 - R - r0[0]) / 0.3  # the sphere's surface reaches the wall
     assert abs(first["t_ns"] / 1e9 - t_star) * 0.3 < 1e-6
     assert first["normal_speed_after"] == pytest.approx(-0.7 * first["normal_speed_before"], rel=1e-12)
     assert first["normal_speed_before"] == pytest.approx(-0.3, rel=1e-12)
@@ -162,7 +169,7 @@ def test_passive_docking_latches_at_20cm_and_conserves_momentum():
     assert len(docks) == 1
     a, b = sim.model("sph1"), sim.model("sph2")
     assert b.primary is a
-    assert np.linalg.norm(b.x[0:3] - a.x[0:3]) == pytest.approx(2 * R, abs=1e-6)   # rigidly 20 cm apart
+    assert np.linalg.norm(b.x[0:3] - a.x[0:3]) == pytest.approx(2 * R, abs=1e-6)  # rigidly 20 cm apart
     (p0, h0, ke0), (p1, h1, ke1), _ = momenta_around(make, docks[0]["t_ns"] / 1e9, names)
     np.testing.assert_allclose(p1, p0, atol=1e-12)
     np.testing.assert_allclose(h1, h0, atol=1e-12)
@@ -229,7 +236,7 @@ def test_a_third_vehicle_hits_a_docked_pair_and_momentum_is_conserved():
     assert events[0][:3] == ("DOCK", "sph1", "sph2")
     hits = [e for e in events if e[0] == "CONTACT" and "sph3" in e[1:3]]
     assert hits and hits[0][3] > events[0][3]
-    assert sim.model("sph2").primary is sim.model("sph1")        # still docked
+    assert sim.model("sph2").primary is sim.model("sph1")  # still docked
     (p0, h0, ke0), (p1, h1, ke1), after = momenta_around(three_vehicles, hits[0][3] / 1e9, names)
     np.testing.assert_allclose(p1, p0, atol=1e-12)
     np.testing.assert_allclose(h1, h0, atol=1e-12)
@@ -250,13 +257,14 @@ def test_elastic_pileup_keeps_its_energy_and_records_merges_and_splits():
     sim = build("pileup", n_vehicles=20, contact={"restitution": 1.0, "wall_restitution": 1.0})
     names = [f"v{i:02d}" for i in range(20)]
     from hopsim.bus.recorder import MemoryRecorder
+
     sim.recorder = MemoryRecorder()
     _, _, ke0 = momenta(sim, names)
     sim.advance_to(5.0)
     _, _, ke1 = momenta(sim, names)
     contacts = [c for c in sim.contact_world.contacts if c["kind"] == "CONTACT"]
     assert len(contacts) > 5
-    assert ke1 == pytest.approx(ke0, rel=1e-6)         # elastic and frictionless: energy stays
+    assert ke1 == pytest.approx(ke0, rel=1e-6)  # elastic and frictionless: energy stays
     kinds = {env.payload.kind for env in sim.recorder.envelopes if env.topic.startswith("kernel/")}
     assert KernelEvent.ISLAND_MERGE in kinds and KernelEvent.ISLAND_SPLIT in kinds and KernelEvent.CONTACT in kinds
 
@@ -277,8 +285,9 @@ def test_contacts_are_recorded_as_fields_that_obey_restitution(tmp_path):
 
     path = tmp_path / "pileup.mcap"
     r = run_scenario("pileup", {"n_vehicles": 8}, duration_s=3.0, out=path, keep_sim=True)
-    cols = read_signals(path, ["kernel/contact.contact.normal_speed_before_mps",
-                               "kernel/contact.contact.normal_speed_after_mps"])
+    cols = read_signals(
+        path, ["kernel/contact.contact.normal_speed_before_mps", "kernel/contact.contact.normal_speed_after_mps"]
+    )
     before = cols["kernel/contact.contact.normal_speed_before_mps"].values
     after = cols["kernel/contact.contact.normal_speed_after_mps"].values
     assert len(before) == r.outcome["contacts"] > 5

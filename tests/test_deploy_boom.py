@@ -1,4 +1,5 @@
 """deploy_boom: a prescribed boom on a free hub, against analytic momentum balance."""
+
 import numpy as np
 import pytest
 
@@ -58,12 +59,12 @@ def test_off_axis_boom_turns_the_hub_and_conserves_momentum():
     p, r, joints, hub = run(seconds=40.0, boom_offset_m=(0.0, 0.3, 0.1))
     d = r.sim.model("spacecraft")
     h = spatial_momentum(d.arrays, d.Q, d.U)
-    peak = p.boom_mass_kg * max(abs(js.u[-1]) for js in joints)   # the boom's largest momentum
-    assert np.linalg.norm(h) < 1e-9 * peak                        # zero to RK4's truncation error
-    c0, _ = center_of_mass(d.arrays, d.x0[:d.nq])
+    peak = p.boom_mass_kg * max(abs(js.u[-1]) for js in joints)  # the boom's largest momentum
+    assert np.linalg.norm(h) < 1e-9 * peak  # zero to RK4's truncation error
+    c0, _ = center_of_mass(d.arrays, d.x0[: d.nq])
     c1, v1 = center_of_mass(d.arrays, d.Q, d.U)
     assert np.allclose(c0, c1, atol=1e-9) and np.linalg.norm(v1) < 1e-9 * peak
-    assert max(abs(x.omega_BN_B.z) for x in hub) > 1e-4          # the hub did turn
+    assert max(abs(x.omega_BN_B.z) for x in hub) > 1e-4  # the hub did turn
 
 
 def test_an_impossible_move_says_why():

@@ -3,6 +3,7 @@ against Basilisk's facetDragDynamicEffector on the same plates, state and atmosp
 the closed forms (a plate facing the flow is a cannonball of its area, a tilted one drags with
 cos theta, a plate seen from behind not at all, a cube with its projected area, the torque is
 r x F); and a welded pair's plates against the equivalent single spacecraft's."""
+
 import json
 import math
 import subprocess
@@ -17,7 +18,7 @@ from hopsim.dynamics.gravity import EARTH_RADIUS
 from hopsim.dynamics.spatial import quat_to_dcm
 from basilisk_peer import bsk_python
 
-RHO0, SCALE = 1e-9, 60e3          # kg/m^3 at the surface of a sphere of the Earth's radius, m
+RHO0, SCALE = 1e-9, 60e3  # kg/m^3 at the surface of a sphere of the Earth's radius, m
 ATMOSPHERE = dict(rho0_kgpm3=RHO0, h0_m=0.0, scale_height_m=SCALE)
 
 BSK_SCRIPT = r"""
@@ -64,8 +65,9 @@ def spacecraft(r, v, q, plates, mass=100.0, inertia=None, **extra) -> OrbitingSp
     """A spacecraft with a negligible gravity (mu = 1 m^3/s^2, taken off again where it matters)
     and, unless given, a unit inertia (omega' is then the torque)."""
     inertia = np.eye(3) if inertia is None else inertia
-    sc = OrbitingSpacecraft("sc", r, v, mass, inertia, q_BN=q, mu=1.0, gravity_gradient=False,
-                            drag_plates=plates, **{**ATMOSPHERE, **extra})
+    sc = OrbitingSpacecraft(
+        "sc", r, v, mass, inertia, q_BN=q, mu=1.0, gravity_gradient=False, drag_plates=plates, **{**ATMOSPHERE, **extra}
+    )
     sc.x, sc.xdot = sc.initial_state(), np.zeros(len(sc.x0))
     return sc
 
@@ -79,8 +81,10 @@ def plate_drag_of(sc: OrbitingSpacecraft) -> tuple[np.ndarray, np.ndarray]:
 
 
 def random_plates(rng, n) -> list:
-    return [(rng.normal(size=3), rng.uniform(0.2, 3.0), rng.uniform(1.8, 2.6), rng.normal(scale=0.8, size=3))
-            for _ in range(n)]
+    return [
+        (rng.normal(size=3), rng.uniform(0.2, 3.0), rng.uniform(1.8, 2.6), rng.normal(scale=0.8, size=3))
+        for _ in range(n)
+    ]
 
 
 def test_plate_drag_equals_basilisks_facet_drag():
@@ -99,14 +103,25 @@ def test_plate_drag_equals_basilisks_facet_drag():
         sigma = rng.uniform(-0.6, 0.6, size=3)
         plates = random_plates(rng, n_plates)
         u_B = quat_to_dcm(quat_from_mrp(sigma)).T @ air_relative_velocity_xyz(*r, *v)
-        plates[0] = (u_B / np.linalg.norm(u_B) + rng.normal(scale=0.4, size=3), *plates[0][1:])   # one faces it
+        plates[0] = (u_B / np.linalg.norm(u_B) + rng.normal(scale=0.4, size=3), *plates[0][1:])  # one faces it
         cases.append((r, v, sigma, plates))
-    job = {"radius": EARTH_RADIUS, "scale": SCALE, "rho0": RHO0,
-           "cases": [{"r": r.tolist(), "v": list(air_relative_velocity_xyz(*r, *v)), "sigma": sigma.tolist(),
-                      "plates": [[list(n / np.linalg.norm(n)), a, cd, list(c)] for n, a, cd, c in plates]}
-                     for r, v, sigma, plates in cases]}
-    reply = subprocess.run([python, "-c", BSK_SCRIPT], input=json.dumps(job), capture_output=True, text=True,
-                           check=True, timeout=300)
+    job = {
+        "radius": EARTH_RADIUS,
+        "scale": SCALE,
+        "rho0": RHO0,
+        "cases": [
+            {
+                "r": r.tolist(),
+                "v": list(air_relative_velocity_xyz(*r, *v)),
+                "sigma": sigma.tolist(),
+                "plates": [[list(n / np.linalg.norm(n)), a, cd, list(c)] for n, a, cd, c in plates],
+            }
+            for r, v, sigma, plates in cases
+        ],
+    }
+    reply = subprocess.run(
+        [python, "-c", BSK_SCRIPT], input=json.dumps(job), capture_output=True, text=True, check=True, timeout=300
+    )
     theirs = json.loads(reply.stdout)
     for (r, v, sigma, plates), bsk in zip(cases, theirs, strict=True):
         force, torque = plate_drag_of(spacecraft(r, v, quat_from_mrp(sigma), plates))
@@ -125,7 +140,7 @@ def test_plates_against_the_closed_forms():
     u_B = R.T @ u_N
     u_hat = u_B / np.linalg.norm(u_B)
     rho = exponential_density(400e3, RHO0, 0.0, SCALE)
-    q_dyn = 0.5 * rho * (u_B @ u_B)                       # dynamic pressure (Pa)
+    q_dyn = 0.5 * rho * (u_B @ u_B)  # dynamic pressure (Pa)
     area, cd, centre = 1.7, 2.3, np.array([0.4, -0.2, 1.1])
 
     # facing the flow: the cannonball of C_D A, the same acceleration (to rounding)
@@ -179,26 +194,30 @@ def test_a_welded_pair_drags_as_the_equivalent_single_spacecraft():
 
     R_PF = quat_to_dcm(q_FP)
     M, I_C, c = composite_mass_properties(500.0, I1, np.zeros(3), 150.0, I2, np.zeros(3), r_FP_P, R_PF)
-    moved = [(n, a, cd, centre - c) for n, a, cd, centre in plates1] + \
-        [(R_PF @ n, a, cd, r_FP_P - c + R_PF @ centre) for n, a, cd, centre in plates2]
+    moved = [(n, a, cd, centre - c) for n, a, cd, centre in plates1] + [
+        (R_PF @ n, a, cd, r_FP_P - c + R_PF @ centre) for n, a, cd, centre in plates2
+    ]
     R = quat_to_dcm(p.x[6:10])
     w = p.x[10:13]
     one = spacecraft(p.x[0:3] + R @ c, p.x[3:6] + R @ np.cross(w, c), p.x[6:10], moved, mass=M, inertia=I_C)
     one.x[10:13] = w
     one.post_deriv(0.0)
-    assert np.linalg.norm(one.xdot[10:13]) > 1e-9                      # the plates turn it
+    assert np.linalg.norm(one.xdot[10:13]) > 1e-9  # the plates turn it
     np.testing.assert_allclose(p.xdot[10:13], one.xdot[10:13], rtol=1e-10, atol=1e-18)
     a_C = p.xdot[3:6] + R @ (np.cross(p.xdot[10:13], c) + np.cross(w, np.cross(w, c)))
     np.testing.assert_allclose(a_C, one.xdot[3:6], rtol=1e-10)
 
 
-@pytest.mark.parametrize("plate, problem", [
-    (((0.0, 0.0, 0.0), 1.0, 2.2, (0.0, 0.0, 0.0)), "normal must not be zero"),
-    (((1.0, 0.0, 0.0), -1.0, 2.2, (0.0, 0.0, 0.0)), "area"),
-    (((1.0, 0.0, 0.0), 1.0, float("nan"), (0.0, 0.0, 0.0)), "drag coefficient"),
-    (((1.0, 0.0), 1.0, 2.2, (0.0, 0.0, 0.0)), "finite 3-vectors"),
-    ((1.0, 2.0), "must be \\(normal_B"),
-])
+@pytest.mark.parametrize(
+    "plate, problem",
+    [
+        (((0.0, 0.0, 0.0), 1.0, 2.2, (0.0, 0.0, 0.0)), "normal must not be zero"),
+        (((1.0, 0.0, 0.0), -1.0, 2.2, (0.0, 0.0, 0.0)), "area"),
+        (((1.0, 0.0, 0.0), 1.0, float("nan"), (0.0, 0.0, 0.0)), "drag coefficient"),
+        (((1.0, 0.0), 1.0, 2.2, (0.0, 0.0, 0.0)), "finite 3-vectors"),
+        ((1.0, 2.0), "must be \\(normal_B"),
+    ],
+)
 def test_a_bad_plate_is_refused_by_name(plate, problem):
     with pytest.raises(ValueError, match=problem):
         plate_records("sc", [plate])

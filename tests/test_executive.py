@@ -1,4 +1,5 @@
 """The hop executive against the reproducible cases of Dshell's documentation (seed 000, digest 8.2)."""
+
 import math
 
 import pytest
@@ -17,7 +18,7 @@ def test_100_hz_model_fires_at_exactly_100_hz_whatever_the_default(default_rate_
     sim = Simulation(default_rate_hz=default_rate_hz)
     sim.add_island("a")
     imu = sim.add_model(IoRecorder("imu", FixedRate(100.0)), "a")
-    sim.add_model(IoRecorder("slow"), "a")            # default rate
+    sim.add_model(IoRecorder("slow"), "a")  # default rate
     sim.advance_to(2.0)
     assert [t1 for _, t1 in imu.ends] == [k * 10_000_000 for k in range(1, 201)]
 
@@ -40,8 +41,12 @@ def test_hops_are_the_union_of_all_barriers_with_two_steps_per_hop():
 
     t_star = math.sqrt(2 * 20.0 / 9.81)
     assert len(crossing) == 1 and t_star - 1e-6 <= crossing[0] / S <= t_star
-    expected = sorted({k * S for k in range(6)} | {PeriodicSchedule(2.5).instant(k) for k in range(13)}
-                      | set(variable) | {3 * S, crossing[0]})
+    expected = sorted(
+        {k * S for k in range(6)}
+        | {PeriodicSchedule(2.5).instant(k) for k in range(13)}
+        | set(variable)
+        | {3 * S, crossing[0]}
+    )
     boundaries = [island.hop_log[0][0]] + [t1 for _, t1 in island.hop_log]
     assert boundaries == expected
     assert fired == [3 * S]
@@ -223,9 +228,9 @@ def test_algebraic_loop_is_an_error_naming_the_models_unless_broken():
     # the break on y2 puts m1 first; m1 reads y2 one update late
     assert [s.name for s in sim.islands["a"].slots] == ["m1", "m2"]
     y1, y2 = dict(m1.outputs_seen), dict(m2.outputs_seen)
-    assert y1[0] == 1.0 + 0.5 * 0.0                  # nothing published on y2 before t = 0
+    assert y1[0] == 1.0 + 0.5 * 0.0  # nothing published on y2 before t = 0
     assert y2[0] == 1.0 + 0.25 * y1[0]
-    assert y1[S] == 2.0 + 0.5 * y2[0]               # y2 of the previous update
+    assert y1[S] == 2.0 + 0.5 * y2[0]  # y2 of the previous update
 
 
 def test_outputs_are_written_only_in_update_flow_outs():
@@ -275,7 +280,7 @@ def test_cpu_accounting_attributes_time_to_the_busy_model():
 
     class Busy(IoRecorder):
         def end_io_step(self, t0, t1):
-            end = _time.thread_time_ns() + 2_000_000      # 2 ms of CPU per I/O step
+            end = _time.thread_time_ns() + 2_000_000  # 2 ms of CPU per I/O step
             while _time.thread_time_ns() < end:
                 pass
 
@@ -344,10 +349,10 @@ def test_a_memo_is_no_part_of_a_snapshot_and_is_forgotten_on_restore():
     m = Counter("m")
     m.squares.kept[3] = 9
     snap = m.snapshot()
-    assert snap[0] == {"n": 0}                          # the state, without the memo
+    assert snap[0] == {"n": 0}  # the state, without the memo
     m.n, m.squares.kept[4] = 5, 16
     m.restore(snap)
-    assert m.n == 0 and m.squares.kept == {}            # back, and the memo holds nothing from later
+    assert m.n == 0 and m.squares.kept == {}  # back, and the memo holds nothing from later
 
 
 def test_the_kernels_busiest_records_keep_their_attributes_compact_and_survive_a_copy():
@@ -365,7 +370,8 @@ def test_the_kernels_busiest_records_keep_their_attributes_compact_and_survive_a
     for record in (slot, island):
         assert not hasattr(record, "__dict__"), type(record).__name__
     twin = copy.copy(slot)
-    assert [getattr(twin, name) for name in type(slot).__slots__] == \
-           [getattr(slot, name) for name in type(slot).__slots__]
+    assert [getattr(twin, name) for name in type(slot).__slots__] == [
+        getattr(slot, name) for name in type(slot).__slots__
+    ]
     # the 2 Hz model has ended three I/O steps and begun the one from 1.5 s to 2 s
     assert (twin.io_prev, twin.io_next) == (1_500_000_000, 2_000_000_000) and len(sim.model("m").ends) == 3

@@ -2,6 +2,7 @@
 in one compiled call must give the scalar form's result bit for bit. The reference is the same
 run with fleet forms off (each spacecraft's start_hop, compiled hop and end_hop on its own), and
 with rate groups off (no group, no fleet): recorded streams, states and derivatives equal."""
+
 from __future__ import annotations
 
 import math
@@ -30,30 +31,67 @@ def build(fleets: bool, rate_groups: bool = True, n_wheeled: int = 11, n_plain: 
     names = []
     for i in range(n_wheeled + n_plain + 1):
         name = f"sc{i}"
-        r, v = state_from_elements(6.9e6 + 3e3 * i, 0.001 + 1e-4 * i, math.radians(40.0 + i), 0.1 * i, 0.2,
-                                   0.3 * i, FIELD.mu)
+        r, v = state_from_elements(
+            6.9e6 + 3e3 * i, 0.001 + 1e-4 * i, math.radians(40.0 + i), 0.1 * i, 0.2, 0.3 * i, FIELD.mu
+        )
         extra = {}
         if i < n_wheeled or i == n_wheeled + n_plain:
-            extra = dict(field=FIELD, degree=4, axes_B=AXES_B, J_kgm2=0.08, Omega_radps=[50.0, -20.0, 10.0, 0.0],
-                         viscous_Nms=1e-5, coulomb_Nm=4e-4)
-        if i in (1, 2, n_wheeled + 1):            # attitude-dependent drag: their own fleets (longer params)
-            extra["drag_plates"] = [((1.0, 0.0, 0.0), 1.5, 2.2, (0.3, 0.0, 0.1)), ((0.0, 1.0, 0.2), 0.8, 2.0, (0.0, -0.5, 0.0))]
+            extra = dict(
+                field=FIELD,
+                degree=4,
+                axes_B=AXES_B,
+                J_kgm2=0.08,
+                Omega_radps=[50.0, -20.0, 10.0, 0.0],
+                viscous_Nms=1e-5,
+                coulomb_Nm=4e-4,
+            )
+        if i in (1, 2, n_wheeled + 1):  # attitude-dependent drag: their own fleets (longer params)
+            extra["drag_plates"] = [
+                ((1.0, 0.0, 0.0), 1.5, 2.2, (0.3, 0.0, 0.1)),
+                ((0.0, 1.0, 0.2), 0.8, 2.0, (0.0, -0.5, 0.0)),
+            ]
         if i == n_wheeled + n_plain:
-            extra.update(friction="lugre", static_Nm=6e-4, stribeck_speed_radps=0.5, bristle_stiffness_Nmprad=1e-3,
-                         bristle_damping_Nmsprad=1e-4, Omega_radps=[0.0] * 4)
+            extra.update(
+                friction="lugre",
+                static_Nm=6e-4,
+                stribeck_speed_radps=0.5,
+                bristle_stiffness_Nmprad=1e-3,
+                bristle_damping_Nmsprad=1e-4,
+                Omega_radps=[0.0] * 4,
+            )
         sim.add_island(name, integrator=RK4(), n_integration_steps=2)
         ties = {"state": f"{name}/state", "mass": f"{name}/mass"}
         if "axes_B" in extra:
             ties.update(torque_cmd="fleet/rw_cmd", wheels=f"{name}/wheels")
-        sim.add_model(OrbitingSpacecraft(name, r, v, 500.0, [[400.0, 2.0, 0.0], [2.0, 300.0, 0.0], [0.0, 0.0, 200.0]],
-                                         omega_BN_B=(0.001, -0.002, 0.003), gravity_gradient=i % 2 == 0,
-                                         **common, **extra), name, ties=ties)
+        sim.add_model(
+            OrbitingSpacecraft(
+                name,
+                r,
+                v,
+                500.0,
+                [[400.0, 2.0, 0.0], [2.0, 300.0, 0.0], [0.0, 0.0, 200.0]],
+                omega_BN_B=(0.001, -0.002, 0.003),
+                gravity_gradient=i % 2 == 0,
+                **common,
+                **extra,
+            ),
+            name,
+            ties=ties,
+        )
         names.append(name)
     sim.inject("fleet/rw_cmd", ReactionWheelCommand(torque_Nm=[0.01, -0.01, 0.005, 0.0]), 0.0)
-    sim.inject("fleet/rw_cmd", ReactionWheelCommand(torque_Nm=[0.0, 0.02, -0.01, 0.003]), 7.0)     # on an instant
+    sim.inject("fleet/rw_cmd", ReactionWheelCommand(torque_Nm=[0.0, 0.02, -0.01, 0.003]), 7.0)  # on an instant
     sim.inject("sc5/mass", MassProperties(mass_kg=480.0, inertia_B=[390, 2, 0, 2, 290, 0, 0, 0, 195]), 4.4)
-    sim.schedule_fault(Fault(target="sc3", kind="disturbance", force_N=Vector3(x=0.2, y=-0.1, z=0.05),
-                             torque_B=Vector3(x=0.001), duration_s=2.5), 3.0)
+    sim.schedule_fault(
+        Fault(
+            target="sc3",
+            kind="disturbance",
+            force_N=Vector3(x=0.2, y=-0.1, z=0.05),
+            torque_B=Vector3(x=0.001),
+            duration_s=2.5,
+        ),
+        3.0,
+    )
     sim.schedule_fault(Fault(target="sc4", kind="wheel_failed", index=1), 6.5)
     sim.schedule_fault(Fault(target="sc12", kind="disturbance", force_N=Vector3(z=0.3), duration_s=2.0), 9.0)
     return sim
@@ -96,7 +134,7 @@ def test_a_fleet_grows_and_takes_a_restored_spacecraft_back():
     resumed = build(True, n_wheeled=20, n_plain=1)
     resumed.restore_state(state)
     resumed.advance_to(12.0)
-    after = [b for b in full.recorder.stream_bytes()][-len(resumed.recorder.stream_bytes()):]
+    after = [b for b in full.recorder.stream_bytes()][-len(resumed.recorder.stream_bytes()) :]
     assert len(after) > 100 and resumed.recorder.stream_bytes() == after
     for name in full.islands:
         assert np.array_equal(full.model(name).x, resumed.model(name).x)
@@ -134,16 +172,28 @@ def build_with_tanks(fleets: bool, rate_groups: bool = True, compiled_hops: bool
         name = f"sc{i}"
         r, v = state_from_elements(6.9e6 + 3e3 * i, 0.001, math.radians(50.0 + i), 0.1 * i, 0.2, 0.3 * i, FIELD.mu)
         sim.add_island(name, integrator=RK4(), n_integration_steps=2)
-        body = sim.add_model(OrbitingSpacecraft(name, r, v, 510.0, inertia, field=FIELD, degree=2, n_thrusters=1,
-                                                rate_hz=1.0), name,
-                             ties={"state": f"{name}/state", "mass": f"{name}/mass", "wrench0": f"{name}/wrench"})
-        sim.add_model(FuelTank(f"{name}_tank", 1, 10.0, 10.0, 500.0, inertia_empty_B=inertia, inertia_full_B=inertia),
-                      name, ties={"flow0": f"{name}/flow", "fuel_remaining": f"{name}/fuel", "mass": f"{name}/mass"})
-        sim.add_model(PulsedThruster(f"{name}_thr", name, 2.0, 200.0, (1.0, 0.0, 0.0), min_on_time_s=0.01), name,
-                      ties={"on_time": f"{name}/on_time", "fuel_remaining": f"{name}/fuel",
-                            "wrench": f"{name}/wrench", "flow": f"{name}/flow"})
+        body = sim.add_model(
+            OrbitingSpacecraft(name, r, v, 510.0, inertia, field=FIELD, degree=2, n_thrusters=1, rate_hz=1.0),
+            name,
+            ties={"state": f"{name}/state", "mass": f"{name}/mass", "wrench0": f"{name}/wrench"},
+        )
+        sim.add_model(
+            FuelTank(f"{name}_tank", 1, 10.0, 10.0, 500.0, inertia_empty_B=inertia, inertia_full_B=inertia),
+            name,
+            ties={"flow0": f"{name}/flow", "fuel_remaining": f"{name}/fuel", "mass": f"{name}/mass"},
+        )
+        sim.add_model(
+            PulsedThruster(f"{name}_thr", name, 2.0, 200.0, (1.0, 0.0, 0.0), min_on_time_s=0.01),
+            name,
+            ties={
+                "on_time": f"{name}/on_time",
+                "fuel_remaining": f"{name}/fuel",
+                "wrench": f"{name}/wrench",
+                "flow": f"{name}/flow",
+            },
+        )
         if not compiled_hops:
-            body.propagate_hop = None          # the kernel's RK4 over every model's post_deriv
+            body.propagate_hop = None  # the kernel's RK4 over every model's post_deriv
         if i % 2 == 0:
             sim.inject(f"{name}/on_time", Scalar(value=0.5), 3.0)
     return sim
@@ -166,7 +216,7 @@ def test_a_tank_beside_the_spacecraft_is_advanced_by_the_same_rk4_sums():
         tanks = [sim.model(f"sc{i}_tank").x.copy() for i in range(6)]
         runs[key] = (outcome(sim), tanks, sim.stats())
     (stream, states), tanks, stats = runs[True, True, True]
-    assert stats["fleets"]["hops"] > 30                    # the fleet took the quiet hops
+    assert stats["fleets"]["hops"] > 30  # the fleet took the quiet hops
     for key, ((other_stream, other_states), other_tanks, _) in runs.items():
         compiled = key[2]
         assert other_stream == stream or not compiled, key
@@ -192,8 +242,16 @@ def test_the_rigid_fleet_takes_back_a_restored_vehicle_and_gathers_a_disturbance
         sim = Simulation(seed=2, recorder=MemoryRecorder(), fleets=fleets)
         sim.scenario_params = params
         spec.build(sim, params)
-        sim.schedule_fault(Fault(target="v2", kind="disturbance", force_N=Vector3(x=0.05, y=-0.02),
-                                 torque_B=Vector3(z=0.01), duration_s=3.0), 4.0)
+        sim.schedule_fault(
+            Fault(
+                target="v2",
+                kind="disturbance",
+                force_N=Vector3(x=0.05, y=-0.02),
+                torque_B=Vector3(z=0.01),
+                duration_s=3.0,
+            ),
+            4.0,
+        )
         sim.advance_to(3.0)
         snapshot = sim.model("v4").snapshot()
         sim.advance_to(5.0)
@@ -201,8 +259,13 @@ def test_the_rigid_fleet_takes_back_a_restored_vehicle_and_gathers_a_disturbance
         sim.advance_to(12.0)
         stats = sim.stats()["fleets"]
         assert (stats["hops"] > 6 * 10) == fleets
-        runs.append((sim.recorder.stream_bytes(), [sim.model(f"v{i}").x.copy() for i in range(6)],
-                     [sim.model(f"v{i}").xdot_last.copy() for i in range(6)]))
+        runs.append(
+            (
+                sim.recorder.stream_bytes(),
+                [sim.model(f"v{i}").x.copy() for i in range(6)],
+                [sim.model(f"v{i}").xdot_last.copy() for i in range(6)],
+            )
+        )
     assert len(runs[0][0]) > 300 and runs[0][0] == runs[1][0]
     for a, b in zip(runs[0][1] + runs[0][2], runs[1][1] + runs[1][2], strict=True):
         assert np.array_equal(a, b)

@@ -1,6 +1,7 @@
 """The ``formation`` scenario: consensus to the ring/lattice fixed point, centroid conservation,
 the no-radio fallback, determinism, one barrier per control period, a 1000-vehicle build, and
 parameter validation."""
+
 import numpy as np
 import pytest
 from pydantic import ValidationError
@@ -34,7 +35,8 @@ def truth(result, names):
         if e.topic.endswith("/state"):
             s = e.payload
             by_t.setdefault(e.t_ns, {})[s.vehicle] = np.array(
-                [s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z, s.v_BN_N.x, s.v_BN_N.y, s.v_BN_N.z])
+                [s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z, s.v_BN_N.x, s.v_BN_N.y, s.v_BN_N.z]
+            )
     return {t: np.array([d[n] for n in names]) for t, d in sorted(by_t.items()) if len(d) == len(names)}
 
 
@@ -42,8 +44,9 @@ def outcome(result):
     return get_scenario("formation").outcome(result.sim)
 
 
-@pytest.mark.parametrize("layout, n, seconds", [("ring", 8, 400.0), ("lattice", 9, 400.0),
-                                                ("lattice", 7, 800.0)])   # 7: one vehicle on a 1-link spur
+@pytest.mark.parametrize(
+    "layout, n, seconds", [("ring", 8, 400.0), ("lattice", 9, 400.0), ("lattice", 7, 800.0)]
+)  # 7: one vehicle on a 1-link spur
 def test_formation_converges_to_the_consensus_fixed_point(layout, n, seconds):
     p = {"n_vehicles": n, "layout": layout, "noise": False, **FAST}
     r = run(p, seconds, seed=3)
@@ -52,14 +55,15 @@ def test_formation_converges_to_the_consensus_fixed_point(layout, n, seconds):
     states = truth(r, names)
     final = states[max(states)]
     err = formation_error(final[:, 0:3], slots)
-    assert formation_error(r0, slots).max() > 0.5            # it started dispersed
+    assert formation_error(r0, slots).max() > 0.5  # it started dispersed
     assert err.max() < CONVERGED_M
     # neighbours sit at the nominal spacing, and everyone moves with the initial centroid velocity
     for i, nb in enumerate(neighbours(n, layout)):
         for j in nb:
             assert np.linalg.norm(final[i, 0:3] - final[j, 0:3]) == pytest.approx(
-                np.linalg.norm(slots[i] - slots[j]), abs=2 * CONVERGED_M)
-    assert np.abs(final[:, 3:6] - v0.mean(axis=0)).max() < CONVERGED_M / 10.0   # m/s
+                np.linalg.norm(slots[i] - slots[j]), abs=2 * CONVERGED_M
+            )
+    assert np.abs(final[:, 3:6] - v0.mean(axis=0)).max() < CONVERGED_M / 10.0  # m/s
     m = outcome(r)
     assert m["saturated_hops"] == 0 and m["vehicles_braking"] == 0 and m["packets_lost"] == 0
     assert m["formation_error_rms_m"] < CONVERGED_M < m["initial_error_rms_m"]
@@ -74,7 +78,7 @@ def test_centroid_moves_uniformly_with_noise_on_and_drifts_with_packet_loss():
     states = truth(r, names)
     drift = max(np.linalg.norm(x[:, 0:3].mean(axis=0) - (c0 + vc * t / 1e9)) for t, x in states.items())
     assert drift < CENTROID_M
-    assert outcome(r)["impulse_Ns"] > 1.0                    # thrusters did work; they cancel
+    assert outcome(r)["impulse_Ns"] > 1.0  # thrusters did work; they cancel
     # the check can fail: a lost packet makes a pair term one-sided, and the centroid moves
     lossy = run({**p, "radio_loss": 0.3}, 200.0, seed=5)
     assert outcome(lossy)["packets_lost"] > 0
@@ -85,13 +89,13 @@ def test_radio_loss_one_means_no_neighbour_and_the_vehicles_brake_to_rest():
     p = {"n_vehicles": 5, "radio_loss": 1.0, "noise": False, "stale_after_s": 5.0, **FAST}
     r = run(p, 200.0, seed=2)
     m = outcome(r)
-    assert m["packets_received"] == 0 and m["packets_lost"] == 5 * 2 * 200   # sent at 0..199 s
+    assert m["packets_received"] == 0 and m["packets_lost"] == 5 * 2 * 200  # sent at 0..199 s
     assert m["vehicles_braking"] == 5
     for name in vehicle_names(5):
         fsw = r.sim.model(f"{name}_fsw")
         # coast while the first packets could still come (t = 0..4 s), then brake
         assert fsw.steps == {"coast": 5, "consensus": 0, "brake": 196}
-        assert np.linalg.norm(r.sim.model(name).x[3:6]) < 1e-5   # braked: a = -0.05/s * v
+        assert np.linalg.norm(r.sim.model(name).x[3:6]) < 1e-5  # braked: a = -0.05/s * v
     # the shape is not restored: without neighbours there is nothing to converge to
     assert m["formation_error_rms_m"] > 0.5 * m["initial_error_rms_m"]
 
@@ -107,8 +111,7 @@ def test_same_seed_same_stream_other_seed_other_stream():
 
 def test_one_barrier_per_control_period_even_with_a_multi_period_radio_latency():
     # latency 2.5 s at 2 Hz: packets travel 5 periods and land on control barriers
-    p = {"n_vehicles": 10, "layout": "lattice", "control_rate_hz": 2.0, "radio_latency_s": 2.5,
-         "noise": False, **FAST}
+    p = {"n_vehicles": 10, "layout": "lattice", "control_rate_hz": 2.0, "radio_latency_s": 2.5, "noise": False, **FAST}
     r = run(p, 30.0, seed=1)
     for name, isl in r.stats["islands"].items():
         assert isl["barriers"] == 61 and isl["hops"] == 60, name
@@ -142,20 +145,23 @@ def test_layout_geometry():
     assert np.allclose(np.linalg.norm(ring - np.roll(ring, 1, axis=0), axis=1), 10.0)
     assert [len(x) for x in neighbours(12, "ring")] == [2] * 12
     assert neighbours(2, "ring") == [[1], [0]] and neighbours(1, "ring") == [[]]
-    nb = neighbours(10, "lattice")          # 4 columns: rows of 4, 4, 2
+    nb = neighbours(10, "lattice")  # 4 columns: rows of 4, 4, 2
     assert nb[0] == [1, 4] and nb[5] == [1, 4, 6, 9] and nb[9] == [5, 8]
     assert all(i in nb[j] for i in range(10) for j in nb[i])
     assert np.allclose(slot_positions(10, "lattice", 3.0).mean(axis=0), 0.0)
 
 
-@pytest.mark.parametrize("overrides, text", [
-    ({"n_vehicles": 0}, "n_vehicles"),
-    ({"spacing_m": 0.0}, "spacing_m"),
-    ({"spacing_m": -5}, "spacing_m"),
-    ({"layout": "hexagon"}, "layout"),
-    ({"radio_loss": 1.5}, "radio_loss"),
-    ({"control_rate_hz": 3.0}, "whole number of nanoseconds"),
-])
+@pytest.mark.parametrize(
+    "overrides, text",
+    [
+        ({"n_vehicles": 0}, "n_vehicles"),
+        ({"spacing_m": 0.0}, "spacing_m"),
+        ({"spacing_m": -5}, "spacing_m"),
+        ({"layout": "hexagon"}, "layout"),
+        ({"radio_loss": 1.5}, "radio_loss"),
+        ({"control_rate_hz": 3.0}, "whole number of nanoseconds"),
+    ],
+)
 def test_bad_parameters_are_clear_errors(overrides, text):
     with pytest.raises(ScenarioError, match=text):
         get_scenario("formation").make_params(overrides)
@@ -176,8 +182,9 @@ def test_ray_per_island_gives_the_local_stream():
     try:
         p = {"n_vehicles": 4, "noise": True, "radio_loss": 0.2}
         local = run(p, 10.0, seed=3)
-        remote = run_scenario("formation", p, seed=3, duration_s=10.0, keep_stream=True, backend="ray",
-                              placement="per-island")
+        remote = run_scenario(
+            "formation", p, seed=3, duration_s=10.0, keep_stream=True, backend="ray", placement="per-island"
+        )
         assert remote.recorder.stream_bytes() == local.recorder.stream_bytes()
         assert remote.stream_sha256 == local.stream_sha256 and local.message_count > 200
     finally:

@@ -1,6 +1,7 @@
 """The fast paths of the formation actors and of the vehicle dynamics give, bit for bit, what the
 plain code gives: messages built from their wire format, block draws of the sensor noise, the
 quaternion fix folded into the single-vehicle compiled hop."""
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,9 @@ def _fields(msg, name, values) -> None:
 
 
 def _same(a, b) -> bool:
-    return a.SerializeToString() == b.SerializeToString() and \
-        a.SerializeToString(deterministic=True) == b.SerializeToString(deterministic=True)
+    return a.SerializeToString() == b.SerializeToString() and a.SerializeToString(
+        deterministic=True
+    ) == b.SerializeToString(deterministic=True)
 
 
 def test_vehicle_state_is_the_message_set_field_by_field():
@@ -109,18 +111,18 @@ def _sample(s: StateSensor, t_ns: int, x: np.ndarray) -> VehicleState:
 def test_sensor_noise_is_one_draw_of_six_per_sample_across_blocks_and_restores():
     seed = 11
     sensor = _sensor(seed)
-    reference = model_rng(seed, "v00_nav")       # what the sensor's generator gives sample by sample
+    reference = model_rng(seed, "v00_nav")  # what the sensor's generator gives sample by sample
     sigma = np.array([0.01] * 3 + [0.0005] * 3)
     truth = np.random.default_rng(0).standard_normal((3 * StateSensor.NOISE_BLOCK + 5, 13))
     snap, first = None, []
     for k, x in enumerate(truth):
         if k == StateSensor.NOISE_BLOCK + 3:
-            snap = (k, sensor.snapshot())          # in the middle of the second block
+            snap = (k, sensor.snapshot())  # in the middle of the second block
         y = x[0:6].copy()
         y += sigma * reference.standard_normal(6)
         msg = _sample(sensor, k * 10**9, x)
         r, v = msg.r_BN_N, msg.v_BN_N
-        assert [r.x, r.y, r.z, v.x, v.y, v.z] == y.tolist()        # bit for bit
+        assert [r.x, r.y, r.z, v.x, v.y, v.z] == y.tolist()  # bit for bit
         if snap is not None:
             first.append(msg.SerializeToString())
     # back to the middle of a block: the same noise again
@@ -133,9 +135,16 @@ def test_sensor_noise_is_one_draw_of_six_per_sample_across_blocks_and_restores()
 @pytest.mark.parametrize("steps", [(0.5,), (0.25, 0.25, 0.5)])
 def test_single_hop_with_its_quaternion_fix_matches_the_batch_hop_and_end_hop(steps):
     def body(name):
-        b = RigidVehicleDynamics(name, 4.2, np.diag([0.0229, 0.0242, 0.0214]), r_CB_B=(0.01, -0.02, 0.005),
-                                 r_BN_N=(1.0, 2.0, 3.0), v_BN_N=(0.1, -0.2, 0.3), q_BN=(0.1, 0.2, 0.3, 0.9),
-                                 omega_BN_B=(0.3, -0.5, 0.7))
+        b = RigidVehicleDynamics(
+            name,
+            4.2,
+            np.diag([0.0229, 0.0242, 0.0214]),
+            r_CB_B=(0.01, -0.02, 0.005),
+            r_BN_N=(1.0, 2.0, 3.0),
+            v_BN_N=(0.1, -0.2, 0.3),
+            q_BN=(0.1, 0.2, 0.3, 0.9),
+            omega_BN_B=(0.3, -0.5, 0.7),
+        )
         b.x, b.xdot = b.initial_state(), np.zeros(13)
         return b
 

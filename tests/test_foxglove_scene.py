@@ -1,6 +1,7 @@
 """A recording carries Foxglove's view of the run: one foxglove.FrameTransforms per instant with the
 vehicles' poses, and a foxglove.SceneUpdate with their bodies and trails, decodable from the
 schemas embedded in the file, outside the stream (its hash and its replay are untouched)."""
+
 import numpy as np
 from mcap.reader import make_reader
 from mcap_protobuf.decoder import DecoderFactory
@@ -24,11 +25,13 @@ def test_the_scene_shows_the_recorded_poses_and_leaves_the_stream_alone(tmp_path
     states, estimates, transforms, scenes, derived = {}, {}, {}, [], set()
     with open(path, "rb") as f:
         # decoded with the schemas stored in the file, as Foxglove decodes them
-        for schema, channel, message, msg in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages():
+        for schema, channel, message, msg in make_reader(
+            f, decoder_factories=[DecoderFactory()]
+        ).iter_decoded_messages():
             if channel.metadata.get("derived") == "foxglove":
                 derived.add((channel.topic, schema.name))
                 if schema.name == "foxglove.FrameTransforms":
-                    assert message.log_time not in transforms          # one per instant
+                    assert message.log_time not in transforms  # one per instant
                     transforms[message.log_time] = msg
                 else:
                     scenes.append((message.log_time, channel.topic, msg))
@@ -36,9 +39,13 @@ def test_the_scene_shows_the_recorded_poses_and_leaves_the_stream_alone(tmp_path
                 states.setdefault(message.log_time, {})[msg.vehicle] = msg
             elif channel.topic.endswith("/estimate"):
                 estimates.setdefault(message.log_time, {})[msg.vehicle] = msg
-    assert derived == {("viz/transforms", "foxglove.FrameTransforms"), ("viz/scene", "foxglove.SceneUpdate"),
-                       ("viz/trails", "foxglove.SceneUpdate"), ("viz/trails_recent", "foxglove.SceneUpdate"),
-                       ("viz/trail_tips", "foxglove.SceneUpdate")}
+    assert derived == {
+        ("viz/transforms", "foxglove.FrameTransforms"),
+        ("viz/scene", "foxglove.SceneUpdate"),
+        ("viz/trails", "foxglove.SceneUpdate"),
+        ("viz/trails_recent", "foxglove.SceneUpdate"),
+        ("viz/trail_tips", "foxglove.SceneUpdate"),
+    }
     assert sorted(transforms) == sorted(states) and len(states) > 100
     differs = 0
     for t_ns, by_vehicle in states.items():
@@ -49,11 +56,15 @@ def test_the_scene_shows_the_recorded_poses_and_leaves_the_stream_alone(tmp_path
             assert tf.parent_frame_id == "world"
             assert tf.timestamp.seconds * 10**9 + tf.timestamp.nanos == t_ns
             assert [tf.translation.x, tf.translation.y, tf.translation.z] == [s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z]
-            assert [tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w] == [s.q_BN.x, s.q_BN.y, s.q_BN.z,
-                                                                                    s.q_BN.w]
+            assert [tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w] == [
+                s.q_BN.x,
+                s.q_BN.y,
+                s.q_BN.z,
+                s.q_BN.w,
+            ]
             e = estimates.get(t_ns, {}).get(name)
             differs += e is not None and e.r_BN_N.x != s.r_BN_N.x
-    assert differs > 50             # the estimates published at the same instants are not what is drawn
+    assert differs > 50  # the estimates published at the same instants are not what is drawn
     bodies = {e.id: e for _, _, u in scenes for e in u.entities if e.id.startswith("body/")}
     assert sorted(bodies) == ["body/sph1", "body/sph2"]
     assert all(b.frame_locked and b.frame_id == b.id[5:] and len(b.cubes) == 1 for b in bodies.values())
@@ -73,8 +84,8 @@ def test_the_scene_shows_the_recorded_poses_and_leaves_the_stream_alone(tmp_path
             if kind in topic_of and vehicle == "sph1":
                 assert e.frame_id == "world" and topic == topic_of[kind]
                 sends.setdefault(kind, []).append((t_ns, [[p.x, p.y, p.z] for p in e.lines[0].points]))
-    assert [len(sends[k]) for k in topic_of] == [1, 3, 26]       # every 60 s, 10 s, 1 s
-    t0 = min(states)                                # log times: the scenario's epoch + simulation time
+    assert [len(sends[k]) for k in topic_of] == [1, 3, 26]  # every 60 s, 10 s, 1 s
+    t0 = min(states)  # log times: the scenario's epoch + simulation time
     for seek_ns in range(t0, t0 + 25 * 10**9 + 1, 10**9 // 4):
         history, recent, tip = ([pts for t, pts in sends[k] if t <= seek_ns][-1] for k in topic_of)
         assert recent[0] == history[-1] and tip[0] == recent[-1]
@@ -99,9 +110,9 @@ def test_trails_seen_from_any_instant_are_whole_and_their_bytes_are_protobufs():
     rng = random.Random(3)
     scene = FoxgloveScene()
     extremes = [0.0, -0.0, 5e-324, -math.inf, math.nan, 1e300]
-    taken = {}                                        # vehicle -> [(t_ns, point)] as the module says
-    sends = {}                                        # (kind, vehicle) -> [(t_ns, points)]
-    scenes = []                                       # viz/scene: (t_ns, entity ids)
+    taken = {}  # vehicle -> [(t_ns, point)] as the module says
+    sends = {}  # (kind, vehicle) -> [(t_ns, points)]
+    scenes = []  # viz/scene: (t_ns, entity ids)
     scene.set_volume((-1.0, -1.0, -1.0), (1.0, 1.0, 1.0))
     t_ns = 0
 
@@ -116,8 +127,9 @@ def test_trails_seen_from_any_instant_are_whole_and_their_bytes_are_protobufs():
             for e in msg.entities:
                 kind, _, vehicle = e.id.partition("/")
                 if kind.startswith("trail"):
-                    sends.setdefault((kind, vehicle), []).append((t, [p.SerializeToString()
-                                                                           for p in e.lines[0].points]))
+                    sends.setdefault((kind, vehicle), []).append(
+                        (t, [p.SerializeToString() for p in e.lines[0].points])
+                    )
 
     while t_ns < 900 * 10**9:
         t_ns += rng.choice([250_000_000, 500_000_000, 1_000_000_000, 1_700_000_000])
@@ -140,14 +152,17 @@ def test_trails_seen_from_any_instant_are_whole_and_their_bytes_are_protobufs():
     for name, points in taken.items():
         lines = [sends[kind, name] for kind in ("trail", "trail_recent", "trail_tip")]
         assert len(lines[0]) >= 11 and len(points) > TRAIL_POINTS
-        assert name != "a" or len(points) > 2 * TRAIL_POINTS       # the trail's array made room
+        assert name != "a" or len(points) > 2 * TRAIL_POINTS  # the trail's array made room
         for seek_ns in range(0, t_ns + 1, 10**9 // 2):
             if seek_ns < lines[0][0][0]:
                 continue
-            (h_ns, history), (_, recent), (tip_ns, tip) = ([(t, p) for t, p in line if t <= seek_ns][-1]
-                                                           for line in lines)
+            (h_ns, history), (_, recent), (tip_ns, tip) = (
+                [(t, p) for t, p in line if t <= seek_ns][-1] for line in lines
+            )
             assert recent[0] == history[-1] and tip[0] == recent[-1]
-            expected = [p for t, p in points if t <= h_ns][-TRAIL_POINTS:] + [p for t, p in points if h_ns < t <= tip_ns]
+            expected = [p for t, p in points if t <= h_ns][-TRAIL_POINTS:] + [
+                p for t, p in points if h_ns < t <= tip_ns
+            ]
             assert history + recent[1:] + tip[1:] == expected, (name, seek_ns)
 
 
@@ -162,8 +177,20 @@ def test_log_times_are_the_epoch_plus_simulation_time(tmp_path):
 
     path = tmp_path / "lander.mcap"
     runner = CliRunner()
-    res = runner.invoke(app, ["run", "lander", "--duration", "5", "--set", "epoch_utc=2026-03-01T06:30:00Z",
-                              "--out", str(path), "--no-progress"])
+    res = runner.invoke(
+        app,
+        [
+            "run",
+            "lander",
+            "--duration",
+            "5",
+            "--set",
+            "epoch_utc=2026-03-01T06:30:00Z",
+            "--out",
+            str(path),
+            "--no-progress",
+        ],
+    )
     assert res.exit_code == 0, res.output
     epoch = int(datetime(2026, 3, 1, 6, 30, tzinfo=timezone.utc).timestamp()) * 10**9
     with open(path, "rb") as f:
@@ -173,9 +200,13 @@ def test_log_times_are_the_epoch_plus_simulation_time(tmp_path):
     assert envelopes[0].t_ns == 0 and report.last_t_ns == 5 * 10**9
     assert "identical" in runner.invoke(app, ["replay", str(path)]).output
     with open(path, "rb") as f:
-        stamps = [tf.timestamp.seconds * 10**9 + tf.timestamp.nanos - m.log_time
-                  for _, c, m, msg in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages(
-                      topics=["viz/transforms"]) for tf in msg.transforms]
+        stamps = [
+            tf.timestamp.seconds * 10**9 + tf.timestamp.nanos - m.log_time
+            for _, c, m, msg in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages(
+                topics=["viz/transforms"]
+            )
+            for tf in msg.transforms
+        ]
     assert stamps and set(stamps) == {0}
     for bad, why in [("2026-13-01", "not an ISO 8601"), ("1900-01-01T00:00:00Z", "outside 1970-2200")]:
         res = runner.invoke(app, ["run", "lander", "--duration", "1", "--set", f"epoch_utc={bad}"])
@@ -211,8 +242,9 @@ def test_a_chiefs_hill_frame_and_the_relative_trails_in_it():
         r_d = r_c + hill_dcm(r_c, v_c).T @ rho
         placed.append((r_c, v_c, r_d))
         for name, r, v in (("chief", r_c, v_c), ("d0", r_d, v_c)):
-            state = VehicleState(vehicle=name, t_ns=t_ns, r_BN_N=Vector3(x=r[0], y=r[1], z=r[2]),
-                                 v_BN_N=Vector3(x=v[0], y=v[1], z=v[2]))
+            state = VehicleState(
+                vehicle=name, t_ns=t_ns, r_BN_N=Vector3(x=r[0], y=r[1], z=r[2]), v_BN_N=Vector3(x=v[0], y=v[1], z=v[2])
+            )
             state.q_BN.w = 1.0
             for topic, _, msg in scene.observe(t_ns, "hopsim.VehicleState", state, name):
                 (transforms if topic == "viz/transforms" else trails).append(msg)
@@ -225,13 +257,15 @@ def test_a_chiefs_hill_frame_and_the_relative_trails_in_it():
         assert [tf.translation.x, tf.translation.y, tf.translation.z] == r_c.tolist()
         R_NH = Rotation.from_quat([tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w])
         rho = inertial_to_hill(r_c, v_c, r_d, v_c)[0]
-        np.testing.assert_allclose(r_c + R_NH.apply(rho), r_d, rtol=0, atol=1e-6)       # m
+        np.testing.assert_allclose(r_c + R_NH.apply(rho), r_d, rtol=0, atol=1e-6)  # m
     hill_trails = [e for u in trails for e in u.entities if e.id.startswith("hill_trail")]
     assert hill_trails and all(e.frame_id == "hill/chief" for e in hill_trails)
     assert not [e for e in hill_trails if e.id.endswith("/chief")]
-    history, recent, tip = ([[p.x, p.y, p.z] for p in [e for e in hill_trails if e.id == f"{kind}/d0"][-1].lines[0].points]
-                            for kind in ("hill_trail", "hill_trail_recent", "hill_trail_tip"))
-    points = np.array(history + recent[1:] + tip[1:])       # the whole trail (see the first test)
+    history, recent, tip = (
+        [[p.x, p.y, p.z] for p in [e for e in hill_trails if e.id == f"{kind}/d0"][-1].lines[0].points]
+        for kind in ("hill_trail", "hill_trail_recent", "hill_trail_tip")
+    )
+    points = np.array(history + recent[1:] + tip[1:])  # the whole trail (see the first test)
     expected = np.array([inertial_to_hill(r_c, v_c, r_d, v_c)[0] for r_c, v_c, r_d in placed])
     np.testing.assert_allclose(points, expected, rtol=0, atol=1e-6)
 
@@ -257,7 +291,7 @@ def test_the_transforms_bytes_are_protobufs_serialization():
             name = rng.choice(["v", "sph1", "ü" * 40, f"deputy_{k:03d}" * rng.choice([1, 9])])
             state = VehicleState(vehicle=name)
             for vector in (state.r_BN_N, state.q_BN):
-                for axis in ("x", "y", "z", "w")[:len(vector.DESCRIPTOR.fields)]:
+                for axis in ("x", "y", "z", "w")[: len(vector.DESCRIPTOR.fields)]:
                     if rng.random() < 0.8:
                         setattr(vector, axis, rng.choice(values + [rng.uniform(-1e4, 1e4)]))
             poses[name] = state
@@ -270,7 +304,9 @@ def test_the_transforms_bytes_are_protobufs_serialization():
             tf.translation.x, tf.translation.y, tf.translation.z = s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z
             tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w = s.q_BN.x, s.q_BN.y, s.q_BN.z, s.q_BN.w
         scene = FoxgloveScene(epoch_ns=stamp - 7)
-        names = list(poses) + ["v"]                  # the last: published by another model, not drawn
-        scene.take(7, names, [poses[n].SerializeToString() for n in poses] + [VehicleState(vehicle="w").SerializeToString()])
+        names = list(poses) + ["v"]  # the last: published by another model, not drawn
+        scene.take(
+            7, names, [poses[n].SerializeToString() for n in poses] + [VehicleState(vehicle="w").SerializeToString()]
+        )
         transforms = [data for topic, _, _, data in scene.flush_encoded() if topic == "viz/transforms"]
         assert transforms == [expected.SerializeToString(deterministic=True)], case

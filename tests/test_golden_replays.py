@@ -5,6 +5,7 @@ which groups islands and hands their hops to fleet forms by default: the golden 
 latency) are compared envelope by envelope and byte for byte with a fresh run of the same
 scenario, parameters and seed (``hopsim replay``). A change that alters any of these streams must
 say why and record the files again from the earlier tree."""
+
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,17 @@ GOLDEN = sorted((Path(__file__).parent / "data" / "golden").glob("*.mcap"))
 
 
 def test_the_golden_set_is_there():
-    assert {p.stem for p in GOLDEN} >= {"lander", "formation", "formation_lossy", "leader_follower",
-                                       "cooperative_docking", "pileup", "collision", "passive_docking",
-                                       "deploy_boom"}
+    assert {p.stem for p in GOLDEN} >= {
+        "lander",
+        "formation",
+        "formation_lossy",
+        "leader_follower",
+        "cooperative_docking",
+        "pileup",
+        "collision",
+        "passive_docking",
+        "deploy_boom",
+    }
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])

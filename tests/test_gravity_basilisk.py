@@ -1,6 +1,7 @@
 """hopsim's gravity against Basilisk's (the `bsk` wheel, in its own environment because it pins
 another protobuf): point mass, J2 alone and the GGM03S field to degree 8 and 20, from the same
 coefficients, at points from low orbit to beyond geostationary, to 1e-12 relative."""
+
 import json
 import subprocess
 
@@ -33,15 +34,26 @@ def test_gravity_equals_basilisks():
     points = u / np.linalg.norm(u, axis=1)[:, None] * rng.uniform(6.7e6, 4.5e7, size=(12, 1))
     cases = []
     for degree, keep in ((0, "all"), (2, "zonal"), (8, "all"), (20, "all")):
-        C, S = field.C[:degree + 1, :degree + 1].copy(), field.S[:degree + 1, :degree + 1].copy()
+        C, S = field.C[: degree + 1, : degree + 1].copy(), field.S[: degree + 1, : degree + 1].copy()
         if keep == "zonal":
             C[:, 1:], S[:] = 0.0, 0.0
         cases.append((degree, C, S))
-    job = {"mu": field.mu, "radius": field.radius, "points": points.tolist(),
-           "cases": [{"degree": d, "C": [list(C[n, :n + 1]) for n in range(d + 1)],
-                      "S": [list(S[n, :n + 1]) for n in range(d + 1)]} for d, C, S in cases]}
-    reply = subprocess.run([python, "-c", BSK_SCRIPT], input=json.dumps(job), capture_output=True, text=True,
-                           check=True, timeout=300)
+    job = {
+        "mu": field.mu,
+        "radius": field.radius,
+        "points": points.tolist(),
+        "cases": [
+            {
+                "degree": d,
+                "C": [list(C[n, : n + 1]) for n in range(d + 1)],
+                "S": [list(S[n, : n + 1]) for n in range(d + 1)],
+            }
+            for d, C, S in cases
+        ],
+    }
+    reply = subprocess.run(
+        [python, "-c", BSK_SCRIPT], input=json.dumps(job), capture_output=True, text=True, check=True, timeout=300
+    )
     theirs = json.loads(reply.stdout)
     for (degree, C, S), accelerations in zip(cases, theirs):
         field_n = type(field)(field.name, field.mu, field.radius, C, S)

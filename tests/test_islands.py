@@ -1,4 +1,5 @@
 """Islands have independent hop timelines; messages between them take at least 1 ns."""
+
 import numpy as np
 
 from hopsim.kernel import FixedRate, In, Model, NoIo, Simulation, Tie
@@ -43,7 +44,7 @@ def test_an_islands_result_does_not_depend_on_other_islands():
     sim1.advance_to(3.0)
     sim2.advance_to(3.0)
     assert sim1.islands["A"].step_log == sim2.islands["A"].step_log
-    assert np.array_equal(body1.x, body2.x)    # bit for bit
+    assert np.array_equal(body1.x, body2.x)  # bit for bit
 
 
 class Listener(Model):
@@ -64,8 +65,9 @@ def test_messages_cross_islands_after_their_latency_and_at_least_one_ns():
     sim.add_island("near")
     sim.add_island("far")
     sim.add_model(QueueSource("tick", lambda t: t / S, rate_hz=2.0), "src", ties={"y": "src/ticks"})
-    sim.add_model(QueueSource("radio", lambda t: t / S, rate_hz=2.0), "src",
-                  ties={"y": Tie("src/radio", latency_s=0.125)})
+    sim.add_model(
+        QueueSource("radio", lambda t: t / S, rate_hz=2.0), "src", ties={"y": Tie("src/radio", latency_s=0.125)}
+    )
 
     near = sim.add_model(Listener("near_l"), "near", ties={"y": "src/ticks"})
     far = sim.add_model(Listener("far_l"), "far", ties={"y": "src/radio"})

@@ -2,6 +2,7 @@
 recovery is checked against what the file holds), and a process killed with SIGKILL at any
 instant, local or on Ray, leaves a file readable up to its last closed chunk, whose messages are
 the uninterrupted run's; a killed Ray driver takes its Ray processes with it."""
+
 import os
 import random
 import signal
@@ -36,7 +37,7 @@ def test_a_rolled_back_run_is_written_once_and_checked_against_the_file(tmp_path
     """Envelopes 0-2 kept, 3-5 written, the run goes back to 2 and gives 3-5 again, then 6-7:
     the file holds 0-7 once, as a run that never went back would have written it."""
     path = tmp_path / "r.mcap"
-    rec = McapRecorder(path, chunk_size=64)          # chunks this small are on disk at once
+    rec = McapRecorder(path, chunk_size=64)  # chunks this small are on disk at once
     for t in range(3):
         rec.record(scalar(t, t))
     rec.flush()
@@ -44,8 +45,8 @@ def test_a_rolled_back_run_is_written_once_and_checked_against_the_file(tmp_path
     for t in range(3, 6):
         rec.record(scalar(t, t))
     rec.flush()
-    assert path.stat().st_size > 0                   # written as it goes, not held
-    rec.record(scalar(6, 99.0))                      # the instant being recorded when the run fails
+    assert path.stat().st_size > 0  # written as it goes, not held
+    rec.record(scalar(6, 99.0))  # the instant being recorded when the run fails
     rec.rollback()
     for t in range(3, 8):
         rec.record(scalar(t, t))
@@ -80,8 +81,9 @@ def test_a_recovered_runs_file_equals_the_run_where_nothing_died(tmp_path):
     kill = [FaultSpec(t_s=12.3, target="controller", kind="kill").model_dump()]
     killed = run_scenario("lander", {"faults": kill}, seed=2, duration_s=25.0, out=tmp_path / "killed.mcap")
     assert killed.stats["recoveries"] == [{"actor": "controller", "t_s": 12.3, "resumed_from_s": 0.0}]
-    models = [e.SerializeToString() for e in read_envelopes(tmp_path / "killed.mcap")
-              if not e.topic.startswith("faults/")]
+    models = [
+        e.SerializeToString() for e in read_envelopes(tmp_path / "killed.mcap") if not e.topic.startswith("faults/")
+    ]
     assert models == [e.SerializeToString() for e in read_envelopes(tmp_path / "plain.mcap")]
     envelopes, report = read_recording(tmp_path / "killed.mcap")
     assert report.complete and report.problem is None and report.messages == killed.message_count == len(models) + 1
@@ -90,10 +92,17 @@ def test_a_recovered_runs_file_equals_the_run_where_nothing_died(tmp_path):
 
 # ------------------------------------------------------------------ SIGKILL of a whole run
 
+
 def hopsim(*args: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-m", "hopsim.cli", *args], env=env, cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "hopsim.cli", *args],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
 
 
 def wait_for_bytes(proc: subprocess.Popen, path: Path, n_bytes: int) -> None:
@@ -117,7 +126,7 @@ def assert_prefix_of_the_uninterrupted_run(path: Path, scenario: str, overrides:
     full = run_scenario(scenario, overrides, seed=seed, duration_s=last_s + 1.0, keep_stream=True)
     reference = full.recorder.stream_bytes()
     got = [e.SerializeToString(deterministic=True) for e in envelopes]
-    assert got == reference[:len(got)]
+    assert got == reference[: len(got)]
     return len(got)
 
 
@@ -126,11 +135,23 @@ def test_sigkill_of_a_local_run_that_can_recover_leaves_a_readable_file(tmp_path
     which once held its stream in memory to the end): SIGKILL at a random instant."""
     rng = random.Random(20)
     out = tmp_path / "f.mcap"
-    proc = hopsim("run", "formation", "--duration", "1000000", "--seed", "4", "--out", str(out),
-                  "--set", "n_vehicles=6", "--fault", "t=900000,target=v0_fsw,kind=kill")
+    proc = hopsim(
+        "run",
+        "formation",
+        "--duration",
+        "1000000",
+        "--seed",
+        "4",
+        "--out",
+        str(out),
+        "--set",
+        "n_vehicles=6",
+        "--fault",
+        "t=900000,target=v0_fsw,kind=kill",
+    )
     try:
         wait_for_bytes(proc, out, 20_000)
-        time.sleep(rng.uniform(0.2, 2.5))              # a random instant after the first chunks
+        time.sleep(rng.uniform(0.2, 2.5))  # a random instant after the first chunks
         assert proc.poll() is None, "the run ended before the kill: make it longer"
     finally:
         sigkill(proc)
@@ -161,8 +182,22 @@ def alive(pids: set[int]) -> set[int]:
 def test_sigkill_of_a_ray_driver_leaves_a_readable_file_and_no_ray_process(tmp_path):
     rng = random.Random(21)
     out = tmp_path / "f.mcap"
-    proc = hopsim("run", "formation", "--backend", "ray", "--placement", "shards:2", "--duration", "1000000",
-                  "--seed", "5", "--out", str(out), "--set", "n_vehicles=6")
+    proc = hopsim(
+        "run",
+        "formation",
+        "--backend",
+        "ray",
+        "--placement",
+        "shards:2",
+        "--duration",
+        "1000000",
+        "--seed",
+        "5",
+        "--out",
+        str(out),
+        "--set",
+        "n_vehicles=6",
+    )
     try:
         wait_for_bytes(proc, out, 20_000)
         ray = ray_pids_of(proc.pid)
@@ -170,7 +205,7 @@ def test_sigkill_of_a_ray_driver_leaves_a_readable_file_and_no_ray_process(tmp_p
         time.sleep(rng.uniform(0.2, 2.5))
     finally:
         sigkill(proc)
-    end = time.monotonic() + 15.0                    # "within seconds": Ray's agents linger minutes unaided
+    end = time.monotonic() + 15.0  # "within seconds": Ray's agents linger minutes unaided
     while alive(ray) and time.monotonic() < end:
         time.sleep(0.2)
     assert not alive(ray), [Path(f"/proc/{p}/cmdline").read_text() for p in alive(ray)]

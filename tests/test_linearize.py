@@ -1,5 +1,6 @@
 """Linearization by finite differences: the schemes' exact difference quotients on an analytic
 system, and the SPHERES vehicle's rigid-body Jacobian against Euler's equations."""
+
 import math
 
 import numpy as np
@@ -16,6 +17,7 @@ G, L_M, M_KG, C_NMS = 9.81, 0.5, 2.0, 0.3
 class Pendulum(ContinuousModel):
     """theta (rad), omega (rad/s); a torque ``torque_Nm`` (N m) at the pivot, viscous damping
     ``C_NMS`` (N m s); outputs sin(theta) and the angular acceleration (rad/s^2)."""
+
     state_names = ("theta", "omega")
     outputs = {"sin_theta": Out(Scalar), "alpha": Out(Scalar)}
     io_schedule = FixedRate(10.0)
@@ -30,7 +32,7 @@ class Pendulum(ContinuousModel):
     def post_deriv(self, t_s):
         theta, omega = self.x
         self.xdot[0] = omega
-        self.xdot[1] = -G / L_M * math.sin(theta) + (self.torque_Nm - C_NMS * omega) / (M_KG * L_M ** 2)
+        self.xdot[1] = -G / L_M * math.sin(theta) + (self.torque_Nm - C_NMS * omega) / (M_KG * L_M**2)
 
     def update_flow_outs(self, t_ns):
         self.write("sin_theta", Scalar(value=math.sin(self.x[0])))
@@ -49,9 +51,14 @@ def test_the_jacobians_of_a_pendulum_are_the_analytic_ones():
     sim, body = pendulum_at(0.7)
     theta0, omega0 = body.x
     A, B, C, D, x0, u0, y0 = linearize_simulation(
-        sim, ["pendulum.theta", "pendulum.omega"], ["pendulum.torque_Nm"],
-        ["pendulum.sin_theta.value", "pendulum.alpha.value"], scheme="central4", eps=1e-4)
-    k = 1.0 / (M_KG * L_M ** 2)
+        sim,
+        ["pendulum.theta", "pendulum.omega"],
+        ["pendulum.torque_Nm"],
+        ["pendulum.sin_theta.value", "pendulum.alpha.value"],
+        scheme="central4",
+        eps=1e-4,
+    )
+    k = 1.0 / (M_KG * L_M**2)
     assert x0.tolist() == [theta0, omega0] and u0.tolist() == [0.0]
     np.testing.assert_allclose(A, [[0.0, 1.0], [-G / L_M * math.cos(theta0), -C_NMS * k]], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(B, [[0.0], [k]], rtol=1e-9, atol=1e-12)
@@ -76,14 +83,16 @@ def test_each_scheme_is_its_own_difference_quotient(scheme):
         C = linearize_simulation(sim, ["pendulum.theta"], [], ["pendulum.sin_theta.value"], scheme=scheme, eps=h)[2]
         return C[0, 0]
 
-    d2 = lambda h: math.cos(theta0) * math.sin(h) / h                              # noqa: E731
-    expected = {"central2": d2(h),
-                "central4": math.cos(theta0) * (8 * math.sin(h) - math.sin(2 * h)) / (6 * h),
-                "richardson": (4 * d2(h / 2) - d2(h)) / 3}[scheme]
+    d2 = lambda h: math.cos(theta0) * math.sin(h) / h  # noqa: E731
+    expected = {
+        "central2": d2(h),
+        "central4": math.cos(theta0) * (8 * math.sin(h) - math.sin(2 * h)) / (6 * h),
+        "richardson": (4 * d2(h / 2) - d2(h)) / 3,
+    }[scheme]
     assert quotient(h) == pytest.approx(expected, rel=1e-12)
     order = {"central2": 2, "central4": 4, "richardson": 4}[scheme]
     ratio = (quotient(h) - math.cos(theta0)) / (quotient(h / 2) - math.cos(theta0))
-    assert ratio == pytest.approx(2 ** order, rel=0.02)
+    assert ratio == pytest.approx(2**order, rel=0.02)
 
 
 def test_a_relative_step_follows_dshell():
@@ -98,15 +107,18 @@ def test_a_relative_step_follows_dshell():
         linearize_simulation(sim, ["pendulum.theta"], scheme="richardson", eps1=1.0)
 
 
-@pytest.mark.parametrize("bad, message", [
-    ({"states": ["pendulum.phi"]}, "continuous states theta, omega"),
-    ({"states": ["nobody.theta"]}, "no model 'nobody'"),
-    ({"inputs": ["pendulum.torque"]}, "not a public float"),
-    ({"outputs": ["pendulum.sin_theta"]}, "MODEL.PORT.FIELD"),
-    ({"outputs": ["pendulum.sin_theta.nothing"]}, "no field 'nothing'"),
-    ({"scheme": "forward"}, "unknown scheme"),
-    ({"eps": float("nan")}, "eps must be positive"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"states": ["pendulum.phi"]}, "continuous states theta, omega"),
+        ({"states": ["nobody.theta"]}, "no model 'nobody'"),
+        ({"inputs": ["pendulum.torque"]}, "not a public float"),
+        ({"outputs": ["pendulum.sin_theta"]}, "MODEL.PORT.FIELD"),
+        ({"outputs": ["pendulum.sin_theta.nothing"]}, "no field 'nothing'"),
+        ({"scheme": "forward"}, "unknown scheme"),
+        ({"eps": float("nan")}, "eps must be positive"),
+    ],
+)
 def test_bad_names_and_options_are_explained(bad, message):
     sim, _ = pendulum_at(0.2)
     args = {"states": ["pendulum.theta"], **bad}
@@ -135,15 +147,19 @@ def test_the_spheres_vehicle_linearizes_to_euler_equations():
     switched_on = {"faults": [{"t_s": 1.0, "target": "sph1", "kind": "disturbance"}]}
     sim = run_scenario("leader_follower", switched_on, duration_s=30.0, keep_sim=True).sim
     body = sim.slot("sph1").model
-    assert np.abs(body.v_BN_N).max() > 0.01                     # translating at T
-    body.x[10:13] = [0.12, -0.2, 0.07]                           # and tumbling (a state poke at a barrier)
+    assert np.abs(body.v_BN_N).max() > 0.01  # translating at T
+    body.x[10:13] = [0.12, -0.2, 0.07]  # and tumbling (a state poke at a barrier)
     states = expand_states(sim, ["sph1.*"])
     A, B, C, D, x, _, _ = linearize_simulation(
-        sim, states, ["sph1.disturbance_force_N[0]", "sph1.disturbance_force_N[2]",
-                      "sph1.disturbance_torque_B[1]"],
-        ["sph1.state.omega_BN_B.y", "sph1.state.v_BN_N.x"], scheme="central2", eps=1e-6)
-    inertia, mass = body.inertia_C_B, body.mass_kg                # its configuration: the seed's numbers
-    assert 3.40 < mass < 3.4447                                  # Table 2.1 less the propellant used
+        sim,
+        states,
+        ["sph1.disturbance_force_N[0]", "sph1.disturbance_force_N[2]", "sph1.disturbance_torque_B[1]"],
+        ["sph1.state.omega_BN_B.y", "sph1.state.v_BN_N.x"],
+        scheme="central2",
+        eps=1e-6,
+    )
+    inertia, mass = body.inertia_C_B, body.mass_kg  # its configuration: the seed's numbers
+    assert 3.40 < mass < 3.4447  # Table 2.1 less the propellant used
     q, w = x[6:10], x[10:13]
     assert w.tolist() == [0.12, -0.2, 0.07]
     np.testing.assert_allclose(A[0:3, 3:6], np.eye(3), atol=1e-9)

@@ -2,6 +2,7 @@
 a live run is served over Foxglove's WebSocket protocol to a client written here from the
 protocol's specification (not the SDK), which receives the bus topics, pauses and resumes the run,
 changes its pace and sends a fault; the recording replays identical, fault included."""
+
 import asyncio
 import json
 import struct
@@ -26,8 +27,8 @@ def test_paced_run_records_the_same_stream_and_keeps_the_pace(tmp_path):
     paced = run_scenario("lander", duration_s=10.0, out=tmp_path / "paced.mcap", pacer=pacer)
     wall = time.perf_counter() - t0
     assert paced.stream_sha256 == plain.stream_sha256 and paced.message_count == plain.message_count
-    assert wall >= 10.0 / 8.0 - 0.01                      # never ahead of the wall clock
-    assert pacer.report.ticks == 1001                    # 100 Hz over 10 s, both ends
+    assert wall >= 10.0 / 8.0 - 0.01  # never ahead of the wall clock
+    assert pacer.report.ticks == 1001  # 100 Hz over 10 s, both ends
     lateness = read_signals(tmp_path / "paced.mcap", ["pace/lateness.value"])["pace/lateness.value"]
     assert len(lateness.values) == 1001 and lateness.t_ns[1] - lateness.t_ns[0] == 10_000_000
     assert replay_recording(tmp_path / "paced.mcap").identical
@@ -56,7 +57,7 @@ def test_another_address_asks_for_the_token():
                 while True:
                     frame = await asyncio.wait_for(ws.recv(), 10)
                     if isinstance(frame, bytes):
-                        continue                    # a binary frame (the server's time) may come first
+                        continue  # a binary frame (the server's time) may come first
                     msg = json.loads(frame)
                     if msg["op"] == "advertise":
                         assert [c["topic"] for c in msg["channels"]] == ["probe/value"]
@@ -69,7 +70,9 @@ def test_another_address_asks_for_the_token():
 
 async def client_session(port: int, out: dict) -> None:
     """Subscribe to the lander's telemetry, pause, resume, change the pace, send a fault."""
-    async with websockets.connect(f"ws://127.0.0.1:{port}", subprotocols=["foxglove.sdk.v1", "foxglove.websocket.v1"]) as ws:
+    async with websockets.connect(
+        f"ws://127.0.0.1:{port}", subprotocols=["foxglove.sdk.v1", "foxglove.websocket.v1"]
+    ) as ws:
         channels, services, received, times = {}, {}, [], []
         replies: dict[int, bytes] = {}
 
@@ -89,26 +92,30 @@ async def client_session(port: int, out: dict) -> None:
                         raise AssertionError(msg["message"])
                     elif msg["op"] == "parameterValues":
                         out.setdefault("parameters", []).append(msg["parameters"])
-                elif frame[0] == 0x01:                   # message data
+                elif frame[0] == 0x01:  # message data
                     _, log_time = struct.unpack_from("<IQ", frame, 1)
                     received.append(log_time)
-                elif frame[0] == 0x02:                   # time
+                elif frame[0] == 0x02:  # time
                     times.append(struct.unpack_from("<Q", frame, 1)[0])
-                elif frame[0] == 0x03:                   # service call response
+                elif frame[0] == 0x03:  # service call response
                     _, call, n = struct.unpack_from("<III", frame, 1)
-                    replies[call] = frame[13 + n:]
+                    replies[call] = frame[13 + n :]
 
         async def call(name, body, call_id):
             service = services[name]
             encoding = b"json"
-            await ws.send(struct.pack("<BIII", 0x02, service["id"], call_id, len(encoding)) + encoding
-                          + json.dumps(body).encode())
+            await ws.send(
+                struct.pack("<BIII", 0x02, service["id"], call_id, len(encoding)) + encoding + json.dumps(body).encode()
+            )
             await pump(lambda: call_id in replies)
             return json.loads(replies[call_id])["result"]
 
         await pump(lambda: "lander/telemetry" in channels and "fault" in services)
-        await ws.send(json.dumps({"op": "subscribe", "subscriptions": [
-            {"id": 7, "channelId": channels["lander/telemetry"]["id"]}]}))
+        await ws.send(
+            json.dumps(
+                {"op": "subscribe", "subscriptions": [{"id": 7, "channelId": channels["lander/telemetry"]["id"]}]}
+            )
+        )
         await pump(lambda: len(received) >= 3)
         out["schema"] = channels["lander/telemetry"]["schemaName"]
         await call("pause", {}, 1)
@@ -132,8 +139,14 @@ def test_live_run_is_served_commanded_and_replays_identical(tmp_path):
         done = {}
 
         def run():
-            done["result"] = run_scenario("lander", {"stop_on_touchdown": False}, duration_s=30.0,
-                                          out=tmp_path / "live.mcap", pacer=pacer, tap=server.tap)
+            done["result"] = run_scenario(
+                "lander",
+                {"stop_on_touchdown": False},
+                duration_s=30.0,
+                out=tmp_path / "live.mcap",
+                pacer=pacer,
+                tap=server.tap,
+            )
 
         sim_thread = threading.Thread(target=run)
         sim_thread.start()
@@ -143,7 +156,7 @@ def test_live_run_is_served_commanded_and_replays_identical(tmp_path):
         server.stop()
     result = done["result"]
     assert out["schema"] == "hopsim.LanderTelemetry"
-    assert out["while_paused"] == 0                       # paused: nothing published
+    assert out["while_paused"] == 0  # paused: nothing published
     assert out["pace"] == 6.0 and pacer.factor == 6.0
     t_fault = out["fault_t_s"]
     assert 0 < t_fault < 30.0 and round(t_fault * 100) == pytest.approx(t_fault * 100, abs=1e-6)  # a tick

@@ -1,5 +1,6 @@
 """Monte Carlo campaigns: dispersions have their distributions, a run is a function of (campaign
 seed, run index) alone, a killed campaign resumes to the same table, failures are tabulated."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,7 @@ from scipy import stats
 from hopsim.bus.recorder import read_metadata
 from hopsim.scenarios import ScenarioError
 from hopsim.scenarios.dispersions import Dispersion, dispersed_values, set_path
-from hopsim.scenarios.montecarlo import (load_campaign, make_campaign, rerun, run_campaign, summarize,
-                                         wilson_interval)
+from hopsim.scenarios.montecarlo import load_campaign, make_campaign, rerun, run_campaign, summarize, wilson_interval
 
 N = 3000
 
@@ -77,13 +77,16 @@ def test_paths_reach_vectors_nested_fields_and_faults():
         Dispersion(path="v[x]", knob={"kind": "constant", "value": 1})
 
 
-@pytest.mark.parametrize("knob, message", [
-    ({"kind": "uniform", "low": 2, "high": 1}, "low < high"),
-    ({"kind": "normal", "mean": float("nan"), "std": 1}, "finite"),
-    ({"kind": "mvnormal", "mean": [0, 0], "covariance": [[1, 2], [2, 1]]}, "semi-definite"),
-    ({"kind": "choice", "values": [1, 2], "weights": [1]}, "weights"),
-    ({"kind": "gauss", "mean": 1}, "kind"),
-])
+@pytest.mark.parametrize(
+    "knob, message",
+    [
+        ({"kind": "uniform", "low": 2, "high": 1}, "low < high"),
+        ({"kind": "normal", "mean": float("nan"), "std": 1}, "finite"),
+        ({"kind": "mvnormal", "mean": [0, 0], "covariance": [[1, 2], [2, 1]]}, "semi-definite"),
+        ({"kind": "choice", "values": [1, 2], "weights": [1]}, "weights"),
+        ({"kind": "gauss", "mean": 1}, "kind"),
+    ],
+)
 def test_bad_dispersions_are_refused_by_name(knob, message):
     with pytest.raises(ScenarioError, match=message):
         make_campaign({"scenario": "lander", "runs": 2, "dispersions": [{"path": "altitude_m", "knob": knob}]})
@@ -91,7 +94,7 @@ def test_bad_dispersions_are_refused_by_name(knob, message):
 
 def test_wilson_interval_and_summary_against_hand_values():
     low, high = wilson_interval(0, 6)
-    z2 = 1.959963984540054 ** 2
+    z2 = 1.959963984540054**2
     assert low == pytest.approx(0.0, abs=1e-15) and high == pytest.approx(z2 / (6 + z2))
     rows = [{"run": i, "status": "ok", "outcome": {"m": float(i)}, "parameters": {}} for i in range(5)]
     rows.append({"run": 5, "status": "failed", "outcome": {}, "parameters": {}})
@@ -159,9 +162,11 @@ def test_a_run_rerun_alone_equals_its_row_and_its_recording(finished, tmp_path):
 def test_a_killed_campaign_resumes_to_the_uninterrupted_table(campaign_file, finished, tmp_path):
     directory, _ = finished
     partial = tmp_path / "partial"
-    code = ("import sys, time; from hopsim.scenarios.montecarlo import load_campaign, run_campaign;"
-            "run_campaign(load_campaign(sys.argv[1]), sys.argv[2], "
-            "on_row=lambda r, d, t: time.sleep(30) if d == 2 else None)")
+    code = (
+        "import sys, time; from hopsim.scenarios.montecarlo import load_campaign, run_campaign;"
+        "run_campaign(load_campaign(sys.argv[1]), sys.argv[2], "
+        "on_row=lambda r, d, t: time.sleep(30) if d == 2 else None)"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code, str(campaign_file), str(partial)])
     try:
         deadline = time.monotonic() + 120
@@ -176,7 +181,7 @@ def test_a_killed_campaign_resumes_to_the_uninterrupted_table(campaign_file, fin
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     with open(partial / "runs.jsonl", "a") as f:
-        f.write('{"run": 4, "seed"')                        # a line torn by the kill
+        f.write('{"run": 4, "seed"')  # a line torn by the kill
     assert not (partial / "results.csv").exists()
     run_campaign(load_campaign(campaign_file), partial)
     assert (partial / "results.csv").read_text() == (directory / "results.csv").read_text()
@@ -203,15 +208,41 @@ def test_the_command_runs_a_campaign_and_reruns_one_of_its_runs(tmp_path):
 
     runner = CliRunner()
     directory = tmp_path / "mc"
-    result = runner.invoke(app, ["montecarlo", "run", "lander", "--runs", "3", "--duration", "20",
-                                 "--disperse", "altitude_m=uniform:80,120", "--dir", str(directory)])
+    result = runner.invoke(
+        app,
+        [
+            "montecarlo",
+            "run",
+            "lander",
+            "--runs",
+            "3",
+            "--duration",
+            "20",
+            "--disperse",
+            "altitude_m=uniform:80,120",
+            "--dir",
+            str(directory),
+        ],
+    )
     assert result.exit_code == 0, result.output
     lines = (directory / "results.csv").read_text().splitlines()
     assert len(lines) == 4 and lines[0].startswith("run,seed,status,error,altitude_m")
     again = runner.invoke(app, ["montecarlo", "rerun", str(directory), "--run", "1"])
     assert again.exit_code == 0 and lines[2].split(",")[-1] in again.output.replace("\n", "")
-    bad = runner.invoke(app, ["montecarlo", "run", "lander", "--runs", "2", "--disperse", "altitude_m=gauss:1,2",
-                              "--dir", str(tmp_path / "bad")])
+    bad = runner.invoke(
+        app,
+        [
+            "montecarlo",
+            "run",
+            "lander",
+            "--runs",
+            "2",
+            "--disperse",
+            "altitude_m=gauss:1,2",
+            "--dir",
+            str(tmp_path / "bad"),
+        ],
+    )
     assert bad.exit_code == 2 and "unknown kind 'gauss'" in bad.output
 
 

@@ -1,6 +1,7 @@
 """Orbital gravity and the Hill frame: the zonal acceleration is the potential's gradient, J2
 turns the node at the rate of theory, the Hill-frame conversions invert each other, and the
 linearized relative motion about a circular orbit is the Clohessy-Wiltshire system."""
+
 import math
 
 import numpy as np
@@ -8,10 +9,26 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from hopsim.actors.orbit import HillRelativeMotion
-from hopsim.dynamics.gravity import (EARTH_J2, EARTH_J3, EARTH_MU, EARTH_RADIUS, gravity_gradient_torque,
-                                     point_mass_acceleration, zonal_acceleration, zonal_potential)
-from hopsim.dynamics.orbit_frames import (clohessy_wiltshire_matrix, clohessy_wiltshire_transition, hill_dcm,
-                                          hill_rate, hill_state_carried, hill_to_inertial, inertial_to_hill, slot_error_carried)
+from hopsim.dynamics.gravity import (
+    EARTH_J2,
+    EARTH_J3,
+    EARTH_MU,
+    EARTH_RADIUS,
+    gravity_gradient_torque,
+    point_mass_acceleration,
+    zonal_acceleration,
+    zonal_potential,
+)
+from hopsim.dynamics.orbit_frames import (
+    clohessy_wiltshire_matrix,
+    clohessy_wiltshire_transition,
+    hill_dcm,
+    hill_rate,
+    hill_state_carried,
+    hill_to_inertial,
+    inertial_to_hill,
+    slot_error_carried,
+)
 from hopsim.dynamics.orbital_elements import argument_of_latitude, mean_to_eccentric, state_from_elements
 from hopsim.kernel import Simulation
 from hopsim.scenarios.linearize import linearize_simulation
@@ -29,14 +46,23 @@ def test_the_zonal_acceleration_is_the_gradient_of_the_potential(r):
     r = np.array(r)
     args = (EARTH_MU, EARTH_RADIUS, EARTH_J2, EARTH_J3)
     h = 1.0
-    grad = np.array([(zonal_potential(r + h * e, *args) - zonal_potential(r - h * e, *args)) / (2 * h)
-                     for e in np.eye(3)])
+    grad = np.array(
+        [(zonal_potential(r + h * e, *args) - zonal_potential(r - h * e, *args)) / (2 * h) for e in np.eye(3)]
+    )
     a = zonal_acceleration(r, *args)
-    np.testing.assert_allclose(a, grad, rtol=1e-8, atol=1e-7)       # the differences' rounding: ~1e-8
+    np.testing.assert_allclose(a, grad, rtol=1e-8, atol=1e-7)  # the differences' rounding: ~1e-8
     # the J2 and J3 parts alone, to a tighter measure than the point mass they ride on
     alone = zonal_acceleration(r, *args) - point_mass_acceleration(r, EARTH_MU)
-    pm = np.array([(zonal_potential(r + h * e, EARTH_MU, EARTH_RADIUS, 0.0, 0.0)
-                    - zonal_potential(r - h * e, EARTH_MU, EARTH_RADIUS, 0.0, 0.0)) / (2 * h) for e in np.eye(3)])
+    pm = np.array(
+        [
+            (
+                zonal_potential(r + h * e, EARTH_MU, EARTH_RADIUS, 0.0, 0.0)
+                - zonal_potential(r - h * e, EARTH_MU, EARTH_RADIUS, 0.0, 0.0)
+            )
+            / (2 * h)
+            for e in np.eye(3)
+        ]
+    )
     np.testing.assert_allclose(alone, grad - pm, rtol=1e-5, atol=1e-7)
 
 
@@ -44,15 +70,15 @@ def test_j3_pulls_along_the_axis_at_the_equator():
     """At the equator J2 pulls radially only and J3 along z: 3/2 J3 mu R^3 / r^5 (P3'(0) = -3/2)."""
     r = np.array([A_LEO, 0.0, 0.0])
     a = zonal_acceleration(r, EARTH_MU, EARTH_RADIUS, EARTH_J2, EARTH_J3)
-    assert a[2] == pytest.approx(1.5 * EARTH_J3 * EARTH_MU * EARTH_RADIUS ** 3 / A_LEO ** 5, rel=1e-12)
-    j2_radial = -1.5 * EARTH_J2 * EARTH_MU * EARTH_RADIUS ** 2 / A_LEO ** 4
-    assert a[0] == pytest.approx(-EARTH_MU / A_LEO ** 2 + j2_radial, rel=1e-13)
+    assert a[2] == pytest.approx(1.5 * EARTH_J3 * EARTH_MU * EARTH_RADIUS**3 / A_LEO**5, rel=1e-12)
+    j2_radial = -1.5 * EARTH_J2 * EARTH_MU * EARTH_RADIUS**2 / A_LEO**4
+    assert a[0] == pytest.approx(-EARTH_MU / A_LEO**2 + j2_radial, rel=1e-13)
 
 
 def test_j2_turns_the_node_at_the_secular_rate():
     """RAAN rate -3/2 n J2 (R/p)^2 cos i (Vallado, eq. 9-41) over 20 orbits of a 500 km, 51.6 deg orbit."""
     inc, a = math.radians(51.6), A_LEO
-    n = math.sqrt(EARTH_MU / a ** 3)
+    n = math.sqrt(EARTH_MU / a**3)
     r0 = np.array([a, 0.0, 0.0])
     v0 = a * n * np.array([0.0, math.cos(inc), math.sin(inc)])
 
@@ -60,8 +86,9 @@ def test_j2_turns_the_node_at_the_secular_rate():
         return np.concatenate([s[3:], zonal_acceleration(s[:3], EARTH_MU, EARTH_RADIUS, EARTH_J2, 0.0)])
 
     period = 2 * math.pi / n
-    sol = solve_ivp(f, (0, 20 * period), np.concatenate([r0, v0]), method="DOP853", rtol=1e-11, atol=1e-6,
-                    dense_output=True)
+    sol = solve_ivp(
+        f, (0, 20 * period), np.concatenate([r0, v0]), method="DOP853", rtol=1e-11, atol=1e-6, dense_output=True
+    )
 
     def raan(t):
         s = sol.sol(t)
@@ -69,8 +96,9 @@ def test_j2_turns_the_node_at_the_secular_rate():
         return math.atan2(h[0], -h[1])
 
     # the node at the same argument of latitude, one and twenty orbits on (short-period terms cancel)
-    measured = (np.unwrap([raan(period), raan(20 * period)])[1] - np.unwrap([raan(period), raan(20 * period)])[0]) \
-        / (19 * period)
+    measured = (np.unwrap([raan(period), raan(20 * period)])[1] - np.unwrap([raan(period), raan(20 * period)])[0]) / (
+        19 * period
+    )
     theory = -1.5 * n * EARTH_J2 * (EARTH_RADIUS / a) ** 2 * math.cos(inc)
     assert measured == pytest.approx(theory, rel=0.02)
 
@@ -80,7 +108,7 @@ def test_gravity_gradient_torque_vanishes_along_principal_axes_and_matches_its_f
     assert np.allclose(gravity_gradient_torque(np.array([A_LEO, 0.0, 0.0]), inertia, EARTH_MU), 0.0)
     r = np.array([A_LEO, A_LEO, 0.0]) / math.sqrt(2.0)
     # about z, for a body at 45 deg in its xy plane: 3 mu / r^3 (Iyy - Ixx) sin(45) cos(45)
-    expected = 3 * EARTH_MU / A_LEO ** 3 * (20.0 - 10.0) * 0.5
+    expected = 3 * EARTH_MU / A_LEO**3 * (20.0 - 10.0) * 0.5
     np.testing.assert_allclose(gravity_gradient_torque(r, inertia, EARTH_MU), [0.0, 0.0, expected], rtol=1e-12)
 
 
@@ -129,10 +157,17 @@ def test_the_carried_slot_error_is_the_python_functions_float_for_float():
     rng = np.random.default_rng(5)
     for k in range(200):
         incl = 0.0 if k % 10 == 0 else rng.uniform(0.0, math.pi)
-        r_c, v_c = state_from_elements(A_LEO * rng.uniform(0.99, 1.01), rng.uniform(0.0, 0.01), incl,
-                                       rng.uniform(-3, 3), rng.uniform(-3, 3), rng.uniform(-3, 3), EARTH_MU)
+        r_c, v_c = state_from_elements(
+            A_LEO * rng.uniform(0.99, 1.01),
+            rng.uniform(0.0, 0.01),
+            incl,
+            rng.uniform(-3, 3),
+            rng.uniform(-3, 3),
+            rng.uniform(-3, 3),
+            EARTH_MU,
+        )
         r_d, v_d = r_c + rng.normal(size=3) * 300.0, v_c + rng.normal(size=3) * 0.3
-        n, dt, a_c = math.sqrt(EARTH_MU / A_LEO ** 3), rng.uniform(0.0, 30.0), A_LEO
+        n, dt, a_c = math.sqrt(EARTH_MU / A_LEO**3), rng.uniform(0.0, 30.0), A_LEO
         roe = passively_safe_roe(a_c, k, 200, rng.uniform(10, 500), rng.uniform(10, 500))
         e, C_NH = slot_error_carried(r_c, v_c, r_d, v_d, n, dt, a_c, roe)
         x, C_expected = hill_state_carried(r_c, v_c, r_d, v_d, n, dt)
@@ -147,16 +182,18 @@ def test_the_carried_hill_state_is_where_two_body_motion_takes_the_pair():
     from the first instant; the frame carried is the chief's Hill frame of the later instant."""
     r_c, v_c = state_from_elements(A_LEO, 0.0, 0.9, 0.2, 0.0, 0.5, EARTH_MU)
     r_d, v_d = hill_to_inertial(r_c, v_c, [200.0, -400.0, 150.0], [0.05, 0.1, -0.08])
-    n, dt = math.sqrt(EARTH_MU / A_LEO ** 3), 30.0
+    n, dt = math.sqrt(EARTH_MU / A_LEO**3), 30.0
 
     def two_body(_, y):
         return np.concatenate([y[3:], -EARTH_MU * y[:3] / np.linalg.norm(y[:3]) ** 3])
 
-    later = [solve_ivp(two_body, (0.0, dt), np.concatenate(s), method="DOP853", rtol=1e-13, atol=1e-9).y[:, -1]
-             for s in ((r_c, v_c), (r_d, v_d))]
+    later = [
+        solve_ivp(two_body, (0.0, dt), np.concatenate(s), method="DOP853", rtol=1e-13, atol=1e-9).y[:, -1]
+        for s in ((r_c, v_c), (r_d, v_d))
+    ]
     rho, rho_dot = inertial_to_hill(later[0][:3], later[0][3:], later[1][:3], later[1][3:])
     x, C_NH = hill_state_carried(r_c, v_c, r_d, v_d, n, dt)
-    np.testing.assert_allclose(x[:3], rho, atol=1e-3)          # CW's error: O(n^2 rho^2 / r dt^2) ~ 1e-4 m
+    np.testing.assert_allclose(x[:3], rho, atol=1e-3)  # CW's error: O(n^2 rho^2 / r dt^2) ~ 1e-4 m
     np.testing.assert_allclose(x[3:], rho_dot, atol=1e-5)
     np.testing.assert_allclose(C_NH, hill_dcm(later[0][:3], later[0][3:]).T, atol=1e-12)
 
@@ -187,7 +224,7 @@ def test_relative_motion_linearizes_to_clohessy_wiltshire():
     states = [f"deputy.{s}" for s in model.state_names]
     inputs = [f"deputy.thrust_accel_H[{i}]" for i in range(3)]
     A, B, *_ = linearize_simulation(sim, states, inputs, scheme="central4", eps=1e-2)
-    n = math.sqrt(EARTH_MU / A_LEO ** 3)
+    n = math.sqrt(EARTH_MU / A_LEO**3)
     np.testing.assert_allclose(A, clohessy_wiltshire_matrix(n), atol=1e-12 * n * n * 1e6)
     np.testing.assert_allclose(B, np.vstack([np.zeros((3, 3)), np.eye(3)]), atol=1e-9)
 
@@ -196,7 +233,7 @@ def test_the_nonlinear_relative_motion_keeps_exact_orbits():
     """A deputy on the chief's orbit 2 km behind stays where it is in the Hill frame (the nonlinear
     model: its exact position is a chord, not the CW's straight line); a CW 2:1 ellipse closes
     after one orbit to within the linearization's error."""
-    n = math.sqrt(EARTH_MU / A_LEO ** 3)
+    n = math.sqrt(EARTH_MU / A_LEO**3)
     theta = -2000.0 / A_LEO
     behind = [A_LEO * (math.cos(theta) - 1.0), A_LEO * math.sin(theta), 0.0]
     period = 2 * math.pi / n

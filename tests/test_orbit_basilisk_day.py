@@ -19,6 +19,7 @@ Basilisk position B(H/2) + (B(H/2) - B(H)) / 15 (whose error is of higher order)
 halving difference is about 2 cm, hopsim to B(H) about 2 cm, hopsim to the extrapolation about
 0.2 mm.
 """
+
 import json
 import math
 import subprocess
@@ -75,12 +76,16 @@ json.dump({"earth": [earth.mu, earth.radEquator, astroConstants.J2_EARTH], "r": 
 def hopsim_day(r0, v0) -> np.ndarray:
     """hopsim's OrbitingSpacecraft over a day under point mass + J2: the final r_BN_N (m)."""
     C, S = np.zeros((3, 3)), np.zeros((3, 3))
-    C[0, 0], C[2, 0] = 1.0, -J2 / math.sqrt(5.0)             # normalized C20 = -J2 / sqrt(5)
+    C[0, 0], C[2, 0] = 1.0, -J2 / math.sqrt(5.0)  # normalized C20 = -J2 / sqrt(5)
     field = GravityField("basilisk-J2", MU, RADIUS, C, S)
     sim = Simulation(seed=1)
     sim.add_island("sc", integrator=DOP853(rtol=1e-12, atol=1e-6, max_step=60.0))
-    model = sim.add_model(OrbitingSpacecraft("sc", r0, v0, 100.0, np.eye(3), field=field, degree=2,
-                                             gravity_gradient=False, rate_hz=1 / 3600), "sc")
+    model = sim.add_model(
+        OrbitingSpacecraft(
+            "sc", r0, v0, 100.0, np.eye(3), field=field, degree=2, gravity_gradient=False, rate_hz=1 / 3600
+        ),
+        "sc",
+    )
     sim.advance_to(DAY_S)
     return model.x[0:3].copy()
 
@@ -91,8 +96,9 @@ def test_a_day_in_low_orbit_matches_basilisks_rk4_to_its_own_step_error():
     job = {"r0": list(r0), "v0": list(v0), "duration_s": DAY_S, "steps_s": [STEP_S, STEP_S / 2]}
     start = time.perf_counter()
     # Basilisk in its own process while hopsim integrates here
-    bsk = subprocess.Popen([python, "-c", BSK_SCRIPT, json.dumps(job)], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+    bsk = subprocess.Popen(
+        [python, "-c", BSK_SCRIPT, json.dumps(job)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         r_hopsim = hopsim_day(r0, v0)
         stdout, stderr = bsk.communicate(timeout=300)
@@ -108,9 +114,11 @@ def test_a_day_in_low_orbit_matches_basilisks_rk4_to_its_own_step_error():
     extrapolated = r_h2 + (r_h2 - r_h) / 15.0
     to_bsk = np.linalg.norm(r_hopsim - r_h)
     to_extrapolated = np.linalg.norm(r_hopsim - extrapolated)
-    print(f"after {DAY_S:.0f} s: |B({STEP_S:g} s) - B({STEP_S / 2:g} s)| = {halving:.3e} m, "
-          f"|hopsim - B({STEP_S:g} s)| = {to_bsk:.3e} m, |hopsim - B extrapolated| = {to_extrapolated:.3e} m, "
-          f"{time.perf_counter() - start:.1f} s")
-    assert 0 < halving < 1.0                     # RK4 at 5 s in LEO: centimetres after a day
+    print(
+        f"after {DAY_S:.0f} s: |B({STEP_S:g} s) - B({STEP_S / 2:g} s)| = {halving:.3e} m, "
+        f"|hopsim - B({STEP_S:g} s)| = {to_bsk:.3e} m, |hopsim - B extrapolated| = {to_extrapolated:.3e} m, "
+        f"{time.perf_counter() - start:.1f} s"
+    )
+    assert 0 < halving < 1.0  # RK4 at 5 s in LEO: centimetres after a day
     assert to_bsk <= 2.0 * halving
     assert to_extrapolated <= 0.1 * halving

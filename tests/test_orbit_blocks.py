@@ -1,6 +1,7 @@
 """Spacecraft in orbit in a row block (hopsim.kernel.blocks with
 hopsim.actors.orbiting_fleet.OrbitingSpacecraftRows): the same states, bit for bit, and the same
 recording, byte for byte, as each spacecraft's own barriers."""
+
 import math
 
 import numpy as np
@@ -16,25 +17,55 @@ from hopsim.kernel import Simulation
 from hopsim.schemas import ReactionWheelCommand
 
 BETA = math.radians(35.26)
-AXES_B = [[math.cos(BETA) * math.cos(az), math.cos(BETA) * math.sin(az), math.sin(BETA)]
-          for az in np.radians([0.0, 90.0, 180.0, 270.0])]
+AXES_B = [
+    [math.cos(BETA) * math.cos(az), math.cos(BETA) * math.sin(az), math.sin(BETA)]
+    for az in np.radians([0.0, 90.0, 180.0, 270.0])
+]
 
 
 def _simulation(n: int, blocks: bool, wheels: bool = True, recorder=None, degree: int = 8) -> Simulation:
     field = ggm03s()
     sim = Simulation(seed=1, row_blocks=blocks, recorder=recorder)
     for i in range(n):
-        r, v = state_from_elements(EARTH_RADIUS + 500e3 + 1e3 * i, 0.001 * i, 0.9 + 0.01 * i, 0.3 * i, 0.1,
-                                   0.7 * i, field.mu)
+        r, v = state_from_elements(
+            EARTH_RADIUS + 500e3 + 1e3 * i, 0.001 * i, 0.9 + 0.01 * i, 0.3 * i, 0.1, 0.7 * i, field.mu
+        )
         name = f"sc{i}"
         sim.add_island(name, integrator=RK4(), n_integration_steps=2)
-        wheel_args = dict(axes_B=AXES_B, J_kgm2=0.08, Omega_radps=[100.0, -50.0, 20.0, 0.0], max_torque_Nm=0.2,
-                          viscous_Nms=1e-5, coulomb_Nm=5e-4) if wheels else {}
-        sim.add_model(OrbitingSpacecraft(
-            name, r, v, 500.0, [[400.0, 0.0, 0.0], [0.0, 300.0, 0.0], [0.0, 0.0, 200.0]],
-            omega_BN_B=(0.001, -0.002, 0.001), field=field, degree=degree, cd_area_m2=4.4, rho0_kgpm3=4e-13,
-            h0_m=500e3, scale_height_m=60e3, cr_area_m2=2.6, gravity_gradient=True, rate_hz=1.0, **wheel_args),
-            name, ties={"torque_cmd": "fleet/rw_cmd"} if wheels else {})
+        wheel_args = (
+            dict(
+                axes_B=AXES_B,
+                J_kgm2=0.08,
+                Omega_radps=[100.0, -50.0, 20.0, 0.0],
+                max_torque_Nm=0.2,
+                viscous_Nms=1e-5,
+                coulomb_Nm=5e-4,
+            )
+            if wheels
+            else {}
+        )
+        sim.add_model(
+            OrbitingSpacecraft(
+                name,
+                r,
+                v,
+                500.0,
+                [[400.0, 0.0, 0.0], [0.0, 300.0, 0.0], [0.0, 0.0, 200.0]],
+                omega_BN_B=(0.001, -0.002, 0.001),
+                field=field,
+                degree=degree,
+                cd_area_m2=4.4,
+                rho0_kgpm3=4e-13,
+                h0_m=500e3,
+                scale_height_m=60e3,
+                cr_area_m2=2.6,
+                gravity_gradient=True,
+                rate_hz=1.0,
+                **wheel_args,
+            ),
+            name,
+            ties={"torque_cmd": "fleet/rw_cmd"} if wheels else {},
+        )
     if wheels:
         sim.inject("fleet/rw_cmd", ReactionWheelCommand(torque_Nm=[0.01, -0.01, 0.005, 0.0]), 0.0)
         sim.inject("fleet/rw_cmd", ReactionWheelCommand(torque_Nm=[0.0, 0.02, 0.0, -0.01]), 13.0)

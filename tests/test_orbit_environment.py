@@ -1,14 +1,24 @@
 """The Earth's rotation and the Sun against astropy; drag and solar pressure against closed forms;
 the tabulated air density against Vallado's table and the 1976 standard atmosphere."""
+
 import math
 
-import astropy.time as astropy_time          # a test extra: the peer these models are checked against
+import astropy.time as astropy_time  # a test extra: the peer these models are checked against
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from hopsim.dynamics.environment import (AU_M, SOLAR_PRESSURE_1AU, drag_acceleration, eci_to_ecef, gmst_rad,
-                                         in_cylindrical_shadow, srp_acceleration, sun_position, tabulated_density)
+from hopsim.dynamics.environment import (
+    AU_M,
+    SOLAR_PRESSURE_1AU,
+    drag_acceleration,
+    eci_to_ecef,
+    gmst_rad,
+    in_cylindrical_shadow,
+    srp_acceleration,
+    sun_position,
+    tabulated_density,
+)
 from hopsim.dynamics.gravity import EARTH_MU, EARTH_RADIUS, point_mass_acceleration
 
 DATES = ["2000-01-01T12:00:00", "2006-04-02T00:00:00", "2019-07-21T16:30:00", "2024-11-05T03:10:00"]
@@ -18,7 +28,7 @@ DATES = ["2000-01-01T12:00:00", "2006-04-02T00:00:00", "2019-07-21T16:30:00", "2
 def offline_astropy():
     from astropy.utils import iers
 
-    iers.conf.auto_download = False          # the tables shipped with astropy-iers-data
+    iers.conf.auto_download = False  # the tables shipped with astropy-iers-data
     iers.conf.auto_max_age = None
 
 
@@ -27,7 +37,9 @@ def test_gmst_equals_astropys_mean_sidereal_time(date):
     t = astropy_time.Time(date, scale="ut1")
     expected = t.sidereal_time("mean", "greenwich").rad
     got = gmst_rad(t.jd1 + t.jd2)
-    assert math.remainder(got - expected, 2 * math.pi) == pytest.approx(0.0, abs=1e-6)   # IAU 1982 vs 2006: 0.05" by 2024
+    assert math.remainder(got - expected, 2 * math.pi) == pytest.approx(
+        0.0, abs=1e-6
+    )  # IAU 1982 vs 2006: 0.05" by 2024
     r = np.array([7.0e6, 1.0e6, 2.0e6])
     ecef = eci_to_ecef(r, t.jd1 + t.jd2)
     assert np.linalg.norm(ecef) == pytest.approx(np.linalg.norm(r)) and ecef[2] == r[2]
@@ -39,7 +51,7 @@ def test_the_sun_is_where_astropy_puts_it(date):
     from astropy.coordinates import PrecessedGeocentric, get_sun
 
     t = astropy_time.Time(date, scale="utc")
-    sun = get_sun(t).transform_to(PrecessedGeocentric(equinox=t, obstime=t))   # mean equator and equinox of date
+    sun = get_sun(t).transform_to(PrecessedGeocentric(equinox=t, obstime=t))  # mean equator and equinox of date
     expected = sun.cartesian.xyz.to("m").value
     got = sun_position(t.tt.jd)
     angle = math.degrees(math.acos(np.clip(got @ expected / np.linalg.norm(got) / np.linalg.norm(expected), -1, 1)))
@@ -88,11 +100,33 @@ def test_drag_lowers_a_circular_orbit_at_the_rate_of_theory():
 # Vallado, Fundamentals of Astrodynamics and Applications, 4th ed. (2013), Table 8-4: base altitude
 # (km) and nominal density (kg/m^3) of each band, typed from the book
 VALLADO_TABLE_8_4 = [
-    (0, 1.225), (25, 3.899e-2), (30, 1.774e-2), (40, 3.972e-3), (50, 1.057e-3), (60, 3.206e-4),
-    (70, 8.770e-5), (80, 1.905e-5), (90, 3.396e-6), (100, 5.297e-7), (110, 9.661e-8), (120, 2.438e-8),
-    (130, 8.484e-9), (140, 3.845e-9), (150, 2.070e-9), (180, 5.464e-10), (200, 2.789e-10),
-    (250, 7.248e-11), (300, 2.418e-11), (350, 9.518e-12), (400, 3.725e-12), (450, 1.585e-12),
-    (500, 6.967e-13), (600, 1.454e-13), (700, 3.614e-14), (800, 1.170e-14), (900, 5.245e-15),
+    (0, 1.225),
+    (25, 3.899e-2),
+    (30, 1.774e-2),
+    (40, 3.972e-3),
+    (50, 1.057e-3),
+    (60, 3.206e-4),
+    (70, 8.770e-5),
+    (80, 1.905e-5),
+    (90, 3.396e-6),
+    (100, 5.297e-7),
+    (110, 9.661e-8),
+    (120, 2.438e-8),
+    (130, 8.484e-9),
+    (140, 3.845e-9),
+    (150, 2.070e-9),
+    (180, 5.464e-10),
+    (200, 2.789e-10),
+    (250, 7.248e-11),
+    (300, 2.418e-11),
+    (350, 9.518e-12),
+    (400, 3.725e-12),
+    (450, 1.585e-12),
+    (500, 6.967e-13),
+    (600, 1.454e-13),
+    (700, 3.614e-14),
+    (800, 1.170e-14),
+    (900, 5.245e-15),
     (1000, 3.019e-15),
 ]
 

@@ -6,6 +6,7 @@ evaluated LANES at a time). Degree-8 gravity (or a point mass, or mixed degrees)
 pressure in and out of the Earth's shadow (cylindrical and conical), drag plates, the gravity
 gradient, four wheels with viscous and Coulomb or LuGre bearings, spacecraft sharing one epoch
 or not, more rows than LANES."""
+
 from __future__ import annotations
 
 import math
@@ -14,12 +15,30 @@ import numpy as np
 import pytest
 
 from hopsim.dynamics.environment import sun_position_xyz
-from hopsim.dynamics.orbiting_body import (F_COULOMB, F_COULOMB_SPEED, F_DAMPING, F_STATIC, F_STIFFNESS,
-                                           F_STRIBECK_SPEED, F_VISCOUS, FRICTION_PARAMS, LANES, N_LOADS,
-                                           orbiting_derivative, parameters, rk4_hop, rk4_hops, rk4_rows, scratch)
+from hopsim.dynamics.orbiting_body import (
+    F_COULOMB,
+    F_COULOMB_SPEED,
+    F_DAMPING,
+    F_STATIC,
+    F_STIFFNESS,
+    F_STRIBECK_SPEED,
+    F_VISCOUS,
+    FRICTION_PARAMS,
+    LANES,
+    N_LOADS,
+    orbiting_derivative,
+    parameters,
+    rk4_hop,
+    rk4_hops,
+    rk4_rows,
+    scratch,
+)
 from hopsim.dynamics.spatial import quat_normalize
-from hopsim.dynamics.spherical_harmonics import (ggm03s, spherical_harmonic_acceleration_lanes,
-                                                 spherical_harmonic_acceleration_xyz)
+from hopsim.dynamics.spherical_harmonics import (
+    ggm03s,
+    spherical_harmonic_acceleration_lanes,
+    spherical_harmonic_acceleration_xyz,
+)
 
 DEGREE = 8
 EPOCH_JD = 2460310.5
@@ -45,13 +64,12 @@ def random_fleet(rng, n, *, lugre=False, n_wheels=4, plates=0, shared_epoch=True
         epoch = EPOCH_JD if shared_epoch else EPOCH_JD + rng.uniform(0.0, 300.0)
         sun = unit(np.array(sun_position_xyz(epoch + 2.0 / 86400.0)))
         radius = rng.uniform(6.65e6, 7.3e6)
-        kind = i % 4               # sunlit, umbra, the shadow's edge (penumbra), anywhere
+        kind = i % 4  # sunlit, umbra, the shadow's edge (penumbra), anywhere
         if kind == 1:
             r = -radius * sun + rng.normal(0.0, 1e5, 3)
         elif kind == 2:
             side = unit(np.cross(sun, rng.normal(size=3)))
-            r = radius * unit(-math.sqrt(max(radius ** 2 - 6.378e6 ** 2, 0.0)) / radius * sun
-                              + 6.378e6 / radius * side)
+            r = radius * unit(-math.sqrt(max(radius**2 - 6.378e6**2, 0.0)) / radius * sun + 6.378e6 / radius * side)
         elif kind == 0:
             r = radius * unit(sun + 0.3 * rng.normal(size=3))
         else:
@@ -60,14 +78,37 @@ def random_fleet(rng, n, *, lugre=False, n_wheels=4, plates=0, shared_epoch=True
         q = unit(rng.normal(size=4))
         X[i, 0:3], X[i, 3:6], X[i, 6:10] = r, v, q
         X[i, 10:13] = rng.normal(0.0, 0.01, 3)
-        X[i, 13:13 + n_wheels] = rng.normal(0.0, 100.0, n_wheels)
+        X[i, 13 : 13 + n_wheels] = rng.normal(0.0, 100.0, n_wheels)
         if lugre:
-            X[i, 13 + n_wheels:] = rng.normal(0.0, 1e-4, n_wheels)
-        records = np.concatenate([np.concatenate([unit(rng.normal(size=3)), [rng.uniform(0.5, 2.0), 2.2],
-                                                  rng.normal(0.0, 0.5, 3)]) for _ in range(plates)]) if plates else ()
-        P.append(parameters(field.mu, field.radius, degrees[i % len(degrees)], epoch, rng.uniform(0.5, 4.0) * (i % 5 != 3), 4e-13,
-                            500e3, 60e3, rng.uniform(0.5, 3.0) * (i % 7 != 5), rng.uniform(100.0, 600.0),
-                            bool(i % 2), lugre, plates=records, conical_shadow=bool(i % 3 == 2)))
+            X[i, 13 + n_wheels :] = rng.normal(0.0, 1e-4, n_wheels)
+        records = (
+            np.concatenate(
+                [
+                    np.concatenate([unit(rng.normal(size=3)), [rng.uniform(0.5, 2.0), 2.2], rng.normal(0.0, 0.5, 3)])
+                    for _ in range(plates)
+                ]
+            )
+            if plates
+            else ()
+        )
+        P.append(
+            parameters(
+                field.mu,
+                field.radius,
+                degrees[i % len(degrees)],
+                epoch,
+                rng.uniform(0.5, 4.0) * (i % 5 != 3),
+                4e-13,
+                500e3,
+                60e3,
+                rng.uniform(0.5, 3.0) * (i % 7 != 5),
+                rng.uniform(100.0, 600.0),
+                bool(i % 2),
+                lugre,
+                plates=records,
+                conical_shadow=bool(i % 3 == 2),
+            )
+        )
         loads[i] = rng.normal(0.0, 0.1, N_LOADS) * (i % 6 != 0)
         if i % 6 == 1:
             loads[i, 0:3] = [0.0, -0.0, 0.0]
@@ -84,18 +125,52 @@ def random_fleet(rng, n, *, lugre=False, n_wheels=4, plates=0, shared_epoch=True
         friction[i, :, F_STRIBECK_SPEED] = 0.1
         friction[i, :, F_STIFFNESS] = 1e-3
         friction[i, :, F_DAMPING] = 1e-4
-    return (X, np.zeros_like(X), np.array(P), loads, inertia_B, inertia_inv, inertia_total, C, S, G, J, motor,
-            friction)
+    return (X, np.zeros_like(X), np.array(P), loads, inertia_B, inertia_inv, inertia_total, C, S, G, J, motor, friction)
 
 
-def one_by_one(rows, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total, C, S, G, J, motor,
-               friction, normalize):
+def one_by_one(
+    rows,
+    t0_s,
+    steps_s,
+    X,
+    Xdot,
+    P,
+    loads,
+    inertia_B,
+    inertia_inv,
+    inertia_total,
+    C,
+    S,
+    G,
+    J,
+    motor,
+    friction,
+    normalize,
+):
     """The scalar hop for each row of ``rows`` (copies); its state and end derivative."""
     X, Xdot = X.copy(), Xdot.copy()
     for r in rows:
         VW, f, K = scratch(DEGREE, J.shape[1], X.shape[1])
-        rk4_hop(t0_s, steps_s, X[r], Xdot[r], P[r], loads[r], inertia_B[r], inertia_inv[r], inertia_total[r], C, S,
-                G[r], J[r], motor[r], friction[r], VW, f, K)
+        rk4_hop(
+            t0_s,
+            steps_s,
+            X[r],
+            Xdot[r],
+            P[r],
+            loads[r],
+            inertia_B[r],
+            inertia_inv[r],
+            inertia_total[r],
+            C,
+            S,
+            G[r],
+            J[r],
+            motor[r],
+            friction[r],
+            VW,
+            f,
+            K,
+        )
         if normalize:
             X[r, 6:10] = quat_normalize(X[r, 6:10])
     return X, Xdot
@@ -105,8 +180,15 @@ def same_bits(a, b):
     return a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
-CASES = [dict(), dict(lugre=True), dict(shared_epoch=False), dict(plates=3), dict(n_wheels=0), dict(degrees=(-1,)),
-         dict(degrees=(8, 4))]
+CASES = [
+    dict(),
+    dict(lugre=True),
+    dict(shared_epoch=False),
+    dict(plates=3),
+    dict(n_wheels=0),
+    dict(degrees=(-1,)),
+    dict(degrees=(8, 4)),
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()) or "plain")
@@ -147,13 +229,44 @@ def test_consecutive_hops_are_the_scalar_hops_bit_for_bit():
 def test_the_published_derivative_is_the_derivative_at_the_hops_end():
     rng = np.random.default_rng(3)
     X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total, C, S, G, J, motor, friction = random_fleet(rng, 5)
-    rk4_hops(10.0, np.array([1.0, 1.0]), X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total, C, S, G, J, motor,
-             friction)
+    rk4_hops(
+        10.0,
+        np.array([1.0, 1.0]),
+        X,
+        Xdot,
+        P,
+        loads,
+        inertia_B,
+        inertia_inv,
+        inertia_total,
+        C,
+        S,
+        G,
+        J,
+        motor,
+        friction,
+    )
     VW, f, _ = scratch(DEGREE, 4, X.shape[1])
     for i in range(5):
         xdot = np.empty(X.shape[1])
-        orbiting_derivative(12.0, X[i], xdot, P[i], loads[i], inertia_B[i], inertia_inv[i], inertia_total[i], C, S,
-                            G[i], J[i], motor[i], friction[i], VW, f)
+        orbiting_derivative(
+            12.0,
+            X[i],
+            xdot,
+            P[i],
+            loads[i],
+            inertia_B[i],
+            inertia_inv[i],
+            inertia_total[i],
+            C,
+            S,
+            G[i],
+            J[i],
+            motor[i],
+            friction[i],
+            VW,
+            f,
+        )
         assert same_bits(xdot, Xdot[i])
 
 
@@ -172,10 +285,26 @@ def test_spherical_harmonics_by_lanes_are_the_one_point_arithmetic(degree):
     want = np.zeros((n, 3))
     d = degree + 2
     for i in range(n):
-        want[i] = spherical_harmonic_acceleration_xyz(r[i, 0], r[i, 1], r[i, 2], field.mu, field.radius, C, S, degree,
-                                                      np.zeros((d, d)), np.zeros((d, d)))
+        want[i] = spherical_harmonic_acceleration_xyz(
+            r[i, 0], r[i, 1], r[i, 2], field.mu, field.radius, C, S, degree, np.zeros((d, d)), np.zeros((d, d))
+        )
     x, y, z = (np.ascontiguousarray(r[:, k]) for k in range(3))
     ax, ay, az = np.zeros(n), np.zeros(n), np.zeros(n)
-    spherical_harmonic_acceleration_lanes(x, y, z, field.mu, field.radius, C, S, degree, np.zeros((d, d, n)),
-                                          np.zeros((d, d, n)), np.zeros((4, n)), n, ax, ay, az)
+    spherical_harmonic_acceleration_lanes(
+        x,
+        y,
+        z,
+        field.mu,
+        field.radius,
+        C,
+        S,
+        degree,
+        np.zeros((d, d, n)),
+        np.zeros((d, d, n)),
+        np.zeros((4, n)),
+        n,
+        ax,
+        ay,
+        az,
+    )
     assert same_bits(np.column_stack([ax, ay, az]), want)

@@ -5,6 +5,7 @@ centre of mass, drag and radiation areas and equivalent wrench (rigid-body stati
 here), started at the composite's centre-of-mass state: the two must fly the same orbit and turn
 the same way, whatever the composite code does with centre-of-mass offsets and loads.
 """
+
 import math
 
 import numpy as np
@@ -25,9 +26,17 @@ FIELD = ggm03s()
 I1 = np.array([[300.0, 5.0, 0.0], [5.0, 250.0, -3.0], [0.0, -3.0, 200.0]])
 I2 = np.diag([60.0, 70.0, 50.0])
 M1, M2 = 500.0, 150.0
-COMMON = dict(field=FIELD, degree=4, cd_area_m2=4.4, rho0_kgpm3=4e-13, h0_m=500e3, scale_height_m=60e3,
-              gravity_gradient=True, rate_hz=1.0)
-F2_B, TAU2_B = np.array([0.3, -0.2, 0.5]), np.array([0.01, 0.0, -0.02])     # the follower's wrench (N, N m)
+COMMON = dict(
+    field=FIELD,
+    degree=4,
+    cd_area_m2=4.4,
+    rho0_kgpm3=4e-13,
+    h0_m=500e3,
+    scale_height_m=60e3,
+    gravity_gradient=True,
+    rate_hz=1.0,
+)
+F2_B, TAU2_B = np.array([0.3, -0.2, 0.5]), np.array([0.01, 0.0, -0.02])  # the follower's wrench (N, N m)
 
 
 def _orbit():
@@ -46,8 +55,11 @@ def _pair():
 
 
 def _wrench(force, torque) -> Wrench:
-    return Wrench(force=Vector3(x=force[0], y=force[1], z=force[2]),
-                  torque=Vector3(x=torque[0], y=torque[1], z=torque[2]), frame=Wrench.BODY)
+    return Wrench(
+        force=Vector3(x=force[0], y=force[1], z=force[2]),
+        torque=Vector3(x=torque[0], y=torque[1], z=torque[2]),
+        frame=Wrench.BODY,
+    )
 
 
 def test_a_welded_pair_flies_as_the_equivalent_single_spacecraft():
@@ -55,11 +67,18 @@ def test_a_welded_pair_flies_as_the_equivalent_single_spacecraft():
     # the composite, welded by weld_state (momentum conserving) at t = 0
     sim = Simulation(seed=0)
     sim.add_island("orbit", integrator=DOP853(rtol=1e-12, atol=1e-6, max_step=10.0))
-    sim.add_model(OrbitingSpacecraft("p", x1[0:3], x1[3:6], M1, I1, q_BN=x1[6:10], omega_BN_B=x1[10:13], **COMMON),
-                  "orbit", ties={"state": "p/state"})
-    sim.add_model(OrbitingSpacecraft("f", x2[0:3], x2[3:6], M2, I2, q_BN=x2[6:10], omega_BN_B=x2[10:13],
-                                     n_thrusters=1, cr_area_m2=1.3, **COMMON), "orbit",
-                  ties={"wrench0": "f/push", "state": "f/state"})
+    sim.add_model(
+        OrbitingSpacecraft("p", x1[0:3], x1[3:6], M1, I1, q_BN=x1[6:10], omega_BN_B=x1[10:13], **COMMON),
+        "orbit",
+        ties={"state": "p/state"},
+    )
+    sim.add_model(
+        OrbitingSpacecraft(
+            "f", x2[0:3], x2[3:6], M2, I2, q_BN=x2[6:10], omega_BN_B=x2[10:13], n_thrusters=1, cr_area_m2=1.3, **COMMON
+        ),
+        "orbit",
+        ties={"wrench0": "f/push", "state": "f/state"},
+    )
     sim.inject("f/push", _wrench(F2_B, TAU2_B), 0.0)
     sim.advance_to(0.0)
     p, f = sim.model("p"), sim.model("f")
@@ -79,9 +98,12 @@ def test_a_welded_pair_flies_as_the_equivalent_single_spacecraft():
     torque_B = R_PF @ TAU2_B + np.cross(r_FP_P - c, force_B)
     ref = Simulation(seed=0)
     ref.add_island("orbit", integrator=DOP853(rtol=1e-12, atol=1e-6, max_step=10.0))
-    summed_areas = {**COMMON, "cd_area_m2": 2 * COMMON["cd_area_m2"], "cr_area_m2": 1.3}     # cannonballs
-    ref.add_model(OrbitingSpacecraft("c", r_C, v_C, M, I_C, q_BN=p.x[6:10], omega_BN_B=w, n_thrusters=1,
-                                     **summed_areas), "orbit", ties={"wrench0": "c/push"})
+    summed_areas = {**COMMON, "cd_area_m2": 2 * COMMON["cd_area_m2"], "cr_area_m2": 1.3}  # cannonballs
+    ref.add_model(
+        OrbitingSpacecraft("c", r_C, v_C, M, I_C, q_BN=p.x[6:10], omega_BN_B=w, n_thrusters=1, **summed_areas),
+        "orbit",
+        ties={"wrench0": "c/push"},
+    )
     ref.inject("c/push", _wrench(force_B, torque_B), 0.0)
 
     sim.advance_to(600.0)
@@ -89,9 +111,9 @@ def test_a_welded_pair_flies_as_the_equivalent_single_spacecraft():
     cm = (M1 * p.x[0:3] + M2 * f.x[0:3]) / M
     cv = (M1 * p.x[3:6] + M2 * f.x[3:6]) / M
     c_ref = ref.model("c").x
-    assert np.linalg.norm(cm - c_ref[0:3]) < 1e-5            # m, after 600 s and ~4 km of thrust-free drift
+    assert np.linalg.norm(cm - c_ref[0:3]) < 1e-5  # m, after 600 s and ~4 km of thrust-free drift
     assert np.linalg.norm(cv - c_ref[3:6]) < 1e-8
-    assert np.allclose(p.x[6:10], c_ref[6:10], atol=1e-9)    # the same body axes, the same turn
+    assert np.allclose(p.x[6:10], c_ref[6:10], atol=1e-9)  # the same body axes, the same turn
     assert np.allclose(p.x[10:13], c_ref[10:13], atol=1e-11)
     # the follower stays where it was welded, and its published derivative is the rigid one
     assert np.linalg.norm(f.x[0:3] - p.x[0:3]) == pytest.approx(np.linalg.norm(r_FP_P), abs=1e-9)
@@ -136,8 +158,7 @@ def test_the_rendezvous_ends_docked(docked):
 def test_too_fast_a_contact_bounces_instead_of_latching():
     """The nominal approach closes at ~8.5 mm/s: a latch that captures at 2 mm/s at most lets it
     bounce; the hold law brings it back, and it latches only once it comes in slowly enough."""
-    fast = run_scenario("rendezvous", {**SHORT, "dock_speed_mps": 0.002}, seed=2, duration_s=1500.0,
-                        keep_stream=True)
+    fast = run_scenario("rendezvous", {**SHORT, "dock_speed_mps": 0.002}, seed=2, duration_s=1500.0, keep_stream=True)
     out = fast.outcome
     assert out["impacts"] >= 1
     impact = next(e.payload.contact for e in fast.recorder.envelopes if e.topic == "kernel/contact")
@@ -155,7 +176,11 @@ def test_without_docking_the_run_stops_at_capture_range():
 def test_a_star_tracker_dropout_loses_the_body_frame_and_the_dock(docked):
     """Without attitude measurements the guidance falls back to a fixed attitude while the chaser
     turns with the Hill frame: its burns point the wrong way, it never docks and burns far more."""
-    lost = run_scenario("rendezvous", {**SHORT, "faults": [{"t_s": 1.0, "target": "chaser_st", "kind": "dropout"}]},
-                        seed=2, duration_s=1500.0).outcome
+    lost = run_scenario(
+        "rendezvous",
+        {**SHORT, "faults": [{"t_s": 1.0, "target": "chaser_st", "kind": "dropout"}]},
+        seed=2,
+        duration_s=1500.0,
+    ).outcome
     assert not lost["docked"] and lost["final_range_m"] > 100.0
     assert lost["fuel_used_kg"] > 5 * docked.outcome["fuel_used_kg"]

@@ -2,6 +2,7 @@
 invariants and a numerical integration (SciPy), and the relative elements' first-order Hill-frame
 map against the exact relative position, with its second order error shrinking fourfold when the
 separation halves."""
+
 import math
 
 import numpy as np
@@ -10,16 +11,27 @@ from scipy.integrate import solve_ivp
 
 from hopsim.dynamics.gravity import EARTH_MU
 from hopsim.dynamics.orbit_frames import inertial_to_hill
-from hopsim.dynamics.orbital_elements import (deputy_elements, elements_from_state, hill_position_from_roe,
-                                              relative_elements, state_from_elements)
+from hopsim.dynamics.orbital_elements import (
+    deputy_elements,
+    elements_from_state,
+    hill_position_from_roe,
+    relative_elements,
+    state_from_elements,
+)
 
 RNG = np.random.default_rng(17)
 
 
 def random_elements(k):
     for _ in range(k):
-        yield (RNG.uniform(6.8e6, 4.2e7), RNG.uniform(1e-3, 0.7), RNG.uniform(0.05, math.pi - 0.05),
-               RNG.uniform(0, 2 * math.pi), RNG.uniform(0, 2 * math.pi), RNG.uniform(0, 2 * math.pi))
+        yield (
+            RNG.uniform(6.8e6, 4.2e7),
+            RNG.uniform(1e-3, 0.7),
+            RNG.uniform(0.05, math.pi - 0.05),
+            RNG.uniform(0, 2 * math.pi),
+            RNG.uniform(0, 2 * math.pi),
+            RNG.uniform(0, 2 * math.pi),
+        )
 
 
 def angle_diff(a, b):
@@ -33,8 +45,11 @@ def test_states_have_the_two_body_invariants_and_convert_back():
         assert energy == pytest.approx(-EARTH_MU / (2 * a), rel=1e-12)
         h = np.cross(r, v)
         assert np.linalg.norm(h) == pytest.approx(math.sqrt(EARTH_MU * a * (1 - e * e)), rel=1e-12)
-        assert np.allclose(h / np.linalg.norm(h), [math.sin(i) * math.sin(raan), -math.sin(i) * math.cos(raan),
-                                                   math.cos(i)], atol=1e-12)
+        assert np.allclose(
+            h / np.linalg.norm(h),
+            [math.sin(i) * math.sin(raan), -math.sin(i) * math.cos(raan), math.cos(i)],
+            atol=1e-12,
+        )
         back = elements_from_state(r, v, EARTH_MU)
         assert back[0] == pytest.approx(a, rel=1e-11) and back[1] == pytest.approx(e, rel=1e-9)
         for x, y in zip(back[2:], (i, raan, argp, M)):
@@ -44,7 +59,7 @@ def test_states_have_the_two_body_invariants_and_convert_back():
 def test_mean_anomaly_advances_as_a_numerical_integration_of_two_body_motion():
     for a, e, i, raan, argp, M in random_elements(5):
         r0, v0 = state_from_elements(a, e, i, raan, argp, M, EARTH_MU)
-        period = 2 * math.pi * math.sqrt(a ** 3 / EARTH_MU)
+        period = 2 * math.pi * math.sqrt(a**3 / EARTH_MU)
         t = 1.37 * period
 
         def f(_, y):

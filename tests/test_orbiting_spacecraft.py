@@ -2,6 +2,7 @@
 (position, energy, angular momentum), J2's secular drift of the node and of the perigee against
 the analytic rates (within 1%), a thruster's push as the velocity it adds, and a fuel tank's mass
 properties taken up."""
+
 import math
 
 import numpy as np
@@ -57,7 +58,7 @@ def test_j2_turns_the_node_and_the_perigee_at_the_secular_rates():
     elements = np.array([elements_from_state(s[1][0:3], s[1][3:6], base.mu) for s in states])
     node, perigee = np.unwrap(elements[:, 3]), np.unwrap(elements[:, 4])
     a_mean, e, i = elements[:, 0].mean(), elements[:, 1].mean(), el[2]
-    n = math.sqrt(base.mu / a_mean ** 3)
+    n = math.sqrt(base.mu / a_mean**3)
     p = a_mean * (1 - e * e)
     k = n * j2 * (base.radius / p) ** 2
     assert np.polyfit(t, node, 1)[0] == pytest.approx(-1.5 * k * math.cos(i), rel=0.01)
@@ -71,8 +72,11 @@ def test_a_thruster_adds_its_impulse_and_a_tank_sets_the_mass():
         sim = Simulation(seed=1)
         sim.add_island("sc", integrator=DOP853(rtol=1e-12, atol=1e-6, max_step=10.0))
         r, v = state_from_elements(*el, EARTH_MU)
-        model = sim.add_model(OrbitingSpacecraft("sc", r, v, 100.0, INERTIA, n_thrusters=1, q_BN=(0, 0, 0.6, 0.8)),
-                              "sc", ties={"wrench0": "sc/w", "mass": "sc/mass"})
+        model = sim.add_model(
+            OrbitingSpacecraft("sc", r, v, 100.0, INERTIA, n_thrusters=1, q_BN=(0, 0, 0.6, 0.8)),
+            "sc",
+            ties={"wrench0": "sc/w", "mass": "sc/mass"},
+        )
         sim.inject("sc/mass", MassProperties(mass_kg=80.0, inertia_B=list(np.diag([30.0, 40.0, 20.0]).ravel())), 0.5)
         if push:
             sim.inject("sc/w", Wrench(body="sc", force=Vector3(x=2.0)), 10.0)
@@ -95,22 +99,42 @@ def test_reaction_wheels_conserve_angular_momentum_and_leave_the_orbit_alone():
     from hopsim.schemas import ReactionWheelCommand
 
     beta = math.radians(30.0)
-    axes = [(math.cos(beta) * math.cos(az), math.cos(beta) * math.sin(az), math.sin(beta))
-            for az in np.radians([0.0, 90.0, 180.0, 270.0])]
+    axes = [
+        (math.cos(beta) * math.cos(az), math.cos(beta) * math.sin(az), math.sin(beta))
+        for az in np.radians([0.0, 90.0, 180.0, 270.0])
+    ]
     el = (6.9e6, 0.01, 0.9, 0.1, 0.2, 0.3)
-    common = dict(omega_BN_B=(0.02, -0.01, 0.03), q_BN=(0.1, 0.2, 0.3, 0.9), gravity_gradient=False, rate_hz=1.0,
-                  cd_area_m2=2.2, rho0_kgpm3=3e-12, h0_m=500e3, scale_height_m=60e3)
-    wheels = dict(axes_B=axes, J_kgm2=0.05, Omega_radps=(100.0, -50.0, 20.0, 0.0), max_torque_Nm=0.1,
-                  viscous_Nms=1e-4, coulomb_Nm=2e-3, coulomb_speed_radps=0.5)
+    common = dict(
+        omega_BN_B=(0.02, -0.01, 0.03),
+        q_BN=(0.1, 0.2, 0.3, 0.9),
+        gravity_gradient=False,
+        rate_hz=1.0,
+        cd_area_m2=2.2,
+        rho0_kgpm3=3e-12,
+        h0_m=500e3,
+        scale_height_m=60e3,
+    )
+    wheels = dict(
+        axes_B=axes,
+        J_kgm2=0.05,
+        Omega_radps=(100.0, -50.0, 20.0, 0.0),
+        max_torque_Nm=0.1,
+        viscous_Nms=1e-4,
+        coulomb_Nm=2e-3,
+        coulomb_speed_radps=0.5,
+    )
     runs = []
     for kw in ({}, wheels):
         sim = Simulation(seed=1)
         sim.add_island("sc", integrator=RK4(), n_integration_steps=10)
         r, v = state_from_elements(*el, EARTH_MU)
-        model = sim.add_model(OrbitingSpacecraft("sc", r, v, 100.0, INERTIA, **common, **kw), "sc",
-                              ties={"torque_cmd": "sc/rw_cmd"} if kw else None)
+        model = sim.add_model(
+            OrbitingSpacecraft("sc", r, v, 100.0, INERTIA, **common, **kw),
+            "sc",
+            ties={"torque_cmd": "sc/rw_cmd"} if kw else None,
+        )
         rng = np.random.default_rng(5)
-        if kw:      # on the 1 Hz barriers, so both runs take the same hops
+        if kw:  # on the 1 Hz barriers, so both runs take the same hops
             for k in range(8):
                 sim.inject("sc/rw_cmd", ReactionWheelCommand(torque_Nm=rng.uniform(-0.05, 0.05, 4).tolist()), 20.0 * k)
         H = []
@@ -123,7 +147,7 @@ def test_reaction_wheels_conserve_angular_momentum_and_leave_the_orbit_alone():
     sc = OrbitingSpacecraft("h", *state_from_elements(*el, EARTH_MU), 100.0, INERTIA, **common, **wheels)
     H0 = quat_to_dcm(sc.x0[6:10]) @ sc.angular_momentum_B(sc.x0)
     assert np.linalg.norm(H - H0, axis=1).max() / np.linalg.norm(H0) < 1e-9
-    assert np.abs(x_wheels[13:] - wheels["Omega_radps"]).max() > 10.0        # momentum did move
+    assert np.abs(x_wheels[13:] - wheels["Omega_radps"]).max() > 10.0  # momentum did move
     np.testing.assert_array_equal(x_wheels[0:6], x_plain[0:6])
 
 
@@ -139,8 +163,11 @@ def wheeled(duration_s, faults=(), commands=(), steps=10, **kw):
     sim = Simulation(seed=1, recorder=recorder)
     sim.add_island("sc", integrator=RK4(), n_integration_steps=steps)
     r, v = state_from_elements(6.9e6, 0.01, 0.9, 0.1, 0.2, 0.3, EARTH_MU)
-    model = sim.add_model(OrbitingSpacecraft("sc", r, v, 100.0, INERTIA, gravity_gradient=False, rate_hz=1.0, **kw),
-                          "sc", ties={"torque_cmd": "sc/rw_cmd", "wheels": "sc/wheels"})
+    model = sim.add_model(
+        OrbitingSpacecraft("sc", r, v, 100.0, INERTIA, gravity_gradient=False, rate_hz=1.0, **kw),
+        "sc",
+        ties={"torque_cmd": "sc/rw_cmd", "wheels": "sc/wheels"},
+    )
     for fault, t in faults:
         sim.schedule_fault(fault, t)
     for t, torques in commands:
@@ -164,13 +191,21 @@ def test_a_failed_wheel_gives_no_motor_torque_and_spins_down_by_friction_only():
     Omega = (Omega_0 + F_c/c) exp(-k c t) - F_c/c down to v_c at t_1, then
     v_c exp(-k (c + F_c/v_c) (t - t_1)). Wheel 1 (on x, at rest, commanded 0) stays still."""
     J, c, Fc, vc, Omega0, Izz = 0.05, 1e-3, 1e-2, 0.5, 15.0, INERTIA[2, 2]
-    model, wheels = wheeled(60.0, faults=[(Fault(target="sc", kind="wheel_failed", index=0), 0.0)],
-                            commands=[(0.0, [0.05, 0.0])], axes_B=[(0, 0, 1), (1, 0, 0)], J_kgm2=J,
-                            Omega_radps=[Omega0, 0.0], omega_BN_B=(0, 0, -J * Omega0 / (Izz + J)), viscous_Nms=c,
-                            coulomb_Nm=Fc, coulomb_speed_radps=vc)
+    model, wheels = wheeled(
+        60.0,
+        faults=[(Fault(target="sc", kind="wheel_failed", index=0), 0.0)],
+        commands=[(0.0, [0.05, 0.0])],
+        axes_B=[(0, 0, 1), (1, 0, 0)],
+        J_kgm2=J,
+        Omega_radps=[Omega0, 0.0],
+        omega_BN_B=(0, 0, -J * Omega0 / (Izz + J)),
+        viscous_Nms=c,
+        coulomb_Nm=Fc,
+        coulomb_speed_radps=vc,
+    )
     k = 1 / J + 1 / Izz
     t1 = math.log((Omega0 + Fc / c) / (vc + Fc / c)) / (k * c)
-    assert 20.0 < t1 < 50.0                 # both pieces are sampled
+    assert 20.0 < t1 < 50.0  # both pieces are sampled
 
     def spin(t):
         if t <= t1:
@@ -192,14 +227,26 @@ def test_total_angular_momentum_is_conserved_with_a_failed_wheel():
     """Four wheels in a pyramid under random commands; wheel 2 fails at 20 s and is repaired at
     50 s: H_N stays constant to 1e-9 relative, and wheel 2's motor torque is zero while failed."""
     beta = math.radians(30.0)
-    axes = [(math.cos(beta) * math.cos(az), math.cos(beta) * math.sin(az), math.sin(beta))
-            for az in np.radians([0.0, 90.0, 180.0, 270.0])]
+    axes = [
+        (math.cos(beta) * math.cos(az), math.cos(beta) * math.sin(az), math.sin(beta))
+        for az in np.radians([0.0, 90.0, 180.0, 270.0])
+    ]
     rng = np.random.default_rng(5)
     commands = [(10.0 * k, rng.uniform(-0.05, 0.05, 4).tolist()) for k in range(8)]
-    faults = [(Fault(target="sc", kind="wheel_failed", index=2), 20.0),
-              (Fault(target="sc", kind="wheel_failed", index=2, clear=True), 50.0)]
-    kw = dict(axes_B=axes, J_kgm2=0.05, Omega_radps=(100.0, -50.0, 20.0, 0.0), omega_BN_B=(0.02, -0.01, 0.03),
-              q_BN=(0.1, 0.2, 0.3, 0.9), viscous_Nms=1e-4, coulomb_Nm=2e-3, coulomb_speed_radps=0.5)
+    faults = [
+        (Fault(target="sc", kind="wheel_failed", index=2), 20.0),
+        (Fault(target="sc", kind="wheel_failed", index=2, clear=True), 50.0),
+    ]
+    kw = dict(
+        axes_B=axes,
+        J_kgm2=0.05,
+        Omega_radps=(100.0, -50.0, 20.0, 0.0),
+        omega_BN_B=(0.02, -0.01, 0.03),
+        q_BN=(0.1, 0.2, 0.3, 0.9),
+        viscous_Nms=1e-4,
+        coulomb_Nm=2e-3,
+        coulomb_speed_radps=0.5,
+    )
     model, wheels = wheeled(80.0, faults, commands, **kw)
     H0 = H_N(model, model.x0)
     u = {round(w.t_ns * 1e-9): np.array(w.motor_torque_Nm) for w in wheels}
@@ -211,12 +258,15 @@ def test_torque_scale_scales_the_applied_motor_torque_and_clear_restores_it():
     """Commands (0.3, -0.03) N m, limit 0.1 N m, no friction: the applied torques are the limited
     commands times the scale; each wheel's spin momentum h = J (g . omega + Omega) grows by the
     integral of its applied torque (h' = u exactly)."""
-    faults = [(Fault(target="sc", kind="torque_scale", index=1, value=0.5), 5.0),
-              (Fault(target="sc", kind="torque_scale", index=-1, value=0.25), 10.0),
-              (Fault(target="sc", kind="torque_scale", index=0, clear=True), 15.0),
-              (Fault(target="sc", kind="torque_scale", index=1, clear=True), 18.0)]
-    model, wheels = wheeled(20.0, faults, commands=[(0.0, [0.3, -0.03])], axes_B=[(0, 0, 1), (1, 0, 0)],
-                            J_kgm2=0.05, max_torque_Nm=0.1)
+    faults = [
+        (Fault(target="sc", kind="torque_scale", index=1, value=0.5), 5.0),
+        (Fault(target="sc", kind="torque_scale", index=-1, value=0.25), 10.0),
+        (Fault(target="sc", kind="torque_scale", index=0, clear=True), 15.0),
+        (Fault(target="sc", kind="torque_scale", index=1, clear=True), 18.0),
+    ]
+    model, wheels = wheeled(
+        20.0, faults, commands=[(0.0, [0.3, -0.03])], axes_B=[(0, 0, 1), (1, 0, 0)], J_kgm2=0.05, max_torque_Nm=0.1
+    )
     u = {round(w.t_ns * 1e-9): w.motor_torque_Nm for w in wheels}
     assert u[3] == [0.1, -0.03] and u[7] == [0.1, -0.015] and u[12] == [0.025, -0.0075]
     assert u[16] == [0.1, -0.0075] and u[19] == [0.1, -0.03]
@@ -225,24 +275,30 @@ def test_torque_scale_scales_the_applied_motor_torque_and_clear_restores_it():
     assert np.allclose(h, expected, rtol=1e-12, atol=0)
 
 
-@pytest.mark.parametrize("fault, message", [
-    (Fault(target="sc", kind="wheel_failed", index=2), "no wheel 2; it has 2"),
-    (Fault(target="sc", kind="torque_scale", index=-2, value=0.5), "no wheel -2"),
-    (Fault(target="sc", kind="torque_scale", index=0, value=float("nan")), "value must be a finite scale"),
-], ids=["index out of range", "index below -1", "NaN scale"])
+@pytest.mark.parametrize(
+    "fault, message",
+    [
+        (Fault(target="sc", kind="wheel_failed", index=2), "no wheel 2; it has 2"),
+        (Fault(target="sc", kind="torque_scale", index=-2, value=0.5), "no wheel -2"),
+        (Fault(target="sc", kind="torque_scale", index=0, value=float("nan")), "value must be a finite scale"),
+    ],
+    ids=["index out of range", "index below -1", "NaN scale"],
+)
 def test_a_bad_wheel_fault_is_an_error(fault, message):
     with pytest.raises(ValueError, match=message):
         wheeled(2.0, [(fault, 1.0)], axes_B=[(0, 0, 1), (1, 0, 0)])
     sim = Simulation(seed=1)
     sim.add_island("sc")
-    sim.add_model(OrbitingSpacecraft("sc", *state_from_elements(7e6, 0.0, 0.0, 0.0, 0.0, 0.0, EARTH_MU), 100.0,
-                                     INERTIA), "sc")
+    sim.add_model(
+        OrbitingSpacecraft("sc", *state_from_elements(7e6, 0.0, 0.0, 0.0, 0.0, 0.0, EARTH_MU), 100.0, INERTIA), "sc"
+    )
     with pytest.raises(ValueError, match="sc does not accept fault 'wheel_failed'; it accepts .'disturbance', 'kill'."):
         sim.schedule_fault(Fault(target="sc", kind="wheel_failed", index=0), 1.0)
 
 
-def full_environment_runs(batching: bool, compiled_hops: bool, n: int = 3, duration_s: float = 300.0,
-                          fleets: bool = False):
+def full_environment_runs(
+    batching: bool, compiled_hops: bool, n: int = 3, duration_s: float = 300.0, fleets: bool = False
+):
     """``n`` spacecraft, each in its own RK4 island (5 steps a 10 s hop): degree-8 gravity, drag,
     solar pressure, the gravity gradient, four wheels under a command, a thruster wrench and a
     disturbance; returns their final states and the recorded stream."""
@@ -251,8 +307,10 @@ def full_environment_runs(batching: bool, compiled_hops: bool, n: int = 3, durat
     from hopsim.schemas import ReactionWheelCommand
 
     beta = math.radians(35.0)
-    axes = [(math.cos(beta) * math.cos(az), math.cos(beta) * math.sin(az), math.sin(beta))
-            for az in np.radians([0.0, 90.0, 180.0, 270.0])]
+    axes = [
+        (math.cos(beta) * math.cos(az), math.cos(beta) * math.sin(az), math.sin(beta))
+        for az in np.radians([0.0, 90.0, 180.0, 270.0])
+    ]
     recorder = MemoryRecorder()
     sim = Simulation(seed=2, recorder=recorder, batching=batching, fleets=fleets)
     field = ggm03s()
@@ -261,19 +319,45 @@ def full_environment_runs(batching: bool, compiled_hops: bool, n: int = 3, durat
         name = f"sc{i}"
         sim.add_island(name, integrator=RK4(), n_integration_steps=5)
         r, v = state_from_elements(6.9e6 + 1e3 * i, 0.01, 0.9, 0.1 * i, 0.2, 0.3, field.mu)
-        models.append(sim.add_model(OrbitingSpacecraft(
-            name, r, v, 100.0, INERTIA, q_BN=(0.1, 0.2, 0.3, 0.9), omega_BN_B=(0.01, -0.02, 0.005), field=field,
-            degree=8, epoch_jd=2460000.5, cd_area_m2=2.2, rho0_kgpm3=3e-12, h0_m=500e3, scale_height_m=60e3,
-            cr_area_m2=1.3, n_thrusters=1, rate_hz=0.1, axes_B=axes, J_kgm2=0.05, Omega_radps=(100.0, -50.0, 20.0, 0.0),
-            viscous_Nms=1e-4, coulomb_Nm=2e-3), name,
-            ties={"wrench0": f"{name}/thrust", "torque_cmd": f"{name}/rw_cmd", "wheels": f"{name}/wheels"}))
+        models.append(
+            sim.add_model(
+                OrbitingSpacecraft(
+                    name,
+                    r,
+                    v,
+                    100.0,
+                    INERTIA,
+                    q_BN=(0.1, 0.2, 0.3, 0.9),
+                    omega_BN_B=(0.01, -0.02, 0.005),
+                    field=field,
+                    degree=8,
+                    epoch_jd=2460000.5,
+                    cd_area_m2=2.2,
+                    rho0_kgpm3=3e-12,
+                    h0_m=500e3,
+                    scale_height_m=60e3,
+                    cr_area_m2=1.3,
+                    n_thrusters=1,
+                    rate_hz=0.1,
+                    axes_B=axes,
+                    J_kgm2=0.05,
+                    Omega_radps=(100.0, -50.0, 20.0, 0.0),
+                    viscous_Nms=1e-4,
+                    coulomb_Nm=2e-3,
+                ),
+                name,
+                ties={"wrench0": f"{name}/thrust", "torque_cmd": f"{name}/rw_cmd", "wheels": f"{name}/wheels"},
+            )
+        )
         sim.inject(f"{name}/thrust", Wrench(body=name, force=Vector3(x=0.1, y=-0.05 * i), torque=Vector3(z=1e-3)), 50.0)
         sim.inject(f"{name}/rw_cmd", ReactionWheelCommand(torque_Nm=[0.01, -0.01, 0.005, 0.0]), 20.0)
-        sim.schedule_fault(Fault(target=name, kind="disturbance", force_N=Vector3(x=0.02), torque_B=Vector3(y=1e-4),
-                                 duration_s=60.0), 100.0)
+        sim.schedule_fault(
+            Fault(target=name, kind="disturbance", force_N=Vector3(x=0.02), torque_B=Vector3(y=1e-4), duration_s=60.0),
+            100.0,
+        )
     if not compiled_hops:
         for m in models:
-            m.propagate_hop = None          # the kernel's RK4 over post_deriv
+            m.propagate_hop = None  # the kernel's RK4 over post_deriv
     sim.advance_to(duration_s)
     recorder.flush()
     assert all(isl.has_compiled_hop == compiled_hops for isl in sim.islands.values())
@@ -305,7 +389,7 @@ def test_compiled_hops_follow_the_kernels_rk4_and_batches_change_no_bit(monkeypa
     assert set(rows) == {1}
     rows.clear()
     batched, stream_batched = full_environment_runs(batching=True, compiled_hops=True)
-    assert 3 in rows                                          # the three spacecraft in one call
+    assert 3 in rows  # the three spacecraft in one call
     kernel, _ = full_environment_runs(batching=False, compiled_hops=False)
     fleet, stream_fleet = full_environment_runs(batching=False, compiled_hops=True, fleets=True)
     assert stream_batched == stream_single == stream_fleet

@@ -1,6 +1,7 @@
 """Envelopes shipped as columns (hopsim.bus.packed): what an island host sends the driver's
 recorder. Unpacked, they are the envelopes packed (header fields and protobuf's deterministic
 bytes), and a recorder fed them writes the file it writes from the envelopes themselves."""
+
 import pickle
 
 from hopsim.bus.packed import EncodedEnvelope, EnvelopeBlock
@@ -24,14 +25,19 @@ def test_a_block_unpacks_to_the_envelopes_packed_with_their_deterministic_bytes(
     # and a message type that is not hopsim's (a user's model may publish its own): its class travels by name
     from google.protobuf.timestamp_pb2 import Timestamp
 
-    envelopes += [(Envelope(5, 9, "src", "src/meta", 2**64 - 1, -3, meta), True),
-                  (Envelope(5, 5, "src", "src/other", 1, 0, Timestamp(seconds=-7, nanos=5)), False),
-                  (Envelope(5, 5, "src", "src/empty", 0, 0, VehicleState()), False)]
+    envelopes += [
+        (Envelope(5, 9, "src", "src/meta", 2**64 - 1, -3, meta), True),
+        (Envelope(5, 5, "src", "src/other", 1, 0, Timestamp(seconds=-7, nanos=5)), False),
+        (Envelope(5, 5, "src", "src/empty", 0, 0, VehicleState()), False),
+    ]
     block = pickle.loads(pickle.dumps(EnvelopeBlock.pack(envelopes), protocol=5))
     unpacked = block.unpack()
     assert len(block) == len(unpacked) == len(envelopes) > 100
-    assert {env.type_name for env, _ in envelopes} >= {"hopsim.KernelEvent", "hopsim.VehicleState",
-                                                     "google.protobuf.Timestamp"}
+    assert {env.type_name for env, _ in envelopes} >= {
+        "hopsim.KernelEvent",
+        "hopsim.VehicleState",
+        "google.protobuf.Timestamp",
+    }
     for (got, queue), (env, was_queue) in zip(unpacked, envelopes, strict=True):
         assert isinstance(got, EncodedEnvelope) and queue == was_queue
         assert _fields(got) == _fields(env)
@@ -44,8 +50,7 @@ def test_a_block_unpacks_to_the_envelopes_packed_with_their_deterministic_bytes(
 def test_a_recorder_fed_encoded_envelopes_writes_the_same_file(tmp_path):
     """orbit_formation: the Foxglove scene (transforms, trails, the chief's Hill frame) is drawn
     from the encoded vehicle states as from the messages, and a live tap sees the same types."""
-    run = run_scenario("orbit_formation", {"n_vehicles": 4}, duration_s=300.0, keep_stream=True,
-                       kernel_events="all")
+    run = run_scenario("orbit_formation", {"n_vehicles": 4}, duration_s=300.0, keep_stream=True, kernel_events="all")
     envelopes = run.recorder.envelopes
     encoded = [env for env, _ in EnvelopeBlock.pack((env, False) for env in envelopes).unpack()]
     taps = {}

@@ -3,6 +3,7 @@ shorter command), the tank loses exactly level * t / (Isp g0) per firing, a dry 
 thrusters, the mass properties interpolate linearly with the fill, and faults stick a thruster on
 or off; a blowdown thruster follows the closed-form blowdown law, and a manifold drains its tank at
 the sum of its thrusters' flows."""
+
 import math
 
 import numpy as np
@@ -10,8 +11,15 @@ import pytest
 
 from scipy.integrate import quad
 
-from hopsim.actors.propulsion import (G0, BlowdownThruster, FixedThruster, FuelManifold, FuelTank, PulsedThruster,
-                                      ThrottledThruster)
+from hopsim.actors.propulsion import (
+    G0,
+    BlowdownThruster,
+    FixedThruster,
+    FuelManifold,
+    FuelTank,
+    PulsedThruster,
+    ThrottledThruster,
+)
 from hopsim.bus.recorder import MemoryRecorder
 from hopsim.kernel import Simulation
 from hopsim.schemas import Fault, Scalar, Wrench
@@ -26,10 +34,22 @@ def propulsion(thruster_cls, commands, fuel_kg=0.1, duration_s=6.0, **kw):
     sim.add_island("sc")
     thr = thruster_cls("thr", "sc", LEVEL, ISP, (1, 0, 0), (0, 0.1, 0), **kw)
     port = thr.command_port
-    sim.add_model(thr, "sc", ties={port: "sc/thr_cmd", "fuel_remaining": "sc/fuel", "wrench": "sc/thr_wrench",
-                                   "flow": "sc/thr_flow"})
-    tank = FuelTank("tank", 1, fuel_kg, 0.2, 4.0, cm_empty_B=(0, 0, 0), cm_full_B=(0.02, 0, 0),
-                    inertia_empty_B=np.diag([0.02, 0.02, 0.02]), inertia_full_B=np.diag([0.03, 0.025, 0.02]))
+    sim.add_model(
+        thr,
+        "sc",
+        ties={port: "sc/thr_cmd", "fuel_remaining": "sc/fuel", "wrench": "sc/thr_wrench", "flow": "sc/thr_flow"},
+    )
+    tank = FuelTank(
+        "tank",
+        1,
+        fuel_kg,
+        0.2,
+        4.0,
+        cm_empty_B=(0, 0, 0),
+        cm_full_B=(0.02, 0, 0),
+        inertia_empty_B=np.diag([0.02, 0.02, 0.02]),
+        inertia_full_B=np.diag([0.03, 0.025, 0.02]),
+    )
     sim.add_model(tank, "sc", ties={"flow0": "sc/thr_flow", "fuel_remaining": "sc/fuel", "mass": "sc/mass"})
     for t, v in commands:
         sim.inject("sc/thr_cmd", Scalar(value=v), t)
@@ -48,13 +68,13 @@ def impulse(forces, t_end_ns):
 
 
 def test_pulses_fire_for_their_on_time_and_the_tank_pays_for_them():
-    cmds = [(1.0, 0.25), (2.0, 0.004), (3.0, 5.0), (4.0, 0.0)]       # a pulse, a short one, a long one, none
+    cmds = [(1.0, 0.25), (2.0, 0.004), (3.0, 5.0), (4.0, 0.0)]  # a pulse, a short one, a long one, none
     sim, thr, tank, forces = propulsion(PulsedThruster, cmds, min_on_time_s=0.01)
-    on_time = 0.25 + 0.01 + 1.0                                        # short: raised; long: one step
+    on_time = 0.25 + 0.01 + 1.0  # short: raised; long: one step
     assert impulse(forces, 6_000_000_000) == pytest.approx(LEVEL * on_time, rel=1e-12)
     firing = [(t, f) for t, f, _ in forces]
     assert (1_250_000_000, 0.0) in firing and (2_010_000_000, 0.0) in firing and (4_000_000_000, 0.0) in firing
-    assert all(tz == pytest.approx(-0.1 * f) for _, f, tz in forces)   # r x F about the CM: (0, 0.1, 0) x (F, 0, 0)
+    assert all(tz == pytest.approx(-0.1 * f) for _, f, tz in forces)  # r x F about the CM: (0, 0.1, 0) x (F, 0, 0)
     assert tank.x[0] == pytest.approx(0.1 - LEVEL * on_time / (ISP * G0), rel=1e-12)
 
 
@@ -86,24 +106,32 @@ def test_a_thruster_holding_a_zero_command_sleeps_until_the_next_command():
     """0.25 s pulses held from 1 s, off from 3 s, on again from 6 s: the thruster fires in the
     steps from 1 s, 2 s, 6 s and 7 s and is not updated at 4 s and 5 s, where its held command
     fires nothing (a command triggers a step when it comes)."""
-    sim, thr, tank, forces = propulsion(CountingPulsedThruster, [(1.0, 0.25), (3.0, 0.0), (6.0, 0.25)],
-                                        duration_s=8.0)
+    sim, thr, tank, forces = propulsion(CountingPulsedThruster, [(1.0, 0.25), (3.0, 0.0), (6.0, 0.25)], duration_s=8.0)
     assert impulse(forces, 8_000_000_000) == pytest.approx(LEVEL * 4 * 0.25, rel=1e-12)
     S = 1_000_000_000
-    assert [t for t, f, _ in forces if f > 0.0] == [S, 2 * S, 6 * S, 7 * S, 8 * S]     # the run ends at 8 s
+    assert [t for t, f, _ in forces if f > 0.0] == [S, 2 * S, 6 * S, 7 * S, 8 * S]  # the run ends at 8 s
     assert 4 * S not in thr.updates and 5 * S not in thr.updates
     assert {S, 2 * S, 6 * S, 7 * S, 7 * S + S // 4} <= set(thr.updates)
 
 
 def test_mass_properties_interpolate_with_the_fill_and_a_dry_tank_stops_thrust():
-    tank = FuelTank("t", 1, 0.05, 0.2, 4.0, cm_empty_B=(0, 0, 0), cm_full_B=(0.02, 0, 0),
-                    inertia_empty_B=np.diag([0.02, 0.02, 0.02]), inertia_full_B=np.diag([0.03, 0.025, 0.02]))
+    tank = FuelTank(
+        "t",
+        1,
+        0.05,
+        0.2,
+        4.0,
+        cm_empty_B=(0, 0, 0),
+        cm_full_B=(0.02, 0, 0),
+        inertia_empty_B=np.diag([0.02, 0.02, 0.02]),
+        inertia_full_B=np.diag([0.03, 0.025, 0.02]),
+    )
     mass, cm, inertia = tank.mass_properties(0.05)
     assert mass == 4.05 and np.allclose(cm, [0.005, 0, 0]) and np.allclose(np.diag(inertia), [0.0225, 0.02125, 0.02])
     # fuel for 0.5 s of firing; the command holds from t = 1 s: the tank says dry at its next output
     sim, thr, tank, forces = propulsion(FixedThruster, [(0.5, 1.0)], fuel_kg=LEVEL * 0.5 / (ISP * G0))
-    assert tank.x[0] < 0                                              # it ran dry inside the step
-    assert impulse(forces, 6_000_000_000) == pytest.approx(LEVEL * 1.0)   # the step it fired in, then none
+    assert tank.x[0] < 0  # it ran dry inside the step
+    assert impulse(forces, 6_000_000_000) == pytest.approx(LEVEL * 1.0)  # the step it fired in, then none
 
 
 def test_throttle_and_faults():
@@ -112,8 +140,11 @@ def test_throttle_and_faults():
     recorder = MemoryRecorder()
     sim = Simulation(seed=1, recorder=recorder)
     sim.add_island("sc")
-    sim.add_model(FixedThruster("thr", "sc", LEVEL, ISP, (0, 0, 1)), "sc",
-                  ties={"on": "sc/on", "fuel_remaining": "sc/fuel", "wrench": "sc/w", "flow": "sc/flow"})
+    sim.add_model(
+        FixedThruster("thr", "sc", LEVEL, ISP, (0, 0, 1)),
+        "sc",
+        ties={"on": "sc/on", "fuel_remaining": "sc/fuel", "wrench": "sc/w", "flow": "sc/flow"},
+    )
     sim.schedule_fault(Fault(target="thr", kind="thruster_stuck_on"), 2.0)
     sim.schedule_fault(Fault(target="thr", kind="thruster_stuck_on", clear=True), 3.0)
     sim.advance_to(5.0)
@@ -139,7 +170,7 @@ def blowdown_run(tank_fuel_kg, duration_s, commands=(), faults=(), period_s=1.0,
         sim.schedule_fault(fault, t)
     sim.advance_to(duration_s)
     recorder.flush()
-    force = {e.t_ns: e.payload.force.x for e in recorder.envelopes if e.topic == "sc/w"}   # the last at each t
+    force = {e.t_ns: e.payload.force.x for e in recorder.envelopes if e.topic == "sc/w"}  # the last at each t
     return tank, force
 
 
@@ -147,12 +178,13 @@ def blowdown_run(tank_fuel_kg, duration_s, commands=(), faults=(), period_s=1.0,
 def test_blowdown_thrust_after_a_known_propellant_use_is_the_closed_form(gamma, a, b):
     """Load 0.2 kg, 0.1 L of gas, rho = 1000 kg/m^3: with 0.1 kg used the gas fills 0.2 L, so
     p / p0 = (1/2)^gamma; F = F0 (p/p0)^a, Isp = Isp0 (p/p0)^b; a 1 s firing then uses F / (Isp g0)."""
-    blowdown = dict(load_kg=0.2, gas_volume_m3=1e-4, propellant_density_kgpm3=1000.0, gamma=gamma,
-                    thrust_exponent=a, isp_exponent=b)
+    blowdown = dict(
+        load_kg=0.2, gas_volume_m3=1e-4, propellant_density_kgpm3=1000.0, gamma=gamma, thrust_exponent=a, isp_exponent=b
+    )
 
     def thrust_isp(used_kg):
         ratio = (1e-4 / (1e-4 + used_kg / 1000.0)) ** gamma
-        return LEVEL * ratio ** a, ISP * ratio ** b
+        return LEVEL * ratio**a, ISP * ratio**b
 
     tank, force = blowdown_run(0.1, 5.0, commands=[(1.0, 1.0), (2.0, 0.0), (3.0, 1.0), (4.0, 0.0)], **blowdown)
     f1, isp1 = thrust_isp(0.1)
@@ -163,9 +195,15 @@ def test_blowdown_thrust_after_a_known_propellant_use_is_the_closed_form(gamma, 
     assert force[2_000_000_000] == force[4_000_000_000] == 0.0
     assert tank.x[0] == pytest.approx(0.2 - used_2 - f2 / (isp2 * G0) * 1.0, rel=1e-12)
     # stuck on (the thrusters' fault), it fires at the blowdown level, not level_N
-    tank, force = blowdown_run(0.1, 3.0, faults=[(1.0, Fault(target="thr", kind="thruster_stuck_on")),
-                                                 (2.0, Fault(target="thr", kind="thruster_stuck_on", clear=True))],
-                               **blowdown)
+    tank, force = blowdown_run(
+        0.1,
+        3.0,
+        faults=[
+            (1.0, Fault(target="thr", kind="thruster_stuck_on")),
+            (2.0, Fault(target="thr", kind="thruster_stuck_on", clear=True)),
+        ],
+        **blowdown,
+    )
     assert force[1_000_000_000] == pytest.approx(f1, rel=1e-12) and force[2_000_000_000] == 0.0
 
 
@@ -183,8 +221,18 @@ def test_a_blowdown_burn_to_depletion_gives_the_integral_of_the_closed_form():
 
     impulse_closed = quad(lambda m: G0 * isp0 * ratio(m) ** 0.1, 0.0, load)[0]
     burn_closed = quad(lambda m: G0 * isp0 * ratio(m) ** 0.1 / (f0 * ratio(m)), 0.0, load)[0]
-    tank, force = blowdown_run(load, 200.0, commands=[(1.0, 1.0)], period_s=step, level_N=f0, isp_s=isp0,
-                               load_kg=load, gas_volume_m3=v0, propellant_density_kgpm3=rho, isp_exponent=0.1)
+    tank, force = blowdown_run(
+        load,
+        200.0,
+        commands=[(1.0, 1.0)],
+        period_s=step,
+        level_N=f0,
+        isp_s=isp0,
+        load_kg=load,
+        gas_volume_m3=v0,
+        propellant_density_kgpm3=rho,
+        isp_exponent=0.1,
+    )
     times = sorted(force)
     total = sum(force[t0] * (t1 - t0) / 1e9 for t0, t1 in zip(times, times[1:] + [200_000_000_000]))
     assert 0.0 <= total - impulse_closed <= f0 * ratio(load) * step
@@ -199,11 +247,16 @@ def manifold_run(levels, isps, fuel_kg, duration_s, commands=()):
     sim = Simulation(seed=1, recorder=recorder)
     sim.add_island("sc")
     for i, (level, isp) in enumerate(zip(levels, isps)):
-        sim.add_model(FixedThruster(f"thr{i}", "sc", level, isp, (1, 0, 0)), "sc",
-                      ties={"on": "sc/on", "fuel_remaining": "sc/fuel", "wrench": f"sc/w{i}",
-                            "flow": f"sc/flow{i}"})
-    sim.add_model(FuelManifold("manifold", len(levels)), "sc",
-                  ties={**{f"flow{i}": f"sc/flow{i}" for i in range(len(levels))}, "tank_flow0": "sc/flow"})
+        sim.add_model(
+            FixedThruster(f"thr{i}", "sc", level, isp, (1, 0, 0)),
+            "sc",
+            ties={"on": "sc/on", "fuel_remaining": "sc/fuel", "wrench": f"sc/w{i}", "flow": f"sc/flow{i}"},
+        )
+    sim.add_model(
+        FuelManifold("manifold", len(levels)),
+        "sc",
+        ties={**{f"flow{i}": f"sc/flow{i}" for i in range(len(levels))}, "tank_flow0": "sc/flow"},
+    )
     tank = FuelTank("tank", 1, fuel_kg, 0.2, 4.0)
     sim.add_model(tank, "sc", ties={"flow0": "sc/flow", "fuel_remaining": "sc/fuel", "mass": "sc/mass"})
     for t, v in commands:
@@ -223,7 +276,7 @@ class HeldSignal(dict):
 
 def test_a_manifold_drains_its_tank_at_the_sum_of_its_thrusters_flows():
     levels, isps = (0.5, 0.3), (70.0, 60.0)
-    tank, _ = manifold_run(levels, isps, 0.1, 5.0, commands=[(1.0, 1.0)])      # both fire from 1 s to 5 s
+    tank, _ = manifold_run(levels, isps, 0.1, 5.0, commands=[(1.0, 1.0)])  # both fire from 1 s to 5 s
     mdot = levels[0] / (isps[0] * G0) + levels[1] / (isps[1] * G0)
     assert tank.x[0] == pytest.approx(0.1 - mdot * 4.0, rel=1e-9)
     # fuel for 2.5 s of both: the tank says dry at its next publication, 4 s, where they stop
@@ -240,23 +293,39 @@ def two_tank_run(fuel_kg, weights, levels, isp_s, duration_s, fire_at_s=1.0):
     sim.add_island("sc")
     n, m = len(levels), len(fuel_kg)
     for i, level in enumerate(levels):
-        sim.add_model(FixedThruster(f"thr{i}", "sc", level, isp_s, (1, 0, 0)), "sc",
-                      ties={"on": "sc/on", "fuel_remaining": "sc/fuel", "wrench": f"sc/w{i}", "flow": f"sc/flow{i}"})
-    sim.add_model(FuelManifold("manifold", n, weights), "sc",
-                  ties={**{f"flow{i}": f"sc/flow{i}" for i in range(n)},
-                        **{f"remaining{j}": f"sc/tank{j}/fuel" for j in range(m)},
-                        **{f"tank_flow{j}": f"sc/tank{j}/flow" for j in range(m)}, "fuel_remaining": "sc/fuel"})
+        sim.add_model(
+            FixedThruster(f"thr{i}", "sc", level, isp_s, (1, 0, 0)),
+            "sc",
+            ties={"on": "sc/on", "fuel_remaining": "sc/fuel", "wrench": f"sc/w{i}", "flow": f"sc/flow{i}"},
+        )
+    sim.add_model(
+        FuelManifold("manifold", n, weights),
+        "sc",
+        ties={
+            **{f"flow{i}": f"sc/flow{i}" for i in range(n)},
+            **{f"remaining{j}": f"sc/tank{j}/fuel" for j in range(m)},
+            **{f"tank_flow{j}": f"sc/tank{j}/flow" for j in range(m)},
+            "fuel_remaining": "sc/fuel",
+        },
+    )
     sim.add_break("sc/fuel")
     tanks = []
     for j, fuel in enumerate(fuel_kg):
-        tanks.append(sim.add_model(FuelTank(f"tank{j}", 1, fuel, 1.0, 4.0), "sc",
-                                   ties={"flow0": f"sc/tank{j}/flow", "fuel_remaining": f"sc/tank{j}/fuel",
-                                         "mass": f"sc/tank{j}/mass"}))
+        tanks.append(
+            sim.add_model(
+                FuelTank(f"tank{j}", 1, fuel, 1.0, 4.0),
+                "sc",
+                ties={"flow0": f"sc/tank{j}/flow", "fuel_remaining": f"sc/tank{j}/fuel", "mass": f"sc/tank{j}/mass"},
+            )
+        )
     sim.inject("sc/on", Scalar(value=1.0), fire_at_s)
     sim.advance_to(duration_s)
     recorder.flush()
-    values = {(e.t_ns, e.topic): e.payload.value for e in recorder.envelopes
-              if e.topic in ("sc/fuel",) or e.topic.endswith("/fuel")}
+    values = {
+        (e.t_ns, e.topic): e.payload.value
+        for e in recorder.envelopes
+        if e.topic in ("sc/fuel",) or e.topic.endswith("/fuel")
+    }
     return tanks, values
 
 
@@ -272,8 +341,9 @@ def test_a_manifold_over_two_tanks_draws_by_its_weights_and_sums_what_is_left():
     used = 1.0 - tanks[0].x[0] - tanks[1].x[0]
     assert used == pytest.approx(mdot * burn_s, rel=1e-12)
     t = 4_000_000_000
-    assert values[(t, "sc/fuel")] == pytest.approx(values[(t, "sc/tank0/fuel")] + values[(t, "sc/tank1/fuel")],
-                                                   rel=1e-15)
+    assert values[(t, "sc/fuel")] == pytest.approx(
+        values[(t, "sc/tank0/fuel")] + values[(t, "sc/tank1/fuel")], rel=1e-15
+    )
 
 
 def test_an_empty_tank_gives_its_share_to_the_others():
@@ -294,12 +364,14 @@ def test_an_empty_tank_gives_its_share_to_the_others():
 
 def test_blowdown_and_manifold_parameters_are_checked():
     good = dict(load_kg=0.2, gas_volume_m3=1e-4, propellant_density_kgpm3=1000.0)
-    for bad, message in [({"gas_volume_m3": float("nan")}, "gas_volume_m3 must be a positive number"),
-                         ({"load_kg": 0.0}, "load_kg must be a positive number"),
-                         ({"propellant_density_kgpm3": float("inf")}, "propellant_density_kgpm3 must be a positive"),
-                         ({"thrust_exponent": -0.5}, "thrust_exponent must be a finite number >= 0"),
-                         ({"isp_exponent": float("nan")}, "isp_exponent must be a finite number >= 0"),
-                         ({"gamma": 0.9}, r"gamma must lie in \[1, 5/3\]")]:
+    for bad, message in [
+        ({"gas_volume_m3": float("nan")}, "gas_volume_m3 must be a positive number"),
+        ({"load_kg": 0.0}, "load_kg must be a positive number"),
+        ({"propellant_density_kgpm3": float("inf")}, "propellant_density_kgpm3 must be a positive"),
+        ({"thrust_exponent": -0.5}, "thrust_exponent must be a finite number >= 0"),
+        ({"isp_exponent": float("nan")}, "isp_exponent must be a finite number >= 0"),
+        ({"gamma": 0.9}, r"gamma must lie in \[1, 5/3\]"),
+    ]:
         with pytest.raises(ValueError, match=message):
             BlowdownThruster("bad", "sc", LEVEL, ISP, (1, 0, 0), **{**good, **bad})
     for n in (0, 1.5, True):
@@ -316,15 +388,23 @@ def test_a_run_resumed_from_a_checkpoint_publishes_the_thrusters_changes_as_the_
     does."""
     from hopsim.scenarios.runner import resume_run, run_scenario
 
-    params = {"n_vehicles": 4, "deadband_m": 0.2}          # a tight deadband: firings all along
-    full = run_scenario("orbit_formation", params, seed=3, duration_s=300.0, keep_stream=True,
-                        checkpoint_every_s=100.0, checkpoint_dir=tmp_path, progress=False)
+    params = {"n_vehicles": 4, "deadband_m": 0.2}  # a tight deadband: firings all along
+    full = run_scenario(
+        "orbit_formation",
+        params,
+        seed=3,
+        duration_s=300.0,
+        keep_stream=True,
+        checkpoint_every_s=100.0,
+        checkpoint_dir=tmp_path,
+        progress=False,
+    )
     resumed = resume_run(tmp_path / "orbit_formation_t00000200.000000000.ckpt", keep_stream=True, progress=False)
     after = [e.to_bytes() for e in full.recorder.envelopes if e.t_ns > 200 * 10**9]
     assert resumed.recorder.stream_bytes() == after
-    thrusters = {e.topic for e in full.recorder.envelopes if e.topic.endswith("/wrench")}   # each says 0 at first
+    thrusters = {e.topic for e in full.recorder.envelopes if e.topic.endswith("/wrench")}  # each says 0 at first
     firing = {e.topic for e in full.recorder.envelopes if e.t_ns > 200 * 10**9 and e.topic.endswith("/wrench")}
-    assert 0 < len(firing) < len(thrusters)      # some fire after the checkpoint; the silent ones publish nothing
+    assert 0 < len(firing) < len(thrusters)  # some fire after the checkpoint; the silent ones publish nothing
 
 
 def test_the_thrusters_and_tanks_kept_messages_are_what_building_every_message_anew_gives(monkeypatch):
@@ -339,14 +419,31 @@ def test_the_thrusters_and_tanks_kept_messages_are_what_building_every_message_a
         recorder = MemoryRecorder()
         sim = Simulation(seed=1, recorder=recorder)
         sim.add_island("sc")
-        sim.add_model(PulsedThruster("pulsed", "sc", LEVEL, ISP, (1, 0, 0), (0, 0.1, 0), min_on_time_s=0.01), "sc",
-                      ties={"on_time": "sc/cmd", "fuel_remaining": "sc/fuel", "wrench": "sc/w0", "flow": "sc/flow0"})
-        sim.add_model(BlowdownThruster("blowdown", "sc", 1.0, 200.0, (0, 1, 0), load_kg=0.05, gas_volume_m3=5e-5,
-                                       propellant_density_kgpm3=1004.0, isp_exponent=0.1), "sc",
-                      ties={"on": "sc/on", "fuel_remaining": "sc/fuel", "wrench": "sc/w1", "flow": "sc/flow1"})
-        sim.add_model(FuelTank("tank", 2, 0.005, 0.05, 4.0, cm_full_B=(0.02, 0, 0),
-                               inertia_full_B=np.diag([1.5, 1.25, 1.0])), "sc",
-                      ties={"flow0": "sc/flow0", "flow1": "sc/flow1", "fuel_remaining": "sc/fuel", "mass": "sc/mass"})
+        sim.add_model(
+            PulsedThruster("pulsed", "sc", LEVEL, ISP, (1, 0, 0), (0, 0.1, 0), min_on_time_s=0.01),
+            "sc",
+            ties={"on_time": "sc/cmd", "fuel_remaining": "sc/fuel", "wrench": "sc/w0", "flow": "sc/flow0"},
+        )
+        sim.add_model(
+            BlowdownThruster(
+                "blowdown",
+                "sc",
+                1.0,
+                200.0,
+                (0, 1, 0),
+                load_kg=0.05,
+                gas_volume_m3=5e-5,
+                propellant_density_kgpm3=1004.0,
+                isp_exponent=0.1,
+            ),
+            "sc",
+            ties={"on": "sc/on", "fuel_remaining": "sc/fuel", "wrench": "sc/w1", "flow": "sc/flow1"},
+        )
+        sim.add_model(
+            FuelTank("tank", 2, 0.005, 0.05, 4.0, cm_full_B=(0.02, 0, 0), inertia_full_B=np.diag([1.5, 1.25, 1.0])),
+            "sc",
+            ties={"flow0": "sc/flow0", "flow1": "sc/flow1", "fuel_remaining": "sc/fuel", "mass": "sc/mass"},
+        )
         for t, v in [(1.0, 0.25), (2.0, 0.0), (3.0, 0.5), (9.0, 0.0)]:
             sim.inject("sc/cmd", Scalar(value=v), t)
         for t, v in [(1.0, 1.0), (4.0, 0.0), (6.0, 1.0)]:
@@ -364,9 +461,9 @@ def test_the_thrusters_and_tanks_kept_messages_are_what_building_every_message_a
     anew = run()
     assert kept == anew
     published = [p for _, topic, _, p in kept[0] if topic == "sc/w0"]
-    assert all(a != b for a, b in zip(published, published[1:]))   # on_change: each one news
+    assert all(a != b for a, b in zip(published, published[1:]))  # on_change: each one news
     forces = [Wrench.FromString(p).force for p in published]
     signs = {(f.x, math.copysign(1.0, f.x)) for f in forces}
-    assert {(0.0, 1.0), (0.0, -1.0), (LEVEL, 1.0), (-LEVEL, -1.0)} <= signs     # 0.0, -0.0 (at rest, scale -1)
+    assert {(0.0, 1.0), (0.0, -1.0), (LEVEL, 1.0), (-LEVEL, -1.0)} <= signs  # 0.0, -0.0 (at rest, scale -1)
     fuel = [Scalar.FromString(p).value for _, topic, _, p in kept[0] if topic == "sc/fuel"]
-    assert fuel[-1] == 0.0 and len(fuel) > 5                       # ran dry
+    assert fuel[-1] == 0.0 and len(fuel) > 5  # ran dry

@@ -1,5 +1,6 @@
 """The Ray backend: every placement gives the local backend's stream, byte for byte; a killed
 actor is recovered; no Ray process outlives the run."""
+
 import pytest
 
 from hopsim.scenarios import ScenarioError
@@ -18,15 +19,15 @@ def stream(result):
 def test_every_placement_gives_the_local_stream(shared_ray, scenario, seconds):
     local = run_scenario(scenario, {}, seed=5, duration_s=seconds, keep_stream=True)
     for placement in PLACEMENTS:
-        remote = run_scenario(scenario, {}, seed=5, duration_s=seconds, keep_stream=True, backend="ray",
-                              placement=placement)
+        remote = run_scenario(
+            scenario, {}, seed=5, duration_s=seconds, keep_stream=True, backend="ray", placement=placement
+        )
         assert stream(remote) == stream(local), placement
         assert remote.stream_sha256 == local.stream_sha256
 
 
 def test_models_in_another_process_are_read_live(shared_ray):
-    r = run_scenario("lander", {}, seed=1, duration_s=3.0, keep_stream=True, backend="ray",
-                     placement="per-island")
+    r = run_scenario("lander", {}, seed=1, duration_s=3.0, keep_stream=True, backend="ray", placement="per-island")
     local = run_scenario("lander", {}, seed=1, duration_s=3.0, keep_stream=True)
     assert r.sim.model("body").x.tolist() == local.sim.model("body").x.tolist() != [100.0, 0.0]
 

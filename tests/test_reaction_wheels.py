@@ -1,6 +1,7 @@
 """Reaction wheels: momentum moves between wheels and body and the total is conserved (motor and
 friction torques are internal), a wheel spun up from rest turns the body as H = 0 says, viscous
 friction spins a free wheel down at the analytic rate, and a failed wheel exerts no torque."""
+
 import math
 
 import numpy as np
@@ -33,7 +34,7 @@ def test_spin_up_from_rest_turns_the_body_as_zero_momentum_says():
     sim, model = spacecraft(axes_B=[(0, 0, 1)], J_kgm2=J, rate_hz=1.0)
     sim.inject("sc/rw_cmd", ReactionWheelCommand(torque_Nm=[u]), 1e-9)
     sim.advance_to(T)
-    t = T - 1e-9                # the command arrives with a barrier of its own at 1 ns
+    t = T - 1e-9  # the command arrives with a barrier of its own at 1 ns
     assert model.x[6] == pytest.approx(-u * t / 8.0, rel=1e-9)
     assert model.x[7] == pytest.approx(u * t * (1 / J + 1 / 8.0), rel=1e-9)
     theta = -u * t * t / (2 * 8.0)
@@ -43,8 +44,16 @@ def test_spin_up_from_rest_turns_the_body_as_zero_momentum_says():
 
 def test_total_angular_momentum_is_conserved_while_wheels_and_friction_work():
     axes = [(1, 0, 0), (0, 1, 0), (0, 0, 1), (1 / math.sqrt(3),) * 3]
-    sim, model = spacecraft(axes_B=axes, J_kgm2=0.04, omega_BN_B=(0.05, -0.03, 0.08), Omega_radps=(100, -50, 20, 0),
-                            viscous_Nms=1e-4, coulomb_Nm=2e-3, coulomb_speed_radps=0.5, rate_hz=2.0)
+    sim, model = spacecraft(
+        axes_B=axes,
+        J_kgm2=0.04,
+        omega_BN_B=(0.05, -0.03, 0.08),
+        Omega_radps=(100, -50, 20, 0),
+        viscous_Nms=1e-4,
+        coulomb_Nm=2e-3,
+        coulomb_speed_radps=0.5,
+        rate_hz=2.0,
+    )
     H0 = H_N(model, model.x0)
     rng = np.random.default_rng(5)
     for k in range(20):
@@ -54,14 +63,21 @@ def test_total_angular_momentum_is_conserved_while_wheels_and_friction_work():
         sim.advance_to(t)
         worst = max(worst, np.linalg.norm(H_N(model) - H0) / np.linalg.norm(H0))
     assert worst < 1e-9
-    assert np.abs(model.x[7:] - np.array([100, -50, 20, 0])).max() > 1.0     # momentum did move
+    assert np.abs(model.x[7:] - np.array([100, -50, 20, 0])).max() > 1.0  # momentum did move
 
 
 def test_viscous_friction_spins_a_free_wheel_down_at_the_analytic_rate():
     """No motor torque, H = 0 about z: h' = -c Omega = -c (1/J + 1/I_zz) h."""
     J, c, Omega0, T = 0.05, 2e-3, 300.0, 60.0
-    sim, model = spacecraft(axes_B=[(0, 0, 1)], J_kgm2=J, Omega_radps=[Omega0], omega_BN_B=(0, 0, -J * Omega0 / (8.0 + J)),
-                            viscous_Nms=c, rate_hz=1.0, steps=50)
+    sim, model = spacecraft(
+        axes_B=[(0, 0, 1)],
+        J_kgm2=J,
+        Omega_radps=[Omega0],
+        omega_BN_B=(0, 0, -J * Omega0 / (8.0 + J)),
+        viscous_Nms=c,
+        rate_hz=1.0,
+        steps=50,
+    )
     h0 = J * (model.x0[6] + Omega0)
     sim.advance_to(T)
     h = J * (model.x[6] + model.x[7])
@@ -87,11 +103,15 @@ def test_a_disturbance_torque_adds_its_angular_impulse():
     assert np.allclose(H_N(model), [0.0, 0.0, 0.3], rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("fault, message", [
-    (Fault(target="sc", kind="wheel_failed", index=1), "no wheel 1; it has 1"),
-    (Fault(target="sc", kind="torque_scale", index=-2, value=0.5), "no wheel -2"),
-    (Fault(target="sc", kind="torque_scale", index=0, value=float("inf")), "value must be a finite scale"),
-], ids=["index out of range", "index below -1", "infinite scale"])
+@pytest.mark.parametrize(
+    "fault, message",
+    [
+        (Fault(target="sc", kind="wheel_failed", index=1), "no wheel 1; it has 1"),
+        (Fault(target="sc", kind="torque_scale", index=-2, value=0.5), "no wheel -2"),
+        (Fault(target="sc", kind="torque_scale", index=0, value=float("inf")), "value must be a finite scale"),
+    ],
+    ids=["index out of range", "index below -1", "infinite scale"],
+)
 def test_a_bad_wheel_fault_is_an_error(fault, message):
     sim, _ = spacecraft(axes_B=[(0, 0, 1)], J_kgm2=0.05, rate_hz=1.0)
     sim.schedule_fault(fault, 0.5)

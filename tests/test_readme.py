@@ -15,6 +15,7 @@ address, its page and ``/api/run`` must answer there, and then it is stopped wit
 
 ``make`` lines are what CI itself runs; ``ray start`` lines start a cluster. Neither runs here.
 """
+
 from __future__ import annotations
 
 import re
@@ -90,14 +91,24 @@ def test_the_readme_shows_commands_and_a_program():
 
 
 def _hopsim(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hopsim.cli", *args, *(["--no-progress"] if _has_progress(args) else [])],
-                          cwd=cwd, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "hopsim.cli", *args, *(["--no-progress"] if _has_progress(args) else [])],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def _serve_and_fetch(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     """Start ``hopsim view``, fetch its page and /api/run from the address it prints, stop it."""
-    proc = subprocess.Popen([sys.executable, "-m", "hopsim.cli", *args, "--no-browser"], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hopsim.cli", *args, "--no-browser"],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     out, deadline, url = [], time.monotonic() + 300, None
     while url is None and time.monotonic() < deadline and proc.poll() is None:
         line = proc.stdout.readline()
@@ -133,14 +144,17 @@ def test_every_readme_command_and_program_runs_as_written(tmp_path):
     for args, expected in COMMANDS:
         done = _serve_and_fetch(args, tmp_path) if args[0] == "view" else _hopsim(args, tmp_path)
         if done.returncode != expected or "Traceback" in done.stderr:
-            failures.append(f"hopsim {' '.join(args)} -> exit {done.returncode} (expected {expected})\n"
-                            f"{done.stdout[-800:]}\n{done.stderr[-1500:]}")
+            failures.append(
+                f"hopsim {' '.join(args)} -> exit {done.returncode} (expected {expected})\n"
+                f"{done.stdout[-800:]}\n{done.stderr[-1500:]}"
+            )
     for lang, body in blocks(TEXT):
         if lang == "python":
             script = tmp_path / "readme_program.py"
             script.write_text("\n".join(body) + "\n")
-            done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
-                                  timeout=600)
+            done = subprocess.run(
+                [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600
+            )
             if done.returncode != 0:
                 failures.append(f"the README's Python program -> exit {done.returncode}\n{done.stderr[-1500:]}")
     assert not failures, "\n\n".join(failures)

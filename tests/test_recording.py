@@ -1,5 +1,6 @@
 """A run is a pure function of scenario and seed: same bytes twice, on the local and Ray runtimes;
 the MCAP file decodes with the mcap library's own protobuf decoder (what Foxglove relies on)."""
+
 import json
 
 import numpy as np
@@ -35,10 +36,13 @@ def test_another_seed_changes_the_stream_first_at_the_noisy_sensor():
 def test_touchdown_is_recorded_as_a_kernel_event():
     r, _ = lander_stream(duration_s=60.0, stop_on_touchdown=True)
     from hopsim.schemas import KernelEvent
+
     kernel = [e for e in r.recorder.envelopes if e.source.startswith("kernel")]
     # the same instant: the stream orders by source, "kernel" before "kernel.lander"
     assert [(e.topic, e.source, e.payload.name) for e in kernel] == [
-        ("kernel/stop", "kernel", "e_stop"), ("kernel/zero_crossing", "kernel.lander", "touchdown")]
+        ("kernel/stop", "kernel", "e_stop"),
+        ("kernel/zero_crossing", "kernel.lander", "touchdown"),
+    ]
     assert kernel[0].payload.kind == KernelEvent.STOP and kernel[1].t_ns == kernel[0].t_ns
     assert r.stop_reason == "e_stop" and r.end_time_s == kernel[0].t_ns / 1e9
     body = r.sim.model("body")
@@ -65,7 +69,9 @@ def test_barriers_are_recorded_when_asked_on_one_channel_per_kind(tmp_path):
         from mcap.reader import make_reader
 
         kernel_channels = [c for c in make_reader(f).get_summary().channels.values() if c.topic.startswith("kernel/")]
-    assert sorted(c.topic for c in kernel_channels) == sorted({e.topic for e in envelopes if e.topic.startswith("kernel/")})
+    assert sorted(c.topic for c in kernel_channels) == sorted(
+        {e.topic for e in envelopes if e.topic.startswith("kernel/")}
+    )
     plain = run_scenario("passive_docking", duration_s=2.0, keep_stream=True)
     assert plain.message_count == r.message_count - len(barriers)
 
@@ -83,13 +89,14 @@ def test_mcap_file_decodes_with_the_mcap_protobuf_decoder_alone(tmp_path):
             msg = decode(message.data)
             assert msg.DESCRIPTOR.full_name == schema.name
             topics.add(channel.topic)
-            count += channel.metadata.get("derived") is None      # Foxglove's channels are not the stream
+            count += channel.metadata.get("derived") is None  # Foxglove's channels are not the stream
         summary = reader.get_summary()
     assert count == r.message_count > 0
     assert {"viz/transforms", "viz/scene"} <= topics
     assert {"lander/state", "lander/altitude", "lander/throttle", "lander/battery", "lander/telemetry"} <= topics
-    derived = sum(n for cid, n in summary.statistics.channel_message_counts.items()
-                  if "derived" in summary.channels[cid].metadata)
+    derived = sum(
+        n for cid, n in summary.statistics.channel_message_counts.items() if "derived" in summary.channels[cid].metadata
+    )
     assert summary.statistics.message_count == count + derived > count
     meta = read_metadata(path)
     assert meta["hopsim.run"]["scenario"] == "lander" and meta["hopsim.run"]["seed"] == "3"
@@ -111,10 +118,11 @@ def test_local_and_ray_runtimes_give_identical_bytes():
     _, local = lander_stream(seed=11, duration_s=3.0)
     r, remote = lander_stream(seed=11, duration_s=3.0, backend="ray")
     assert remote == local
-    assert not ray.is_initialized()      # the run started a local Ray and shut it down
+    assert not ray.is_initialized()  # the run started a local Ray and shut it down
 
 
 # ------------------------------------------------------------------ the recorder's fast paths, bit for bit
+
 
 def test_add_messages_writes_what_add_message_writes_one_by_one():
     """The recorder's writer adds an instant's messages in one call: the file is the one mcap's
@@ -141,8 +149,16 @@ def test_add_messages_writes_what_add_message_writes_one_by_one():
             ops.append(("flush",))
         else:
             t = max(0, t + rng.choice([-7, 0, 0, 5, 1_000]))
-            ops.append(("messages", t, [(rng.randint(1, channels), rng.randrange(2**32), rng.randbytes(rng.randint(0, 90)))
-                                        for _ in range(rng.choice([0, 1, 1, 3, 12, 40]))]))
+            ops.append(
+                (
+                    "messages",
+                    t,
+                    [
+                        (rng.randint(1, channels), rng.randrange(2**32), rng.randbytes(rng.randint(0, 90)))
+                        for _ in range(rng.choice([0, 1, 1, 3, 12, 40]))
+                    ],
+                )
+            )
     files = {}
     for batched in (True, False):
         out = io.BytesIO()
@@ -154,8 +170,12 @@ def test_add_messages_writes_what_add_message_writes_one_by_one():
                 schemas += 1
                 writer.register_schema(f"s{schemas}", "protobuf", b"x" * schemas)
             elif op[0] == "channel":
-                writer.register_channel(f"t/{schemas}é", "protobuf", schemas,
-                                        {"n": str(schemas), "source": "v0_nav", "ünï": "cödé"} if schemas % 2 else {})
+                writer.register_channel(
+                    f"t/{schemas}é",
+                    "protobuf",
+                    schemas,
+                    {"n": str(schemas), "source": "v0_nav", "ünï": "cödé"} if schemas % 2 else {},
+                )
             elif op[0] == "flush":
                 writer.flush()
             elif batched:
@@ -176,7 +196,7 @@ def test_the_recorder_writes_the_bytes_of_one_add_message_per_envelope(tmp_path,
     from hopsim.bus import recorder
     from hopsim.bus.recorder import McapRecorder
 
-    class OneByOne(Writer):           # mcap's own Writer
+    class OneByOne(Writer):  # mcap's own Writer
         def __init__(self, output, chunk_size, compression):
             super().__init__(output, chunk_size=chunk_size, compression=compression)
 
@@ -187,15 +207,18 @@ def test_the_recorder_writes_the_bytes_of_one_add_message_per_envelope(tmp_path,
         def add_block(self, log_time, channel_ids, sequences, lengths, payload):
             ends = np.cumsum(lengths).tolist()
             payload = bytes(payload)
-            self.add_columns(log_time, channel_ids.tolist(), sequences.tolist(),
-                             [payload[a:b] for a, b in zip([0, *ends[:-1]], ends)])
+            self.add_columns(
+                log_time,
+                channel_ids.tolist(),
+                sequences.tolist(),
+                [payload[a:b] for a, b in zip([0, *ends[:-1]], ends)],
+            )
 
     run = run_scenario("lander", {}, seed=4, duration_s=30.0, keep_stream=True)
     for name in ("fast", "plain"):
         if name == "plain":
             monkeypatch.setattr(recorder, "_Writer", OneByOne)
-        rec = McapRecorder(tmp_path / f"{name}.mcap", {"scenario": "lander"}, chunk_size=2_000,
-                           log_time_offset_ns=7)
+        rec = McapRecorder(tmp_path / f"{name}.mcap", {"scenario": "lander"}, chunk_size=2_000, log_time_offset_ns=7)
         for env in run.recorder.envelopes:
             rec.record(env)
         rec.close({"end": "30"})
@@ -232,6 +255,6 @@ def test_payloads_serialize_as_with_deterministic_true():
         assert deterministic_serializer(type(p))(p) == p.SerializeToString(deterministic=True)
     keys = [f"k{i}" for i in (5, 1, 9, 3, 7, 0, 8, 2, 6, 4)]
     value = struct_pb2.Value(struct_value=struct_pb2.Struct(fields={k: struct_pb2.Value(number_value=1) for k in keys}))
-    for message in (value.struct_value, value):           # a map, and a map inside a field
+    for message in (value.struct_value, value):  # a map, and a map inside a field
         assert deterministic_serializer(type(message))(message) == message.SerializeToString(deterministic=True)
         assert deterministic_serializer(type(message)) is not type(message).SerializeToString

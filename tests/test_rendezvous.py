@@ -2,6 +2,7 @@
 the propellant that the velocity change it delivered costs; a thruster stuck off (the pair that
 closes along V-bar) changes the outcome; the same seed gives the same stream. The CW
 state-transition matrix it relies on equals the matrix exponential of the CW system (SciPy)."""
+
 import math
 
 import numpy as np
@@ -17,8 +18,12 @@ SHORT = {"start_m": 300.0, "waypoints_m": [60.0, 2.0], "leg_times_s": [500.0, 50
 def test_cw_transition_is_the_exponential_of_the_cw_system():
     n = 1.1e-3
     for t in (10.0, 700.0, 5000.0):
-        assert np.allclose(clohessy_wiltshire_transition(n, t), expm(clohessy_wiltshire_matrix(n) * t),
-                           rtol=1e-9, atol=1e-10 * max(1.0, t))
+        assert np.allclose(
+            clohessy_wiltshire_transition(n, t),
+            expm(clohessy_wiltshire_matrix(n) * t),
+            rtol=1e-9,
+            atol=1e-10 * max(1.0, t),
+        )
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +41,7 @@ def test_the_chaser_docks(nominal):
     for i in range(6):
         pushes = [(e.t_ns, e.payload.force) for e in envelopes if e.topic == f"chaser/thr{i}/wrench"]
         for (t0, f), (t1, _) in zip(pushes, pushes[1:] + [(round(nominal.end_time_s * 1e9), None)]):
-            impulse += math.sqrt(f.x ** 2 + f.y ** 2 + f.z ** 2) * (t1 - t0) / 1e9
+            impulse += math.sqrt(f.x**2 + f.y**2 + f.z**2) * (t1 - t0) / 1e9
     assert 0 < out["fuel_used_kg"] < 1.0
     assert out["fuel_used_kg"] == pytest.approx(impulse / (220.0 * 9.80665), rel=1e-9)
 

@@ -1,6 +1,7 @@
 """Replay: a recording re-runs identically; a changed seed or parameter is reported at the first
 affected envelope; partial replay feeds the live actor its recorded inputs; damaged files are
 read up to the damage with a clear report."""
+
 import pytest
 
 from hopsim.bus.reading import read_recording
@@ -27,12 +28,12 @@ def test_changed_parameter_diverges_at_the_first_affected_envelope(recording):
     assert d is not None and d.topic == "lander/throttle" and d.field == "payload.throttle"
     # every envelope before it was identical, and the controller had commanded before then
     recorded, _ = read_recording(recording)
-    assert d.index > 0 and any(e.source == "controller" for e in recorded[:d.index])
+    assert d.index > 0 and any(e.source == "controller" for e in recorded[: d.index])
 
 
 def test_partial_replay_reproduces_the_live_actor_and_reports_a_changed_gain(recording):
     same = replay_recording(recording, live=["controller"])
-    assert same.identical and same.mode == "partial" and same.compared == 201   # 10 Hz for 20 s
+    assert same.identical and same.mode == "partial" and same.compared == 201  # 10 Hz for 20 s
     changed = replay_recording(recording, live=["controller"], overrides={"control_gain": 1.2})
     assert changed.difference is not None and changed.difference.source == "controller"
 
@@ -59,6 +60,7 @@ def test_another_seed_is_detected(recording, tmp_path):
     a, _ = read_recording(recording)
     b, _ = read_recording(other)
     from hopsim.bus.compare import first_difference
+
     d = first_difference(a, b)
     assert d is not None and d.source == "altimeter" and d.field == "payload.value"
 
@@ -67,6 +69,7 @@ def long_recording(path, chunk_size):
     rec = McapRecorder(path, {"scenario": "lander"}, chunk_size=chunk_size)
     from hopsim.kernel import Simulation
     from hopsim.scenarios.catalog import get_scenario
+
     spec = get_scenario("lander")
     sim = Simulation(seed=1, recorder=rec)
     spec.build(sim, spec.make_params({}))
@@ -88,7 +91,7 @@ def test_truncated_file_is_read_up_to_the_last_complete_chunk(tmp_path, fraction
     assert not rep.complete and "interrupted" in rep.problem
     assert [e.SerializeToString() for e in got] == [e.SerializeToString() for e in full[: len(got)]]
     if fraction > 0.2:
-        assert len(got) > 0.5 * fraction * total     # most of what lies before the cut comes back
+        assert len(got) > 0.5 * fraction * total  # most of what lies before the cut comes back
     assert f"recovered {len(got)} messages" in rep.summary()
 
 
@@ -132,7 +135,7 @@ def test_a_damage_campaign_at_the_commands_chunk_size_costs_at_most_a_chunk(tmp_
     assert report.complete
     full_bytes = [e.SerializeToString() for e in full]
     per_chunk = chunk_message_counts(data)
-    assert len(per_chunk) >= 10 and sum(per_chunk) == len(full)          # chunks of ~2 simulated seconds
+    assert len(per_chunk) >= 10 and sum(per_chunk) == len(full)  # chunks of ~2 simulated seconds
     most = max(per_chunk)
     rnd = random.Random(7)
     bad = tmp_path / "bad.mcap"
@@ -144,7 +147,7 @@ def test_a_damage_campaign_at_the_commands_chunk_size_costs_at_most_a_chunk(tmp_
         if kind == "flip":
             damaged[offset] ^= 1 << rnd.randrange(8)
         elif kind == "zero":
-            damaged[offset:offset + 64] = bytes(64)
+            damaged[offset : offset + 64] = bytes(64)
         else:
             damaged = damaged[:offset]
         bad.write_bytes(bytes(damaged))
@@ -152,7 +155,7 @@ def test_a_damage_campaign_at_the_commands_chunk_size_costs_at_most_a_chunk(tmp_
         got_bytes = [e.SerializeToString() for e in got]
         assert is_subsequence(got_bytes, full_bytes), (kind, offset)
         if kind == "cut":
-            assert got_bytes == full_bytes[:len(got_bytes)]
+            assert got_bytes == full_bytes[: len(got_bytes)]
             whole_before = 0
             for n, end in zip(per_chunk, chunk_ends(data), strict=True):
                 if end <= offset:
@@ -168,14 +171,14 @@ def chunk_ends(data: bytes) -> list[int]:
     """The end offset of each chunk record of an undamaged file."""
     import struct
 
-    ends, position = [], 8                           # after the magic
+    ends, position = [], 8  # after the magic
     while position + 9 <= len(data):
         opcode = data[position]
         (length,) = struct.unpack_from("<Q", data, position + 1)
         position += 9 + length
         if opcode == 0x06:
             ends.append(position)
-        if opcode == 0x02:                           # the footer
+        if opcode == 0x02:  # the footer
             break
     return ends
 
@@ -203,13 +206,16 @@ def test_not_a_recording_is_reported_not_raised(tmp_path):
     assert got == [] and "not an MCAP file" in rep.problem
 
 
-@pytest.mark.parametrize("field, value, words", [
-    ("parameters_json", "{not json", "not valid JSON"),
-    ("seed", "-4", "seed"),
-    ("duration_s", "1e300", "duration_s"),
-    ("duration_s", "nan", "duration_s"),
-    ("scenario", "", "scenario"),
-])
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("parameters_json", "{not json", "not valid JSON"),
+        ("seed", "-4", "seed"),
+        ("duration_s", "1e300", "duration_s"),
+        ("duration_s", "nan", "duration_s"),
+        ("scenario", "", "scenario"),
+    ],
+)
 def test_damaged_or_foreign_run_descriptions_are_refused_before_anything_runs(tmp_path, field, value, words):
     from hopsim.bus.recorder import McapRecorder
     from hopsim.scenarios.replay import ReplayError, replay_recording

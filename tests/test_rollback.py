@@ -1,5 +1,6 @@
 """Rollback restores continuous and discrete state: bisection trials and hops cut short by a
 late-arriving message leave no trace."""
+
 import numpy as np
 
 from hopsim.kernel import In, Model, NoIo, Simulation, Tie
@@ -32,10 +33,11 @@ def test_bisection_trials_leave_no_trace_in_discrete_state():
     sim.add_zero_crossing("ground", "a", lambda t: float(body.x[0]), lambda t: None)
     sim.advance_to(4.0)
     committed = len(island.hop_log)
-    assert island.stats["propagations"] > committed          # bisection did run trials
+    assert island.stats["propagations"] > committed  # bisection did run trials
     assert body.hops == committed
     # the draws are exactly the generator's first `committed` numbers
     from hopsim.kernel.model import model_rng
+
     fresh = model_rng(4, "body")
     assert body.draws == [float(fresh.random()) for _ in range(committed)]
 

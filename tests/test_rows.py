@@ -6,6 +6,7 @@ without editing this file), and a test-only schema with every scalar type, proto
 random messages -> rows -> encoder bytes must equal ``SerializeToString(deterministic=True)``, and
 the rows must give the messages back.
 """
+
 from __future__ import annotations
 
 import functools
@@ -20,8 +21,17 @@ from google.protobuf.descriptor import FieldDescriptor as FD
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import hopsim.schemas
-from hopsim.schemas import (Envelope, JointStates, KernelEvent, Quaternion, RunMetadata, Scalar, Vector3, VehicleState,
-                            Wrench)
+from hopsim.schemas import (
+    Envelope,
+    JointStates,
+    KernelEvent,
+    Quaternion,
+    RunMetadata,
+    Scalar,
+    Vector3,
+    VehicleState,
+    Wrench,
+)
 from hopsim.schemas.rows import DEFAULT_CAPACITY, StringTable, row_dtype, row_layout
 from hopsim.schemas.spheres_pb2 import ValveState, ValveSwitch
 
@@ -37,14 +47,34 @@ def hopsim_message_types():
 
 
 # -- a test-only schema: what hopsim's schemas do not use yet ----------------------------------------
-_SCALARS = [("double", FD.TYPE_DOUBLE), ("float", FD.TYPE_FLOAT), ("int64", FD.TYPE_INT64),
-            ("uint64", FD.TYPE_UINT64), ("int32", FD.TYPE_INT32), ("fixed64", FD.TYPE_FIXED64),
-            ("fixed32", FD.TYPE_FIXED32), ("bool", FD.TYPE_BOOL), ("string", FD.TYPE_STRING),
-            ("bytes", FD.TYPE_BYTES), ("uint32", FD.TYPE_UINT32), ("enum", FD.TYPE_ENUM),
-            ("sfixed32", FD.TYPE_SFIXED32), ("sfixed64", FD.TYPE_SFIXED64), ("sint32", FD.TYPE_SINT32),
-            ("sint64", FD.TYPE_SINT64)]
-_MAPS = [("int32", "string"), ("uint64", "double"), ("bool", "int32"), ("sint64", "message"),
-         ("string", "bytes"), ("fixed32", "enum"), ("sfixed64", "float"), ("int64", "sint32")]
+_SCALARS = [
+    ("double", FD.TYPE_DOUBLE),
+    ("float", FD.TYPE_FLOAT),
+    ("int64", FD.TYPE_INT64),
+    ("uint64", FD.TYPE_UINT64),
+    ("int32", FD.TYPE_INT32),
+    ("fixed64", FD.TYPE_FIXED64),
+    ("fixed32", FD.TYPE_FIXED32),
+    ("bool", FD.TYPE_BOOL),
+    ("string", FD.TYPE_STRING),
+    ("bytes", FD.TYPE_BYTES),
+    ("uint32", FD.TYPE_UINT32),
+    ("enum", FD.TYPE_ENUM),
+    ("sfixed32", FD.TYPE_SFIXED32),
+    ("sfixed64", FD.TYPE_SFIXED64),
+    ("sint32", FD.TYPE_SINT32),
+    ("sint64", FD.TYPE_SINT64),
+]
+_MAPS = [
+    ("int32", "string"),
+    ("uint64", "double"),
+    ("bool", "int32"),
+    ("sint64", "message"),
+    ("string", "bytes"),
+    ("fixed32", "enum"),
+    ("sfixed64", "float"),
+    ("int64", "sint32"),
+]
 _PKG = "hopsim_rows_test"
 
 
@@ -72,7 +102,7 @@ def _test_schema():
     add(inner, "a", 1, "int32")
     add(inner, "vals", 2, "sint32", FD.LABEL_REPEATED)
     inner.field.add(name="leaf", number=3, label=FD.LABEL_OPTIONAL, type=FD.TYPE_MESSAGE, type_name=f".{_PKG}.Leaf")
-    node = f.message_type.add(name="Node")                   # contains itself: no fixed row layout
+    node = f.message_type.add(name="Node")  # contains itself: no fixed row layout
     node.field.add(name="next", number=1, label=FD.LABEL_OPTIONAL, type=FD.TYPE_MESSAGE, type_name=f".{_PKG}.Node")
 
     m = f.message_type.add(name="AllTypes")
@@ -82,7 +112,7 @@ def _test_schema():
         add(m, f"r_{name}", number + 1, name, FD.LABEL_REPEATED)
         number += 2
     for name in ["double", "float", "int32", "string", "bool", "sint64", "enum", "bytes"]:
-        m.oneof_decl.add(name=f"_o_{name}")                  # proto3 optional: a synthetic oneof of one field
+        m.oneof_decl.add(name=f"_o_{name}")  # proto3 optional: a synthetic oneof of one field
         field = add(m, f"o_{name}", number, name)
         field.proto3_optional, field.oneof_index = True, len(m.oneof_decl) - 1
         number += 1
@@ -97,10 +127,15 @@ def _test_schema():
         entry.options.map_entry = True
         add(entry, "key", 1, key)
         add(entry, "value", 2, value)
-        m.field.add(name=f"m_{key}_{value}", number=number, label=FD.LABEL_REPEATED, type=FD.TYPE_MESSAGE,
-                    type_name=f".{_PKG}.AllTypes.{entry.name}")
+        m.field.add(
+            name=f"m_{key}_{value}",
+            number=number,
+            label=FD.LABEL_REPEATED,
+            type=FD.TYPE_MESSAGE,
+            type_name=f".{_PKG}.AllTypes.{entry.name}",
+        )
         number += 1
-    add(m, "far", 536_870_911, "int64")                      # the largest field number: a 5-byte tag
+    add(m, "far", 536_870_911, "int64")  # the largest field number: a 5-byte tag
     pool = descriptor_pool.DescriptorPool()
     pool.Add(f)
     return {name: pool.FindMessageTypeByName(f"{_PKG}.{name}") for name in ["AllTypes", "Inner", "Leaf", "Node"]}
@@ -125,10 +160,15 @@ TEST_SCHEMA = _test_schema()
 CHOICE = _oneof_schema()
 
 
-
 # -- random messages from a descriptor ------------------------------------------------------------------
-_INT_RANGES = {FD.TYPE_INT32: 32, FD.TYPE_SINT32: 32, FD.TYPE_SFIXED32: 32, FD.TYPE_INT64: 64,
-               FD.TYPE_SINT64: 64, FD.TYPE_SFIXED64: 64}
+_INT_RANGES = {
+    FD.TYPE_INT32: 32,
+    FD.TYPE_SINT32: 32,
+    FD.TYPE_SFIXED32: 32,
+    FD.TYPE_INT64: 64,
+    FD.TYPE_SINT64: 64,
+    FD.TYPE_SFIXED64: 64,
+}
 _UINT_RANGES = {FD.TYPE_UINT32: 32, FD.TYPE_FIXED32: 32, FD.TYPE_UINT64: 64, FD.TYPE_FIXED64: 64}
 _DOUBLE_EDGES = [0.0, -0.0, math.nan, -math.nan, math.inf, -math.inf, 5e-324, -1.7976931348623157e308]
 
@@ -149,7 +189,7 @@ def scalar_values(fd):
         return st.sampled_from(_DOUBLE_EDGES[:6]) | st.floats(width=32)
     if fd.type == FD.TYPE_BOOL:
         return st.booleans()
-    if fd.type == FD.TYPE_ENUM:            # proto3 enums are open: any int32
+    if fd.type == FD.TYPE_ENUM:  # proto3 enums are open: any int32
         return st.sampled_from([v.number for v in fd.enum_type.values]) | st.integers(-(1 << 31), (1 << 31) - 1)
     if fd.type == FD.TYPE_STRING:
         return st.sampled_from(["", "sph1", "véhicule ✈ 🚀"]) | st.text(max_size=6)
@@ -180,7 +220,7 @@ def _messages(draw, descriptor, most):
             target.extend(draw(st.lists(element, max_size=most)))
         elif fd.type == FD.TYPE_MESSAGE:
             if draw(st.booleans()):
-                target.SetInParent()                     # set, even when all its fields stay zero
+                target.SetInParent()  # set, even when all its fields stay zero
                 target.CopyFrom(draw(messages(fd.message_type)))
         elif draw(st.booleans()):
             setattr(msg, fd.name, draw(scalar_values(fd)))
@@ -214,8 +254,9 @@ def test_random_messages_encode_as_protobuf_does(descriptor, data):
     round_trip(data.draw(st.lists(messages(descriptor), min_size=1, max_size=4)))
 
 
-@pytest.mark.parametrize("descriptor", [TEST_SCHEMA["AllTypes"], TEST_SCHEMA["Inner"], CHOICE],
-                         ids=lambda d: d.full_name)
+@pytest.mark.parametrize(
+    "descriptor", [TEST_SCHEMA["AllTypes"], TEST_SCHEMA["Inner"], CHOICE], ids=lambda d: d.full_name
+)
 @settings(max_examples=30, **_SETTINGS)
 @given(data=st.data())
 def test_every_field_kind_encodes_as_protobuf_does(descriptor, data):
@@ -239,7 +280,7 @@ def test_negative_zero_is_written_positive_zero_is_not():
 def test_nan_and_infinities():
     layout, rows, strings = round_trip([Scalar(value=v) for v in [math.nan, -math.nan, math.inf, -math.inf]])
     assert np.isnan(rows["value"][:2]).all() and list(rows["value"][2:]) == [math.inf, -math.inf]
-    nan_payload = np.array([0x7FF0000000000001], np.uint64).view(np.float64)[0]      # a signalling NaN
+    nan_payload = np.array([0x7FF0000000000001], np.uint64).view(np.float64)[0]  # a signalling NaN
     round_trip([Scalar(value=float(nan_payload))])
 
 
@@ -261,45 +302,61 @@ def test_unset_and_set_but_zero_submessages_differ():
 
 def test_integer_extremes():
     i32, i64, u64 = (1 << 31) - 1, (1 << 63) - 1, (1 << 64) - 1
-    round_trip([Envelope(priority=-1), Envelope(priority=-(i32 + 1)), Envelope(priority=i32),
-                Envelope(t_ns=-(i64 + 1), deliver_ns=i64, seq=u64), Envelope(seq=1 << 63)])
+    round_trip(
+        [
+            Envelope(priority=-1),
+            Envelope(priority=-(i32 + 1)),
+            Envelope(priority=i32),
+            Envelope(t_ns=-(i64 + 1), deliver_ns=i64, seq=u64),
+            Envelope(seq=1 << 63),
+        ]
+    )
     round_trip([KernelEvent(kind=-7), KernelEvent(kind=KernelEvent.UNDOCK)])
     round_trip([RunMetadata(seed=u64)])
-    assert len(wire(Envelope(priority=-1))) == 11        # tag + a negative int32 sign-extended to 10 bytes
+    assert len(wire(Envelope(priority=-1))) == 11  # tag + a negative int32 sign-extended to 10 bytes
 
 
 def test_strings_empty_non_ascii_and_shared():
-    msgs = [VehicleState(vehicle=""), VehicleState(vehicle="véhicule ✈ 🚀"), VehicleState(vehicle="sph1"),
-            VehicleState(vehicle="sph1", t_ns=1), Envelope(payload=b"\x00\xff" * 40, topic="é/state")]
+    msgs = [
+        VehicleState(vehicle=""),
+        VehicleState(vehicle="véhicule ✈ 🚀"),
+        VehicleState(vehicle="sph1"),
+        VehicleState(vehicle="sph1", t_ns=1),
+        Envelope(payload=b"\x00\xff" * 40, topic="é/state"),
+    ]
     round_trip(msgs[:4])
     round_trip(msgs[4:])
     layout = row_layout(VehicleState)
     strings = StringTable()
     rows = layout.rows_from_messages([VehicleState(vehicle="sph1")] * 100, strings)
-    assert len(strings) == 2 and set(rows["vehicle"]) == {1}         # "" and "sph1": each value once
+    assert len(strings) == 2 and set(rows["vehicle"]) == {1}  # "" and "sph1": each value once
 
 
 def test_maps_and_repeated_submessages():
     meta = RunMetadata(scenario="s", versions={"numpy": "2.4", "": "", "Zeta": "1", "é": "x", "hopsim": "0.1"})
-    valves = ValveState(vehicle="v", planned=[ValveSwitch(), ValveSwitch(t_ns=5, open=True), ValveSwitch()],
-                        thrust_N=[0.0, -0.0, 1.5])
+    valves = ValveState(
+        vehicle="v", planned=[ValveSwitch(), ValveSwitch(t_ns=5, open=True), ValveSwitch()], thrust_N=[0.0, -0.0, 1.5]
+    )
     round_trip([meta, RunMetadata()])
     round_trip([ValveState(), valves])
     # the installed protobuf (upb) writes string keys by bytes, a key before its own prefixes
     _, rows, strings = round_trip([RunMetadata(versions={"": "", "a": "", "b": "", "ab": ""})])
-    entries = rows[0]["versions"][:rows[0]["versions_count"]]
+    entries = rows[0]["versions"][: rows[0]["versions_count"]]
     assert [strings.text_at(k) for k in entries["key"]] == ["ab", "a", "b", ""]
 
 
 def test_repeated_field_over_capacity_is_refused():
     layout = row_layout(JointStates, capacities={"q": 3})
     rows, strings = layout.empty(1), StringTable()
-    with pytest.raises(ValueError, match=r"hopsim.JointStates.q holds 4 elements, more than its row capacity 3.*"
-                                         r"capacities=\{'q': 4\}"):
+    with pytest.raises(
+        ValueError,
+        match=r"hopsim.JointStates.q holds 4 elements, more than its row capacity 3.*"
+        r"capacities=\{'q': 4\}",
+    ):
         layout.row_from_message(JointStates(q=[1, 2, 3, 4]), rows[0], strings)
     layout.row_from_message(JointStates(q=[1, 2, 3]), rows[0], strings)
     assert layout.encode_each(rows, strings) == [wire(JointStates(q=[1, 2, 3]))]
-    rows[0]["q_count"] = 4                       # a row filled by hand: the encoder checks it too
+    rows[0]["q_count"] = 4  # a row filled by hand: the encoder checks it too
     with pytest.raises(ValueError, match="row 0: hopsim.JointStates.q holds 4 elements, more than its capacity 3"):
         layout.encode(rows, strings)
     event = row_layout(KernelEvent, capacities={"fault.vehicles": 1, "members": 2})
@@ -311,8 +368,11 @@ def test_row_checks_in_the_encoder():
     layout, strings = row_layout(VehicleState), StringTable()
     rows = layout.empty(3)
     rows[2]["vehicle"] = 7
-    with pytest.raises(ValueError, match=r"row 2: hopsim.VehicleState.vehicle holds string index 7, not in the "
-                                         r"string table \(0..0\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"row 2: hopsim.VehicleState.vehicle holds string index 7, not in the "
+        r"string table \(0..0\)",
+    ):
         layout.encode(rows, strings)
     meta = row_layout(RunMetadata)
     rows = meta.rows_from_messages([RunMetadata(versions={"a": "1", "b": "2"})], strings)
@@ -332,15 +392,29 @@ def test_layout_errors_name_the_field():
 
 def test_row_layout_of_vehicle_state():
     dtype = row_dtype(VehicleState)
-    assert dtype.names == ("vehicle", "t_ns", "r_BN_N", "has_r_BN_N", "v_BN_N", "has_v_BN_N", "q_BN", "has_q_BN",
-                           "omega_BN_B", "has_omega_BN_B", "a_BN_N", "has_a_BN_N", "omega_dot_BN_B",
-                           "has_omega_dot_BN_B", "mass")
+    assert dtype.names == (
+        "vehicle",
+        "t_ns",
+        "r_BN_N",
+        "has_r_BN_N",
+        "v_BN_N",
+        "has_v_BN_N",
+        "q_BN",
+        "has_q_BN",
+        "omega_BN_B",
+        "has_omega_BN_B",
+        "a_BN_N",
+        "has_a_BN_N",
+        "omega_dot_BN_B",
+        "has_omega_dot_BN_B",
+        "mass",
+    )
     assert dtype["vehicle"] == np.int32 and dtype["t_ns"] == np.int64 and dtype["mass"] == np.float64
     assert dtype["q_BN"].names == ("x", "y", "z", "w")
     joints = row_dtype(JointStates, {"q": 7})
     assert joints["q"].shape == (7,) and joints["tau"].shape == (DEFAULT_CAPACITY,) and joints["q_count"] == np.uint32
     layout = row_layout(VehicleState)
-    assert layout.encode_each(layout.empty(2), StringTable()) == [b"", b""]        # zeroed rows: default messages
+    assert layout.encode_each(layout.empty(2), StringTable()) == [b"", b""]  # zeroed rows: default messages
     assert "hopsim.VehicleState.omega_BN_B.x" in layout.describe()
 
 
@@ -351,8 +425,9 @@ def test_one_call_encodes_a_mixed_batch():
     for i in range(600):
         v = rng.normal(size=9) * 10.0 ** rng.integers(-3, 6)
         v[rng.random(9) < 0.3] = specials[i % len(specials)]
-        msg = VehicleState(vehicle=f"v{i % 13}" if i % 5 else "", t_ns=int(rng.integers(-(1 << 62), 1 << 62)),
-                           mass=v[0])
+        msg = VehicleState(
+            vehicle=f"v{i % 13}" if i % 5 else "", t_ns=int(rng.integers(-(1 << 62), 1 << 62)), mass=v[0]
+        )
         if i % 3:
             msg.r_BN_N.CopyFrom(Vector3(x=v[1], y=v[2], z=v[3]))
         if i % 4:
@@ -363,7 +438,7 @@ def test_one_call_encodes_a_mixed_batch():
     layout, rows, strings = round_trip(msgs)
     data, offsets = layout.encode(rows, strings)
     assert offsets[0] == 0 and offsets[-1] == len(data) == sum(len(wire(m)) for m in msgs)
-    assert layout.encode_each(rows[::2], strings) == [wire(m) for m in msgs[::2]]     # a strided view
+    assert layout.encode_each(rows[::2], strings) == [wire(m) for m in msgs[::2]]  # a strided view
     empty, offsets = layout.encode(rows[:0], strings)
     assert len(empty) == 0 and list(offsets) == [0]
 
@@ -381,6 +456,6 @@ def test_the_python_varint_is_protobufs(n):
     from hopsim.schemas.wire import varint
 
     if n == 0:
-        assert varint(0) == b"\x00"                 # (proto3 writes no field for a zero)
+        assert varint(0) == b"\x00"  # (proto3 writes no field for a zero)
     else:
         assert b"\x28" + varint(n) == Envelope(seq=n).SerializeToString()

@@ -1,5 +1,6 @@
 """run_scenario keeps the objects from before a run out of the cyclic collector's passes while the
 run lasts, and gives every one of them back after it (hopsim.scenarios.runner)."""
+
 from __future__ import annotations
 
 import gc
@@ -34,11 +35,11 @@ def test_a_run_defers_the_collector_and_gives_everything_back(monkeypatch):
     gone = weakref.ref(before)
     assert gc.get_freeze_count() == 0
     runner.run_scenario("lander", duration_s=1.0)
-    assert seen and seen[0] > 0                 # the objects from before were out of its passes
-    assert gc.get_freeze_count() == 0           # ... and are the collector's again
+    assert seen and seen[0] > 0  # the objects from before were out of its passes
+    assert gc.get_freeze_count() == 0  # ... and are the collector's again
     del before
     gc.collect()
-    assert gone() is None                       # garbage from before the run is still collected
+    assert gone() is None  # garbage from before the run is still collected
 
 
 def test_a_process_that_froze_objects_itself_is_left_as_it_is(monkeypatch):
@@ -49,6 +50,6 @@ def test_a_process_that_froze_objects_itself_is_left_as_it_is(monkeypatch):
         runner.run_scenario("lander", duration_s=1.0)
         # nothing more frozen for the run (frozen objects may still be freed: the count only falls)
         assert len(seen) == 1 and seen[0] <= frozen
-        assert gc.get_freeze_count() > 0        # and what the process froze is still frozen
+        assert gc.get_freeze_count() > 0  # and what the process froze is still frozen
     finally:
         gc.unfreeze()

@@ -1,4 +1,5 @@
 """The committed *_pb2 modules match the .proto files (regenerate: python hopsim/schemas/generate.py)."""
+
 from hopsim.schemas.generate import stale_modules
 
 

@@ -3,6 +3,7 @@ each error match the bias and sigma (fixed seed, thousands of samples, bounds of
 errors), a dropout marks measurements invalid until cleared, and the same seed gives the same
 measurements. The relative-state sensor (CmFrameStateSensor) against the Hill-frame state formed
 in the test from its definition, and against the exact offset of two spacecraft on one circle."""
+
 import math
 
 import numpy as np
@@ -18,14 +19,19 @@ from hopsim.dynamics.spatial import quat_conjugate, quat_multiply, quat_to_dcm
 from hopsim.kernel import FixedRate, Model, Out, Simulation
 from hopsim.schemas import Fault, Quaternion, Vector3, VehicleState
 
-W = 0.02            # truth spin about z (rad/s)
+W = 0.02  # truth spin about z (rad/s)
 
 
 def truth_at(t):
     """Spinning about z, moving on a line, accelerating along x: the state at t (s)."""
     q = np.array([0.0, 0.0, math.sin(0.5 * W * t), math.cos(0.5 * W * t)])
-    return q, np.array([7e6 + 10 * t, 5.0, -3.0]), np.array([10.0, 0.0, 0.0]), np.array([0.0, 0.0, W]), \
-        np.array([0.3, 0.0, -9.0])
+    return (
+        q,
+        np.array([7e6 + 10 * t, 5.0, -3.0]),
+        np.array([10.0, 0.0, 0.0]),
+        np.array([0.0, 0.0, W]),
+        np.array([0.3, 0.0, -9.0]),
+    )
 
 
 class Truth(Model):
@@ -35,9 +41,18 @@ class Truth(Model):
 
     def update_flow_outs(self, t_ns):
         q, r, v, w, a = truth_at(t_ns / 1e9)
-        self.write("state", VehicleState(vehicle="sc", t_ns=t_ns, q_BN=Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]),
-                                         r_BN_N=Vector3(x=r[0], y=r[1], z=r[2]), v_BN_N=Vector3(x=v[0], y=v[1], z=v[2]),
-                                         omega_BN_B=Vector3(x=w[0], y=w[1], z=w[2]), a_BN_N=Vector3(x=a[0], y=a[1], z=a[2])))
+        self.write(
+            "state",
+            VehicleState(
+                vehicle="sc",
+                t_ns=t_ns,
+                q_BN=Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]),
+                r_BN_N=Vector3(x=r[0], y=r[1], z=r[2]),
+                v_BN_N=Vector3(x=v[0], y=v[1], z=v[2]),
+                omega_BN_B=Vector3(x=w[0], y=w[1], z=w[2]),
+                a_BN_N=Vector3(x=a[0], y=a[1], z=a[2]),
+            ),
+        )
 
 
 def run(sensor, port, duration_s=400.0, faults=(), seed=3):
@@ -72,13 +87,26 @@ def test_star_tracker_error_has_its_bias_and_sigma():
 
 
 def test_gnss_and_imu_errors_have_their_bias_and_sigma():
-    out = run(GnssReceiver("gnss", "sc", sigma_pos_m=(3, 3, 6), sigma_vel_mps=0.1, bias_pos_m=(1, 0, -2), rate_hz=10.0),
-              "fix")
+    out = run(
+        GnssReceiver("gnss", "sc", sigma_pos_m=(3, 3, 6), sigma_vel_mps=0.1, bias_pos_m=(1, 0, -2), rate_hz=10.0), "fix"
+    )
     errors = np.array([[m.r_BN_N.x, m.r_BN_N.y, m.r_BN_N.z] - truth_at(m.t_ns / 1e9)[1] for m in out[1:]])
     check(errors, [1, 0, -2], [3, 3, 6])
     gravity = np.array([0.0, 0.0, -9.0])
-    out = run(Imu("imu", "sc", gyro_sigma_radps=2e-5, gyro_bias_radps=(1e-5, 0, -1e-5), scale_factor=0.01,
-                  accel_sigma_mps2=1e-3, accel_bias_mps2=(0, 2e-3, 0), gravity_N=gravity, rate_hz=10.0), "imu")
+    out = run(
+        Imu(
+            "imu",
+            "sc",
+            gyro_sigma_radps=2e-5,
+            gyro_bias_radps=(1e-5, 0, -1e-5),
+            scale_factor=0.01,
+            accel_sigma_mps2=1e-3,
+            accel_bias_mps2=(0, 2e-3, 0),
+            gravity_N=gravity,
+            rate_hz=10.0,
+        ),
+        "imu",
+    )
     gyro, accel = [], []
     for m in out[1:]:
         q, _, _, w, a = truth_at(m.t_ns / 1e9)
@@ -123,19 +151,28 @@ def test_relative_state_of_two_orbiting_spacecraft_is_the_hill_state_by_hand():
     in Hill and UVW (the same axes) and in N (the plain differences)."""
     recorder = MemoryRecorder()
     sim = Simulation(seed=1, recorder=recorder)
-    for name, el in (("chief", (6.9e6, 0.01, math.radians(51.6), 0.3, 0.5, 0.1)),
-                     ("deputy", (6.95e6, 0.02, math.radians(51.0), 0.31, 0.6, 0.05))):
+    for name, el in (
+        ("chief", (6.9e6, 0.01, math.radians(51.6), 0.3, 0.5, 0.1)),
+        ("deputy", (6.95e6, 0.02, math.radians(51.0), 0.31, 0.6, 0.05)),
+    ):
         sim.add_island(name, integrator=DOP853(rtol=1e-10, atol=1e-6, max_step=10.0))
         r, v = state_from_elements(*el, EARTH_MU)
         sim.add_model(OrbitingSpacecraft(name, r, v, 100.0, np.diag([40.0, 50.0, 30.0]), rate_hz=1.0), name)
     for frame in ("hill", "uvw", "inertial"):
-        sim.add_model(CmFrameStateSensor(f"rel_{frame}", "chief", "deputy", frame=frame, sigma_pos_m=0.0,
-                                         sigma_vel_mps=0.0, rate_hz=1.0), "chief",
-                      ties={"chief": "chief/state", "deputy": "deputy/state", "relative": f"chief/rel_{frame}"})
+        sim.add_model(
+            CmFrameStateSensor(
+                f"rel_{frame}", "chief", "deputy", frame=frame, sigma_pos_m=0.0, sigma_vel_mps=0.0, rate_hz=1.0
+            ),
+            "chief",
+            ties={"chief": "chief/state", "deputy": "deputy/state", "relative": f"chief/rel_{frame}"},
+        )
     sim.advance_to(120.0)
     recorder.flush()
-    states = {(e.payload.vehicle, e.payload.t_ns): e.payload for e in recorder.envelopes
-              if e.topic in ("chief/state", "deputy/state")}
+    states = {
+        (e.payload.vehicle, e.payload.t_ns): e.payload
+        for e in recorder.envelopes
+        if e.topic in ("chief/state", "deputy/state")
+    }
     for frame in ("hill", "uvw", "inertial"):
         published = [e for e in recorder.envelopes if e.topic == f"chief/rel_{frame}"]
         out = [e.payload for e in published]
@@ -152,7 +189,7 @@ def test_relative_state_of_two_orbiting_spacecraft_is_the_hill_state_by_hand():
 
 
 R_ORBIT, INCLINATION, RAAN = 6.9e6, math.radians(51.6), 0.7
-N_ORBIT = math.sqrt(EARTH_MU / R_ORBIT ** 3)
+N_ORBIT = math.sqrt(EARTH_MU / R_ORBIT**3)
 
 
 class CircularOrbit(Model):
@@ -170,12 +207,20 @@ class CircularOrbit(Model):
     def update_flow_outs(self, t_ns):
         u = self.phase + N_ORBIT * t_ns / 1e9
         p = np.array([math.cos(RAAN), math.sin(RAAN), 0.0])
-        q = np.array([-math.sin(RAAN) * math.cos(INCLINATION), math.cos(RAAN) * math.cos(INCLINATION),
-                      math.sin(INCLINATION)])
+        q = np.array(
+            [-math.sin(RAAN) * math.cos(INCLINATION), math.cos(RAAN) * math.cos(INCLINATION), math.sin(INCLINATION)]
+        )
         r = R_ORBIT * (math.cos(u) * p + math.sin(u) * q)
         v = R_ORBIT * N_ORBIT * (-math.sin(u) * p + math.cos(u) * q)
-        self.write("state", VehicleState(vehicle=self.name, t_ns=t_ns, r_BN_N=Vector3(x=r[0], y=r[1], z=r[2]),
-                                         v_BN_N=Vector3(x=v[0], y=v[1], z=v[2])))
+        self.write(
+            "state",
+            VehicleState(
+                vehicle=self.name,
+                t_ns=t_ns,
+                r_BN_N=Vector3(x=r[0], y=r[1], z=r[2]),
+                v_BN_N=Vector3(x=v[0], y=v[1], z=v[2]),
+            ),
+        )
 
 
 def run_pair(sensor, dtheta, duration_s=30.0, faults=()):
@@ -216,8 +261,11 @@ def test_a_deputy_on_another_island_is_measured_at_the_latest_common_instant():
     for island, name, phase in (("a", "chief", 0.2), ("b", "deputy", 0.21)):
         sim.add_island(island)
         sim.add_model(CircularOrbit(name, phase), island, ties={"state": f"{island}/{name}"})
-    sim.add_model(CmFrameStateSensor("rel", "chief", "deputy", sigma_pos_m=0.0, sigma_vel_mps=0.0, rate_hz=1.0), "a",
-                  ties={"chief": "a/chief", "deputy": "b/deputy", "relative": "a/relative"})
+    sim.add_model(
+        CmFrameStateSensor("rel", "chief", "deputy", sigma_pos_m=0.0, sigma_vel_mps=0.0, rate_hz=1.0),
+        "a",
+        ties={"chief": "a/chief", "deputy": "b/deputy", "relative": "a/relative"},
+    )
     sim.advance_to(5.0)
     recorder.flush()
     out = [e for e in recorder.envelopes if e.topic == "a/relative"]
@@ -239,15 +287,24 @@ def test_relative_sensor_faults_noise_and_bad_frame():
     assert all(_xyz(m.r_DC_F) @ _xyz(m.r_DC_F) == 0.0 for m in out if not m.valid)
     assert all(np.allclose(_xyz(m.r_DC_F), expected, rtol=1e-9) for m in out if m.valid)
     # sensor_bias: value (m) added to every position axis on top of bias_pos_m, until cleared
-    faults = [(Fault(target="rel", kind="sensor_bias", value=3.0), 10.05),
-              (Fault(target="rel", kind="sensor_bias", clear=True), 20.05)]
+    faults = [
+        (Fault(target="rel", kind="sensor_bias", value=3.0), 10.05),
+        (Fault(target="rel", kind="sensor_bias", clear=True), 20.05),
+    ]
     for e in run_pair(quiet(bias_pos_m=(1.0, 0.0, -2.0)), dtheta, faults=faults):
         m = e.payload
         bias = np.array([1.0, 0.0, -2.0]) + (3.0 if 10.05 <= e.t_ns / 1e9 < 20.05 else 0.0)
         assert np.allclose(_xyz(m.r_DC_F) - expected, bias, rtol=0, atol=1e-9 * R_ORBIT * dtheta)
     # noise: the errors have their sigma (per axis of the Hill frame); the bias as configured
-    sensor = CmFrameStateSensor("rel", "chief", "deputy", sigma_pos_m=(0.5, 0.5, 1.0), sigma_vel_mps=0.01,
-                                bias_pos_m=(0.2, 0.0, 0.0), rate_hz=10.0)
+    sensor = CmFrameStateSensor(
+        "rel",
+        "chief",
+        "deputy",
+        sigma_pos_m=(0.5, 0.5, 1.0),
+        sigma_vel_mps=0.01,
+        bias_pos_m=(0.2, 0.0, 0.0),
+        rate_hz=10.0,
+    )
     out = [e.payload for e in run_pair(sensor, dtheta, duration_s=400.0)]
     check(np.array([_xyz(m.r_DC_F) - expected for m in out[1:]]), [0.2, 0, 0], [0.5, 0.5, 1.0])
     check(np.array([_xyz(m.v_DC_F) for m in out[1:]]), [0, 0, 0], [0.01] * 3)

@@ -1,4 +1,5 @@
 """Integer-nanosecond time: periodic schedules never drift."""
+
 from fractions import Fraction
 
 from hypothesis import given, strategies as st
@@ -21,7 +22,7 @@ def test_two_and_a_half_hz_is_every_400_ms():
 @given(st.sampled_from([1.0, 2.5, 3.0, 7.0, 50.0, 100.0, 1000.0, 0.1]), st.integers(0, 10**12))
 def test_instant_is_rounded_exact_multiple(rate, k):
     s = PeriodicSchedule(rate)
-    exact = Fraction(k) * Fraction(10**9) / Fraction(str(rate))   # the decimal rate the user wrote
+    exact = Fraction(k) * Fraction(10**9) / Fraction(str(rate))  # the decimal rate the user wrote
     assert abs(s.instant(k) - exact) <= Fraction(1, 2)
 
 

@@ -1,6 +1,7 @@
 """Spherical-harmonic gravity (Cunningham's recursion) against independent references: the closed-form
 J2 acceleration, a potential summed directly from SciPy's associated Legendre functions, and that
 potential's gradient by finite differences; the shipped GGM03S field against its published values."""
+
 import math
 
 import numpy as np
@@ -8,8 +9,7 @@ import pytest
 from scipy.special import lpmv
 
 from hopsim.dynamics.gravity import zonal_acceleration
-from hopsim.dynamics.spherical_harmonics import (ggm03s, spherical_harmonic_acceleration,
-                                                 spherical_harmonic_potential)
+from hopsim.dynamics.spherical_harmonics import ggm03s, spherical_harmonic_acceleration, spherical_harmonic_potential
 
 RNG = np.random.default_rng(2026)
 
@@ -41,7 +41,7 @@ def test_the_shipped_field_is_ggm03s():
     assert field.C[20, 20] == 3.732639233911e-09 and field.S[20, 20] == -1.269653878289e-08
     assert field.C[0, 0] == 1.0 and not field.C[1].any() and not field.S[:, 0].any()
     C, _ = field.unnormalized()
-    assert -C[2, 0] == pytest.approx(1.0826e-3, rel=1e-4)          # the Earth's J2
+    assert -C[2, 0] == pytest.approx(1.0826e-3, rel=1e-4)  # the Earth's J2
 
 
 def test_degree_two_zonal_equals_the_closed_form_j2():
@@ -82,4 +82,4 @@ def test_acceleration_is_the_gradient_of_the_direct_potential():
         a = spherical_harmonic_acceleration(r, field.mu, field.radius, C, S, 20)
         a_low = spherical_harmonic_acceleration(r, field.mu, field.radius, C_low, S_low, 20)
         assert np.max(np.abs(a - grad)) < 1e-8
-        assert np.max(np.abs(a - a_low)) > 1e-7                   # the high degrees are resolved
+        assert np.max(np.abs(a - a_low)) > 1e-7  # the high degrees are resolved

@@ -1,4 +1,5 @@
 """The rigid-vehicle dynamics actor inside the kernel, against analytic solutions and SciPy."""
+
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
@@ -8,7 +9,7 @@ from hopsim.actors.vehicle_dynamics import RigidVehicleDynamics
 from hopsim.bus import MemoryRecorder
 from hopsim.kernel import ContinuousModel, NoIo, Simulation
 
-INERTIA = np.diag([0.0229, 0.0242, 0.0214])   # SPHERES-like (kg m^2)
+INERTIA = np.diag([0.0229, 0.0242, 0.0214])  # SPHERES-like (kg m^2)
 
 
 class Push(ContinuousModel):
@@ -55,8 +56,9 @@ def test_tumbling_body_matches_scipy_and_conserves_momentum_and_energy():
     sim.add_island("v", n_integration_steps=20)
     body = sim.add_model(RigidVehicleDynamics("sph", 4.3, INERTIA, q_BN=q0, omega_BN_B=w0, rate_hz=10.0), "v")
     sim.advance_to(30.0)
-    ref = solve_ivp(euler_rhs, (0, 30.0), np.concatenate([q0, w0]), args=(INERTIA,), method="DOP853",
-                    rtol=1e-12, atol=1e-12)
+    ref = solve_ivp(
+        euler_rhs, (0, 30.0), np.concatenate([q0, w0]), args=(INERTIA,), method="DOP853", rtol=1e-12, atol=1e-12
+    )
     q_ref = ref.y[:4, -1] / np.linalg.norm(ref.y[:4, -1])
     q_ref *= np.sign(q_ref[3])
     assert np.allclose(body.omega_BN_B, ref.y[4:, -1], atol=1e-7)
@@ -83,7 +85,7 @@ def test_off_centre_force_spins_the_body_about_its_centre_of_mass():
     state = [e.payload for e in rec.envelopes if e.topic == "v/state"][-1]
     wdot = np.array([state.omega_dot_BN_B.x, state.omega_dot_BN_B.y, state.omega_dot_BN_B.z])
     expected = np.linalg.solve(INERTIA, np.cross(p - c, F))
-    assert np.allclose(wdot, expected, rtol=1e-3, atol=1e-6)   # after 10 ms of spin-up
+    assert np.allclose(wdot, expected, rtol=1e-3, atol=1e-6)  # after 10 ms of spin-up
     a = np.array([state.a_BN_N.x, state.a_BN_N.y, state.a_BN_N.z])
     # the published acceleration is the body origin's: a_B = F/m - wdot x c (at rest, R ~ I)
     assert np.allclose(a, F / 4.3 - np.cross(expected, c), rtol=1e-3, atol=1e-7)

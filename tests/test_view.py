@@ -2,6 +2,7 @@
 equals what was recorded, checked against the messages themselves, the scenario's own outcome and
 its layout; the page, in a real browser, draws each vehicle where and as the recording has it,
 plays, jumps to events and plots a signal with its cursor on the time slider."""
+
 import json
 import re
 import os
@@ -27,9 +28,20 @@ from hopsim.view.server import RunView, decimate, serve
 
 
 def state(name, t_ns, r, q=(0.0, 0.0, 0.0, 1.0)):
-    return Envelope(t_ns=t_ns, deliver_ns=t_ns, source=name, topic=f"{name}/state", seq=0, priority=0,
-                    payload=VehicleState(vehicle=name, t_ns=t_ns, r_BN_N=Vector3(x=r[0], y=r[1], z=r[2]),
-                                         q_BN=Quaternion(x=q[0], y=q[1], z=q[2], w=q[3])))
+    return Envelope(
+        t_ns=t_ns,
+        deliver_ns=t_ns,
+        source=name,
+        topic=f"{name}/state",
+        seq=0,
+        priority=0,
+        payload=VehicleState(
+            vehicle=name,
+            t_ns=t_ns,
+            r_BN_N=Vector3(x=r[0], y=r[1], z=r[2]),
+            q_BN=Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]),
+        ),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +53,9 @@ def two_rates(tmp_path_factory):
         t_ns = k * 100_000_000
         recorder.record(state("a", t_ns, (7.0e6 + 0.01 * k, -2.0, 3.0 + 1e-3 * k)))
         if t_ns >= 1_000_000_000 and t_ns % 500_000_000 == 0:
-            recorder.record(state("b", t_ns, (7.0e6 + 5.0, 1.0, 0.25 * k), (0.0, 0.0, np.sin(0.1 * k), np.cos(0.1 * k))))
+            recorder.record(
+                state("b", t_ns, (7.0e6 + 5.0, 1.0, 0.25 * k), (0.0, 0.0, np.sin(0.1 * k), np.cos(0.1 * k)))
+            )
         recorder.flush()
     recorder.close()
     return path
@@ -56,8 +70,8 @@ def test_poses_are_the_recorded_states(two_rates):
     assert np.max(np.abs(a[:, 0] - (7.0e6 + 0.01 * np.arange(31)))) < 1e-6
     assert np.max(np.abs(a[:, 2] - (3.0 + 1e-3 * np.arange(31)))) < 1e-6
     b = poses.r_N[:, 1]
-    assert np.isnan(b[:10]).all()                                    # not yet recorded
-    for k in range(10, 31):                                          # held between its 2 Hz states
+    assert np.isnan(b[:10]).all()  # not yet recorded
+    for k in range(10, 31):  # held between its 2 Hz states
         last = k - k % 5
         assert b[k, 2] + poses.origin_N[2] == pytest.approx(0.25 * last, abs=1e-6)
         assert poses.q_BN[k, 1, 2] == pytest.approx(np.sin(0.1 * last), abs=1e-7)
@@ -82,15 +96,21 @@ def test_poses_in_a_chiefs_hill_frame(tmp_path):
         v_c = a * n * np.array([-np.sin(th), np.cos(th) * np.cos(inc), np.cos(th) * np.sin(inc)])
         C_HN = hill_dcm(r_c, v_c)
         rho = np.array([20.0 * np.sin(0.3 * k), 150.0 - 10.0 * k, -5.0 + k])
-        R_HB = Rotation.from_rotvec([0.1 * k, -0.2, 0.05 * k])             # the attitude relative to H
-        placed = {"chief": (r_c, v_c, Rotation.identity()),
-                  "up": (r_c + 100.0 * C_HN[0], v_c, Rotation.identity()),
-                  "mover": (r_c + C_HN.T @ rho, v_c, Rotation.from_matrix(C_HN.T) * R_HB)}
+        R_HB = Rotation.from_rotvec([0.1 * k, -0.2, 0.05 * k])  # the attitude relative to H
+        placed = {
+            "chief": (r_c, v_c, Rotation.identity()),
+            "up": (r_c + 100.0 * C_HN[0], v_c, Rotation.identity()),
+            "mover": (r_c + C_HN.T @ rho, v_c, Rotation.from_matrix(C_HN.T) * R_HB),
+        }
         for name, (r, v, R_NB) in placed.items():
             q = R_NB.as_quat()
-            msg = VehicleState(vehicle=name, t_ns=t_ns, r_BN_N=Vector3(x=r[0], y=r[1], z=r[2]),
-                               v_BN_N=Vector3(x=v[0], y=v[1], z=v[2]),
-                               q_BN=Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]))
+            msg = VehicleState(
+                vehicle=name,
+                t_ns=t_ns,
+                r_BN_N=Vector3(x=r[0], y=r[1], z=r[2]),
+                v_BN_N=Vector3(x=v[0], y=v[1], z=v[2]),
+                q_BN=Quaternion(x=q[0], y=q[1], z=q[2], w=q[3]),
+            )
             recorder.record(Envelope(t_ns, t_ns, name, f"{name}/state", k, 0, msg))
         recorder.flush()
         expected.append((inertial_to_hill(r_c, v_c, r_c + C_HN.T @ rho, v_c)[0], R_HB))
@@ -99,12 +119,12 @@ def test_poses_in_a_chiefs_hill_frame(tmp_path):
     poses = read_poses(ColumnReader(path), hill_of="chief")
     assert poses.frame == "hill:chief" and poses.vehicles == ["chief", "mover", "up"]
     assert np.all(poses.origin_N == 0.0)
-    assert np.max(np.abs(poses.r_N[:, 0])) == 0.0                              # the chief at H's origin
-    assert np.max(np.abs(poses.r_N[:, 2] - [100.0, 0.0, 0.0])) < 1e-4         # radially out
+    assert np.max(np.abs(poses.r_N[:, 0])) == 0.0  # the chief at H's origin
+    assert np.max(np.abs(poses.r_N[:, 2] - [100.0, 0.0, 0.0])) < 1e-4  # radially out
     for k, (rho, R_HB) in enumerate(expected):
-        assert np.max(np.abs(poses.r_N[k, 1] - rho)) < 1e-4                    # float32 of ~150 m
+        assert np.max(np.abs(poses.r_N[k, 1] - rho)) < 1e-4  # float32 of ~150 m
         got = Rotation.from_quat(poses.q_BN[k, 1].astype(float))
-        assert (got.inv() * R_HB).magnitude() < 1e-6                           # rad
+        assert (got.inv() * R_HB).magnitude() < 1e-6  # rad
     view = RunView(path, hill_of="chief")
     assert view.run()["frame"] == "hill:chief" and view.scene() == {"kind": "hill", "chief": "chief"}
     with pytest.raises(ValueError, match="no vehicle 'nobody'.*chief, mover, up"):
@@ -115,7 +135,7 @@ def test_poses_in_a_chiefs_hill_frame(tmp_path):
 
 def test_many_vehicles_keep_every_kth_instant(two_rates):
     poses = read_poses(ColumnReader(two_rates), max_samples=20)
-    assert poses.every == 4                                          # ceil(31 * 2 / 20)
+    assert poses.every == 4  # ceil(31 * 2 / 20)
     assert np.allclose(poses.t_s, np.arange(0, 31, 4) * 0.1)
     assert poses.r_N.shape == (8, 2, 3)
 
@@ -124,7 +144,7 @@ def test_pose_bytes_round_trip(two_rates):
     poses = read_poses(ColumnReader(two_rates))
     blob = poses.to_bytes()
     n = int(np.frombuffer(blob[:4], "<u4")[0])
-    header = json.loads(blob[4:4 + n])
+    header = json.loads(blob[4 : 4 + n])
     assert (4 + n) % 8 == 0 and header["vehicles"] == ["a", "b"] and header["instants"] == 31
     at = 4 + n
     t = np.frombuffer(blob, "<f8", 31, at)
@@ -137,7 +157,7 @@ def test_pose_bytes_round_trip(two_rates):
 def test_decimation_keeps_each_buckets_extremes():
     t = np.arange(100_000, dtype=float)
     v = np.sin(t / 5000)
-    v[73_123] = 50.0                                                  # a spike
+    v[73_123] = 50.0  # a spike
     td, vd = decimate(t, v, 1000)
     assert len(td) <= 1000 and np.all(np.diff(td) > 0)
     assert 50.0 in vd and vd.min() == pytest.approx(v.min())
@@ -220,13 +240,16 @@ def test_view_command_refuses_clearly(tmp_path):
 
 # ------------------------------------------------------------------------------------ the page
 
+
 def browser_or_skip():
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         sync_playwright = None
     executable = chromium_path()
-    missing = "playwright" if sync_playwright is None else ("chromium (apt install chromium)" if executable is None else None)
+    missing = (
+        "playwright" if sync_playwright is None else ("chromium (apt install chromium)" if executable is None else None)
+    )
     if missing:
         if os.environ.get("CI") == "true":
             pytest.fail(f"{missing} is missing: `make test` installs it")
@@ -244,8 +267,9 @@ def test_page_draws_plays_jumps_and_plots(served, docking):
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(url + "/")
-        page.wait_for_function("window.hopsimViewer && (window.hopsimViewer.ready || window.hopsimViewer.error)",
-                               timeout=60_000)
+        page.wait_for_function(
+            "window.hopsimViewer && (window.hopsimViewer.ready || window.hopsimViewer.error)", timeout=60_000
+        )
         assert page.evaluate("window.hopsimViewer.error") is None and not errors
         # each body where the recording has it, its +x axis along R(q_BN) x_B, at a recorded instant
         k = 25
@@ -286,7 +310,7 @@ def test_page_draws_plays_jumps_and_plots(served, docking):
 
     pixels = np.asarray(Image.open(io.BytesIO(shot)).convert("RGB")).reshape(-1, 3).astype(int)
     orange = (pixels[:, 0] > 150) & (pixels[:, 1] > 90) & (pixels[:, 1] < 170) & (pixels[:, 2] < 90)
-    assert orange.sum() > 50                                         # the bodies are on screen
+    assert orange.sum() > 50  # the bodies are on screen
 
 
 def layout_topics(layout) -> set[str]:
@@ -331,11 +355,16 @@ def test_walls_are_in_foxgloves_scene(tmp_path):
     run_scenario("pileup", {"n_vehicles": 4}, duration_s=0.2, out=path)
     box, _, _ = pileup_layout(PileupParams(n_vehicles=4), np.random.default_rng(0))
     with open(path, "rb") as f:
-        walls = [e for _, c, _, m in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages()
-                 if c.topic == "viz/scene" for e in m.entities if e.id == "volume"]
+        walls = [
+            e
+            for _, c, _, m in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages()
+            if c.topic == "viz/scene"
+            for e in m.entities
+            if e.id == "volume"
+        ]
     assert len(walls) == 1
     points = [(p.x, p.y, p.z) for p in walls[0].lines[0].points]
-    assert len(points) == 24                                          # 12 edges
+    assert len(points) == 24  # 12 edges
     assert {c for p in points for c in p} == {0.0, box}
 
 
@@ -351,7 +380,7 @@ def test_following_a_recording_as_it_is_written(tmp_path):
     view = RunView(path, follow=True)
     assert len(view.poses.t_s) == 10 and view.poses.r_N[-1, 0, 0] == pytest.approx(9.0 - 0.0, abs=1e-6)
     origin = view.poses.origin_N.copy()
-    assert not view.refresh()                                      # nothing new
+    assert not view.refresh()  # nothing new
     for k in range(10, 25):
         recorder.record(state("a", k * 100_000_000, (1.0 + k, 2.0, 3.0)))
         recorder.flush()
@@ -372,8 +401,13 @@ def test_bodies_and_ports_in_foxgloves_scene(docking):
     from hopsim.bus.scene import _port_arrow
 
     with open(docking[0], "rb") as f:
-        bodies = {e.frame_id: e for _, c, _, m in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages()
-                  if c.topic == "viz/scene" for e in m.entities if e.id.startswith("body/")}
+        bodies = {
+            e.frame_id: e
+            for _, c, _, m in make_reader(f, decoder_factories=[DecoderFactory()]).iter_decoded_messages()
+            if c.topic == "viz/scene"
+            for e in m.entities
+            if e.id.startswith("body/")
+        }
     assert sorted(bodies) == ["sph1", "sph2"]
     for e in bodies.values():
         assert e.spheres[0].size.x == pytest.approx(0.2) and e.frame_locked

@@ -5,6 +5,7 @@ stored energy, clamped to [0, total_power_Wh]. The seed's constants are kept (69
 its printed slips are not: efficiency is a fraction (1.0 means 100 %, as its own text says), and
 the tick factor is 1/3600.0 h per s (the printed C++ ``1/3600`` is integer division, i.e. 0).
 """
+
 from __future__ import annotations
 
 from hopsim.kernel import FixedRate, In, Model, Out
@@ -19,16 +20,22 @@ class Battery(Model):
     inputs = {"load": In(Scalar, doc="power drawn (W)"), "source": In(Scalar, doc="power supplied (W)")}
     outputs = {"state": Out(BatteryState)}
     io_schedule = FixedRate(1.0)
-    feed_through = False      # the output is the stored energy, a state
+    feed_through = False  # the output is the stored energy, a state
 
-    def __init__(self, name: str, total_power_Wh: float = 69.1, initial_Wh: float | None = None,
-                 efficiency: float = 1.0, alarm_threshold_Wh: float = 0.0, rate_hz: float = 1.0):
+    def __init__(
+        self,
+        name: str,
+        total_power_Wh: float = 69.1,
+        initial_Wh: float | None = None,
+        efficiency: float = 1.0,
+        alarm_threshold_Wh: float = 0.0,
+        rate_hz: float = 1.0,
+    ):
         super().__init__(name)
         if total_power_Wh <= 0:
             raise ValueError(f"{name}: total_power_Wh must be positive, got {total_power_Wh}")
         if not 0.0 <= efficiency <= 1.0:
-            raise ValueError(f"{name}: efficiency is a fraction in [0, 1] (1.0 means 100 %), "
-                             f"got {efficiency}")
+            raise ValueError(f"{name}: efficiency is a fraction in [0, 1] (1.0 means 100 %), got {efficiency}")
         self.total_power_Wh = total_power_Wh
         self.efficiency = efficiency
         self.alarm_threshold_Wh = alarm_threshold_Wh
@@ -47,6 +54,11 @@ class Battery(Model):
         self.power_level_Wh = min(max(level, 0.0), self.total_power_Wh)
 
     def update_flow_outs(self, t_ns: int) -> None:
-        self.write("state", BatteryState(power_level_Wh=self.power_level_Wh,
-                                         total_power_Wh=self.total_power_Wh,
-                                         alarm=self.power_level_Wh < self.alarm_threshold_Wh))
+        self.write(
+            "state",
+            BatteryState(
+                power_level_Wh=self.power_level_Wh,
+                total_power_Wh=self.total_power_Wh,
+                alarm=self.power_level_Wh < self.alarm_threshold_Wh,
+            ),
+        )

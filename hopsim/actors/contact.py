@@ -38,6 +38,7 @@ Contact needs its islands in one process with the monitor: on the ``ray`` backen
 models too; with ``per-model`` the flow models are Ray actors). Checkpoints cannot be taken while
 islands are merged.
 """
+
 from __future__ import annotations
 
 import math
@@ -47,9 +48,18 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from hopsim.actors.welding import Weldable
-from hopsim.dynamics.contact import (apply_impulse, broadphase_pairs, point_velocity, port_alignment,
-                                     relative_pose, sphere_contact_impulse, sphere_gap, wall_contact_impulse,
-                                     wall_gap, weld_state)
+from hopsim.dynamics.contact import (
+    apply_impulse,
+    broadphase_pairs,
+    point_velocity,
+    port_alignment,
+    relative_pose,
+    sphere_contact_impulse,
+    sphere_gap,
+    wall_contact_impulse,
+    wall_gap,
+    weld_state,
+)
 from hopsim.dynamics.spatial import quat_to_dcm
 from hopsim.kernel import ContinuousModel, In
 from hopsim.kernel.zero_crossing import ZeroCrossing
@@ -73,8 +83,9 @@ class ContactParams(BaseModel):
     docking: bool = Field(True, description="vehicles with ports latch when the ports face each other")
     dock_angle_deg: float = Field(10.0, gt=0, le=180, description="largest angle between facing ports")
     dock_gap_m: float = Field(0.1, gt=0, description="largest distance between the port points")
-    dock_speed_mps: float | None = Field(None, gt=0, description="largest closing speed the latch captures "
-                                         "(m/s; faster: an impact); None: any")
+    dock_speed_mps: float | None = Field(
+        None, gt=0, description="largest closing speed the latch captures (m/s; faster: an impact); None: any"
+    )
     volume_min_N: Vec3 | None = Field(None, description="walls: lower corner of the test volume (m)")
     volume_max_N: Vec3 | None = Field(None, description="walls: upper corner of the test volume (m)")
 
@@ -86,8 +97,8 @@ class ContactBody:
     model: Weldable
     island: str
     radius_m: float
-    port_B: np.ndarray | None          # docking port direction (body frame), None: no port
-    max_accel_mps2: float              # bound on the acceleration its own actuators can give
+    port_B: np.ndarray | None  # docking port direction (body frame), None: no port
+    max_accel_mps2: float  # bound on the acceleration its own actuators can give
     index: int = 0
 
     @property
@@ -122,10 +133,10 @@ class DockingPort(ContinuousModel):
 class ContactWorld:
     """Contact of spherical vehicles; see the module docstring. Build it with the scenario:
 
-        world = ContactWorld(sim, ContactParams(...))
-        world.add_body(dynamics, "sph1", radius_m=0.1, port_B=(1, 0, 0))
-        ...
-        world.attach()          # after the last body, before the run starts
+    world = ContactWorld(sim, ContactParams(...))
+    world.add_body(dynamics, "sph1", radius_m=0.1, port_B=(1, 0, 0))
+    ...
+    world.attach()          # after the last body, before the run starts
     """
 
     def __init__(self, sim, params: ContactParams | None = None, name: str = "contact"):
@@ -136,16 +147,26 @@ class ContactWorld:
         self._by_name: dict[str, ContactBody] = {}
         self._pairs: dict[tuple[int, int], ZeroCrossing] = {}
         self._walls: dict[tuple[int, int], ZeroCrossing] = {}
-        self.contacts: list[dict] = []          # every impact, dock and undock, in order
+        self.contacts: list[dict] = []  # every impact, dock and undock, in order
         self.checks = 0
         self._period_s = 1.0 / self.params.check_rate_hz
         self._planes = self._wall_planes()
         if self._planes:
-            sim.scene["volume_N"] = [list(map(float, self.params.volume_min_N)), list(map(float, self.params.volume_max_N))]
+            sim.scene["volume_N"] = [
+                list(map(float, self.params.volume_min_N)),
+                list(map(float, self.params.volume_max_N)),
+            ]
 
     # ------------------------------------------------------------------ assembly
-    def add_body(self, model: Weldable, island: str, radius_m: float, port_B=None,
-                 max_accel_mps2: float = 0.0, dock_commands: bool = True) -> ContactBody:
+    def add_body(
+        self,
+        model: Weldable,
+        island: str,
+        radius_m: float,
+        port_B=None,
+        max_accel_mps2: float = 0.0,
+        dock_commands: bool = True,
+    ) -> ContactBody:
         """Let ``model`` (in home island ``island``) touch the others; ``port_B`` is its docking
         port direction in the body frame (None: it cannot dock)."""
         if radius_m <= 0:
@@ -165,8 +186,9 @@ class ContactWorld:
         self.sim.scene.setdefault("bodies", {})[model.name] = drawn
         self._by_name[model.name] = body
         if dock_commands:
-            self.sim.add_model(DockingPort(f"{model.name}_dock", model.name, self), island,
-                               ties={"cmd": f"{model.name}/dock_cmd"})
+            self.sim.add_model(
+                DockingPort(f"{model.name}_dock", model.name, self), island, ties={"cmd": f"{model.name}/dock_cmd"}
+            )
         return body
 
     def attach(self) -> None:
@@ -187,7 +209,7 @@ class ContactWorld:
         for axis in range(3):
             n = np.zeros(3)
             n[axis] = 1.0
-            planes.append((lo.copy(), n.copy()))      # inward normals
+            planes.append((lo.copy(), n.copy()))  # inward normals
             planes.append((hi.copy(), -n))
         return planes
 
@@ -202,8 +224,7 @@ class ContactWorld:
         speed = np.array([np.linalg.norm(b.model.x[3:6]) for b in self.bodies])
         P = self._period_s
         while True:
-            reach = np.array([b.radius_m + s * P + 0.5 * b.max_accel_mps2 * P * P
-                              for b, s in zip(self.bodies, speed)])
+            reach = np.array([b.radius_m + s * P + 0.5 * b.max_accel_mps2 * P * P for b, s in zip(self.bodies, speed)])
             pairs = [tuple(p) for p in broadphase_pairs(centres, reach)]
             components = self._components(pairs)
             bound = self._speed_bounds(components)
@@ -216,8 +237,9 @@ class ContactWorld:
 
     def _components(self, pairs) -> list[list[int]]:
         """Connected components of bodies over candidate pairs and welds."""
-        welds = [(b.index, self._by_name[b.model.primary.name].index)
-                 for b in self.bodies if b.model.primary is not None]
+        welds = [
+            (b.index, self._by_name[b.model.primary.name].index) for b in self.bodies if b.model.primary is not None
+        ]
         return connected_components(range(len(self.bodies)), [*pairs, *welds])
 
     def _speed_bounds(self, components) -> np.ndarray:
@@ -264,12 +286,12 @@ class ContactWorld:
         for i, j in pairs:
             a, b = self.bodies[i], self.bodies[j]
             if a.root is b.root:
-                continue                       # welded together: no contact between them
+                continue  # welded together: no contact between them
             wanted.add((i, j))
             if (i, j) not in self._pairs:
                 self._pairs[(i, j)] = self._pair_condition(a, b)
                 if sphere_gap(a.model.x, b.model.x, a.radius_m, b.radius_m) <= 0.0:
-                    self._resolve_pair(a, b, t_ns)     # already touching and closing: act now
+                    self._resolve_pair(a, b, t_ns)  # already touching and closing: act now
             self._arm(self._pairs[(i, j)], a)
         for key in list(self._pairs):
             if key not in wanted:
@@ -306,39 +328,56 @@ class ContactWorld:
 
     def _pair_condition(self, a: ContactBody, b: ContactBody) -> ZeroCrossing:
         ma, mb, ra, rb = a.model, b.model, a.radius_m, b.radius_m
-        return self._condition(f"{a.name}|{b.name}", a, lambda t_ns: float(sphere_gap(ma.x, mb.x, ra, rb)),
-                               lambda t_ns: self._resolve_pair(a, b, t_ns))
+        return self._condition(
+            f"{a.name}|{b.name}",
+            a,
+            lambda t_ns: float(sphere_gap(ma.x, mb.x, ra, rb)),
+            lambda t_ns: self._resolve_pair(a, b, t_ns),
+        )
 
     def _wall_condition(self, b: ContactBody, k: int) -> ZeroCrossing:
         point, normal = self._planes[k]
         m, r = b.model, b.radius_m
-        return self._condition(f"{b.name}|wall{k}", b, lambda t_ns: float(wall_gap(m.x, r, point, normal)),
-                               lambda t_ns: self._resolve_wall(b, k, t_ns))
+        return self._condition(
+            f"{b.name}|wall{k}",
+            b,
+            lambda t_ns: float(wall_gap(m.x, r, point, normal)),
+            lambda t_ns: self._resolve_wall(b, k, t_ns),
+        )
 
     def _condition(self, label: str, body: ContactBody, gap, resolve) -> ZeroCrossing:
         """A zero-crossing on ``gap`` that resolves the contact and keeps watching."""
+
         def touch(t_ns: int) -> None:
             resolve(t_ns)
-            if self._watches(zc):               # not disarmed by the contact (a dock)
+            if self._watches(zc):  # not disarmed by the contact (a dock)
                 self._arm(zc, body)
 
-        zc = ZeroCrossing(f"{self.name}:{label}", gap, touch, "falling", max(1, seconds(self.params.eps_s)),
-                          island=body.island, restorable=False)
+        zc = ZeroCrossing(
+            f"{self.name}:{label}",
+            gap,
+            touch,
+            "falling",
+            max(1, seconds(self.params.eps_s)),
+            island=body.island,
+            restorable=False,
+        )
         return zc
 
     # ------------------------------------------------------------------ impacts
     def _resolve_pair(self, a: ContactBody, b: ContactBody, t_ns: int) -> None:
         if a.root is b.root:
-            return                              # welded since the condition was armed: one body
+            return  # welded since the condition was armed: one body
         p = self.params
         xa, ma, Ia, ca = _composite_view(a.model)
         xb, mb, Ib, cb = _composite_view(b.model)
         n = (xb[0:3] - xa[0:3]) / np.linalg.norm(xb[0:3] - xa[0:3])
-        J, point = sphere_contact_impulse(xa, ma, Ia, ca, a.radius_m, xb, mb, Ib, cb, b.radius_m,
-                                          p.restitution, p.friction)
+        J, point = sphere_contact_impulse(
+            xa, ma, Ia, ca, a.radius_m, xb, mb, Ib, cb, b.radius_m, p.restitution, p.friction
+        )
         before = float(np.dot(point_velocity(xb, point) - point_velocity(xa, point), n))
         if before >= 0.0:
-            return                              # touching but not closing: nothing to do
+            return  # touching but not closing: nothing to do
         if p.docking and a.port_B is not None and b.port_B is not None:
             angle, gap = port_alignment(a.model.x, b.model.x, a.port_B, b.port_B, a.radius_m, b.radius_m)
             slow = p.dock_speed_mps is None or -before <= p.dock_speed_mps
@@ -348,21 +387,40 @@ class ContactWorld:
         _apply(a.root, -J, point)
         _apply(b.root, J, point)
         after = float(np.dot(point_velocity(b.model.x, point) - point_velocity(a.model.x, point), n))
-        self._record(KernelEvent.CONTACT, a, t_ns, a=a.name, b=b.name, impulse_Ns=J.tolist(),
-                     point_N=point.tolist(), normal_speed_before=before, normal_speed_after=after)
+        self._record(
+            KernelEvent.CONTACT,
+            a,
+            t_ns,
+            a=a.name,
+            b=b.name,
+            impulse_Ns=J.tolist(),
+            point_N=point.tolist(),
+            normal_speed_before=before,
+            normal_speed_after=after,
+        )
 
     def _resolve_wall(self, b: ContactBody, k: int, t_ns: int) -> None:
         point, normal = self._planes[k]
         x, m, inertia, c = _composite_view(b.model)
-        J, contact = wall_contact_impulse(x, m, inertia, c, b.radius_m, point, normal,
-                                          self.params.wall_restitution, self.params.wall_friction)
+        J, contact = wall_contact_impulse(
+            x, m, inertia, c, b.radius_m, point, normal, self.params.wall_restitution, self.params.wall_friction
+        )
         before = float(np.dot(point_velocity(x, contact), normal))
         if before >= 0.0:
             return
         _apply(b.root, J, contact)
         after = float(np.dot(point_velocity(b.model.x, contact), normal))
-        self._record(KernelEvent.CONTACT, b, t_ns, a=b.name, b=f"wall{k}", impulse_Ns=J.tolist(),
-                     point_N=contact.tolist(), normal_speed_before=before, normal_speed_after=after)
+        self._record(
+            KernelEvent.CONTACT,
+            b,
+            t_ns,
+            a=b.name,
+            b=f"wall{k}",
+            impulse_Ns=J.tolist(),
+            point_N=contact.tolist(),
+            normal_speed_before=before,
+            normal_speed_after=after,
+        )
 
     # ------------------------------------------------------------------ docking
     def _dock(self, a: ContactBody, b: ContactBody, t_ns: int, angle: float, gap: float, closing: float) -> None:
@@ -373,19 +431,28 @@ class ContactWorld:
         x_new, _, _ = weld_state(xa, ma, Ia, ca, xb, mb, Ib, cb)
         movers = [pb, *pb.followers]
         for f in movers:
-            f.check_weldable_follower()        # before anything moves: a refusal leaves both as they were
+            f.check_weldable_follower()  # before anything moves: a refusal leaves both as they were
         for f in pb.followers:
             pb.unweld(f)
         pa.x[0:13] = x_new
         for f in sorted(movers, key=lambda m: m.name):
             r_FP_P, q_FP = relative_pose(pa.x[0:13], f.x[0:13])
             pa.weld(f, r_FP_P, q_FP)
-        for i, j in list(self._pairs):      # one body now: no contact within it
+        for i, j in list(self._pairs):  # one body now: no contact within it
             if self.bodies[i].root is self.bodies[j].root:
                 self._disarm(self._pairs.pop((i, j)))
         self._reset_integrator(a)
-        self._record(KernelEvent.DOCK, a, t_ns, a=a.name, b=b.name, port_angle_deg=math.degrees(angle),
-                     port_gap_m=gap, primary=pa.name, normal_speed_before=-closing)
+        self._record(
+            KernelEvent.DOCK,
+            a,
+            t_ns,
+            a=a.name,
+            b=b.name,
+            port_angle_deg=math.degrees(angle),
+            port_gap_m=gap,
+            primary=pa.name,
+            normal_speed_before=-closing,
+        )
 
     def undock(self, vehicle: str, from_vehicle: str | None, separation_speed_mps: float, t_ns: int) -> None:
         """Release ``vehicle`` from its composite (from one neighbour, or from all); the two parts
@@ -394,14 +461,14 @@ class ContactWorld:
         root = body.root
         parts = [root, *root.followers]
         if len(parts) == 1:
-            return                              # not docked
+            return  # not docked
         leaving = body.model
         for f in list(root.followers):
             root.unweld(f)
         staying = [p for p in parts if p is not leaving]
         if from_vehicle is not None and from_vehicle not in {p.name for p in staying}:
             raise ValueError(f"{vehicle} is not docked to {from_vehicle}")
-        if len(staying) > 1:                    # the rest stays docked, around a new primary
+        if len(staying) > 1:  # the rest stays docked, around a new primary
             new_root = min(staying, key=lambda m: m.name)
             for f in staying:
                 if f is not new_root:
@@ -411,8 +478,14 @@ class ContactWorld:
         if separation_speed_mps > 0.0:
             self._separate(body, other.primary or other, separation_speed_mps)
         self._reset_integrator(body)
-        self._record(KernelEvent.UNDOCK, body, t_ns, a=vehicle, b=",".join(sorted(p.name for p in staying)),
-                     separation_speed_mps=separation_speed_mps)
+        self._record(
+            KernelEvent.UNDOCK,
+            body,
+            t_ns,
+            a=vehicle,
+            b=",".join(sorted(p.name for p in staying)),
+            separation_speed_mps=separation_speed_mps,
+        )
 
     def _separate(self, body: ContactBody, other_root: Weldable, speed: float) -> None:
         """Equal and opposite impulse at the port point so that the parts' port points separate at
@@ -423,7 +496,7 @@ class ContactWorld:
         xa, ma, Ia, ca = _composite_view(m)
         xb, mb, Ib, cb = _composite_view(other_root)
 
-        def separation(J):      # speed of the other part's port point away from this one's
+        def separation(J):  # speed of the other part's port point away from this one's
             va = point_velocity(apply_impulse(xa, ma, Ia, ca, -J * axis, point), point)
             vb = point_velocity(apply_impulse(xb, mb, Ib, cb, J * axis, point), point)
             return float(np.dot(vb - va, axis))
@@ -440,17 +513,23 @@ class ContactWorld:
         entry = {"t_ns": t_ns, "kind": KernelEvent.Kind.Name(kind), **detail}
         self.contacts.append(entry)
         island = self.sim.islands[body.island].current
-        island.kernel_event(kind, self.name, " ".join(f"{k}={_fmt(v)}" for k, v in detail.items()),
-                            contact=_contact_detail(detail))
+        island.kernel_event(
+            kind, self.name, " ".join(f"{k}={_fmt(v)}" for k, v in detail.items()), contact=_contact_detail(detail)
+        )
 
 
 def _contact_detail(detail: dict) -> ContactDetail:
     """The fields of a contact, dock or undock record, as the kernel event's ``contact``."""
-    d = ContactDetail(a=detail["a"], b=detail["b"], primary=detail.get("primary", ""),
-                      normal_speed_before_mps=detail.get("normal_speed_before", 0.0),
-                      normal_speed_after_mps=detail.get("normal_speed_after", 0.0),
-                      port_angle_deg=detail.get("port_angle_deg", 0.0), port_gap_m=detail.get("port_gap_m", 0.0),
-                      separation_speed_mps=detail.get("separation_speed_mps", 0.0))
+    d = ContactDetail(
+        a=detail["a"],
+        b=detail["b"],
+        primary=detail.get("primary", ""),
+        normal_speed_before_mps=detail.get("normal_speed_before", 0.0),
+        normal_speed_after_mps=detail.get("normal_speed_after", 0.0),
+        port_angle_deg=detail.get("port_angle_deg", 0.0),
+        port_gap_m=detail.get("port_gap_m", 0.0),
+        separation_speed_mps=detail.get("separation_speed_mps", 0.0),
+    )
     for name in ("impulse_Ns", "point_N"):
         if name in detail:
             v = getattr(d, name)

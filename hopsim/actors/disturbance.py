@@ -1,5 +1,6 @@
 """The ``disturbance`` fault of a body's dynamics: a force and a torque from the fault's instant for
 its duration (0: until a fault with ``clear``)."""
+
 from __future__ import annotations
 
 from typing import Callable

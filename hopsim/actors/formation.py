@@ -50,6 +50,7 @@ Each model names a row form (``row_form``, :mod:`hopsim.actors.formation_rows`):
 for one row of arrays, with which a rate group runs its vehicles' instants as a row block
 (:mod:`hopsim.kernel.blocks`); these classes stay the reference.
 """
+
 from __future__ import annotations
 
 import math
@@ -131,15 +132,17 @@ def consensus_gains(bandwidth_rad_s: float, damping_ratio: float, max_degree: in
     """(kp [1/s^2], kd [1/s]) per neighbour, so that the fastest shape mode has natural frequency
     at most ``bandwidth_rad_s`` and damping ``damping_ratio`` (Laplacian eigenvalues <= 2 d_max)."""
     lam_max = 2.0 * max(max_degree, 1)
-    return bandwidth_rad_s ** 2 / lam_max, 2.0 * damping_ratio * bandwidth_rad_s / lam_max
+    return bandwidth_rad_s**2 / lam_max, 2.0 * damping_ratio * bandwidth_rad_s / lam_max
 
 
 def period_ns(rate_hz: float) -> int:
     """The control period in ns; the rate must give a whole number of nanoseconds."""
-    period = Fraction(NS_PER_S) / Fraction(rate_hz).limit_denominator(10**9)   # as PeriodicSchedule
+    period = Fraction(NS_PER_S) / Fraction(rate_hz).limit_denominator(10**9)  # as PeriodicSchedule
     if period.denominator != 1 or period < 1:
-        raise ValueError(f"the control period 1/{rate_hz:g} s = {float(period):.3f} ns is not a whole "
-                         f"number of nanoseconds (e.g. 0.5, 1, 2, 4, 5, 8, 10 Hz are)")
+        raise ValueError(
+            f"the control period 1/{rate_hz:g} s = {float(period):.3f} ns is not a whole "
+            f"number of nanoseconds (e.g. 0.5, 1, 2, 4, 5, 8, 10 Hz are)"
+        )
     return int(period)
 
 
@@ -168,14 +171,16 @@ class FormationThruster(ContinuousModel):
 
     inputs: ClassVar[dict[str, In]] = {"cmd": In(Wrench)}
     accepts_faults = {"thrust_scale": ("value", "clear")}
-    row_form = "hopsim.actors.formation_rows:ThrusterRows"      # in a row block (hopsim.kernel.blocks)
-    loads_constant_over_hop = True      # the commanded force is held across a hop
+    row_form = "hopsim.actors.formation_rows:ThrusterRows"  # in a row block (hopsim.kernel.blocks)
+    loads_constant_over_hop = True  # the commanded force is held across a hop
 
     def __init__(self, name: str, body, max_thrust_N: float, min_thrust_N: float = 0.0):
         super().__init__(name)
         if max_thrust_N <= 0 or min_thrust_N < 0 or min_thrust_N > max_thrust_N:
-            raise ValueError(f"{name}: need 0 <= min_thrust_N <= max_thrust_N and max_thrust_N > 0, "
-                             f"got {min_thrust_N}, {max_thrust_N}")
+            raise ValueError(
+                f"{name}: need 0 <= min_thrust_N <= max_thrust_N and max_thrust_N > 0, "
+                f"got {min_thrust_N}, {max_thrust_N}"
+            )
         self.body = body
         self.max_thrust_N = float(max_thrust_N)
         self.min_thrust_N = float(min_thrust_N)
@@ -185,7 +190,7 @@ class FormationThruster(ContinuousModel):
         self.saturated_hops = 0
 
     def start_hop(self, t0_ns: int, t1_ns: int) -> None:
-        cmd = self.ports["cmd"].take()           # as self.take("cmd"), one call less
+        cmd = self.ports["cmd"].take()  # as self.take("cmd"), one call less
         if cmd is not None:
             # plain floats: for 3 components they are several times faster than numpy, and
             # each step below is the same IEEE operation per axis as numpy's
@@ -233,16 +238,15 @@ class StateSensor(ContinuousModel):
     row_form = "hopsim.actors.formation_rows:SensorRows"
     NOISE_BLOCK: ClassVar[int] = 32
 
-    def __init__(self, name: str, body, rate_hz: float, position_noise_m: float = 0.0,
-                 velocity_noise_mps: float = 0.0):
+    def __init__(self, name: str, body, rate_hz: float, position_noise_m: float = 0.0, velocity_noise_mps: float = 0.0):
         super().__init__(name)
         self.body = body
         self.vehicle = body.name
         self.io_schedule = FixedRate(rate_hz)
         self.sigma = np.array([position_noise_m] * 3 + [velocity_noise_mps] * 3, dtype=float)
         self.noisy = bool(np.any(self.sigma > 0))
-        self._sigma = tuple(self.sigma.tolist())   # as plain floats
-        self._noise: list[list[float]] = []      # drawn standard normals, next sample last
+        self._sigma = tuple(self.sigma.tolist())  # as plain floats
+        self._noise: list[list[float]] = []  # drawn standard normals, next sample last
         self._t = -1
         self._msg = None
         self.samples = 0
@@ -256,7 +260,7 @@ class StateSensor(ContinuousModel):
         return noise.pop()
 
     def update_flow_outs(self, t_ns: int) -> None:
-        if t_ns != self._t:                     # one sample per instant, however often asked
+        if t_ns != self._t:  # one sample per instant, however often asked
             body = self.body
             x0, x1, x2, x3, x4, x5 = body.x[0:6].tolist()
             if self.noisy:
@@ -301,7 +305,7 @@ class NeighbourRadio(Model):
     def update_flow_outs(self, t_ns: int) -> None:
         ports = self.ports
         for port in self._ports:
-            msg = ports[port].take()            # as self.take(port), one call less per port
+            msg = ports[port].take()  # as self.take(port), one call less per port
             if msg is None:
                 continue
             loss = self.loss
@@ -328,9 +332,18 @@ class FormationFlightSoftware(Model):
     outputs: ClassVar[dict[str, Out]] = {"thrust": Out(Wrench), "air": Out(VehicleState)}
     row_form = "hopsim.actors.formation_rows:FlightSoftwareRows"
 
-    def __init__(self, name: str, vehicle: str, mass_kg: float, rate_hz: float,
-                 offsets_m: dict[str, tuple[float, float, float]], kp: float, kd: float,
-                 brake_gain_per_s: float, stale_after_s: float):
+    def __init__(
+        self,
+        name: str,
+        vehicle: str,
+        mass_kg: float,
+        rate_hz: float,
+        offsets_m: dict[str, tuple[float, float, float]],
+        kp: float,
+        kd: float,
+        brake_gain_per_s: float,
+        stale_after_s: float,
+    ):
         super().__init__(name)
         self.vehicle = vehicle
         self.mass_kg = float(mass_kg)
@@ -340,9 +353,9 @@ class FormationFlightSoftware(Model):
         self.kp, self.kd = float(kp), float(kd)
         self.brake_gain = float(brake_gain_per_s)
         self.stale_ns = max(round(stale_after_s * NS_PER_S), self.period_ns)
-        self.history: dict[int, tuple] = {}          # own broadcasts: t_ns -> (r, v), oldest first
-        self.latest: dict[str, tuple[int, tuple]] = {}   # neighbour -> (t_ns, (r, v))
-        self.mode = "coast"                          # coast, consensus or brake
+        self.history: dict[int, tuple] = {}  # own broadcasts: t_ns -> (r, v), oldest first
+        self.latest: dict[str, tuple[int, tuple]] = {}  # neighbour -> (t_ns, (r, v))
+        self.mode = "coast"  # coast, consensus or brake
         self.accel = (0.0, 0.0, 0.0)
         self._t = -1
         self.steps = {"coast": 0, "consensus": 0, "brake": 0}
@@ -350,7 +363,7 @@ class FormationFlightSoftware(Model):
 
     def update_flow_outs(self, t_ns: int) -> None:
         latest = self.latest
-        ports = self.ports                    # port methods direct: as self.drain, self.read
+        ports = self.ports  # port methods direct: as self.drain, self.read
         for pkt in ports["rx"].drain():
             name, s = pkt.vehicle, pkt.t_ns
             prev = latest.get(name)
@@ -358,7 +371,7 @@ class FormationFlightSoftware(Model):
                 r, v = pkt.r_BN_N, pkt.v_BN_N
                 latest[name] = (s, (r.x, r.y, r.z, v.x, v.y, v.z))
         if t_ns % self.period_ns or t_ns == self._t:
-            return          # control steps only, once each (messages are absorbed meanwhile)
+            return  # control steps only, once each (messages are absorbed meanwhile)
         self._t = t_ns
         meas = ports["meas"].read()
         r, v = meas.r_BN_N, meas.v_BN_N
@@ -366,7 +379,7 @@ class FormationFlightSoftware(Model):
         history = self.history
         history[t_ns] = own
         horizon = t_ns - self.stale_ns
-        while True:                           # oldest first: dicts keep insertion order
+        while True:  # oldest first: dicts keep insertion order
             first = next(iter(history))
             if first >= horizon:
                 break
@@ -378,7 +391,7 @@ class FormationFlightSoftware(Model):
         used = 0
         for name, (s, rv_j) in latest.items():
             rv_i = history.get(s)
-            if rv_i is None:                  # too old (or from before this vehicle's history)
+            if rv_i is None:  # too old (or from before this vehicle's history)
                 continue
             xi, yi, zi, ui, vi, wi = rv_i
             xj, yj, zj, uj, vj, wj = rv_j
@@ -390,7 +403,7 @@ class FormationFlightSoftware(Model):
         if used:
             mode = "consensus"
         elif t_ns < self.stale_ns:
-            mode = "coast"                    # the first packets are still on their way
+            mode = "coast"  # the first packets are still on their way
         else:
             mode = "brake"
             g = self.brake_gain

@@ -13,6 +13,7 @@ Payload rows (what a port carries inside a block, float64):
   mass (kg); the message's ``t_ns`` and ``vehicle`` in the rows' ``msg_t`` and ``src`` columns;
 - ``FORCE`` (Wrench of an inertial force at the centre of mass): ``force`` (N, inertial).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -75,7 +76,7 @@ def _fill_force(rows, payload, msg_t, src, count, string_of_row):
             row.body = string_of_row[src[j, c]]
             row.force.x, row.force.y, row.force.z = p[0], p[1], p[2]
             row.has_force = True
-            row.frame = 1                  # Wrench.INERTIAL
+            row.frame = 1  # Wrench.INERTIAL
             m += 1
     return m
 
@@ -86,8 +87,9 @@ FORCE = PayloadLayout("force", 3, _force_message, _force_payload, Wrench, _fill_
 
 # ----------------------------------------------------------------------------- thruster
 @njit(cache=True)
-def _thruster_start_hop(dt_s, cmd_value, cmd_fresh, cmd_seen, max_N, min_N, scale, force, impulse, saturated,
-                        gathered_force_N):
+def _thruster_start_hop(
+    dt_s, cmd_value, cmd_fresh, cmd_seen, max_N, min_N, scale, force, impulse, saturated, gathered_force_N
+):
     """FormationThruster.start_hop and pre_deriv of every row: latch the command, accumulate."""
     for i in range(force.shape[0]):
         if cmd_fresh[i] != cmd_seen[i]:
@@ -157,8 +159,19 @@ class ThrusterRows:
     def start_hop(self, t0_ns: int, t1_ns: int, body) -> None:
         """Latch every row's command; its force into the body's inertial-force rows."""
         c = self.cmd
-        _thruster_start_hop((t1_ns - t0_ns) / NS_PER_S, c.value[:, 0], c.freshness[:, 0], c.seen[:, 0], self.max_N,
-                            self.min_N, self.scale, self.force, self.impulse, self.saturated, body.force_N)
+        _thruster_start_hop(
+            (t1_ns - t0_ns) / NS_PER_S,
+            c.value[:, 0],
+            c.freshness[:, 0],
+            c.seen[:, 0],
+            self.max_N,
+            self.min_N,
+            self.scale,
+            self.force,
+            self.impulse,
+            self.saturated,
+            body.force_N,
+        )
 
 
 # ----------------------------------------------------------------------------- sensor
@@ -205,7 +218,7 @@ class SensorRows:
             left = len(m._noise)
             self.left[i] = left
             if left:
-                self.noise[i, nb - left:] = m._noise[::-1]
+                self.noise[i, nb - left :] = m._noise[::-1]
             self.last_t[i], self.samples[i] = m._t, m.samples
             if m._msg is not None:
                 self.meas.payload[i, 0] = _rv_payload(m._msg)[0]
@@ -215,7 +228,7 @@ class SensorRows:
         nb = StateSensor.NOISE_BLOCK
         for i, m in enumerate(self.models):
             left = int(self.left[i])
-            m._noise = self.noise[i, nb - left:][::-1].tolist() if left else []
+            m._noise = self.noise[i, nb - left :][::-1].tolist() if left else []
             m._t, m.samples = int(self.last_t[i]), int(self.samples[i])
             if m._t >= 0:
                 m._msg = _rv_message(self.meas.payload[i, 0], m._t, m.vehicle)
@@ -241,15 +254,41 @@ class SensorRows:
         for i in empty.tolist():
             self.noise[i] = self.models[i].rng.standard_normal((nb, 6))
             self.left[i] = nb
-        _sensor_sample(t_ns, X, mass, self.sigma, self.noisy, self.noise, self.left, self.last_t, self.samples,
-                       self.meas.payload, self.meas.count)
+        _sensor_sample(
+            t_ns,
+            X,
+            mass,
+            self.sigma,
+            self.noisy,
+            self.noise,
+            self.left,
+            self.last_t,
+            self.samples,
+            self.meas.payload,
+            self.meas.count,
+        )
         self.meas.msg_t[:, 0] = self.last_t
 
 
 # ----------------------------------------------------------------------------- radio
 @njit(cache=True)
-def _radio_receive(uniforms, used, n_ports, value, value_t, value_src, freshness, seen, loss, received, lost,
-                   out_payload, out_t, out_src, out_count):
+def _radio_receive(
+    uniforms,
+    used,
+    n_ports,
+    value,
+    value_t,
+    value_src,
+    freshness,
+    seen,
+    loss,
+    received,
+    lost,
+    out_payload,
+    out_t,
+    out_src,
+    out_count,
+):
     """NeighbourRadio.update_flow_outs of every row: each port's new packet, lost with the
     row's probability (one uniform draw from the row's generator when 0 < loss < 1: the row's
     next in ``uniforms``, see UniformDraws)."""
@@ -281,7 +320,7 @@ class RadioRows:
     """:class:`NeighbourRadio` over rows: inputs ``n0 .. n{K-1}`` (RV_MASS, K the most ports of
     any row), output ``rx`` (RV_MASS queue, at most K per instant)."""
 
-    outputs = {"rx": (RV_MASS, None)}      # capacity: the ports
+    outputs = {"rx": (RV_MASS, None)}  # capacity: the ports
 
     def __init__(self, models: list, row_of: dict[str, int]):
         n = len(models)
@@ -289,7 +328,7 @@ class RadioRows:
         self.n_ports = np.array([len(m._ports) for m in models], np.int64)
         k = int(self.n_ports.max(initial=1))
         self.inputs = {f"n{j}": RV_MASS for j in range(k)}
-        self.ports_in = InRows(RV_MASS, n, k)           # one column per port
+        self.ports_in = InRows(RV_MASS, n, k)  # one column per port
         self.rx = OutRows(RV_MASS, n, k)
         self.loss, self.configured = np.zeros(n), np.zeros(n)
         self.received, self.lost = np.zeros(n, np.int64), np.zeros(n, np.int64)
@@ -307,8 +346,10 @@ class RadioRows:
 
     def qualifies(self, t_ns: int) -> bool:
         """Ports named n0, n1, ... in order; generators whose draws can be taken ahead."""
-        return all(m._ports == tuple(f"n{k}" for k in range(len(m._ports))) and UniformDraws.exact_for(m.rng)
-                   for m in self.models)
+        return all(
+            m._ports == tuple(f"n{k}" for k in range(len(m._ports))) and UniformDraws.exact_for(m.rng)
+            for m in self.models
+        )
 
     def load(self) -> None:
         for i, m in enumerate(self.models):
@@ -330,22 +371,67 @@ class RadioRows:
         drawing = np.flatnonzero((self.loss > 0.0) & (self.loss < 1.0) & (draws.used + self.n_ports > draws.ahead))
         if drawing.size:
             draws.ensure(drawing, self.n_ports[drawing])
-        _radio_receive(draws.values, draws.used, self.n_ports, p.value, p.msg_t, p.src, p.freshness, p.seen, self.loss,
-                       self.received, self.lost, o.payload, o.msg_t, o.src, o.count)
+        _radio_receive(
+            draws.values,
+            draws.used,
+            self.n_ports,
+            p.value,
+            p.msg_t,
+            p.src,
+            p.freshness,
+            p.seen,
+            self.loss,
+            self.received,
+            self.lost,
+            o.payload,
+            o.msg_t,
+            o.src,
+            o.count,
+        )
 
 
 # ----------------------------------------------------------------------------- flight software
 @njit(cache=True)
-def _fsw_control(t_ns, period_ns, stale_ns, kp, kd, brake, mass,
-                 meas, meas_t, rx, rx_t, rx_src, rx_n, nb_src, offsets,
-                 lat_s, lat_rv, lat_order, lat_n, hist_t, hist_rv, hist_head, hist_n,
-                 last_t, mode, steps, pairs_used, accel, thrust, air, air_t, written):
+def _fsw_control(
+    t_ns,
+    period_ns,
+    stale_ns,
+    kp,
+    kd,
+    brake,
+    mass,
+    meas,
+    meas_t,
+    rx,
+    rx_t,
+    rx_src,
+    rx_n,
+    nb_src,
+    offsets,
+    lat_s,
+    lat_rv,
+    lat_order,
+    lat_n,
+    hist_t,
+    hist_rv,
+    hist_head,
+    hist_n,
+    last_t,
+    mode,
+    steps,
+    pairs_used,
+    accel,
+    thrust,
+    air,
+    air_t,
+    written,
+):
     """FormationFlightSoftware.update_flow_outs of every row (see the model for the law):
     absorb the drained packets, then at a control step the consensus sum over the neighbours in
     the order they were first heard from, paired with the own broadcast of the same instant."""
     cap = hist_t.shape[1]
     for i in range(meas.shape[0]):
-        for p in range(rx_n[i]):                      # drain rx: the latest packet per neighbour
+        for p in range(rx_n[i]):  # drain rx: the latest packet per neighbour
             k = -1
             for q in range(nb_src.shape[1]):
                 if nb_src[i, q] == rx_src[i, p]:
@@ -361,7 +447,7 @@ def _fsw_control(t_ns, period_ns, stale_ns, kp, kd, brake, mass,
                 lat_rv[i, k] = rx[i, p, :6]
         rx_n[i] = 0
         if t_ns % period_ns[i] != 0 or t_ns == last_t[i]:
-            written[i] = 0                             # not a control step: nothing written
+            written[i] = 0  # not a control step: nothing written
             continue
         last_t[i] = t_ns
         own = meas[i]
@@ -478,8 +564,10 @@ class FlightSoftwareRows:
         cap = self.hist_t.shape[1]
         for i, m in enumerate(self.models):
             names = self.names[i]
-            m.latest = {names[k]: (int(self.lat_s[i, k]), tuple(self.lat_rv[i, k].tolist()))
-                        for k in self.lat_order[i, :self.lat_n[i]].tolist()}
+            m.latest = {
+                names[k]: (int(self.lat_s[i, k]), tuple(self.lat_rv[i, k].tolist()))
+                for k in self.lat_order[i, : self.lat_n[i]].tolist()
+            }
             m.history = {}
             for e in range(int(self.hist_n[i])):
                 at = (int(self.hist_head[i]) + e) % cap
@@ -506,11 +594,40 @@ class FlightSoftwareRows:
 
     def update_flow_outs(self, t_ns: int, body) -> None:
         me, rx, th, air = self.meas, self.rx, self.thrust, self.air
-        _fsw_control(t_ns, self.period, self.stale, self.kp, self.kd, self.brake, self.mass,
-                     me.value[:, 0], me.msg_t[:, 0], rx.queue, rx.queue_msg_t, rx.queue_src, rx.queued, self.nb_src,
-                     self.offsets, self.lat_s, self.lat_rv, self.lat_order, self.lat_n, self.hist_t, self.hist_rv,
-                     self.hist_head, self.hist_n, self.last_t, self.mode, self.steps, self.pairs_used, self.accel,
-                     th.payload[:, 0], air.payload[:, 0], air.msg_t[:, 0], th.count)
-        rx.seen[:, 0] = rx.freshness[:, 0]            # drained
+        _fsw_control(
+            t_ns,
+            self.period,
+            self.stale,
+            self.kp,
+            self.kd,
+            self.brake,
+            self.mass,
+            me.value[:, 0],
+            me.msg_t[:, 0],
+            rx.queue,
+            rx.queue_msg_t,
+            rx.queue_src,
+            rx.queued,
+            self.nb_src,
+            self.offsets,
+            self.lat_s,
+            self.lat_rv,
+            self.lat_order,
+            self.lat_n,
+            self.hist_t,
+            self.hist_rv,
+            self.hist_head,
+            self.hist_n,
+            self.last_t,
+            self.mode,
+            self.steps,
+            self.pairs_used,
+            self.accel,
+            th.payload[:, 0],
+            air.payload[:, 0],
+            air.msg_t[:, 0],
+            th.count,
+        )
+        rx.seen[:, 0] = rx.freshness[:, 0]  # drained
         air.count[:] = th.count
         air.src[:, 0] = me.src[:, 0]

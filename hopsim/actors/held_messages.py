@@ -15,6 +15,7 @@ message on the bus), so whatever reads them reads what a new build would give;
 ``tests/test_propulsion.py`` and ``tests/test_orbit_formation.py`` check thrusters, tanks and the
 formation's flight software against building every message anew.
 """
+
 from __future__ import annotations
 
 import struct
@@ -24,7 +25,7 @@ from typing import Callable
 from hopsim.kernel import Memo
 
 
-KEPT = 4        # the numbers (and their messages) a HeldMessages keeps, the latest ones
+KEPT = 4  # the numbers (and their messages) a HeldMessages keeps, the latest ones
 
 
 @lru_cache(maxsize=None)
@@ -42,7 +43,7 @@ class HeldMessages(Memo):
     def forget(self) -> None:
         self._key: bytes | None = None
         self._messages: tuple = ()
-        self._kept: dict[bytes, tuple] = {}      # the numbers' bits -> their messages, oldest first
+        self._kept: dict[bytes, tuple] = {}  # the numbers' bits -> their messages, oldest first
 
     def get(self, numbers: tuple[float, ...], build: Callable[..., tuple]) -> tuple:
         """``build(*numbers)``, or the messages it gave for the same numbers (bit for bit) lately."""

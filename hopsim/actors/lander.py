@@ -4,11 +4,11 @@ These are the executive's example models: a continuous model whose touchdown is 
 a noisy multirate sensor, a controller, a battery load, and telemetry crossing to another island.
 Heights are metres above the ground along the local vertical (up positive).
 """
+
 from __future__ import annotations
 
 from hopsim.kernel import ContinuousModel, FixedRate, In, Model, NoIo, Out
-from hopsim.schemas import (BatteryState, LanderTelemetry, Quaternion, Scalar, ThrottleCommand,
-                            Vector3, VehicleState)
+from hopsim.schemas import BatteryState, LanderTelemetry, Quaternion, Scalar, ThrottleCommand, Vector3, VehicleState
 
 
 class LanderBody(ContinuousModel):
@@ -26,9 +26,18 @@ class LanderBody(ContinuousModel):
     feed_through = False
     accepts_faults = {"thrust_scale": ("value", "clear"), "disturbance": ("force_N", "duration_s", "clear")}
 
-    def __init__(self, name: str, h0_m: float, v0_mps: float = 0.0, mass_kg: float = 50.0,
-                 gravity_mps2: float = 1.62, max_thrust_N: float = 150.0, engine_power_W: float = 60.0,
-                 avionics_power_W: float = 15.0, rate_hz: float = 20.0):
+    def __init__(
+        self,
+        name: str,
+        h0_m: float,
+        v0_mps: float = 0.0,
+        mass_kg: float = 50.0,
+        gravity_mps2: float = 1.62,
+        max_thrust_N: float = 150.0,
+        engine_power_W: float = 60.0,
+        avionics_power_W: float = 15.0,
+        rate_hz: float = 20.0,
+    ):
         super().__init__(name)
         if mass_kg <= 0:
             raise ValueError(f"{name}: mass_kg must be positive, got {mass_kg}")
@@ -41,9 +50,9 @@ class LanderBody(ContinuousModel):
         self.touchdown_speed_mps = float("nan")
         self.io_schedule = FixedRate(rate_hz)
         self.thrust_scale = 1.0
-        self.disturbance_N = 0.0               # vertical force, up positive, while active
+        self.disturbance_N = 0.0  # vertical force, up positive, while active
         self.disturbance_until_ns = 0
-        self.disturbance_on = False            # latched per hop: a step input never splits a hop
+        self.disturbance_on = False  # latched per hop: a step input never splits a hop
 
     def initial_state(self):
         return [self.h0, self.v0]
@@ -86,11 +95,20 @@ class LanderBody(ContinuousModel):
     def update_flow_outs(self, t_ns: int) -> None:
         h, v = float(self.x[0]), float(self.x[1])
         a = 0.0 if self.touched_down else float(self.xdot[1])
-        self.write("state", VehicleState(
-            vehicle=self.name, t_ns=t_ns, r_BN_N=Vector3(z=h), v_BN_N=Vector3(z=v),
-            q_BN=Quaternion(w=1.0), omega_BN_B=Vector3(), a_BN_N=Vector3(z=a), mass=self.mass_kg))
-        self.write("power_draw", Scalar(value=self.avionics_power_W + self.throttle * self.engine_power_W,
-                                        unit="W"))
+        self.write(
+            "state",
+            VehicleState(
+                vehicle=self.name,
+                t_ns=t_ns,
+                r_BN_N=Vector3(z=h),
+                v_BN_N=Vector3(z=v),
+                q_BN=Quaternion(w=1.0),
+                omega_BN_B=Vector3(),
+                a_BN_N=Vector3(z=a),
+                mass=self.mass_kg,
+            ),
+        )
+        self.write("power_draw", Scalar(value=self.avionics_power_W + self.throttle * self.engine_power_W, unit="W"))
 
 
 class Altimeter(Model):
@@ -145,9 +163,17 @@ class DescentController(Model):
     io_schedule = FixedRate(10.0)
     feed_through = False
 
-    def __init__(self, name: str, hover_throttle: float, gain: float = 0.8, k_h: float = 0.25,
-                 max_descent_mps: float = 8.0, touchdown_mps: float = 1.0, filter_alpha: float = 0.5,
-                 rate_hz: float = 10.0):
+    def __init__(
+        self,
+        name: str,
+        hover_throttle: float,
+        gain: float = 0.8,
+        k_h: float = 0.25,
+        max_descent_mps: float = 8.0,
+        touchdown_mps: float = 1.0,
+        filter_alpha: float = 0.5,
+        rate_hz: float = 10.0,
+    ):
         super().__init__(name)
         self.hover_throttle, self.gain, self.k_h = hover_throttle, gain, k_h
         self.max_descent, self.touchdown = max_descent_mps, touchdown_mps
@@ -160,7 +186,7 @@ class DescentController(Model):
     def end_io_step(self, t0_ns: int, t1_ns: int) -> None:
         """Update the speed estimate and the throttle command (sets v_est, h_prev, throttle)."""
         alt = self.read("altitude")
-        if alt is None or alt.value != alt.value:     # nothing measured yet (NaN)
+        if alt is None or alt.value != alt.value:  # nothing measured yet (NaN)
             return
         h = alt.value
         if self.h_prev is not None:
@@ -197,11 +223,16 @@ class TelemetryDownlink(Model):
         state, battery, cmd = self.read("state"), self.read("battery"), self.read("throttle")
         if state is None:
             return
-        self.write("telemetry", LanderTelemetry(
-            altitude_m=state.r_BN_N.z, vertical_speed_mps=state.v_BN_N.z,
-            throttle=cmd.throttle if cmd else 0.0,
-            power_level_Wh=battery.power_level_Wh if battery else 0.0,
-            touched_down=state.v_BN_N.z == 0.0 and state.a_BN_N.z == 0.0))
+        self.write(
+            "telemetry",
+            LanderTelemetry(
+                altitude_m=state.r_BN_N.z,
+                vertical_speed_mps=state.v_BN_N.z,
+                throttle=cmd.throttle if cmd else 0.0,
+                power_level_Wh=battery.power_level_Wh if battery else 0.0,
+                touched_down=state.v_BN_N.z == 0.0 and state.a_BN_N.z == 0.0,
+            ),
+        )
 
 
 class GroundStation(Model):

@@ -12,6 +12,7 @@ into the rotating frame,
 with w = n z (n = sqrt(mu / a^3)) and ``thrust_accel_H`` (m/s^2, in H) the deputy's commanded
 acceleration, an input. Linearized about rho = 0 it is the Clohessy-Wiltshire system.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,13 +29,21 @@ class HillRelativeMotion(ContinuousModel):
     state_names = ("x", "y", "z", "vx", "vy", "vz")
     outputs = {"rho_H": Out(Vector3), "rho_dot_H": Out(Vector3)}
 
-    def __init__(self, name: str, a_m: float, rho_H=(0.0, 0.0, 0.0), rho_dot_H=(0.0, 0.0, 0.0),
-                 inclination_rad: float = 0.0, mu: float = EARTH_MU, rate_hz: float = 1.0):
+    def __init__(
+        self,
+        name: str,
+        a_m: float,
+        rho_H=(0.0, 0.0, 0.0),
+        rho_dot_H=(0.0, 0.0, 0.0),
+        inclination_rad: float = 0.0,
+        mu: float = EARTH_MU,
+        rate_hz: float = 1.0,
+    ):
         super().__init__(name)
         if not (np.isfinite(a_m) and a_m > 0 and np.isfinite(mu) and mu > 0):
             raise ValueError(f"{name}: the orbit radius a_m and mu must be positive and finite, got {a_m}, {mu}")
         self.a_m, self.mu, self.inclination_rad = float(a_m), float(mu), float(inclination_rad)
-        self.mean_motion = float(np.sqrt(mu / a_m ** 3))
+        self.mean_motion = float(np.sqrt(mu / a_m**3))
         self.x0 = np.concatenate([np.asarray(rho_H, dtype=float), np.asarray(rho_dot_H, dtype=float)])
         self.thrust_accel_H = np.zeros(3)
         self.io_schedule = FixedRate(rate_hz)

@@ -50,6 +50,7 @@ inertial axis's change the on-time |dv| m / F of the thruster pair along it (+x,
 -z of the body, which is held aligned with N: ``on_time0`` ... ``on_time5``), at most
 ``max_on_fraction`` of the period, none below ``min_on_time_s``.
 """
+
 from __future__ import annotations
 
 import math
@@ -112,7 +113,7 @@ class BroadcastRadio(Model):
 
     inputs = {"fix": In(PositionVelocityMeasurement)}
     outputs = {"air": Out(PositionVelocityMeasurement)}
-    io_schedule = NoIo()             # runs when a fix reaches it
+    io_schedule = NoIo()  # runs when a fix reaches it
     feed_through = True
     accepts_faults = {"radio_loss": ("value", "clear"), "partition": ("clear",)}
 
@@ -135,7 +136,7 @@ class BroadcastRadio(Model):
         fix = self.take("fix")
         if fix is None:
             return
-        draw = self.rng.random() if self.loss > 0.0 else 1.0     # drawn whatever happens: faults shift no draw
+        draw = self.rng.random() if self.loss > 0.0 else 1.0  # drawn whatever happens: faults shift no draw
         if self.partitioned or draw < self.loss:
             self.lost += 1
             return
@@ -155,23 +156,50 @@ class SlotKeeper(Model):
     Attributes for outcomes: ``mode`` ("hold", "fire", "blind"), ``steps`` per mode,
     ``slot_error_m`` (the latest |e|), ``estimate_age_s`` (of the fixes used)."""
 
-    inputs = {"own": In(PositionVelocityMeasurement), "chief": In(PositionVelocityMeasurement),
-              "mass": In(MassProperties)}
-    outputs = {**{f"on_time{i}": Out(Scalar, on_change=True) for i in range(AXES)},
-               "error": Out(RelativeStateMeasurement)}
+    inputs = {
+        "own": In(PositionVelocityMeasurement),
+        "chief": In(PositionVelocityMeasurement),
+        "mass": In(MassProperties),
+    }
+    outputs = {
+        **{f"on_time{i}": Out(Scalar, on_change=True) for i in range(AXES)},
+        "error": Out(RelativeStateMeasurement),
+    }
     feed_through = True
 
-    def __init__(self, name: str, vehicle: str, roe, a_c: float, n: float, thrust_N: float, mass_kg: float,
-                 rate_hz: float = 0.1, phase_s: float = 0.0, deadband_m: float = 2.0,
-                 bandwidth_rad_s: float = 0.01, control: bool = True, stale_after_s: float = 30.0,
-                 min_on_time_s: float = 0.02, max_on_fraction: float = 0.8):
+    def __init__(
+        self,
+        name: str,
+        vehicle: str,
+        roe,
+        a_c: float,
+        n: float,
+        thrust_N: float,
+        mass_kg: float,
+        rate_hz: float = 0.1,
+        phase_s: float = 0.0,
+        deadband_m: float = 2.0,
+        bandwidth_rad_s: float = 0.01,
+        control: bool = True,
+        stale_after_s: float = 30.0,
+        min_on_time_s: float = 0.02,
+        max_on_fraction: float = 0.8,
+    ):
         super().__init__(name)
         self.roe = np.array(roe, dtype=float)
         if self.roe.shape != (6,) or self.roe[0] != 0.0:
             raise ValueError(f"{name}: roe must be 6 relative elements with da = 0 (a bounded slot), got {roe}")
-        for what, value in (("a_c", a_c), ("n", n), ("thrust_N", thrust_N), ("mass_kg", mass_kg),
-                            ("rate_hz", rate_hz), ("deadband_m", deadband_m), ("bandwidth_rad_s", bandwidth_rad_s),
-                            ("stale_after_s", stale_after_s), ("min_on_time_s", min_on_time_s)):
+        for what, value in (
+            ("a_c", a_c),
+            ("n", n),
+            ("thrust_N", thrust_N),
+            ("mass_kg", mass_kg),
+            ("rate_hz", rate_hz),
+            ("deadband_m", deadband_m),
+            ("bandwidth_rad_s", bandwidth_rad_s),
+            ("stale_after_s", stale_after_s),
+            ("min_on_time_s", min_on_time_s),
+        ):
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"{name}: {what} must be a positive number, got {value}")
         self.vehicle = vehicle
@@ -180,18 +208,18 @@ class SlotKeeper(Model):
         self.period_s = 1.0 / rate_hz
         self.io_schedule = FixedRate(rate_hz, phase_s)
         self.schedule = PeriodicSchedule(rate_hz, round(phase_s * 1e9))
-        self.k = 0                              # the index of the next control step
+        self.k = 0  # the index of the next control step
         self.deadband_m, self.w = float(deadband_m), float(bandwidth_rad_s)
         self.control = bool(control)
         self.stale_ns = round(stale_after_s * 1e9)
         self.min_on_s, self.max_on_s = float(min_on_time_s), float(max_on_fraction) * self.period_s
-        self.history: dict[int, tuple[np.ndarray, np.ndarray]] = {}     # own fixes: t_ns -> (r, v), oldest first
+        self.history: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # own fixes: t_ns -> (r, v), oldest first
         self.mode = "blind"
         self.firing = False
         self.steps = {"hold": 0, "fire": 0, "blind": 0}
         self.slot_error_m = math.nan
         self.estimate_age_s = math.nan
-        self._held = HeldMessages()             # the last on-time commands built (a memo)
+        self._held = HeldMessages()  # the last on-time commands built (a memo)
 
     def accel_H(self, e, e_dot) -> list[float]:
         """The commanded acceleration (m/s^2, Hill frame) for the slot error ``e`` (m) and ``e_dot``
@@ -251,7 +279,7 @@ class SlotKeeper(Model):
                     t_on = min(abs(dv_N[axis]) * m / self.thrust_N, self.max_on_s)
                     if t_on >= self.min_on_s:
                         on[2 * axis + (0 if dv_N[axis] > 0 else 1)] = t_on
-        if self.wanted("error"):                  # a report: built only when something reads it
+        if self.wanted("error"):  # a report: built only when something reads it
             report = RelativeStateMeasurement(chief="chief", deputy=self.vehicle, t_ns=t_ns, frame="hill")
             if est is not None:
                 report.r_DC_F.CopyFrom(_v3(est[0]))

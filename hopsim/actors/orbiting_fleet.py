@@ -27,6 +27,7 @@ code writes them in place) is adopted again, and latches.
 (:mod:`hopsim.kernel.blocks`): the same rows and the same compiled hop, for spacecraft whose
 inputs are quiet (a message to one of them ends the block).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,8 +54,8 @@ class OrbitingFleet:
 
     def __init__(self):
         self.rows = FleetRows(ROW_ATTRIBUTES)
-        self._version: list[int] = []         # per row: the messages received at its last latch
-        self._t0_last: list[int] = []         # per row: the start (ns) of its last hop
+        self._version: list[int] = []  # per row: the messages received at its last latch
+        self._t0_last: list[int] = []  # per row: the start (ns) of its last hop
         self.X = self.Xdot = np.zeros((0, 0))
         self._work = None
         self._field = None
@@ -64,7 +65,7 @@ class OrbitingFleet:
         if self._work is None:
             self._field = (model.C, model.S)
             self._work = scratch(int(model.params[P_DEGREE]), model.n_wheels, len(model.x0))
-        if len(self.X) < self.rows.capacity:            # filled at each hop
+        if len(self.X) < self.rows.capacity:  # filled at each hop
             n = self.rows.capacity
             self.X, self.Xdot = np.zeros((n, len(model.x0))), np.zeros((n, len(model.x0)))
         while len(self._version) <= row:
@@ -92,9 +93,25 @@ class OrbitingFleet:
             X[row] = m.x
         a = self.rows.arrays
         C, S = self._field
-        rk4_rows(np.array(rows, dtype=np.int64), t0_ns / 1e9, np.array(steps_s, dtype=float), X, self.Xdot,
-                 a["params"], a["loads"], a["inertia_B"], a["inertia_inv"], a["inertia_total_B"], C, S, a["G"],
-                 a["J"], a["u"], a["friction_table"], *self._work)
+        rk4_rows(
+            np.array(rows, dtype=np.int64),
+            t0_ns / 1e9,
+            np.array(steps_s, dtype=float),
+            X,
+            self.Xdot,
+            a["params"],
+            a["loads"],
+            a["inertia_B"],
+            a["inertia_inv"],
+            a["inertia_total_B"],
+            C,
+            S,
+            a["G"],
+            a["J"],
+            a["u"],
+            a["friction_table"],
+            *self._work,
+        )
         Xdot = self.Xdot
         for m, row in zip(models, rows):
             m.x[:] = X[row]
@@ -114,8 +131,8 @@ class OrbitingSpacecraftRows:
 
     inputs: dict = {}
     outputs = {"state": (STATE, 1)}
-    outputs_only = True              # its update_flow_outs computes nothing but its outputs
-    latches_loads = True             # its first hop latches as the spacecraft's start_hop does
+    outputs_only = True  # its update_flow_outs computes nothing but its outputs
+    latches_loads = True  # its first hop latches as the spacecraft's start_hop does
 
     def __init__(self, models: list, row_of: dict[str, int]):
         n = len(models)
@@ -138,8 +155,13 @@ class OrbitingSpacecraftRows:
         """Free spacecraft of one field, degree and layout (the fleet form's key), without LuGre
         bearings, no disturbance from now on."""
         key = OrbitingFleet.key(self.models[0])
-        return key is not None and all(m.hop_ready() and OrbitingFleet.key(m) == key and m.field is self.models[0].field
-                                       and m.disturbance.until_ns <= t_ns for m in self.models)
+        return key is not None and all(
+            m.hop_ready()
+            and OrbitingFleet.key(m) == key
+            and m.field is self.models[0].field
+            and m.disturbance.until_ns <= t_ns
+            for m in self.models
+        )
 
     def load(self) -> None:
         for i, m in enumerate(self.models):
@@ -167,16 +189,32 @@ class OrbitingSpacecraftRows:
     def hop(self, t0_ns: int, t1_ns: int, steps_s: tuple, loaders: list) -> None:
         """Every row from t0 to t1 (ns) over ``steps_s`` (s): the scalar hop's RK4 and its end_hop's
         renormalised attitude (``loaders``: none load a spacecraft in a block)."""
-        if not self.latched:             # the block's first hop: what the spacecraft's own latches
+        if not self.latched:  # the block's first hop: what the spacecraft's own latches
             for i, m in enumerate(self.models):
                 m.start_hop(t0_ns, t1_ns)
                 for a, rows in self.arrays.items():
                     rows[i] = getattr(m, a)
             self.latched = True
         a = self.arrays
-        rk4_rows(self.rows, t0_ns / 1e9, np.array(steps_s, dtype=float), self.X, self.Xdot, a["params"], a["loads"],
-                 a["inertia_B"], a["inertia_inv"], a["inertia_total_B"], self.C, self.S, a["G"], a["J"], a["u"],
-                 a["friction_table"], *self.work)
+        rk4_rows(
+            self.rows,
+            t0_ns / 1e9,
+            np.array(steps_s, dtype=float),
+            self.X,
+            self.Xdot,
+            a["params"],
+            a["loads"],
+            a["inertia_B"],
+            a["inertia_inv"],
+            a["inertia_total_B"],
+            self.C,
+            self.S,
+            a["G"],
+            a["J"],
+            a["u"],
+            a["friction_table"],
+            *self.work,
+        )
 
 
 __all__ = ["OrbitingFleet", "OrbitingSpacecraftRows"]

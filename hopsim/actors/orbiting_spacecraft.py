@@ -72,6 +72,7 @@ primary's wheels; the primary's own acceleration then follows from C's by rigid 
 Followers ride on it (:func:`hopsim.dynamics.weld.welded_follower_derivative`) and keep publishing
 their own state. A follower has no wheels (their spin would need the composite's equations).
 """
+
 from __future__ import annotations
 
 import math
@@ -86,18 +87,40 @@ from hopsim.actors.orbiting_fleet import OrbitingFleet
 from hopsim.actors.welding import Weldable
 from hopsim.dynamics.environment import PLATE_CENTRE, PLATE_NORMAL, PLATE_PARAMS, plate_records
 from hopsim.dynamics.gravity import EARTH_MU, EARTH_RADIUS
-from hopsim.dynamics.orbiting_body import (FRICTION_PARAMS, L_DIST_FORCE_N, L_DIST_TORQUE_B, L_FORCE_B, L_TORQUE_B,
-                                           N_LOADS, N_PARAMS, P_CD_AREA, P_CR_AREA, P_DEGREE, P_MASS, P_MU,
-                                           P_N_PLATES, gravity_acceleration, orbiting_derivative, parameters,
-                                           rk4_hop, rk4_hops, scratch)
+from hopsim.dynamics.orbiting_body import (
+    FRICTION_PARAMS,
+    L_DIST_FORCE_N,
+    L_DIST_TORQUE_B,
+    L_FORCE_B,
+    L_TORQUE_B,
+    N_LOADS,
+    N_PARAMS,
+    P_CD_AREA,
+    P_CR_AREA,
+    P_DEGREE,
+    P_MASS,
+    P_MU,
+    P_N_PLATES,
+    gravity_acceleration,
+    orbiting_derivative,
+    parameters,
+    rk4_hop,
+    rk4_hops,
+    scratch,
+)
 from hopsim.dynamics.spatial import quat_normalize, quat_to_dcm
 from hopsim.dynamics.weld import welded_follower_derivative
 from hopsim.dynamics.spherical_harmonics import GravityField
-from hopsim.dynamics.wheels import (WHEEL_FAULTS, BearingFriction, WheelMotors, per_wheel, wheel_angular_momentum_B,
-                                    wheel_axes)
+from hopsim.dynamics.wheels import (
+    WHEEL_FAULTS,
+    BearingFriction,
+    WheelMotors,
+    per_wheel,
+    wheel_angular_momentum_B,
+    wheel_axes,
+)
 from hopsim.kernel import ContinuousModel, FixedRate, In, Out
-from hopsim.schemas import (MassProperties, ReactionWheelCommand, ReactionWheelState, Vector3,
-                            VehicleState, Wrench)
+from hopsim.schemas import MassProperties, ReactionWheelCommand, ReactionWheelState, Vector3, VehicleState, Wrench
 
 JD_J2000 = 2451545.0
 
@@ -115,40 +138,99 @@ def wrench_numbers(w) -> tuple[float, ...]:
 class OrbitingSpacecraft(Weldable, ContinuousModel):
     """A rigid spacecraft in Earth orbit (see the module)."""
 
-    state_names = ("r_x", "r_y", "r_z", "v_x", "v_y", "v_z", "q_x", "q_y", "q_z", "q_w",
-                   "omega_x", "omega_y", "omega_z")
+    state_names = (
+        "r_x",
+        "r_y",
+        "r_z",
+        "v_x",
+        "v_y",
+        "v_z",
+        "q_x",
+        "q_y",
+        "q_z",
+        "q_w",
+        "omega_x",
+        "omega_y",
+        "omega_z",
+    )
     outputs = {"state": Out(VehicleState)}
     feed_through = False
     accepts_faults = {"disturbance": ("force_N", "torque_B", "duration_s", "clear"), **WHEEL_FAULTS}
-    loads_constant_over_hop = True      # thrust, wheel torques and disturbances are held over a hop
-    fleet_form = OrbitingFleet          # many spacecraft's hops in one call (hopsim.kernel.fleet)
-    row_form = "hopsim.actors.orbiting_fleet:OrbitingSpacecraftRows"    # in a row block (hopsim.kernel.blocks)
+    loads_constant_over_hop = True  # thrust, wheel torques and disturbances are held over a hop
+    fleet_form = OrbitingFleet  # many spacecraft's hops in one call (hopsim.kernel.fleet)
+    row_form = "hopsim.actors.orbiting_fleet:OrbitingSpacecraftRows"  # in a row block (hopsim.kernel.blocks)
     # _state_builder and _work are scratch memory (update_flow_outs', the compiled equations'),
     # holding nothing between calls; welds are links between models, made and broken at barriers only
     _FRAMEWORK_ATTRS = ContinuousModel._FRAMEWORK_ATTRS | {"_state_builder", "_work", "_welds", "_primary_weld"}
 
-    def __init__(self, name: str, r_BN_N, v_BN_N, mass_kg: float, inertia_B, q_BN=(0.0, 0.0, 0.0, 1.0),
-                 omega_BN_B=(0.0, 0.0, 0.0), field: GravityField | None = None, degree: int = 0,
-                 mu: float = EARTH_MU, epoch_jd: float = JD_J2000, cd_area_m2: float = 0.0,
-                 rho0_kgpm3: float = 0.0, h0_m: float = 0.0, scale_height_m: float = 1.0, cr_area_m2: float = 0.0,
-                 gravity_gradient: bool = True, n_thrusters: int = 0, rate_hz: float = 1.0, axes_B=None,
-                 J_kgm2=0.05, Omega_radps=None, max_torque_Nm=0.2, viscous_Nms=0.0, coulomb_Nm=0.0,
-                 coulomb_speed_radps=0.1, friction: str = "coulomb_viscous", static_Nm=None,
-                 stribeck_speed_radps=None, bristle_stiffness_Nmprad=None, bristle_damping_Nmsprad=None,
-                 drag_plates=(), shadow: str = "cylindrical"):
+    def __init__(
+        self,
+        name: str,
+        r_BN_N,
+        v_BN_N,
+        mass_kg: float,
+        inertia_B,
+        q_BN=(0.0, 0.0, 0.0, 1.0),
+        omega_BN_B=(0.0, 0.0, 0.0),
+        field: GravityField | None = None,
+        degree: int = 0,
+        mu: float = EARTH_MU,
+        epoch_jd: float = JD_J2000,
+        cd_area_m2: float = 0.0,
+        rho0_kgpm3: float = 0.0,
+        h0_m: float = 0.0,
+        scale_height_m: float = 1.0,
+        cr_area_m2: float = 0.0,
+        gravity_gradient: bool = True,
+        n_thrusters: int = 0,
+        rate_hz: float = 1.0,
+        axes_B=None,
+        J_kgm2=0.05,
+        Omega_radps=None,
+        max_torque_Nm=0.2,
+        viscous_Nms=0.0,
+        coulomb_Nm=0.0,
+        coulomb_speed_radps=0.1,
+        friction: str = "coulomb_viscous",
+        static_Nm=None,
+        stribeck_speed_radps=None,
+        bristle_stiffness_Nmprad=None,
+        bristle_damping_Nmsprad=None,
+        drag_plates=(),
+        shadow: str = "cylindrical",
+    ):
         self.inputs = {**{f"wrench{i}": In(Wrench) for i in range(int(n_thrusters))}, "mass": In(MassProperties)}
         G = np.zeros((0, 3)) if axes_B is None else wheel_axes(name, axes_B)
         k = len(G)
-        bearings = BearingFriction(name, k, friction, viscous_Nms, coulomb_Nm, coulomb_speed_radps, static_Nm,
-                                   stribeck_speed_radps, bristle_stiffness_Nmprad, bristle_damping_Nmsprad)
+        bearings = BearingFriction(
+            name,
+            k,
+            friction,
+            viscous_Nms,
+            coulomb_Nm,
+            coulomb_speed_radps,
+            static_Nm,
+            stribeck_speed_radps,
+            bristle_stiffness_Nmprad,
+            bristle_damping_Nmsprad,
+        )
         if k:
             self.inputs["torque_cmd"] = In(ReactionWheelCommand)
             self.outputs = {**type(self).outputs, "wheels": Out(ReactionWheelState)}
-            self.state_names = type(self).state_names + tuple(f"Omega{i}" for i in range(k)) \
+            self.state_names = (
+                type(self).state_names
+                + tuple(f"Omega{i}" for i in range(k))
                 + tuple(f"z{i}" for i in range(bearings.n_states))
+            )
         super().__init__(name)
-        x0 = np.concatenate([np.asarray(r_BN_N, float), np.asarray(v_BN_N, float),
-                             quat_normalize(np.asarray(q_BN, float)), np.asarray(omega_BN_B, float)])
+        x0 = np.concatenate(
+            [
+                np.asarray(r_BN_N, float),
+                np.asarray(v_BN_N, float),
+                quat_normalize(np.asarray(q_BN, float)),
+                np.asarray(omega_BN_B, float),
+            ]
+        )
         if x0.shape != (13,) or not np.isfinite(x0).all() or np.linalg.norm(x0[0:3]) <= EARTH_RADIUS * 0.5:
             raise ValueError(f"{name}: the initial state must be finite 3-vectors (m, m/s, rad/s) above the Earth")
         if not (np.isfinite(mass_kg) and mass_kg > 0):
@@ -161,16 +243,18 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
                 raise ValueError(f"{name}: {what} must be a non-negative number, got {value}")
         if not (np.isfinite(scale_height_m) and scale_height_m > 0):
             raise ValueError(f"{name}: scale_height_m must be positive, got {scale_height_m}")
-        if not k:                       # the wheel faults only where there are wheels
-            self.accepts_faults = {kind: fields for kind, fields in type(self).accepts_faults.items()
-                                   if kind not in WHEEL_FAULTS}
+        if not k:  # the wheel faults only where there are wheels
+            self.accepts_faults = {
+                kind: fields for kind, fields in type(self).accepts_faults.items() if kind not in WHEEL_FAULTS
+            }
         self.n_wheels, self.G = k, G
         self.J = per_wheel(name, "J_kgm2", J_kgm2, k, positive=True)
         self.motors = WheelMotors(name, k, max_torque_Nm)
         self.bearings = bearings
-        Omega0 = np.zeros(k) if Omega_radps is None else per_wheel(name, "Omega_radps", Omega_radps, k,
-                                                                    negative_ok=True)
-        self.u = np.zeros(k)                       # motor torques over the current hop (N m)
+        Omega0 = (
+            np.zeros(k) if Omega_radps is None else per_wheel(name, "Omega_radps", Omega_radps, k, negative_ok=True)
+        )
+        self.u = np.zeros(k)  # motor torques over the current hop (N m)
         self.x0 = np.concatenate([x0, Omega0, np.zeros(bearings.n_states)])
         if field is not None:
             C, S = field.unnormalized(int(degree))
@@ -183,25 +267,38 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         self.cd_area_m2, self.cr_area_m2 = float(cd_area_m2), float(cr_area_m2)
         self.gravity_gradient = bool(gravity_gradient)
         # the parameters, loads and bearings as the compiled equations take them
-        self.drag_plates = plate_records(name, drag_plates)     # PLATE_PARAMS floats per plate
+        self.drag_plates = plate_records(name, drag_plates)  # PLATE_PARAMS floats per plate
         if shadow not in ("cylindrical", "conical"):
             raise ValueError(f"{name}: shadow must be 'cylindrical' or 'conical', got {shadow!r}")
         self.shadow = shadow
-        self.params = parameters(mu, radius, degree, self.epoch_jd, self.cd_area_m2, float(rho0_kgpm3), float(h0_m),
-                                 float(scale_height_m), self.cr_area_m2, float(mass_kg), self.gravity_gradient,
-                                 bearings.n_states > 0, self.drag_plates, shadow == "conical")
+        self.params = parameters(
+            mu,
+            radius,
+            degree,
+            self.epoch_jd,
+            self.cd_area_m2,
+            float(rho0_kgpm3),
+            float(h0_m),
+            float(scale_height_m),
+            self.cr_area_m2,
+            float(mass_kg),
+            self.gravity_gradient,
+            bearings.n_states > 0,
+            self.drag_plates,
+            shadow == "conical",
+        )
         self.loads = np.zeros(N_LOADS)
         self.friction_table = bearings.table() if k else np.zeros((0, FRICTION_PARAMS))
-        self._work = scratch(degree, k, len(self.x0))   # the compiled equations' work arrays
+        self._work = scratch(degree, k, len(self.x0))  # the compiled equations' work arrays
         self.inertia_B, self.inertia_inv, self.inertia_total_B = np.zeros((3, 3)), np.zeros((3, 3)), np.zeros((3, 3))
         self._set_inertia(inertia)
         self.n_thrusters = int(n_thrusters)
         self._wrench_ports = tuple(f"wrench{i}" for i in range(self.n_thrusters))
-        self._wrenches = ReadMessages()             # each wrench's numbers, read once (a memo)
+        self._wrenches = ReadMessages()  # each wrench's numbers, read once (a memo)
         self.io_schedule = FixedRate(rate_hz)
         self.disturbance = Disturbance()
         self._state_builder = StateMessageBuilder()
-        self.lugre_step_s = math.inf               # the longest stable RK4 step at the hop's start (s)
+        self.lugre_step_s = math.inf  # the longest stable RK4 step at the hop's start (s)
         self._init_welds()
 
     @property
@@ -238,7 +335,7 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
     def angular_momentum_B(self, x=None) -> np.ndarray:
         """H_B (N m s): body and wheels about the centre of mass, B components."""
         x = self.x if x is None else x
-        return wheel_angular_momentum_B(self.inertia_B, self.G, self.J, x[10:13], x[13:13 + self.n_wheels])
+        return wheel_angular_momentum_B(self.inertia_B, self.G, self.J, x[10:13], x[13 : 13 + self.n_wheels])
 
     def effective_inertia(self) -> np.ndarray:
         """Each wheel's effective inertia about its axis (kg m^2): 1 / (1/J_i + g_i . [I_RW]^-1 g_i)."""
@@ -258,25 +355,25 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         fx = fy = fz = tx = ty = tz = 0.0
         ports, wrenches = self.ports, self._wrenches
         for port in self._wrench_ports:
-            w = ports[port].value                 # as self.read(port), one call less each
+            w = ports[port].value  # as self.read(port), one call less each
             if w is not None:
                 wfx, wfy, wfz, wtx, wty, wtz = wrenches.get_read(port, w, wrench_numbers)
                 fx, fy, fz = fx + wfx, fy + wfy, fz + wfz
                 tx, ty, tz = tx + wtx, ty + wty, tz + wtz
         loads = self.loads
         loads[:] = 0.0
-        loads[L_FORCE_B:L_FORCE_B + 3] = fx, fy, fz
-        loads[L_TORQUE_B:L_TORQUE_B + 3] = tx, ty, tz
-        m = self.take("mass")                     # mass properties change only with a message
+        loads[L_FORCE_B : L_FORCE_B + 3] = fx, fy, fz
+        loads[L_TORQUE_B : L_TORQUE_B + 3] = tx, ty, tz
+        m = self.take("mass")  # mass properties change only with a message
         if m is not None and m.mass_kg > 0 and len(m.inertia_B) == 9:
             self.params[P_MASS] = m.mass_kg
-            if struct.pack("9d", *m.inertia_B) != self.inertia_B.tobytes():   # the same inertia: the same inverse
+            if struct.pack("9d", *m.inertia_B) != self.inertia_B.tobytes():  # the same inertia: the same inverse
                 self._set_inertia(np.array(m.inertia_B, dtype=float).reshape(3, 3))
         if self.n_wheels:
             cmd = self.read("torque_cmd")
             self.u[:] = self.motors.torques(None if cmd is None else cmd.torque_Nm)
             if self.bearings.n_states:
-                self.lugre_step_s = self.bearings.max_step_s(self.x[13:13 + self.n_wheels], self.effective_inertia())
+                self.lugre_step_s = self.bearings.max_step_s(self.x[13 : 13 + self.n_wheels], self.effective_inertia())
         if self.disturbance.acts_over(t0_ns):
             loads[6:9] = self.disturbance.force_N
             loads[9:12] = self.disturbance.torque_B
@@ -288,13 +385,27 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
     def post_deriv(self, t_s: float) -> None:
         """The state's derivative; a primary's is its composite's and writes its followers' too."""
         if self._primary is not None:
-            return                      # the primary wrote this follower's derivative
+            return  # the primary wrote this follower's derivative
         if self._welds:
             self._composite_derivative(t_s)
             return
-        orbiting_derivative(t_s, self.x, self.xdot, self.params, self.loads, self.inertia_B, self.inertia_inv,
-                            self.inertia_total_B, self.C, self.S, self.G, self.J, self.u, self.friction_table,
-                            *self._work[:2])
+        orbiting_derivative(
+            t_s,
+            self.x,
+            self.xdot,
+            self.params,
+            self.loads,
+            self.inertia_B,
+            self.inertia_inv,
+            self.inertia_total_B,
+            self.C,
+            self.S,
+            self.G,
+            self.J,
+            self.u,
+            self.friction_table,
+            *self._work[:2],
+        )
 
     def _composite_derivative(self, t_s: float) -> None:
         """The derivative of a primary carrying followers (see the module: the composite's
@@ -308,23 +419,24 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         loads = np.zeros(N_LOADS)
         plates = []
         parts = [(self, np.zeros(3), np.eye(3))] + [(wd.follower, wd.r_FP_P, wd.R_PF) for wd in self._welds]
-        for part, r_FP_P, R_PF in parts:          # each part's loads act at its own centre of mass
+        for part, r_FP_P, R_PF in parts:  # each part's loads act at its own centre of mass
             arm_B = r_FP_P - c
             pl = part.loads
-            f_B = R_PF @ pl[L_FORCE_B:L_FORCE_B + 3]
-            d_N = pl[L_DIST_FORCE_N:L_DIST_FORCE_N + 3]
-            loads[L_FORCE_B:L_FORCE_B + 3] += f_B
-            loads[L_TORQUE_B:L_TORQUE_B + 3] += R_PF @ pl[L_TORQUE_B:L_TORQUE_B + 3] + np.cross(arm_B, f_B)
-            loads[L_DIST_FORCE_N:L_DIST_FORCE_N + 3] += d_N
-            loads[L_DIST_TORQUE_B:L_DIST_TORQUE_B + 3] += (R_PF @ pl[L_DIST_TORQUE_B:L_DIST_TORQUE_B + 3]
-                                                           + np.cross(arm_B, R.T @ d_N))
+            f_B = R_PF @ pl[L_FORCE_B : L_FORCE_B + 3]
+            d_N = pl[L_DIST_FORCE_N : L_DIST_FORCE_N + 3]
+            loads[L_FORCE_B : L_FORCE_B + 3] += f_B
+            loads[L_TORQUE_B : L_TORQUE_B + 3] += R_PF @ pl[L_TORQUE_B : L_TORQUE_B + 3] + np.cross(arm_B, f_B)
+            loads[L_DIST_FORCE_N : L_DIST_FORCE_N + 3] += d_N
+            loads[L_DIST_TORQUE_B : L_DIST_TORQUE_B + 3] += R_PF @ pl[L_DIST_TORQUE_B : L_DIST_TORQUE_B + 3] + np.cross(
+                arm_B, R.T @ d_N
+            )
             if part is not self:
                 params[P_CD_AREA] += part.cd_area_m2
                 params[P_CR_AREA] += part.cr_area_m2
-            for plate in part.drag_plates.reshape(-1, PLATE_PARAMS):      # into the primary's frame, about C
+            for plate in part.drag_plates.reshape(-1, PLATE_PARAMS):  # into the primary's frame, about C
                 moved = plate.copy()
-                moved[PLATE_NORMAL:PLATE_NORMAL + 3] = R_PF @ plate[PLATE_NORMAL:PLATE_NORMAL + 3]
-                moved[PLATE_CENTRE:PLATE_CENTRE + 3] = arm_B + R_PF @ plate[PLATE_CENTRE:PLATE_CENTRE + 3]
+                moved[PLATE_NORMAL : PLATE_NORMAL + 3] = R_PF @ plate[PLATE_NORMAL : PLATE_NORMAL + 3]
+                moved[PLATE_CENTRE : PLATE_CENTRE + 3] = arm_B + R_PF @ plate[PLATE_CENTRE : PLATE_CENTRE + 3]
                 plates.append(moved)
         if plates:
             params = np.concatenate([params[:N_PARAMS], *plates])
@@ -334,8 +446,23 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         x_C[0:3] = x[0:3] + R @ c
         x_C[3:6] = x[3:6] + R @ np.cross(w, c)
         xdot_C = np.empty_like(x)
-        orbiting_derivative(t_s, x_C, xdot_C, params, loads, inertia_rw, np.linalg.inv(inertia_rw), I_C, self.C,
-                            self.S, self.G, self.J, self.u, self.friction_table, *self._work[:2])
+        orbiting_derivative(
+            t_s,
+            x_C,
+            xdot_C,
+            params,
+            loads,
+            inertia_rw,
+            np.linalg.inv(inertia_rw),
+            I_C,
+            self.C,
+            self.S,
+            self.G,
+            self.J,
+            self.u,
+            self.friction_table,
+            *self._work[:2],
+        )
         xdot = self.xdot
         xdot[:] = xdot_C
         xdot[0:3] = x[3:6]
@@ -345,8 +472,10 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
 
     def check_weldable_follower(self) -> None:
         if self.n_wheels:
-            raise ValueError(f"{self.name} has reaction wheels and cannot ride on another spacecraft as a "
-                             f"follower: make it the primary (a contact world's primary is the vehicle added to it first)")
+            raise ValueError(
+                f"{self.name} has reaction wheels and cannot ride on another spacecraft as a "
+                f"follower: make it the primary (a contact world's primary is the vehicle added to it first)"
+            )
 
     # ------------------------------------------------------------------ compiled hops
     def hop_ready(self) -> bool:
@@ -360,22 +489,50 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         that shares a gravity field and a state layout; v' published is the derivative at the
         hop's end. One spacecraft or many: the same arithmetic."""
         steps = np.array(steps_s, dtype=float)
-        if len(bodies) == 1:                    # its own arrays
+        if len(bodies) == 1:  # its own arrays
             b = bodies[0]
-            rk4_hop(t0_s, steps, b.x, b.xdot, b.params, b.loads, b.inertia_B, b.inertia_inv, b.inertia_total_B, b.C,
-                    b.S, b.G, b.J, b.u, b.friction_table, *b._work)
+            rk4_hop(
+                t0_s,
+                steps,
+                b.x,
+                b.xdot,
+                b.params,
+                b.loads,
+                b.inertia_B,
+                b.inertia_inv,
+                b.inertia_total_B,
+                b.C,
+                b.S,
+                b.G,
+                b.J,
+                b.u,
+                b.friction_table,
+                *b._work,
+            )
             return
         batches: dict[tuple, list[OrbitingSpacecraft]] = {}
-        for b in bodies:            # one field to one degree: the same coefficients (batch[0]'s)
+        for b in bodies:  # one field to one degree: the same coefficients (batch[0]'s)
             batches.setdefault((id(b.field), b.params[P_DEGREE], len(b.x), b.n_wheels, len(b.params)), []).append(b)
         for batch in batches.values():
             X = np.array([b.x for b in batch])
             Xdot = np.empty_like(X)
-            rk4_hops(t0_s, steps, X, Xdot, np.array([b.params for b in batch]), np.array([b.loads for b in batch]),
-                     np.array([b.inertia_B for b in batch]), np.array([b.inertia_inv for b in batch]),
-                     np.array([b.inertia_total_B for b in batch]), batch[0].C, batch[0].S,
-                     np.array([b.G for b in batch]), np.array([b.J for b in batch]), np.array([b.u for b in batch]),
-                     np.array([b.friction_table for b in batch]))
+            rk4_hops(
+                t0_s,
+                steps,
+                X,
+                Xdot,
+                np.array([b.params for b in batch]),
+                np.array([b.loads for b in batch]),
+                np.array([b.inertia_B for b in batch]),
+                np.array([b.inertia_inv for b in batch]),
+                np.array([b.inertia_total_B for b in batch]),
+                batch[0].C,
+                batch[0].S,
+                np.array([b.G for b in batch]),
+                np.array([b.J for b in batch]),
+                np.array([b.u for b in batch]),
+                np.array([b.friction_table for b in batch]),
+            )
             for b, x, xdot in zip(batch, X, Xdot):
                 b.x[:] = x
                 b.xdot[:] = xdot
@@ -385,11 +542,11 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         bristles' integration went unstable over the hop; put welded followers back exactly on the
         composite."""
         if self._primary is not None:
-            return                      # the primary puts this follower on the composite
+            return  # the primary puts this follower on the composite
         self.x[6:10] = quat_normalize(self.x[6:10])
         self.place_followers()
         if self.bearings.n_states:
-            self.bearings.check(self.name, self.x[13 + self.n_wheels:], self.lugre_step_s, (t1_ns - t0_ns) * 1e-9)
+            self.bearings.check(self.name, self.x[13 + self.n_wheels :], self.lugre_step_s, (t1_ns - t0_ns) * 1e-9)
 
     def update_flow_outs(self, t_ns: int) -> None:
         x = self.x
@@ -399,10 +556,19 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
             q = x[6:10]
             H_B = self.angular_momentum_B()
             k = self.n_wheels
-            friction, _ = self.bearings.torques(x[13:13 + k], x[13 + k:])
-            self.write("wheels", ReactionWheelState(
-                vehicle=self.name, t_ns=t_ns, speed_radps=x[13:13 + k].tolist(), motor_torque_Nm=self.u.tolist(),
-                friction_torque_Nm=friction.tolist(), H_B=_v3(H_B), H_N=_v3(quat_to_dcm(q) @ H_B)))
+            friction, _ = self.bearings.torques(x[13 : 13 + k], x[13 + k :])
+            self.write(
+                "wheels",
+                ReactionWheelState(
+                    vehicle=self.name,
+                    t_ns=t_ns,
+                    speed_radps=x[13 : 13 + k].tolist(),
+                    motor_torque_Nm=self.u.tolist(),
+                    friction_torque_Nm=friction.tolist(),
+                    H_B=_v3(H_B),
+                    H_N=_v3(quat_to_dcm(q) @ H_B),
+                ),
+            )
 
 
 __all__ = ["OrbitingSpacecraft"]

@@ -57,6 +57,7 @@ about the centre of mass). Inside a hop in which a thruster keeps firing, the in
 run below zero; the outputs clamp it at 0 (thrusters stop at their next step), and a scenario
 that needs the exact instant adds a zero-crossing on the state ``fuel_kg``.
 """
+
 from __future__ import annotations
 
 import math
@@ -68,7 +69,7 @@ from hopsim.dynamics.spatial import cross_xyz
 from hopsim.kernel import ContinuousModel, FixedRate, In, Model, NoIo, Out, VariableRate
 from hopsim.schemas import MassProperties, Scalar, Vector3, Wrench
 
-G0 = 9.80665                    # standard gravity (m/s^2), the Isp convention
+G0 = 9.80665  # standard gravity (m/s^2), the Isp convention
 UNIT_INERTIA = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
 
 
@@ -106,12 +107,24 @@ class ThrusterBase(Model):
     outputs = {"wrench": Out(Wrench, on_change=True), "flow": Out(Scalar, on_change=True)}
     io_schedule = VariableRate()
     feed_through = True
-    accepts_faults = {"thruster_stuck_on": ("clear",), "thruster_stuck_off": ("clear",),
-                      "thrust_scale": ("value", "clear")}
+    accepts_faults = {
+        "thruster_stuck_on": ("clear",),
+        "thruster_stuck_off": ("clear",),
+        "thrust_scale": ("value", "clear"),
+    }
     command_port = "cmd"
 
-    def __init__(self, name: str, body: str, level_N: float, isp_s: float, direction_B, position_B=(0.0, 0.0, 0.0),
-                 period_s: float = 1.0, phase_s: float = 0.0):
+    def __init__(
+        self,
+        name: str,
+        body: str,
+        level_N: float,
+        isp_s: float,
+        direction_B,
+        position_B=(0.0, 0.0, 0.0),
+        period_s: float = 1.0,
+        phase_s: float = 0.0,
+    ):
         # a command triggers: its arrival is an I/O step, where the firing's end becomes the next one
         self.inputs = {self.command_port: In(Scalar, trigger=True), "fuel_remaining": In(Scalar)}
         super().__init__(name)
@@ -123,13 +136,13 @@ class ThrusterBase(Model):
         self.period_ns = round(_positive(name, "period_s", period_s) * 1e9)
         if not (np.isfinite(phase_s) and 0 <= phase_s < period_s):
             raise ValueError(f"{name}: phase_s must lie in [0, period_s), got {phase_s}")
-        self.phase_ns = round(phase_s * 1e9)     # command instants: phase + k period
+        self.phase_ns = round(phase_s * 1e9)  # command instants: phase + k period
         self.stuck_on = self.stuck_off = False
         self.scale = 1.0
-        self.firing_level_N = 0.0            # thrust over the current interval (N)
-        self.off_ns = 0                      # when the current firing ends (ns)
-        self.step_level_N = 0.0              # level commanded for the current step (N)
-        self._held = HeldMessages()          # the last wrench and flow built (a memo)
+        self.firing_level_N = 0.0  # thrust over the current interval (N)
+        self.off_ns = 0  # when the current firing ends (ns)
+        self.step_level_N = 0.0  # level commanded for the current step (N)
+        self._held = HeldMessages()  # the last wrench and flow built (a memo)
 
     # ------------------------------------------------------------------ schedule
     def next_io_time(self, t_ns: int) -> int | None:
@@ -218,8 +231,18 @@ class PulsedThruster(ThrusterBase):
 
     command_port = "on_time"
 
-    def __init__(self, name: str, body: str, level_N: float, isp_s: float, direction_B, position_B=(0.0, 0.0, 0.0),
-                 period_s: float = 1.0, min_on_time_s: float = 0.01, phase_s: float = 0.0):
+    def __init__(
+        self,
+        name: str,
+        body: str,
+        level_N: float,
+        isp_s: float,
+        direction_B,
+        position_B=(0.0, 0.0, 0.0),
+        period_s: float = 1.0,
+        min_on_time_s: float = 0.01,
+        phase_s: float = 0.0,
+    ):
         super().__init__(name, body, level_N, isp_s, direction_B, position_B, period_s, phase_s)
         self.min_on_ns = round(_positive(name, "min_on_time_s", min_on_time_s) * 1e9)
 
@@ -234,8 +257,18 @@ class ThrottledThruster(ThrusterBase):
 
     command_port = "throttle"
 
-    def __init__(self, name: str, body: str, level_N: float, isp_s: float, direction_B, position_B=(0.0, 0.0, 0.0),
-                 period_s: float = 1.0, min_level_N: float = 0.0, phase_s: float = 0.0):
+    def __init__(
+        self,
+        name: str,
+        body: str,
+        level_N: float,
+        isp_s: float,
+        direction_B,
+        position_B=(0.0, 0.0, 0.0),
+        period_s: float = 1.0,
+        min_level_N: float = 0.0,
+        phase_s: float = 0.0,
+    ):
         super().__init__(name, body, level_N, isp_s, direction_B, position_B, period_s, phase_s)
         if not (np.isfinite(min_level_N) and 0 <= min_level_N <= self.level_N):
             raise ValueError(f"{name}: min_level_N must lie in [0, level_N], got {min_level_N}")
@@ -254,10 +287,24 @@ class BlowdownThruster(FixedThruster):
     ``gas_volume_m3`` (m^3) of gas with that load, ``propellant_density_kgpm3`` (kg/m^3),
     ``thrust_exponent`` and ``isp_exponent`` (>= 0), ``gamma`` in [1, 5/3]."""
 
-    def __init__(self, name: str, body: str, level_N: float, isp_s: float, direction_B, position_B=(0.0, 0.0, 0.0),
-                 period_s: float = 1.0, phase_s: float = 0.0, *, load_kg: float, gas_volume_m3: float,
-                 propellant_density_kgpm3: float, thrust_exponent: float = 1.0, isp_exponent: float = 0.0,
-                 gamma: float = 1.0):
+    def __init__(
+        self,
+        name: str,
+        body: str,
+        level_N: float,
+        isp_s: float,
+        direction_B,
+        position_B=(0.0, 0.0, 0.0),
+        period_s: float = 1.0,
+        phase_s: float = 0.0,
+        *,
+        load_kg: float,
+        gas_volume_m3: float,
+        propellant_density_kgpm3: float,
+        thrust_exponent: float = 1.0,
+        isp_exponent: float = 0.0,
+        gamma: float = 1.0,
+    ):
         super().__init__(name, body, level_N, isp_s, direction_B, position_B, period_s, phase_s)
         self.load_kg = _positive(name, "load_kg", load_kg)
         self.gas_volume_m3 = _positive(name, "gas_volume_m3", gas_volume_m3)
@@ -265,8 +312,10 @@ class BlowdownThruster(FixedThruster):
         self.thrust_exponent = _non_negative(name, "thrust_exponent", thrust_exponent)
         self.isp_exponent = _non_negative(name, "isp_exponent", isp_exponent)
         if not (np.isfinite(gamma) and 1.0 <= gamma <= 5.0 / 3.0):
-            raise ValueError(f"{name}: gamma must lie in [1, 5/3] (1: isothermal, 1.4: nitrogen, 5/3: helium, "
-                             f"adiabatic), got {gamma}")
+            raise ValueError(
+                f"{name}: gamma must lie in [1, 5/3] (1: isothermal, 1.4: nitrogen, 5/3: helium, "
+                f"adiabatic), got {gamma}"
+            )
         self.gamma = float(gamma)
 
     def pressure_ratio(self, fuel_kg: float) -> float:
@@ -280,7 +329,7 @@ class BlowdownThruster(FixedThruster):
         if fuel_kg is None:
             return 1.0, self.isp_s
         ratio = self.pressure_ratio(fuel_kg)
-        return ratio ** self.thrust_exponent, self.isp_s * ratio ** self.isp_exponent
+        return ratio**self.thrust_exponent, self.isp_s * ratio**self.isp_exponent
 
 
 class FuelTank(ContinuousModel):
@@ -289,11 +338,21 @@ class FuelTank(ContinuousModel):
 
     outputs = {"fuel_remaining": Out(Scalar, on_change=True), "mass": Out(MassProperties, on_change=True)}
     feed_through = False
-    state_rate_constant_over_hop = True     # the draw is latched for the hop (start_hop)
+    state_rate_constant_over_hop = True  # the draw is latched for the hop (start_hop)
 
-    def __init__(self, name: str, n_thrusters: int, fuel_kg: float, capacity_kg: float, dry_mass_kg: float,
-                 cm_empty_B=(0.0, 0.0, 0.0), cm_full_B=(0.0, 0.0, 0.0), inertia_empty_B=UNIT_INERTIA,
-                 inertia_full_B=UNIT_INERTIA, rate_hz: float = 1.0):
+    def __init__(
+        self,
+        name: str,
+        n_thrusters: int,
+        fuel_kg: float,
+        capacity_kg: float,
+        dry_mass_kg: float,
+        cm_empty_B=(0.0, 0.0, 0.0),
+        cm_full_B=(0.0, 0.0, 0.0),
+        inertia_empty_B=UNIT_INERTIA,
+        inertia_full_B=UNIT_INERTIA,
+        rate_hz: float = 1.0,
+    ):
         if int(n_thrusters) < 1:
             raise ValueError(f"{name}: a tank feeds at least one thruster, got n_thrusters = {n_thrusters}")
         self.inputs = {f"flow{i}": In(Scalar) for i in range(int(n_thrusters))}
@@ -312,7 +371,7 @@ class FuelTank(ContinuousModel):
                 raise ValueError(f"{name}: {what} must be a symmetric positive definite 3x3 matrix (kg m^2)")
         self.io_schedule = FixedRate(rate_hz)
         self.flow_kgps = 0.0
-        self._held = HeldMessages()          # the last fuel and mass messages built (a memo)
+        self._held = HeldMessages()  # the last fuel and mass messages built (a memo)
 
     def initial_state(self) -> np.ndarray:
         return np.array([self.fuel0_kg])
@@ -320,11 +379,11 @@ class FuelTank(ContinuousModel):
     def start_hop(self, t0_ns: int, t1_ns: int) -> None:
         """Latch the total flow for the hop (flows change only with a message, which ends a hop)."""
         total = 0.0
-        for port in self.ports.values():            # flow0...: as self.read(port), one call less each
+        for port in self.ports.values():  # flow0...: as self.read(port), one call less each
             msg = port.value
             if msg is not None:
                 flow = msg.value
-                if 0.0 < flow < math.inf:           # a negative or non-finite flow counts 0
+                if 0.0 < flow < math.inf:  # a negative or non-finite flow counts 0
                     total += flow
         self.flow_kgps = total if self.x[0] > 0.0 else 0.0
 
@@ -336,8 +395,10 @@ class FuelTank(ContinuousModel):
         ``fuel_kg`` on board: empty + f (full - empty), element by element."""
         f = min(max(fuel_kg, 0.0), self.capacity_kg) / self.capacity_kg
         cm = [e + f * (full - e) for e, full in zip(self.cm_empty_B.tolist(), self.cm_full_B.tolist())]
-        inertia = [[e + f * (full - e) for e, full in zip(row_empty, row_full)]
-                   for row_empty, row_full in zip(self.inertia_empty_B.tolist(), self.inertia_full_B.tolist())]
+        inertia = [
+            [e + f * (full - e) for e, full in zip(row_empty, row_full)]
+            for row_empty, row_full in zip(self.inertia_empty_B.tolist(), self.inertia_full_B.tolist())
+        ]
         return self.dry_mass_kg + max(fuel_kg, 0.0), cm, inertia
 
     def update_flow_outs(self, t_ns: int) -> None:
@@ -349,8 +410,11 @@ class FuelTank(ContinuousModel):
         """The ``fuel_remaining`` and ``mass`` messages with ``fuel_kg`` (kg, >= 0) on board."""
         mass, cm, inertia = self.mass_properties(fuel_kg)
         return Scalar(value=fuel_kg, unit="kg"), MassProperties(
-            mass_kg=mass, fuel_kg=fuel_kg, r_CB_B=Vector3(x=cm[0], y=cm[1], z=cm[2]),
-            inertia_B=[i for row in inertia for i in row])
+            mass_kg=mass,
+            fuel_kg=fuel_kg,
+            r_CB_B=Vector3(x=cm[0], y=cm[1], z=cm[2]),
+            inertia_B=[i for row in inertia for i in row],
+        )
 
 
 class FuelManifold(Model):
@@ -368,17 +432,20 @@ class FuelManifold(Model):
     models (thruster -> manifold -> thruster): declare it broken (``sim.add_break(topic)``) and
     they see the sum one update late, as Dshell's discrete fuel state."""
 
-    io_schedule = NoIo()             # it runs when a flow or a tank's remaining fuel reaches it
+    io_schedule = NoIo()  # it runs when a flow or a tank's remaining fuel reaches it
     feed_through = True
 
     def __init__(self, name: str, n_thrusters: int, draw_weights=(1.0,)):
         n = _count(name, "n_thrusters", n_thrusters)
         w = np.asarray(draw_weights, dtype=float)
         if w.ndim != 1 or w.size < 1 or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
-            raise ValueError(f"{name}: draw_weights must be one finite weight >= 0 per tank, not all 0, "
-                             f"got {draw_weights!r}")
-        self.inputs = {**{f"flow{i}": In(Scalar) for i in range(n)},
-                       **{f"remaining{j}": In(Scalar) for j in range(w.size)}}
+            raise ValueError(
+                f"{name}: draw_weights must be one finite weight >= 0 per tank, not all 0, got {draw_weights!r}"
+            )
+        self.inputs = {
+            **{f"flow{i}": In(Scalar) for i in range(n)},
+            **{f"remaining{j}": In(Scalar) for j in range(w.size)},
+        }
         self.outputs = {**{f"tank_flow{j}": Out(Scalar) for j in range(w.size)}, "fuel_remaining": Out(Scalar)}
         super().__init__(name)
         self.n_thrusters, self.n_tanks = n, int(w.size)
@@ -399,5 +466,13 @@ class FuelManifold(Model):
         self.write("fuel_remaining", Scalar(value=fuel, unit="kg"))
 
 
-__all__ = ["ThrusterBase", "FixedThruster", "PulsedThruster", "ThrottledThruster", "BlowdownThruster", "FuelTank",
-           "FuelManifold", "G0"]
+__all__ = [
+    "ThrusterBase",
+    "FixedThruster",
+    "PulsedThruster",
+    "ThrottledThruster",
+    "BlowdownThruster",
+    "FuelTank",
+    "FuelManifold",
+    "G0",
+]

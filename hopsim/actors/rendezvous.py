@@ -28,6 +28,7 @@ state is a relative-navigation sensor's (``relative``, a
 gives it) whenever its measurement is valid and within ``relnav_range_m``; the fixes' difference
 otherwise.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,8 +36,13 @@ import numpy as np
 from hopsim.dynamics.orbit_frames import clohessy_wiltshire_transition, hill_dcm, inertial_to_hill
 from hopsim.dynamics.spatial import quat_to_dcm
 from hopsim.kernel import FixedRate, In, Model, Out
-from hopsim.schemas import (AttitudeMeasurement, MassProperties, PositionVelocityMeasurement,
-                            RelativeStateMeasurement, Scalar)
+from hopsim.schemas import (
+    AttitudeMeasurement,
+    MassProperties,
+    PositionVelocityMeasurement,
+    RelativeStateMeasurement,
+    Scalar,
+)
 
 AXES = 6
 
@@ -44,22 +50,41 @@ AXES = 6
 class CwGuidance(Model):
     """Waypoint guidance of a chaser (see the module)."""
 
-    inputs = {"own": In(PositionVelocityMeasurement), "target": In(PositionVelocityMeasurement),
-              "mass": In(MassProperties), "attitude": In(AttitudeMeasurement),
-              "relative": In(RelativeStateMeasurement)}
-    outputs = {f"on_time{i}": Out(Scalar, on_change=True) for i in range(AXES)}   # held by the thrusters
-    feed_through = False       # commands at its own steps only (a fix arriving between them waits)
+    inputs = {
+        "own": In(PositionVelocityMeasurement),
+        "target": In(PositionVelocityMeasurement),
+        "mass": In(MassProperties),
+        "attitude": In(AttitudeMeasurement),
+        "relative": In(RelativeStateMeasurement),
+    }
+    outputs = {f"on_time{i}": Out(Scalar, on_change=True) for i in range(AXES)}  # held by the thrusters
+    feed_through = False  # commands at its own steps only (a fix arriving between them waits)
 
-    def __init__(self, name: str, waypoints_H, leg_times_s, mean_motion: float, thrust_N: float, mass_kg: float,
-                 mu: float, q_BN=(0.0, 0.0, 0.0, 1.0), rate_hz: float = 0.1, phase_s: float = 0.0,
-                 deadband_mps: float = 1e-3, max_on_fraction: float = 0.8, hold_gain: float = 2e-3,
-                 relnav_range_m: float = 100.0):
+    def __init__(
+        self,
+        name: str,
+        waypoints_H,
+        leg_times_s,
+        mean_motion: float,
+        thrust_N: float,
+        mass_kg: float,
+        mu: float,
+        q_BN=(0.0, 0.0, 0.0, 1.0),
+        rate_hz: float = 0.1,
+        phase_s: float = 0.0,
+        deadband_mps: float = 1e-3,
+        max_on_fraction: float = 0.8,
+        hold_gain: float = 2e-3,
+        relnav_range_m: float = 100.0,
+    ):
         super().__init__(name)
         self.waypoints = np.array(waypoints_H, dtype=float).reshape(-1, 3)
         self.leg_end_s = np.cumsum(np.array(leg_times_s, dtype=float))
         if len(self.leg_end_s) != len(self.waypoints) or np.any(np.diff(np.r_[0.0, self.leg_end_s]) <= 0):
-            raise ValueError(f"{name}: one positive leg time per waypoint, got {len(leg_times_s)} for "
-                             f"{len(self.waypoints)} waypoints")
+            raise ValueError(
+                f"{name}: one positive leg time per waypoint, got {len(leg_times_s)} for "
+                f"{len(self.waypoints)} waypoints"
+            )
         self.n = float(mean_motion)
         self.thrust_N, self.mass_kg = float(thrust_N), float(mass_kg)
         self.R_NB = quat_to_dcm(np.array(q_BN, dtype=float))
@@ -69,7 +94,7 @@ class CwGuidance(Model):
         self.deadband, self.max_on = float(deadband_mps), float(max_on_fraction) * self.period_s
         self.hold_gain = float(hold_gain)
         self.relnav_range_m = float(relnav_range_m)
-        self.rho_H = np.full(3, np.nan)          # the latest relative state (m, m/s), for outcomes
+        self.rho_H = np.full(3, np.nan)  # the latest relative state (m, m/s), for outcomes
         self.rho_dot_H = np.full(3, np.nan)
 
     def leg(self, t_s: float) -> int:

@@ -16,6 +16,7 @@ vehicles is then :func:`hopsim.dynamics.rigid_body.rk4_hop_rows`: the scalar for
 accumulators emptied. Welded vehicles (a composite) do not take the compiled hop at all.
 A vehicle whose arrays were replaced (a restore replaces all of them at once) is adopted again.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,7 +36,7 @@ ROW_ATTRIBUTES = ("inertia_C_B", "r_CB_B", "gathered_force_N", "gathered_force_B
 class RigidFleet:
     """Free rigid vehicles (see the module)."""
 
-    latches_loads = False           # the kernel gathers each island's loads before the call
+    latches_loads = False  # the kernel gathers each island's loads before the call
 
     @staticmethod
     def key(model):
@@ -49,7 +50,7 @@ class RigidFleet:
 
     def _row(self, model) -> int:
         row, adopted = self.rows.row(model)
-        if adopted and len(self.X) < self.rows.capacity:        # filled at each hop
+        if adopted and len(self.X) < self.rows.capacity:  # filled at each hop
             n = self.rows.capacity
             self.mass, self.X, self.Xdot = np.zeros(n), np.zeros((n, STATE_SIZE)), np.zeros((n, STATE_SIZE))
         return row
@@ -64,8 +65,18 @@ class RigidFleet:
             X[row] = m.x
             mass[row] = m.mass_kg
         a = self.rows.arrays
-        rk4_hop_rows(np.array(rows, dtype=np.int64), tuple(steps_s), X, self.Xdot, mass, a["inertia_C_B"],
-                     a["r_CB_B"], a["gathered_force_N"], a["gathered_force_B"], a["gathered_torque_B"])
+        rk4_hop_rows(
+            np.array(rows, dtype=np.int64),
+            tuple(steps_s),
+            X,
+            self.Xdot,
+            mass,
+            a["inertia_C_B"],
+            a["r_CB_B"],
+            a["gathered_force_N"],
+            a["gathered_force_B"],
+            a["gathered_torque_B"],
+        )
         Xdot = self.Xdot
         for m, row in zip(models, rows, strict=True):
             m.x[:] = X[row]
@@ -84,8 +95,11 @@ def _state_payload(msg) -> tuple[list[float], int, str]:
     r, v, q, w, a, wd = msg.r_BN_N, msg.v_BN_N, msg.q_BN, msg.omega_BN_B, msg.a_BN_N, msg.omega_dot_BN_B
     xdot = [0.0] * 13
     xdot[3:6], xdot[10:13] = [a.x, a.y, a.z], [wd.x, wd.y, wd.z]
-    return ([r.x, r.y, r.z, v.x, v.y, v.z, q.x, q.y, q.z, q.w, w.x, w.y, w.z] + xdot + [msg.mass], msg.t_ns,
-            msg.vehicle)
+    return (
+        [r.x, r.y, r.z, v.x, v.y, v.z, q.x, q.y, q.z, q.w, w.x, w.y, w.z] + xdot + [msg.mass],
+        msg.t_ns,
+        msg.vehicle,
+    )
 
 
 @njit(cache=True)
@@ -128,7 +142,7 @@ class RigidVehicleRows:
 
     inputs: dict = {}
     outputs = {"state": (STATE, 1)}
-    outputs_only = True              # its update_flow_outs computes nothing but its outputs
+    outputs_only = True  # its update_flow_outs computes nothing but its outputs
 
     def __init__(self, models: list, row_of: dict[str, int]):
         n = len(models)
@@ -146,8 +160,14 @@ class RigidVehicleRows:
 
     def qualifies(self, t_ns: int) -> bool:
         """Free vehicles (not welded), no disturbance from now on, nothing gathered."""
-        return all(m.hop_ready() and m.disturbance_until_ns <= t_ns and not m.gathered_force_N.any()
-                   and not m.gathered_force_B.any() and not m.gathered_torque_B.any() for m in self.models)
+        return all(
+            m.hop_ready()
+            and m.disturbance_until_ns <= t_ns
+            and not m.gathered_force_N.any()
+            and not m.gathered_force_B.any()
+            and not m.gathered_torque_B.any()
+            for m in self.models
+        )
 
     def load(self) -> None:
         for i, m in enumerate(self.models):
@@ -168,7 +188,7 @@ class RigidVehicleRows:
         """Every row's state with the derivative of its hop's end and its mass (as published)."""
         payload = self.state.payload[:, 0]
         payload[:, :STATE_SIZE] = self.X
-        payload[:, STATE_SIZE:2 * STATE_SIZE] = self.Xdot
+        payload[:, STATE_SIZE : 2 * STATE_SIZE] = self.Xdot
         payload[:, 2 * STATE_SIZE] = self.mass
         self.state.msg_t[:, 0] = t_ns
         self.state.count[:] = 1
@@ -177,5 +197,15 @@ class RigidVehicleRows:
         """Every row from t0 to t1 (ns) over ``steps_s`` (s), the loads of ``loaders`` gathered first."""
         for form in loaders:
             form.start_hop(t0_ns, t1_ns, self)
-        rk4_hop_rows(self.rows, steps_s, self.X, self.Xdot, self.mass, self.inertia, self.r_CB, self.force_N,
-                     self.force_B, self.torque_B)
+        rk4_hop_rows(
+            self.rows,
+            steps_s,
+            self.X,
+            self.Xdot,
+            self.mass,
+            self.inertia,
+            self.r_CB,
+            self.force_N,
+            self.force_B,
+            self.torque_B,
+        )

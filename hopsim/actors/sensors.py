@@ -21,6 +21,7 @@ seeded generator (same run seed, same noise):
 Faults: ``sensor_bias`` (``value`` added to every axis's bias, in the sensor's unit), ``noise_scale``
 (noise times ``value``), ``dropout`` (measurements marked invalid until cleared).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,8 +29,15 @@ import numpy as np
 from hopsim.dynamics.orbit_frames import hill_dcm, hill_rate
 from hopsim.dynamics.spatial import cross_array, quat_multiply, quat_normalize, quat_to_dcm
 from hopsim.kernel import FixedRate, In, Model, Out
-from hopsim.schemas import (AttitudeMeasurement, ImuMeasurement, PositionVelocityMeasurement, Quaternion,
-                            RelativeStateMeasurement, Vector3, VehicleState)
+from hopsim.schemas import (
+    AttitudeMeasurement,
+    ImuMeasurement,
+    PositionVelocityMeasurement,
+    Quaternion,
+    RelativeStateMeasurement,
+    Vector3,
+    VehicleState,
+)
 
 
 def _v(a) -> Vector3:
@@ -112,9 +120,15 @@ class StarTracker(NoisySensor):
             return
         q = truth.q_BN
         measured = quat_normalize(quat_multiply(np.array([q.x, q.y, q.z, q.w]), small_rotation(theta)))
-        self.write("attitude", AttitudeMeasurement(
-            vehicle=self.vehicle, t_ns=t_ns, valid=True,
-            q_BN=Quaternion(x=measured[0], y=measured[1], z=measured[2], w=measured[3])))
+        self.write(
+            "attitude",
+            AttitudeMeasurement(
+                vehicle=self.vehicle,
+                t_ns=t_ns,
+                valid=True,
+                q_BN=Quaternion(x=measured[0], y=measured[1], z=measured[2], w=measured[3]),
+            ),
+        )
 
 
 class GnssReceiver(NoisySensor):
@@ -122,8 +136,9 @@ class GnssReceiver(NoisySensor):
 
     outputs = {"fix": Out(PositionVelocityMeasurement)}
 
-    def __init__(self, name: str, vehicle: str, sigma_pos_m=5.0, sigma_vel_mps=0.05, bias_pos_m=0.0,
-                 rate_hz: float = 1.0):
+    def __init__(
+        self, name: str, vehicle: str, sigma_pos_m=5.0, sigma_vel_mps=0.05, bias_pos_m=0.0, rate_hz: float = 1.0
+    ):
         super().__init__(name, vehicle, rate_hz)
         self.sigma_pos_m = _nonnegative(name, "sigma_pos_m", sigma_pos_m)
         self.sigma_vel_mps = _nonnegative(name, "sigma_vel_mps", sigma_vel_mps)
@@ -135,11 +150,12 @@ class GnssReceiver(NoisySensor):
         if truth is None or self.dropped:
             self.write("fix", PositionVelocityMeasurement(vehicle=self.vehicle, t_ns=t_ns))
             return
-        r, v = truth.r_BN_N, truth.v_BN_N          # 3-vectors as plain floats
+        r, v = truth.r_BN_N, truth.v_BN_N  # 3-vectors as plain floats
         fix = PositionVelocityMeasurement(vehicle=self.vehicle, t_ns=t_ns, valid=True)
         fix.r_BN_N.x, fix.r_BN_N.y, fix.r_BN_N.z = [
             r_i + bias_i + self.fault_bias + w_i
-            for r_i, bias_i, w_i in zip((r.x, r.y, r.z), self.bias_pos_m.tolist(), w_r.tolist())]
+            for r_i, bias_i, w_i in zip((r.x, r.y, r.z), self.bias_pos_m.tolist(), w_r.tolist())
+        ]
         fix.v_BN_N.x, fix.v_BN_N.y, fix.v_BN_N.z = [v_i + w_i for v_i, w_i in zip((v.x, v.y, v.z), w_v.tolist())]
         self.write("fix", fix)
 
@@ -149,8 +165,18 @@ class Imu(NoisySensor):
 
     outputs = {"imu": Out(ImuMeasurement)}
 
-    def __init__(self, name: str, vehicle: str, gyro_sigma_radps=1e-5, gyro_bias_radps=0.0, scale_factor=0.0,
-                 accel_sigma_mps2=1e-4, accel_bias_mps2=0.0, gravity_N=(0.0, 0.0, 0.0), rate_hz: float = 10.0):
+    def __init__(
+        self,
+        name: str,
+        vehicle: str,
+        gyro_sigma_radps=1e-5,
+        gyro_bias_radps=0.0,
+        scale_factor=0.0,
+        accel_sigma_mps2=1e-4,
+        accel_bias_mps2=0.0,
+        gravity_N=(0.0, 0.0, 0.0),
+        rate_hz: float = 10.0,
+    ):
         super().__init__(name, vehicle, rate_hz)
         self.gyro_sigma = _nonnegative(name, "gyro_sigma_radps", gyro_sigma_radps)
         self.gyro_bias = _finite(name, "gyro_bias_radps", gyro_bias_radps)
@@ -169,8 +195,9 @@ class Imu(NoisySensor):
         R = quat_to_dcm(np.array([q.x, q.y, q.z, q.w]))
         omega = (1.0 + self.scale_factor) * _xyz(truth.omega_BN_B) + self.gyro_bias + self.fault_bias + w_g
         f_B = R.T @ (_xyz(truth.a_BN_N) - self.gravity_N) + self.accel_bias + w_a
-        self.write("imu", ImuMeasurement(vehicle=self.vehicle, t_ns=t_ns, omega_BN_B=_v(omega), accel_B=_v(f_B),
-                                         valid=True))
+        self.write(
+            "imu", ImuMeasurement(vehicle=self.vehicle, t_ns=t_ns, omega_BN_B=_v(omega), accel_B=_v(f_B), valid=True)
+        )
 
 
 # the frames CmFrameStateSensor measures in: the name it is given -> the name it publishes
@@ -183,7 +210,7 @@ def relative_state(frame: str, r_c, v_c, r_d, v_d) -> tuple[np.ndarray, np.ndarr
     rho_N, drho_N = np.asarray(r_d, float) - r_c, np.asarray(v_d, float) - v_c
     if frame == "inertial":
         return rho_N, drho_N
-    C_HN = hill_dcm(r_c, v_c)                     # "hill" and "uvw" share their axes
+    C_HN = hill_dcm(r_c, v_c)  # "hill" and "uvw" share their axes
     omega, _ = hill_rate(r_c, v_c)
     rho_H = C_HN @ rho_N
     return rho_H, C_HN @ drho_N - cross_array([0.0, 0.0, omega], rho_H)
@@ -229,10 +256,19 @@ class CmFrameStateSensor(NoisySensor):
 
     inputs = {"chief": In(VehicleState), "deputy": In(VehicleState)}
     outputs = {"relative": Out(RelativeStateMeasurement)}
-    KEPT_STATES = 64          # per vehicle: instants kept while waiting for the other's state
+    KEPT_STATES = 64  # per vehicle: instants kept while waiting for the other's state
 
-    def __init__(self, name: str, chief: str, deputy: str, frame: str = "hill", sigma_pos_m=0.1,
-                 sigma_vel_mps=1e-3, bias_pos_m=0.0, rate_hz: float = 1.0):
+    def __init__(
+        self,
+        name: str,
+        chief: str,
+        deputy: str,
+        frame: str = "hill",
+        sigma_pos_m=0.1,
+        sigma_vel_mps=1e-3,
+        bias_pos_m=0.0,
+        rate_hz: float = 1.0,
+    ):
         super().__init__(name, deputy, rate_hz)
         if frame not in RELATIVE_FRAMES:
             raise ValueError(f"{name}: frame must be one of {sorted(RELATIVE_FRAMES)}, got {frame!r}")
@@ -281,9 +317,16 @@ class CmFrameStateSensor(NoisySensor):
         rho, rho_dot = relative_state(self.frame, r_c, v_c, r_d, v_d)
         r = rho + self.bias_pos_m + self.fault_bias + w_r
         v = rho_dot + w_v
-        self.write("relative", RelativeStateMeasurement(**header, t_ns=t_state, r_DC_F=_v(r), v_DC_F=_v(v),
-                                                        valid=True))
+        self.write("relative", RelativeStateMeasurement(**header, t_ns=t_state, r_DC_F=_v(r), v_DC_F=_v(v), valid=True))
 
 
-__all__ = ["StarTracker", "GnssReceiver", "Imu", "CmFrameStateSensor", "NoisySensor", "RELATIVE_FRAMES",
-           "relative_state", "small_rotation"]
+__all__ = [
+    "StarTracker",
+    "GnssReceiver",
+    "Imu",
+    "CmFrameStateSensor",
+    "NoisySensor",
+    "RELATIVE_FRAMES",
+    "relative_state",
+    "small_rotation",
+]

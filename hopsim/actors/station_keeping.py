@@ -47,6 +47,7 @@ Read-outs for outcomes: ``phase_error_rad`` (the latest osculating e), ``mean_er
 ``drift_radps`` (the latest window estimates, NaN before the first full window), ``manoeuvres``
 (corrections decided), ``dv_commanded_mps`` (the velocity change fired, m/s).
 """
+
 from __future__ import annotations
 
 import math
@@ -63,7 +64,7 @@ TWO_PI = 2.0 * math.pi
 def slot_rate(a_m: float, inclination_rad: float, mu: float, j2: float, radius_m: float) -> float:
     """u_dot (rad/s): the mean rate of the argument of latitude of a circular orbit of semi-major
     axis ``a_m`` (m) and inclination (rad) under J2 (``j2`` = 0: n). See the module."""
-    n = math.sqrt(mu / a_m ** 3)
+    n = math.sqrt(mu / a_m**3)
     return n * (1.0 + 1.5 * j2 * (radius_m / a_m) ** 2 * (4.0 * math.cos(inclination_rad) ** 2 - 1.0))
 
 
@@ -82,15 +83,38 @@ class StationKeeping(Model):
     """
 
     inputs = {"fix": In(PositionVelocityMeasurement), "mass": In(MassProperties)}
-    outputs = {"on_time0": Out(Scalar, on_change=True), "on_time1": Out(Scalar, on_change=True)}   # held by the thrusters
+    outputs = {
+        "on_time0": Out(Scalar, on_change=True),
+        "on_time1": Out(Scalar, on_change=True),
+    }  # held by the thrusters
     feed_through = True
 
-    def __init__(self, name: str, u0_rad: float, u_dot_radps: float, a_m: float, box_rad: float, thrust_N: float,
-                 mass_kg: float, window_s: float, return_time_s: float, rate_hz: float = 1.0 / 60.0,
-                 enabled: bool = True, max_on_fraction: float = 0.9, deadband_mps: float = 1e-4):
+    def __init__(
+        self,
+        name: str,
+        u0_rad: float,
+        u_dot_radps: float,
+        a_m: float,
+        box_rad: float,
+        thrust_N: float,
+        mass_kg: float,
+        window_s: float,
+        return_time_s: float,
+        rate_hz: float = 1.0 / 60.0,
+        enabled: bool = True,
+        max_on_fraction: float = 0.9,
+        deadband_mps: float = 1e-4,
+    ):
         super().__init__(name)
-        for what, value in (("a_m", a_m), ("box_rad", box_rad), ("thrust_N", thrust_N), ("mass_kg", mass_kg),
-                            ("window_s", window_s), ("return_time_s", return_time_s), ("rate_hz", rate_hz)):
+        for what, value in (
+            ("a_m", a_m),
+            ("box_rad", box_rad),
+            ("thrust_N", thrust_N),
+            ("mass_kg", mass_kg),
+            ("window_s", window_s),
+            ("return_time_s", return_time_s),
+            ("rate_hz", rate_hz),
+        ):
             if not (np.isfinite(value) and value > 0):
                 raise ValueError(f"{name}: {what} must be a positive number, got {value}")
         if not 0 < max_on_fraction <= 1:
@@ -101,8 +125,8 @@ class StationKeeping(Model):
         self.io_schedule = FixedRate(rate_hz)
         self.max_on_s = max_on_fraction / rate_hz
         self.enabled, self.deadband_mps = bool(enabled), float(deadband_mps)
-        self.samples: list[tuple[float, float]] = []     # (t s, e rad) since the last firing
-        self.pending_dv_mps = 0.0                        # velocity change still to fire (m/s, signed)
+        self.samples: list[tuple[float, float]] = []  # (t s, e rad) since the last firing
+        self.pending_dv_mps = 0.0  # velocity change still to fire (m/s, signed)
         self.phase_error_rad = math.nan
         self.mean_error_rad = math.nan
         self.drift_radps = math.nan
@@ -155,7 +179,7 @@ class StationKeeping(Model):
                 self.dv_commanded_mps += fired
                 rest = abs(self.pending_dv_mps) - fired
                 self.pending_dv_mps = math.copysign(rest, self.pending_dv_mps) if rest > 1e-12 else 0.0
-                self.samples.clear()             # the window restarts after the firing
+                self.samples.clear()  # the window restarts after the firing
         for i in (0, 1):
             self.write(f"on_time{i}", Scalar(value=on[i], unit="s"))
 

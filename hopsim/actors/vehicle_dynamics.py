@@ -20,12 +20,19 @@ primary at its place on the composite, and its own state follows the primary's k
 Fault ``disturbance``: ``force_N`` (N, inertial) at the centre of mass and ``torque_B`` (N m) for
 ``duration_s`` (0: until a fault with ``clear``), the viewer's disturbance command of the seed.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from hopsim.dynamics.rigid_body import (STATE_SIZE, derivative_single, derivatives_batch, pack_state, rk4_hop,
-                                        rk4_step_batch)
+from hopsim.dynamics.rigid_body import (
+    STATE_SIZE,
+    derivative_single,
+    derivatives_batch,
+    pack_state,
+    rk4_hop,
+    rk4_step_batch,
+)
 from hopsim.dynamics.spatial import quat_normalize, quat_to_dcm
 from hopsim.dynamics.weld import welded_follower_derivative
 from hopsim.actors.messages import StateMessageBuilder
@@ -36,8 +43,7 @@ from hopsim.schemas import VehicleState
 
 FOREVER_NS = 2**62
 
-STATE_NAMES = ("r_x", "r_y", "r_z", "v_x", "v_y", "v_z", "q_x", "q_y", "q_z", "q_w",
-               "omega_x", "omega_y", "omega_z")
+STATE_NAMES = ("r_x", "r_y", "r_z", "v_x", "v_y", "v_z", "q_x", "q_y", "q_z", "q_w", "omega_x", "omega_y", "omega_z")
 
 
 class RigidVehicleDynamics(Weldable, ContinuousModel):
@@ -46,24 +52,35 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
     state_names = STATE_NAMES
     outputs = {"state": Out(VehicleState)}
     accepts_faults = {"disturbance": ("force_N", "torque_B", "duration_s", "clear")}
-    loads_constant_over_hop = True      # the disturbance is held across a hop
-    fleet_form = RigidFleet             # many vehicles' hops in one call (hopsim.kernel.fleet)
-    row_form = "hopsim.actors.rigid_fleet:RigidVehicleRows"   # in a row block (hopsim.kernel.blocks)
+    loads_constant_over_hop = True  # the disturbance is held across a hop
+    fleet_form = RigidFleet  # many vehicles' hops in one call (hopsim.kernel.fleet)
+    row_form = "hopsim.actors.rigid_fleet:RigidVehicleRows"  # in a row block (hopsim.kernel.blocks)
     # welds are links between models, made and broken at barriers only (never inside a hop)
     # _quat_fixed lives within one hop (propagate_hop to end_hop): always False between hops
     # _state_builder is scratch memory for update_flow_outs
     _FRAMEWORK_ATTRS = ContinuousModel._FRAMEWORK_ATTRS | {"_welds", "_primary_weld", "_quat_fixed", "_state_builder"}
 
-    def __init__(self, name: str, mass_kg: float, inertia_C_B, r_CB_B=(0.0, 0.0, 0.0),
-                 r_BN_N=(0.0, 0.0, 0.0), v_BN_N=(0.0, 0.0, 0.0), q_BN=(0.0, 0.0, 0.0, 1.0),
-                 omega_BN_B=(0.0, 0.0, 0.0), rate_hz: float = 10.0):
+    def __init__(
+        self,
+        name: str,
+        mass_kg: float,
+        inertia_C_B,
+        r_CB_B=(0.0, 0.0, 0.0),
+        r_BN_N=(0.0, 0.0, 0.0),
+        v_BN_N=(0.0, 0.0, 0.0),
+        q_BN=(0.0, 0.0, 0.0, 1.0),
+        omega_BN_B=(0.0, 0.0, 0.0),
+        rate_hz: float = 10.0,
+    ):
         super().__init__(name)
         inertia = np.array(inertia_C_B, dtype=float)
         if mass_kg <= 0:
             raise ValueError(f"{name}: mass_kg must be positive, got {mass_kg}")
         if inertia.shape != (3, 3) or not np.allclose(inertia, inertia.T) or np.any(np.linalg.eigvalsh(inertia) <= 0):
-            raise ValueError(f"{name}: inertia_C_B must be a symmetric positive-definite 3x3 matrix "
-                             f"(products of inertia as they appear in the tensor), got {inertia.tolist()}")
+            raise ValueError(
+                f"{name}: inertia_C_B must be a symmetric positive-definite 3x3 matrix "
+                f"(products of inertia as they appear in the tensor), got {inertia.tolist()}"
+            )
         self.mass_kg = float(mass_kg)
         self.inertia_C_B = inertia
         self.r_CB_B = np.array(r_CB_B, dtype=float)
@@ -80,7 +97,7 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
         self.disturbance_until_ns = 0
         self._disturbed = False
         self._init_welds()
-        self._quat_fixed = False                   # propagate_hop did end_hop's quaternion fix
+        self._quat_fixed = False  # propagate_hop did end_hop's quaternion fix
         self._state_builder = StateMessageBuilder()
 
     def initial_state(self):
@@ -138,10 +155,19 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
         or many: the same arithmetic."""
         if len(bodies) == 1:
             b = bodies[0]
-            rk4_hop(b.x, b.xdot, steps_s, b.mass_kg, b.inertia_C_B, b.r_CB_B, b.gathered_force_N,
-                    b.gathered_force_B, b.gathered_torque_B)
-            b.xdot_last = b.xdot          # the derivative at the hop's end, which only the next hop writes
-            b._quat_fixed = True          # end_hop, which always follows, skips its fix
+            rk4_hop(
+                b.x,
+                b.xdot,
+                steps_s,
+                b.mass_kg,
+                b.inertia_C_B,
+                b.r_CB_B,
+                b.gathered_force_N,
+                b.gathered_force_B,
+                b.gathered_torque_B,
+            )
+            b.xdot_last = b.xdot  # the derivative at the hop's end, which only the next hop writes
+            b._quat_fixed = True  # end_hop, which always follows, skips its fix
             return
         X = np.array([b.x for b in bodies])
         mass = np.array([b.mass_kg for b in bodies])
@@ -189,13 +215,22 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
         """Derivatives of the 13 states from the gathered loads; empties the accumulator.
         A primary integrates its composite and writes its followers' derivatives too."""
         if self._primary is not None:
-            return                      # the primary wrote this follower's derivative
+            return  # the primary wrote this follower's derivative
         if self._welds:
             mass, inertia, r_CB_B = self.composite()
         else:
             mass, inertia, r_CB_B = self.mass_kg, self.inertia_C_B, self.r_CB_B
-        xdot = derivative_single(self.x.copy(), mass, inertia, r_CB_B,
-                                 self.gathered_force_N, self.gathered_force_B, self.gathered_torque_B, self.r_CB_B, 0.0)
+        xdot = derivative_single(
+            self.x.copy(),
+            mass,
+            inertia,
+            r_CB_B,
+            self.gathered_force_N,
+            self.gathered_force_B,
+            self.gathered_torque_B,
+            self.r_CB_B,
+            0.0,
+        )
         self.xdot[:] = xdot
         self.xdot_last = xdot
         self.gathered_force_N[:] = 0.0
@@ -210,9 +245,9 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
         """Keep the quaternion on the unit sphere with w >= 0 (a state fix between hops); put
         welded followers back exactly on the composite."""
         if self._primary is not None:
-            return                      # the primary puts this follower on the composite
+            return  # the primary puts this follower on the composite
         if self._quat_fixed:
-            self._quat_fixed = False    # done already, in the single-vehicle compiled hop
+            self._quat_fixed = False  # done already, in the single-vehicle compiled hop
         else:
             self.x[6:10] = quat_normalize(self.x[6:10].copy())
         if self._welds:

@@ -12,6 +12,7 @@ A weldable model provides, besides its state ``x`` (whose first 13 entries are `
 (kg m^2, its whole inertia about its centre of mass, B axes) and ``r_CB_B`` (m, its centre of mass
 from B, in B).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,9 +48,9 @@ class Weldable:
     _primary_weld: Weld | None
 
     def _init_welds(self) -> None:
-        self._welds = []                # followers welded to this vehicle (primary)
+        self._welds = []  # followers welded to this vehicle (primary)
         self._primary = None
-        self._primary_weld = None       # this vehicle's weld, when it is a follower
+        self._primary_weld = None  # this vehicle's weld, when it is a follower
 
     @property
     def primary(self) -> "Weldable | None":
@@ -88,8 +89,7 @@ class Weldable:
         M, I_C, r_C = self.mass_kg, self.inertia_C_B, self.r_CB_B
         for w in self._welds:
             f = w.follower
-            M, I_C, r_C = composite_mass_properties(M, I_C, r_C, f.mass_kg, f.inertia_C_B, f.r_CB_B,
-                                                    w.r_FP_P, w.R_PF)
+            M, I_C, r_C = composite_mass_properties(M, I_C, r_C, f.mass_kg, f.inertia_C_B, f.r_CB_B, w.r_FP_P, w.R_PF)
         return M, I_C, r_C
 
     def place_followers(self) -> None:

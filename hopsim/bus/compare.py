@@ -1,4 +1,5 @@
 """Compare two envelope streams and say where, and in which field, they first differ."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,13 +23,16 @@ class Difference:
     replayed: str
 
     def __str__(self) -> str:
-        return (f"envelope #{self.index} at t = {self.t_ns / 1e9:.9g} s on {self.topic!r} from "
-                f"{self.source!r}: {self.field} recorded {self.recorded}, replayed {self.replayed}")
+        return (
+            f"envelope #{self.index} at t = {self.t_ns / 1e9:.9g} s on {self.topic!r} from "
+            f"{self.source!r}: {self.field} recorded {self.recorded}, replayed {self.replayed}"
+        )
 
 
 def payload_class(type_name: str):
     """The generated message class of a full protobuf type name (hopsim's schemas are loaded)."""
     import hopsim.schemas  # noqa: F401  (registers every hopsim message in the default pool)
+
     return message_factory.GetMessageClass(descriptor_pool.Default().FindMessageTypeByName(type_name))
 
 
@@ -70,6 +74,13 @@ def first_difference(recorded: Sequence[EnvelopeProto], replayed: Sequence[Envel
         i = min(len(recorded), len(replayed))
         longer = recorded if len(recorded) > len(replayed) else replayed
         extra = longer[i]
-        return Difference(i, extra.t_ns, extra.topic, extra.source, "stream length",
-                          f"{len(recorded)} envelopes", f"{len(replayed)} envelopes")
+        return Difference(
+            i,
+            extra.t_ns,
+            extra.topic,
+            extra.source,
+            "stream length",
+            f"{len(recorded)} envelopes",
+            f"{len(replayed)} envelopes",
+        )
     return None

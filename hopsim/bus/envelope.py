@@ -3,6 +3,7 @@
 Inside one process the payload travels as a protobuf object; across processes and into a
 recording it is serialized (deterministically, so equal messages give equal bytes).
 """
+
 from __future__ import annotations
 
 from functools import lru_cache, partial
@@ -46,8 +47,7 @@ class Envelope:
 
     __slots__ = ("t_ns", "deliver_ns", "source", "topic", "seq", "priority", "payload")
 
-    def __init__(self, t_ns: int, deliver_ns: int, source: str, topic: str, seq: int,
-                 priority: int, payload: Any):
+    def __init__(self, t_ns: int, deliver_ns: int, source: str, topic: str, seq: int, priority: int, payload: Any):
         self.t_ns = t_ns
         self.deliver_ns = deliver_ns
         self.source = source
@@ -67,14 +67,20 @@ class Envelope:
         return self.payload.SerializeToString(deterministic=True)
 
     def to_proto(self) -> EnvelopeProto:
-        return EnvelopeProto(t_ns=self.t_ns, deliver_ns=self.deliver_ns, source=self.source,
-                             topic=self.topic, seq=self.seq, priority=self.priority,
-                             type_name=self.type_name, payload=self.payload_bytes())
+        return EnvelopeProto(
+            t_ns=self.t_ns,
+            deliver_ns=self.deliver_ns,
+            source=self.source,
+            topic=self.topic,
+            seq=self.seq,
+            priority=self.priority,
+            type_name=self.type_name,
+            payload=self.payload_bytes(),
+        )
 
     def to_bytes(self) -> bytes:
         """The canonical serialized form: what "byte-identical streams" compares."""
         return self.to_proto().SerializeToString(deterministic=True)
 
     def __repr__(self) -> str:
-        return (f"Envelope(t={self.t_ns} ns, {self.topic!r} from {self.source!r} #{self.seq}, "
-                f"{self.type_name})")
+        return f"Envelope(t={self.t_ns} ns, {self.topic!r} from {self.source!r} #{self.seq}, {self.type_name})"

@@ -11,6 +11,7 @@
 All integers are little-endian; the payloads arrive as one buffer with their lengths.
 tests/test_recording.py checks the bytes against mcap's own Writer.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,7 +19,7 @@ from mcap.opcode import Opcode
 from numba import njit
 
 MESSAGE_OPCODE, MESSAGE_INDEX_OPCODE = int(Opcode.MESSAGE), int(Opcode.MESSAGE_INDEX)
-MESSAGE_HEAD = 31          # opcode, record length, channel id, sequence, log time, publish time
+MESSAGE_HEAD = 31  # opcode, record length, channel id, sequence, log time, publish time
 
 
 @njit(cache=True)
@@ -41,13 +42,19 @@ def _message_records(channel_ids, sequences, log_times, lengths, payload, first_
         _put(out, pos + 11, sequences[i], 4)
         _put(out, pos + 15, log_times[i], 8)
         _put(out, pos + 23, log_times[i], 8)
-        out[pos + MESSAGE_HEAD:pos + MESSAGE_HEAD + size] = payload[src:src + size]
+        out[pos + MESSAGE_HEAD : pos + MESSAGE_HEAD + size] = payload[src : src + size]
         pos += MESSAGE_HEAD + size
         src += size
 
 
-def message_records(channel_ids: np.ndarray, sequences: np.ndarray, log_times: np.ndarray, lengths: np.ndarray,
-                    payload: np.ndarray, first_offset: int) -> tuple[np.ndarray, np.ndarray]:
+def message_records(
+    channel_ids: np.ndarray,
+    sequences: np.ndarray,
+    log_times: np.ndarray,
+    lengths: np.ndarray,
+    payload: np.ndarray,
+    first_offset: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """The Message records of ``len(lengths)`` messages, one after the other (uint8), and the
     offset of each (int64: ``first_offset`` plus its place in the records, bytes).
 
@@ -66,7 +73,7 @@ def _message_indexes(channel_ids, log_times, offsets):
     for i in range(n):
         top = max(top, channel_ids[i])
     count = np.zeros(top + 1, np.int64)
-    order = np.empty(n, np.int64)           # channels by first message
+    order = np.empty(n, np.int64)  # channels by first message
     channels = 0
     for i in range(n):
         c = channel_ids[i]
@@ -74,7 +81,7 @@ def _message_indexes(channel_ids, log_times, offsets):
             order[channels] = c
             channels += 1
         count[c] += 1
-    start = np.zeros(top + 1, np.int64)     # each channel's record, then its next entry
+    start = np.zeros(top + 1, np.int64)  # each channel's record, then its next entry
     record_starts = np.empty(channels, np.int64)
     pos = 0
     out = np.empty(15 * channels + 16 * n, np.uint8)
@@ -95,8 +102,9 @@ def _message_indexes(channel_ids, log_times, offsets):
     return out, order[:channels].copy(), record_starts
 
 
-def message_indexes(channel_ids: np.ndarray, log_times: np.ndarray,
-                    offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def message_indexes(
+    channel_ids: np.ndarray, log_times: np.ndarray, offsets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A chunk's MessageIndex records (uint8), for messages given in chunk order by channel id,
     log time (ns) and offset in the chunk (bytes), int64 arrays: one record per
     channel, channels in the order of their first message; also those channels (int64) and the
@@ -110,7 +118,7 @@ def _gather(data, offsets, index, out, lengths):
     for k in range(len(index)):
         a, b = offsets[index[k]], offsets[index[k] + 1]
         lengths[k] = b - a
-        out[pos:pos + b - a] = data[a:b]
+        out[pos : pos + b - a] = data[a:b]
         pos += b - a
 
 
@@ -163,9 +171,18 @@ def _digest_frames(t_ns, counts, seqs, starts, offsets, data, latency, priority,
     return pos
 
 
-def digest_frames(t_ns: int, counts: np.ndarray, seqs: np.ndarray, starts: np.ndarray, offsets: np.ndarray,
-                  data: np.ndarray, latency: np.ndarray, priority: np.ndarray, names: np.ndarray,
-                  names_at: np.ndarray) -> bytes:
+def digest_frames(
+    t_ns: int,
+    counts: np.ndarray,
+    seqs: np.ndarray,
+    starts: np.ndarray,
+    offsets: np.ndarray,
+    data: np.ndarray,
+    latency: np.ndarray,
+    priority: np.ndarray,
+    names: np.ndarray,
+    names_at: np.ndarray,
+) -> bytes:
     """The bytes the stream digest hashes for the envelopes of one instant published at ``t_ns``,
     in stream order: route ``p`` (in that order) has ``counts[p]`` of them, sequence numbers from
     ``seqs[p]``, payloads ``data[offsets[m]:offsets[m + 1]]`` for ``m`` from ``starts[p]``, its

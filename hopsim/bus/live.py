@@ -24,6 +24,7 @@ The server binds to 127.0.0.1 by default. The SDK's server has no authentication
 another address, the SDK's server stays on 127.0.0.1 and a relay (:class:`TokenRelay`) listens on
 that address and admits only clients whose URL carries the token (``ws://HOST:PORT/?token=T``).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -59,8 +60,9 @@ class LiveServer:
     """Forwards recorded messages to WebSocket clients and their commands to ``commander``
     (an object with ``command(kind, value) -> Future``)."""
 
-    def __init__(self, commander, host: str = "127.0.0.1", port: int = 8765, token: str | None = None,
-                 name: str = "hopsim"):
+    def __init__(
+        self, commander, host: str = "127.0.0.1", port: int = 8765, token: str | None = None, name: str = "hopsim"
+    ):
         """On a loopback ``host`` the SDK's server listens there; on another, behind a relay that
         asks for ``token`` (one is drawn when None: :attr:`url` carries it)."""
         import foxglove
@@ -76,10 +78,14 @@ class LiveServer:
         remote = not is_loopback(host)
         try:
             self._server = foxglove.start_server(
-                name=name, host="127.0.0.1" if remote else host, port=0 if remote else port,
+                name=name,
+                host="127.0.0.1" if remote else host,
+                port=0 if remote else port,
                 capabilities=[Capability.Parameters, Capability.Services, Capability.Time],
-                server_listener=_Listener(self), supported_encodings=["json"],
-                services=self._services())
+                server_listener=_Listener(self),
+                supported_encodings=["json"],
+                services=self._services(),
+            )
         except Exception as err:  # noqa: BLE001  (the SDK raises its own errors for a taken port)
             raise LiveError(f"cannot serve on {host}:{port}: {err}; pick another --live-port") from None
         self.url = f"ws://{host}:{self._server.port}"
@@ -103,7 +109,8 @@ class LiveServer:
         channel = self._channels.get(topic)
         if channel is None:
             channel = self._channels[topic] = self._foxglove.Channel(
-                topic, message_encoding="protobuf", schema=self._schema(message_type))
+                topic, message_encoding="protobuf", schema=self._schema(message_type)
+            )
         channel.log(data, log_time=log_time_ns)
         if log_time_ns != self._last_time:
             self._last_time = log_time_ns
@@ -116,14 +123,16 @@ class LiveServer:
 
             fds = build_file_descriptor_set(message_type).SerializeToString()
             schema = self._schemas[message_type] = self._foxglove.Schema(
-                name=message_type.DESCRIPTOR.full_name, encoding="protobuf", data=fds)
+                name=message_type.DESCRIPTOR.full_name, encoding="protobuf", data=fds
+            )
         return schema
 
     def publish_parameters(self, pace: float | None, paused: bool) -> None:
         from foxglove.websocket import Parameter
 
-        self._server.publish_parameter_values([Parameter("pace", value=float(pace or 0.0)),
-                                               Parameter("paused", value=bool(paused))])
+        self._server.publish_parameter_values(
+            [Parameter("pace", value=float(pace or 0.0)), Parameter("paused", value=bool(paused))]
+        )
 
     def stop(self) -> None:
         if self._relay is not None:
@@ -137,16 +146,22 @@ class LiveServer:
         try:
             return future.result(timeout=COMMAND_TIMEOUT_S)
         except TimeoutError:
-            raise ValueError(f"the simulation did not take the {kind} command within {COMMAND_TIMEOUT_S:g} s "
-                             f"(has the run ended?)") from None
+            raise ValueError(
+                f"the simulation did not take the {kind} command within {COMMAND_TIMEOUT_S:g} s (has the run ended?)"
+            ) from None
 
     def _services(self) -> list:
         from foxglove.websocket import MessageSchema, Service, ServiceSchema
 
         def json_schema(name: str, properties: dict):
-            return MessageSchema(encoding="json", schema=self._foxglove.Schema(
-                name=name, encoding="jsonschema",
-                data=json.dumps({"type": "object", "properties": properties}).encode()))
+            return MessageSchema(
+                encoding="json",
+                schema=self._foxglove.Schema(
+                    name=name,
+                    encoding="jsonschema",
+                    data=json.dumps({"type": "object", "properties": properties}).encode(),
+                ),
+            )
 
         def handler(kind: str, parse: Callable[[dict], object]):
             def handle(request) -> bytes:
@@ -157,22 +172,39 @@ class LiveServer:
                 if not isinstance(body, dict):
                     raise ValueError("the request must be a JSON object")
                 return json.dumps({"result": self.command(kind, parse(body))}).encode()
+
             return handle
 
         reply = json_schema("hopsim.CommandReply", {"result": {}})
-        fault_fields = {"target": {"type": "string"}, "kind": {"type": "string"}, "index": {"type": "integer"},
-                        "value": {"type": "number"}, "duration_s": {"type": "number"},
-                        "vehicles": {"type": "array", "items": {"type": "string"}},
-                        "force_N": {"type": "array", "items": {"type": "number"}},
-                        "torque_B": {"type": "array", "items": {"type": "number"}}, "clear": {"type": "boolean"}}
+        fault_fields = {
+            "target": {"type": "string"},
+            "kind": {"type": "string"},
+            "index": {"type": "integer"},
+            "value": {"type": "number"},
+            "duration_s": {"type": "number"},
+            "vehicles": {"type": "array", "items": {"type": "string"}},
+            "force_N": {"type": "array", "items": {"type": "number"}},
+            "torque_B": {"type": "array", "items": {"type": "number"}},
+            "clear": {"type": "boolean"},
+        }
         specs = [
             ("pause", json_schema("hopsim.Pause", {}), lambda body: None),
             ("resume", json_schema("hopsim.Resume", {}), lambda body: None),
-            ("pace", json_schema("hopsim.Pace", {"factor": {"type": "number"}}), lambda body: _factor(body.get("factor"))),
+            (
+                "pace",
+                json_schema("hopsim.Pace", {"factor": {"type": "number"}}),
+                lambda body: _factor(body.get("factor")),
+            ),
             ("fault", json_schema("hopsim.FaultRequest", fault_fields), lambda body: body),
         ]
-        return [Service(name=name, schema=ServiceSchema(name=f"hopsim.{name}", request=request, response=reply),
-                        handler=handler(name, parse)) for name, request, parse in specs]
+        return [
+            Service(
+                name=name,
+                schema=ServiceSchema(name=f"hopsim.{name}", request=request, response=reply),
+                handler=handler(name, parse),
+            )
+            for name, request, parse in specs
+        ]
 
 
 class TokenRelay:
@@ -199,8 +231,15 @@ class TokenRelay:
 
         async def main():
             try:
-                self._server = await serve(self._relay, host, port, subprotocols=self.SUBPROTOCOLS,
-                                           process_request=self._check, compression=None, max_size=None)
+                self._server = await serve(
+                    self._relay,
+                    host,
+                    port,
+                    subprotocols=self.SUBPROTOCOLS,
+                    process_request=self._check,
+                    compression=None,
+                    max_size=None,
+                )
             except OSError as err:
                 self._error = err
                 self._started.set()
@@ -221,8 +260,10 @@ class TokenRelay:
         from websockets.asyncio.client import connect
         from websockets.exceptions import ConnectionClosed
 
-        async with connect(self._target, subprotocols=[client.subprotocol], compression=None,
-                           max_size=None) as upstream:
+        async with connect(
+            self._target, subprotocols=[client.subprotocol], compression=None, max_size=None
+        ) as upstream:
+
             async def pipe(a, b):
                 try:
                     async for frame in a:
@@ -258,8 +299,10 @@ class _Listener(ServerListener):
         from foxglove.websocket import Parameter
 
         pacer = self._server.commander
-        return [Parameter("pace", value=float(getattr(pacer, "factor", None) or 0.0)),
-                Parameter("paused", value=bool(getattr(pacer, "paused", False)))]
+        return [
+            Parameter("pace", value=float(getattr(pacer, "factor", None) or 0.0)),
+            Parameter("paused", value=bool(getattr(pacer, "paused", False))),
+        ]
 
     def on_set_parameters(self, client, parameters, request_id=None):
         for p in parameters:
@@ -270,7 +313,7 @@ class _Listener(ServerListener):
                 elif p.name == "paused":
                     self._server.command("pause" if value else "resume")
             except ValueError:
-                pass                        # the values sent back say what holds
+                pass  # the values sent back say what holds
         return self.on_get_parameters(client, [p.name for p in parameters], request_id)
 
 

@@ -8,6 +8,7 @@ recorder writes (protobuf's deterministic serialization, produced once, on the h
 records them as :class:`EncodedEnvelope` s without parsing them; only a reader that wants the
 message (the Foxglove scene, a test's in-memory stream) decodes it.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable
@@ -24,8 +25,17 @@ class EncodedEnvelope:
 
     __slots__ = ("t_ns", "deliver_ns", "source", "topic", "seq", "priority", "payload", "message_type")
 
-    def __init__(self, t_ns: int, deliver_ns: int, source: str, topic: str, seq: int, priority: int,
-                 payload: bytes, message_type: type):
+    def __init__(
+        self,
+        t_ns: int,
+        deliver_ns: int,
+        source: str,
+        topic: str,
+        seq: int,
+        priority: int,
+        payload: bytes,
+        message_type: type,
+    ):
         self.t_ns, self.deliver_ns, self.source, self.topic = t_ns, deliver_ns, source, topic
         self.seq, self.priority, self.payload, self.message_type = seq, priority, payload, message_type
 
@@ -38,8 +48,15 @@ class EncodedEnvelope:
 
     def decoded(self) -> Envelope:
         """The same envelope with its payload parsed."""
-        return Envelope(self.t_ns, self.deliver_ns, self.source, self.topic, self.seq, self.priority,
-                        self.message_type.FromString(self.payload))
+        return Envelope(
+            self.t_ns,
+            self.deliver_ns,
+            self.source,
+            self.topic,
+            self.seq,
+            self.priority,
+            self.message_type.FromString(self.payload),
+        )
 
     def __repr__(self) -> str:
         return f"EncodedEnvelope(t={self.t_ns} ns, {self.topic!r} from {self.source!r} #{self.seq}, {self.type_name})"
@@ -51,10 +68,10 @@ class EnvelopeBlock:
     __slots__ = ("routes", "columns", "payloads")
 
     def __init__(self, routes: list[tuple[str, str, type]], columns: dict[str, np.ndarray], payloads: bytes):
-        self.routes = routes            # (source, topic, payload class) of each route index: a
-                                        # class pickles by name, so a user's message types travel too
-        self.columns = columns          # one entry per envelope in each of _COLUMNS
-        self.payloads = payloads        # the payloads' bytes, one after the other (``size``: each one's)
+        self.routes = routes  # (source, topic, payload class) of each route index: a
+        # class pickles by name, so a user's message types travel too
+        self.columns = columns  # one entry per envelope in each of _COLUMNS
+        self.payloads = payloads  # the payloads' bytes, one after the other (``size``: each one's)
 
     @classmethod
     def pack(cls, envelopes: Iterable[tuple[Envelope | EncodedEnvelope, bool]]) -> "EnvelopeBlock":
@@ -81,8 +98,12 @@ class EnvelopeBlock:
             priority.append(env.priority)
             queue.append(q)
         size = list(map(len, payloads))
-        columns = {name: np.array(values, dtype=dtype) for (name, dtype), values in zip(
-            _COLUMNS, (route, t_ns, deliver_ns, seq, priority, queue, size), strict=True)}
+        columns = {
+            name: np.array(values, dtype=dtype)
+            for (name, dtype), values in zip(
+                _COLUMNS, (route, t_ns, deliver_ns, seq, priority, queue, size), strict=True
+            )
+        }
         return cls(routes, columns, b"".join(payloads))
 
     def __len__(self) -> int:
@@ -93,12 +114,21 @@ class EnvelopeBlock:
         data, routes, c = self.payloads, self.routes, self.columns
         ends = np.cumsum(c["size"]).tolist()
         starts = [0] + ends[:-1]
-        return [(EncodedEnvelope(t, d, *routes[r][:2], seq, prio, data[a:b], routes[r][2]), q)
-                for r, t, d, seq, prio, q, a, b in zip(*(c[name].tolist() for name, _ in _COLUMNS[:-1]), starts, ends)]
+        return [
+            (EncodedEnvelope(t, d, *routes[r][:2], seq, prio, data[a:b], routes[r][2]), q)
+            for r, t, d, seq, prio, q, a, b in zip(*(c[name].tolist() for name, _ in _COLUMNS[:-1]), starts, ends)
+        ]
 
 
-_COLUMNS = [("route", np.int32), ("t_ns", np.int64), ("deliver_ns", np.int64), ("seq", np.uint64),
-            ("priority", np.int32), ("queue", np.bool_), ("size", np.int64)]
+_COLUMNS = [
+    ("route", np.int32),
+    ("t_ns", np.int64),
+    ("deliver_ns", np.int64),
+    ("seq", np.uint64),
+    ("priority", np.int32),
+    ("queue", np.bool_),
+    ("size", np.int64),
+]
 
 
 __all__ = ["EncodedEnvelope", "EnvelopeBlock"]

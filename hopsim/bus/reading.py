@@ -8,6 +8,7 @@ file and whose contents pass their CRC) and reads on from there, so one damaged 
 most the chunk it falls in. It returns every envelope it could read, in file order, and a report
 of where the damage is and why. It never raises on a damaged file.
 """
+
 from __future__ import annotations
 
 import io
@@ -28,15 +29,15 @@ from hopsim.schemas import Envelope as EnvelopeProto
 class RecordingReport:
     path: Path
     size_bytes: int
-    complete: bool = False            # footer reached: the writer finished the file
+    complete: bool = False  # footer reached: the writer finished the file
     messages: int = 0
     last_t_ns: int | None = None
-    readable_bytes: int = 0           # the file is readable up to this offset
-    problem: str | None = None        # the first damage, if any
+    readable_bytes: int = 0  # the file is readable up to this offset
+    problem: str | None = None  # the first damage, if any
     metadata: dict[str, dict[str, str]] = field(default_factory=dict)
-    damage: list[tuple[int, str]] = field(default_factory=list)   # (offset, what) of each damaged place
-    skipped_bytes: int = 0            # bytes passed over to resynchronize
-    orphaned: int = 0                 # messages read whose channel was lost with a damaged chunk
+    damage: list[tuple[int, str]] = field(default_factory=list)  # (offset, what) of each damaged place
+    skipped_bytes: int = 0  # bytes passed over to resynchronize
+    orphaned: int = 0  # messages read whose channel was lost with a damaged chunk
     intact_messages: int | None = None  # messages read before the first damage (None: no damage)
 
     def summary(self) -> str:
@@ -48,9 +49,11 @@ class RecordingReport:
         where = ", ".join(f"byte {offset}" for offset, _ in self.damage[:5]) or "the end"
         lost = f"; {self.skipped_bytes} bytes skipped" if self.skipped_bytes else ""
         lost += f", {self.orphaned} messages of lost channels" if self.orphaned else ""
-        return (f"{self.path}: {'damaged' if self.damage else 'incomplete'} at {where} ({self.problem}); "
-                f"recovered {self.messages} messages, {last}; readable without a gap up to byte "
-                f"{self.readable_bytes} of {self.size_bytes}{lost}")
+        return (
+            f"{self.path}: {'damaged' if self.damage else 'incomplete'} at {where} ({self.problem}); "
+            f"recovered {self.messages} messages, {last}; readable without a gap up to byte "
+            f"{self.readable_bytes} of {self.size_bytes}{lost}"
+        )
 
 
 def read_recording(path: str | Path) -> tuple[list[EnvelopeProto], RecordingReport]:
@@ -74,19 +77,26 @@ def read_recording(path: str | Path) -> tuple[list[EnvelopeProto], RecordingRepo
             channels[record.id] = record
         elif isinstance(record, Message):
             channel = channels.get(record.channel_id)
-            if channel is None:                # its channel was in a damaged chunk
+            if channel is None:  # its channel was in a damaged chunk
                 report.orphaned += 1
                 return
-            if is_derived(channel.metadata):   # Foxglove's view of the stream, not the stream
+            if is_derived(channel.metadata):  # Foxglove's view of the stream, not the stream
                 return
             schema = schemas.get(channel.schema_id)
             latency = int(channel.metadata.get("latency_ns", "0"))
             t_ns = record.log_time - log_time_offset(channel.metadata)
-            envelopes.append(EnvelopeProto(
-                t_ns=t_ns, deliver_ns=t_ns + latency,
-                source=envelope_source(channel.metadata, record.data), topic=channel.topic, seq=record.sequence,
-                priority=int(channel.metadata.get("priority", "0")),
-                type_name=schema.name if schema else "", payload=record.data))
+            envelopes.append(
+                EnvelopeProto(
+                    t_ns=t_ns,
+                    deliver_ns=t_ns + latency,
+                    source=envelope_source(channel.metadata, record.data),
+                    topic=channel.topic,
+                    seq=record.sequence,
+                    priority=int(channel.metadata.get("priority", "0")),
+                    type_name=schema.name if schema else "",
+                    payload=record.data,
+                )
+            )
             report.last_t_ns = t_ns
         elif isinstance(record, Metadata):
             report.metadata[record.name] = dict(record.metadata)
@@ -111,8 +121,9 @@ def read_recording(path: str | Path) -> tuple[list[EnvelopeProto], RecordingRepo
         _verify_summary(envelopes, report)
     if report.damage:
         report.complete = False
-        report.problem = report.damage[0][1] + (f" (and {len(report.damage) - 1} more damaged places)"
-                                                if len(report.damage) > 1 else "")
+        report.problem = report.damage[0][1] + (
+            f" (and {len(report.damage) - 1} more damaged places)" if len(report.damage) > 1 else ""
+        )
     report.messages = len(envelopes)
     if report.complete:
         report.readable_bytes = report.size_bytes
@@ -128,9 +139,13 @@ def _verify_summary(envelopes: list[EnvelopeProto], report: RecordingReport) -> 
     for env in envelopes:
         digest.add(env, env.payload)
     if result.get("message_count") != str(digest.count) or result.get("stream_sha256") != digest.hexdigest():
-        report.intact_messages = 0         # nothing read can be vouched for
-        report.damage.append((report.size_bytes, "the stored message count or stream SHA-256 does not match the "
-                                                 "messages read: the file is damaged"))
+        report.intact_messages = 0  # nothing read can be vouched for
+        report.damage.append(
+            (
+                report.size_bytes,
+                "the stored message count or stream SHA-256 does not match the messages read: the file is damaged",
+            )
+        )
 
 
 def _take_summary_channels(data: bytes, schemas: dict, channels: dict) -> None:
@@ -153,8 +168,7 @@ def _read_from(data: bytes, position: int, first: bool, take, report: RecordingR
     """Read records from ``position`` (the file's start, with its magic, when ``first``) until the
     end or damage: (offset where reading stopped, the error or None)."""
     stream = io.BytesIO(data[position:] if not first else data)
-    reader = StreamReader(stream, skip_magic=not first, emit_chunks=True, validate_crcs=True,
-                          record_size_limit=1 << 30)
+    reader = StreamReader(stream, skip_magic=not first, emit_chunks=True, validate_crcs=True, record_size_limit=1 << 30)
     start = 0 if first else position
     done = start
     try:
@@ -169,7 +183,7 @@ def _read_from(data: bytes, position: int, first: bool, take, report: RecordingR
             done = start + stream.tell()
             report.readable_bytes = max(report.readable_bytes, done) if not report.damage else report.readable_bytes
         return done, None
-    except Exception as err:     # damage: the caller resynchronizes after it
+    except Exception as err:  # damage: the caller resynchronizes after it
         return done, err
 
 
@@ -182,8 +196,13 @@ def _next_chunk(data: bytes, after: int) -> int | None:
         end = position + 9 + length
         if 0 < length <= len(data) - position - 9:
             try:
-                reader = StreamReader(io.BytesIO(data[position:end]), skip_magic=True, emit_chunks=True,
-                                      validate_crcs=True, record_size_limit=1 << 30)
+                reader = StreamReader(
+                    io.BytesIO(data[position:end]),
+                    skip_magic=True,
+                    emit_chunks=True,
+                    validate_crcs=True,
+                    record_size_limit=1 << 30,
+                )
                 record = next(iter(reader.records))
                 if isinstance(record, Chunk):
                     for _ in breakup_chunk(record, validate_crc=True):

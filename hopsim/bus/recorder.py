@@ -9,6 +9,7 @@ Envelopes published at the same instant are written in the bus's total order
 (time, priority, source, sequence), so the stream does not depend on the order in which islands
 or processes happened to reach that instant.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,7 +36,7 @@ from hopsim.bus.topics import KERNEL_SOURCE, is_kernel_source
 from hopsim.schemas import Envelope as EnvelopeProto, VehicleState
 
 PROFILE = "hopsim"
-LOG_TIME_OFFSET = "log_time_offset_ns"     # channel metadata: log time = this + simulation time (ns)
+LOG_TIME_OFFSET = "log_time_offset_ns"  # channel metadata: log time = this + simulation time (ns)
 
 RUN_METADATA = "hopsim.run"
 RESULT_METADATA = "hopsim.result"
@@ -125,12 +126,13 @@ def _digest_head(source: str, topic: str, type_name: str) -> tuple[struct.Struct
 
 class _Route(NamedTuple):
     """What writing an envelope of one (topic, source, payload type) takes, worked out once."""
+
     channel_id: int
-    digest_head: struct.Struct          # see _digest_head
+    digest_head: struct.Struct  # see _digest_head
     digest_names: bytes
-    is_state: bool                      # a vehicle state: the scene reads it
-    serialize: Callable[[object], bytes]   # the payload's bytes (an EncodedEnvelope's are its payload)
-    message_type: type                  # the payload's generated class
+    is_state: bool  # a vehicle state: the scene reads it
+    serialize: Callable[[object], bytes]  # the payload's bytes (an EncodedEnvelope's are its payload)
+    message_type: type  # the payload's generated class
 
 
 def _as_is(data: bytes) -> bytes:
@@ -154,9 +156,11 @@ class _Writer(McapWriter):
     def __init__(self, output, chunk_size: int, compression: CompressionType):
         super().__init__(output, chunk_size=chunk_size, compression=compression)
         self._chunk_bytes = chunk_size
-        self._held: list[tuple] = []         # messages not framed yet: blocks of add_block's arguments
-        self._held_bytes = 0                 # the size of their records (bytes)
-        self._framed: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []    # the open chunk's (channels, log times, offsets)
+        self._held: list[tuple] = []  # messages not framed yet: blocks of add_block's arguments
+        self._held_bytes = 0  # the size of their records (bytes)
+        self._framed: list[
+            tuple[np.ndarray, np.ndarray, np.ndarray]
+        ] = []  # the open chunk's (channels, log times, offsets)
 
     def add_messages(self, log_time: int, messages: list[tuple[int, int, bytes]]) -> None:
         """Add ``messages``, (channel id, sequence, data) in order, each logged and published at ``log_time``."""
@@ -172,11 +176,17 @@ class _Writer(McapWriter):
         """Add messages given as columns (channel id, sequence, data: one of each per message, in
         order), each logged and published at ``log_time`` (ns)."""
         if datas:
-            self.add_block(log_time, np.array(channel_ids, np.int64), np.array(sequences, np.int64),
-                           np.fromiter(map(len, datas), np.int64, len(datas)), b"".join(datas))
+            self.add_block(
+                log_time,
+                np.array(channel_ids, np.int64),
+                np.array(sequences, np.int64),
+                np.fromiter(map(len, datas), np.int64, len(datas)),
+                b"".join(datas),
+            )
 
-    def add_block(self, log_time: int, channel_ids: np.ndarray, sequences: np.ndarray, lengths: np.ndarray,
-                  payload) -> None:
+    def add_block(
+        self, log_time: int, channel_ids: np.ndarray, sequences: np.ndarray, lengths: np.ndarray, payload
+    ) -> None:
         """Add messages given as arrays (int64: channel id, sequence, data length; one of each per
         message, in order) and their data one after the other (``payload``: bytes or uint8 array),
         each logged and published at ``log_time`` (ns)."""
@@ -191,22 +201,24 @@ class _Writer(McapWriter):
         self._held.append((log_time, channel_ids, sequences, lengths, payload))
         self._held_bytes += size
 
-    def _add_filling(self, log_time: int, channel_ids: np.ndarray, sequences: np.ndarray, lengths: np.ndarray,
-                     payload) -> None:
+    def _add_filling(
+        self, log_time: int, channel_ids: np.ndarray, sequences: np.ndarray, lengths: np.ndarray, payload
+    ) -> None:
         """Add messages that fill the chunk: as add_message one by one, each chunk closed after
         the message that takes it past its size; the messages up to that one are added together."""
-        ends = np.cumsum(lengths + _MESSAGE.size)       # records' ends
+        ends = np.cumsum(lengths + _MESSAGE.size)  # records' ends
         data_ends = np.cumsum(lengths)
         i, n, done = 0, len(lengths), 0
         while i < n:
             room = self._chunk_bytes - (self._Writer__chunk_builder.count + self._held_bytes)
-            j = int(np.searchsorted(ends, done + room, side="right"))        # ends[j] is past the room
+            j = int(np.searchsorted(ends, done + room, side="right"))  # ends[j] is past the room
             fills = j < n
             j = j + 1 if fills else n
             self._times(log_time, j - i)
             first = int(data_ends[i - 1]) if i else 0
-            self._held.append((log_time, channel_ids[i:j], sequences[i:j], lengths[i:j],
-                               payload[first:int(data_ends[j - 1])]))
+            self._held.append(
+                (log_time, channel_ids[i:j], sequences[i:j], lengths[i:j], payload[first : int(data_ends[j - 1])])
+            )
             self._held_bytes += int(ends[j - 1]) - done
             done = int(ends[j - 1])
             if fills:
@@ -246,12 +258,12 @@ class _Writer(McapWriter):
         records, offsets = framing.message_records(channel_ids, sequences, log_times, lengths, payload, chunk.count)
         chunk.record_writer.write(records.data)
         self._framed.append((channel_ids, log_times, offsets))
-        counts = self._Writer__statistics.channel_message_counts      # channels in the order they first come
+        counts = self._Writer__statistics.channel_message_counts  # channels in the order they first come
         for channel_id, tally in zip(*(a.tolist() for a in framing.channel_tally(channel_ids))):
             counts[channel_id] += tally
 
     def register_schema(self, name: str, encoding: str, data: bytes) -> int:
-        self._frame_held()          # the records go into the chunk in the order they come
+        self._frame_held()  # the records go into the chunk in the order they come
         return super().register_schema(name, encoding, data)
 
     def register_channel(self, topic: str, message_encoding: str, schema_id: int, metadata: dict = {}) -> int:  # noqa: B006 (mcap's signature)
@@ -269,18 +281,29 @@ class _Writer(McapWriter):
         self._Writer__statistics.chunk_count += 1
         chunk_data = builder.end()
         compression, compressed = self._compress(chunk_data)
-        chunk = Chunk(compression=compression, data=compressed, message_start_time=builder.message_start_time,
-                      message_end_time=builder.message_end_time,
-                      uncompressed_crc=zlib.crc32(chunk_data) if self._Writer__enable_crcs else 0,
-                      uncompressed_size=len(chunk_data))
+        chunk = Chunk(
+            compression=compression,
+            data=compressed,
+            message_start_time=builder.message_start_time,
+            message_end_time=builder.message_end_time,
+            uncompressed_crc=zlib.crc32(chunk_data) if self._Writer__enable_crcs else 0,
+            uncompressed_size=len(chunk_data),
+        )
         self._Writer__flush()
         stream, records = self._Writer__stream, self._Writer__record_builder
         chunk_start_offset = stream.tell()
         chunk.write(records)
-        chunk_index = ChunkIndex(message_start_time=chunk.message_start_time, message_end_time=chunk.message_end_time,
-                                 chunk_start_offset=chunk_start_offset, chunk_length=records.count,
-                                 message_index_offsets={}, message_index_length=0, compression=compression,
-                                 compressed_size=len(compressed), uncompressed_size=len(chunk_data))
+        chunk_index = ChunkIndex(
+            message_start_time=chunk.message_start_time,
+            message_end_time=chunk.message_end_time,
+            chunk_start_offset=chunk_start_offset,
+            chunk_length=records.count,
+            message_index_offsets={},
+            message_index_length=0,
+            compression=compression,
+            compressed_size=len(compressed),
+            uncompressed_size=len(chunk_data),
+        )
         self._Writer__flush()
         framed, self._framed = self._framed, []
         if self._Writer__index_types & IndexType.MESSAGE:
@@ -322,14 +345,15 @@ class StreamBuffer:
     all the instant has, ``columns_sink`` receives them as they are (several blocks' merged into
     one, as a Ray run's hosts give them); else they join the others as envelopes."""
 
-    def __init__(self, sink: Callable[[list[Envelope]], None],
-                 columns_sink: Callable[["EncodedColumns"], None] | None = None):
+    def __init__(
+        self, sink: Callable[[list[Envelope]], None], columns_sink: Callable[["EncodedColumns"], None] | None = None
+    ):
         self._sink = sink
         self._columns_sink = columns_sink
         self._t = None
         self._pending: list[Envelope] = []
         self._columns: list[EncodedColumns] = []
-        self._merged: tuple = ((), [], None, None)   # the last blocks' routes merged: (ids, them, merged, order)
+        self._merged: tuple = ((), [], None, None)  # the last blocks' routes merged: (ids, them, merged, order)
 
     def add(self, env: Envelope) -> None:
         if self._t is not None and env.t_ns != self._t:
@@ -342,8 +366,9 @@ class StreamBuffer:
     def add_columns(self, columns: "EncodedColumns") -> None:
         if self._t is not None and columns.t_ns != self._t:
             if columns.t_ns < self._t:
-                raise RuntimeError(f"envelopes at {columns.t_ns} ns are earlier than the instant being recorded "
-                                   f"({self._t} ns)")
+                raise RuntimeError(
+                    f"envelopes at {columns.t_ns} ns are earlier than the instant being recorded ({self._t} ns)"
+                )
             self.flush()
         self._t = columns.t_ns
         self._columns.append(columns)
@@ -361,12 +386,11 @@ class StreamBuffer:
             pending.sort(key=ORDER_KEY)
             self._sink(pending)
 
-
     def _merge(self, columns: list["EncodedColumns"]) -> "EncodedColumns":
         """Several blocks' columns of one instant as one, in stream order (their routes merged
         once per set of blocks)."""
         key = tuple(id(c.channels) for c in columns)
-        if self._merged[0] != key:                # other blocks than the instant before's
+        if self._merged[0] != key:  # other blocks than the instant before's
             parts = [c.channels for c in columns]
             self._merged = (key, parts, *RowChannels.merged(parts))
         _key, _parts, channels, order = self._merged
@@ -382,8 +406,9 @@ class RowChannels:
     members' own barriers would record in); ``vehicles``: the names the messages' ``vehicle`` fields
     may hold."""
 
-    def __init__(self, prototypes: list[EncodedEnvelope], queues: list[bool], register_rank: list[int],
-                 vehicles: frozenset[str]):
+    def __init__(
+        self, prototypes: list[EncodedEnvelope], queues: list[bool], register_rank: list[int], vehicles: frozenset[str]
+    ):
         self.prototypes, self.queues = prototypes, queues
         self.rank = np.asarray(register_rank, np.int64)
         self.latency = np.array([e.deliver_ns - e.t_ns for e in prototypes], np.int64)
@@ -391,11 +416,11 @@ class RowChannels:
         names = [_digest_head(e.source, e.topic, e.type_name)[1] for e in prototypes]
         self.names = np.frombuffer(b"".join(names), np.uint8) if names else np.zeros(0, np.uint8)
         self.names_at = np.concatenate(([0], np.cumsum([len(n) for n in names]))).astype(np.int64)
-        self.channel = np.full(len(prototypes), -1, np.int64)     # registered: its channel id
+        self.channel = np.full(len(prototypes), -1, np.int64)  # registered: its channel id
         # what the scene may draw: a vehicle state published by the vehicle it names (the vehicles
         # the block's messages name are ``vehicles``; a route of another source never is one)
         self.is_state = np.array([e.type_name == _STATE_TYPE and e.source in vehicles for e in prototypes], np.bool_)
-        self.sources = [e.source for e in prototypes]      # each route's publisher
+        self.sources = [e.source for e in prototypes]  # each route's publisher
 
     @classmethod
     def merged(cls, parts: list["RowChannels"]) -> tuple["RowChannels", np.ndarray]:
@@ -405,10 +430,15 @@ class RowChannels:
         (:meth:`EncodedColumns.merged` takes them at each instant)."""
         prototypes = [e for part in parts for e in part.prototypes]
         queues = [q for part in parts for q in part.queues]
-        order = np.array(sorted(range(len(prototypes)), key=lambda k: (prototypes[k].priority, prototypes[k].source)),
-                         np.int64)
-        merged = cls([prototypes[k] for k in order.tolist()], [queues[k] for k in order.tolist()],
-                     [0] * len(prototypes), frozenset())
+        order = np.array(
+            sorted(range(len(prototypes)), key=lambda k: (prototypes[k].priority, prototypes[k].source)), np.int64
+        )
+        merged = cls(
+            [prototypes[k] for k in order.tolist()],
+            [queues[k] for k in order.tolist()],
+            [0] * len(prototypes),
+            frozenset(),
+        )
         merged.is_state = np.concatenate([part.is_state for part in parts])[order]
         return merged, order
 
@@ -442,8 +472,9 @@ class EncodedColumns:
         starts = np.concatenate([c.starts + n_messages[k] for k, c in enumerate(parts)])[order]
         offsets = np.concatenate([c.offsets[:-1] + n_bytes[k] for k, c in enumerate(parts)] + [n_bytes[-1:]])
         channels.channel[:] = np.concatenate([c.channels.channel for c in parts])[order]
-        return cls(parts[0].t_ns, channels, counts, seqs, starts, offsets.astype(np.int64),
-                   b"".join(c.data for c in parts))
+        return cls(
+            parts[0].t_ns, channels, counts, seqs, starts, offsets.astype(np.int64), b"".join(c.data for c in parts)
+        )
 
     def messages(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per message, in stream order: its route, its sequence number, its payload's index."""
@@ -463,21 +494,37 @@ class EncodedColumns:
         route, seqs, index = self.messages()
         protos, data, offsets = self.channels.prototypes, self.data, self.offsets
         t = self.t_ns
-        return [EncodedEnvelope(t, t + e.deliver_ns - e.t_ns, e.source, e.topic, seq, e.priority,
-                                data[offsets[m]:offsets[m + 1]], e.message_type)
-                for e, seq, m in zip(map(protos.__getitem__, route.tolist()), seqs.tolist(), index.tolist())]
+        return [
+            EncodedEnvelope(
+                t,
+                t + e.deliver_ns - e.t_ns,
+                e.source,
+                e.topic,
+                seq,
+                e.priority,
+                data[offsets[m] : offsets[m + 1]],
+                e.message_type,
+            )
+            for e, seq, m in zip(map(protos.__getitem__, route.tolist()), seqs.tolist(), index.tolist())
+        ]
 
 
-_STATE_TYPE = VehicleState.DESCRIPTOR.full_name      # what the scene draws from
+_STATE_TYPE = VehicleState.DESCRIPTOR.full_name  # what the scene draws from
 _SEQ = attrgetter("seq")
 
 
 class McapRecorder:
     """Writes envelopes to ``path``; call :meth:`close` (or use as a context manager) to finish."""
 
-    def __init__(self, path: str | Path, metadata: dict[str, str] | None = None,
-                 chunk_size: int = CHUNK_BYTES, chunk_span_ns: int = CHUNK_SPAN_NS, scene: bool = True,
-                 log_time_offset_ns: int = 0):
+    def __init__(
+        self,
+        path: str | Path,
+        metadata: dict[str, str] | None = None,
+        chunk_size: int = CHUNK_BYTES,
+        chunk_span_ns: int = CHUNK_SPAN_NS,
+        scene: bool = True,
+        log_time_offset_ns: int = 0,
+    ):
         """``scene``: also write the Foxglove channels derived from the vehicles' states
         (:mod:`hopsim.bus.scene`). ``log_time_offset_ns``: the calendar time of t = 0 (ns since
         1970): every message's log time is that plus its simulation time, and every channel says
@@ -489,18 +536,18 @@ class McapRecorder:
         self._chunk_span_ns = chunk_span_ns
         self._chunk_start_ns: int | None = None
         self._metadata = {k: str(v) for k, v in (metadata or {}).items()}
-        self._file = None                   # opened at the first write: a run refused before it starts
-        self._writer_ = None                # leaves an existing file alone
+        self._file = None  # opened at the first write: a run refused before it starts
+        self._writer_ = None  # leaves an existing file alone
         self._schemas: dict[str, int] = {}
         self._channels: dict[tuple[str, str], int] = {}
-        self._routes: dict[tuple[str, str, type], _Route] = {}     # by (topic, source, payload type)
+        self._routes: dict[tuple[str, str, type], _Route] = {}  # by (topic, source, payload type)
         self.digest = StreamDigest()
         self._buffer = StreamBuffer(self._write_instant, self._write_columns)
         # a run that can recover from a killed actor goes back to its last kept state (commit) and
         # runs again from there: what it wrote since stays in the file, and the re-run's envelopes
         # are checked against it (digest) until they pass its end (see rollback)
         self._kept = self.digest.copy()
-        self._rerun_until: tuple[int, str] | None = None     # (count written, digest of them)
+        self._rerun_until: tuple[int, str] | None = None  # (count written, digest of them)
         self._closed = False
         # called with (topic, message type, log time ns, payload bytes) for every message written,
         # the stream's and the derived ones (a live server forwards them)
@@ -577,22 +624,35 @@ class McapRecorder:
         data, offsets = columns.data, columns.offsets
         route, seqs, index = columns.messages()
         buffer = np.frombuffer(data, np.uint8)
-        self.digest.add_framed(framing.digest_frames(t_ns, counts, columns.seqs, columns.starts, offsets, buffer,
-                                                     channels.latency, channels.priority, channels.names,
-                                                     channels.names_at), len(route))
+        self.digest.add_framed(
+            framing.digest_frames(
+                t_ns,
+                counts,
+                columns.seqs,
+                columns.starts,
+                offsets,
+                buffer,
+                channels.latency,
+                channels.priority,
+                channels.names,
+                channels.names_at,
+            ),
+            len(route),
+        )
         if self._scene is not None:
             states = np.flatnonzero(channels.is_state[route])
             self._flush_scene(t_ns)
             at, sources = index[states], channels.sources
-            self._scene.take_packed(t_ns, [sources[p] for p in route[states].tolist()], buffer, offsets[at],
-                                    offsets[at + 1])
+            self._scene.take_packed(
+                t_ns, [sources[p] for p in route[states].tolist()], buffer, offsets[at], offsets[at + 1]
+            )
         t = t_ns + self._offset
         payload, lengths = framing.gather(buffer, offsets, index)
         self._writer.add_block(t, channels.channel[route], seqs, lengths, payload)
         if self.tap is not None:
             protos, bounds = channels.prototypes, offsets.tolist()
             for p, m in zip(route.tolist(), index.tolist()):
-                self.tap(protos[p].topic, protos[p].message_type, t, data[bounds[m]:bounds[m + 1]])
+                self.tap(protos[p].topic, protos[p].message_type, t, data[bounds[m] : bounds[m + 1]])
 
     def _add_route(self, env: Envelope | EncodedEnvelope, queue: bool) -> None:
         """The route of ``env``'s (topic, source, payload type: ``bytes`` for an
@@ -602,15 +662,23 @@ class McapRecorder:
         message_type = env.message_type if encoded else type(env.payload)
         key = _channel_key(env)
         if key not in self._channels:
-            metadata = {"source": key[1], "latency_ns": str(env.deliver_ns - env.t_ns), "priority": str(env.priority),
-                        "kind": "queue" if queue else "signal"}
-            if key[1] == KERNEL_SOURCE:          # one channel per kind of kernel event, for every island
+            metadata = {
+                "source": key[1],
+                "latency_ns": str(env.deliver_ns - env.t_ns),
+                "priority": str(env.priority),
+                "kind": "queue" if queue else "signal",
+            }
+            if key[1] == KERNEL_SOURCE:  # one channel per kind of kernel event, for every island
                 metadata[SOURCE_FROM] = SOURCE_FROM_ISLAND
             self._channels[key] = self._register_channel(env.topic, message_type, metadata)
         type_name = message_type.DESCRIPTOR.full_name
         self._routes[env.topic, env.source, type(env.payload)] = _Route(
-            self._channels[key], *_digest_head(env.source, env.topic, type_name), type_name == _STATE_TYPE,
-            _as_is if encoded else deterministic_serializer(message_type), message_type)
+            self._channels[key],
+            *_digest_head(env.source, env.topic, type_name),
+            type_name == _STATE_TYPE,
+            _as_is if encoded else deterministic_serializer(message_type),
+            message_type,
+        )
 
     def _register_channel(self, topic: str, message_type, metadata: dict[str, str]) -> int:
         """A channel of ``message_type`` messages (its schema registered once), its metadata
@@ -618,9 +686,12 @@ class McapRecorder:
         type_name = message_type.DESCRIPTOR.full_name
         if type_name not in self._schemas:
             self._schemas[type_name] = register_schema(self._writer, message_type)
-        return self._writer.register_channel(topic=topic, message_encoding=MessageEncoding.Protobuf,
-                                             schema_id=self._schemas[type_name],
-                                             metadata={**metadata, LOG_TIME_OFFSET: str(self._offset)})
+        return self._writer.register_channel(
+            topic=topic,
+            message_encoding=MessageEncoding.Protobuf,
+            schema_id=self._schemas[type_name],
+            metadata={**metadata, LOG_TIME_OFFSET: str(self._offset)},
+        )
 
     def flush(self) -> None:
         """Write out the envelopes of the current instant (call only when it is complete)."""
@@ -664,7 +735,8 @@ class McapRecorder:
                 raise RecordingMismatch(
                     f"{self.path}: the run recovered from its last kept state did not give again the "
                     f"{written} envelopes recorded before the recovery (a model that is not deterministic: "
-                    f"its randomness must come from its model_rng)")
+                    f"its randomness must come from its model_rng)"
+                )
         return True
 
     def _past_rerun(self, envelopes: list[Envelope]) -> list[Envelope]:
@@ -685,7 +757,7 @@ class McapRecorder:
         if self._chunk_start_ns is None:
             self._chunk_start_ns = t_ns
         elif t_ns - self._chunk_start_ns >= self._chunk_span_ns:
-            self._writer.flush()        # the chunk spans CHUNK_SPAN_NS: close it and push it to disk
+            self._writer.flush()  # the chunk spans CHUNK_SPAN_NS: close it and push it to disk
             self._chunk_start_ns = t_ns
         routes = self._routes
         hashed, channel_ids, datas, states = [], [], [], []
@@ -743,12 +815,15 @@ class McapRecorder:
         self.commit()
         summary = {"message_count": str(self.digest.count), "stream_sha256": self.digest.hexdigest()}
         summary.update({k: str(v) for k, v in (result or {}).items()})
-        if self._rerun_until is not None:     # the file holds more than the recovered run gave again
+        if self._rerun_until is not None:  # the file holds more than the recovered run gave again
             written, hexdigest = self._rerun_until
-            summary.update(message_count=str(written), stream_sha256=hexdigest,
-                           stop_reason=f"{summary.get('stop_reason', '')}; the run recovered from its last kept "
-                                       f"state ended after {self.digest.count} of the {written} envelopes "
-                                       f"recorded before the recovery")
+            summary.update(
+                message_count=str(written),
+                stream_sha256=hexdigest,
+                stop_reason=f"{summary.get('stop_reason', '')}; the run recovered from its last kept "
+                f"state ended after {self.digest.count} of the {written} envelopes "
+                f"recorded before the recovery",
+            )
         self._writer.add_metadata(RESULT_METADATA, summary)
         self._writer.finish()
         self._file.close()
@@ -811,10 +886,16 @@ def read_envelopes(path: str | Path) -> Iterator[EnvelopeProto]:
                 continue
             latency = int(channel.metadata.get("latency_ns", "0"))
             t_ns = message.log_time - log_time_offset(channel.metadata)
-            yield EnvelopeProto(t_ns=t_ns, deliver_ns=t_ns + latency,
-                                source=envelope_source(channel.metadata, message.data), topic=channel.topic,
-                                seq=message.sequence, priority=int(channel.metadata.get("priority", "0")),
-                                type_name=schema.name if schema else "", payload=message.data)
+            yield EnvelopeProto(
+                t_ns=t_ns,
+                deliver_ns=t_ns + latency,
+                source=envelope_source(channel.metadata, message.data),
+                topic=channel.topic,
+                seq=message.sequence,
+                priority=int(channel.metadata.get("priority", "0")),
+                type_name=schema.name if schema else "",
+                payload=message.data,
+            )
 
 
 def read_metadata(path: str | Path) -> dict[str, dict[str, str]]:

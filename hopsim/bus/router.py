@@ -10,6 +10,7 @@ island sees a zero-latency message at once and a delayed one at its delivery tim
 of another home island sees it no earlier than 1 ns after it was published, merged (contact) or
 not, so that how islands are grouped or placed never changes when a message is seen.
 """
+
 from __future__ import annotations
 
 from typing import Any, Protocol
@@ -40,8 +41,9 @@ def served_at_once(routes: list[Route], source: str) -> list[tuple] | None:
     return [(inbox, slot, port) for inbox, _, slot, port in routes]
 
 
-def deliver_to_subscribers(env: Envelope, source: str, routes: list[Route], served_in_island: bool = False,
-                           ranks: list[int] | None = None) -> None:
+def deliver_to_subscribers(
+    env: Envelope, source: str, routes: list[Route], served_in_island: bool = False, ranks: list[int] | None = None
+) -> None:
     """Hand ``env``, published by a model of home island ``source``, to its subscribers ``routes``
     [(inbox, subscriber's home island name, slot, port)], in bus order.
 
@@ -51,7 +53,7 @@ def deliver_to_subscribers(env: Envelope, source: str, routes: list[Route], serv
     whose subscribers are rows).
     """
     t, deliver = env.t_ns, env.deliver_ns
-    for rank, (inbox, home, slot, port) in (enumerate(routes) if ranks is None else zip(ranks, routes, strict=True)):
+    for rank, (inbox, home, slot, port) in enumerate(routes) if ranks is None else zip(ranks, routes, strict=True):
         if home == source:
             if deliver == t:
                 if not served_in_island:

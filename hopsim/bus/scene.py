@@ -32,6 +32,7 @@ in it, likewise (``hill_trail/<vehicle>``, ``hill_trail_recent/<vehicle>``,
 These channels are derived from the stream: they carry the channel metadata ``derived=foxglove``,
 take no part in the stream's hash or message count, and readers of the stream skip them.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,17 +49,20 @@ from foxglove_schemas_protobuf.SceneUpdate_pb2 import SceneUpdate
 from hopsim.bus import scene_wire
 from hopsim.schemas.wire import varint
 
-DERIVED = "derived"                   # channel metadata key of channels that are not the stream
+DERIVED = "derived"  # channel metadata key of channels that are not the stream
 TRANSFORMS_TOPIC, SCENE_TOPIC = "viz/transforms", "viz/scene"
 TRAILS_TOPIC, RECENT_TRAILS_TOPIC, TRAIL_TIPS_TOPIC = "viz/trails", "viz/trails_recent", "viz/trail_tips"
 WORLD = "world"
-BODY_SIZE_M = 0.2                     # the drawn body: a cube of this edge (m)
-TRAIL_EVERY_NS = 1_000_000_000            # the tips are sent this often
-TRAIL_RECENT_EVERY_NS = 10_000_000_000    # the recent parts this often
-TRAIL_HISTORY_EVERY_NS = 60_000_000_000   # the histories this often
+BODY_SIZE_M = 0.2  # the drawn body: a cube of this edge (m)
+TRAIL_EVERY_NS = 1_000_000_000  # the tips are sent this often
+TRAIL_RECENT_EVERY_NS = 10_000_000_000  # the recent parts this often
+TRAIL_HISTORY_EVERY_NS = 60_000_000_000  # the histories this often
 # a trail's lines: (topic, entity id suffix, how often sent), each holding the points since the one before
-TRAIL_LINES = ((TRAILS_TOPIC, "", TRAIL_HISTORY_EVERY_NS), (RECENT_TRAILS_TOPIC, "_recent", TRAIL_RECENT_EVERY_NS),
-               (TRAIL_TIPS_TOPIC, "_tip", TRAIL_EVERY_NS))
+TRAIL_LINES = (
+    (TRAILS_TOPIC, "", TRAIL_HISTORY_EVERY_NS),
+    (RECENT_TRAILS_TOPIC, "_recent", TRAIL_RECENT_EVERY_NS),
+    (TRAIL_TIPS_TOPIC, "_tip", TRAIL_EVERY_NS),
+)
 TRAIL_POINTS = 300
 TRAIL_VEHICLES = 100
 HILL_TRAIL_POINTS = 1000
@@ -72,9 +76,10 @@ def hill_frame_name(chief: str) -> str:
 def hill_rotation(r, v) -> list[list[float]]:
     """C_HN (rows: the Hill frame's axes in N) of a chief at position ``r`` and velocity ``v``
     (3 floats each, frame N): x along r, z along r x v, y = z x x (NaN where r or r x v is 0)."""
+
     def unit(a):
         n = (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]) ** 0.5
-        return [a[0] / n, a[1] / n, a[2] / n] if n > 0.0 else [math.nan] * 3     # no frame: NaN
+        return [a[0] / n, a[1] / n, a[2] / n] if n > 0.0 else [math.nan] * 3  # no frame: NaN
 
     def cross(a, b):
         return [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
@@ -109,7 +114,7 @@ def _port_arrow(arrow, port_B, radius_m: float) -> None:
     """An arrow from the body's surface along its port direction ``port_B`` (unit, body frame)."""
     ux, uy, uz = port_B
     arrow.pose.position.x, arrow.pose.position.y, arrow.pose.position.z = (radius_m * c for c in port_B)
-    w = 1.0 + ux                                   # the rotation taking +x onto u: axis x cross u
+    w = 1.0 + ux  # the rotation taking +x onto u: axis x cross u
     if w < 1e-9:
         q = (0.0, 0.0, 1.0, 0.0)
     else:
@@ -138,15 +143,15 @@ def _string_field(tag: int, text: str) -> bytes:
     return bytes((tag,)) + varint(len(data)) + data if data else b""
 
 
-_PARENT_WORLD = _string_field(0x12, WORLD)           # FrameTransform.parent_frame_id (field 2)
-_CHILD, _FRAME_ID, _ENTITY_ID = 0x1A, 0x12, 0x1A     # FrameTransform.child_frame_id; SceneEntity.frame_id, id
+_PARENT_WORLD = _string_field(0x12, WORLD)  # FrameTransform.parent_frame_id (field 2)
+_CHILD, _FRAME_ID, _ENTITY_ID = 0x1A, 0x12, 0x1A  # FrameTransform.child_frame_id; SceneEntity.frame_id, id
 
 
 def _timestamp_field(t_ns: int) -> bytes:
     """The ``timestamp`` field (field 1) of a FrameTransform or SceneEntity at ``t_ns`` (ns since 1970, >= 0)."""
     seconds, nanos = divmod(t_ns, 1_000_000_000)
     body = _seconds_field(seconds) + _nanos_field(nanos)
-    return b"\x0a" + varint(len(body)) + body         # at most 1 + 10 + 1 + 5 bytes
+    return b"\x0a" + varint(len(body)) + body  # at most 1 + 10 + 1 + 5 bytes
 
 
 @lru_cache(maxsize=64)
@@ -172,15 +177,15 @@ class FoxgloveScene:
         """``epoch_ns``: the calendar time of t = 0 (ns since 1970), added to every timestamp."""
         self._epoch_ns = epoch_ns
         self._t_ns: int | None = None
-        self._held: list[tuple] = []         # the pending instant's states: take_packed's arguments
+        self._held: list[tuple] = []  # the pending instant's states: take_packed's arguments
         self._names = _Names()
-        self._known: set[str] = set()        # vehicles drawn so far
-        self._trails = _Trails(TRAIL_POINTS, "trail")     # each vehicle's trail (frame N)
-        self._lines_sent_ns = [-every for _, _, every in TRAIL_LINES]     # when each line was last sent
-        self._volume: tuple | None = None      # the test volume's corners (m, frame N), drawn once
-        self._bodies: dict[str, dict] = {}     # vehicles with a known shape (radius, port)
-        self._chief: str | None = None          # the vehicle whose Hill frame is drawn
-        self._hill_trails = _Trails(HILL_TRAIL_POINTS, "hill_trail")    # relative to the chief, in its Hill frame
+        self._known: set[str] = set()  # vehicles drawn so far
+        self._trails = _Trails(TRAIL_POINTS, "trail")  # each vehicle's trail (frame N)
+        self._lines_sent_ns = [-every for _, _, every in TRAIL_LINES]  # when each line was last sent
+        self._volume: tuple | None = None  # the test volume's corners (m, frame N), drawn once
+        self._bodies: dict[str, dict] = {}  # vehicles with a known shape (radius, port)
+        self._chief: str | None = None  # the vehicle whose Hill frame is drawn
+        self._hill_trails = _Trails(HILL_TRAIL_POINTS, "hill_trail")  # relative to the chief, in its Hill frame
 
     def set_bodies(self, bodies: dict) -> None:
         """Draw these vehicles as spheres of their contact radius with their docking port:
@@ -218,8 +223,9 @@ class FoxgloveScene:
             data, at = _packed(datas)
             self.take_packed(t_ns, sources, data, at[:-1], at[1:])
 
-    def take_packed(self, t_ns: int, sources: list[str], data: np.ndarray, starts: np.ndarray,
-                    ends: np.ndarray) -> None:
+    def take_packed(
+        self, t_ns: int, sources: list[str], data: np.ndarray, starts: np.ndarray, ends: np.ndarray
+    ) -> None:
         """:meth:`take` for states at ``data[starts[i]:ends[i]]`` (uint8; int64 arrays)."""
         if len(starts):
             self._t_ns = t_ns
@@ -227,7 +233,9 @@ class FoxgloveScene:
 
     def flush(self) -> list[tuple[str, int, object]]:
         """The messages of the pending instant, if any."""
-        return [(topic, t_ns, message_type.FromString(data)) for topic, t_ns, message_type, data in self.flush_encoded()]
+        return [
+            (topic, t_ns, message_type.FromString(data)) for topic, t_ns, message_type, data in self.flush_encoded()
+        ]
 
     def flush_encoded(self) -> list[tuple[str, int, type, bytes]]:
         """The messages of the pending instant, if any, as (topic, t_ns, message type, the
@@ -244,7 +252,7 @@ class FoxgloveScene:
         if chief_at is not None:
             hill = FrameTransforms()
             C_HN = self._hill_transform(hill.transforms.add(), poses.rv[chief_at], stamp)
-            transforms += hill.SerializeToString(deterministic=True)      # one more entry of the repeated field
+            transforms += hill.SerializeToString(deterministic=True)  # one more entry of the repeated field
         out = [(TRANSFORMS_TOPIC, t_ns, FrameTransforms, transforms)]
         names = [self._names.names[i] for i in poses.new_to(self._known)]
         if names:
@@ -277,8 +285,9 @@ class FoxgloveScene:
         out = []
         for k in range(due[0], len(TRAIL_LINES)):
             self._lines_sent_ns[k] = t_ns
-            update = b"".join(trails.entities(stamp + _string_field(_FRAME_ID, frame), k)
-                              for trails, frame in self._trail_kinds())
+            update = b"".join(
+                trails.entities(stamp + _string_field(_FRAME_ID, frame), k) for trails, frame in self._trail_kinds()
+            )
             for trails, _ in self._trail_kinds():
                 trails.sent(k)
             out.append((TRAIL_LINES[k][0], t_ns, SceneUpdate, update))
@@ -350,8 +359,8 @@ class FoxgloveScene:
         line.thickness, line.scale_invariant = 1.5, True
         line.color.CopyFrom(Color(r=0.45, g=0.5, b=0.6, a=1.0))
         for i, a in enumerate(corners):
-            for b in corners[i + 1:]:
-                if sum(p != q for p, q in zip(a, b)) == 1:        # corners one edge apart
+            for b in corners[i + 1 :]:
+                if sum(p != q for p, q in zip(a, b)) == 1:  # corners one edge apart
                     line.points.extend([Point3(x=a[0], y=a[1], z=a[2]), Point3(x=b[0], y=b[1], z=b[2])])
 
 
@@ -362,7 +371,7 @@ class _Names:
     def __init__(self):
         self.index: dict[str, int] = {}
         self.names: list[str] = []
-        self.rank = np.zeros(0, np.int64)       # by index: its place in name order
+        self.rank = np.zeros(0, np.int64)  # by index: its place in name order
         self._encoded: list[bytes] = []
         self._fields: list[bytes] = []
         self._buffers = None
@@ -415,7 +424,7 @@ class _Poses:
         none)."""
         if len(held) == 1:
             sources, data, starts, ends = held[0]
-        else:                               # one buffer for all
+        else:  # one buffer for all
             sources = [name for part in held for name in part[0]]
             data, at = _packed([d[a:b].tobytes() for _, d, s, e in held for a, b in zip(s.tolist(), e.tolist())])
             starts, ends = at[:-1], at[1:]
@@ -425,7 +434,7 @@ class _Poses:
         drawn = np.flatnonzero(scene_wire.named_by(data, spans, source, name_bytes, name_at))
         if not len(drawn):
             return None
-        vehicles, last = np.unique(source[drawn[::-1]], return_index=True)     # each vehicle's last state
+        vehicles, last = np.unique(source[drawn[::-1]], return_index=True)  # each vehicle's last state
         return cls(names, vehicles, drawn[::-1][last], rv, data, spans)
 
     def where(self, vehicle: int | None) -> int | None:
@@ -437,8 +446,9 @@ class _Poses:
 
     def new_to(self, known: set[str]) -> list[int]:
         """The vehicles (names' indices) not in ``known`` (names)."""
-        if len(known) >= len(self.vehicles) and known.issuperset(map(self._names.names.__getitem__,
-                                                                      self.vehicles.tolist())):
+        if len(known) >= len(self.vehicles) and known.issuperset(
+            map(self._names.names.__getitem__, self.vehicles.tolist())
+        ):
             return []
         return [i for i in self.vehicles.tolist() if self._names.names[i] not in known]
 
@@ -447,8 +457,9 @@ class _Poses:
         timestamp and parent frame fields, serialized)."""
         order = np.argsort(self._names.rank[self.vehicles], kind="stable")
         _, _, children, children_at = self._names.buffers()
-        return scene_wire.frame_transforms(head, children, children_at, self.vehicles[order], self.states[order],
-                                           self.data, self.spans)
+        return scene_wire.frame_transforms(
+            head, children, children_at, self.vehicles[order], self.states[order], self.data, self.spans
+        )
 
 
 class _Trails:
@@ -460,14 +471,14 @@ class _Trails:
 
     def __init__(self, keep: int, kind: str):
         self._keep = keep
-        self._kind = kind                                   # the entities' id prefix
-        self._row_of = np.full(0, -1, np.int64)             # by name index: its trail's row (-1: none)
-        self._names: list[str] = []                         # by row
-        self._points = np.zeros((0, 2 * keep, 3))           # by row: points 0 .. end
+        self._kind = kind  # the entities' id prefix
+        self._row_of = np.full(0, -1, np.int64)  # by name index: its trail's row (-1: none)
+        self._names: list[str] = []  # by row
+        self._points = np.zeros((0, 2 * keep, 3))  # by row: points 0 .. end
         self._end = np.zeros(0, np.int64)
-        self._first = np.zeros((len(TRAIL_LINES), 0), np.int64)     # by line (from 1) and row: its first point
-        self._last_ns = np.zeros(0, np.int64)               # by row: when its last point was taken
-        self._ids = None                                    # (each line's ids, rows in name order)
+        self._first = np.zeros((len(TRAIL_LINES), 0), np.int64)  # by line (from 1) and row: its first point
+        self._last_ns = np.zeros(0, np.int64)  # by row: when its last point was taken
+        self._ids = None  # (each line's ids, rows in name order)
 
     def due(self, vehicles: np.ndarray, t_ns: int) -> np.ndarray:
         """Which of ``vehicles`` (name indices) take a point at ``t_ns``: those without a trail, and
@@ -493,20 +504,26 @@ class _Trails:
 
     def sent(self, line: int) -> None:
         """Line ``line`` went out: the lines after it start again at its last point."""
-        self._first[line + 1:] = np.maximum(self._end - 1, 0)
+        self._first[line + 1 :] = np.maximum(self._end - 1, 0)
 
     def entities(self, head: bytes, line: int) -> bytes:
         """Every trail's line ``line`` as SceneUpdate entities ``<kind><suffix>/<vehicle>`` (the
         line's suffix in TRAIL_LINES), in name order; ``head``: their timestamp and frame fields."""
         if self._ids is None:
             order = np.array(sorted(range(len(self._names)), key=self._names.__getitem__), np.int64)
-            self._ids = ([_packed([_string_field(_ENTITY_ID, f"{self._kind}{suffix}/{name}") for name in self._names])
-                          for _, suffix, _ in TRAIL_LINES], order)
+            self._ids = (
+                [
+                    _packed([_string_field(_ENTITY_ID, f"{self._kind}{suffix}/{name}") for name in self._names])
+                    for _, suffix, _ in TRAIL_LINES
+                ],
+                order,
+            )
         ids, order = self._ids
         ends = self._end[order]
         starts = self._first[line, order] if line else np.maximum(ends - self._keep, 0)
-        return scene_wire.line_entities(_as_array(head), *ids[line], order, starts, ends, self._points,
-                                        _LINE_HEAD, _LINE_TAIL)
+        return scene_wire.line_entities(
+            _as_array(head), *ids[line], order, starts, ends, self._points, _LINE_HEAD, _LINE_TAIL
+        )
 
     def _rows(self, vehicles: np.ndarray) -> np.ndarray:
         top = int(vehicles.max(initial=-1)) + 1
@@ -516,10 +533,12 @@ class _Trails:
 
     def _add_row(self, vehicle: int, name: str) -> int:
         row = len(self._names)
-        if row == len(self._points):                        # room for as many rows again
+        if row == len(self._points):  # room for as many rows again
             more = max(row, 8)
             self._points = np.concatenate((self._points, np.zeros((more, *self._points.shape[1:]))))
-            self._end, self._last_ns = (np.concatenate((a, np.zeros(more, np.int64))) for a in (self._end, self._last_ns))
+            self._end, self._last_ns = (
+                np.concatenate((a, np.zeros(more, np.int64))) for a in (self._end, self._last_ns)
+            )
             self._first = np.concatenate((self._first, np.zeros((len(TRAIL_LINES), more), np.int64)), axis=1)
         self._row_of[vehicle] = row
         self._names.append(name)
@@ -532,7 +551,7 @@ class _Trails:
         end = self._end[row]
         first = min(end - self._keep, *self._first[1:, row].tolist())
         if first > 0:
-            self._points[row, :end - first] = self._points[row, first:end].copy()
+            self._points[row, : end - first] = self._points[row, first:end].copy()
             self._end[row] -= first
             self._first[1:, row] -= first
         else:
@@ -551,5 +570,16 @@ def _line_fields() -> tuple[np.ndarray, np.ndarray]:
 _LINE_HEAD, _LINE_TAIL = _line_fields()
 
 
-__all__ = ["FoxgloveScene", "is_derived", "hill_frame_name", "hill_rotation", "DERIVED", "TRANSFORMS_TOPIC",
-           "SCENE_TOPIC", "TRAILS_TOPIC", "RECENT_TRAILS_TOPIC", "TRAIL_TIPS_TOPIC", "TRAIL_LINES"]
+__all__ = [
+    "FoxgloveScene",
+    "is_derived",
+    "hill_frame_name",
+    "hill_rotation",
+    "DERIVED",
+    "TRANSFORMS_TOPIC",
+    "SCENE_TOPIC",
+    "TRAILS_TOPIC",
+    "RECENT_TRAILS_TOPIC",
+    "TRAIL_TIPS_TOPIC",
+    "TRAIL_LINES",
+]

@@ -11,6 +11,7 @@ What these write is protobuf's deterministic serialization of the same messages:
 number order, proto3's implicit presence (a coordinate is left out when its bits are zero: +0.0
 is, -0.0 is not). tests/test_foxglove_scene.py compares them with protobuf's own bytes.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,10 +21,14 @@ from hopsim.schemas import VehicleState
 
 _FIELDS = VehicleState.DESCRIPTOR.fields_by_name
 VEHICLE, R, V, Q = (_FIELDS[name].number for name in ("vehicle", "r_BN_N", "v_BN_N", "q_BN"))
-SPANS = 4                    # the fields read_states locates, in this order: vehicle, r, v, q
-TRANSLATION_TAG, ROTATION_TAG, TRANSFORM_TAG = 0x22, 0x2A, 0x0A    # FrameTransform fields 4, 5; FrameTransforms 1
-ENTITY_TAG, LINES_TAG, POINTS_TAG = 0x12, 0x5A, 0x2A     # SceneUpdate.entities 2, SceneEntity.lines 11, LinePrimitive.points 5
-COORDINATE_TAGS = (0x09, 0x11, 0x19)      # Point3 / Vector3 x, y, z: fields 1-3, 64-bit
+SPANS = 4  # the fields read_states locates, in this order: vehicle, r, v, q
+TRANSLATION_TAG, ROTATION_TAG, TRANSFORM_TAG = 0x22, 0x2A, 0x0A  # FrameTransform fields 4, 5; FrameTransforms 1
+ENTITY_TAG, LINES_TAG, POINTS_TAG = (
+    0x12,
+    0x5A,
+    0x2A,
+)  # SceneUpdate.entities 2, SceneEntity.lines 11, LinePrimitive.points 5
+COORDINATE_TAGS = (0x09, 0x11, 0x19)  # Point3 / Vector3 x, y, z: fields 1-3, 64-bit
 
 
 @njit(cache=True)
@@ -149,7 +154,7 @@ def _read_states(data, starts, ends, spans, bits):
                 return i
         if pos != end:
             return i
-        for j in range(2):                   # r_BN_N, v_BN_N
+        for j in range(2):  # r_BN_N, v_BN_N
             a, b = spans[i, 1 + j, 0], spans[i, 1 + j, 1]
             if a >= 0 and not _coordinates(data, a, b, bits, i, j):
                 return i
@@ -201,8 +206,7 @@ def _frame_transforms(head, children, children_at, names, states, data, spans, o
         child = children_at[name + 1] - children_at[name]
         r_a, r_b = max(spans[i, 1, 0], 0), max(spans[i, 1, 1], 0)
         q_a, q_b = max(spans[i, 3, 0], 0), max(spans[i, 3, 1], 0)
-        body = (len(head) + child + 1 + _varint_size(r_b - r_a) + r_b - r_a
-                + 1 + _varint_size(q_b - q_a) + q_b - q_a)
+        body = len(head) + child + 1 + _varint_size(r_b - r_a) + r_b - r_a + 1 + _varint_size(q_b - q_a) + q_b - q_a
         if len(out) == 0:
             pos += 1 + _varint_size(body) + body
             continue
@@ -219,8 +223,15 @@ def _frame_transforms(head, children, children_at, names, states, data, spans, o
     return pos
 
 
-def frame_transforms(head: np.ndarray, children: np.ndarray, children_at: np.ndarray, names: np.ndarray,
-                     states: np.ndarray, data: np.ndarray, spans: np.ndarray) -> bytes:
+def frame_transforms(
+    head: np.ndarray,
+    children: np.ndarray,
+    children_at: np.ndarray,
+    names: np.ndarray,
+    states: np.ndarray,
+    data: np.ndarray,
+    spans: np.ndarray,
+) -> bytes:
     """The serialized FrameTransforms of one transform per vehicle, in the order of ``names``.
 
     Transform ``k`` is ``head`` (its timestamp and parent frame fields, serialized), then the
@@ -275,8 +286,17 @@ def _line_entities(head, ids, ids_at, rows, starts, ends, bits, line_head, line_
     return pos
 
 
-def line_entities(head: np.ndarray, ids: np.ndarray, ids_at: np.ndarray, rows: np.ndarray, starts: np.ndarray,
-                  ends: np.ndarray, points: np.ndarray, line_head: np.ndarray, line_tail: np.ndarray) -> bytes:
+def line_entities(
+    head: np.ndarray,
+    ids: np.ndarray,
+    ids_at: np.ndarray,
+    rows: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    points: np.ndarray,
+    line_head: np.ndarray,
+    line_tail: np.ndarray,
+) -> bytes:
     """SceneUpdate entities (field 2 of foxglove.SceneUpdate, serialized one after the other) of
     one line each: entity ``k`` is ``head`` (its timestamp and frame fields, serialized), the id
     field of row ``rows[k]`` (``ids[ids_at[r]:ids_at[r + 1]]``), then a LinePrimitive whose

@@ -10,6 +10,7 @@ driver keeps its copy (whose channel ids its recorder fills in) until the host s
 gone (a block re-forms after a fault, a contact or a run's return, each forming with routes of
 its own).
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,10 +26,10 @@ class ColumnsSender:
     block lives (a number is never used again)."""
 
     def __init__(self):
-        self._numbers: dict[int, int] = {}              # id(routes) -> number, while the routes live
-        self._alive: dict[int, weakref.ref] = {}        # number -> the routes
+        self._numbers: dict[int, int] = {}  # id(routes) -> number, while the routes live
+        self._alive: dict[int, weakref.ref] = {}  # number -> the routes
         self._next = 0
-        self._gone: list[int] = []                      # numbers whose routes died since the last pack
+        self._gone: list[int] = []  # numbers whose routes died since the last pack
 
     def pack(self, recorded: list[tuple[Any, bool | None]]) -> list[tuple]:
         """``recorded`` [(envelope, queue) or (EncodedColumns, None)], in order, as parts:
@@ -48,8 +49,19 @@ class ColumnsSender:
                 parts.append(("envelopes", EnvelopeBlock.pack(run)))
                 run = []
             number, new = self._number(item.channels)
-            parts.append(("columns", number, item.channels if new else None, item.t_ns, item.counts, item.seqs,
-                          item.starts, item.offsets, item.data))
+            parts.append(
+                (
+                    "columns",
+                    number,
+                    item.channels if new else None,
+                    item.t_ns,
+                    item.counts,
+                    item.seqs,
+                    item.starts,
+                    item.offsets,
+                    item.data,
+                )
+            )
         if run:
             parts.append(("envelopes", EnvelopeBlock.pack(run)))
         return parts
@@ -58,7 +70,7 @@ class ColumnsSender:
         """The number of a block's routes, and whether it is new (the routes travel with it)."""
         number = self._numbers.get(id(channels))
         if number is not None:
-            return number, False        # (an entry's routes are alive: no other object has their id)
+            return number, False  # (an entry's routes are alive: no other object has their id)
         number = self._next
         self._next += 1
         self._numbers[id(channels)] = number
@@ -95,8 +107,9 @@ class ColumnsReceiver:
             _, number, channels, t_ns, counts, seqs, starts, offsets, data = part
             if channels is not None:
                 self._channels[number] = channels.received()
-            items.append((t_ns, EncodedColumns(t_ns, self._channels[number], counts, seqs, starts, offsets, data),
-                          None))
+            items.append(
+                (t_ns, EncodedColumns(t_ns, self._channels[number], counts, seqs, starts, offsets, data), None)
+            )
         return items
 
     def known(self) -> int:

@@ -4,6 +4,7 @@ Topics are named ``<island-or-vehicle>/<signal>``. A topic is either a *signal* 
 wins; at most one publishing model) or a *queue* (every message delivered once, in order; any
 number of publishers). All ports on a topic carry the same protobuf type.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ class Topic:
     name: str
     msg_type: type
     queue: bool
-    publishers: list[str] = field(default_factory=list)       # model names (or "scenario")
+    publishers: list[str] = field(default_factory=list)  # model names (or "scenario")
     subscribers: list[Subscription] = field(default_factory=list)
 
     @property
@@ -33,7 +34,7 @@ class Topic:
         return self.msg_type.DESCRIPTOR.full_name
 
 
-KERNEL_SOURCE = "kernel"     # the source of the kernel's own events; an island's are "kernel.<island>"
+KERNEL_SOURCE = "kernel"  # the source of the kernel's own events; an island's are "kernel.<island>"
 
 
 def kernel_topic(kind: int) -> str:
@@ -69,11 +70,13 @@ class TopicRegistry:
         if topic.msg_type is not msg_type:
             raise WiringError(
                 f"{who} carries {msg_type.DESCRIPTOR.full_name} but topic {name!r} carries "
-                f"{topic.type_name}; tie it to another topic")
+                f"{topic.type_name}; tie it to another topic"
+            )
         if topic.queue != queue:
             kinds = ("signal", "queue")
-            raise WiringError(f"{who} is a {kinds[queue]} but topic {name!r} is a "
-                              f"{kinds[topic.queue]}; declare both ports alike")
+            raise WiringError(
+                f"{who} is a {kinds[queue]} but topic {name!r} is a {kinds[topic.queue]}; declare both ports alike"
+            )
         return topic
 
     def add_publisher(self, name: str, msg_type: type, queue: bool, model: str) -> Topic:
@@ -81,7 +84,8 @@ class TopicRegistry:
         if not queue and topic.publishers and model not in topic.publishers:
             raise WiringError(
                 f"signal topic {name!r} already has publisher {topic.publishers[0]!r}; "
-                f"{model!r} cannot publish there too (declare a queue or use another topic)")
+                f"{model!r} cannot publish there too (declare a queue or use another topic)"
+            )
         if model not in topic.publishers:
             topic.publishers.append(model)
         return topic

@@ -11,6 +11,7 @@ specialization at call time) and raises ``TypeError`` for anything else, which t
 wrapper answers by converting its inputs. The compilation waits for the first call, so that
 importing hopsim.dynamics costs no compile time to a scenario that never calls the function.
 """
+
 import functools
 
 from numba import njit, types
@@ -44,6 +45,7 @@ def compiled_for(signature):
     through that name reach the dispatcher directly. A reference taken before the first call keeps
     working through the stub.
     """
+
     def decorate(fn):
         dispatcher = None
 

@@ -25,6 +25,7 @@ Prescribed joints (``tree.prescribed[i]``): their accelerations are inputs
 (``udot_prescribed``) and their generalized forces outputs; the articulated-body recursion
 carries them as known motions (hybrid dynamics).
 """
+
 import numpy as np
 
 from hopsim.dynamics._jit import F64_VECTOR, I64_VECTOR, compiled, compiled_for
@@ -118,8 +119,21 @@ def _kinematics(tree, Q, U):
     cJ = np.zeros((nb, 6))
     vJ = np.zeros((nb, 6))
     v = np.zeros((nb, 6))
-    _kinematics_into(tree, Q, U, R_rel, p_rel, S, cJ, vJ, v, np.empty((2, 3, 3)),
-                     np.empty((2, 3)), np.empty((2, 6)), np.empty((6, 6)))
+    _kinematics_into(
+        tree,
+        Q,
+        U,
+        R_rel,
+        p_rel,
+        S,
+        cJ,
+        vJ,
+        v,
+        np.empty((2, 3, 3)),
+        np.empty((2, 3)),
+        np.empty((2, 6)),
+        np.empty((6, 6)),
+    )
     return R_rel, p_rel, S, cJ, vJ, v
 
 
@@ -144,8 +158,8 @@ def _kinematics_into(tree, Q, U, R_rel, p_rel, S, cJ, vJ, v, s33, s3, s6, s66):
         qs = tree.q_start[i]
         vs = tree.v_start[i]
         nvj = JOINT_NV[jtype]
-        q = Q[qs:qs + JOINT_NQ[jtype]]
-        u = U[vs:vs + nvj]
+        q = Q[qs : qs + JOINT_NQ[jtype]]
+        u = U[vs : vs + nvj]
         joint_motion(jtype, tree.joint_axis[i], q, u, Sj, cj, R_OJ, p_JO)
         R_bj = tree.R_bj[i]
         p_bj = tree.p_bj[i]
@@ -153,17 +167,13 @@ def _kinematics_into(tree, Q, U, R_rel, p_rel, S, cJ, vJ, v, s33, s3, s6, s66):
         # T_PB = T_PO * T_OJ * T_BJ^-1
         for r in range(3):
             for c in range(3):
-                R_OB[r, c] = R_OJ[r, 0] * R_bj[c, 0] + R_OJ[r, 1] * R_bj[c, 1] + \
-                    R_OJ[r, 2] * R_bj[c, 2]
+                R_OB[r, c] = R_OJ[r, 0] * R_bj[c, 0] + R_OJ[r, 1] * R_bj[c, 1] + R_OJ[r, 2] * R_bj[c, 2]
         for r in range(3):
-            p_BO[r] = p_JO[r] - (R_OB[r, 0] * p_bj[0] + R_OB[r, 1] * p_bj[1]
-                                 + R_OB[r, 2] * p_bj[2])
+            p_BO[r] = p_JO[r] - (R_OB[r, 0] * p_bj[0] + R_OB[r, 1] * p_bj[1] + R_OB[r, 2] * p_bj[2])
         for r in range(3):
             for c in range(3):
-                R_rel[i, r, c] = R_inb[r, 0] * R_OB[0, c] + R_inb[r, 1] * R_OB[1, c] + \
-                    R_inb[r, 2] * R_OB[2, c]
-            p_rel[i, r] = tree.p_inb[i, r] + (R_inb[r, 0] * p_BO[0] + R_inb[r, 1] * p_BO[1]
-                                              + R_inb[r, 2] * p_BO[2])
+                R_rel[i, r, c] = R_inb[r, 0] * R_OB[0, c] + R_inb[r, 1] * R_OB[1, c] + R_inb[r, 2] * R_OB[2, c]
+            p_rel[i, r] = tree.p_inb[i, r] + (R_inb[r, 0] * p_BO[0] + R_inb[r, 1] * p_BO[1] + R_inb[r, 2] * p_BO[2])
         for k in range(nvj):
             motion_to_parent_into(col, R_bj, p_bj, Sj[:, k])
             for r in range(6):
@@ -243,12 +253,10 @@ def _inertia_to_parent_add(dst, R, p, M, Z, Y):
         # Z's lower-left block holds R M_block, then Z's (br, bc) block R M_block R^T
         for r in range(3):
             for c in range(3):
-                Z[3 + r, c] = R[r, 0] * M[br, bc + c] + R[r, 1] * M[br + 1, bc + c] + \
-                    R[r, 2] * M[br + 2, bc + c]
+                Z[3 + r, c] = R[r, 0] * M[br, bc + c] + R[r, 1] * M[br + 1, bc + c] + R[r, 2] * M[br + 2, bc + c]
         for r in range(3):
             for c in range(3):
-                Z[br + r, bc + c] = Z[3 + r, 0] * R[c, 0] + Z[3 + r, 1] * R[c, 1] + \
-                    Z[3 + r, 2] * R[c, 2]
+                Z[br + r, bc + c] = Z[3 + r, 0] * R[c, 0] + Z[3 + r, 1] * R[c, 1] + Z[3 + r, 2] * R[c, 2]
     x, y, z = p[0], p[1], p[2]
     for r in range(3):
         # E = B1 p~ (upper-left of Y) and F = C1 p~ (lower-left of Y), row r
@@ -280,12 +288,12 @@ def _aba_velocity_pass(ints, reals, Q, U, f_ext, W, pose, T):
     nb = ints[0]
     oi = N_INT_HEADER
     o = N_REAL_HEADER
-    axis = reals[o + REAL_JOINT_AXIS * nb:o + REAL_R_INB * nb]
-    R_inb = reals[o + REAL_R_INB * nb:o + REAL_P_INB * nb]
-    p_inb = reals[o + REAL_P_INB * nb:o + REAL_R_BJ * nb]
-    R_bj = reals[o + REAL_R_BJ * nb:o + REAL_P_BJ * nb]
-    p_bj = reals[o + REAL_P_BJ * nb:o + REAL_MASS * nb]
-    inertia = reals[o + REAL_INERTIA * nb:o + N_REAL_PER_BODY * nb]
+    axis = reals[o + REAL_JOINT_AXIS * nb : o + REAL_R_INB * nb]
+    R_inb = reals[o + REAL_R_INB * nb : o + REAL_P_INB * nb]
+    p_inb = reals[o + REAL_P_INB * nb : o + REAL_R_BJ * nb]
+    R_bj = reals[o + REAL_R_BJ * nb : o + REAL_P_BJ * nb]
+    p_bj = reals[o + REAL_P_BJ * nb : o + REAL_MASS * nb]
+    inertia = reals[o + REAL_INERTIA * nb : o + N_REAL_PER_BODY * nb]
     SJ = T[0]
     R_OJ = T[1]
     R_OB = T[2]
@@ -301,31 +309,26 @@ def _aba_velocity_pass(ints, reals, Q, U, f_ext, W, pose, T):
         qs = ints[oi + INT_Q_START * nb + i]
         vs = ints[oi + INT_V_START * nb + i]
         nvj = JOINT_NV[jtype]
-        joint_motion(jtype, axis[3 * i:3 * i + 3], Q[qs:qs + JOINT_NQ[jtype]], U[vs:vs + nvj],
-                     SJ, cj, R_OJ, p_JO)
-        Rb = R_bj[9 * i:9 * i + 9]
-        pb = p_bj[3 * i:3 * i + 3]
-        Ri = R_inb[9 * i:9 * i + 9]
+        joint_motion(jtype, axis[3 * i : 3 * i + 3], Q[qs : qs + JOINT_NQ[jtype]], U[vs : vs + nvj], SJ, cj, R_OJ, p_JO)
+        Rb = R_bj[9 * i : 9 * i + 9]
+        pb = p_bj[3 * i : 3 * i + 3]
+        Ri = R_inb[9 * i : 9 * i + 9]
         Pi = pose[i]
         # T_PB = T_PO * T_OJ * T_BJ^-1
         for r in range(3):
             for c in range(3):
-                R_OB[r, c] = R_OJ[r, 0] * Rb[3 * c] + R_OJ[r, 1] * Rb[3 * c + 1] + \
-                    R_OJ[r, 2] * Rb[3 * c + 2]
+                R_OB[r, c] = R_OJ[r, 0] * Rb[3 * c] + R_OJ[r, 1] * Rb[3 * c + 1] + R_OJ[r, 2] * Rb[3 * c + 2]
         for r in range(3):
             p_BO[r] = p_JO[r] - (R_OB[r, 0] * pb[0] + R_OB[r, 1] * pb[1] + R_OB[r, 2] * pb[2])
         for r in range(3):
             for c in range(3):
-                Pi[r, c] = Ri[3 * r] * R_OB[0, c] + Ri[3 * r + 1] * R_OB[1, c] + \
-                    Ri[3 * r + 2] * R_OB[2, c]
-            Pi[3, r] = p_inb[3 * i + r] + (Ri[3 * r] * p_BO[0] + Ri[3 * r + 1] * p_BO[1]
-                                           + Ri[3 * r + 2] * p_BO[2])
+                Pi[r, c] = Ri[3 * r] * R_OB[0, c] + Ri[3 * r + 1] * R_OB[1, c] + Ri[3 * r + 2] * R_OB[2, c]
+            Pi[3, r] = p_inb[3 * i + r] + (Ri[3 * r] * p_BO[0] + Ri[3 * r + 1] * p_BO[1] + Ri[3 * r + 2] * p_BO[2])
         # S and c_J from the joint frame J to the body frame
         for r in range(6):
             vJ[r] = 0.0
         for k in range(nvj):
-            _motion_from_joint_frame(W[i, _W_S, k], Rb, pb, SJ[0, k], SJ[1, k], SJ[2, k],
-                                     SJ[3, k], SJ[4, k], SJ[5, k])
+            _motion_from_joint_frame(W[i, _W_S, k], Rb, pb, SJ[0, k], SJ[1, k], SJ[2, k], SJ[3, k], SJ[4, k], SJ[5, k])
             uk = U[vs + k]
             for r in range(6):
                 vJ[r] += W[i, _W_S, k, r] * uk
@@ -472,8 +475,7 @@ def _aba_inward_pass(ints, tau, udot_prescribed, honor_prescribed, W, pose, T):
 
 
 @compiled
-def _aba_outward_pass(ints, reals, udot_prescribed, honor_prescribed, with_bias, W, pose,
-                      udot, tau_out):
+def _aba_outward_pass(ints, reals, udot_prescribed, honor_prescribed, with_bias, W, pose, udot, tau_out):
     """Outward pass: body and joint accelerations from the roots to the leaves; the forces of
     the prescribed joints into ``tau_out`` when it is not empty."""
     nb = ints[0]
@@ -530,8 +532,7 @@ def _aba_outward_pass(ints, reals, udot_prescribed, honor_prescribed, with_bias,
 
 
 @compiled
-def _aba_into(ints, reals, Q, U, tau, udot_prescribed, f_ext, with_bias, honor_prescribed,
-              udot, tau_out):
+def _aba_into(ints, reals, Q, U, tau, udot_prescribed, f_ext, with_bias, honor_prescribed, udot, tau_out):
     """Articulated-body algorithm into ``udot`` (nv) and, when it is not empty, ``tau_out``
     (nv; it must hold ``tau``): the given forces stay on free joints, prescribed joints get the
     forces they need. ``with_bias`` False drops gravity (``U`` must then be zero, for
@@ -542,8 +543,7 @@ def _aba_into(ints, reals, Q, U, tau, udot_prescribed, f_ext, with_bias, honor_p
     T = np.empty((6, 6, 6))
     _aba_velocity_pass(ints, reals, Q, U, f_ext, W, pose, T)
     _aba_inward_pass(ints, tau, udot_prescribed, honor_prescribed, W, pose, T)
-    _aba_outward_pass(ints, reals, udot_prescribed, honor_prescribed, with_bias, W, pose, udot,
-                      tau_out)
+    _aba_outward_pass(ints, reals, udot_prescribed, honor_prescribed, with_bias, W, pose, udot, tau_out)
 
 
 @compiled
@@ -556,8 +556,7 @@ def _aba(tree_ints, tree_reals, Q, U, tau, udot_prescribed, f_ext):
     no external forces."""
     udot = np.empty(tree_ints[2])
     tau_out = tau.copy()
-    _aba_into(tree_ints, tree_reals, Q, U, tau, udot_prescribed, f_ext, True, True, udot,
-              tau_out)
+    _aba_into(tree_ints, tree_reals, Q, U, tau, udot_prescribed, f_ext, True, True, udot, tau_out)
     return udot, tau_out
 
 
@@ -568,11 +567,9 @@ def _aba_tau_only(tree_ints, tree_reals, Q, U, tau, udot):
     types, so that a call costs as little as possible; the caller allocates ``udot`` because
     NumPy does that faster than a compiled function can return an array)."""
     nv = tree_ints[2]
-    if Q.shape[0] != tree_ints[1] or U.shape[0] != nv or tau.shape[0] != nv or \
-            udot.shape[0] != nv:
+    if Q.shape[0] != tree_ints[1] or U.shape[0] != nv or tau.shape[0] != nv or udot.shape[0] != nv:
         raise ValueError("Q, U, tau or udot does not match the tree's nq and nv")
-    _aba_into(tree_ints, tree_reals, Q, U, tau, Q[:0], np.empty((0, 6)), True, True, udot,
-              Q[:0])
+    _aba_into(tree_ints, tree_reals, Q, U, tau, Q[:0], np.empty((0, 6)), True, True, udot, Q[:0])
 
 
 @compiled
@@ -582,8 +579,19 @@ def _aba_batch(tree_ints, tree_reals, Qs, Us, taus, udots_prescribed, f_exts):
     udots = np.empty((n, nv))
     tau_out = taus.copy()
     for k in range(n):
-        _aba_into(tree_ints, tree_reals, Qs[k], Us[k], taus[k], udots_prescribed[k], f_exts[k],
-                  True, True, udots[k], tau_out[k])
+        _aba_into(
+            tree_ints,
+            tree_reals,
+            Qs[k],
+            Us[k],
+            taus[k],
+            udots_prescribed[k],
+            f_exts[k],
+            True,
+            True,
+            udots[k],
+            tau_out[k],
+        )
     return udots, tau_out
 
 
@@ -717,8 +725,7 @@ def _minv(tree_ints, tree_reals, Q, vec):
     treated as free)."""
     nv = tree_ints[2]
     udot = np.empty(nv)
-    _aba_into(tree_ints, tree_reals, Q, np.zeros(nv), vec, vec[:0], np.empty((0, 6)), False,
-              False, udot, vec[:0])
+    _aba_into(tree_ints, tree_reals, Q, np.zeros(nv), vec, vec[:0], np.empty((0, 6)), False, False, udot, vec[:0])
     return udot
 
 
@@ -797,8 +804,7 @@ def _configuration_rate(tree_ints, tree_reals, Q, U):
         qs = tree.q_start[i]
         vs = tree.v_start[i]
         nq = JOINT_NQ[jtype]
-        joint_configuration_rate(jtype, Q[qs:qs + nq], U[vs:vs + JOINT_NV[jtype]],
-                                 Qdot[qs:qs + nq])
+        joint_configuration_rate(jtype, Q[qs : qs + nq], U[vs : vs + JOINT_NV[jtype]], Qdot[qs : qs + nq])
     return Qdot
 
 
@@ -808,7 +814,7 @@ def _normalize_configuration(tree_ints, tree_reals, Q):
     for i in range(tree.parent.shape[0]):
         jtype = tree.joint_type[i]
         qs = tree.q_start[i]
-        joint_normalize(jtype, Q[qs:qs + JOINT_NQ[jtype]])
+        joint_normalize(jtype, Q[qs : qs + JOINT_NQ[jtype]])
 
 
 # =========================================================================== Python entry points
@@ -855,8 +861,7 @@ def hybrid_dynamics(tree, Q, U, tau, udot_prescribed=None, f_ext=None):
     U = np.ascontiguousarray(U, dtype=np.float64)
     tau = np.ascontiguousarray(tau, dtype=np.float64)
     if Q.shape != (nq,) or U.shape != (nv,) or tau.shape != (nv,):
-        raise ValueError(f"expected Q ({nq},), U ({nv},), tau ({nv},); got Q {Q.shape}, "
-                         f"U {U.shape}, tau {tau.shape}")
+        raise ValueError(f"expected Q ({nq},), U ({nv},), tau ({nv},); got Q {Q.shape}, U {U.shape}, tau {tau.shape}")
     up = _NO_UDOT if udot_prescribed is None else _f64(udot_prescribed, (nv,))
     fx = _NO_FEXT if f_ext is None else _f64(f_ext, (nb, 6))
     return _aba(a.ints, a.reals, Q, U, tau, up, fx)
@@ -905,8 +910,7 @@ def rnea(tree, Q, U, Udot, f_ext=None):
     frame, about the body origin)."""
     a = as_arrays(tree)
     nb, nq, nv = _sizes(a)
-    return _rnea(a.ints, a.reals, _f64(Q, (nq,)), _f64(U, (nv,)), _f64(Udot, (nv,)),
-                 _fext(nb, f_ext))[0]
+    return _rnea(a.ints, a.reals, _f64(Q, (nq,)), _f64(U, (nv,)), _f64(Udot, (nv,)), _fext(nb, f_ext))[0]
 
 
 def joint_reaction_forces(tree, Q, U, tau, f_ext=None, udot_prescribed=None):

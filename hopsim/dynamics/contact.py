@@ -54,6 +54,7 @@ on how far the sphere can move before the next check) overlap, with a uniform gr
 at least twice the largest reach, a hash table from cell to its spheres and a scan of the 27
 neighbouring cells (each cell against itself and 13 of them, so that every pair is met once). :func:`all_pairs_candidates` is the O(N^2) reference with the same test.
 """
+
 import numpy as np
 
 from hopsim.dynamics._jit import compiled
@@ -278,8 +279,7 @@ def sphere_contact_impulse(x1, m1, I1_C_B1, r_C1B1_B1, R1, x2, m2, I2_C_B2, r_C2
     the contact point [m, in N] (:func:`sphere_contact_point`). Apply with :func:`apply_impulse`.
     """
     p, n = sphere_contact_point(x1, x2, R1, R2)
-    K = (_body_compliance(x1, m1, I1_C_B1, r_C1B1_B1, p)
-         + _body_compliance(x2, m2, I2_C_B2, r_C2B2_B2, p))
+    K = _body_compliance(x1, m1, I1_C_B1, r_C1B1_B1, p) + _body_compliance(x2, m2, I2_C_B2, r_C2B2_B2, p)
     u = point_velocity(x2, p) - point_velocity(x1, p)
     return contact_impulse_from_compliance(u, n, K, e, mu), p
 
@@ -348,8 +348,7 @@ def composite_mass_properties(m1, I1_C_B1, r_C1B1_B1, m2, I2_C_B2, r_C2B2_B2, r_
     r_C2B1_B1 = r_B2B1_B1 + mat3_vec(R_B1B2, r_C2B2_B2)
     r_CB1_B1 = (m1 * r_C1B1_B1 + m2 * r_C2B1_B1) / M
     I2_B1 = mat3_mat3(mat3_mat3(R_B1B2, I2_C_B2), R_B1B2.T.copy())
-    I_C_B1 = (I1_C_B1 + _parallel_axis(m1, r_C1B1_B1 - r_CB1_B1)
-              + I2_B1 + _parallel_axis(m2, r_C2B1_B1 - r_CB1_B1))
+    I_C_B1 = I1_C_B1 + _parallel_axis(m1, r_C1B1_B1 - r_CB1_B1) + I2_B1 + _parallel_axis(m2, r_C2B1_B1 - r_CB1_B1)
     return M, 0.5 * (I_C_B1 + I_C_B1.T), r_CB1_B1
 
 
@@ -358,8 +357,7 @@ def relative_pose(x1, x2):
     """Pose of body 2 relative to body 1: ``(r_B2B1_B1 [m], q_B2B1)`` with
     ``R(q_B2B1) = R(q_B1N)^T R(q_B2N)`` (maps B2 components to B1 components)."""
     R1 = quat_to_dcm(x1[6:10])
-    return mat3T_vec(R1, x2[0:3] - x1[0:3]), quat_normalize(quat_multiply(quat_conjugate(x1[6:10]),
-                                                                          x2[6:10]))
+    return mat3T_vec(R1, x2[0:3] - x1[0:3]), quat_normalize(quat_multiply(quat_conjugate(x1[6:10]), x2[6:10]))
 
 
 @compiled
@@ -383,8 +381,9 @@ def weld_state(x1, m1, I1_C_B1, r_C1B1_B1, x2, m2, I2_C_B2, r_C2B2_B2):
     composite centre of mass (hence about any point), including each body's own spin.
     """
     r_B2B1_B1, q_B2B1 = relative_pose(x1, x2)
-    M, I_C_B1, r_CB1_B1 = composite_mass_properties(m1, I1_C_B1, r_C1B1_B1, m2, I2_C_B2,
-                                                    r_C2B2_B2, r_B2B1_B1, quat_to_dcm(q_B2B1))
+    M, I_C_B1, r_CB1_B1 = composite_mass_properties(
+        m1, I1_C_B1, r_C1B1_B1, m2, I2_C_B2, r_C2B2_B2, r_B2B1_B1, quat_to_dcm(q_B2B1)
+    )
     R1, r_CN_N = _centre_of_mass_N(x1, r_CB1_B1)
     p1, h1 = _momentum_about(x1, m1, I1_C_B1, r_C1B1_B1, r_CN_N)
     p2, h2 = _momentum_about(x2, m2, I2_C_B2, r_C2B2_B2, r_CN_N)
@@ -428,14 +427,16 @@ def port_alignment(x1, x2, port1_B1, port2_B2, R1, R2):
 
 # --------------------------------------------------------------------------- broad phase
 
-_EMPTY_SLOT = -1               # cell keys are >= 0
-_MAX_CELLS_PER_AXIS = 1 << 20   # keeps the linear cell key below 2**60
-_MIN_CELL_EDGE_M = 1e-9           # 1 nm: the smallest cell edge
-_CELL_MARGIN = 1.0 + 1e-6       # cell slightly larger than 2 * reach: rounding-safe neighbours
+_EMPTY_SLOT = -1  # cell keys are >= 0
+_MAX_CELLS_PER_AXIS = 1 << 20  # keeps the linear cell key below 2**60
+_MIN_CELL_EDGE_M = 1e-9  # 1 nm: the smallest cell edge
+_CELL_MARGIN = 1.0 + 1e-6  # cell slightly larger than 2 * reach: rounding-safe neighbours
 # The 13 neighbour offsets (dx, dy, dz) that are "after" (0, 0, 0) in (z, y, x) order: each
 # pair of adjacent cells is visited once, from the cell it is after.
-_HALF_NEIGHBOURS = np.array([(dx, dy, dz) for dz in (-1, 0, 1) for dy in (-1, 0, 1)
-                             for dx in (-1, 0, 1) if (dz, dy, dx) > (0, 0, 0)], dtype=np.int64)
+_HALF_NEIGHBOURS = np.array(
+    [(dx, dy, dz) for dz in (-1, 0, 1) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if (dz, dy, dx) > (0, 0, 0)],
+    dtype=np.int64,
+)
 
 
 @compiled

@@ -8,6 +8,7 @@ date, which the low-precision Sun model gives) or the Earth-fixed frame (ECEF), 
 they are float64 arrays of 3 (the functions are compiled, for the orbiting spacecraft's compiled
 equations of motion, :mod:`hopsim.dynamics.orbiting_body`).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -20,7 +21,7 @@ from hopsim.dynamics.gravity import EARTH_RADIUS, EARTH_ROTATION_RATE
 
 JD_J2000 = 2451545.0
 AU_M = 149_597_870_700.0
-SOLAR_PRESSURE_1AU = 4.56e-6          # N/m^2: the solar flux (1361 W/m^2) over c, at 1 AU
+SOLAR_PRESSURE_1AU = 4.56e-6  # N/m^2: the solar flux (1361 W/m^2) over c, at 1 AU
 
 
 @compiled
@@ -28,7 +29,7 @@ def gmst_rad(jd_ut1):
     """Greenwich mean sidereal time (rad, in [0, 2 pi)) at a UT1 Julian date (IAU 1982, as in
     Vallado's Algorithm 15)."""
     t = (jd_ut1 - JD_J2000) / 36525.0
-    seconds = 67310.54841 + (876600.0 * 3600.0 + 8640184.812866) * t + 0.093104 * t * t - 6.2e-6 * t ** 3
+    seconds = 67310.54841 + (876600.0 * 3600.0 + 8640184.812866) * t + 0.093104 * t * t - 6.2e-6 * t**3
     return math.radians((seconds % 86400.0) / 240.0) % (2.0 * math.pi)
 
 
@@ -51,8 +52,11 @@ def sun_position_xyz(jd):
     longitude = mean_longitude + math.radians(1.915 * math.sin(anomaly) + 0.020 * math.sin(2.0 * anomaly))
     obliquity = math.radians(23.439 - 4.0e-7 * n)
     distance = (1.00014 - 0.01671 * math.cos(anomaly) - 0.00014 * math.cos(2.0 * anomaly)) * AU_M
-    return (distance * math.cos(longitude), distance * (math.cos(obliquity) * math.sin(longitude)),
-            distance * (math.sin(obliquity) * math.sin(longitude)))
+    return (
+        distance * math.cos(longitude),
+        distance * (math.cos(obliquity) * math.sin(longitude)),
+        distance * (math.sin(obliquity) * math.sin(longitude)),
+    )
 
 
 @compiled
@@ -73,7 +77,7 @@ def in_cylindrical_shadow_xyz(x, y, z, sx, sy, sz):
     return along < 0.0 and math.sqrt(p0 * p0 + p1 * p1 + p2 * p2) < EARTH_RADIUS
 
 
-SUN_RADIUS = 6.957e8         # m, the IAU 2015 nominal solar radius
+SUN_RADIUS = 6.957e8  # m, the IAU 2015 nominal solar radius
 
 
 @compiled
@@ -90,7 +94,7 @@ def conical_shadow_fraction_xyz(x, y, z, sx, sy, sz, sun_radius_m, earth_radius_
     d = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
     a = math.asin(min(sun_radius_m / d, 1.0))
     b = math.asin(min(earth_radius_m / r, 1.0))
-    cos_c = -(x * d0 + y * d1 + z * d2) / (r * d)        # the Earth's centre seen at -r
+    cos_c = -(x * d0 + y * d1 + z * d2) / (r * d)  # the Earth's centre seen at -r
     c = math.acos(max(-1.0, min(1.0, cos_c)))
     if c >= a + b:
         return 1.0
@@ -100,8 +104,9 @@ def conical_shadow_fraction_xyz(x, y, z, sx, sy, sz, sun_radius_m, earth_radius_
         return 1.0 - (b * b) / (a * a)
     u = (c * c + a * a - b * b) / (2.0 * c)
     v = math.sqrt(max(a * a - u * u, 0.0))
-    covered = (a * a * math.acos(max(-1.0, min(1.0, u / a))) + b * b * math.acos(max(-1.0, min(1.0, (c - u) / b)))
-               - c * v)
+    covered = (
+        a * a * math.acos(max(-1.0, min(1.0, u / a))) + b * b * math.acos(max(-1.0, min(1.0, (c - u) / b))) - c * v
+    )
     return 1.0 - covered / (math.pi * a * a)
 
 
@@ -121,13 +126,34 @@ def exponential_density(altitude_m, rho0, h0_m, scale_height_m):
 
 VALLADO_EXPONENTIAL_ATMOSPHERE = (
     # base altitude h0 (km), nominal density rho0 (kg/m^3), scale height H (km)
-    (0.0, 1.225, 7.249), (25.0, 3.899e-2, 6.349), (30.0, 1.774e-2, 6.682), (40.0, 3.972e-3, 7.554),
-    (50.0, 1.057e-3, 8.382), (60.0, 3.206e-4, 7.714), (70.0, 8.770e-5, 6.549), (80.0, 1.905e-5, 5.799),
-    (90.0, 3.396e-6, 5.382), (100.0, 5.297e-7, 5.877), (110.0, 9.661e-8, 7.263), (120.0, 2.438e-8, 9.473),
-    (130.0, 8.484e-9, 12.636), (140.0, 3.845e-9, 16.149), (150.0, 2.070e-9, 22.523), (180.0, 5.464e-10, 29.740),
-    (200.0, 2.789e-10, 37.105), (250.0, 7.248e-11, 45.546), (300.0, 2.418e-11, 53.628), (350.0, 9.518e-12, 53.298),
-    (400.0, 3.725e-12, 58.515), (450.0, 1.585e-12, 60.828), (500.0, 6.967e-13, 63.822), (600.0, 1.454e-13, 71.835),
-    (700.0, 3.614e-14, 88.667), (800.0, 1.170e-14, 124.64), (900.0, 5.245e-15, 181.05), (1000.0, 3.019e-15, 268.00),
+    (0.0, 1.225, 7.249),
+    (25.0, 3.899e-2, 6.349),
+    (30.0, 1.774e-2, 6.682),
+    (40.0, 3.972e-3, 7.554),
+    (50.0, 1.057e-3, 8.382),
+    (60.0, 3.206e-4, 7.714),
+    (70.0, 8.770e-5, 6.549),
+    (80.0, 1.905e-5, 5.799),
+    (90.0, 3.396e-6, 5.382),
+    (100.0, 5.297e-7, 5.877),
+    (110.0, 9.661e-8, 7.263),
+    (120.0, 2.438e-8, 9.473),
+    (130.0, 8.484e-9, 12.636),
+    (140.0, 3.845e-9, 16.149),
+    (150.0, 2.070e-9, 22.523),
+    (180.0, 5.464e-10, 29.740),
+    (200.0, 2.789e-10, 37.105),
+    (250.0, 7.248e-11, 45.546),
+    (300.0, 2.418e-11, 53.628),
+    (350.0, 9.518e-12, 53.298),
+    (400.0, 3.725e-12, 58.515),
+    (450.0, 1.585e-12, 60.828),
+    (500.0, 6.967e-13, 63.822),
+    (600.0, 1.454e-13, 71.835),
+    (700.0, 3.614e-14, 88.667),
+    (800.0, 1.170e-14, 124.64),
+    (900.0, 5.245e-15, 181.05),
+    (1000.0, 3.019e-15, 268.00),
 )
 """Vallado's Table 8-4, "Exponential Atmospheric Model" (D. A. Vallado, Fundamentals of
 Astrodynamics and Applications, 4th ed., Microcosm Press, 2013): one row per altitude band,
@@ -174,10 +200,10 @@ def drag_acceleration_xyz(x, y, z, vx, vy, vz, density, cd_area_over_mass):
 
 
 # a flat plate's record in a float vector (see plate_drag_xyz)
-PLATE_NORMAL = 0        # its unit outward normal (B): 0:3
-PLATE_AREA = 3          # its area (m^2)
-PLATE_CD = 4            # its drag coefficient
-PLATE_CENTRE = 5        # its centre of pressure from the centre of mass (m, B): 5:8
+PLATE_NORMAL = 0  # its unit outward normal (B): 0:3
+PLATE_AREA = 3  # its area (m^2)
+PLATE_CD = 4  # its drag coefficient
+PLATE_CENTRE = 5  # its centre of pressure from the centre of mass (m, B): 5:8
 PLATE_PARAMS = 8
 
 
@@ -202,8 +228,9 @@ def plate_drag_xyz(ux, uy, uz, density, plates, first, count):
         return fx, fy, fz, tx, ty, tz
     for i in range(count):
         j = first + i * PLATE_PARAMS
-        cos_theta = (plates[j + PLATE_NORMAL] * ux + plates[j + PLATE_NORMAL + 1] * uy
-                     + plates[j + PLATE_NORMAL + 2] * uz) / speed
+        cos_theta = (
+            plates[j + PLATE_NORMAL] * ux + plates[j + PLATE_NORMAL + 1] * uy + plates[j + PLATE_NORMAL + 2] * uz
+        ) / speed
         if cos_theta <= 0.0:
             continue
         k = -0.5 * density * plates[j + PLATE_CD] * plates[j + PLATE_AREA] * cos_theta * speed
@@ -227,15 +254,17 @@ def plate_records(name: str, plates) -> np.ndarray:
             r = np.asarray(centre, dtype=float)
             area, cd = float(area), float(cd)
         except (TypeError, ValueError):
-            raise ValueError(f"{name}: drag plate {i} must be (normal_B, area_m2, drag_coefficient, centre_B), "
-                             f"got {plate!r}") from None
+            raise ValueError(
+                f"{name}: drag plate {i} must be (normal_B, area_m2, drag_coefficient, centre_B), got {plate!r}"
+            ) from None
         if n.shape != (3,) or r.shape != (3,) or not (np.all(np.isfinite(n)) and np.all(np.isfinite(r))):
             raise ValueError(f"{name}: drag plate {i}'s normal and centre must be finite 3-vectors (B; m)")
         if not np.linalg.norm(n) > 0:
             raise ValueError(f"{name}: drag plate {i}'s normal must not be zero")
         if not (math.isfinite(area) and area >= 0 and math.isfinite(cd) and cd >= 0):
-            raise ValueError(f"{name}: drag plate {i}'s area (m^2) and drag coefficient must be finite and >= 0, "
-                             f"got {area}, {cd}")
+            raise ValueError(
+                f"{name}: drag plate {i}'s area (m^2) and drag coefficient must be finite and >= 0, got {area}, {cd}"
+            )
         out.extend([*(n / np.linalg.norm(n)), area, cd, *r])
     return np.array(out, dtype=float)
 

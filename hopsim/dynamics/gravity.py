@@ -13,6 +13,7 @@ or rotating with the planet (ECEF) alike.
 
 (the gradients of U = mu/r [1 - J2 (R/r)^2 P2(z/r) - J3 (R/r)^3 P3(z/r)]).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,7 +27,7 @@ EARTH_MU = 3.986004418e14
 EARTH_RADIUS = 6378137.0
 EARTH_J2 = 4.84165371736e-4 * np.sqrt(5.0)
 EARTH_J3 = -9.57254173792e-7 * np.sqrt(7.0)
-EARTH_ROTATION_RATE = 7.2921150e-5          # rad/s
+EARTH_ROTATION_RATE = 7.2921150e-5  # rad/s
 
 
 @compiled
@@ -50,15 +51,17 @@ def zonal_acceleration(r, mu, radius, j2, j3):
     x, y, z = r[0], r[1], r[2]
     d2 = x * x + y * y + z * z
     d = np.sqrt(d2)
-    s2 = z * z / d2                               # sin^2 of the latitude
+    s2 = z * z / d2  # sin^2 of the latitude
     k0 = -mu / (d2 * d)
     k2 = -1.5 * j2 * mu * radius * radius / (d2 * d2 * d)
     k3 = -0.5 * j3 * mu * radius * radius * radius / (d2 * d2 * d2 * d)
-    return np.array([
-        k0 * x + k2 * x * (1.0 - 5.0 * s2) + k3 * 5.0 * x * z * (3.0 - 7.0 * s2),
-        k0 * y + k2 * y * (1.0 - 5.0 * s2) + k3 * 5.0 * y * z * (3.0 - 7.0 * s2),
-        k0 * z + k2 * z * (3.0 - 5.0 * s2) + k3 * 3.0 * d2 * (10.0 * s2 - 35.0 / 3.0 * s2 * s2 - 1.0),
-    ])
+    return np.array(
+        [
+            k0 * x + k2 * x * (1.0 - 5.0 * s2) + k3 * 5.0 * x * z * (3.0 - 7.0 * s2),
+            k0 * y + k2 * y * (1.0 - 5.0 * s2) + k3 * 5.0 * y * z * (3.0 - 7.0 * s2),
+            k0 * z + k2 * z * (3.0 - 5.0 * s2) + k3 * 3.0 * d2 * (10.0 * s2 - 35.0 / 3.0 * s2 * s2 - 1.0),
+        ]
+    )
 
 
 @compiled

@@ -14,6 +14,7 @@ Every integrator has the interface the hop kernel relies on:
 :func:`rk4_step_compiled` take a numba-compiled ``f`` and do the same arithmetic as the
 corresponding classes.
 """
+
 from __future__ import annotations
 
 import math
@@ -168,8 +169,14 @@ class EmbeddedRungeKutta:
     min_factor = 0.2
     max_factor = 10.0
 
-    def __init__(self, rtol: float = 1e-6, atol: float = 1e-9, min_step: float = 1e-12,
-                 max_step: float = math.inf, first_step: float | None = None):
+    def __init__(
+        self,
+        rtol: float = 1e-6,
+        atol: float = 1e-9,
+        min_step: float = 1e-12,
+        max_step: float = math.inf,
+        first_step: float | None = None,
+    ):
         if rtol < 0 or atol < 0 or (rtol == 0 and atol == 0):
             raise ValueError("rtol and atol must be non-negative and not both zero")
         if min_step < 0 or max_step <= 0 or min_step > max_step:
@@ -252,7 +259,8 @@ class EmbeddedRungeKutta:
                         f"{self.name}: cannot meet rtol={self.rtol:g}, atol={self.atol:g} at "
                         f"t={t:.9g} s with a step of at least min_step={self.min_step:g} s "
                         f"(error ratio {err:.3g} at step {h_try:.3g} s); loosen the tolerances, "
-                        f"lower min_step, or check f for a discontinuity inside the step")
+                        f"lower min_step, or check f for a discontinuity inside the step"
+                    )
                 h_try = max(h_next, self.min_step)
                 landing = h_try >= t1 - t
                 if landing:
@@ -262,9 +270,9 @@ class EmbeddedRungeKutta:
             if err == 0.0:
                 factor = self.max_factor
             else:
-                factor = min(self.max_factor,
-                             max(self.min_factor,
-                                 self.safety * err ** (-1.0 / (self.error_order + 1))))
+                factor = min(
+                    self.max_factor, max(self.min_factor, self.safety * err ** (-1.0 / (self.error_order + 1)))
+                )
             if rejected_here:
                 factor = min(1.0, factor)
             h_proposed = min(h_try * factor, self.max_step)
@@ -300,8 +308,7 @@ class DormandPrince54(EmbeddedRungeKutta):
         [35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84],
     ]
     B = np.array([35 / 384, 0.0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84, 0.0])
-    B_LOW = np.array([5179 / 57600, 0.0, 7571 / 16695, 393 / 640, -92097 / 339200,
-                      187 / 2100, 1 / 40])
+    B_LOW = np.array([5179 / 57600, 0.0, 7571 / 16695, 393 / 640, -92097 / 339200, 187 / 2100, 1 / 40])
     E = B - B_LOW
 
     def _stages(self, f, t, x, h, k1):
@@ -323,10 +330,15 @@ class DormandPrince54(EmbeddedRungeKutta):
 def _dop853_tableau():
     # The published Dormand-Prince 8(5,3) coefficients, as tabulated in SciPy.
     from scipy.integrate._ivp import dop853_coefficients as tab
+
     n = tab.N_STAGES
-    return (np.array(tab.C[:n], dtype=float), np.array(tab.A[:n, :n], dtype=float),
-            np.array(tab.B, dtype=float), np.array(tab.E3, dtype=float),
-            np.array(tab.E5, dtype=float))
+    return (
+        np.array(tab.C[:n], dtype=float),
+        np.array(tab.A[:n, :n], dtype=float),
+        np.array(tab.B, dtype=float),
+        np.array(tab.E3, dtype=float),
+        np.array(tab.E5, dtype=float),
+    )
 
 
 class DOP853(EmbeddedRungeKutta):
@@ -354,8 +366,8 @@ class DOP853(EmbeddedRungeKutta):
         if x.size == 0:
             return x_new, K[n_stages], 0.0
         scale = self._scale(x, x_new)
-        e5 = ((self.E5 @ K) / scale)
-        e3 = ((self.E3 @ K) / scale)
+        e5 = (self.E5 @ K) / scale
+        e3 = (self.E3 @ K) / scale
         s5 = float(e5 @ e5)
         s3 = float(e3 @ e3)
         if s5 == 0.0 and s3 == 0.0:
@@ -378,6 +390,5 @@ def make_integrator(name: str, **options):
     try:
         cls = INTEGRATORS[name]
     except KeyError:
-        raise ValueError(f"unknown integrator {name!r}; "
-                         f"choose one of {sorted(INTEGRATORS)}") from None
+        raise ValueError(f"unknown integrator {name!r}; choose one of {sorted(INTEGRATORS)}") from None
     return cls(**options)

@@ -24,6 +24,7 @@ free       7     6     ``Q`` = quaternion of J in O, then position of J's origin
 The motion subspace ``S`` (6 x nv) maps U to the spatial velocity of J relative to O in J
 (angular first); ``c_J = (dS/dt) U`` is its velocity-product term, both in J components.
 """
+
 import numpy as np
 
 from hopsim.dynamics._jit import compiled
@@ -32,8 +33,13 @@ from hopsim.dynamics.spatial import mat3_vec, quat_normalize, quat_rate, quat_to
 LOCKED, PIN, SLIDER, UNIVERSAL, PLANAR, BALL, FREE = range(7)
 
 JOINT_TYPES = {
-    "locked": LOCKED, "pin": PIN, "slider": SLIDER, "universal": UNIVERSAL,
-    "planar": PLANAR, "ball": BALL, "free": FREE,
+    "locked": LOCKED,
+    "pin": PIN,
+    "slider": SLIDER,
+    "universal": UNIVERSAL,
+    "planar": PLANAR,
+    "ball": BALL,
+    "free": FREE,
 }
 JOINT_NAMES = {code: name for name, code in JOINT_TYPES.items()}
 JOINT_NQ = np.array([0, 1, 1, 2, 3, 4, 7], dtype=np.int64)
@@ -46,8 +52,7 @@ def joint_code(joint_type) -> int:
         try:
             return JOINT_TYPES[joint_type.lower()]
         except KeyError:
-            raise ValueError(f"unknown joint type {joint_type!r}; choose one of "
-                             f"{sorted(JOINT_TYPES)}") from None
+            raise ValueError(f"unknown joint type {joint_type!r}; choose one of {sorted(JOINT_TYPES)}") from None
     code = int(joint_type)
     if code not in JOINT_NAMES:
         raise ValueError(f"unknown joint type code {joint_type}")

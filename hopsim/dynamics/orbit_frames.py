@@ -9,6 +9,7 @@ changes at the rate -2 (r_c . v_c) / |r_c|^2 omega_HN.
 A deputy's relative state in H is rho = C (r_d - r_c) and rho' = C (v_d - v_c) - omega x rho
 (the derivative seen in the rotating frame), with C the rotation from N to H.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -92,23 +93,23 @@ def hill_state_carried(r_c, v_c, r_d, v_d, n, dt):
     One compiled call for what a flight software's relative navigation does at every step.
     """
     rn = np.sqrt(r_c[0] * r_c[0] + r_c[1] * r_c[1] + r_c[2] * r_c[2])
-    ex = r_c / rn                                       # Hill x: radial
+    ex = r_c / rn  # Hill x: radial
     h = cross3(r_c, v_c)
     hn = np.sqrt(h[0] * h[0] + h[1] * h[1] + h[2] * h[2])
-    ez = h / hn                                         # Hill z: orbit normal
-    ey = cross3(ez, ex)                                 # Hill y: along-track
-    w = hn / (rn * rn)                                  # |omega_HN| (rad/s)
+    ez = h / hn  # Hill z: orbit normal
+    ey = cross3(ez, ex)  # Hill y: along-track
+    w = hn / (rn * rn)  # |omega_HN| (rad/s)
     dr = r_d - r_c
     dv = v_d - v_c
     x0 = ex[0] * dr[0] + ex[1] * dr[1] + ex[2] * dr[2]
     y0 = ey[0] * dr[0] + ey[1] * dr[1] + ey[2] * dr[2]
     z0 = ez[0] * dr[0] + ez[1] * dr[1] + ez[2] * dr[2]
-    u0 = ex[0] * dv[0] + ex[1] * dv[1] + ex[2] * dv[2] + w * y0      # rho' = C dv - omega x rho
+    u0 = ex[0] * dv[0] + ex[1] * dv[1] + ex[2] * dv[2] + w * y0  # rho' = C dv - omega x rho
     v0 = ey[0] * dv[0] + ey[1] * dv[1] + ey[2] * dv[2] - w * x0
     w0 = ez[0] * dv[0] + ez[1] * dv[1] + ez[2] * dv[2]
     nt = n * dt
     s, c = np.sin(nt), np.cos(nt)
-    x = np.empty(6)                                     # Vallado 2013, eq. 6-66 (module axes)
+    x = np.empty(6)  # Vallado 2013, eq. 6-66 (module axes)
     x[0] = (4.0 - 3.0 * c) * x0 + s / n * u0 + 2.0 * (1.0 - c) / n * v0
     x[1] = 6.0 * (s - nt) * x0 + y0 - 2.0 * (1.0 - c) / n * u0 + (4.0 * s - 3.0 * nt) / n * v0
     x[2] = c * z0 + s / n * w0
@@ -138,17 +139,17 @@ def slot_error_carried(r_c, v_c, r_d, v_d, n, dt, a_c, roe):
     call for what the orbit formation's flight software does at every step.
     """
     x, C_NH = hill_state_carried(r_c, v_c, r_d, v_d, n, dt)
-    r0, r1, r2 = r_c[0], r_c[1], r_c[2]                 # the chief's argument of latitude
+    r0, r1, r2 = r_c[0], r_c[1], r_c[2]  # the chief's argument of latitude
     hx = r1 * v_c[2] - r2 * v_c[1]
     hy = r2 * v_c[0] - r0 * v_c[2]
     hz = r0 * v_c[1] - r1 * v_c[0]
     hn = np.sqrt(hx * hx + hy * hy + hz * hz)
     hx, hy, hz = hx / hn, hy / hn, hz / hn
     nn = np.sqrt(hy * hy + hx * hx)
-    nx, ny = 1.0, 0.0                                   # the node; equatorial: x_N
+    nx, ny = 1.0, 0.0  # the node; equatorial: x_N
     if nn > 1e-12:
         nx, ny = -hy / nn, hx / nn
-    qx = hy * 0.0 - hz * ny                             # 90 deg ahead of the node: h x node
+    qx = hy * 0.0 - hz * ny  # 90 deg ahead of the node: h x node
     qy = hz * nx - hx * 0.0
     qz = hx * ny - hy * nx
     u_c = np.arctan2(qx * r0 + qy * r1 + qz * r2, nx * r0 + ny * r1) + n * dt

@@ -28,6 +28,7 @@ For a near-circular chief and small separations, the deputy's position in the ch
 so dix, diy and dex, dey set the cross-track and radial oscillations: parallel (or anti-parallel)
 relative eccentricity and inclination vectors give a passively safe formation.
 """
+
 from __future__ import annotations
 
 import math
@@ -82,7 +83,7 @@ def elements_from_state(r_N, v_N, mu: float) -> tuple[float, float, float, float
     tiny = 1e-11
     raan = _wrap(math.atan2(node[1], node[0])) if nn > tiny * hn else 0.0
     node_dir = node / nn if nn > tiny * hn else np.array([1.0, 0.0, 0.0])
-    q_dir = cross_array(h / hn, node_dir)               # 90 deg ahead of the node, in the orbit plane
+    q_dir = cross_array(h / hn, node_dir)  # 90 deg ahead of the node, in the orbit plane
     if e > tiny:
         argp = _wrap(math.atan2(float(e_vec @ q_dir), float(e_vec @ node_dir)))
         p_dir = e_vec / e
@@ -99,25 +100,26 @@ def argument_of_latitude(r_N, v_N) -> float:
     """The osculating argument of latitude (rad, [-pi, pi)) of position ``r_N`` (m) and velocity
     ``v_N`` (m/s) in N: the angle from the ascending node of the orbit through them to r."""
     r0, r1, r2 = map(float, r_N)
-    hx, hy, hz = cross_xyz((r0, r1, r2), tuple(map(float, v_N)))             # plain floats: 3-vectors
+    hx, hy, hz = cross_xyz((r0, r1, r2), tuple(map(float, v_N)))  # plain floats: 3-vectors
     hn = math.sqrt(hx * hx + hy * hy + hz * hz)
     hx, hy, hz = hx / hn, hy / hn, hz / hn
     nn = math.sqrt(hy * hy + hx * hx)
-    nx, ny = (-hy / nn, hx / nn) if nn > 1e-12 else (1.0, 0.0)           # the node; equatorial: x_N
-    qx, qy, qz = cross_xyz((hx, hy, hz), (nx, ny, 0.0))                    # 90 deg ahead of it
+    nx, ny = (-hy / nn, hx / nn) if nn > 1e-12 else (1.0, 0.0)  # the node; equatorial: x_N
+    qx, qy, qz = cross_xyz((hx, hy, hz), (nx, ny, 0.0))  # 90 deg ahead of it
     return math.atan2(qx * r0 + qy * r1 + qz * r2, nx * r0 + ny * r1)
 
 
-def state_from_elements(a: float, e: float, i: float, raan: float, argp: float, M: float,
-                        mu: float) -> tuple[np.ndarray, np.ndarray]:
+def state_from_elements(
+    a: float, e: float, i: float, raan: float, argp: float, M: float, mu: float
+) -> tuple[np.ndarray, np.ndarray]:
     """(r_N, v_N) (m, m/s) on the orbit with these elements."""
     if not (a > 0.0 and 0.0 <= e < 1.0):
         raise ValueError(f"an elliptic orbit needs a > 0 and 0 <= e < 1; got a = {a}, e = {e}")
     E = mean_to_eccentric(M, e)
     cos_e, sin_e = math.cos(E), math.sin(E)
     b = a * math.sqrt(1.0 - e * e)
-    r_pf = np.array([a * (cos_e - e), b * sin_e, 0.0])          # perifocal frame
-    edot = math.sqrt(mu / a ** 3) / (1.0 - e * cos_e)
+    r_pf = np.array([a * (cos_e - e), b * sin_e, 0.0])  # perifocal frame
+    edot = math.sqrt(mu / a**3) / (1.0 - e * cos_e)
     v_pf = np.array([-a * sin_e * edot, b * cos_e * edot, 0.0])
     R = _rotation(raan, i, argp)
     return R @ r_pf, R @ v_pf
@@ -126,11 +128,13 @@ def state_from_elements(a: float, e: float, i: float, raan: float, argp: float, 
 def _rotation(raan: float, i: float, argp: float) -> np.ndarray:
     """The perifocal-to-inertial rotation R3(-raan) R1(-i) R3(-argp)."""
     cO, sO, ci, si, cw, sw = math.cos(raan), math.sin(raan), math.cos(i), math.sin(i), math.cos(argp), math.sin(argp)
-    return np.array([
-        [cO * cw - sO * sw * ci, -cO * sw - sO * cw * ci, sO * si],
-        [sO * cw + cO * sw * ci, -sO * sw + cO * cw * ci, -cO * si],
-        [sw * si, cw * si, ci],
-    ])
+    return np.array(
+        [
+            [cO * cw - sO * sw * ci, -cO * sw - sO * cw * ci, sO * si],
+            [sO * cw + cO * sw * ci, -sO * sw + cO * cw * ci, -cO * si],
+            [sw * si, cw * si, ci],
+        ]
+    )
 
 
 def relative_elements(chief, deputy) -> np.ndarray:
@@ -138,14 +142,16 @@ def relative_elements(chief, deputy) -> np.ndarray:
     a_c, e_c, i_c, raan_c, argp_c, M_c = chief
     a_d, e_d, i_d, raan_d, argp_d, M_d = deputy
     d_raan = _wrap_pi(raan_d - raan_c)
-    return np.array([
-        (a_d - a_c) / a_c,
-        _wrap_pi((argp_d + M_d) - (argp_c + M_c)) + d_raan * math.cos(i_c),
-        e_d * math.cos(argp_d) - e_c * math.cos(argp_c),
-        e_d * math.sin(argp_d) - e_c * math.sin(argp_c),
-        i_d - i_c,
-        d_raan * math.sin(i_c),
-    ])
+    return np.array(
+        [
+            (a_d - a_c) / a_c,
+            _wrap_pi((argp_d + M_d) - (argp_c + M_c)) + d_raan * math.cos(i_c),
+            e_d * math.cos(argp_d) - e_c * math.cos(argp_c),
+            e_d * math.sin(argp_d) - e_c * math.sin(argp_c),
+            i_d - i_c,
+            d_raan * math.sin(i_c),
+        ]
+    )
 
 
 def deputy_elements(chief, roe) -> tuple[float, float, float, float, float, float]:
@@ -172,5 +178,12 @@ def hill_position_from_roe(a_c: float, u_c: float, roe) -> np.ndarray:
     return a_c * np.array([da - dex * c - dey * s, dl + 2.0 * dex * s - 2.0 * dey * c, dix * s - diy * c])
 
 
-__all__ = ["argument_of_latitude", "elements_from_state", "state_from_elements", "mean_to_eccentric", "relative_elements",
-           "deputy_elements", "hill_position_from_roe"]
+__all__ = [
+    "argument_of_latitude",
+    "elements_from_state",
+    "state_from_elements",
+    "mean_to_eccentric",
+    "relative_elements",
+    "deputy_elements",
+    "hill_position_from_roe",
+]

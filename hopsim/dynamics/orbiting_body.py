@@ -33,6 +33,7 @@ Parameters of one spacecraft travel as a float vector indexed by the ``P_*`` con
 held over a hop as a vector indexed by the ``L_*`` constants, and the wheels' friction parameters
 as a k x ``FRICTION_PARAMS`` matrix (columns ``F_*``); :func:`parameters` builds the vector.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,38 +41,49 @@ import math
 import numpy as np
 
 from hopsim.dynamics._jit import compiled, compiled_borrowing
-from hopsim.dynamics.environment import (PLATE_PARAMS, SUN_RADIUS, air_relative_velocity_xyz,
-                                         conical_shadow_fraction_xyz, drag_acceleration_xyz, exponential_density,
-                                         gmst_rad, plate_drag_xyz, srp_acceleration_xyz, sun_position_xyz,
-                                         sunlit_srp_acceleration_xyz)
+from hopsim.dynamics.environment import (
+    PLATE_PARAMS,
+    SUN_RADIUS,
+    air_relative_velocity_xyz,
+    conical_shadow_fraction_xyz,
+    drag_acceleration_xyz,
+    exponential_density,
+    gmst_rad,
+    plate_drag_xyz,
+    srp_acceleration_xyz,
+    sun_position_xyz,
+    sunlit_srp_acceleration_xyz,
+)
 from hopsim.dynamics.gravity import EARTH_RADIUS, gravity_gradient_xyz, point_mass_xyz
 from hopsim.dynamics.spatial import quat_dcm_entries, quat_normalize_into
-from hopsim.dynamics.spherical_harmonics import (spherical_harmonic_acceleration_lanes,
-                                                 spherical_harmonic_acceleration_xyz)
+from hopsim.dynamics.spherical_harmonics import (
+    spherical_harmonic_acceleration_lanes,
+    spherical_harmonic_acceleration_xyz,
+)
 from hopsim.dynamics.wheels import lugre_friction_into, wheel_accelerations_into, wheel_friction_into
 
 # parameters (one float vector per spacecraft)
-P_MU = 0                # gravitational parameter (m^3/s^2)
-P_RADIUS = 1            # the field's reference radius (m)
-P_DEGREE = 2            # spherical-harmonic degree and order; -1: a point mass
-P_EPOCH_JD = 3          # UT1 Julian date of t = 0 (the Earth's rotation, the Sun)
-P_CD_AREA = 4           # C_D A (m^2); 0: no drag
-P_RHO0 = 5              # exponential atmosphere: density at the base altitude (kg/m^3)
-P_H0 = 6                # its base altitude (m)
-P_SCALE = 7             # its scale height (m)
-P_CR_AREA = 8           # C_R A (m^2); 0: no solar pressure
-P_MASS = 9              # mass (kg)
+P_MU = 0  # gravitational parameter (m^3/s^2)
+P_RADIUS = 1  # the field's reference radius (m)
+P_DEGREE = 2  # spherical-harmonic degree and order; -1: a point mass
+P_EPOCH_JD = 3  # UT1 Julian date of t = 0 (the Earth's rotation, the Sun)
+P_CD_AREA = 4  # C_D A (m^2); 0: no drag
+P_RHO0 = 5  # exponential atmosphere: density at the base altitude (kg/m^3)
+P_H0 = 6  # its base altitude (m)
+P_SCALE = 7  # its scale height (m)
+P_CR_AREA = 8  # C_R A (m^2); 0: no solar pressure
+P_MASS = 9  # mass (kg)
 P_GRAVITY_GRADIENT = 10  # 1: the gravity-gradient torque on, 0: off
-P_LUGRE = 11            # 1: LuGre bearing friction (bristle states), 0: viscous and Coulomb
-P_N_PLATES = 12         # flat drag plates: their records (PLATE_PARAMS floats each) follow the N_PARAMS
-P_CONICAL_SHADOW = 13   # 1: the Earth's shadow a cone with penumbra, 0: a cylinder
+P_LUGRE = 11  # 1: LuGre bearing friction (bristle states), 0: viscous and Coulomb
+P_N_PLATES = 12  # flat drag plates: their records (PLATE_PARAMS floats each) follow the N_PARAMS
+P_CONICAL_SHADOW = 13  # 1: the Earth's shadow a cone with penumbra, 0: a cylinder
 N_PARAMS = 14
 
 # loads held over a hop
-L_FORCE_B = 0           # the thrusters' force (N, B): 0:3
-L_TORQUE_B = 3          # their torque about the centre of mass (N m, B): 3:6
-L_DIST_FORCE_N = 6      # a disturbance force (N, N): 6:9
-L_DIST_TORQUE_B = 9     # a disturbance torque (N m, B): 9:12
+L_FORCE_B = 0  # the thrusters' force (N, B): 0:3
+L_TORQUE_B = 3  # their torque about the centre of mass (N m, B): 3:6
+L_DIST_FORCE_N = 6  # a disturbance force (N, N): 6:9
+L_DIST_TORQUE_B = 9  # a disturbance torque (N m, B): 9:12
 N_LOADS = 12
 
 # bearing friction, one row per wheel (see hopsim.dynamics.wheels.BearingFriction)
@@ -79,9 +91,22 @@ F_VISCOUS, F_COULOMB, F_COULOMB_SPEED, F_STATIC, F_STRIBECK_SPEED, F_STIFFNESS, 
 FRICTION_PARAMS = 7
 
 
-def parameters(mu: float, radius_m: float, degree: int, epoch_jd: float, cd_area_m2: float, rho0: float,
-               h0_m: float, scale_height_m: float, cr_area_m2: float, mass_kg: float, gravity_gradient: bool,
-               lugre: bool, plates=(), conical_shadow: bool = False) -> np.ndarray:
+def parameters(
+    mu: float,
+    radius_m: float,
+    degree: int,
+    epoch_jd: float,
+    cd_area_m2: float,
+    rho0: float,
+    h0_m: float,
+    scale_height_m: float,
+    cr_area_m2: float,
+    mass_kg: float,
+    gravity_gradient: bool,
+    lugre: bool,
+    plates=(),
+    conical_shadow: bool = False,
+) -> np.ndarray:
     """The parameter vector of one spacecraft (units as the ``P_*`` constants say), then its flat
     drag plates' records (``plates``: :func:`hopsim.dynamics.environment.plate_records`)."""
     plates = np.asarray(plates, dtype=float).ravel()
@@ -136,8 +161,9 @@ def gravity_xyz_at(x, y, z, now, p, C, S, VW):
     if degree < 0:
         return point_mass_xyz(x, y, z, mu)
     c, s = now[0], now[1]
-    fx, fy, fz = spherical_harmonic_acceleration_xyz(c * x + s * y, -s * x + c * y, z, mu, p[P_RADIUS], C, S,
-                                                     degree, VW[0], VW[1])
+    fx, fy, fz = spherical_harmonic_acceleration_xyz(
+        c * x + s * y, -s * x + c * y, z, mu, p[P_RADIUS], C, S, degree, VW[0], VW[1]
+    )
     return c * fx - s * fy, s * fx + c * fy, fz
 
 
@@ -156,8 +182,9 @@ def gravity_acceleration(r, t_s, p, C, S):
 
 
 @compiled_borrowing
-def orbiting_derivative(t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                        friction, VW, f):
+def orbiting_derivative(
+    t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm, friction, VW, f
+):
     """The state derivative at ``t_s`` (s) into ``xdot``; returns v' (m/s^2, frame N).
 
     ``inertia_B`` (kg m^2, about the centre of mass, B): with wheels Schaub and Junkins' [I_RW]
@@ -166,29 +193,48 @@ def orbiting_derivative(t_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_
     (B), ``J`` (k) their axial inertias (kg m^2), ``motor_Nm`` (k) their motor torques (N m),
     ``friction`` (k x FRICTION_PARAMS) their bearings; ``VW`` and ``f`` the work arrays of
     :func:`scratch`. Written in scalars: it allocates nothing (four calls per RK4 step)."""
-    return orbiting_derivative_at(instant_of(p, t_s), x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C,
-                                  S, G, J, motor_Nm, friction, VW, f)
+    return orbiting_derivative_at(
+        instant_of(p, t_s),
+        x,
+        xdot,
+        p,
+        loads,
+        inertia_B,
+        inertia_inv,
+        inertia_total_B,
+        C,
+        S,
+        G,
+        J,
+        motor_Nm,
+        friction,
+        VW,
+        f,
+    )
 
 
 @compiled_borrowing
-def orbiting_derivative_at(now, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                           friction, VW, f):
+def orbiting_derivative_at(
+    now, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm, friction, VW, f
+):
     """:func:`orbiting_derivative` at the instant ``now`` (:func:`instant`: the Earth's rotation
     and the Sun there)."""
     gx, gy, gz = gravity_xyz_at(x[0], x[1], x[2], now, p, C, S, VW)
-    return orbiting_derivative_from_gravity(gx, gy, gz, now, x, xdot, p, loads, inertia_B, inertia_inv,
-                                            inertia_total_B, G, J, motor_Nm, friction, f)
+    return orbiting_derivative_from_gravity(
+        gx, gy, gz, now, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, G, J, motor_Nm, friction, f
+    )
 
 
 @compiled_borrowing
-def orbiting_derivative_from_gravity(gx, gy, gz, now, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, G,
-                                     J, motor_Nm, friction, f):
+def orbiting_derivative_from_gravity(
+    gx, gy, gz, now, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, G, J, motor_Nm, friction, f
+):
     """:func:`orbiting_derivative_at` given the gravitational acceleration ``(gx, gy, gz)`` (m/s^2,
     frame N) at ``x``'s position (:func:`gravity_xyz_at`)."""
     rx, ry, rz, vx, vy, vz = x[0], x[1], x[2], x[3], x[4], x[5]
     qx, qy, qz, qw = x[6], x[7], x[8], x[9]
     wx, wy, wz = x[10], x[11], x[12]
-    R00, R01, R02, R10, R11, R12, R20, R21, R22 = quat_dcm_entries(qx, qy, qz, qw)    # R(q_BN): B -> N
+    R00, R01, R02, R10, R11, R12, R20, R21, R22 = quat_dcm_entries(qx, qy, qz, qw)  # R(q_BN): B -> N
     m = p[P_MASS]
     ax, ay, az = gx, gy, gz
     Fx, Fy, Fz = loads[L_FORCE_B], loads[L_FORCE_B + 1], loads[L_FORCE_B + 2]
@@ -208,8 +254,15 @@ def orbiting_derivative_from_gravity(gx, gy, gz, now, x, xdot, p, loads, inertia
     if n_plates:
         ux, uy, uz = air_relative_velocity_xyz(rx, ry, rz, vx, vy, vz)
         # into B (R^T u) for the plates, their force back into N
-        pfx, pfy, pfz, ptx, pty, ptz = plate_drag_xyz(R00 * ux + R10 * uy + R20 * uz, R01 * ux + R11 * uy + R21 * uz,
-                                                      R02 * ux + R12 * uy + R22 * uz, rho, p, N_PARAMS, n_plates)
+        pfx, pfy, pfz, ptx, pty, ptz = plate_drag_xyz(
+            R00 * ux + R10 * uy + R20 * uz,
+            R01 * ux + R11 * uy + R21 * uz,
+            R02 * ux + R12 * uy + R22 * uz,
+            rho,
+            p,
+            N_PARAMS,
+            n_plates,
+        )
         ax += (R00 * pfx + R01 * pfy + R02 * pfz) / m
         ay += (R10 * pfx + R11 * pfy + R12 * pfz) / m
         az += (R20 * pfx + R21 * pfy + R22 * pfz) / m
@@ -233,8 +286,13 @@ def orbiting_derivative_from_gravity(gx, gy, gz, now, x, xdot, p, loads, inertia
         tx, ty, tz = tx + ptx, ty + pty, tz + ptz
     if p[P_GRAVITY_GRADIENT] != 0.0:
         # at r_B = R^T r
-        gx, gy, gz = gravity_gradient_xyz(R00 * rx + R10 * ry + R20 * rz, R01 * rx + R11 * ry + R21 * rz,
-                                          R02 * rx + R12 * ry + R22 * rz, inertia_total_B, p[P_MU])
+        gx, gy, gz = gravity_gradient_xyz(
+            R00 * rx + R10 * ry + R20 * rz,
+            R01 * rx + R11 * ry + R21 * rz,
+            R02 * rx + R12 * ry + R22 * rz,
+            inertia_total_B,
+            p[P_MU],
+        )
         tx, ty, tz = tx + gx, ty + gy, tz + gz
     xdot[0], xdot[1], xdot[2] = vx, vy, vz
     xdot[3], xdot[4], xdot[5] = ax, ay, az
@@ -245,15 +303,25 @@ def orbiting_derivative_from_gravity(gx, gy, gz, now, x, xdot, p, loads, inertia
     xdot[9] = -0.5 * (qx * wx + qy * wy + qz * wz)
     k = len(J)
     if k:
-        Omega = x[13:13 + k]
+        Omega = x[13 : 13 + k]
         if p[P_LUGRE] != 0.0:
-            lugre_friction_into(Omega, x[13 + k:13 + 2 * k], friction[:, F_STIFFNESS], friction[:, F_DAMPING],
-                                friction[:, F_VISCOUS], friction[:, F_COULOMB], friction[:, F_STATIC],
-                                friction[:, F_STRIBECK_SPEED], f, xdot[13 + k:13 + 2 * k])
+            lugre_friction_into(
+                Omega,
+                x[13 + k : 13 + 2 * k],
+                friction[:, F_STIFFNESS],
+                friction[:, F_DAMPING],
+                friction[:, F_VISCOUS],
+                friction[:, F_COULOMB],
+                friction[:, F_STATIC],
+                friction[:, F_STRIBECK_SPEED],
+                f,
+                xdot[13 + k : 13 + 2 * k],
+            )
         else:
             wheel_friction_into(Omega, friction[:, F_VISCOUS], friction[:, F_COULOMB], friction[:, F_COULOMB_SPEED], f)
-        wheel_accelerations_into(inertia_B, inertia_inv, G, J, x[10:13], Omega, motor_Nm, f, tx, ty, tz,
-                                 xdot[10:13], xdot[13:13 + k])
+        wheel_accelerations_into(
+            inertia_B, inertia_inv, G, J, x[10:13], Omega, motor_Nm, f, tx, ty, tz, xdot[10:13], xdot[13 : 13 + k]
+        )
     else:
         # I^-1 (tau - omega x I omega)
         hx = inertia_B[0, 0] * wx + inertia_B[0, 1] * wy + inertia_B[0, 2] * wz
@@ -267,35 +335,41 @@ def orbiting_derivative_from_gravity(gx, gy, gz, now, x, xdot, p, loads, inertia
 
 
 @compiled_borrowing
-def rk4_step(h, x, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm, friction, VW, f, K,
-             now, mid, end):
+def rk4_step(
+    h, x, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm, friction, VW, f, K, now, mid, end
+):
     """One classical RK4 step of ``h`` (s) of ``x`` from the instant ``now`` over ``mid`` to ``end``
     (:func:`instant` at t, t + h/2 and t + h); work arrays as :func:`rk4_hop`'s."""
     size = len(x)
     k1, k2, k3, k4, xs = K[0], K[1], K[2], K[3], K[4]
     half = 0.5 * h
-    orbiting_derivative_at(now, x, k1, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                           friction, VW, f)
+    orbiting_derivative_at(
+        now, x, k1, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm, friction, VW, f
+    )
     for j in range(size):
         xs[j] = x[j] + half * k1[j]
-    orbiting_derivative_at(mid, xs, k2, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                           friction, VW, f)
+    orbiting_derivative_at(
+        mid, xs, k2, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm, friction, VW, f
+    )
     for j in range(size):
         xs[j] = x[j] + half * k2[j]
-    orbiting_derivative_at(mid, xs, k3, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                           friction, VW, f)
+    orbiting_derivative_at(
+        mid, xs, k3, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm, friction, VW, f
+    )
     for j in range(size):
         xs[j] = x[j] + h * k3[j]
-    orbiting_derivative_at(end, xs, k4, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                           friction, VW, f)
+    orbiting_derivative_at(
+        end, xs, k4, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm, friction, VW, f
+    )
     sixth = h / 6.0
     for j in range(size):
         x[j] = x[j] + sixth * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j])
 
 
 @compiled_borrowing
-def rk4_hop(t0_s, steps_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-            friction, VW, f, K):
+def rk4_hop(
+    t0_s, steps_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm, friction, VW, f, K
+):
     """Classical RK4 over the sub-steps ``steps_s`` (s) from ``t0_s`` (s) for one spacecraft: ``x``
     becomes the state at the hop's end and ``xdot`` the derivative there (the model's end_hop puts
     the attitude back on the unit sphere, as after any integrator). ``VW``, ``f`` and ``K`` (5 x
@@ -305,16 +379,36 @@ def rk4_hop(t0_s, steps_s, x, xdot, p, loads, inertia_B, inertia_inv, inertia_to
     now = instant_of(p, t)
     for h in steps_s:
         mid, end = instant_of(p, t + 0.5 * h), instant_of(p, t + h)
-        rk4_step(h, x, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm, friction, VW, f, K,
-                 now, mid, end)
+        rk4_step(
+            h,
+            x,
+            p,
+            loads,
+            inertia_B,
+            inertia_inv,
+            inertia_total_B,
+            C,
+            S,
+            G,
+            J,
+            motor_Nm,
+            friction,
+            VW,
+            f,
+            K,
+            now,
+            mid,
+            end,
+        )
         t += h
         now = end
-    orbiting_derivative_at(now, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                           friction, VW, f)
+    orbiting_derivative_at(
+        now, x, xdot, p, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm, friction, VW, f
+    )
 
 
-LANES = 64      # spacecraft whose gravity is evaluated together (spherical_harmonic_acceleration_lanes)
-MIN_LANES = 4   # the fewest that go that way (fewer: one by one, faster then)
+LANES = 64  # spacecraft whose gravity is evaluated together (spherical_harmonic_acceleration_lanes)
+MIN_LANES = 4  # the fewest that go that way (fewer: one by one, faster then)
 
 
 @compiled
@@ -327,8 +421,7 @@ def _lane_work(lanes, d, size):
 
 
 @compiled
-def rk4_hops(t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-             friction):
+def rk4_hops(t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm, friction):
     """:func:`rk4_hop` for every row of ``X`` (n x state size) and ``Xdot``; the other arrays hold
     one row per spacecraft (``C``, ``S``: one field for all; ``G``, ``J``, ``motor_Nm``,
     ``friction``: the same number of wheels for all)."""
@@ -337,19 +430,80 @@ def rk4_hops(t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_t
     for i in range(n):
         degree = max(degree, int(P[i, P_DEGREE]))
     VW, f, K = np.zeros((2, degree + 3, degree + 3)), np.zeros(J.shape[1]), np.zeros((5, size))
-    _rk4_each(np.arange(n), False, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S,
-              G, J, motor_Nm, friction, VW, f, K, *_lane_work(min(n, LANES), degree + 3, size))
+    _rk4_each(
+        np.arange(n),
+        False,
+        t0_s,
+        steps_s,
+        X,
+        Xdot,
+        P,
+        loads,
+        inertia_B,
+        inertia_inv,
+        inertia_total_B,
+        C,
+        S,
+        G,
+        J,
+        motor_Nm,
+        friction,
+        VW,
+        f,
+        K,
+        *_lane_work(min(n, LANES), degree + 3, size),
+    )
 
 
 @compiled
-def rk4_rows(rows, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-             friction, VW, f, K):
+def rk4_rows(
+    rows,
+    t0_s,
+    steps_s,
+    X,
+    Xdot,
+    P,
+    loads,
+    inertia_B,
+    inertia_inv,
+    inertia_total_B,
+    C,
+    S,
+    G,
+    J,
+    motor_Nm,
+    friction,
+    VW,
+    f,
+    K,
+):
     """:func:`rk4_hop` for the rows ``rows`` of a fleet's arrays (one row per spacecraft, as in
     :func:`rk4_hops`; work arrays as :func:`scratch` makes them for the fleet's degree and state
     size), each followed by the model's end_hop: the attitude back on the unit sphere
     (:func:`hopsim.dynamics.spatial.quat_normalize`)."""
-    _rk4_each(rows, True, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
-              motor_Nm, friction, VW, f, K, *_lane_work(min(len(rows), LANES), VW.shape[1], X.shape[1]))
+    _rk4_each(
+        rows,
+        True,
+        t0_s,
+        steps_s,
+        X,
+        Xdot,
+        P,
+        loads,
+        inertia_B,
+        inertia_inv,
+        inertia_total_B,
+        C,
+        S,
+        G,
+        J,
+        motor_Nm,
+        friction,
+        VW,
+        f,
+        K,
+        *_lane_work(min(len(rows), LANES), VW.shape[1], X.shape[1]),
+    )
 
 
 @compiled_borrowing
@@ -358,8 +512,32 @@ def _same_bits(a, b):
 
 
 @compiled_borrowing
-def _rk4_each(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
-              motor_Nm, friction, VW, f, K, KL, VWL, RA, work):
+def _rk4_each(
+    rows,
+    normalize,
+    t0_s,
+    steps_s,
+    X,
+    Xdot,
+    P,
+    loads,
+    inertia_B,
+    inertia_inv,
+    inertia_total_B,
+    C,
+    S,
+    G,
+    J,
+    motor_Nm,
+    friction,
+    VW,
+    f,
+    K,
+    KL,
+    VWL,
+    RA,
+    work,
+):
     """:func:`rk4_hop` for the rows ``rows``, then (``normalize``) each one's attitude back on the
     unit sphere. Rows of one epoch share each instant (:func:`instant`), computed once for all;
     rows of one epoch and one spherical-harmonic field (mu, radius, degree) go :data:`LANES` at a
@@ -373,20 +551,61 @@ def _rk4_each(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, iner
     for i in range(n):
         p = P[rows[i]]
         shared = shared and _same_bits(p[P_EPOCH_JD], epoch)
-        lanes = lanes and p[P_DEGREE] == degree and _same_bits(p[P_MU], p0[P_MU]) and _same_bits(p[P_RADIUS],
-                                                                                                p0[P_RADIUS])
+        lanes = (
+            lanes and p[P_DEGREE] == degree and _same_bits(p[P_MU], p0[P_MU]) and _same_bits(p[P_RADIUS], p0[P_RADIUS])
+        )
     if not shared:
         for i in range(n):
             r = rows[i]
-            rk4_hop(t0_s, steps_s, X[r], Xdot[r], P[r], loads[r], inertia_B[r], inertia_inv[r], inertia_total_B[r], C,
-                    S, G[r], J[r], motor_Nm[r], friction[r], VW, f, K)
+            rk4_hop(
+                t0_s,
+                steps_s,
+                X[r],
+                Xdot[r],
+                P[r],
+                loads[r],
+                inertia_B[r],
+                inertia_inv[r],
+                inertia_total_B[r],
+                C,
+                S,
+                G[r],
+                J[r],
+                motor_Nm[r],
+                friction[r],
+                VW,
+                f,
+                K,
+            )
             if normalize:
                 quat_normalize_into(X[r, 6:10], X[r, 6:10])
         return
     if lanes and degree >= 0 and n >= MIN_LANES:
         for b in range(0, n, LANES):
-            rk4_lanes(rows[b:b + LANES], normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv,
-                      inertia_total_B, C, S, G, J, motor_Nm, friction, f, KL, VWL, RA, work)
+            rk4_lanes(
+                rows[b : b + LANES],
+                normalize,
+                t0_s,
+                steps_s,
+                X,
+                Xdot,
+                P,
+                loads,
+                inertia_B,
+                inertia_inv,
+                inertia_total_B,
+                C,
+                S,
+                G,
+                J,
+                motor_Nm,
+                friction,
+                f,
+                KL,
+                VWL,
+                RA,
+                work,
+            )
         return
     t = t0_s
     now = instant(epoch, t, True, True)
@@ -394,38 +613,123 @@ def _rk4_each(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, iner
         mid, end = instant(epoch, t + 0.5 * h, True, True), instant(epoch, t + h, True, True)
         for i in range(n):
             r = rows[i]
-            rk4_step(h, X[r], P[r], loads[r], inertia_B[r], inertia_inv[r], inertia_total_B[r], C, S, G[r], J[r],
-                     motor_Nm[r], friction[r], VW, f, K, now, mid, end)
+            rk4_step(
+                h,
+                X[r],
+                P[r],
+                loads[r],
+                inertia_B[r],
+                inertia_inv[r],
+                inertia_total_B[r],
+                C,
+                S,
+                G[r],
+                J[r],
+                motor_Nm[r],
+                friction[r],
+                VW,
+                f,
+                K,
+                now,
+                mid,
+                end,
+            )
         t += h
         now = end
     for i in range(n):
         r = rows[i]
-        orbiting_derivative_at(now, X[r], Xdot[r], P[r], loads[r], inertia_B[r], inertia_inv[r], inertia_total_B[r], C,
-                               S, G[r], J[r], motor_Nm[r], friction[r], VW, f)
+        orbiting_derivative_at(
+            now,
+            X[r],
+            Xdot[r],
+            P[r],
+            loads[r],
+            inertia_B[r],
+            inertia_inv[r],
+            inertia_total_B[r],
+            C,
+            S,
+            G[r],
+            J[r],
+            motor_Nm[r],
+            friction[r],
+            VW,
+            f,
+        )
         if normalize:
             quat_normalize_into(X[r, 6:10], X[r, 6:10])
 
 
 @compiled_borrowing
-def _lane_derivatives(now, source, target, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
-                      motor_Nm, friction, f, KL, VWL, RA, work):
+def _lane_derivatives(
+    now,
+    source,
+    target,
+    rows,
+    P,
+    loads,
+    inertia_B,
+    inertia_inv,
+    inertia_total_B,
+    C,
+    S,
+    G,
+    J,
+    motor_Nm,
+    friction,
+    f,
+    KL,
+    VWL,
+    RA,
+    work,
+):
     """The derivative of each lane's state ``KL[l, source]`` into ``KL[l, target]`` at the instant
     ``now``: the lanes' gravity together (:func:`gravity_xyz_at`'s arithmetic, lane by lane), then
     the rest spacecraft by spacecraft (:func:`orbiting_derivative_from_gravity`)."""
     count = len(rows)
     c, s = now[0], now[1]
-    for lane in range(count):            # into the Earth-fixed frame
+    for lane in range(count):  # into the Earth-fixed frame
         x, y = KL[lane, source, 0], KL[lane, source, 1]
         RA[0, lane], RA[1, lane], RA[2, lane] = c * x + s * y, -s * x + c * y, KL[lane, source, 2]
     p0 = P[rows[0]]
-    spherical_harmonic_acceleration_lanes(RA[0], RA[1], RA[2], p0[P_MU], p0[P_RADIUS], C, S, int(p0[P_DEGREE]), VWL[0],
-                                          VWL[1], work, count, RA[3], RA[4], RA[5])
+    spherical_harmonic_acceleration_lanes(
+        RA[0],
+        RA[1],
+        RA[2],
+        p0[P_MU],
+        p0[P_RADIUS],
+        C,
+        S,
+        int(p0[P_DEGREE]),
+        VWL[0],
+        VWL[1],
+        work,
+        count,
+        RA[3],
+        RA[4],
+        RA[5],
+    )
     for lane in range(count):
         r = rows[lane]
         fx, fy, fz = RA[3, lane], RA[4, lane], RA[5, lane]
-        orbiting_derivative_from_gravity(c * fx - s * fy, s * fx + c * fy, fz, now, KL[lane, source], KL[lane, target],
-                                         P[r], loads[r], inertia_B[r], inertia_inv[r], inertia_total_B[r], G[r], J[r],
-                                         motor_Nm[r], friction[r], f)
+        orbiting_derivative_from_gravity(
+            c * fx - s * fy,
+            s * fx + c * fy,
+            fz,
+            now,
+            KL[lane, source],
+            KL[lane, target],
+            P[r],
+            loads[r],
+            inertia_B[r],
+            inertia_inv[r],
+            inertia_total_B[r],
+            G[r],
+            J[r],
+            motor_Nm[r],
+            friction[r],
+            f,
+        )
 
 
 # rk4_lanes' work rows of each lane, KL[lane, ...]: the four stages, the stage state, the state
@@ -442,8 +746,30 @@ def _lanes_stage_state(KL, count, size, k, h):
 
 
 @compiled_borrowing
-def rk4_lanes(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J,
-              motor_Nm, friction, f, KL, VWL, RA, work):
+def rk4_lanes(
+    rows,
+    normalize,
+    t0_s,
+    steps_s,
+    X,
+    Xdot,
+    P,
+    loads,
+    inertia_B,
+    inertia_inv,
+    inertia_total_B,
+    C,
+    S,
+    G,
+    J,
+    motor_Nm,
+    friction,
+    f,
+    KL,
+    VWL,
+    RA,
+    work,
+):
     """:func:`rk4_hop` (then, with ``normalize``, the attitude back on the unit sphere) for up to
     :data:`LANES` rows ``rows`` of one epoch and one spherical-harmonic field, stage by stage:
     at each stage the rows' gravity is evaluated together (SIMD), the rest of the derivative row
@@ -459,17 +785,97 @@ def rk4_lanes(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, iner
     for h in steps_s:
         half = 0.5 * h
         mid, end = instant(epoch, t + half, True, True), instant(epoch, t + h, True, True)
-        _lane_derivatives(now, XL, K1, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                          friction, f, KL, VWL, RA, work)
+        _lane_derivatives(
+            now,
+            XL,
+            K1,
+            rows,
+            P,
+            loads,
+            inertia_B,
+            inertia_inv,
+            inertia_total_B,
+            C,
+            S,
+            G,
+            J,
+            motor_Nm,
+            friction,
+            f,
+            KL,
+            VWL,
+            RA,
+            work,
+        )
         _lanes_stage_state(KL, count, size, K1, half)
-        _lane_derivatives(mid, XS, K2, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                          friction, f, KL, VWL, RA, work)
+        _lane_derivatives(
+            mid,
+            XS,
+            K2,
+            rows,
+            P,
+            loads,
+            inertia_B,
+            inertia_inv,
+            inertia_total_B,
+            C,
+            S,
+            G,
+            J,
+            motor_Nm,
+            friction,
+            f,
+            KL,
+            VWL,
+            RA,
+            work,
+        )
         _lanes_stage_state(KL, count, size, K2, half)
-        _lane_derivatives(mid, XS, K3, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                          friction, f, KL, VWL, RA, work)
+        _lane_derivatives(
+            mid,
+            XS,
+            K3,
+            rows,
+            P,
+            loads,
+            inertia_B,
+            inertia_inv,
+            inertia_total_B,
+            C,
+            S,
+            G,
+            J,
+            motor_Nm,
+            friction,
+            f,
+            KL,
+            VWL,
+            RA,
+            work,
+        )
         _lanes_stage_state(KL, count, size, K3, h)
-        _lane_derivatives(end, XS, K4, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                          friction, f, KL, VWL, RA, work)
+        _lane_derivatives(
+            end,
+            XS,
+            K4,
+            rows,
+            P,
+            loads,
+            inertia_B,
+            inertia_inv,
+            inertia_total_B,
+            C,
+            S,
+            G,
+            J,
+            motor_Nm,
+            friction,
+            f,
+            KL,
+            VWL,
+            RA,
+            work,
+        )
         sixth = h / 6.0
         for lane in range(count):
             k1, k2, k3, k4, x = KL[lane, K1], KL[lane, K2], KL[lane, K3], KL[lane, K4], KL[lane, XL]
@@ -477,8 +883,28 @@ def rk4_lanes(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, iner
                 x[j] = x[j] + sixth * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j])
         t += h
         now = end
-    _lane_derivatives(now, XL, K1, rows, P, loads, inertia_B, inertia_inv, inertia_total_B, C, S, G, J, motor_Nm,
-                      friction, f, KL, VWL, RA, work)
+    _lane_derivatives(
+        now,
+        XL,
+        K1,
+        rows,
+        P,
+        loads,
+        inertia_B,
+        inertia_inv,
+        inertia_total_B,
+        C,
+        S,
+        G,
+        J,
+        motor_Nm,
+        friction,
+        f,
+        KL,
+        VWL,
+        RA,
+        work,
+    )
     for lane in range(count):
         r = rows[lane]
         for j in range(size):
@@ -487,6 +913,24 @@ def rk4_lanes(rows, normalize, t0_s, steps_s, X, Xdot, P, loads, inertia_B, iner
             quat_normalize_into(X[r, 6:10], X[r, 6:10])
 
 
-__all__ = ["orbiting_derivative", "orbiting_derivative_at", "orbiting_derivative_from_gravity", "rk4_rows", "rk4_lanes",
-           "rk4_step", "instant", "instant_of", "gravity_acceleration", "gravity_xyz", "gravity_xyz_at", "scratch",
-           "rk4_hop", "rk4_hops", "parameters", "N_PARAMS", "N_LOADS", "FRICTION_PARAMS", "LANES"]
+__all__ = [
+    "orbiting_derivative",
+    "orbiting_derivative_at",
+    "orbiting_derivative_from_gravity",
+    "rk4_rows",
+    "rk4_lanes",
+    "rk4_step",
+    "instant",
+    "instant_of",
+    "gravity_acceleration",
+    "gravity_xyz",
+    "gravity_xyz_at",
+    "scratch",
+    "rk4_hop",
+    "rk4_hops",
+    "parameters",
+    "N_PARAMS",
+    "N_LOADS",
+    "FRICTION_PARAMS",
+    "LANES",
+]

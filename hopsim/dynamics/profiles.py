@@ -43,6 +43,7 @@ initial value, after the end it holds the reference, both at rest.
 consumer evaluate the exact profile at every derivative sample; :func:`evaluate_segments` is
 the compiled evaluator used inside integrators.
 """
+
 from __future__ import annotations
 
 import math
@@ -71,8 +72,13 @@ class ProfileTiming:
 
 
 def _check_inputs(init, ref, accel_max, coast, smoothing):
-    for name, value in (("initial value", init), ("reference", ref), ("accel_max", accel_max),
-                        ("coast_bang_duration", coast), ("smoothing_duration", smoothing)):
+    for name, value in (
+        ("initial value", init),
+        ("reference", ref),
+        ("accel_max", accel_max),
+        ("coast_bang_duration", coast),
+        ("smoothing_duration", smoothing),
+    ):
         if not math.isfinite(value):
             raise ValueError(f"{name} must be finite, got {value}")
     if accel_max <= 0.0:
@@ -80,8 +86,7 @@ def _check_inputs(init, ref, accel_max, coast, smoothing):
     if coast < 0.0:
         raise ValueError(f"coast_bang_duration must be >= 0 s (0 selects no coast), got {coast}")
     if smoothing < 0.0:
-        raise ValueError(f"smoothing_duration must be >= 0 s (0 selects no smoothing), "
-                         f"got {smoothing}")
+        raise ValueError(f"smoothing_duration must be >= 0 s (0 selects no smoothing), got {smoothing}")
 
 
 def _phases(init, ref, accel_max, coast, smoothing, unit="m"):
@@ -106,7 +111,8 @@ def _phases(init, ref, accel_max, coast, smoothing, unit="m"):
                 f"coast_bang_duration {tb:g} s is too long: with accel_max {A:g} {acc} the move "
                 f"of {D:g} {unit} can have bang segments of at most {math.sqrt(D / A):.6g} s; "
                 f"lower coast_bang_duration, or lower accel_max to at most {D / (tb * tb):.6g} "
-                f"{acc}")
+                f"{acc}"
+            )
         tc = max(0.0, (D - A * tb * tb) / (A * tb))
         phases = [(tb, s * A, s * A), (tc, 0.0, 0.0), (tb, -s * A, -s * A)]
         timing = (tb, tc)
@@ -117,11 +123,17 @@ def _phases(init, ref, accel_max, coast, smoothing, unit="m"):
                 f"{D:g} {unit} allows smoothing of at most {math.sqrt(D / (2.1 * A)):.6g} s "
                 f"(a smoothed bang-bang move covers at least 2.1 accel_max smoothing^2); lower "
                 f"smoothing_duration, or lower accel_max to at most {D / (2.1 * ts * ts):.6g} "
-                f"{acc}")
+                f"{acc}"
+            )
         tb = 0.5 * (-3.0 * ts + math.sqrt(0.6 * ts * ts + 4.0 * D / A))
         tb = max(tb, 0.0)
-        phases = [(ts, 0.0, s * A), (tb, s * A, s * A), (2.0 * ts, s * A, -s * A),
-                  (tb, -s * A, -s * A), (ts, -s * A, 0.0)]
+        phases = [
+            (ts, 0.0, s * A),
+            (tb, s * A, s * A),
+            (2.0 * ts, s * A, -s * A),
+            (tb, -s * A, -s * A),
+            (ts, -s * A, 0.0),
+        ]
         timing = (tb, 0.0)
     else:
         tb = tb_given
@@ -129,21 +141,33 @@ def _phases(init, ref, accel_max, coast, smoothing, unit="m"):
         if D < needed * (1.0 - _FEASIBILITY_RTOL):
             tb_max = 0.5 * (-3.0 * ts + math.sqrt(ts * ts + 4.0 * D / A))
             if tb_max > 0.0:
-                hint = (f"the move of {D:g} {unit} with smoothing {ts:g} s allows bang segments "
-                        f"of at most {tb_max:.6g} s; lower coast_bang_duration or "
-                        f"smoothing_duration, or lower accel_max to at most "
-                        f"{D / ((tb + ts) * (tb + 2.0 * ts)):.6g} {acc}")
+                hint = (
+                    f"the move of {D:g} {unit} with smoothing {ts:g} s allows bang segments "
+                    f"of at most {tb_max:.6g} s; lower coast_bang_duration or "
+                    f"smoothing_duration, or lower accel_max to at most "
+                    f"{D / ((tb + ts) * (tb + 2.0 * ts)):.6g} {acc}"
+                )
             else:
-                hint = (f"the move of {D:g} {unit} is too short even for smoothing {ts:g} s with "
-                        f"no bang (it needs {2.0 * A * ts * ts:.6g} {unit}); lower "
-                        f"smoothing_duration to at most {math.sqrt(D / (2.0 * A)):.6g} s, or "
-                        f"lower accel_max to at most {D / ((tb + ts) * (tb + 2.0 * ts)):.6g} {acc}")
+                hint = (
+                    f"the move of {D:g} {unit} is too short even for smoothing {ts:g} s with "
+                    f"no bang (it needs {2.0 * A * ts * ts:.6g} {unit}); lower "
+                    f"smoothing_duration to at most {math.sqrt(D / (2.0 * A)):.6g} s, or "
+                    f"lower accel_max to at most {D / ((tb + ts) * (tb + 2.0 * ts)):.6g} {acc}"
+                )
             raise ValueError(
                 f"coast_bang_duration {tb:g} s with smoothing_duration {ts:g} s is too long: "
-                f"with accel_max {A:g} {acc} {hint}")
+                f"with accel_max {A:g} {acc} {hint}"
+            )
         tc = max(0.0, (D - needed) / (A * (tb + ts)))
-        phases = [(ts, 0.0, s * A), (tb, s * A, s * A), (ts, s * A, 0.0), (tc, 0.0, 0.0),
-                  (ts, 0.0, -s * A), (tb, -s * A, -s * A), (ts, -s * A, 0.0)]
+        phases = [
+            (ts, 0.0, s * A),
+            (tb, s * A, s * A),
+            (ts, s * A, 0.0),
+            (tc, 0.0, 0.0),
+            (ts, 0.0, -s * A),
+            (tb, -s * A, -s * A),
+            (ts, -s * A, 0.0),
+        ]
         timing = (tb, tc)
     breakpoints = [0.0]
     for duration, _, _ in phases:
@@ -190,9 +214,9 @@ def _evaluate_one(t, table, final_value):
     u = x / T
     u2 = u * u
     u3 = u2 * u
-    smooth = 3.0 * u2 - 2.0 * u3                   # smoothstep
-    smooth_int1 = u3 - 0.5 * u2 * u2               # integral of smoothstep over u
-    smooth_int2 = 0.25 * u2 * u2 - 0.1 * u3 * u2   # double integral
+    smooth = 3.0 * u2 - 2.0 * u3  # smoothstep
+    smooth_int1 = u3 - 0.5 * u2 * u2  # integral of smoothstep over u
+    smooth_int2 = 0.25 * u2 * u2 - 0.1 * u3 * u2  # double integral
     acc = a0 + da * smooth
     rate = v0 + a0 * x + da * T * smooth_int1
     value = p0 + v0 * x + 0.5 * a0 * x * x + da * T * T * smooth_int2
@@ -239,9 +263,14 @@ class MoveProfile:
         if axis.shape != (3,) or not abs(np.linalg.norm(axis) - 1.0) < 1e-9:
             raise ValueError(f"axis must be a unit 3-vector, got {self.axis}")
         unit = "m" if self.kind == "translation" else "rad"
-        phases, timing = _phases(float(self.initial), float(self.reference),
-                                 float(self.accel_max), float(self.coast_bang_duration),
-                                 float(self.smoothing_duration), unit)
+        phases, timing = _phases(
+            float(self.initial),
+            float(self.reference),
+            float(self.accel_max),
+            float(self.coast_bang_duration),
+            float(self.smoothing_duration),
+            unit,
+        )
         object.__setattr__(self, "_table", _segment_table(float(self.initial), phases))
         object.__setattr__(self, "_timing", timing)
 
@@ -282,28 +311,27 @@ class MoveProfile:
         """Profile mapped on the axis: value, rate and acceleration as 3-vectors (last axis)."""
         value, rate, acc = self.evaluate(t)
         axis = np.asarray(self.axis, dtype=float)
-        return (np.multiply.outer(value, axis), np.multiply.outer(rate, axis),
-                np.multiply.outer(acc, axis))
+        return (np.multiply.outer(value, axis), np.multiply.outer(rate, axis), np.multiply.outer(acc, axis))
 
 
-def profile_timing(initial, reference, accel_max, coast_bang_duration=0.0,
-                   smoothing_duration=0.0) -> ProfileTiming:
+def profile_timing(initial, reference, accel_max, coast_bang_duration=0.0, smoothing_duration=0.0) -> ProfileTiming:
     """Durations and breakpoints [s] of a move, or ValueError if it cannot exist."""
-    return _phases(float(initial), float(reference), float(accel_max),
-                   float(coast_bang_duration), float(smoothing_duration))[1]
+    return _phases(
+        float(initial), float(reference), float(accel_max), float(coast_bang_duration), float(smoothing_duration)
+    )[1]
 
 
-def translation_profile(t, rho_init, rho_ref, accel_max, coast_bang_duration=0.0,
-                        smoothing_duration=0.0):
+def translation_profile(t, rho_init, rho_ref, accel_max, coast_bang_duration=0.0, smoothing_duration=0.0):
     """Position ``rho`` [m], rate [m/s] and acceleration [m/s^2] of a translation move at
     ``t`` [s] since the move began (scalar or array)."""
-    return MoveProfile(rho_init, rho_ref, accel_max, coast_bang_duration, smoothing_duration,
-                       kind="translation").evaluate(t)
+    return MoveProfile(
+        rho_init, rho_ref, accel_max, coast_bang_duration, smoothing_duration, kind="translation"
+    ).evaluate(t)
 
 
-def rotation_profile(t, theta_init, theta_ref, accel_max, coast_bang_duration=0.0,
-                     smoothing_duration=0.0):
+def rotation_profile(t, theta_init, theta_ref, accel_max, coast_bang_duration=0.0, smoothing_duration=0.0):
     """Angle ``theta`` [rad], rate [rad/s] and acceleration [rad/s^2] of a rotation about a
     fixed axis at ``t`` [s] since the move began (scalar or array)."""
-    return MoveProfile(theta_init, theta_ref, accel_max, coast_bang_duration,
-                       smoothing_duration, kind="rotation").evaluate(t)
+    return MoveProfile(
+        theta_init, theta_ref, accel_max, coast_bang_duration, smoothing_duration, kind="rotation"
+    ).evaluate(t)

@@ -29,6 +29,7 @@ The batched functions take one array per quantity with the vehicle along the fir
 (structure of arrays) and do, vehicle by vehicle, exactly the arithmetic of the single-vehicle
 functions, so batched and single results are identical bit for bit.
 """
+
 import numpy as np
 
 from hopsim.dynamics._jit import compiled, compiled_borrowing
@@ -56,7 +57,7 @@ def _derivative_into(out, x, mass, I, Iinv, c, force_N, force_B, torque_B, point
     """Write the state derivative of one vehicle into ``out`` (scalar code: no allocation)."""
     qx, qy, qz, qw = x[6], x[7], x[8], x[9]
     wx, wy, wz = x[10], x[11], x[12]
-    r00, r01, r02, r10, r11, r12, r20, r21, r22 = quat_dcm_entries(qx, qy, qz, qw)   # R = R(q): body -> inertial
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = quat_dcm_entries(qx, qy, qz, qw)  # R = R(q): body -> inertial
     # applied force in N and in B
     fx = force_N[0] + r00 * force_B[0] + r01 * force_B[1] + r02 * force_B[2]
     fy = force_N[1] + r10 * force_B[0] + r11 * force_B[1] + r12 * force_B[2]
@@ -111,8 +112,7 @@ def _derivative_into(out, x, mass, I, Iinv, c, force_N, force_B, torque_B, point
 
 
 @compiled_borrowing
-def _rk4_step_into(out, work, inertia_inv, x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B,
-                   point_B, mu):
+def _rk4_step_into(out, work, inertia_inv, x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, point_B, mu):
     """One RK4 step of one vehicle into ``out``; ``work`` is a (5, 13) scratch array and
     ``inertia_inv`` a 3 x 3 one (the inverse inertia goes there)."""
     inverse3_into(inertia_inv, inertia_C_B)
@@ -123,20 +123,16 @@ def _rk4_step_into(out, work, inertia_inv, x, h, mass, inertia_C_B, r_CB_B, forc
     k4 = work[3]
     xs = work[4]
     half = 0.5 * h
-    _derivative_into(k1, x, mass, inertia_C_B, inertia_inv, r_CB_B, force_N, force_B, torque_B,
-                     point_B, mu)
+    _derivative_into(k1, x, mass, inertia_C_B, inertia_inv, r_CB_B, force_N, force_B, torque_B, point_B, mu)
     for k in range(n):
         xs[k] = x[k] + half * k1[k]
-    _derivative_into(k2, xs, mass, inertia_C_B, inertia_inv, r_CB_B, force_N, force_B, torque_B,
-                     point_B, mu)
+    _derivative_into(k2, xs, mass, inertia_C_B, inertia_inv, r_CB_B, force_N, force_B, torque_B, point_B, mu)
     for k in range(n):
         xs[k] = x[k] + half * k2[k]
-    _derivative_into(k3, xs, mass, inertia_C_B, inertia_inv, r_CB_B, force_N, force_B, torque_B,
-                     point_B, mu)
+    _derivative_into(k3, xs, mass, inertia_C_B, inertia_inv, r_CB_B, force_N, force_B, torque_B, point_B, mu)
     for k in range(n):
         xs[k] = x[k] + h * k3[k]
-    _derivative_into(k4, xs, mass, inertia_C_B, inertia_inv, r_CB_B, force_N, force_B, torque_B,
-                     point_B, mu)
+    _derivative_into(k4, xs, mass, inertia_C_B, inertia_inv, r_CB_B, force_N, force_B, torque_B, point_B, mu)
     sixth = h / 6.0
     for k in range(n):
         out[k] = x[k] + sixth * (k1[k] + 2.0 * k2[k] + 2.0 * k3[k] + k4[k])
@@ -151,8 +147,7 @@ def _rk4_step_into(out, work, inertia_inv, x, h, mass, inertia_C_B, r_CB_B, forc
 def derivative_single(x, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, point_B, mu):
     """State derivative of one vehicle (compiled; all inputs as float arrays)."""
     out = np.empty(STATE_SIZE)
-    _derivative_into(out, x, mass, inertia_C_B, inverse3(inertia_C_B), r_CB_B, force_N, force_B,
-                     torque_B, point_B, mu)
+    _derivative_into(out, x, mass, inertia_C_B, inverse3(inertia_C_B), r_CB_B, force_N, force_B, torque_B, point_B, mu)
     return out
 
 
@@ -160,8 +155,21 @@ def derivative_single(x, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, 
 def rk4_step_single(x, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, point_B, mu):
     """One RK4 step of size ``h`` [s] of one vehicle, quaternion renormalized (compiled)."""
     out = np.empty(STATE_SIZE)
-    _rk4_step_into(out, np.empty((5, STATE_SIZE)), np.empty((3, 3)), x, h, mass, inertia_C_B, r_CB_B, force_N,
-                   force_B, torque_B, point_B, mu)
+    _rk4_step_into(
+        out,
+        np.empty((5, STATE_SIZE)),
+        np.empty((3, 3)),
+        x,
+        h,
+        mass,
+        inertia_C_B,
+        r_CB_B,
+        force_N,
+        force_B,
+        torque_B,
+        point_B,
+        mu,
+    )
     return out
 
 
@@ -171,8 +179,19 @@ def derivatives_batch(X, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, 
     n = X.shape[0]
     out = np.empty((n, STATE_SIZE))
     for i in range(n):
-        _derivative_into(out[i], X[i], mass[i], inertia_C_B[i], inverse3(inertia_C_B[i]),
-                         r_CB_B[i], force_N[i], force_B[i], torque_B[i], point_B[i], mu)
+        _derivative_into(
+            out[i],
+            X[i],
+            mass[i],
+            inertia_C_B[i],
+            inverse3(inertia_C_B[i]),
+            r_CB_B[i],
+            force_N[i],
+            force_B[i],
+            torque_B[i],
+            point_B[i],
+            mu,
+        )
     return out
 
 
@@ -183,8 +202,21 @@ def rk4_step_batch(X, h, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, 
     out = np.empty((n, STATE_SIZE))
     work, inertia_inv = np.empty((5, STATE_SIZE)), np.empty((3, 3))
     for i in range(n):
-        _rk4_step_into(out[i], work, inertia_inv, X[i], h, mass[i], inertia_C_B[i], r_CB_B[i], force_N[i],
-                       force_B[i], torque_B[i], point_B[i], mu)
+        _rk4_step_into(
+            out[i],
+            work,
+            inertia_inv,
+            X[i],
+            h,
+            mass[i],
+            inertia_C_B[i],
+            r_CB_B[i],
+            force_N[i],
+            force_B[i],
+            torque_B[i],
+            point_B[i],
+            mu,
+        )
     return out
 
 
@@ -202,8 +234,20 @@ def rk4_hop(x, xdot, steps_s, mass, inertia_C_B, r_CB_B, force_N, force_B, torqu
     (:meth:`~hopsim.actors.vehicle_dynamics.RigidVehicleDynamics.end_hop`: the same
     ``quat_normalize``, after the derivative, as in the kernel's order), which saves end_hop a
     compiled call of its own per hop."""
-    _rk4_hop_into(x, xdot, steps_s, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, np.empty(STATE_SIZE),
-                  np.empty((5, STATE_SIZE)), np.empty((3, 3)))
+    _rk4_hop_into(
+        x,
+        xdot,
+        steps_s,
+        mass,
+        inertia_C_B,
+        r_CB_B,
+        force_N,
+        force_B,
+        torque_B,
+        np.empty(STATE_SIZE),
+        np.empty((5, STATE_SIZE)),
+        np.empty((3, 3)),
+    )
 
 
 @compiled
@@ -214,16 +258,28 @@ def rk4_hop_rows(rows, steps_s, X, Xdot, mass, inertia_C_B, r_CB_B, force_N, for
     out = np.empty(STATE_SIZE)
     work, inertia_inv = np.empty((5, STATE_SIZE)), np.empty((3, 3))
     for row in rows:
-        _rk4_hop_row(row, steps_s, X, Xdot, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, out, work,
-                     inertia_inv)
+        _rk4_hop_row(
+            row, steps_s, X, Xdot, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, out, work, inertia_inv
+        )
 
 
 @compiled_borrowing
-def _rk4_hop_row(row, steps_s, X, Xdot, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, out, work,
-                 inertia_inv):
+def _rk4_hop_row(row, steps_s, X, Xdot, mass, inertia_C_B, r_CB_B, force_N, force_B, torque_B, out, work, inertia_inv):
     """:func:`rk4_hop` of row ``row`` (see :func:`rk4_hop_rows`)."""
-    _rk4_hop_into(X[row], Xdot[row], steps_s, mass[row], inertia_C_B[row], r_CB_B[row], force_N[row], force_B[row],
-                  torque_B[row], out, work, inertia_inv)
+    _rk4_hop_into(
+        X[row],
+        Xdot[row],
+        steps_s,
+        mass[row],
+        inertia_C_B[row],
+        r_CB_B[row],
+        force_N[row],
+        force_B[row],
+        torque_B[row],
+        out,
+        work,
+        inertia_inv,
+    )
 
 
 @compiled_borrowing
@@ -239,7 +295,7 @@ def _rk4_hop_into(x, xdot, steps_s, mass, inertia, c, f_N, f_B, tau_B, out, work
     f_N[:] = 0.0
     f_B[:] = 0.0
     tau_B[:] = 0.0
-    norm = np.sqrt(x[6] * x[6] + x[7] * x[7] + x[8] * x[8] + x[9] * x[9])     # quat_normalize, in place
+    norm = np.sqrt(x[6] * x[6] + x[7] * x[7] + x[8] * x[8] + x[9] * x[9])  # quat_normalize, in place
     if x[9] < 0.0:
         norm = -norm
     for k in range(6, 10):
@@ -250,54 +306,89 @@ def _vec3(v, default):
     return np.ascontiguousarray(default if v is None else v, dtype=np.float64)
 
 
-def rigid_body_derivative(x, mass, inertia_C_B, r_CB_B=None, force_N=None, force_B=None,
-                          torque_B=None, point_B=None, mu=0.0) -> np.ndarray:
+def rigid_body_derivative(
+    x, mass, inertia_C_B, r_CB_B=None, force_N=None, force_B=None, torque_B=None, point_B=None, mu=0.0
+) -> np.ndarray:
     """State derivative of one vehicle (see the module docstring for the inputs).
 
     Omitted forces and torques are zero; omitted ``point_B`` is the centre of mass.
     """
     c = _vec3(r_CB_B, np.zeros(3))
-    return derivative_single(np.ascontiguousarray(x, dtype=np.float64), float(mass),
-                             np.ascontiguousarray(inertia_C_B, dtype=np.float64), c,
-                             _vec3(force_N, np.zeros(3)), _vec3(force_B, np.zeros(3)),
-                             _vec3(torque_B, np.zeros(3)), _vec3(point_B, c), float(mu))
+    return derivative_single(
+        np.ascontiguousarray(x, dtype=np.float64),
+        float(mass),
+        np.ascontiguousarray(inertia_C_B, dtype=np.float64),
+        c,
+        _vec3(force_N, np.zeros(3)),
+        _vec3(force_B, np.zeros(3)),
+        _vec3(torque_B, np.zeros(3)),
+        _vec3(point_B, c),
+        float(mu),
+    )
 
 
-def rigid_body_rk4_step(x, h, mass, inertia_C_B, r_CB_B=None, force_N=None, force_B=None,
-                        torque_B=None, point_B=None, mu=0.0) -> np.ndarray:
+def rigid_body_rk4_step(
+    x, h, mass, inertia_C_B, r_CB_B=None, force_N=None, force_B=None, torque_B=None, point_B=None, mu=0.0
+) -> np.ndarray:
     """One RK4 step of size ``h`` [s] for one vehicle; returns the new 13-element state."""
     c = _vec3(r_CB_B, np.zeros(3))
-    return rk4_step_single(np.ascontiguousarray(x, dtype=np.float64), float(h), float(mass),
-                           np.ascontiguousarray(inertia_C_B, dtype=np.float64), c,
-                           _vec3(force_N, np.zeros(3)), _vec3(force_B, np.zeros(3)),
-                           _vec3(torque_B, np.zeros(3)), _vec3(point_B, c), float(mu))
+    return rk4_step_single(
+        np.ascontiguousarray(x, dtype=np.float64),
+        float(h),
+        float(mass),
+        np.ascontiguousarray(inertia_C_B, dtype=np.float64),
+        c,
+        _vec3(force_N, np.zeros(3)),
+        _vec3(force_B, np.zeros(3)),
+        _vec3(torque_B, np.zeros(3)),
+        _vec3(point_B, c),
+        float(mu),
+    )
 
 
 def _batch_inputs(n, r_CB_B, force_N, force_B, torque_B, point_B):
     zeros = np.zeros((n, 3))
     c = _vec3(r_CB_B, zeros)
-    return (c, _vec3(force_N, zeros), _vec3(force_B, zeros), _vec3(torque_B, zeros),
-            _vec3(point_B, c))
+    return (c, _vec3(force_N, zeros), _vec3(force_B, zeros), _vec3(torque_B, zeros), _vec3(point_B, c))
 
 
-def rigid_body_derivatives_batch(X, mass, inertia_C_B, r_CB_B=None, force_N=None, force_B=None,
-                                 torque_B=None, point_B=None, mu=0.0) -> np.ndarray:
+def rigid_body_derivatives_batch(
+    X, mass, inertia_C_B, r_CB_B=None, force_N=None, force_B=None, torque_B=None, point_B=None, mu=0.0
+) -> np.ndarray:
     """State derivatives (N, 13) of N vehicles with states ``X`` (N, 13)."""
     X = np.ascontiguousarray(X, dtype=np.float64)
     c, fN, fB, tB, pB = _batch_inputs(X.shape[0], r_CB_B, force_N, force_B, torque_B, point_B)
-    return derivatives_batch(X, np.ascontiguousarray(mass, dtype=np.float64),
-                             np.ascontiguousarray(inertia_C_B, dtype=np.float64), c, fN, fB, tB,
-                             pB, float(mu))
+    return derivatives_batch(
+        X,
+        np.ascontiguousarray(mass, dtype=np.float64),
+        np.ascontiguousarray(inertia_C_B, dtype=np.float64),
+        c,
+        fN,
+        fB,
+        tB,
+        pB,
+        float(mu),
+    )
 
 
-def rigid_body_rk4_step_batch(X, h, mass, inertia_C_B, r_CB_B=None, force_N=None, force_B=None,
-                              torque_B=None, point_B=None, mu=0.0) -> np.ndarray:
+def rigid_body_rk4_step_batch(
+    X, h, mass, inertia_C_B, r_CB_B=None, force_N=None, force_B=None, torque_B=None, point_B=None, mu=0.0
+) -> np.ndarray:
     """One RK4 step of size ``h`` [s] for N vehicles with states ``X`` (N, 13) in one call."""
     X = np.ascontiguousarray(X, dtype=np.float64)
     c, fN, fB, tB, pB = _batch_inputs(X.shape[0], r_CB_B, force_N, force_B, torque_B, point_B)
-    return rk4_step_batch(X, float(h), np.ascontiguousarray(mass, dtype=np.float64),
-                          np.ascontiguousarray(inertia_C_B, dtype=np.float64), c, fN, fB, tB, pB,
-                          float(mu))
+    return rk4_step_batch(
+        X,
+        float(h),
+        np.ascontiguousarray(mass, dtype=np.float64),
+        np.ascontiguousarray(inertia_C_B, dtype=np.float64),
+        c,
+        fN,
+        fB,
+        tB,
+        pB,
+        float(mu),
+    )
 
 
 def rigid_body_momentum(x, mass, inertia_C_B, r_CB_B=None):

@@ -12,6 +12,7 @@ Conventions
 * A spatial inertia is the 6x6 matrix mapping a motion vector to a momentum vector, both taken
   at the same frame origin and in the same frame.
 """
+
 import numpy as np
 
 from hopsim.dynamics._jit import compiled, compiled_borrowing
@@ -188,17 +189,26 @@ def quat_normalize(q):
 def quat_dcm_entries(x, y, z, w):
     """The nine entries (row by row) of the matrix of unit quaternion ``(x, y, z, w)`` = ``q_BN``,
     which maps B components to N components; for scalar code that must not allocate."""
-    return (1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), 2.0 * (x * z + y * w),
-            2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w),
-            2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y))
+    return (
+        1.0 - 2.0 * (y * y + z * z),
+        2.0 * (x * y - z * w),
+        2.0 * (x * z + y * w),
+        2.0 * (x * y + z * w),
+        1.0 - 2.0 * (x * x + z * z),
+        2.0 * (y * z - x * w),
+        2.0 * (x * z - y * w),
+        2.0 * (y * z + x * w),
+        1.0 - 2.0 * (x * x + y * y),
+    )
 
 
 @compiled
 def quat_to_dcm(q):
     """Matrix of unit quaternion ``q_BN``: maps B components to N components."""
     m = np.empty((3, 3))
-    (m[0, 0], m[0, 1], m[0, 2], m[1, 0], m[1, 1], m[1, 2],
-     m[2, 0], m[2, 1], m[2, 2]) = quat_dcm_entries(q[0], q[1], q[2], q[3])
+    (m[0, 0], m[0, 1], m[0, 2], m[1, 0], m[1, 1], m[1, 2], m[2, 0], m[2, 1], m[2, 2]) = quat_dcm_entries(
+        q[0], q[1], q[2], q[3]
+    )
     return m
 
 

@@ -23,6 +23,7 @@ recursions are needed.
 The Earth's field shipped with hopsim is GGM03S to degree and order 20
 (``hopsim/dynamics/data/ggm03s_20.txt``, its source in the file's header).
 """
+
 from __future__ import annotations
 
 import math
@@ -35,14 +36,15 @@ import numpy as np
 from hopsim.dynamics._jit import compiled, compiled_borrowing
 
 GGM03S_FILE = Path(__file__).parent / "data" / "ggm03s_20.txt"
-GGM03S_MU = 3.986004415e14          # m^3/s^2
-GGM03S_RADIUS = 6378136.3           # m
+GGM03S_MU = 3.986004415e14  # m^3/s^2
+GGM03S_RADIUS = 6378136.3  # m
 
 
 @dataclass(frozen=True)
 class GravityField:
     """A spherical-harmonic field: ``mu`` (m^3/s^2), reference ``radius`` (m), fully normalized
     coefficients ``C``, ``S`` ((N+1, N+1), [n, m], zero above the diagonal) to degree ``degree``."""
+
     name: str
     mu: float
     radius: float
@@ -61,9 +63,10 @@ class GravityField:
         factor = np.zeros((n_max + 1, n_max + 1))
         for n in range(n_max + 1):
             for m in range(n + 1):
-                factor[n, m] = math.sqrt((1 if m == 0 else 2) * (2 * n + 1)
-                                         * math.factorial(n - m) / math.factorial(n + m))
-        return self.C[:n_max + 1, :n_max + 1] * factor, self.S[:n_max + 1, :n_max + 1] * factor
+                factor[n, m] = math.sqrt(
+                    (1 if m == 0 else 2) * (2 * n + 1) * math.factorial(n - m) / math.factorial(n + m)
+                )
+        return self.C[: n_max + 1, : n_max + 1] * factor, self.S[: n_max + 1, : n_max + 1] * factor
 
 
 def read_field(path: str | Path, name: str, mu: float, radius: float) -> GravityField:
@@ -127,10 +130,12 @@ def spherical_harmonic_acceleration_xyz(x, y, z, mu, radius, C, S, n_max, V, W):
                 ay -= c * W[n + 1, 1]
             else:
                 f = (n - m + 2) * (n - m + 1)
-                ax += 0.5 * ((-c * V[n + 1, m + 1] - s * W[n + 1, m + 1])
-                             + f * (c * V[n + 1, m - 1] + s * W[n + 1, m - 1]))
-                ay += 0.5 * ((-c * W[n + 1, m + 1] + s * V[n + 1, m + 1])
-                             + f * (-c * W[n + 1, m - 1] + s * V[n + 1, m - 1]))
+                ax += 0.5 * (
+                    (-c * V[n + 1, m + 1] - s * W[n + 1, m + 1]) + f * (c * V[n + 1, m - 1] + s * W[n + 1, m - 1])
+                )
+                ay += 0.5 * (
+                    (-c * W[n + 1, m + 1] + s * V[n + 1, m + 1]) + f * (-c * W[n + 1, m - 1] + s * V[n + 1, m - 1])
+                )
             az += (n - m + 1) * (-c * V[n + 1, m] - s * W[n + 1, m])
     k = mu / (radius * radius)
     return k * ax, k * ay, k * az
@@ -226,7 +231,14 @@ def spherical_harmonic_potential(r, mu, radius, C, S, n_max):
     return mu / radius * u
 
 
-__all__ = ["GravityField", "read_field", "ggm03s", "spherical_harmonic_acceleration",
-           "spherical_harmonic_acceleration_xyz", "cunningham_into", "cunningham_lanes_into",
-           "spherical_harmonic_acceleration_lanes",
-           "spherical_harmonic_potential"]
+__all__ = [
+    "GravityField",
+    "read_field",
+    "ggm03s",
+    "spherical_harmonic_acceleration",
+    "spherical_harmonic_acceleration_xyz",
+    "cunningham_into",
+    "cunningham_lanes_into",
+    "spherical_harmonic_acceleration_lanes",
+    "spherical_harmonic_potential",
+]

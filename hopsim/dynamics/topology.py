@@ -12,18 +12,20 @@ up by name). After either operation the integrator must be reset: the state vect
   projection of the bodies' momenta, ``M_new U_new = sum_i J_i,new^T I_i v_i,old``, which
   conserves the total spatial momentum when the tree is free floating (docking).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from hopsim.dynamics import joints as jt
-from hopsim.dynamics.algorithms import (forward_kinematics, jacobian_transpose_times, minv)
+from hopsim.dynamics.algorithms import forward_kinematics, jacobian_transpose_times, minv
 from hopsim.dynamics.spatial import dcm_to_quat
 from hopsim.dynamics.tree import Body, MultibodyTree, Pose
 
 
-def _reordered(tree: MultibodyTree, moved: list[int], moved_root: int, new_root_parent: int,
-               new_joint: int, inb: Pose, axis) -> tuple[MultibodyTree, list[int]]:
+def _reordered(
+    tree: MultibodyTree, moved: list[int], moved_root: int, new_root_parent: int, new_joint: int, inb: Pose, axis
+) -> tuple[MultibodyTree, list[int]]:
     """Tree with the ``moved`` bodies placed last and ``moved_root`` re-hinged."""
     kept = [i for i in range(tree.n_bodies) if i not in set(moved)]
     order = kept + moved
@@ -33,15 +35,32 @@ def _reordered(tree: MultibodyTree, moved: list[int], moved_root: int, new_root_
         b = tree.bodies[old]
         if old == moved_root:
             parent = new_index[new_root_parent] if new_root_parent >= 0 else -1
-            nb = Body(b.name, parent, new_joint, b.mass, b.r_CB_B.copy(), b.inertia_C_B.copy(),
-                      np.asarray(axis, dtype=float) / np.linalg.norm(axis), inb, Pose(), False)
+            nb = Body(
+                b.name,
+                parent,
+                new_joint,
+                b.mass,
+                b.r_CB_B.copy(),
+                b.inertia_C_B.copy(),
+                np.asarray(axis, dtype=float) / np.linalg.norm(axis),
+                inb,
+                Pose(),
+                False,
+            )
         else:
             parent = new_index[b.parent] if b.parent >= 0 else -1
-            nb = Body(b.name, parent, b.joint_type, b.mass, b.r_CB_B.copy(),
-                      b.inertia_C_B.copy(), b.axis.copy(),
-                      Pose(b.inb_to_joint.rotation.copy(), b.inb_to_joint.translation.copy()),
-                      Pose(b.body_to_joint.rotation.copy(), b.body_to_joint.translation.copy()),
-                      b.prescribed)
+            nb = Body(
+                b.name,
+                parent,
+                b.joint_type,
+                b.mass,
+                b.r_CB_B.copy(),
+                b.inertia_C_B.copy(),
+                b.axis.copy(),
+                Pose(b.inb_to_joint.rotation.copy(), b.inb_to_joint.translation.copy()),
+                Pose(b.body_to_joint.rotation.copy(), b.body_to_joint.translation.copy()),
+                b.prescribed,
+            )
         new.bodies.append(nb)
     return new, order
 
@@ -69,14 +88,13 @@ def detach_subtree(tree: MultibodyTree, body, Q, U):
     Qn, Un = _copy_joint_states(tree, new, order, Q, U, skip=b)
     k = order.index(b)
     qs = new.q_slice(k)
-    Qn[qs.start:qs.start + 4] = dcm_to_quat(R_w[b])
-    Qn[qs.start + 4:qs.stop] = p_w[b]
+    Qn[qs.start : qs.start + 4] = dcm_to_quat(R_w[b])
+    Qn[qs.start + 4 : qs.stop] = p_w[b]
     Un[new.v_slice(k)] = v[b]  # free joint with identity placements: U = body velocity
     return new, Qn, Un
 
 
-def attach_subtree(tree: MultibodyTree, body, new_parent, Q, U, joint="locked",
-                   axis=(0.0, 0.0, 1.0)):
+def attach_subtree(tree: MultibodyTree, body, new_parent, Q, U, joint="locked", axis=(0.0, 0.0, 1.0)):
     """Hinge ``body`` (with its descendants) to ``new_parent`` (a body, or None for the world)
     by a joint of type ``joint`` whose zero configuration is the current relative pose; the
     pin or slider ``axis`` is in the new parent's frame at that pose. Returns
@@ -85,8 +103,7 @@ def attach_subtree(tree: MultibodyTree, body, new_parent, Q, U, joint="locked",
     moved = tree.subtree(b)
     parent = -1 if new_parent is None else tree.body_index(new_parent)
     if parent in moved:
-        raise ValueError(f"cannot attach {tree.bodies[b].name!r} to its own descendant "
-                         f"{tree.bodies[parent].name!r}")
+        raise ValueError(f"cannot attach {tree.bodies[b].name!r} to its own descendant {tree.bodies[parent].name!r}")
     Q = np.asarray(Q, dtype=float)
     U = np.asarray(U, dtype=float)
     R_w, p_w, v = forward_kinematics(tree, Q, U)

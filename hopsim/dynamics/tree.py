@@ -14,6 +14,7 @@ frame. Gravity ``gravity_N`` [m/s^2] is uniform, in N (zero for free space).
 :class:`TreeArrays` is the compiled representation (a named tuple of arrays) that every
 algorithm in :mod:`hopsim.dynamics.algorithms` takes.
 """
+
 from __future__ import annotations
 
 from collections import namedtuple
@@ -25,27 +26,30 @@ from hopsim.dynamics import joints as jt
 from hopsim.dynamics._jit import compiled
 from hopsim.dynamics.spatial import quat_to_dcm, spatial_inertia
 
-TreeArrays = namedtuple("TreeArrays", [
-    "parent",         # (nb,) int64, -1 for the world
-    "joint_type",     # (nb,) int64 joint codes
-    "q_start",        # (nb,) int64 first index of the joint's coordinates in Q
-    "v_start",        # (nb,) int64 first index of the joint's velocities in U
-    "joint_axis",     # (nb, 3) unit axis of pin and slider joints
-    "R_inb",          # (nb, 3, 3) rotation of O in the parent body frame
-    "p_inb",          # (nb, 3) origin of O in the parent body frame [m]
-    "R_bj",           # (nb, 3, 3) rotation of J in the body frame
-    "p_bj",           # (nb, 3) origin of J in the body frame [m]
-    "mass",           # (nb,) [kg]
-    "com",            # (nb, 3) r_CB_B [m]
-    "inertia_C",      # (nb, 3, 3) inertia about the centre of mass, body frame [kg m^2]
-    "inertia",        # (nb, 6, 6) spatial inertia about the body origin, body frame
-    "prescribed",     # (nb,) int64 0/1: joint acceleration given (hybrid dynamics)
-    "gravity",        # (3,) uniform gravity in N [m/s^2]
-    "nq",             # (1,) int64
-    "nv",             # (1,) int64
-    "ints",           # every integer field above, packed (see below)
-    "reals",          # every float field above, packed (see below)
-])
+TreeArrays = namedtuple(
+    "TreeArrays",
+    [
+        "parent",  # (nb,) int64, -1 for the world
+        "joint_type",  # (nb,) int64 joint codes
+        "q_start",  # (nb,) int64 first index of the joint's coordinates in Q
+        "v_start",  # (nb,) int64 first index of the joint's velocities in U
+        "joint_axis",  # (nb, 3) unit axis of pin and slider joints
+        "R_inb",  # (nb, 3, 3) rotation of O in the parent body frame
+        "p_inb",  # (nb, 3) origin of O in the parent body frame [m]
+        "R_bj",  # (nb, 3, 3) rotation of J in the body frame
+        "p_bj",  # (nb, 3) origin of J in the body frame [m]
+        "mass",  # (nb,) [kg]
+        "com",  # (nb, 3) r_CB_B [m]
+        "inertia_C",  # (nb, 3, 3) inertia about the centre of mass, body frame [kg m^2]
+        "inertia",  # (nb, 6, 6) spatial inertia about the body origin, body frame
+        "prescribed",  # (nb,) int64 0/1: joint acceleration given (hybrid dynamics)
+        "gravity",  # (3,) uniform gravity in N [m/s^2]
+        "nq",  # (1,) int64
+        "nv",  # (1,) int64
+        "ints",  # every integer field above, packed (see below)
+        "reals",  # every float field above, packed (see below)
+    ],
+)
 """Compiled representation of a tree. All fields are views into two packed buffers, ``ints``
 (int64) and ``reals`` (float64), so that a compiled function takes a tree as two arrays (cheap
 to pass from Python) and rebuilds the named views with :func:`unpack_tree`. Writing into a
@@ -80,25 +84,43 @@ def unpack_tree(ints, reals):
     """The :class:`TreeArrays` views of the packed buffers ``ints`` and ``reals``."""
     nb = ints[0]
     o = N_INT_HEADER
-    parent = ints[o + INT_PARENT * nb:o + (INT_PARENT + 1) * nb]
-    joint_type = ints[o + INT_JOINT_TYPE * nb:o + (INT_JOINT_TYPE + 1) * nb]
-    q_start = ints[o + INT_Q_START * nb:o + (INT_Q_START + 1) * nb]
-    v_start = ints[o + INT_V_START * nb:o + (INT_V_START + 1) * nb]
-    prescribed = ints[o + INT_PRESCRIBED * nb:o + (INT_PRESCRIBED + 1) * nb]
+    parent = ints[o + INT_PARENT * nb : o + (INT_PARENT + 1) * nb]
+    joint_type = ints[o + INT_JOINT_TYPE * nb : o + (INT_JOINT_TYPE + 1) * nb]
+    q_start = ints[o + INT_Q_START * nb : o + (INT_Q_START + 1) * nb]
+    v_start = ints[o + INT_V_START * nb : o + (INT_V_START + 1) * nb]
+    prescribed = ints[o + INT_PRESCRIBED * nb : o + (INT_PRESCRIBED + 1) * nb]
     gravity = reals[0:3]
     o = N_REAL_HEADER
-    joint_axis = reals[o + REAL_JOINT_AXIS * nb:o + REAL_R_INB * nb].reshape((nb, 3))
-    R_inb = reals[o + REAL_R_INB * nb:o + REAL_P_INB * nb].reshape((nb, 3, 3))
-    p_inb = reals[o + REAL_P_INB * nb:o + REAL_R_BJ * nb].reshape((nb, 3))
-    R_bj = reals[o + REAL_R_BJ * nb:o + REAL_P_BJ * nb].reshape((nb, 3, 3))
-    p_bj = reals[o + REAL_P_BJ * nb:o + REAL_MASS * nb].reshape((nb, 3))
-    mass = reals[o + REAL_MASS * nb:o + REAL_COM * nb]
-    com = reals[o + REAL_COM * nb:o + REAL_INERTIA_C * nb].reshape((nb, 3))
-    inertia_C = reals[o + REAL_INERTIA_C * nb:o + REAL_INERTIA * nb].reshape((nb, 3, 3))
-    inertia = reals[o + REAL_INERTIA * nb:o + N_REAL_PER_BODY * nb].reshape((nb, 6, 6))
-    return TreeArrays(parent, joint_type, q_start, v_start, joint_axis, R_inb, p_inb, R_bj,
-                      p_bj, mass, com, inertia_C, inertia, prescribed, gravity, ints[1:2],
-                      ints[2:3], ints, reals)
+    joint_axis = reals[o + REAL_JOINT_AXIS * nb : o + REAL_R_INB * nb].reshape((nb, 3))
+    R_inb = reals[o + REAL_R_INB * nb : o + REAL_P_INB * nb].reshape((nb, 3, 3))
+    p_inb = reals[o + REAL_P_INB * nb : o + REAL_R_BJ * nb].reshape((nb, 3))
+    R_bj = reals[o + REAL_R_BJ * nb : o + REAL_P_BJ * nb].reshape((nb, 3, 3))
+    p_bj = reals[o + REAL_P_BJ * nb : o + REAL_MASS * nb].reshape((nb, 3))
+    mass = reals[o + REAL_MASS * nb : o + REAL_COM * nb]
+    com = reals[o + REAL_COM * nb : o + REAL_INERTIA_C * nb].reshape((nb, 3))
+    inertia_C = reals[o + REAL_INERTIA_C * nb : o + REAL_INERTIA * nb].reshape((nb, 3, 3))
+    inertia = reals[o + REAL_INERTIA * nb : o + N_REAL_PER_BODY * nb].reshape((nb, 6, 6))
+    return TreeArrays(
+        parent,
+        joint_type,
+        q_start,
+        v_start,
+        joint_axis,
+        R_inb,
+        p_inb,
+        R_bj,
+        p_bj,
+        mass,
+        com,
+        inertia_C,
+        inertia,
+        prescribed,
+        gravity,
+        ints[1:2],
+        ints[2:3],
+        ints,
+        reals,
+    )
 
 
 def _rotation_matrix(rotation) -> np.ndarray:
@@ -109,8 +131,7 @@ def _rotation_matrix(rotation) -> np.ndarray:
         return quat_to_dcm(r / np.linalg.norm(r))
     if r.shape == (3, 3):
         return r.copy()
-    raise ValueError(f"a rotation is a quaternion (x, y, z, w) or a 3x3 matrix, "
-                     f"got shape {r.shape}")
+    raise ValueError(f"a rotation is a quaternion (x, y, z, w) or a 3x3 matrix, got shape {r.shape}")
 
 
 @dataclass
@@ -163,9 +184,19 @@ class MultibodyTree:
         self._arrays = None
 
     # -- building ------------------------------------------------------------------------
-    def add_body(self, name: str, parent=None, joint="free", mass: float = 1.0, r_CB_B=None,
-                 inertia_C_B=None, axis=(0.0, 0.0, 1.0), inb_to_joint: Pose | None = None,
-                 body_to_joint: Pose | None = None, prescribed: bool = False) -> int:
+    def add_body(
+        self,
+        name: str,
+        parent=None,
+        joint="free",
+        mass: float = 1.0,
+        r_CB_B=None,
+        inertia_C_B=None,
+        axis=(0.0, 0.0, 1.0),
+        inb_to_joint: Pose | None = None,
+        body_to_joint: Pose | None = None,
+        prescribed: bool = False,
+    ) -> int:
         """Add a body hinged to ``parent`` (a name, an index, or None for the world); returns
         its index. ``mass`` [kg] > 0, ``inertia_C_B`` [kg m^2] symmetric positive definite
         (default: identity)."""
@@ -177,19 +208,28 @@ class MultibodyTree:
         if inertia.shape != (3, 3) or not np.allclose(inertia, inertia.T):
             raise ValueError(f"inertia_C_B of {name!r} must be a symmetric 3x3 matrix")
         if mass <= 0.0 or np.any(np.linalg.eigvalsh(inertia) <= 0.0):
-            raise ValueError(f"body {name!r} needs a positive mass and a positive definite "
-                             f"inertia (zero-mass bodies make the articulated inertia singular)")
+            raise ValueError(
+                f"body {name!r} needs a positive mass and a positive definite "
+                f"inertia (zero-mass bodies make the articulated inertia singular)"
+            )
         ax = np.asarray(axis, dtype=np.float64)
         n = np.linalg.norm(ax)
         if n == 0.0:
             raise ValueError(f"joint axis of {name!r} must be non-zero")
-        self.bodies.append(Body(
-            name=name, parent=parent_index, joint_type=code, mass=float(mass),
-            r_CB_B=np.zeros(3) if r_CB_B is None else np.asarray(r_CB_B, dtype=np.float64).copy(),
-            inertia_C_B=inertia.copy(), axis=ax / n,
-            inb_to_joint=inb_to_joint if inb_to_joint is not None else Pose(),
-            body_to_joint=body_to_joint if body_to_joint is not None else Pose(),
-            prescribed=bool(prescribed)))
+        self.bodies.append(
+            Body(
+                name=name,
+                parent=parent_index,
+                joint_type=code,
+                mass=float(mass),
+                r_CB_B=np.zeros(3) if r_CB_B is None else np.asarray(r_CB_B, dtype=np.float64).copy(),
+                inertia_C_B=inertia.copy(),
+                axis=ax / n,
+                inb_to_joint=inb_to_joint if inb_to_joint is not None else Pose(),
+                body_to_joint=body_to_joint if body_to_joint is not None else Pose(),
+                prescribed=bool(prescribed),
+            )
+        )
         self._arrays = None
         return len(self.bodies) - 1
 
@@ -240,8 +280,7 @@ class MultibodyTree:
 
     def zero_configuration(self) -> np.ndarray:
         """Q of the zero configuration (identity quaternions)."""
-        return np.concatenate([jt.zero_configuration(b.joint_type) for b in self.bodies]
-                              or [np.zeros(0)])
+        return np.concatenate([jt.zero_configuration(b.joint_type) for b in self.bodies] or [np.zeros(0)])
 
     def subtree(self, body) -> list[int]:
         """Indices of ``body`` and all its descendants, in tree order."""
@@ -296,18 +335,27 @@ class MultibodyTree:
     def copy(self) -> MultibodyTree:
         new = MultibodyTree(self.gravity_N)
         for b in self.bodies:
-            new.bodies.append(Body(b.name, b.parent, b.joint_type, b.mass, b.r_CB_B.copy(),
-                                   b.inertia_C_B.copy(), b.axis.copy(),
-                                   Pose(b.inb_to_joint.rotation.copy(),
-                                        b.inb_to_joint.translation.copy()),
-                                   Pose(b.body_to_joint.rotation.copy(),
-                                        b.body_to_joint.translation.copy()),
-                                   b.prescribed))
+            new.bodies.append(
+                Body(
+                    b.name,
+                    b.parent,
+                    b.joint_type,
+                    b.mass,
+                    b.r_CB_B.copy(),
+                    b.inertia_C_B.copy(),
+                    b.axis.copy(),
+                    Pose(b.inb_to_joint.rotation.copy(), b.inb_to_joint.translation.copy()),
+                    Pose(b.body_to_joint.rotation.copy(), b.body_to_joint.translation.copy()),
+                    b.prescribed,
+                )
+            )
         return new
 
     def __repr__(self):
-        parts = [f"{b.name}<-{self.bodies[b.parent].name if b.parent >= 0 else 'N'}"
-                 f"[{jt.JOINT_NAMES[b.joint_type]}]" for b in self.bodies]
+        parts = [
+            f"{b.name}<-{self.bodies[b.parent].name if b.parent >= 0 else 'N'}[{jt.JOINT_NAMES[b.joint_type]}]"
+            for b in self.bodies
+        ]
         return f"MultibodyTree(nq={self.nq}, nv={self.nv}: {', '.join(parts)})"
 
 

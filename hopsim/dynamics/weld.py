@@ -9,13 +9,13 @@ The follower F is fixed to the primary P at ``r_FP_P`` (its origin from P's, in 
     qdot_F     = 1/2 q_F (x) (omega_F, 0),   q_F = q_P (x) q_FP,  omega_F = R(q_FP)^T omega_P
     omegadot_F = R(q_FP)^T omegadot_P
 """
+
 import numpy as np
 
 from hopsim.dynamics.spatial import quat_multiply, quat_rate, quat_to_dcm
 
 
-def welded_follower_derivative(x_P: np.ndarray, xdot_P: np.ndarray, r_FP_P: np.ndarray,
-                               q_FP: np.ndarray) -> np.ndarray:
+def welded_follower_derivative(x_P: np.ndarray, xdot_P: np.ndarray, r_FP_P: np.ndarray, q_FP: np.ndarray) -> np.ndarray:
     """Time derivative of the follower's 13-state given the primary's state and derivative."""
     R_P = quat_to_dcm(x_P[6:10])
     w_P, dw_P = x_P[10:13], xdot_P[10:13]

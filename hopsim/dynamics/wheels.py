@@ -34,6 +34,7 @@ H_N = R(q_BN) H_B is constant.
 Motors (:class:`WheelMotors`): the commanded torques limited to the motors' maximum, with the
 faults :data:`WHEEL_FAULTS`.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,8 +57,11 @@ def per_wheel(name: str, what: str, value, k: int, positive: bool = False, negat
     """``value`` (one number, or one per wheel) as k floats, checked: positive, finite
     (``negative_ok``) or non-negative."""
     v = np.broadcast_to(np.asarray(value, dtype=float), (k,)).copy()
-    if not np.isfinite(v).all() or (positive and (v <= 0).any()) or (not positive and not negative_ok
-                                                                     and (v < 0).any()):
+    if (
+        not np.isfinite(v).all()
+        or (positive and (v <= 0).any())
+        or (not positive and not negative_ok and (v < 0).any())
+    ):
         need = "positive" if positive else ("finite" if negative_ok else "non-negative")
         raise ValueError(f"{name}: {what} must be {need} (one value, or one per wheel), got {value}")
     return v
@@ -81,8 +85,18 @@ def wheel_friction(Omega, viscous_Nms, coulomb_Nm, coulomb_speed_radps):
 
 
 @compiled_borrowing
-def lugre_friction_into(Omega, z, stiffness_Nmprad, damping_Nmsprad, viscous_Nms, coulomb_Nm, static_Nm,
-                        stribeck_speed_radps, f_out, z_dot_out):
+def lugre_friction_into(
+    Omega,
+    z,
+    stiffness_Nmprad,
+    damping_Nmsprad,
+    viscous_Nms,
+    coulomb_Nm,
+    static_Nm,
+    stribeck_speed_radps,
+    f_out,
+    z_dot_out,
+):
     """:func:`lugre_friction` into ``f_out`` (N m) and ``z_dot_out`` (rad/s)."""
     for i in range(len(Omega)):
         v = Omega[i]
@@ -94,8 +108,9 @@ def lugre_friction_into(Omega, z, stiffness_Nmprad, damping_Nmsprad, viscous_Nms
 
 
 @compiled
-def lugre_friction(Omega, z, stiffness_Nmprad, damping_Nmsprad, viscous_Nms, coulomb_Nm, static_Nm,
-                   stribeck_speed_radps):
+def lugre_friction(
+    Omega, z, stiffness_Nmprad, damping_Nmsprad, viscous_Nms, coulomb_Nm, static_Nm, stribeck_speed_radps
+):
     """(F, z') of the LuGre model (Canudas de Wit et al. 1995, whose sigma_0 g(v) is g(v) here) for
     each wheel:
 
@@ -112,8 +127,9 @@ def lugre_friction(Omega, z, stiffness_Nmprad, damping_Nmsprad, viscous_Nms, cou
     sigma_0 on the wheel's angle.
     """
     f, z_dot = np.empty(len(Omega)), np.empty(len(Omega))
-    lugre_friction_into(Omega, z, stiffness_Nmprad, damping_Nmsprad, viscous_Nms, coulomb_Nm, static_Nm,
-                        stribeck_speed_radps, f, z_dot)
+    lugre_friction_into(
+        Omega, z, stiffness_Nmprad, damping_Nmsprad, viscous_Nms, coulomb_Nm, static_Nm, stribeck_speed_radps, f, z_dot
+    )
     return f, z_dot
 
 
@@ -152,34 +168,53 @@ class BearingFriction:
     leaves it by more than half of it.
     """
 
-    def __init__(self, name: str, k: int, model: str = "coulomb_viscous", viscous_Nms=0.0, coulomb_Nm=0.0,
-                 coulomb_speed_radps=0.1, static_Nm=None, stribeck_speed_radps=None, bristle_stiffness_Nmprad=None,
-                 bristle_damping_Nmsprad=None):
+    def __init__(
+        self,
+        name: str,
+        k: int,
+        model: str = "coulomb_viscous",
+        viscous_Nms=0.0,
+        coulomb_Nm=0.0,
+        coulomb_speed_radps=0.1,
+        static_Nm=None,
+        stribeck_speed_radps=None,
+        bristle_stiffness_Nmprad=None,
+        bristle_damping_Nmsprad=None,
+    ):
         if model not in FRICTION_MODELS:
             raise ValueError(f"{name}: friction must be one of {list(FRICTION_MODELS)}, got {model!r}")
-        lugre_only = {"static_Nm": static_Nm, "stribeck_speed_radps": stribeck_speed_radps,
-                      "bristle_stiffness_Nmprad": bristle_stiffness_Nmprad,
-                      "bristle_damping_Nmsprad": bristle_damping_Nmsprad}
+        lugre_only = {
+            "static_Nm": static_Nm,
+            "stribeck_speed_radps": stribeck_speed_radps,
+            "bristle_stiffness_Nmprad": bristle_stiffness_Nmprad,
+            "bristle_damping_Nmsprad": bristle_damping_Nmsprad,
+        }
         given = [what for what, value in lugre_only.items() if value is not None]
         if model != "lugre" and given:
             raise ValueError(f"{name}: {', '.join(given)}: parameters of friction 'lugre', not of {model!r}")
         if model == "lugre" and bristle_stiffness_Nmprad is None:
-            raise ValueError(f"{name}: friction 'lugre' needs bristle_stiffness_Nmprad (sigma_0, N m/rad); "
-                             f"it sets the integration step (see BearingFriction)")
+            raise ValueError(
+                f"{name}: friction 'lugre' needs bristle_stiffness_Nmprad (sigma_0, N m/rad); "
+                f"it sets the integration step (see BearingFriction)"
+            )
         self.model = model
         self.viscous = per_wheel(name, "viscous_Nms", viscous_Nms, k)
         self.coulomb = per_wheel(name, "coulomb_Nm", coulomb_Nm, k, positive=model == "lugre")
         self.coulomb_speed = per_wheel(name, "coulomb_speed_radps", coulomb_speed_radps, k, positive=True)
         self.n_states = 0
         if model == "lugre":
-            self.static = per_wheel(name, "static_Nm", coulomb_Nm if static_Nm is None else static_Nm, k,
-                                    positive=True)
-            self.stribeck_speed = per_wheel(name, "stribeck_speed_radps",
-                                            0.1 if stribeck_speed_radps is None else stribeck_speed_radps, k,
-                                            positive=True)
+            self.static = per_wheel(name, "static_Nm", coulomb_Nm if static_Nm is None else static_Nm, k, positive=True)
+            self.stribeck_speed = per_wheel(
+                name,
+                "stribeck_speed_radps",
+                0.1 if stribeck_speed_radps is None else stribeck_speed_radps,
+                k,
+                positive=True,
+            )
             self.stiffness = per_wheel(name, "bristle_stiffness_Nmprad", bristle_stiffness_Nmprad, k, positive=True)
-            self.damping = per_wheel(name, "bristle_damping_Nmsprad",
-                                     0.0 if bristle_damping_Nmsprad is None else bristle_damping_Nmsprad, k)
+            self.damping = per_wheel(
+                name, "bristle_damping_Nmsprad", 0.0 if bristle_damping_Nmsprad is None else bristle_damping_Nmsprad, k
+            )
             self.z_bound = np.maximum(self.coulomb, self.static) / self.stiffness
             self.n_states = k
 
@@ -190,7 +225,8 @@ class BearingFriction:
         k = len(self.viscous)
         lugre = self.n_states > 0
         columns = [self.viscous, self.coulomb, self.coulomb_speed] + (
-            [self.static, self.stribeck_speed, self.stiffness, self.damping] if lugre else [np.zeros(k)] * 4)
+            [self.static, self.stribeck_speed, self.stiffness, self.damping] if lugre else [np.zeros(k)] * 4
+        )
         return np.ascontiguousarray(np.stack(columns, axis=1))
 
     def torques(self, Omega: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -198,8 +234,9 @@ class BearingFriction:
         bristle deflections ``z`` (rad; empty for ``"coulomb_viscous"``), and z' (rad/s)."""
         if self.n_states == 0:
             return wheel_friction(Omega, self.viscous, self.coulomb, self.coulomb_speed), _NO_STATES
-        return lugre_friction(Omega, z, self.stiffness, self.damping, self.viscous, self.coulomb, self.static,
-                              self.stribeck_speed)
+        return lugre_friction(
+            Omega, z, self.stiffness, self.damping, self.viscous, self.coulomb, self.static, self.stribeck_speed
+        )
 
     def max_step_s(self, Omega: np.ndarray, J_eff: np.ndarray) -> float:
         """The longest stable RK4 step (s) at spin rates ``Omega`` (rad/s), 2.5 over the fastest
@@ -207,9 +244,10 @@ class BearingFriction:
         Infinite for ``"coulomb_viscous"``."""
         if self.n_states == 0:
             return math.inf
-        g = self.coulomb + (self.static - self.coulomb) * np.exp(-(Omega / self.stribeck_speed) ** 2)
-        rates = np.concatenate([self.stiffness * np.abs(Omega) / g, np.sqrt(self.stiffness / J_eff),
-                                (self.damping + self.viscous) / J_eff])
+        g = self.coulomb + (self.static - self.coulomb) * np.exp(-((Omega / self.stribeck_speed) ** 2))
+        rates = np.concatenate(
+            [self.stiffness * np.abs(Omega) / g, np.sqrt(self.stiffness / J_eff), (self.damping + self.viscous) / J_eff]
+        )
         return _RK4_STABLE / float(rates.max())
 
     def check(self, name: str, z: np.ndarray, max_step_s: float, hop_s: float) -> None:
@@ -224,7 +262,8 @@ class BearingFriction:
             f"beyond its bound max(F_c, F_s) / sigma_0 = {self.z_bound[i]:.3g} rad. The bristles' stiffness sets the "
             f"step: RK4 needs steps under about {max_step_s:.3g} s at the wheel speeds of the hop's start, and the "
             f"hop was {hop_s:.3g} s (take more n_integration_steps, an adaptive integrator, or a smaller "
-            f"bristle_stiffness_Nmprad)")
+            f"bristle_stiffness_Nmprad)"
+        )
 
 
 WHEEL_FAULTS = {"wheel_failed": ("index", "clear"), "torque_scale": ("index", "value", "clear")}
@@ -252,8 +291,10 @@ class WheelMotors:
         if k == 0:
             raise ValueError(f"{self.name}: fault {fault.kind!r}: it has no reaction wheels (axes_B)")
         if not -1 <= fault.index < k:
-            raise ValueError(f"{self.name}: fault {fault.kind!r}: no wheel {fault.index}; it has {k} (index "
-                             f"0 .. {k - 1}, or -1 for all)")
+            raise ValueError(
+                f"{self.name}: fault {fault.kind!r}: no wheel {fault.index}; it has {k} (index "
+                f"0 .. {k - 1}, or -1 for all)"
+            )
         wheels = slice(None) if fault.index < 0 else fault.index
         if fault.kind == "wheel_failed":
             self.failed[wheels] = not fault.clear
@@ -301,8 +342,9 @@ def wheel_angular_momentum_B(inertia_B, G, J, omega, Omega):
 
 
 @compiled_borrowing
-def wheel_accelerations_into(inertia_B, inertia_inv, G, J, omega, Omega, motor_Nm, friction_Nm, L0, L1, L2,
-                             omega_dot, Omega_dot):
+def wheel_accelerations_into(
+    inertia_B, inertia_inv, G, J, omega, Omega, motor_Nm, friction_Nm, L0, L1, L2, omega_dot, Omega_dot
+):
     """:func:`wheel_accelerations` into ``omega_dot`` (3) and ``Omega_dot`` (k), the external
     torque L_B = (L0, L1, L2) (N m, B)."""
     w0, w1, w2 = omega[0], omega[1], omega[2]
@@ -333,11 +375,36 @@ def wheel_accelerations(inertia_B, inertia_inv, G, J, omega, Omega, motor_Nm, fr
     :func:`wheel_friction`), ``torque_B`` L_B (N m, B) the external torque about the centre of mass.
     """
     omega_dot, Omega_dot = np.empty(3), np.empty(len(J))
-    wheel_accelerations_into(inertia_B, inertia_inv, G, J, omega, Omega, motor_Nm, friction_Nm, torque_B[0],
-                             torque_B[1], torque_B[2], omega_dot, Omega_dot)
+    wheel_accelerations_into(
+        inertia_B,
+        inertia_inv,
+        G,
+        J,
+        omega,
+        Omega,
+        motor_Nm,
+        friction_Nm,
+        torque_B[0],
+        torque_B[1],
+        torque_B[2],
+        omega_dot,
+        Omega_dot,
+    )
     return omega_dot, Omega_dot
 
 
-__all__ = ["BearingFriction", "FRICTION_MODELS", "WHEEL_FAULTS", "WheelMotors", "lugre_friction", "per_wheel",
-           "wheel_accelerations", "wheel_accelerations_into", "wheel_angular_momentum_B", "wheel_axes",
-           "wheel_friction", "wheel_friction_into", "lugre_friction_into"]
+__all__ = [
+    "BearingFriction",
+    "FRICTION_MODELS",
+    "WHEEL_FAULTS",
+    "WheelMotors",
+    "lugre_friction",
+    "per_wheel",
+    "wheel_accelerations",
+    "wheel_accelerations_into",
+    "wheel_angular_momentum_B",
+    "wheel_axes",
+    "wheel_friction",
+    "wheel_friction_into",
+    "lugre_friction_into",
+]

@@ -75,6 +75,7 @@ of whole periods; an input fed from outside the block a signal port nothing in i
 block forms with a stop callback, a barrier recorded as a kernel event or a partial replay, nor
 among the islands the driver keeps beside Ray hosts.
 """
+
 from __future__ import annotations
 
 import functools
@@ -163,8 +164,9 @@ class InRows:
             payload, msg_t, vehicle = self.layout.from_message(value)
             self.value[i, column], self.msg_t[i, column], self.src[i, column] = payload, msg_t, row_of[vehicle]
         if len(queued) > self.queue.shape[1]:
-            raise ValueError(f"port {port.name!r} holds {len(queued)} queued messages, more than the block's "
-                             f"{self.queue.shape[1]}")
+            raise ValueError(
+                f"port {port.name!r} holds {len(queued)} queued messages, more than the block's {self.queue.shape[1]}"
+            )
         self.queued[i] = len(queued)
         for q, msg in enumerate(queued):
             payload, msg_t, vehicle = self.layout.from_message(msg)
@@ -174,16 +176,39 @@ class InRows:
         """The model's port from row ``i``'s column."""
         to = self.layout.to_message
         freshness = int(self.freshness[i, column])
-        value = None if freshness == 0 else to(self.value[i, column], int(self.msg_t[i, column]),
-                                               names[self.src[i, column]])
-        queued = [to(self.queue[i, q], int(self.queue_msg_t[i, q]), names[self.queue_src[i, q]])
-                  for q in range(int(self.queued[i]))]
+        value = (
+            None
+            if freshness == 0
+            else to(self.value[i, column], int(self.msg_t[i, column]), names[self.src[i, column]])
+        )
+        queued = [
+            to(self.queue[i, q], int(self.queue_msg_t[i, q]), names[self.queue_src[i, q]])
+            for q in range(int(self.queued[i]))
+        ]
         port.set_state((value, int(self.t_ns[i, column]), freshness, int(self.seen[i, column]), queued))
 
 
 @njit(cache=True)
-def deliver_rows(t_ns, rows_from, out_payload, out_msg_t, out_src, out_count, column,
-                 value, msg_t, src, port_t, freshness, queue, queue_msg_t, queue_src, queued, is_queue, received):
+def deliver_rows(
+    t_ns,
+    rows_from,
+    out_payload,
+    out_msg_t,
+    out_src,
+    out_count,
+    column,
+    value,
+    msg_t,
+    src,
+    port_t,
+    freshness,
+    queue,
+    queue_msg_t,
+    queue_src,
+    queued,
+    is_queue,
+    received,
+):
     """Hand the messages of an output (row ``rows_from[i]``'s, published at ``t_ns``) to the input
     column of every row ``i`` (``rows_from[i] < 0``: none), as :meth:`InPort.deliver` does one by
     one; ``received[i]`` counts them."""
@@ -209,12 +234,28 @@ def deliver_rows(t_ns, rows_from, out_payload, out_msg_t, out_src, out_count, co
             received[i] += 1
 
 
-def _deliver(t_ns: int, rows_from: np.ndarray, out: OutRows, target: InRows, column: int,
-             received: np.ndarray) -> None:
+def _deliver(t_ns: int, rows_from: np.ndarray, out: OutRows, target: InRows, column: int, received: np.ndarray) -> None:
     """:func:`deliver_rows` of what ``out`` holds to ``target``'s ``column``."""
-    deliver_rows(t_ns, rows_from, out.payload, out.msg_t, out.src, out.count, column, target.value, target.msg_t,
-                 target.src, target.t_ns, target.freshness, target.queue, target.queue_msg_t, target.queue_src,
-                 target.queued, target.is_queue, received)
+    deliver_rows(
+        t_ns,
+        rows_from,
+        out.payload,
+        out.msg_t,
+        out.src,
+        out.count,
+        column,
+        target.value,
+        target.msg_t,
+        target.src,
+        target.t_ns,
+        target.freshness,
+        target.queue,
+        target.queue_msg_t,
+        target.queue_src,
+        target.queued,
+        target.is_queue,
+        received,
+    )
 
 
 class Encoder:
@@ -247,7 +288,7 @@ class UniformDraws:
         self.generators = generators
         self.ahead = ahead
         self.values = np.zeros((len(generators), ahead))
-        self.used = np.full(len(generators), ahead, np.int64)     # nothing drawn yet
+        self.used = np.full(len(generators), ahead, np.int64)  # nothing drawn yet
         self._before: list[dict | None] = [None] * len(generators)  # a row's state before its values
 
     @staticmethod
@@ -312,7 +353,7 @@ class _Tie:
     sub: int
     sub_port: str
     latency_ns: int
-    rows_from: np.ndarray          # per subscriber row, the publisher's row (-1: none)
+    rows_from: np.ndarray  # per subscriber row, the publisher's row (-1: none)
 
 
 class _Position:
@@ -324,41 +365,52 @@ class _Position:
         self.form = form
         self.unread = slots[0].unread
         self.ufo = getattr(form, "update_flow_outs", None)
-        self.outputs_only = getattr(form, "outputs_only", False)     # its update only writes outputs
+        self.outputs_only = getattr(form, "outputs_only", False)  # its update only writes outputs
         self.outputs = [port for port in form.outputs if port not in self.unread]
         self.seq = np.array([s.seq for s in slots], np.int64)
-        self.received = np.zeros(len(slots), np.int64)       # messages handed to the models meanwhile
+        self.received = np.zeros(len(slots), np.int64)  # messages handed to the models meanwhile
         self.message_driven = slots[0].periodic is None
-        self.last_io = np.full(len(slots), -1, np.int64)     # instant of the last I/O step a message started
+        self.last_io = np.full(len(slots), -1, np.int64)  # instant of the last I/O step a message started
 
 
 class Block:
     """A rate group's members run as rows (see the module). Made by :meth:`form`."""
 
-    def __init__(self, group, islands: list["Island"], positions: list[_Position], body: int,
-                 ties: list[_Tie], period_ns: int, t_ns: int, owner, row_of: dict[str, int],
-                 outward: dict[tuple, list], position_of: dict[str, tuple[int, int]]):
+    def __init__(
+        self,
+        group,
+        islands: list["Island"],
+        positions: list[_Position],
+        body: int,
+        ties: list[_Tie],
+        period_ns: int,
+        t_ns: int,
+        owner,
+        row_of: dict[str, int],
+        outward: dict[tuple, list],
+        position_of: dict[str, tuple[int, int]],
+    ):
         self.group = group
         self.islands = islands
         self.positions = positions
         self.body = body
         self.period_ns = period_ns
-        self.t_ns = t_ns                       # the last instant run (the members' last barrier)
+        self.t_ns = t_ns  # the last instant run (the members' last barrier)
         self.owner = owner
-        self.row_of = row_of                   # a vehicle's row: the members', then other vehicles'
+        self.row_of = row_of  # a vehicle's row: the members', then other vehicles'
         self.names = list(row_of)
-        self._position_of = position_of        # a model's (position, row)
-        self._outward = outward                # (position, port) -> [(row, subscribers outside the block)]
+        self._position_of = position_of  # a model's (position, row)
+        self._outward = outward  # (position, port) -> [(row, subscribers outside the block)]
         self._inward = self._inputs_open_to_outside(ties)
-        self._inbound: list[tuple] = []        # a heap of the messages from outside, in inbox order
+        self._inbound: list[tuple] = []  # a heap of the messages from outside, in inbox order
         self._taken = 0
         self.instants = 0
-        self.until_ns = 1 << 63                # the members' first irregular instant: handed back before it
+        self.until_ns = 1 << 63  # the members' first irregular instant: handed back before it
         self.active = True
-        self.intact = True                     # no instant is half done (an exception inside one)
+        self.intact = True  # no instant is half done (an exception inside one)
         self._loaders = [p.form for i, p in enumerate(positions) if i != body and hasattr(p.form, "start_hop")]
         self._at_once = {(p, port): [] for p, pos in enumerate(positions) for port in pos.outputs}
-        self._delayed: dict[tuple[int, str], int] = {}            # (position, port) -> latency (ns)
+        self._delayed: dict[tuple[int, str], int] = {}  # (position, port) -> latency (ns)
         for t in ties:
             if t.latency_ns:
                 self._delayed[t.pub, t.port] = t.latency_ns
@@ -412,12 +464,18 @@ class Block:
             for j, (source, topic, latency, priority, queue) in enumerate(routes):
                 pairs.append((priority, source, k, j, topic, latency, queue, encoder.layout.message_type))
         n_outputs = len(outputs)
-        rank = {(k, j): j * n_outputs + k for _, _, k, j, *_ in pairs}   # island by island, then in output order
+        rank = {(k, j): j * n_outputs + k for _, _, k, j, *_ in pairs}  # island by island, then in output order
         pairs.sort(key=lambda q: (q[0], q[1], q[2]))
-        prototypes = [EncodedEnvelope(0, latency, source, topic, 0, priority, b"", message_type)
-                      for priority, source, _k, _j, topic, latency, _queue, message_type in pairs]
-        channels = RowChannels(prototypes, [q[6] for q in pairs], [rank[q[2], q[3]] for q in pairs],
-                               frozenset(s.name for s in self.positions[self.body].slots))
+        prototypes = [
+            EncodedEnvelope(0, latency, source, topic, 0, priority, b"", message_type)
+            for priority, source, _k, _j, topic, latency, _queue, message_type in pairs
+        ]
+        channels = RowChannels(
+            prototypes,
+            [q[6] for q in pairs],
+            [rank[q[2], q[3]] for q in pairs],
+            frozenset(s.name for s in self.positions[self.body].slots),
+        )
         return channels, np.array([q[2] for q in pairs], np.int64), np.array([q[3] for q in pairs], np.int64)
 
     def channels_in_file(self) -> bool:
@@ -426,12 +484,13 @@ class Block:
         records an instant before they do, so a channel first written then would come before
         theirs, not in the members' order."""
         has_channel = getattr(self.recorder, "has_channel", None)
-        return has_channel is None or all(has_channel(topic, source) for _encoder, routes in self._recorded.values()
-                                          for source, topic, *_ in routes)
+        return has_channel is None or all(
+            has_channel(topic, source) for _encoder, routes in self._recorded.values() for source, topic, *_ in routes
+        )
 
     def _record_columns(self, t_ns: int, written: list[tuple]) -> None:
         """The instant's envelopes to the recorder as columns in stream order."""
-        counts = np.stack([w[1] for w in written])                    # output x row
+        counts = np.stack([w[1] for w in written])  # output x row
         seqs = np.stack([w[2] for w in written])
         per_output = counts.sum(axis=1)
         first_message = np.concatenate(([0], np.cumsum(per_output)[:-1]))
@@ -439,11 +498,13 @@ class Block:
         data = b"".join(w[3] for w in written)
         sizes = np.array([len(w[3]) for w in written], np.int64)
         byte_base = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        offsets = np.concatenate([w[4][:-1] + byte_base[k] for k, w in enumerate(written)]
-                                 + [np.array([len(data)], np.int64)])
+        offsets = np.concatenate(
+            [w[4][:-1] + byte_base[k] for k, w in enumerate(written)] + [np.array([len(data)], np.int64)]
+        )
         k, j = self._pair_output, self._pair_row
-        self.recorder.record_columns(EncodedColumns(t_ns, self._channels, counts[k, j], seqs[k, j], starts[k, j],
-                                                    offsets, data))
+        self.recorder.record_columns(
+            EncodedColumns(t_ns, self._channels, counts[k, j], seqs[k, j], starts[k, j], offsets, data)
+        )
 
     def _encoded(self, p: int, port: str, out: OutRows, first_seq: np.ndarray) -> tuple:
         """What output (p, port) wrote at this instant, encoded, for :meth:`_record`."""
@@ -456,9 +517,18 @@ class Block:
         hand them over (island by island, each island's models in order, each model's writes in
         order): the recorder registers a channel at its first message, in that order."""
         record = self.recorder.record
-        written = [(routes, counts.tolist(), seqs.tolist(), data, offsets.tolist(),
-                    np.concatenate(([0], np.cumsum(counts))).tolist(), message_type)
-                   for routes, counts, seqs, data, offsets, message_type in written]
+        written = [
+            (
+                routes,
+                counts.tolist(),
+                seqs.tolist(),
+                data,
+                offsets.tolist(),
+                np.concatenate(([0], np.cumsum(counts))).tolist(),
+                message_type,
+            )
+            for routes, counts, seqs, data, offsets, message_type in written
+        ]
         for j in range(len(self.islands)):
             for routes, counts, seqs, data, offsets, starts, message_type in written:
                 count = counts[j]
@@ -467,8 +537,19 @@ class Block:
                 source, topic, latency, priority, queue = routes[j]
                 k = starts[j]
                 for c in range(count):
-                    record(EncodedEnvelope(t_ns, t_ns + latency, source, topic, seqs[j] + c, priority,
-                                           data[offsets[k + c]:offsets[k + c + 1]], message_type), queue=queue)
+                    record(
+                        EncodedEnvelope(
+                            t_ns,
+                            t_ns + latency,
+                            source,
+                            topic,
+                            seqs[j] + c,
+                            priority,
+                            data[offsets[k + c] : offsets[k + c + 1]],
+                            message_type,
+                        ),
+                        queue=queue,
+                    )
 
     @property
     def next_ns(self) -> int:
@@ -505,19 +586,20 @@ class Block:
 
         soon = t_ns + MIN_INSTANTS * period
         if owner.run_end_ns < soon or min(isl.next_stop_ns() for isl in islands) < soon:
-            return None                         # the run returns before loading the rows pays
+            return None  # the run returns before loading the rows pays
         row_of = {s.name: i for i, s in enumerate(columns[body])}
-        for name in owner.island_names():       # other vehicles a message may name
+        for name in owner.island_names():  # other vehicles a message may name
             row_of.setdefault(name, len(row_of))
-        positions = [_Position(slots, form([s.model for s in slots], row_of))
-                     for slots, form in zip(columns, forms, strict=True)]
+        positions = [
+            _Position(slots, form([s.model for s in slots], row_of)) for slots, form in zip(columns, forms, strict=True)
+        ]
         if not all(p.form.qualifies(t_ns) for p in positions if hasattr(p.form, "qualifies")):
             return None
         block = cls(group, islands, positions, body, ties, period, t_ns, owner, row_of, outward, position_of)
         if partial and not block.channels_in_file():
             return None
         until = min(isl.next_timeline_ns() for isl in islands)
-        for isl in islands:                     # a return between its instants: handed back before
+        for isl in islands:  # a return between its instants: handed back before
             stop = isl.next_stop_ns()
             if (stop - t_ns) % period:
                 until = min(until, stop)
@@ -530,7 +612,7 @@ class Block:
         try:
             for p in positions:
                 p.form.load()
-        except KeyError:                        # a port holds a message naming a vehicle unknown here
+        except KeyError:  # a port holds a message naming a vehicle unknown here
             return None
         block.until_ns = until
         block._take_inboxes(carried)
@@ -565,16 +647,24 @@ class Block:
 
         def fits(isl, unread) -> bool:
             for p, s in enumerate(isl.slots):
-                if (not (s.direct and s.local) or s.method_events or s.io_events["begin"] or s.io_events["end"]
-                        or s.does_end_io or s.does_start_io or s.variable_rate or s.unread != unread[p]):
+                if (
+                    not (s.direct and s.local)
+                    or s.method_events
+                    or s.io_events["begin"]
+                    or s.io_events["end"]
+                    or s.does_end_io
+                    or s.does_start_io
+                    or s.variable_rate
+                    or s.unread != unread[p]
+                ):
                     return False
                 if s.periodic is not None and (s.periodic.key != group.key or s.io_next != t_ns + period):
                     return False
                 if s.periodic is None and s.trigger_ports != frozenset(s.model.inputs):
-                    return False                # message-driven: every input starts an I/O step
+                    return False  # message-driven: every input starts an I/O step
                 loads = s.is_continuous and (s.overrides("start_hop") or s.overrides("pre_deriv"))
                 if p != bodies[0] and loads and not hasattr(forms[p], "start_hop"):
-                    return False                # every load on the body comes through a form
+                    return False  # every load on the body comes through a form
             return isl.takes_row_hop(t_ns, t_ns + period, latched)
 
         if not candidates:
@@ -615,8 +705,9 @@ class Block:
                             return None
                         tie = ties.get((p, port, q, sub_port))
                         if tie is None:
-                            tie = ties[p, port, q, sub_port] = _Tie(p, port, q, sub_port, latency,
-                                                                   np.full(n, -1, np.int64))
+                            tie = ties[p, port, q, sub_port] = _Tie(
+                                p, port, q, sub_port, latency, np.full(n, -1, np.int64)
+                            )
                         if tie.latency_ns != latency or tie.rows_from[j] >= 0:
                             return None
                         tie.rows_from[j] = i
@@ -643,8 +734,9 @@ class Block:
                 if not carried(env, slot, port):
                     continue
                 p, j = self._position_of[env.source]
-                port_out = next(name for name, (topic, *_) in self.positions[p].slots[j].out_topics.items()
-                                if topic == env.topic)
+                port_out = next(
+                    name for name, (topic, *_) in self.positions[p].slots[j].out_topics.items() if topic == env.topic
+                )
                 found.setdefault((p, port_out, env.t_ns), {})[j] = env
             isl.take_from_inbox(taken)
         for (p, port, t_pub), envs in sorted(found.items(), key=lambda kv: kv[0][2]):
@@ -667,15 +759,20 @@ class Block:
             return False
         q, j = where
         open_rows = self._inward.get((q, port))
-        if (open_rows is None or not open_rows[j] or deliver_ns <= self.t_ns
-                or (deliver_ns - self.t_ns) % self.period_ns
-                or not isinstance(env.payload, slot.model.inputs[port].msg_type)):
-            return False                        # (a payload of another type: the port's own error)
+        if (
+            open_rows is None
+            or not open_rows[j]
+            or deliver_ns <= self.t_ns
+            or (deliver_ns - self.t_ns) % self.period_ns
+            or not isinstance(env.payload, slot.model.inputs[port].msg_type)
+        ):
+            return False  # (a payload of another type: the port's own error)
         vehicle = self.positions[q].form.in_rows(port)[0].layout.from_message(env.payload)[2]
         if vehicle not in self.row_of:
             return False
-        heapq.heappush(self._inbound, (deliver_ns, env.priority, env.source, env.seq, rank, self._taken, env, q, j,
-                                       port))
+        heapq.heappush(
+            self._inbound, (deliver_ns, env.priority, env.source, env.seq, rank, self._taken, env, q, j, port)
+        )
         self._taken += 1
         return True
 
@@ -695,9 +792,16 @@ class Block:
         """What the members' counters gain when the block hands them back (by island name)."""
         deliveries = sum(pos.received for pos in self.positions)
         fleet = self.instants if self.owner.fleets else 0
-        return {isl.name: {"barriers": self.instants, "hops": self.instants, "propagations": self.instants,
-                           "fleet_hops": fleet, "deliveries": int(d)}
-                for isl, d in zip(self.islands, deliveries.tolist(), strict=True)}
+        return {
+            isl.name: {
+                "barriers": self.instants,
+                "hops": self.instants,
+                "propagations": self.instants,
+                "fleet_hops": fleet,
+                "deliveries": int(d),
+            }
+            for isl, d in zip(self.islands, deliveries.tolist(), strict=True)
+        }
 
     def instant(self, t_ns: int) -> None:
         """The hop from the last instant to ``t_ns`` and the barrier at ``t_ns``, for every row."""
@@ -715,10 +819,10 @@ class Block:
         self.t_ns = t_ns
         self.instants += 1
         driven = [(pos, pos.received.copy()) for pos in positions if pos.message_driven]
-        for tie in self._arrivals:                                # what arrives now
+        for tie in self._arrivals:  # what arrives now
             self._arrive(tie, t_ns)
         inbound = self._inbound
-        while inbound and inbound[0][0] == t_ns:                  # ... from outside the block
+        while inbound and inbound[0][0] == t_ns:  # ... from outside the block
             self._hand_over(*heapq.heappop(inbound)[6:])
         for key, line in self.lines.items():
             latency = self._delayed[key]
@@ -743,7 +847,7 @@ class Block:
                     self.lines[p, port].append((t_ns, _copy_out(out), pos.seq - out.count))
                 if (p, port) in self._outward:
                     self._send_outward(p, port, out, t_ns, pos.seq - out.count)
-        for pos, before in driven:                                # a message started their I/O step
+        for pos, before in driven:  # a message started their I/O step
             pos.last_io[pos.received != before] = t_ns
         if written:
             if self._channels is not None:
@@ -771,8 +875,12 @@ class Block:
             topic, latency, priority, _queue = slot.out_topics[port]
             for c in range(int(out.count[j])):
                 msg = to_message(out.payload[j, c], int(out.msg_t[j, c]), names[out.src[j, c]])
-                deliver_to_subscribers(Envelope(t_ns, t_ns + latency, slot.name, topic, int(first_seq[j]) + c,
-                                                priority, msg), slot.home.name, routes, ranks=ranks)
+                deliver_to_subscribers(
+                    Envelope(t_ns, t_ns + latency, slot.name, topic, int(first_seq[j]) + c, priority, msg),
+                    slot.home.name,
+                    routes,
+                    ranks=ranks,
+                )
 
     def _arrive(self, tie: _Tie, t_ns: int) -> None:
         """The delay line's messages published ``tie.latency_ns`` ago, to their subscribers."""
@@ -821,24 +929,34 @@ class Block:
                     ranks, routes = self._inside_routes(topic)
                     for c in range(int(out.count[j])):
                         msg = out.layout.to_message(out.payload[j, c], int(out.msg_t[j, c]), names[out.src[j, c]])
-                        deliver_to_subscribers(Envelope(t_pub, t_pub + latency, slot.name, topic, int(seq[j]) + c,
-                                                        priority, msg), slot.home.name, routes, ranks=ranks)
+                        deliver_to_subscribers(
+                            Envelope(t_pub, t_pub + latency, slot.name, topic, int(seq[j]) + c, priority, msg),
+                            slot.home.name,
+                            routes,
+                            ranks=ranks,
+                        )
         self.lines.clear()
-
 
     def _inside_routes(self, topic: str) -> tuple[list[int], list]:
         """The subscribers of ``topic`` in the block (those outside had their envelopes when
         the messages were published), with their ranks among all."""
-        inside = [(rank, route) for rank, route in enumerate(self.owner.routes_of(topic))
-                  if route[2] is not None and route[2].name in self._position_of]
+        inside = [
+            (rank, route)
+            for rank, route in enumerate(self.owner.routes_of(topic))
+            if route[2] is not None and route[2].name in self._position_of
+        ]
         return [rank for rank, _ in inside], [route for _, route in inside]
 
 
 def _copy_out(out: OutRows) -> OutRows:
     copy = OutRows.__new__(OutRows)
     copy.layout = out.layout
-    copy.payload, copy.msg_t, copy.src, copy.count = out.payload.copy(), out.msg_t.copy(), out.src.copy(), \
-        out.count.copy()
+    copy.payload, copy.msg_t, copy.src, copy.count = (
+        out.payload.copy(),
+        out.msg_t.copy(),
+        out.src.copy(),
+        out.count.copy(),
+    )
     return copy
 
 

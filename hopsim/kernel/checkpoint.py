@@ -26,6 +26,7 @@ A file is written to a temporary name beside its place, flushed to disk and rena
 is whole or absent. :func:`load` checks the magic line, the format, the length and the SHA-256 of
 the body before it reads anything else.
 """
+
 from __future__ import annotations
 
 import base64
@@ -42,8 +43,8 @@ from hopsim.kernel.errors import CheckpointError, ContactInProgress  # noqa: F40
 FORMAT = "hopsim-checkpoint-2"
 MAGIC = b"HOPSIM CHECKPOINT\n"
 MAX_HEADER_BYTES = 4096
-MAX_JSON_BYTES = 16 << 30           # a checkpoint larger than this is refused as damaged or crafted
-_ENCODED_IN_ORDER = ("events", "stop_callbacks", "injections", "islands", "models")   # one shared memo
+MAX_JSON_BYTES = 16 << 30  # a checkpoint larger than this is refused as damaged or crafted
+_ENCODED_IN_ORDER = ("events", "stop_callbacks", "injections", "islands", "models")  # one shared memo
 
 
 def capture(sim, allow_contact: bool = False, copied: bool = True) -> dict[str, Any]:
@@ -87,16 +88,22 @@ def save(state: dict[str, Any], path, description: dict[str, Any]) -> None:
     """Write a checkpoint file (the run's ``description`` and ``state``), atomically."""
     encoder = state_codec.Encoder()
     try:
-        tree = {key: (encoder(value, key) if key in _ENCODED_IN_ORDER else value)
-                for key, value in state.items()}
+        tree = {key: (encoder(value, key) if key in _ENCODED_IN_ORDER else value) for key, value in state.items()}
     except state_codec.StateCodecError as err:
         raise CheckpointError(f"this state cannot be written as a checkpoint: {err}") from None
-    document = {"description": description, "state": tree,
-                "blobs": [base64.b64encode(b).decode("ascii") for b in encoder.blobs]}
+    document = {
+        "description": description,
+        "state": tree,
+        "blobs": [base64.b64encode(b).decode("ascii") for b in encoder.blobs],
+    }
     text = json.dumps(document, separators=(",", ":"), allow_nan=False).encode("utf-8")
     body = zlib.compress(text, 6)
-    header = {"format": FORMAT, "body_bytes": len(body), "body_sha256": hashlib.sha256(body).hexdigest(),
-              "json_bytes": len(text)}
+    header = {
+        "format": FORMAT,
+        "body_bytes": len(body),
+        "body_sha256": hashlib.sha256(body).hexdigest(),
+        "json_bytes": len(text),
+    }
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -126,24 +133,27 @@ def load(path) -> tuple[dict[str, Any], dict[str, Any]]:
         raise CheckpointError(f"{path} is empty (0 bytes): not a readable hopsim checkpoint")
     if not data.startswith(MAGIC):
         if data[:1] == b"\x80":
-            raise CheckpointError(f"{path} is a checkpoint of an older hopsim, written as a Python pickle, "
-                                  f"which can run code when read; it is not loaded. Run the scenario again "
-                                  f"with --checkpoint-every to write checkpoints of format {FORMAT}")
+            raise CheckpointError(
+                f"{path} is a checkpoint of an older hopsim, written as a Python pickle, "
+                f"which can run code when read; it is not loaded. Run the scenario again "
+                f"with --checkpoint-every to write checkpoints of format {FORMAT}"
+            )
         raise CheckpointError(f"{path} is not a readable hopsim checkpoint (no checkpoint header)")
     end = data.find(b"\n", len(MAGIC), len(MAGIC) + MAX_HEADER_BYTES)
     try:
-        header = json.loads(data[len(MAGIC):end]) if end > 0 else None
+        header = json.loads(data[len(MAGIC) : end]) if end > 0 else None
     except ValueError:
         header = None
     if not isinstance(header, dict):
         raise CheckpointError(f"{path}: the checkpoint header is damaged")
     if header.get("format") != FORMAT:
-        raise CheckpointError(f"{path} is a checkpoint of format {header.get('format')!r}; this hopsim reads "
-                              f"{FORMAT}")
-    body = data[end + 1:]
+        raise CheckpointError(f"{path} is a checkpoint of format {header.get('format')!r}; this hopsim reads {FORMAT}")
+    body = data[end + 1 :]
     if header.get("body_bytes") != len(body):
-        raise CheckpointError(f"{path} is damaged or truncated: its body has {len(body)} bytes, the header "
-                              f"says {header.get('body_bytes')}")
+        raise CheckpointError(
+            f"{path} is damaged or truncated: its body has {len(body)} bytes, the header "
+            f"says {header.get('body_bytes')}"
+        )
     if header.get("body_sha256") != hashlib.sha256(body).hexdigest():
         raise CheckpointError(f"{path} is damaged: the SHA-256 of its body does not match the header's")
     size = header.get("json_bytes")
@@ -160,8 +170,10 @@ def load(path) -> tuple[dict[str, Any], dict[str, Any]]:
         if not isinstance(description, dict) or not isinstance(tree, dict):
             raise ValueError("description and state must be objects")
         decoder = state_codec.Decoder(blobs)
-        state = {key: (decoder(value, key) if key in _ENCODED_IN_ORDER and key != "models" else value)
-                 for key, value in tree.items()}
+        state = {
+            key: (decoder(value, key) if key in _ENCODED_IN_ORDER and key != "models" else value)
+            for key, value in tree.items()
+        }
         state["models"] = _PendingModels(decoder, tree["models"])
     except state_codec.StateCodecError as err:
         raise CheckpointError(f"{path}: {err}") from None

@@ -3,6 +3,7 @@
 Each message names the problem and the fix; the classes only carry the facts a caller may need
 (which actor, which loop) beside the message.
 """
+
 from __future__ import annotations
 
 
@@ -15,8 +16,10 @@ class ActorKilled(RuntimeError):
 
     def __init__(self, actor: str, t_ns: int, key=None):
         self.actor, self.t_ns, self.key = actor, t_ns, key
-        super().__init__(f"actor {actor!r} was killed at t = {t_ns / 1e9:.9g} s; recover it from a "
-                         f"checkpoint (the runner does this for `hopsim run`)")
+        super().__init__(
+            f"actor {actor!r} was killed at t = {t_ns / 1e9:.9g} s; recover it from a "
+            f"checkpoint (the runner does this for `hopsim run`)"
+        )
 
 
 class AlgebraicLoopError(ValueError):
@@ -29,7 +32,8 @@ class AlgebraicLoopError(ValueError):
         super().__init__(
             f"algebraic loop: {chain} (every model in it has feed-through, via signals "
             f"{', '.join(signals)}); declare a break on one of these signals "
-            f"(sim.add_break(topic)) or give one model no feed-through")
+            f"(sim.add_break(topic)) or give one model no feed-through"
+        )
 
 
 class OutputOutsideUpdateFlowOuts(RuntimeError):

@@ -4,6 +4,7 @@ A timed event is a callback at an instant (ns), ordered with every other event o
 instant by (time, priority, registration sequence). Its callback receives the event, and may
 call :meth:`TimedEvent.reschedule` to fire again later (self-rescheduling).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -23,8 +24,8 @@ class TimedEvent:
     seq: int = field(default_factory=lambda: next(_sequence))
     cancelled: bool = False
     sim: Any = None
-    transient: bool = False     # display only (progress): not part of the simulation's state
-    from_build: bool = True     # registered while the scenario was built (restorable by name)
+    transient: bool = False  # display only (progress): not part of the simulation's state
+    from_build: bool = True  # registered while the scenario was built (restorable by name)
     _next_ns: int | None = None
 
     def key(self) -> tuple:
@@ -33,8 +34,9 @@ class TimedEvent:
     def reschedule(self, t_ns: int) -> None:
         """From inside the callback: fire again at ``t_ns`` (must be later than now)."""
         if t_ns <= self.t_ns:
-            raise ValueError(f"event {self.name!r} can only be rescheduled into the future "
-                             f"({t_ns} ns is not after {self.t_ns} ns)")
+            raise ValueError(
+                f"event {self.name!r} can only be rescheduled into the future ({t_ns} ns is not after {self.t_ns} ns)"
+            )
         self._next_ns = t_ns
 
     def fire(self) -> bool:
@@ -64,5 +66,5 @@ class IoStepEvent:
 
     name: str
     model: str
-    when: str   # "begin" or "end"
+    when: str  # "begin" or "end"
     callback: Callable[[int], Any]

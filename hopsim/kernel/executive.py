@@ -9,6 +9,7 @@ envelopes of one instant in the bus's total order (time, priority, source, seque
 Users drive time with :meth:`Simulation.advance_to`, :meth:`Simulation.advance_by`,
 :meth:`Simulation.step` and stop callbacks; a model or event ends a run by setting ``sim.e_stop``.
 """
+
 from __future__ import annotations
 
 import time
@@ -69,24 +70,73 @@ class Simulation:
 
     # more attributes than CPython keeps inline (hopsim.kernel.unpickling), read for every message;
     # a scenario may keep its own (``sim.contact_world``) in the __dict__
-    __slots__ = ('_at_once', '_cpu_start_ns', '_events', '_fleets', '_halt_at', '_injections',
-                 '_instant_wakes', '_models', '_monitors', '_publish_counts', '_pulled', '_rate_groups',
-                 '_recorder', '_routes', '_scenario_seq', '_slots', '_started', '_stop_callbacks',
-                 '_stop_ids', '_stop_seq', '_wakes_at', '_run_end', 'batching', 'breaks', 'cpu_accounting',
-                 'default_rate_hz', 'e_stop', 'env', 'fleets', 'handled_kills', 'islands', 'playback',
-                 'rate_groups', 'row_blocks', 'record_barriers', 'record_kernel_events', 'runtime', 'scenario_params',
-                 'scene', 'seed', 'stop_reason', 'topics', 'windows', '__dict__')
+    __slots__ = (
+        "_at_once",
+        "_cpu_start_ns",
+        "_events",
+        "_fleets",
+        "_halt_at",
+        "_injections",
+        "_instant_wakes",
+        "_models",
+        "_monitors",
+        "_publish_counts",
+        "_pulled",
+        "_rate_groups",
+        "_recorder",
+        "_routes",
+        "_scenario_seq",
+        "_slots",
+        "_started",
+        "_stop_callbacks",
+        "_stop_ids",
+        "_stop_seq",
+        "_wakes_at",
+        "_run_end",
+        "batching",
+        "breaks",
+        "cpu_accounting",
+        "default_rate_hz",
+        "e_stop",
+        "env",
+        "fleets",
+        "handled_kills",
+        "islands",
+        "playback",
+        "rate_groups",
+        "row_blocks",
+        "record_barriers",
+        "record_kernel_events",
+        "runtime",
+        "scenario_params",
+        "scene",
+        "seed",
+        "stop_reason",
+        "topics",
+        "windows",
+        "__dict__",
+    )
 
-    def __init__(self, seed: int = 0, default_rate_hz: float = 1.0, runtime=None, recorder=None,
-                 record_kernel_events: bool = True, cpu_accounting: bool = False, batching: bool = False,
-                 record_barriers: bool = False, rate_groups: bool = True, fleets: bool = True,
-                 row_blocks: bool = True):
+    def __init__(
+        self,
+        seed: int = 0,
+        default_rate_hz: float = 1.0,
+        runtime=None,
+        recorder=None,
+        record_kernel_events: bool = True,
+        cpu_accounting: bool = False,
+        batching: bool = False,
+        record_barriers: bool = False,
+        rate_groups: bool = True,
+        fleets: bool = True,
+        row_blocks: bool = True,
+    ):
         self.seed = int(seed)
         self.default_rate_hz = float(default_rate_hz)
         self.runtime = runtime or LocalRuntime()
         self._recorder = recorder
         self.record_kernel_events = record_kernel_events
-        self.record_barriers = record_barriers     # a BARRIER kernel event per island per barrier (debugging)
+        self.record_barriers = record_barriers  # a BARRIER kernel event per island per barrier (debugging)
         self.cpu_accounting = cpu_accounting
         self._cpu_start_ns: int | None = None
         self.env = simpy.Environment(initial_time=0)
@@ -106,23 +156,23 @@ class Simulation:
         self._scenario_seq = 0
         self._publish_counts = 0
         self._routes: dict[str, list] = {}
-        self._at_once: dict[tuple, list | None] = {}   # (topic, source home) -> served_at_once, while nothing records
-        self._pulled: set[str] = set()        # models copied back from hosts at the end of a run
-        self.playback = None       # a PlaybackPlan during partial replay
+        self._at_once: dict[tuple, list | None] = {}  # (topic, source home) -> served_at_once, while nothing records
+        self._pulled: set[str] = set()  # models copied back from hosts at the end of a run
+        self.playback = None  # a PlaybackPlan during partial replay
         self.scenario_params = None  # the validated parameters, when built by a scenario
         self._stop_seq = 0
-        self._injections: list[tuple[Envelope, bool]] = []   # injected, not yet recorded
-        self.handled_kills: set = set()      # kill faults already recovered from (kept across restores)
+        self._injections: list[tuple[Envelope, bool]] = []  # injected, not yet recorded
+        self.handled_kills: set = set()  # kill faults already recovered from (kept across restores)
         self._monitors: list[Monitor] = []
-        self.batching = batching              # propagate islands whose hops coincide as one batch
-        self.rate_groups = rate_groups        # islands on one periodic schedule share its barriers
-        self.fleets = fleets                  # a rate group's hops through their models' fleet forms
-        self.row_blocks = row_blocks          # a rate group's alike members run as rows (hopsim.kernel.blocks)
+        self.batching = batching  # propagate islands whose hops coincide as one batch
+        self.rate_groups = rate_groups  # islands on one periodic schedule share its barriers
+        self.fleets = fleets  # a rate group's hops through their models' fleet forms
+        self.row_blocks = row_blocks  # a rate group's alike members run as rows (hopsim.kernel.blocks)
         self._fleets = Fleets()
         self._rate_groups = self._new_rate_groups()
         self._wakes_at: dict[int, list[Island]] = {}
-        self._run_end = 0                     # where the current run returns (ns)
-        self.windows = None                   # the WindowedSync of islands in hosts (Ray), set by the runtime
+        self._run_end = 0  # where the current run returns (ns)
+        self.windows = None  # the WindowedSync of islands in hosts (Ray), set by the runtime
         # what surrounds the vehicles, for viewers (``volume_N``: the test volume's lower and upper
         # corners, m, frame N; ``bodies``: {vehicle: {"radius_m", "port_B" (unit, body frame)}});
         # written into a recording's run metadata; no model reads it
@@ -135,19 +185,22 @@ class Simulation:
 
     @recorder.setter
     def recorder(self, recorder) -> None:
-        self.unblock()                         # a row block records as it was told when formed
+        self.unblock()  # a row block records as it was told when formed
         changes_what_is_read = self._started and (recorder is None) != (self._recorder is None)
         if changes_what_is_read and self.windows is not None:
-            raise RuntimeError("attach or remove the recorder before the run starts: islands in other "
-                               "processes learnt at the start which outputs nobody reads")
+            raise RuntimeError(
+                "attach or remove the recorder before the run starts: islands in other "
+                "processes learnt at the start which outputs nobody reads"
+            )
         self._recorder = recorder
         self._at_once = {}
         if changes_what_is_read:
             self._mark_unread_outputs()
 
     # ------------------------------------------------------------------ assembly
-    def add_island(self, name: str, integrator=None, n_integration_steps: int = 1,
-                   end_of_step_derivative: bool = False) -> Island:
+    def add_island(
+        self, name: str, integrator=None, n_integration_steps: int = 1, end_of_step_derivative: bool = False
+    ) -> Island:
         """Create an island: bodies integrated together, with the models attached to them."""
         self._check_not_started("add an island")
         if not name or "/" in name:
@@ -158,8 +211,9 @@ class Simulation:
         self.islands[name] = island
         return island
 
-    def add_model(self, model: Model, island: str, ties: dict[str, str | Tie] | None = None,
-                  params: dict | None = None) -> Model:
+    def add_model(
+        self, model: Model, island: str, ties: dict[str, str | Tie] | None = None, params: dict | None = None
+    ) -> Model:
         """Place a model in an island and tie its ports to topics.
 
         An untied port uses the topic ``<island>/<port>``. Returns the model (for a local
@@ -167,8 +221,7 @@ class Simulation:
         """
         self._check_not_started("add a model")
         if island not in self.islands:
-            raise ValueError(f"no island {island!r}; create it with add_island first "
-                             f"(islands: {sorted(self.islands)})")
+            raise ValueError(f"no island {island!r}; create it with add_island first (islands: {sorted(self.islands)})")
         if model.name in self._slots:
             raise ValueError(f"a model named {model.name!r} exists already")
         ties = dict(ties or {})
@@ -179,14 +232,15 @@ class Simulation:
             ties = {k: v for k, v in ties.items() if k in model.inputs or k in model.outputs}
         unknown = set(ties) - set(model.inputs) - set(model.outputs)
         if unknown:
-            raise WiringError(f"{model.name} has no port(s) {sorted(unknown)}; inputs "
-                              f"{sorted(model.inputs)}, outputs {sorted(model.outputs)}")
+            raise WiringError(
+                f"{model.name} has no port(s) {sorted(unknown)}; inputs "
+                f"{sorted(model.inputs)}, outputs {sorted(model.outputs)}"
+            )
         ties_in: dict[str, str] = {}
         for port, spec in model.inputs.items():
             tie = ties.get(port, f"{island}/{port}")
             topic = tie.topic if isinstance(tie, Tie) else tie
-            self.topics.add_subscriber(topic, spec.msg_type, spec.queue,
-                                       Subscription(island, model.name, port))
+            self.topics.add_subscriber(topic, spec.msg_type, spec.queue, Subscription(island, model.name, port))
             ties_in[port] = topic
         ties_out: dict[str, tuple[str, int, int, bool]] = {}
         for port, spec in model.outputs.items():
@@ -197,8 +251,7 @@ class Simulation:
             self.topics.add_publisher(tie.topic, spec.msg_type, spec.queue, model.name)
             ties_out[port] = (tie.topic, seconds(tie.latency_s), tie.priority, spec.queue)
         # every model takes faults: at least ``kill``, plus the kinds it lists in accepts_faults
-        self.topics.add_subscriber(fault_topic(model.name), Fault, True,
-                                   Subscription(island, model.name, FAULT_PORT))
+        self.topics.add_subscriber(fault_topic(model.name), Fault, True, Subscription(island, model.name, FAULT_PORT))
         ctx = ModelContext(model.name, island, self.seed, dict(params or {}))
         handle = self.runtime.handle(model, ctx)
         slot = Slot(handle, model, self.islands[island], ties_in, ties_out)
@@ -206,7 +259,7 @@ class Simulation:
         self.islands[island].add_slot(slot)
         self._slots[model.name] = slot
         self._models[model.name] = model
-        return original      # during partial replay the scenario keeps its (detached) object
+        return original  # during partial replay the scenario keeps its (detached) object
 
     def add_break(self, topic: str) -> None:
         """Break an algebraic loop on ``topic``: its readers see it one update late."""
@@ -229,9 +282,15 @@ class Simulation:
                 self._pulled.add(name)
 
     # ------------------------------------------------------------------ events
-    def at(self, times: float | Iterable[float], callback: Callable[[TimedEvent], Any],
-           name: str | None = None, island: str | None = None, priority: int = 0,
-           transient: bool = False) -> list[str]:
+    def at(
+        self,
+        times: float | Iterable[float],
+        callback: Callable[[TimedEvent], Any],
+        name: str | None = None,
+        island: str | None = None,
+        priority: int = 0,
+        transient: bool = False,
+    ) -> list[str]:
         """Timed event(s) at ``times`` (seconds). A list makes one-shot events named ``name@t``.
 
         With ``island`` the event is a barrier of that island (it may touch its models); without,
@@ -256,8 +315,7 @@ class Simulation:
 
     def _schedule_event(self, ev: TimedEvent) -> None:
         if ev.t_ns < self.env.now or (self._started and ev.t_ns == self.env.now and ev.island):
-            raise ValueError(f"event {ev.name!r} at {to_seconds(ev.t_ns)} s is not in the future "
-                             f"(now {self.time} s)")
+            raise ValueError(f"event {ev.name!r} at {to_seconds(ev.t_ns)} s is not in the future (now {self.time} s)")
         self._events[ev.name] = ev
         if ev.island is None:
             self.env.timeout(ev.t_ns - self.env.now, value=ev).callbacks.append(self._fire_global)
@@ -306,9 +364,15 @@ class Simulation:
             raise ValueError(f"when must be 'begin' or 'end', not {when!r}")
         self._slot(model).io_events[when].append(IoStepEvent(name, model, when, callback))
 
-    def add_zero_crossing(self, name: str, island: str, fn: Callable[[int], float],
-                          callback: Callable[[int], Any], direction: str = "falling",
-                          eps_s: float = 1e-6) -> ZeroCrossing:
+    def add_zero_crossing(
+        self,
+        name: str,
+        island: str,
+        fn: Callable[[int], float],
+        callback: Callable[[int], Any],
+        direction: str = "falling",
+        eps_s: float = 1e-6,
+    ) -> ZeroCrossing:
         """Watch ``fn(t_ns)`` for a sign change; the hop ends within ``eps_s`` before it.
 
         The callback runs at that barrier, then the condition is removed. The run goes on unless
@@ -318,8 +382,7 @@ class Simulation:
         self.islands[island].add_zero_crossing(zc)
         return zc
 
-    def add_monitor(self, name: str, rate_hz: float, islands: Iterable[str],
-                    check: Callable[[int], None]) -> Monitor:
+    def add_monitor(self, name: str, rate_hz: float, islands: Iterable[str], check: Callable[[int], None]) -> Monitor:
         """Run ``check(t_ns)`` at ``rate_hz`` at a barrier shared by ``islands``, after each of them
         has processed the instant and before any plans its next hop (see :mod:`hopsim.kernel.monitor`).
         Only the check may merge or split islands (:func:`hopsim.kernel.merge.regroup`)."""
@@ -339,8 +402,10 @@ class Simulation:
         With islands in Ray hosts, add stop callbacks before the run starts: they make the hosts
         advance barrier by barrier instead of in windows."""
         if self.windows is not None:
-            raise RuntimeError("add stop callbacks before the run starts: islands in Ray hosts already "
-                               "advance in windows, and a stop callback needs them barrier by barrier")
+            raise RuntimeError(
+                "add stop callbacks before the run starts: islands in Ray hosts already "
+                "advance in windows, and a stop callback needs them barrier by barrier"
+            )
         self._stop_ids += 1
         self._stop_callbacks.append((self._stop_ids, fn))
         return self._stop_ids
@@ -380,11 +445,13 @@ class Simulation:
         """
         slot = self._slots.get(fault.target)
         if slot is None:
-            raise ValueError(f"fault {fault.kind!r} for unknown target {fault.target!r}; the models are "
-                             f"{sorted(self._slots)}")
+            raise ValueError(
+                f"fault {fault.kind!r} for unknown target {fault.target!r}; the models are {sorted(self._slots)}"
+            )
         if fault.kind not in slot.accepts_faults and fault.kind != KILL:
-            raise ValueError(f"{fault.target} does not accept fault {fault.kind!r}; it accepts "
-                             f"{list(slot.accepts_faults) + [KILL]}")
+            raise ValueError(
+                f"{fault.target} does not accept fault {fault.kind!r}; it accepts {list(slot.accepts_faults) + [KILL]}"
+            )
         self.inject(fault_topic(fault.target), fault, t_s)
 
     # ------------------------------------------------------------------ bus
@@ -453,15 +520,20 @@ class Simulation:
         return self._rate_groups.group(key) if self.rate_groups else None
 
     def _new_rate_groups(self) -> RateGroups:
-        return RateGroups(self._instant_wakes.schedule, self._propagate_batch, self.after_barrier,
-                          self if self.row_blocks else None)
+        return RateGroups(
+            self._instant_wakes.schedule, self._propagate_batch, self.after_barrier, self if self.row_blocks else None
+        )
 
     def blocks_allowed(self) -> bool:
         """Whether a rate group may run members as a row block now: no stop callback reads the
         models after each barrier, no barrier is recorded as a kernel event, no partial replay,
         the islands are all in this process."""
-        return (not self._stop_callbacks and self.windows is None and self.playback is None
-                and not self.barrier_events_wanted)
+        return (
+            not self._stop_callbacks
+            and self.windows is None
+            and self.playback is None
+            and not self.barrier_events_wanted
+        )
 
     @property
     def run_end_ns(self) -> int:
@@ -473,8 +545,7 @@ class Simulation:
         up to ``t_ns`` inclusive: the only one at this instant, no other event planned up to
         ``t_ns``, the run going on to it. The block may then take its instants up to ``t_ns``
         at once, as the clock would have woken it for each in turn."""
-        return self._instant_wakes.sole and t_ns <= self._run_end and self.env.peek() > t_ns \
-            and self._halt_at is None
+        return self._instant_wakes.sole and t_ns <= self._run_end and self.env.peek() > t_ns and self._halt_at is None
 
     def clock_through(self, t_ns: int) -> None:
         """The clock goes on to ``t_ns`` (an event there that does nothing): the instants a block
@@ -500,7 +571,7 @@ class Simulation:
             propagate_together(islands, t_ns, self._fleets if self.fleets else None)
         elif self.fleets:
             for isl in islands:
-                if isl._fleet_body is not None:       # else each propagates alone
+                if isl._fleet_body is not None:  # else each propagates alone
                     propagate_together(islands, t_ns, self._fleets, batch=False)
                     return
 
@@ -548,10 +619,13 @@ class Simulation:
     def rebuild_routes(self) -> None:
         """topic -> [(island integrating the subscriber now, its home island's name, slot, port)]."""
         self._at_once = {}
-        self._routes = {name: [(self.islands[sub.island].current, self._slots[sub.model].home.name,
-                                self._slots[sub.model], sub.port)
-                               for sub in topic.subscribers]
-                        for name, topic in self.topics.topics.items()}
+        self._routes = {
+            name: [
+                (self.islands[sub.island].current, self._slots[sub.model].home.name, self._slots[sub.model], sub.port)
+                for sub in topic.subscribers
+            ]
+            for name, topic in self.topics.topics.items()
+        }
 
     def __reduce__(self):
         # islands shipped to a host may hold the simulation in closures: there it is the host's
@@ -576,13 +650,16 @@ class Simulation:
         the kernel drops those writes, and :meth:`Model.wanted` lets the model skip building them."""
         topics = self.topics.topics
         for slot in self._slots.values():
-            unread = frozenset() if self._recorder is not None else frozenset(
-                port for port, (topic, *_) in slot.out_topics.items() if not topics[topic].subscribers)
+            unread = (
+                frozenset()
+                if self._recorder is not None
+                else frozenset(port for port, (topic, *_) in slot.out_topics.items() if not topics[topic].subscribers)
+            )
             slot.unread = unread
             if unread != slot.ctx.unread_outputs:
                 slot.ctx.unread_outputs = unread
                 if slot.handle.remote:
-                    slot.call("bind", slot.ctx)       # the model's own copy of its context
+                    slot.call("bind", slot.ctx)  # the model's own copy of its context
 
     def _run_until(self, t_stop: int) -> str:
         if self.e_stop:
@@ -639,9 +716,10 @@ class Simulation:
         self._halt_at = self.now
         if self.recorder is not None and self.record_kernel_events:
             msg = KernelEvent(t_ns=self.now, kind=KernelEvent.STOP, name=reason)
-            self.recorder.record(Envelope(self.now, self.now, "kernel", kernel_topic(KernelEvent.STOP), self._stop_seq,
-                                          -1, msg),
-                                 queue=True)
+            self.recorder.record(
+                Envelope(self.now, self.now, "kernel", kernel_topic(KernelEvent.STOP), self._stop_seq, -1, msg),
+                queue=True,
+            )
             self._stop_seq += 1
         for island in self.islands.values():
             island.add_stop(self._halt_at)
@@ -665,23 +743,28 @@ class Simulation:
         if not self._started:
             raise CheckpointError("a checkpoint needs a started run; advance it first")
         now = self.now
-        busy = sorted(isl.name for isl in self.islands.values()
-                      if not getattr(isl, "remote", False) and isl.resolving_contact)
+        busy = sorted(
+            isl.name for isl in self.islands.values() if not getattr(isl, "remote", False) and isl.resolving_contact
+        )
         if busy and not allow_contact:
-            raise ContactInProgress(f"islands {busy} are resolving contact at {now / 1e9:.9g} s (merged, or "
-                                    f"watching a contact); checkpoints of contact in progress are not supported yet")
+            raise ContactInProgress(
+                f"islands {busy} are resolving contact at {now / 1e9:.9g} s (merged, or "
+                f"watching a contact); checkpoints of contact in progress are not supported yet"
+            )
         events = {}
         for name, ev in self._events.items():
             if ev.transient or ev.cancelled:
                 continue
             if not ev.from_build:
-                raise CheckpointError(f"timed event {name!r} was created during the run; only events the "
-                                      f"scenario registers can be restored from a checkpoint")
+                raise CheckpointError(
+                    f"timed event {name!r} was created during the run; only events the "
+                    f"scenario registers can be restored from a checkpoint"
+                )
             events[name] = ev.t_ns
         islands, models = {}, {}
         for name, isl in self.islands.items():
             if getattr(isl, "absorbed_into", None) is not None:
-                continue                 # its models and states are part of the island it merged into
+                continue  # its models and states are part of the island it merged into
             part = isl.capture_state(copied)
             islands[name] = part["island"]
             models.update(part["models"])
@@ -694,7 +777,7 @@ class Simulation:
             "events": events,
             "stop_callbacks": [i for i, _ in self._stop_callbacks],
             "injections": [(env, queue) for env, queue in self._injections],
-            "monitors": {m.name: m.k for m in self._monitors},        # the index of each one's next check
+            "monitors": {m.name: m.k for m in self._monitors},  # the index of each one's next check
             "islands": islands,
             "models": models,
         }
@@ -705,8 +788,9 @@ class Simulation:
         if self._started:
             raise CheckpointError("restore into a freshly built simulation, before it is started")
         if state["seed"] != self.seed:
-            raise CheckpointError(f"the checkpoint was taken with seed {state['seed']}, the simulation "
-                                  f"has seed {self.seed}")
+            raise CheckpointError(
+                f"the checkpoint was taken with seed {state['seed']}, the simulation has seed {self.seed}"
+            )
         missing = set(state["models"]) ^ set(self._slots)
         if missing:
             raise CheckpointError(f"the scenario's models differ from the checkpoint's: {sorted(missing)}")
@@ -729,8 +813,10 @@ class Simulation:
                 continue
             ev.t_ns = state["events"][name]
         if set(state["monitors"]) != {m.name for m in self._monitors}:
-            raise CheckpointError(f"the scenario's monitors {sorted(m.name for m in self._monitors)} differ from "
-                                  f"the checkpoint's {sorted(state['monitors'])}")
+            raise CheckpointError(
+                f"the scenario's monitors {sorted(m.name for m in self._monitors)} differ from "
+                f"the checkpoint's {sorted(state['monitors'])}"
+            )
         unknown = set(state["events"]) - set(self._events)
         if unknown:
             raise CheckpointError(f"the scenario no longer registers timed event(s) {sorted(unknown)}")
@@ -802,8 +888,9 @@ class Simulation:
 
     def next_global_event_ns(self) -> int | float:
         """The instant (ns) of the next global timed event that may act on islands (inf if none)."""
-        events = [ev.t_ns for ev in self._events.values()
-                  if ev.island is None and not ev.transient and not ev.cancelled]
+        events = [
+            ev.t_ns for ev in self._events.values() if ev.island is None and not ev.transient and not ev.cancelled
+        ]
         return min(events) if events else float("inf")
 
     def _check_not_started(self, what: str) -> None:
@@ -816,15 +903,17 @@ class Simulation:
         if not self.cpu_accounting or self._cpu_start_ns is None:
             raise RuntimeError("create the Simulation with cpu_accounting=True to measure CPU per model")
         total = max(time.process_time_ns() - self._cpu_start_ns, 1)
-        return {name: {"cpu_s": slot.cpu_ns / 1e9, "share": slot.cpu_ns / total}
-                for name, slot in sorted(self._slots.items())}
+        return {
+            name: {"cpu_s": slot.cpu_ns / 1e9, "share": slot.cpu_ns / total}
+            for name, slot in sorted(self._slots.items())
+        }
 
     def stats(self) -> dict[str, Any]:
         """The kernel's counters: each island's, the rate groups' and the fleet forms' (the driver's
         and every Ray host's, summed), and the Ray windows' (``sync``)."""
         groups, fleet_calls = self._rate_groups.stats(), self._fleets.calls
         if self.windows is not None:
-            by_name, hosts = self.windows.island_stats()          # one call per host, not per island
+            by_name, hosts = self.windows.island_stats()  # one call per host, not per island
             out = {name: by_name[name] for name in self.islands}
             for host in hosts:
                 for schedule, counts in host["rate_groups"].items():
@@ -834,13 +923,16 @@ class Simulation:
                 fleet_calls += host["fleet_calls"]
         else:
             out = {name: dict(isl.stats) for name, isl in self.islands.items()}
-            for name, gains in self._rate_groups.pending_island_stats().items():     # row blocks running
+            for name, gains in self._rate_groups.pending_island_stats().items():  # row blocks running
                 for key, n in gains.items():
                     out[name][key] += n
-        stats = {"islands": out, "published": self._publish_counts, "time_s": self.time,
-                 "rate_groups": groups,
-                 "fleets": {"hops": sum(s["fleet_hops"] for s in out.values()), "calls": fleet_calls}}
+        stats = {
+            "islands": out,
+            "published": self._publish_counts,
+            "time_s": self.time,
+            "rate_groups": groups,
+            "fleets": {"hops": sum(s["fleet_hops"] for s in out.values()), "calls": fleet_calls},
+        }
         if self.windows is not None:
             stats["sync"] = {k: list(v) if isinstance(v, list) else v for k, v in self.windows.stats.items()}
         return stats
-

@@ -4,10 +4,11 @@ A fault is an ordinary bus message (:class:`hopsim.schemas.Fault`) on ``faults/<
 kernel hands it to the model's ``on_fault`` at the barrier where it arrives, except ``kill``,
 which the kernel carries out itself (the actor's process dies).
 """
+
 from __future__ import annotations
 
-FAULT_PORT = "__faults__"   # the hidden input on which a model receives its faults
-KILL = "kill"               # the fault every model accepts: its process dies
+FAULT_PORT = "__faults__"  # the hidden input on which a model receives its faults
+KILL = "kill"  # the fault every model accepts: its process dies
 
 
 def fault_topic(model_name: str) -> str:

@@ -39,6 +39,7 @@ arguments, with
     hop(models, versions, t0_ns, t1_ns, steps_s)     as above
     latches_loads: bool              class attribute, True unless the kernel is to gather loads
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -59,8 +60,8 @@ class FleetRows:
         self.models: list = []
         self.arrays: dict[str, np.ndarray] = {}
         self.capacity = 0
-        self._row: dict[int, int] = {}        # id(model) -> row
-        self._views: list[tuple] = []         # per row: the views the model holds
+        self._row: dict[int, int] = {}  # id(model) -> row
+        self._views: list[tuple] = []  # per row: the views the model holds
 
     def row(self, model) -> tuple[int, bool]:
         """(the model's row, whether it was adopted now: a new model, or replaced arrays)."""
@@ -99,7 +100,7 @@ class FleetRows:
         for name in self.attributes:
             grown = np.zeros((n, *np.shape(getattr(model, name))))
             if self.models:
-                grown[:len(self.models)] = old[name][:len(self.models)]
+                grown[: len(self.models)] = old[name][: len(self.models)]
             self.arrays[name] = grown
         self.capacity = n
         for r, m in enumerate(self.models):
@@ -118,8 +119,8 @@ class Fleets:
 
     def __init__(self):
         self._fleets: dict[tuple, Any] = {}
-        self._of: dict[int, Any] = {}          # id(model) -> its fleet (None: the scalar path)
-        self.calls = 0                         # fleet calls (the hops they took: the islands' fleet_hops)
+        self._of: dict[int, Any] = {}  # id(model) -> its fleet (None: the scalar path)
+        self.calls = 0  # fleet calls (the hops they took: the islands' fleet_hops)
 
     def fleet_of(self, model) -> Any | None:
         """The fleet form that advances ``model`` (None: the model class has none for it)."""

@@ -6,6 +6,7 @@ where time moves back and forth between samples).
     fsm.step()
     fsm.current == "s1"
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,8 +32,13 @@ class FSM:
         """Declare a state; ``on_entry`` runs each time a transition enters it."""
         self.states[name] = on_entry
 
-    def add_transition(self, source: str, target: str, guard: Callable[[], bool] | bool = True,
-                       action: Callable[[], None] | None = None) -> None:
+    def add_transition(
+        self,
+        source: str,
+        target: str,
+        guard: Callable[[], bool] | bool = True,
+        action: Callable[[], None] | None = None,
+    ) -> None:
         """Leave ``source`` for ``target`` when ``guard()`` is true; ``action`` runs on the way."""
         for s in (source, target):
             self.states.setdefault(s, None)

@@ -8,6 +8,7 @@ Fixed-step methods take exactly one step of size ``t1 - t0`` and call ``f`` exac
 does not import them: the package root installs RK4 as the default with
 :func:`set_default_integrator`.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Protocol
@@ -38,6 +39,7 @@ def set_default_integrator(factory: Callable[[], Integrator]) -> None:
 
 def default_integrator() -> Integrator:
     if _default_factory is None:
-        raise RuntimeError("no default integrator: give the island one, e.g. "
-                           "add_island(name, integrator=hopsim.dynamics.RK4())")
+        raise RuntimeError(
+            "no default integrator: give the island one, e.g. add_island(name, integrator=hopsim.dynamics.RK4())"
+        )
     return _default_factory()

@@ -19,6 +19,7 @@ no zero-crossing conditions, and *eagerly* (at the hop's start, so that a crossi
 anything else happens after it) while it has some; an eager hop that a later-arriving message cuts
 short is rolled back and re-propagated, as Dshell rejects a hop when a barrier appears inside it.
 """
+
 from __future__ import annotations
 
 import copy
@@ -46,8 +47,8 @@ from hopsim.schemas import KernelEvent
 if TYPE_CHECKING:
     from hopsim.kernel.owner import IslandOwner
 
-NEVER = 1 << 63           # later than any instant (ns)
-NO_HIT: tuple = ()        # no zero-crossing met at the planned hop end
+NEVER = 1 << 63  # later than any instant (ns)
+NO_HIT: tuple = ()  # no zero-crossing met at the planned hop end
 # up to this many islands at one barrier take its steps island by island (the lists that carry
 # each step across islands cost more than they save for so few)
 FEW_ISLANDS = 4
@@ -63,11 +64,11 @@ def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: boo
     if not batch:
         if fleets is None:
             return
-        islands = [isl for isl in islands if isl._fleet_body is not None]   # the others propagate alone
+        islands = [isl for isl in islands if isl._fleet_body is not None]  # the others propagate alone
         if not islands:
             return
     groups: dict[tuple, list[Island]] = {}
-    for isl in dict.fromkeys(islands):          # an island re-planned to the same instant is listed twice
+    for isl in dict.fromkeys(islands):  # an island re-planned to the same instant is listed twice
         if isl._pending_end != t1 or isl._propagated or isl._batched == t1 or isl.t >= t1:
             continue
         plan = isl.hop_plan(isl.t, t1)
@@ -81,15 +82,14 @@ def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: boo
         if fleet is not None:
             for isl in members:
                 isl.gather_fleet_loads(t0, t1)
-            fleet.hop([isl._fleet_body for isl in members], [isl._hop_body.received for isl in members], t0, t1,
-                      steps)
+            fleet.hop([isl._fleet_body for isl in members], [isl._hop_body.received for isl in members], t0, t1, steps)
             fleets.counted()
             for isl in members:
                 isl.finish_hop(t0, t1, steps, end_hops=False)
                 isl.stats["fleet_hops"] += 1
             continue
         if len(members) < 2 or not batch:
-            continue                                   # alone: its own wake propagates it
+            continue  # alone: its own wake propagates it
         for isl in members:
             isl.gather_loads(t0, t1)
         cls.propagate_hop([isl._hop_body.model for isl in members], steps, t0 / NS_PER_S)
@@ -117,13 +117,13 @@ def run_barrier(islands: list["Island"], t: int) -> None:
             for isl in islands:
                 isl._barrier_steps(t)
             return
-        dues = [isl._open_barrier(t) for isl in islands]                # 1., 2.
+        dues = [isl._open_barrier(t) for isl in islands]  # 1., 2.
         for isl in islands:
-            isl._take_timeline(t)                                       # 3.
-        asked = [isl._update_flow_outs(t, due) for isl, due in zip(islands, dues)]   # 4.
+            isl._take_timeline(t)  # 3.
+        asked = [isl._update_flow_outs(t, due) for isl, due in zip(islands, dues)]  # 4.
         for isl, due, asked_again in zip(islands, dues, asked):
             if due:
-                isl._start_io_steps(t, due)                             # 5.
+                isl._start_io_steps(t, due)  # 5.
             if asked_again:
                 isl._reask_next_io(t, asked_again)
     finally:
@@ -137,17 +137,69 @@ class Island:
     Its attributes are ``__slots__``: there are more than CPython keeps inline in an object (see
     :mod:`hopsim.kernel.unpickling`), and a barrier reads and sets many of them."""
 
-    __slots__ = ('sim', 'name', 'integrator', 'n_integration_steps', 'end_of_step_derivative', 'slots',
-                 'by_name', 't', 'zero_crossings', 'trace_steps', 'step_log', 'hop_log', 'stats',
-                 '_hop_steps', '_io_heap', '_events', '_inbox', '_stops', '_requested', '_hit',
-                 '_pending_end', '_propagated', '_hop_start_state', '_gen', '_in_barrier', '_initial',
-                 '_kernel_seq', '_x', '_xdot', '_continuous', '_pre', '_post', '_start_hop', '_end_hop',
-                 '_rollback_slots', 'home_slots', 'absorbed_into', 'members', '_hop_body', '_fleet_body',
-                 '_batched', '_monitors', '_home_monitors', '_deferred', '_io_slots', 'rate_key', 'group',
-                 '_io_heap_stale', '_fleet_pre', '_fleet_starts', '_rate_slots', 'block')
+    __slots__ = (
+        "sim",
+        "name",
+        "integrator",
+        "n_integration_steps",
+        "end_of_step_derivative",
+        "slots",
+        "by_name",
+        "t",
+        "zero_crossings",
+        "trace_steps",
+        "step_log",
+        "hop_log",
+        "stats",
+        "_hop_steps",
+        "_io_heap",
+        "_events",
+        "_inbox",
+        "_stops",
+        "_requested",
+        "_hit",
+        "_pending_end",
+        "_propagated",
+        "_hop_start_state",
+        "_gen",
+        "_in_barrier",
+        "_initial",
+        "_kernel_seq",
+        "_x",
+        "_xdot",
+        "_continuous",
+        "_pre",
+        "_post",
+        "_start_hop",
+        "_end_hop",
+        "_rollback_slots",
+        "home_slots",
+        "absorbed_into",
+        "members",
+        "_hop_body",
+        "_fleet_body",
+        "_batched",
+        "_monitors",
+        "_home_monitors",
+        "_deferred",
+        "_io_slots",
+        "rate_key",
+        "group",
+        "_io_heap_stale",
+        "_fleet_pre",
+        "_fleet_starts",
+        "_rate_slots",
+        "block",
+    )
 
-    def __init__(self, sim: "IslandOwner", name: str, integrator=None, n_integration_steps: int = 1,
-                 end_of_step_derivative: bool = False):
+    def __init__(
+        self,
+        sim: "IslandOwner",
+        name: str,
+        integrator=None,
+        n_integration_steps: int = 1,
+        end_of_step_derivative: bool = False,
+    ):
         if n_integration_steps < 1:
             raise ValueError(f"island {name!r}: n_integration_steps must be >= 1")
         self.sim = sim
@@ -167,8 +219,8 @@ class Island:
         self._io_heap: list = []
         self._events: list = []
         self._inbox: list = []
-        self._stops: list[int] = []          # the user's stops (dropped when a run returns)
-        self._requested: list[tuple[int, str]] = []   # (t, home island) barriers models asked for
+        self._stops: list[int] = []  # the user's stops (dropped when a run returns)
+        self._requested: list[tuple[int, str]] = []  # (t, home island) barriers models asked for
         self._hit: list[ZeroCrossing] | tuple = NO_HIT
         self._pending_end: int | None = None
         self._propagated = False
@@ -191,18 +243,18 @@ class Island:
         self.absorbed_into: Island | None = None
         self.members: list[Island] = [self]
         self._hop_body: Slot | None = None
-        self._fleet_body = None             # the hop body's model when a fleet form may take its hops
-        self._batched: int | None = None    # the hop end a batch already propagated this island to
-        self._monitors: list = []           # monitors of every member
-        self._home_monitors: list = []      # monitors of this home island
+        self._fleet_body = None  # the hop body's model when a fleet form may take its hops
+        self._batched: int | None = None  # the hop end a batch already propagated this island to
+        self._monitors: list = []  # monitors of every member
+        self._home_monitors: list = []  # monitors of this home island
         self._deferred = False
         # rate groups (hopsim.kernel.rate_group): the key of the island's fastest periodic schedule,
         # which names its group (None: never grouped), and the group this island is a member of
         # (the I/O heap is not kept meanwhile: it is rebuilt when needed again)
-        self._io_slots: list[Slot] = []          # periodic and variable-rate models, in call order
+        self._io_slots: list[Slot] = []  # periodic and variable-rate models, in call order
         self.rate_key: tuple | None = None
         self.group = None
-        self.block = None                  # the row block that runs this island now (hopsim.kernel.blocks)
+        self.block = None  # the row block that runs this island now (hopsim.kernel.blocks)
         self._io_heap_stale = False
 
     # ------------------------------------------------------------------ assembly
@@ -215,9 +267,15 @@ class Island:
     def finalize(self, t0: int, breaks: set[str]) -> None:
         """Order the models, assemble the continuous state vector and the first I/O instants."""
         # message-driven models run when their inputs arrive, so they too follow their producers
-        nodes = [Node(s.name, s.feed_through or s.message_driven, tuple(s.in_topics.values()),
-                      tuple(t for t, lat, _, _ in s.out_topics.values() if lat == 0))
-                 for s in self.slots]
+        nodes = [
+            Node(
+                s.name,
+                s.feed_through or s.message_driven,
+                tuple(s.in_topics.values()),
+                tuple(t for t, lat, _, _ in s.out_topics.values() if lat == 0),
+            )
+            for s in self.slots
+        ]
         order = feed_through_order(nodes, breaks)
         self.slots = [self.by_name[n] for n in order]
         self.home_slots = list(self.slots)
@@ -228,8 +286,9 @@ class Island:
             m, n = s.model, len(s.model.state_names)
             x0 = np.asarray(m.initial_state(), dtype=float)
             if x0.shape != (n,):
-                raise ValueError(f"{m.name}.initial_state() must have {n} entries "
-                                 f"({', '.join(m.state_names)}), got shape {x0.shape}")
+                raise ValueError(
+                    f"{m.name}.initial_state() must have {n} entries ({', '.join(m.state_names)}), got shape {x0.shape}"
+                )
             states.append(x0)
         self.assemble(np.concatenate(states) if states else np.zeros(0))
         self.t = t0
@@ -247,8 +306,10 @@ class Island:
         self._io_slots = [s for s in self.slots if s.periodic is not None or s.variable_rate]
         periodic = [s for s in self._io_slots if s.periodic is not None]
         self.rate_key = None
-        called_directly = all(s.local and not s.accounting and not s.method_events
-                              and not s.io_events["begin"] and not s.io_events["end"] for s in self.slots)
+        called_directly = all(
+            s.local and not s.accounting and not s.method_events and not s.io_events["begin"] and not s.io_events["end"]
+            for s in self.slots
+        )
         if periodic and called_directly:
             fast = min(periodic, key=lambda s: s.periodic.key[1] / s.periodic.key[2])
             self.rate_key = fast.periodic.key
@@ -273,8 +334,9 @@ class Island:
             s.direct = s.local and not s.accounting and not s.method_events
         self._start_hop = [s for s in self.slots if s.overrides("start_hop")]
         self._end_hop = [s for s in self.slots if s.overrides("end_hop")]
-        self._rollback_slots = [s for s in self.slots
-                                if s.is_continuous or s.overrides("start_hop") or s.overrides("end_hop")]
+        self._rollback_slots = [
+            s for s in self.slots if s.is_continuous or s.overrides("start_hop") or s.overrides("end_hop")
+        ]
         self._hop_body = self._find_hop_body()
         self._fleet_body = self._find_fleet_body()
         self._io_heap = [(s.io_next, s.order, s) for s in self.slots if s.io_next is not None]
@@ -318,8 +380,9 @@ class Island:
             return None
         form = getattr(type(body.model), "fleet_form", None)
         if form is None or getattr(form, "latches_loads", True):
-            if any(s is not body and s not in self._rate_slots for s in self._start_hop) \
-                    or any(s.overrides("pre_deriv") for s in self._continuous):
+            if any(s is not body and s not in self._rate_slots for s in self._start_hop) or any(
+                s.overrides("pre_deriv") for s in self._continuous
+            ):
                 return None
             self._fleet_starts = list(self._rate_slots)
         else:
@@ -384,8 +447,8 @@ class Island:
             for i, k in enumerate(m.xdot.tolist()):
                 xi = x[i]
                 if k == 0.0 and xi != 0.0 and math.isfinite(xi):
-                    continue                             # x + (h / 6) (+-0) is x, bit for bit: a tank not drawn
-                sum_k = k + 2.0 * k + 2.0 * k + k        # k1 + 2 k2 + 2 k3 + k4, the four samples alike
+                    continue  # x + (h / 6) (+-0) is x, bit for bit: a tank not drawn
+                sum_k = k + 2.0 * k + 2.0 * k + k  # k1 + 2 k2 + 2 k3 + k4, the four samples alike
                 for h in steps_s:
                     xi = xi + (h / 6.0) * sum_k
                 x[i] = xi
@@ -434,14 +497,14 @@ class Island:
         offset = 0
         for s in self._continuous:
             n = len(s.model.state_names)
-            s.model.x = self._x[offset:offset + n]
-            s.model.xdot = self._xdot[offset:offset + n]
+            s.model.x = self._x[offset : offset + n]
+            s.model.xdot = self._xdot[offset : offset + n]
             offset += n
 
     def __setstate__(self, state: dict | tuple) -> None:
         set_attributes(self, state)
         self.link_states()
-        if self.group is not None:             # a group is its process's: plan alone until rejoining
+        if self.group is not None:  # a group is its process's: plan alone until rejoining
             self.group = None
             self._rebuild_io_heap()
 
@@ -462,6 +525,7 @@ class Island:
             bound(t_s)
             for e in after:
                 e.callback(e, t_s)
+
         return wrapped
 
     # ------------------------------------------------------------------ timeline
@@ -474,7 +538,7 @@ class Island:
 
     def add_stop(self, t_ns: int) -> None:
         if self.block is not None and self.block.takes_stop(t_ns):
-            heapq.heappush(self._stops, t_ns)          # reached when the block hands the island back
+            heapq.heappush(self._stops, t_ns)  # reached when the block hands the island back
             return
         self.unblock()
         if self.absorbed_into is not None:
@@ -504,7 +568,7 @@ class Island:
         self._propagated = False
         self._pending_end = None
         self._hit = NO_HIT
-        self._gen += 1            # the scheduled wake-up is void; resume() schedules a new one
+        self._gen += 1  # the scheduled wake-up is void; resume() schedules a new one
 
     def resume(self) -> None:
         if self.absorbed_into is not None or self._deferred:
@@ -535,10 +599,9 @@ class Island:
 
     def request_barrier(self, t_ns: int) -> None:
         if t_ns <= self.t and not (self._initial and t_ns == self.t):
-            raise CausalityError(f"island {self.name!r} is at {self.t} ns; a barrier at {t_ns} ns "
-                                 f"would be in its past")
+            raise CausalityError(f"island {self.name!r} is at {self.t} ns; a barrier at {t_ns} ns would be in its past")
         if self._in_barrier or self._initial or self._deferred:
-            return      # the plan made at the end of the barrier (or at the start) accounts for it
+            return  # the plan made at the end of the barrier (or at the start) accounts for it
         if self._pending_end is None or t_ns < self._pending_end:
             if self.group is not None:
                 # a rate group's member stays one: its next barrier is the group's instant t_ns
@@ -556,7 +619,7 @@ class Island:
             self._rebuild_io_heap()
         io = self._io_heap
         while io and io[0][0] != io[0][2].io_next:
-            heapq.heappop(io)                          # superseded by a re-asked next_io_time
+            heapq.heappop(io)  # superseded by a re-asked next_io_time
         t1 = min(io[0][0] if io else NEVER, self._next_other_barrier())
         return None if t1 == NEVER else t1
 
@@ -594,7 +657,8 @@ class Island:
                 raise CausalityError(
                     f"island {self.name!r}: after a rollback the zero-crossing "
                     f"{[z.name for z in self._hit]} lies at {t_end} ns, before the kernel's time "
-                    f"{now} ns; use more integration steps per hop or a smaller eps")
+                    f"{now} ns; use more integration steps per hop or a smaller eps"
+                )
         else:
             t_end = t1
             self._propagated = False
@@ -611,8 +675,14 @@ class Island:
     def _groupable(self) -> bool:
         """Whether the island may be a rate group's member now: no zero-crossing armed, no monitor
         watching it, not merged, no step or hop log kept."""
-        return not (self.zero_crossings or self._monitors or self.absorbed_into is not None
-                    or len(self.members) != 1 or self.trace_steps or self.hop_log is not None)
+        return not (
+            self.zero_crossings
+            or self._monitors
+            or self.absorbed_into is not None
+            or len(self.members) != 1
+            or self.trace_steps
+            or self.hop_log is not None
+        )
 
     def _next_member_barrier(self) -> int:
         """A member's next barrier (ns): its I/O schedule's next instant (periodic and
@@ -678,8 +748,8 @@ class Island:
             if batch:
                 propagate_together(batch, sim.now)
         if gen != self._gen:
-            return                                     # superseded by an earlier barrier
-        t = self._pending_end         # the instant the plan of this generation woke the island at (now)
+            return  # superseded by an earlier barrier
+        t = self._pending_end  # the instant the plan of this generation woke the island at (now)
         if t > self.t:
             self._end_hop_at(t)
         self._pending_end = None
@@ -689,7 +759,7 @@ class Island:
         finally:
             self._initial = False
         if self._monitors and any(m.next_ns == t for m in self._monitors):
-            self._deferred = True          # the monitor's check at t plans the next hop
+            self._deferred = True  # the monitor's check at t plans the next hop
         else:
             self._plan()
         sim.after_barrier(self, t)
@@ -807,11 +877,11 @@ class Island:
 
     def _barrier_steps(self, t: int) -> None:
         """:func:`run_barrier`'s steps at t (ns), in turn, for this island (in a barrier)."""
-        due = self._open_barrier(t)                                     # 1., 2.
-        self._take_timeline(t)                                          # 3.
-        asked_again = self._update_flow_outs(t, due)                    # 4.
+        due = self._open_barrier(t)  # 1., 2.
+        self._take_timeline(t)  # 3.
+        asked_again = self._update_flow_outs(t, due)  # 4.
         if due:
-            self._start_io_steps(t, due)                                # 5.
+            self._start_io_steps(t, due)  # 5.
         if asked_again:
             self._reask_next_io(t, asked_again)
 
@@ -823,8 +893,8 @@ class Island:
         if self.sim.barrier_events_wanted:
             self.kernel_event(KernelEvent.BARRIER, "")
         if self._hit:
-            self._zero_crossings_met(t)                                  # 1.
-        return self._end_io_steps(t)                                     # 2.
+            self._zero_crossings_met(t)  # 1.
+        return self._end_io_steps(t)  # 2.
 
     def _take_timeline(self, t: int) -> None:
         """Step 3 of the barrier at t (ns): the deliveries and timed events due now; the stops
@@ -933,7 +1003,7 @@ class Island:
         for s in self.slots:
             fresh = s.fresh
             if fresh:
-                s.fresh = False   # a later model's write (across a break) stays fresh for next time
+                s.fresh = False  # a later model's write (across a break) stays fresh for next time
                 if s.triggered:
                     s.triggered = False
                     if s.variable_rate:
@@ -1010,14 +1080,19 @@ class Island:
         """Whether a row block may take this rate group member: a member at rest between its
         barriers (nothing propagated ahead, no zero-crossing met, no monitor or log, not merged);
         its timed events and requested barriers are instants the block hands it back before."""
-        return (self.group is not None and self._groupable() and self._hit is NO_HIT and not self._deferred
-                and not self._initial and not self._propagated)
+        return (
+            self.group is not None
+            and self._groupable()
+            and self._hit is NO_HIT
+            and not self._deferred
+            and not self._initial
+            and not self._propagated
+        )
 
     def next_timeline_ns(self) -> int:
         """The earliest timed event or requested barrier (ns; NEVER if none): a row block hands the
         island back before it."""
-        return min(self._events[0][0] if self._events else NEVER,
-                   self._requested[0][0] if self._requested else NEVER)
+        return min(self._events[0][0] if self._events else NEVER, self._requested[0][0] if self._requested else NEVER)
 
     def next_stop_ns(self) -> int:
         """Where the run returns (ns; NEVER if nowhere)."""
@@ -1029,8 +1104,12 @@ class Island:
         body latches its own loads in start_hop, the caller latching them), and nothing else to
         advance."""
         body = self._fleet_body
-        return (body is not None and not self._rate_slots and self.hop_plan(t0, t1) is not None
-                and (latched or not getattr(type(body).fleet_form, "latches_loads", True)))
+        return (
+            body is not None
+            and not self._rate_slots
+            and self.hop_plan(t0, t1) is not None
+            and (latched or not getattr(type(body).fleet_form, "latches_loads", True))
+        )
 
     def hop_steps(self, t0: int, t1: int) -> tuple:
         """The sub-steps (s) of the compiled hop from t0 to t1 (ns)."""
@@ -1063,11 +1142,11 @@ class Island:
             stats["hops"] += instants
             stats["propagations"] += instants
             if self.sim.fleets:
-                stats["fleet_hops"] += instants       # as the members' own hops through the fleet form
+                stats["fleet_hops"] += instants  # as the members' own hops through the fleet form
             stats["deliveries"] += deliveries
             self.t = t
             self._batched = t
-            self._gen += instants - 1          # plan_as_member counts the last one
+            self._gen += instants - 1  # plan_as_member counts the last one
             while self._stops and self._stops[0] <= t:
                 heapq.heappop(self._stops)
             for s in self._io_slots:
@@ -1102,7 +1181,7 @@ class Island:
             slot.seq = seq + 1
             if latency == 0:
                 at_once = sim.served_at_once(topic, slot.home)
-                if at_once is not None:          # no envelope: nothing records it, nobody elsewhere reads it
+                if at_once is not None:  # no envelope: nothing records it, nobody elsewhere reads it
                     at_once_count += 1
                     for inbox, sub, sub_port in at_once:
                         inbox.deliver_now(sub, sub_port, msg, t)
@@ -1157,19 +1236,23 @@ class Island:
             "t": self.t,
             "x": self._x.copy(),
             "io": sorted((s.io_next, s.name) for s in self.slots if s.io_next is not None),
-            "inbox": [(d, p, src, seq, rank, env, slot.name, port)
-                      for d, p, src, seq, rank, env, slot, port in self._inbox],
+            "inbox": [
+                (d, p, src, seq, rank, env, slot.name, port) for d, p, src, seq, rank, env, slot, port in self._inbox
+            ],
             "stops": list(self._stops),
             "requested": list(self._requested),
             "zero_crossings": [zc.name for zc in self.zero_crossings],
             "integrator": copy.deepcopy(self.integrator),
             "stats": dict(self.stats),
             "kernel_seq": self._kernel_seq,
-            "slots": {s.name: (s.seq, s.io_k, s.io_prev, s.io_next, s.fresh, s.force_ufo, s.triggered)
-                      for s in self.slots},
+            "slots": {
+                s.name: (s.seq, s.io_k, s.io_prev, s.io_next, s.fresh, s.force_ufo, s.triggered) for s in self.slots
+            },
         }
-        return {"island": island,
-                "models": {s.name: s.call("snapshot") if copied else s.snapshot_to_read() for s in self.slots}}
+        return {
+            "island": island,
+            "models": {s.name: s.call("snapshot") if copied else s.snapshot_to_read() for s in self.slots},
+        }
 
     def restore_state(self, st: dict[str, Any], events: list[TimedEvent]) -> None:
         """Take the timeline and state that :meth:`capture_state` gave (``st``, its ``island``
@@ -1181,7 +1264,7 @@ class Island:
         self._pending_end = None
         self._propagated = False
         self.integrator = st["integrator"]
-        self.stats = {**self.stats, **st["stats"]}      # a counter newer than the checkpoint starts at 0
+        self.stats = {**self.stats, **st["stats"]}  # a counter newer than the checkpoint starts at 0
         self._kernel_seq = st["kernel_seq"]
         self._stops = list(st["stops"])
         heapq.heapify(self._stops)
@@ -1190,14 +1273,17 @@ class Island:
         by_name = self.by_name
         self._io_heap = [(t, by_name[n].order, by_name[n]) for t, n in st["io"]]
         heapq.heapify(self._io_heap)
-        self._inbox = [(d, p, src, seq, rank, env, by_name[n], port)
-                       for d, p, src, seq, rank, env, n, port in st["inbox"]]
+        self._inbox = [
+            (d, p, src, seq, rank, env, by_name[n], port) for d, p, src, seq, rank, env, n, port in st["inbox"]
+        ]
         heapq.heapify(self._inbox)
         zcs = {zc.name: zc for zc in self.zero_crossings}
         lost = set(st["zero_crossings"]) - set(zcs)
         if lost:
-            raise CheckpointError(f"island {self.name!r}: zero-crossing(s) {sorted(lost)} were registered "
-                                  f"during the run and cannot be restored")
+            raise CheckpointError(
+                f"island {self.name!r}: zero-crossing(s) {sorted(lost)} were registered "
+                f"during the run and cannot be restored"
+            )
         self.zero_crossings = [zcs[n] for n in st["zero_crossings"]]
         for sname, (seq, io_k, io_prev, io_next, fresh, force, triggered) in st["slots"].items():
             s = by_name[sname]
@@ -1209,8 +1295,11 @@ class Island:
     @property
     def resolving_contact(self) -> bool:
         """Merged with other islands, or watching a contact condition made during the run."""
-        return (self.absorbed_into is not None or len(self.members) > 1
-                or any(not zc.restorable for zc in self.zero_crossings))
+        return (
+            self.absorbed_into is not None
+            or len(self.members) > 1
+            or any(not zc.restorable for zc in self.zero_crossings)
+        )
 
     # ------------------------------------------------------------------ merging (contact)
     def release_timeline(self) -> dict[str, Any]:
@@ -1219,9 +1308,14 @@ class Island:
         requested barriers, stops and zero-crossings. Any wake-up it planned is void."""
         self._leave_group()
         self._gen += 1
-        return {"states": {s.name: s.model.x.copy() for s in self._continuous},
-                "inbox": self._inbox, "events": self._events, "requested": self._requested,
-                "stops": self._stops, "zero_crossings": self.zero_crossings}
+        return {
+            "states": {s.name: s.model.x.copy() for s in self._continuous},
+            "inbox": self._inbox,
+            "events": self._events,
+            "requested": self._requested,
+            "stops": self._stops,
+            "zero_crossings": self.zero_crossings,
+        }
 
     def absorbed_by(self, primary: "Island") -> None:
         """This home island's models are integrated by ``primary`` from now on (dormant until a split)."""

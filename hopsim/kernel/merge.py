@@ -10,6 +10,7 @@ its next hop: a :class:`~hopsim.kernel.monitor.Monitor` check. It changes no sta
 between models of different homes keep their at-least-one-nanosecond latency, so a merge changes
 nothing but the hop boundaries the merged models share.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
@@ -46,8 +47,10 @@ def regroup(sim: "Simulation", groups: list[list["Island"]]) -> None:
         if missing:
             raise MergeError(f"regrouping island {isl.name!r} needs all its members; missing {sorted(missing)}")
         if getattr(isl, "remote", False) or isl.regroupable_at != t:
-            raise MergeError(f"island {isl.name!r} can be regrouped only at a monitor check of an "
-                             f"in-process island (it is at {isl.t} ns, the kernel at {t} ns)")
+            raise MergeError(
+                f"island {isl.name!r} can be regrouped only at a monitor check of an "
+                f"in-process island (it is at {isl.t} ns, the kernel at {t} ns)"
+            )
     before = {isl.name: [m.name for m in isl.members] for isl in current}
     pooled = [isl.release_timeline() for isl in current]
     for group in groups:

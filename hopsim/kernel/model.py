@@ -13,6 +13,7 @@ Kinds:
 Times given to lifecycle methods are integer nanoseconds, except the derivative-sample instants of
 ``pre_deriv``/``post_deriv``, which are float seconds (they are integrator samples, not barriers).
 """
+
 from __future__ import annotations
 
 import copy
@@ -57,7 +58,7 @@ IoSchedule = FixedRate | VariableRate | NoIo | DefaultRate
 def model_rng(run_seed: int, model_name: str) -> np.random.Generator:
     """The seeded generator of one model: a pure function of (run seed, model name)."""
     digest = hashlib.sha256(model_name.encode()).digest()
-    name_words = [int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4)]
+    name_words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(run_seed), *name_words])))
 
 
@@ -82,7 +83,7 @@ class ModelContext:
         return self._rng
 
 
-BARRIER_REQUEST = "__barrier__"   # outbox marker: (BARRIER_REQUEST, t_ns)
+BARRIER_REQUEST = "__barrier__"  # outbox marker: (BARRIER_REQUEST, t_ns)
 
 
 class Memo:
@@ -158,7 +159,7 @@ class Model(InlineAttributes):
         self.ctx = ctx
         if any(spec.on_change for spec in self.outputs.values()):
             if not hasattr(self, "_published"):
-                self._published: dict[str, bytes] = {}    # on_change ports: the last message published, serialized
+                self._published: dict[str, bytes] = {}  # on_change ports: the last message published, serialized
             self._last_written = LastWritten()
 
     @property
@@ -169,7 +170,7 @@ class Model(InlineAttributes):
     # ------------------------------------------------------------------ port helpers
     def read(self, port: str) -> Any:
         """Latest message on an input port (signal semantics), or None."""
-        return self.ports[port].value           # InPort.read(), without its call (read at every barrier)
+        return self.ports[port].value  # InPort.read(), without its call (read at every barrier)
 
     def take(self, port: str) -> Any:
         """Latest message on an input port if new since the last take (a command is seen once)."""
@@ -195,24 +196,26 @@ class Model(InlineAttributes):
         if not self._may_write:
             raise OutputOutsideUpdateFlowOuts(
                 f"{self.name}: outputs are written only in update_flow_outs (Dshell rule); "
-                f"move the write of {port!r} there")
+                f"move the write of {port!r} there"
+            )
         spec = self.outputs.get(port)
         if spec is None:
             raise KeyError(f"{self.name} has no output port {port!r}; it has {sorted(self.outputs)}")
         if not isinstance(msg, spec.msg_type):
-            raise TypeError(f"{self.name}.{port} carries {spec.msg_type.DESCRIPTOR.full_name}, "
-                            f"got {type(msg).__name__}")
+            raise TypeError(
+                f"{self.name}.{port} carries {spec.msg_type.DESCRIPTOR.full_name}, got {type(msg).__name__}"
+            )
         # (a port nothing reads publishes nothing anyway: :meth:`wanted`, inline)
         if spec.on_change and (self.ctx is None or port not in self.ctx.unread_outputs):
             published = self._published
             last = self._last_written.get(port)
             if last is not None and last[0] is msg and published.get(port) is last[1]:
-                return                       # the message last written, its bytes still the published ones
+                return  # the message last written, its bytes still the published ones
             data = msg.SerializeToString(deterministic=True) if spec.has_maps else msg.SerializeToString()
             held = published.get(port)
             if held == data:
                 self._last_written[port] = (msg, held)
-                return                       # a repeat: nothing is published
+                return  # a repeat: nothing is published
             published[port] = data
             self._last_written[port] = (msg, data)
         self._outbox.append((port, msg))
@@ -228,7 +231,7 @@ class Model(InlineAttributes):
         outbox, self._outbox, self._may_write = self._outbox, [], True
         published = getattr(self, "_published", None)
         if published is not None:
-            self._published = {}             # every output, repeat or not
+            self._published = {}  # every output, repeat or not
         try:
             self.update_flow_outs(t_ns)
             written = {port: msg for port, msg in self._outbox if port != BARRIER_REQUEST}
@@ -284,8 +287,9 @@ class Model(InlineAttributes):
         read through it instead (:meth:`Slot.snapshot_to_read`)."""
         # references to other models (a force model's body) are links, restored by their owners;
         # memos are no state (see Memo)
-        own = {k: v for k, v in vars(self).items()
-               if k not in self._FRAMEWORK_ATTRS and not isinstance(v, (Model, Memo))}
+        own = {
+            k: v for k, v in vars(self).items() if k not in self._FRAMEWORK_ATTRS and not isinstance(v, (Model, Memo))
+        }
         rng_state = self.ctx.rng.bit_generator.state if self.ctx else None
         ports = {k: p.state() for k, p in self.ports.items()}
         return (own, ports, rng_state)
@@ -293,7 +297,7 @@ class Model(InlineAttributes):
     def restore(self, snapshot: Any) -> None:
         """Return to a state returned by :meth:`snapshot`."""
         own, ports, rng_state = copy.deepcopy(snapshot)
-        set_attributes(self, own)          # not __dict__.update: see hopsim.kernel.unpickling
+        set_attributes(self, own)  # not __dict__.update: see hopsim.kernel.unpickling
         for value in vars(self).values():
             if isinstance(value, Memo):
                 value.forget()
@@ -350,4 +354,3 @@ class ContinuousModel(Model):
 
     def state(self, name: str) -> float:
         return float(self.x[self.state_names.index(name)])
-

@@ -9,6 +9,7 @@ then plan their next hops, in name order.
 
 The proximity monitor of contact (:mod:`hopsim.actors.contact`) is the user of this hook.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
@@ -21,14 +22,21 @@ if TYPE_CHECKING:
     from hopsim.kernel.executive import Simulation
     from hopsim.kernel.island import Island
 
-AFTER_BARRIERS = 2      # simpy priority: after every NORMAL (1) event of the same instant
+AFTER_BARRIERS = 2  # simpy priority: after every NORMAL (1) event of the same instant
 
 
 class Monitor:
     """A check ``check(t_ns)`` at ``rate_hz`` over ``islands`` (their home islands)."""
 
-    def __init__(self, sim: "Simulation", name: str, rate_hz: float, islands: list["Island"],
-                 check: Callable[[int], None], t0_ns: int = 0):
+    def __init__(
+        self,
+        sim: "Simulation",
+        name: str,
+        rate_hz: float,
+        islands: list["Island"],
+        check: Callable[[int], None],
+        t0_ns: int = 0,
+    ):
         if rate_hz <= 0:
             raise ValueError(f"monitor {name!r}: rate_hz must be positive, got {rate_hz}")
         self.sim = sim

@@ -6,6 +6,7 @@ feed-through. A cycle in that graph has feed-through in every model, so it is an
 it is an error unless a break is declared on one of its signals, and a broken signal is read one
 update late.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -18,8 +19,8 @@ from hopsim.kernel.errors import AlgebraicLoopError
 class Node:
     name: str
     feed_through: bool
-    reads: tuple[str, ...]    # topics read with zero latency inside the island
-    writes: tuple[str, ...]   # topics written
+    reads: tuple[str, ...]  # topics read with zero latency inside the island
+    writes: tuple[str, ...]  # topics written
 
 
 def feed_through_order(nodes: list[Node], breaks: set[str] = frozenset()) -> list[str]:
@@ -75,6 +76,6 @@ def _find_cycle(remaining: set[int], succ) -> tuple[list[int], list[str]]:
         i, topic = pred[node]
         walk.append((node, topic))
         node = i
-    cycle = walk[seen[node]:]
-    cycle.reverse()   # producer before consumer
+    cycle = walk[seen[node] :]
+    cycle.reverse()  # producer before consumer
     return [n for n, _ in cycle], [t for _, t in cycle]

@@ -11,6 +11,7 @@ Scenario code may capture the simulation in a closure that travels with an islan
 the owner of the islands being unpickled in that process: :func:`owning_unpickled_islands` names
 it while a host loads its islands.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -20,10 +21,10 @@ from typing import Any, Iterator, Protocol
 class IslandOwner(Protocol):
     """The services an island uses; the local simulation and a Ray host's services provide them."""
 
-    default_rate_hz: float      # the rate of models with DefaultRate I/O (Hz)
-    handled_kills: set          # kill faults already recovered from: passed over when met again
-    e_stop: bool                # set by a model or callback to end the run at this instant
-    batching: bool              # islands whose compiled hops coincide are propagated as one batch
+    default_rate_hz: float  # the rate of models with DefaultRate I/O (Hz)
+    handled_kills: set  # kill faults already recovered from: passed over when met again
+    e_stop: bool  # set by a model or callback to end the run at this instant
+    batching: bool  # islands whose compiled hops coincide are propagated as one batch
 
     @property
     def now(self) -> int:

@@ -4,6 +4,7 @@ Partial replay keeps some actors live and replaces every other one by a :class:`
 the same name and output ports, so the live actors receive exactly the inputs they received in
 the recorded run (same instants, same sequence numbers, same payload bytes).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -56,7 +57,7 @@ class PlaybackPlan:
 
     def __init__(self, live: set[str], recorded_by_source: dict[str, list[tuple[int, str, Any]]]):
         self.live = set(live)
-        self.recorded = recorded_by_source     # source -> [(t_ns, topic, payload)]
+        self.recorded = recorded_by_source  # source -> [(t_ns, topic, payload)]
         self.replaced: list[str] = []
 
     def stand_in(self, model: Model, out_topics: dict[str, str]) -> Model:
@@ -64,9 +65,10 @@ class PlaybackPlan:
         if model.name in self.live:
             return model
         port_of = {topic: port for port, topic in out_topics.items()}
-        messages = [(t, port_of[topic], payload) for t, topic, payload in self.recorded.get(model.name, [])
-                    if topic in port_of]
+        messages = [
+            (t, port_of[topic], payload) for t, topic, payload in self.recorded.get(model.name, []) if topic in port_of
+        ]
         self.replaced.append(model.name)
         stand_in = Playback(model.name, model.outputs, messages)
-        stand_in.accepts_faults = tuple(model.accepts_faults)   # faults for it are recorded, then ignored
+        stand_in.accepts_faults = tuple(model.accepts_faults)  # faults for it are recorded, then ignored
         return stand_in

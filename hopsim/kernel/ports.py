@@ -4,6 +4,7 @@ A port carries one protobuf message type. An input port is either a *signal* (la
 with a freshness counter, as Dshell signals: a command is seen once through :meth:`InPort.take`)
 or a *queue* (every message delivered once, in order, through :meth:`InPort.drain`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -72,17 +73,18 @@ class InPort(InlineAttributes):
 
     name: str
     spec: In
-    value: Any = None            # latest message (signal) or None
-    t_ns: int = -1               # publish time of the latest message
-    freshness: int = 0           # incremented on every delivery
-    seen: int = 0                # freshness value last returned by take()
+    value: Any = None  # latest message (signal) or None
+    t_ns: int = -1  # publish time of the latest message
+    freshness: int = 0  # incremented on every delivery
+    seen: int = 0  # freshness value last returned by take()
     queued: list = field(default_factory=list)
 
     def deliver(self, msg: Any, t_ns: int) -> None:
         if not isinstance(msg, self.spec.msg_type):
             raise TypeError(
                 f"port {self.name!r} takes {self.spec.msg_type.DESCRIPTOR.full_name}, "
-                f"got {type(msg).__name__}; tie it to a topic of that type")
+                f"got {type(msg).__name__}; tie it to a topic of that type"
+            )
         self.freshness += 1
         self.value = msg
         self.t_ns = t_ns

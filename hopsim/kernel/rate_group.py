@@ -20,6 +20,7 @@ Grouping changes no result: a member's barrier is the lone island's, step for st
 exchange messages at least 1 ns apart, so the order in which islands process one instant is free;
 the recorder writes each instant's envelopes in the bus's total order.
 """
+
 from __future__ import annotations
 
 import gc
@@ -44,19 +45,30 @@ class RateGroup:
     """The islands that share the periodic schedule ``key`` (see :meth:`PeriodicSchedule.key`),
     listed per instant. Created by the owner (:meth:`Simulation.rate_group`)."""
 
-    def __init__(self, key: tuple, schedule_wake: Callable[[Any, int, int], None],
-                 propagate: Callable[[list, int], None] | None, after_barrier: Callable[[Any, int], None],
-                 owner=None):
+    def __init__(
+        self,
+        key: tuple,
+        schedule_wake: Callable[[Any, int, int], None],
+        propagate: Callable[[list, int], None] | None,
+        after_barrier: Callable[[Any, int], None],
+        owner=None,
+    ):
         self.key = key
-        self._owner = owner                      # for row blocks (None: none are formed)
-        self._row_members = 0                    # members whose every model has a row form
-        self.block: Block | None = None          # the members run as rows now (hopsim.kernel.blocks)
-        self._schedule_wake = schedule_wake      # the owner's one simpy event per instant
-        self._propagate = propagate              # the owner's batch of compiled hops (if it batches), or None
+        self._owner = owner  # for row blocks (None: none are formed)
+        self._row_members = 0  # members whose every model has a row form
+        self.block: Block | None = None  # the members run as rows now (hopsim.kernel.blocks)
+        self._schedule_wake = schedule_wake  # the owner's one simpy event per instant
+        self._propagate = propagate  # the owner's batch of compiled hops (if it batches), or None
         self._after_barrier = after_barrier
-        self._at: dict[int, list[Island]] = {}   # instant (ns) -> the members due then, in joining order
-        self.stats = {"instants": 0, "member_barriers": 0, "joins": 0, "leaves": 0, "block_instants": 0,
-                      "instants_at_once": 0}
+        self._at: dict[int, list[Island]] = {}  # instant (ns) -> the members due then, in joining order
+        self.stats = {
+            "instants": 0,
+            "member_barriers": 0,
+            "joins": 0,
+            "leaves": 0,
+            "block_instants": 0,
+            "instants_at_once": 0,
+        }
 
     @property
     def period_ns(self) -> int | None:
@@ -92,25 +104,25 @@ class RateGroup:
         their next plans; a row block formed of them if they qualify."""
         block = self.block
         if block is not None and block.next_ns == t_ns and t_ns >= block.until_ns:
-            block.exit()                         # something irregular now: the members take it alone
+            block.exit()  # something irregular now: the members take it alone
         elif block is not None and block.next_ns == t_ns:
             self._block_instant(block, t_ns)
             ahead = 0
-            alone = not self._at.get(t_ns)        # no other member due now (its barrier comes after)
+            alone = not self._at.get(t_ns)  # no other member due now (its barrier comes after)
             while alone and block.next_ns < block.until_ns and self._owner.alone_through(block.next_ns):
-                self._block_instant(block, block.next_ns)     # nothing else happens before it
+                self._block_instant(block, block.next_ns)  # nothing else happens before it
                 ahead += 1
             if ahead:
                 self.stats["instants_at_once"] += ahead
                 self._owner.clock_through(block.t_ns)
             if block.next_ns > block.until_ns:
-                block.exit()                     # the members take the irregular instant alone
+                block.exit()  # the members take the irregular instant alone
             else:
                 self._schedule_wake(self, block.next_ns, block.next_ns)
         due = self._at.pop(t_ns, ())
         if len(due) > 1:
-            due = dict.fromkeys(due)     # an island that left and joined again for this instant is listed twice
-        members = []                     # (a loop: a comprehension costs a call)
+            due = dict.fromkeys(due)  # an island that left and joined again for this instant is listed twice
+        members = []  # (a loop: a comprehension costs a call)
         for isl in due:
             if isl.group is self and isl.planned_end == t_ns:
                 members.append(isl)
@@ -121,8 +133,11 @@ class RateGroup:
         stats["member_barriers"] += len(members)
         after = self._after_barrier
         propagate = self._propagate
-        blocks = (members,) if len(members) <= BARRIER_BLOCK else \
-            [members[i:i + BARRIER_BLOCK] for i in range(0, len(members), BARRIER_BLOCK)]
+        blocks = (
+            (members,)
+            if len(members) <= BARRIER_BLOCK
+            else [members[i : i + BARRIER_BLOCK] for i in range(0, len(members), BARRIER_BLOCK)]
+        )
         for block in blocks:
             if propagate is not None:
                 propagate(block, t_ns)
@@ -132,9 +147,14 @@ class RateGroup:
             for isl in block:
                 isl.plan_as_member()
                 after(isl, t_ns)
-        if (len(members) > 1 and self._row_members > 1 and self._owner is not None and self.block is None
-                and self.period_ns is not None):
-            self._form_block(members, t_ns)       # (a block has two members at least)
+        if (
+            len(members) > 1
+            and self._row_members > 1
+            and self._owner is not None
+            and self.block is None
+            and self.period_ns is not None
+        ):
+            self._form_block(members, t_ns)  # (a block has two members at least)
 
     def _block_instant(self, block: Block, t_ns: int) -> None:
         """The row block's instant ``t_ns``, counted as the members' barriers."""
@@ -150,7 +170,7 @@ class RateGroup:
         t_next = t_ns + self.period_ns
         members = [isl for isl in members if isl.group is self and isl.planned_end == t_next]
         collecting = gc.isenabled()
-        gc.disable()              # forming allocates an object or more per member: no collection meanwhile
+        gc.disable()  # forming allocates an object or more per member: no collection meanwhile
         try:
             block = Block.form(self, members, t_ns, self._owner)
         finally:
@@ -171,8 +191,13 @@ class RateGroup:
 class RateGroups:
     """An owner's rate groups, one per periodic schedule, made when an island first joins."""
 
-    def __init__(self, schedule_wake: Callable[[Any, int, int], None], propagate: Callable[[list, int], None] | None,
-                 after_barrier: Callable[[Any, int], None], owner=None):
+    def __init__(
+        self,
+        schedule_wake: Callable[[Any, int, int], None],
+        propagate: Callable[[list, int], None] | None,
+        after_barrier: Callable[[Any, int], None],
+        owner=None,
+    ):
         self._make = (schedule_wake, propagate, after_barrier, owner)
         self._groups: dict[tuple, RateGroup] = {}
 
@@ -199,8 +224,10 @@ class RateGroups:
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Each group's counters, by its schedule ("1 s period, phase 0 s")."""
-        return {f"{key[1] / key[2] / 1e9:g} s period, phase {key[0] / 1e9:g} s": dict(g.stats)
-                for key, g in self._groups.items()}
+        return {
+            f"{key[1] / key[2] / 1e9:g} s period, phase {key[0] / 1e9:g} s": dict(g.stats)
+            for key, g in self._groups.items()
+        }
 
 
 __all__ = ["RateGroup", "RateGroups"]

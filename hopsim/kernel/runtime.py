@@ -6,6 +6,7 @@ local runtime calls the object directly. Other runtimes (Ray, :mod:`hopsim.kerne
 implement the same two operations, so a model sees exactly the same inputs at the same lifecycle
 calls wherever it runs.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -4,6 +4,7 @@ Floats in seconds appear only at the user-facing edges (CLI, scenario parameters
 A periodic schedule computes its k-th instant as ``t0 + round(k * 1e9 / f)`` so that rates such
 as 3 Hz or 2.5 Hz never drift, however long the run.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -54,7 +55,7 @@ class PeriodicSchedule:
 
     def instant(self, k: int) -> int:
         """The k-th instant of the schedule (ns)."""
-        if self._den == 1:                  # a whole number of ns per period
+        if self._den == 1:  # a whole number of ns per period
             return self.t0_ns + k * self._num
         q, r = divmod(k * self._num, self._den)
         twice = 2 * r

@@ -1,5 +1,6 @@
 """The island's record of one model: its handle, wiring, I/O schedule and per-barrier flags,
 and the one way the kernel calls the model's lifecycle methods (:meth:`Slot.call`)."""
+
 from __future__ import annotations
 
 from time import thread_time_ns
@@ -19,6 +20,7 @@ def _timed(slot: "Slot", fn: Callable[[float], None]) -> Callable[[float], None]
         t0 = thread_time_ns()
         fn(t_s)
         slot.cpu_ns += thread_time_ns() - t0
+
     return timed
 
 
@@ -28,26 +30,66 @@ class Slot(InlineAttributes):
     Its attributes are ``__slots__``: there are more than CPython keeps inline in an object (see
     :mod:`hopsim.kernel.unpickling`), and every barrier reads and sets several of each model's."""
 
-    __slots__ = ('handle', 'name', 'cls', 'island', 'home', 'is_continuous', 'feed_through', 'io_schedule',
-                 'variable_rate', 'accepts_faults', 'in_topics', 'out_topics', 'seq', 'order', 'periodic',
-                 'io_k', 'io_prev', 'io_next', 'due', 'fresh', 'force_ufo', 'method_events', 'io_events',
-                 'model', 'local', 'trigger_ports', 'message_driven', 'triggered', 'ctx', 'unread',
-                 'does_end_io', 'does_start_io', 'does_update', 'accounting', 'cpu_ns', 'direct', 'received')
+    __slots__ = (
+        "handle",
+        "name",
+        "cls",
+        "island",
+        "home",
+        "is_continuous",
+        "feed_through",
+        "io_schedule",
+        "variable_rate",
+        "accepts_faults",
+        "in_topics",
+        "out_topics",
+        "seq",
+        "order",
+        "periodic",
+        "io_k",
+        "io_prev",
+        "io_next",
+        "due",
+        "fresh",
+        "force_ufo",
+        "method_events",
+        "io_events",
+        "model",
+        "local",
+        "trigger_ports",
+        "message_driven",
+        "triggered",
+        "ctx",
+        "unread",
+        "does_end_io",
+        "does_start_io",
+        "does_update",
+        "accounting",
+        "cpu_ns",
+        "direct",
+        "received",
+    )
 
-    def __init__(self, handle, model: Model, island: "Island", ties_in: dict[str, str],
-                 ties_out: dict[str, tuple[str, int, int, bool]]):
+    def __init__(
+        self,
+        handle,
+        model: Model,
+        island: "Island",
+        ties_in: dict[str, str],
+        ties_out: dict[str, tuple[str, int, int, bool]],
+    ):
         self.handle = handle
         self.name = handle.name
         self.cls = type(model)
-        self.island = island              # the island that integrates it now
-        self.home = island                # the island it was placed in (they differ while merged)
+        self.island = island  # the island that integrates it now
+        self.home = island  # the island it was placed in (they differ while merged)
         self.is_continuous = model.is_continuous
         self.feed_through = model.has_feed_through()
         self.io_schedule = model.io_schedule
         self.variable_rate = isinstance(model.io_schedule, VariableRate)
-        self.accepts_faults = tuple(model.accepts_faults)      # the kinds (a dict gives its keys)
-        self.in_topics = ties_in          # port -> topic
-        self.out_topics = ties_out        # port -> (topic, latency_ns, priority, queue)
+        self.accepts_faults = tuple(model.accepts_faults)  # the kinds (a dict gives its keys)
+        self.in_topics = ties_in  # port -> topic
+        self.out_topics = ties_out  # port -> (topic, latency_ns, priority, queue)
         self.seq = 0
         self.order = 0
         self.periodic: PeriodicSchedule | None = None
@@ -60,7 +102,7 @@ class Slot(InlineAttributes):
         self.method_events: dict[str, list[MethodEvent]] = {}
         self.io_events: dict[str, list[IoStepEvent]] = {"begin": [], "end": []}
         self.model: Model | None = handle.model if not handle.remote else None
-        self.local = self.model is not None    # the model object lives in this process
+        self.local = self.model is not None  # the model object lives in this process
         # inputs whose messages start an I/O step of the model at the barrier where they arrive:
         # every input of a model without periodic I/O, and inputs declared In(..., trigger=True)
         no_io = isinstance(model.io_schedule, NoIo)
@@ -68,12 +110,12 @@ class Slot(InlineAttributes):
         self.message_driven = bool(self.trigger_ports)
         self.triggered = False
         self.ctx = None
-        self.unread: frozenset = frozenset()   # output ports nobody reads (writes are dropped)
-        self.does_end_io = self.does_start_io = self.does_update = True   # whether the methods can do anything
+        self.unread: frozenset = frozenset()  # output ports nobody reads (writes are dropped)
+        self.does_end_io = self.does_start_io = self.does_update = True  # whether the methods can do anything
         self.accounting = False
-        self.cpu_ns = 0            # CPU time spent in this model's methods (thread time, ns)
-        self.direct = False        # local, no method events, no accounting: call the object itself
-        self.received = 0          # messages and faults handed to the model so far (a fleet form's cue)
+        self.cpu_ns = 0  # CPU time spent in this model's methods (thread time, ns)
+        self.direct = False  # local, no method events, no accounting: call the object itself
+        self.received = 0  # messages and faults handed to the model so far (a fleet form's cue)
 
     def overrides(self, method: str) -> bool:
         """Whether calling ``method`` can do anything (skipping no-op calls changes no result)."""
@@ -93,7 +135,7 @@ class Slot(InlineAttributes):
             finally:
                 model._may_write = False
         else:
-            result = getattr(model, method)(*args)      # it may ask for barriers, never write
+            result = getattr(model, method)(*args)  # it may ask for barriers, never write
         if model._outbox:
             self._route_outbox(model)
         return result

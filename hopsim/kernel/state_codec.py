@@ -23,6 +23,7 @@ Shared references are kept (a value met twice is encoded once and referred to), 
 snapshot has the same aliasing as the one captured. Sets are written sorted by their encoding, so
 that equal states give equal trees in every process (PYTHONHASHSEED changes set order).
 """
+
 from __future__ import annotations
 
 import base64
@@ -57,8 +58,7 @@ def _hopsim_class(module: str, qualname: str, where: str) -> type:
         for part in qualname.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError) as err:
-        raise StateCodecError(f"{where}: no class {module}.{qualname} in this version of hopsim "
-                              f"({err})") from None
+        raise StateCodecError(f"{where}: no class {module}.{qualname} in this version of hopsim ({err})") from None
     if not isinstance(obj, type) or obj.__module__ != module:
         raise StateCodecError(f"{where}: {module}.{qualname} is not a class defined there; refused")
     return obj
@@ -66,6 +66,7 @@ def _hopsim_class(module: str, qualname: str, where: str) -> type:
 
 def _message_class(full_name: str, where: str) -> type:
     from hopsim import schemas
+
     cls = schemas.message_class(full_name)
     if cls is None:
         raise StateCodecError(f"{where}: no protobuf message type {full_name!r} in hopsim's schemas")
@@ -83,7 +84,7 @@ class Encoder:
     def __init__(self):
         self.blobs: list[bytes] = []
         self.memo: dict[int, int] = {}
-        self.keep: list[Any] = []          # keeps encoded objects alive, so that ids stay unique
+        self.keep: list[Any] = []  # keeps encoded objects alive, so that ids stay unique
 
     def blob(self, data: bytes) -> int:
         self.blobs.append(data)
@@ -101,7 +102,7 @@ class Encoder:
         if isinstance(obj, int) and type(obj) is int:
             return obj
         if isinstance(obj, float) and type(obj) is float:
-            return {"f": obj.hex()}                 # exact, -0.0 and nan included
+            return {"f": obj.hex()}  # exact, -0.0 and nan included
         ref = self.memo.get(id(obj))
         if ref is not None:
             return {"ref": ref}
@@ -109,8 +110,9 @@ class Encoder:
             if obj.dtype.hasobject:
                 raise StateCodecError(f"{where}: a numpy array of Python objects is not data")
             arr = np.ascontiguousarray(obj)
-            return self.remember(obj, {"array": [np.lib.format.dtype_to_descr(arr.dtype), list(arr.shape),
-                                                 self.blob(arr.tobytes())]})
+            return self.remember(
+                obj, {"array": [np.lib.format.dtype_to_descr(arr.dtype), list(arr.shape), self.blob(arr.tobytes())]}
+            )
         if isinstance(obj, np.generic):
             if obj.dtype.hasobject:
                 raise StateCodecError(f"{where}: a numpy object scalar is not data")
@@ -118,14 +120,20 @@ class Encoder:
         if isinstance(obj, bytes):
             return {"bytes": base64.b64encode(obj).decode("ascii")}
         if isinstance(obj, Message):
-            return self.remember(obj, {"message": [obj.DESCRIPTOR.full_name,
-                                                   base64.b64encode(obj.SerializeToString(deterministic=True))
-                                                   .decode("ascii")]})
+            return self.remember(
+                obj,
+                {
+                    "message": [
+                        obj.DESCRIPTOR.full_name,
+                        base64.b64encode(obj.SerializeToString(deterministic=True)).decode("ascii"),
+                    ]
+                },
+            )
         if isinstance(obj, list):
             node = self.remember(obj, {"list": None})
             node["list"] = [self(v, f"{where}[{i}]") for i, v in enumerate(obj)]
             return node
-        if isinstance(obj, tuple) and type(obj) is not tuple:          # a NamedTuple of hopsim's
+        if isinstance(obj, tuple) and type(obj) is not tuple:  # a NamedTuple of hopsim's
             module, qualname = _class_path(type(obj))
             if not (module == "hopsim" or module.startswith("hopsim.")) or not hasattr(obj, "_fields"):
                 raise StateCodecError(f"{where}: a {module}.{qualname} tuple is not data hopsim can write")
@@ -151,10 +159,15 @@ class Encoder:
             node["deque"] = [self(v, f"{where}[{i}]") for i, v in enumerate(obj)]
             return node
         if isinstance(obj, np.random.Generator):
-            return self.remember(obj, {"generator": [type(obj.bit_generator).__name__,
-                                                     self(obj.bit_generator.state, f"{where}.state")]})
-        if isinstance(obj, _FUNCTION_TYPES) or (callable(obj) and not isinstance(obj, type)
-                                                and not hasattr(obj, "__dict__") and not hasattr(obj, "__slots__")):
+            return self.remember(
+                obj, {"generator": [type(obj.bit_generator).__name__, self(obj.bit_generator.state, f"{where}.state")]}
+            )
+        if isinstance(obj, _FUNCTION_TYPES) or (
+            callable(obj)
+            and not isinstance(obj, type)
+            and not hasattr(obj, "__dict__")
+            and not hasattr(obj, "__slots__")
+        ):
             return {"function": getattr(obj, "__qualname__", repr(obj))}
         if isinstance(obj, type):
             if issubclass(obj, Message):
@@ -169,9 +182,11 @@ class Encoder:
         cls = type(obj)
         module, qualname = _class_path(cls)
         if not (module == "hopsim" or module.startswith("hopsim.")) or "<" in qualname:
-            raise StateCodecError(f"{where}: a {module}.{qualname} is not data hopsim can write "
-                                  f"(only hopsim's own classes, numpy arrays, protobuf messages and "
-                                  f"plain values are)")
+            raise StateCodecError(
+                f"{where}: a {module}.{qualname} is not data hopsim can write "
+                f"(only hopsim's own classes, numpy arrays, protobuf messages and "
+                f"plain values are)"
+            )
         if _is_pydantic(obj):
             fields = obj.model_dump(mode="python")
             return self.remember(obj, {"pydantic": [module, qualname, self(fields, f"{where}")]})
@@ -254,20 +269,26 @@ class Decoder:
         if "list" in node:
             out: list = self.remember(node, [])
             tmpl = template if isinstance(template, list) else None
-            out.extend(self(v, f"{where}[{i}]", tmpl[i] if tmpl is not None and i < len(tmpl) else None)
-                       for i, v in enumerate(node["list"]))
+            out.extend(
+                self(v, f"{where}[{i}]", tmpl[i] if tmpl is not None and i < len(tmpl) else None)
+                for i, v in enumerate(node["list"])
+            )
             return out
         if "tuple" in node:
             tmpl = template if isinstance(template, tuple) else None
-            items = tuple(self(v, f"{where}[{i}]", tmpl[i] if tmpl is not None and i < len(tmpl) else None)
-                          for i, v in enumerate(node["tuple"]))
+            items = tuple(
+                self(v, f"{where}[{i}]", tmpl[i] if tmpl is not None and i < len(tmpl) else None)
+                for i, v in enumerate(node["tuple"])
+            )
             return self.remember(node, items)
         if "named_tuple" in node:
             module, qualname, values = node["named_tuple"]
             cls = _hopsim_class(module, qualname, where)
             if not (issubclass(cls, tuple) and hasattr(cls, "_fields")) or len(values) != len(cls._fields):
                 raise StateCodecError(f"{where}: {module}.{qualname} is not a named tuple of {len(values)} fields")
-            items = [self(v, f"{where}.{f}", getattr(template, f, None)) for f, v in zip(cls._fields, values, strict=True)]
+            items = [
+                self(v, f"{where}.{f}", getattr(template, f, None)) for f, v in zip(cls._fields, values, strict=True)
+            ]
             return self.remember(node, tuple.__new__(cls, items))
         if "dict" in node:
             out_d: dict = self.remember(node, {})
@@ -295,14 +316,17 @@ class Decoder:
         if "function" in node:
             if callable(template):
                 return template
-            raise StateCodecError(f"{where}: the checkpoint holds a function ({node['function']}) here, and the "
-                                  f"rebuilt scenario has none at this place to take instead; functions are "
-                                  f"rebuilt by the scenario, never read from a file")
+            raise StateCodecError(
+                f"{where}: the checkpoint holds a function ({node['function']}) here, and the "
+                f"rebuilt scenario has none at this place to take instead; functions are "
+                f"rebuilt by the scenario, never read from a file"
+            )
         if "message_type" in node:
             return _message_class(node["message_type"], where)
         if "builtin_type" in node:
-            allowed = {t.__name__: t for t in (int, float, bool, str, bytes, list, tuple, dict, set, frozenset,
-                                                type(None))}
+            allowed = {
+                t.__name__: t for t in (int, float, bool, str, bytes, list, tuple, dict, set, frozenset, type(None))
+            }
             if node["builtin_type"] not in allowed:
                 raise StateCodecError(f"{where}: builtin type {node['builtin_type']!r} refused")
             return allowed[node["builtin_type"]]

@@ -11,6 +11,7 @@ on, however it was made; the kernel's busiest such classes (:class:`~hopsim.kern
 ``__slots__`` instead, and pickle gives their state as a pair (the ``__dict__`` part, the
 ``__slots__`` part), which :func:`set_attributes` takes too.
 """
+
 from __future__ import annotations
 
 
@@ -26,7 +27,7 @@ def set_attributes(obj, state: dict | tuple) -> None:
 class InlineAttributes:
     """Mixin: unpickling (and ``copy``) restores attributes one by one, keeping them inline."""
 
-    __slots__ = ()          # a subclass without __slots__ has its __dict__ as usual
+    __slots__ = ()  # a subclass without __slots__ has its __dict__ as usual
 
     def __setstate__(self, state: dict | tuple) -> None:
         set_attributes(self, state)

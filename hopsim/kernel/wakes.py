@@ -1,4 +1,5 @@
 """One simpy event per instant for all the island barriers planned at it."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,8 +16,8 @@ class InstantWakes:
 
     def __init__(self, env):
         self.env = env
-        self.at: dict[int, list[tuple[Any, int]]] = {}   # t_ns -> [(island, generation)]
-        self.sole = False          # the instant being woken has one wake-up only
+        self.at: dict[int, list[tuple[Any, int]]] = {}  # t_ns -> [(island, generation)]
+        self.sole = False  # the instant being woken has one wake-up only
 
     def schedule(self, island: Any, t_ns: int, gen: int) -> None:
         """Wake ``island`` at ``t_ns`` for the plan of generation ``gen``."""

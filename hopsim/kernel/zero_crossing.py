@@ -1,4 +1,5 @@
 """Zero-crossing conditions: a sign change of a function of the island's state ends a hop."""
+
 from __future__ import annotations
 
 import itertools
@@ -23,13 +24,15 @@ class ZeroCrossing:
     direction: str = "falling"
     eps_ns: int = 1000
     seq: int = field(default_factory=lambda: next(_zc_sequence))
-    island: str | None = None     # the (home) island it was registered with
-    restorable: bool = True       # False: made during the run (contact), not by the scenario build
+    island: str | None = None  # the (home) island it was registered with
+    restorable: bool = True  # False: made during the run (contact), not by the scenario build
 
     def __post_init__(self):
         if self.direction not in ("falling", "rising", "either"):
-            raise ValueError(f"zero-crossing {self.name!r}: direction must be 'falling', 'rising' "
-                             f"or 'either', not {self.direction!r}")
+            raise ValueError(
+                f"zero-crossing {self.name!r}: direction must be 'falling', 'rising' "
+                f"or 'either', not {self.direction!r}"
+            )
         if self.eps_ns < 1:
             raise ValueError(f"zero-crossing {self.name!r}: eps must be at least 1 ns")
 

@@ -5,6 +5,7 @@ dispersion is the fault list (run 0: none; run k: the k-th fault) and whose runs
 campaign seed, so that a row differs from the baseline by its fault only. It has that campaign's
 directory, table, summary, resumption and Ray backend.
 """
+
 from __future__ import annotations
 
 import csv
@@ -34,8 +35,13 @@ def fault_label(f: FaultSpec) -> str:
     return f"{f.target}{unit} {f.kind}{value} @ {f.t_s:g} s"
 
 
-def fault_campaign(scenario: str, faults: list[FaultSpec], seed: int = 0, duration_s: float | None = None,
-                   overrides: dict | None = None):
+def fault_campaign(
+    scenario: str,
+    faults: list[FaultSpec],
+    seed: int = 0,
+    duration_s: float | None = None,
+    overrides: dict | None = None,
+):
     """The Monte Carlo campaign of a fault campaign: len(faults) + 1 runs with the same seed, the
     fault list dispersed (the scenario's own ``faults`` parameter stays in every run)."""
     if get_scenario(scenario).outcome is None:
@@ -43,23 +49,45 @@ def fault_campaign(scenario: str, faults: list[FaultSpec], seed: int = 0, durati
     fixed = dict(overrides or {})
     always = [f if isinstance(f, dict) else f.model_dump() for f in fixed.pop("faults", [])]
     lists = [always] + [always + [f.model_dump()] for f in faults]
-    return make_campaign({"scenario": scenario, "runs": len(lists), "seed": seed, "duration_s": duration_s,
-                          "parameters": fixed, "same_seed": True,
-                          "dispersions": [{"path": "faults", "knob": {"kind": "list", "values": lists}}]},
-                         f"campaign of {scenario}")
+    return make_campaign(
+        {
+            "scenario": scenario,
+            "runs": len(lists),
+            "seed": seed,
+            "duration_s": duration_s,
+            "parameters": fixed,
+            "same_seed": True,
+            "dispersions": [{"path": "faults", "knob": {"kind": "list", "values": lists}}],
+        },
+        f"campaign of {scenario}",
+    )
 
 
-def run_campaign(scenario: str, faults: list[FaultSpec], seed: int = 0, duration_s: float | None = None,
-                 overrides: dict | None = None, directory: str | Path | None = None,
-                 backend: str = "local", ray_address: str | None = None) -> list[CampaignRow]:
+def run_campaign(
+    scenario: str,
+    faults: list[FaultSpec],
+    seed: int = 0,
+    duration_s: float | None = None,
+    overrides: dict | None = None,
+    directory: str | Path | None = None,
+    backend: str = "local",
+    ray_address: str | None = None,
+) -> list[CampaignRow]:
     """Run the baseline and one run per fault (in ``directory``, a temporary one if None); one row
     each, in that order. A run that raises is a row with its error."""
     campaign = fault_campaign(scenario, faults, seed, duration_s, overrides)
     with tempfile.TemporaryDirectory(prefix="hopsim-campaign-") as scratch:
         rows = run_montecarlo(campaign, directory or scratch, backend=backend, ray_address=ray_address)
-    return [CampaignRow("baseline" if k == 0 else fault_label(faults[k - 1]), None if k == 0 else faults[k - 1],
-                        row["outcome"], row["stream_sha256"], row["error"])
-            for k, row in enumerate(rows)]
+    return [
+        CampaignRow(
+            "baseline" if k == 0 else fault_label(faults[k - 1]),
+            None if k == 0 else faults[k - 1],
+            row["outcome"],
+            row["stream_sha256"],
+            row["error"],
+        )
+        for k, row in enumerate(rows)
+    ]
 
 
 def write_table(rows: list[CampaignRow], path: Path) -> None:

@@ -4,14 +4,24 @@ Scenario modules register themselves with :func:`hopsim.scenarios.registry.scena
 is the one place that knows which modules hold the built-in scenarios, so that the registry never
 imports them (the scenario modules import the registry).
 """
+
 from __future__ import annotations
 
 from hopsim.scenarios.registry import ScenarioError, ScenarioSpec, registered
 
 
 def _load_builtin() -> None:
-    from hopsim.scenarios import (constellation, contact, deploy_boom, formation, lander,  # noqa: F401  (register
-                                  orbit_formation, rendezvous, spheres)                # on import)
+    # the built-in scenario modules register themselves on import
+    from hopsim.scenarios import (  # noqa: F401
+        constellation,
+        contact,
+        deploy_boom,
+        formation,
+        lander,
+        orbit_formation,
+        rendezvous,
+        spheres,
+    )
 
 
 def get_scenario(name: str) -> ScenarioSpec:

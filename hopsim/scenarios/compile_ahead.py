@@ -12,6 +12,7 @@ A stamp beside numba's cache remembers that a scenario's kernels were compiled a
 sources (hash of the package's Python files), this numba and this CPU, those that could be; a
 later run checks the stamp only.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,7 +31,7 @@ from pathlib import Path
 
 MANIFEST = "kernel_manifest.json"
 
-Kernel = tuple[str, str, str, float]      # module, function name, signature text, compile seconds
+Kernel = tuple[str, str, str, float]  # module, function name, signature text, compile seconds
 
 
 def load_manifest() -> dict[str, list[Kernel]]:
@@ -45,7 +46,7 @@ def _sources_digest() -> str:
     from numba.core.config import CPU_NAME
 
     h = hashlib.sha256(f"{numba.__version__}|{CPU_NAME or ''}|{platform.machine()}".encode())
-    package = Path(__file__).parents[1]          # the whole hopsim package
+    package = Path(__file__).parents[1]  # the whole hopsim package
     for path in sorted(package.rglob("*.py")):
         h.update(str(path.relative_to(package)).encode())
         h.update(path.read_bytes())
@@ -74,7 +75,7 @@ def is_compiled(scenario: str) -> bool:
 def _parse_signature(text: str):
     from numba.core import types
 
-    return tuple(eval(text, {"__builtins__": {}}, vars(types)))       # the package's own manifest
+    return tuple(eval(text, {"__builtins__": {}}, vars(types)))  # the package's own manifest
 
 
 def _dispatcher(module: str, name: str):
@@ -95,8 +96,7 @@ def _compile_one(module: str, name: str, signature: str) -> float:
     return time.perf_counter() - t0
 
 
-def compile_ahead(scenario: str, workers: int | None = None,
-                  report: Callable[[str], None] = lambda line: None) -> int:
+def compile_ahead(scenario: str, workers: int | None = None, report: Callable[[str], None] = lambda line: None) -> int:
     """Compile the kernels of ``scenario``'s manifest into numba's cache with ``workers`` processes
     (default: one per core), unless the stamp says they are; the number compiled. ``report``
     receives one progress line per kernel and a closing line."""
@@ -106,8 +106,10 @@ def compile_ahead(scenario: str, workers: int | None = None,
     if not kernels:
         return 0
     workers = max(1, min(workers or os.cpu_count() or 1, len(kernels)))
-    report(f"compiling {len(kernels)} numerical kernels of {scenario} ahead of its first run "
-           f"({workers} processes; later runs load them from the cache)...")
+    report(
+        f"compiling {len(kernels)} numerical kernels of {scenario} ahead of its first run "
+        f"({workers} processes; later runs load them from the cache)..."
+    )
     t0 = time.perf_counter()
     failed = []
     with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
@@ -115,17 +117,20 @@ def compile_ahead(scenario: str, workers: int | None = None,
         for done, future in enumerate(as_completed(futures), 1):
             try:
                 future.result()
-            except Exception as exc:                         # compiled at first call instead
+            except Exception as exc:  # compiled at first call instead
                 failed.append(f"{futures[future]} ({type(exc).__name__})")
             report(f"  {done}/{len(kernels)} {futures[future]}, {time.perf_counter() - t0:.0f} s")
-    report(f"compiled {len(kernels) - len(failed)} kernels ahead in {time.perf_counter() - t0:.1f} s"
-           + (f"; left to their first call: {', '.join(failed)}" if failed else ""))
-    _stamp_dir().mkdir(parents=True, exist_ok=True)       # the same sources would fail again: not retried
+    report(
+        f"compiled {len(kernels) - len(failed)} kernels ahead in {time.perf_counter() - t0:.1f} s"
+        + (f"; left to their first call: {', '.join(failed)}" if failed else "")
+    )
+    _stamp_dir().mkdir(parents=True, exist_ok=True)  # the same sources would fail again: not retried
     _stamp(scenario).write_text(_sources_digest())
     return len(kernels) - len(failed)
 
 
 # ---------------------------------------------------------------------------------- recording
+
 
 def _signature_text(args) -> str | None:
     """The text of a signature that :func:`_parse_signature` gives back exactly, or None."""
@@ -146,9 +151,13 @@ def record(scenarios: list[str]) -> dict[str, list[Kernel]]:
     found = {}
     for name in scenarios:
         with tempfile.TemporaryDirectory(prefix="hopsim-record-") as cache:
-            out = subprocess.run([sys.executable, "-m", "hopsim.scenarios.compile_ahead", "--record-one", name],
-                                 env={**os.environ, "NUMBA_CACHE_DIR": cache}, capture_output=True, text=True,
-                                 check=True)
+            out = subprocess.run(
+                [sys.executable, "-m", "hopsim.scenarios.compile_ahead", "--record-one", name],
+                env={**os.environ, "NUMBA_CACHE_DIR": cache},
+                capture_output=True,
+                text=True,
+                check=True,
+            )
         found[name] = [tuple(k) for k in json.loads(out.stdout.splitlines()[-1])]
     return found
 
@@ -174,7 +183,7 @@ def _record_one(name: str) -> list[Kernel]:
 
     event.register("numba:compile", _Listener())
     with tempfile.TemporaryDirectory(prefix="hopsim-record-") as out:
-        run_scenario(name, out=Path(out) / "run.mcap")         # recorded, as `make run` flies it
+        run_scenario(name, out=Path(out) / "run.mcap")  # recorded, as `make run` flies it
     return [(m, n, s, sec) for (m, n, s), sec in sorted(kernels.items())]
 
 
@@ -189,8 +198,10 @@ def main() -> None:
     elif opts.record:
         from hopsim.scenarios.catalog import all_scenarios
 
-        manifest = {"written_by": "python -m hopsim.scenarios.compile_ahead --record",
-                    "scenarios": record([spec.name for spec in all_scenarios()])}
+        manifest = {
+            "written_by": "python -m hopsim.scenarios.compile_ahead --record",
+            "scenarios": record([spec.name for spec in all_scenarios()]),
+        }
         Path(__file__).with_name(MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     elif opts.scenario:
         compile_ahead(opts.scenario, report=print)

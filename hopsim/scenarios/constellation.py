@@ -36,6 +36,7 @@ software stops manoeuvring, never on stale data, and drifts), ``disturbance`` on
 Topics of satellite ``s``: ``s/state``, ``s/fix``, ``s/mass``, ``s/fuel``, ``s/thr{0,1}/on_time``,
 ``s/thr{0,1}/wrench``, ``s/thr{0,1}/flow``.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,44 +57,67 @@ from hopsim.kernel.model import model_rng
 from hopsim.scenarios.orbit_integration import INTEGRATORS, orbit_island
 from hopsim.scenarios.registry import ScenarioParams, scenario
 
-BALLISTIC_STREAM = "constellation.ballistic"     # generator name of the per-satellite drag factors
+BALLISTIC_STREAM = "constellation.ballistic"  # generator name of the per-satellite drag factors
+
 
 class ConstellationParams(ScenarioParams):
     n_satellites: int = Field(24, ge=1, le=10_000, description="T: satellites in all (one island each)")
     n_planes: int = Field(3, ge=1, le=10_000, description="P: orbital planes; T must be a multiple of P")
-    phasing: int = Field(1, ge=0, le=9_999, description="F: Walker phasing factor, 0..P-1 (the shift between "
-                                                        "adjacent planes is F 360 / T deg)")
+    phasing: int = Field(
+        1,
+        ge=0,
+        le=9_999,
+        description="F: Walker phasing factor, 0..P-1 (the shift between adjacent planes is F 360 / T deg)",
+    )
     altitude_m: float = Field(550e3, ge=200e3, le=2000e3, description="circular orbit altitude above R (m)")
     inclination_deg: float = Field(53.0, ge=0, le=180, description="orbit inclination (deg)")
     gravity_degree: int = Field(2, ge=0, le=20, description="GGM03S degree and order (0: point mass)")
     drag: bool = Field(True, description="atmospheric drag on (exponential atmosphere, Vallado Table 8-4)")
-    density_scale: float = Field(1.0, gt=0, le=1e6, description="multiplies the air density (e.g. solar "
-                                                                "activity; large values make tests fast)")
+    density_scale: float = Field(
+        1.0, gt=0, le=1e6, description="multiplies the air density (e.g. solar activity; large values make tests fast)"
+    )
     cd_area_m2: float = Field(2.2, ge=0, le=1e3, description="mean drag coefficient times area C_D A (m^2)")
-    ballistic_spread: float = Field(0.3, ge=0, le=0.9, description="each satellite's C_D A is the mean times "
-                                                                   "1 + spread U(-1, 1), drawn from the seed")
+    ballistic_spread: float = Field(
+        0.3,
+        ge=0,
+        le=0.9,
+        description="each satellite's C_D A is the mean times 1 + spread U(-1, 1), drawn from the seed",
+    )
     mass_kg: float = Field(250.0, gt=0, le=1e5, description="each satellite's dry mass (kg)")
     fuel_kg: float = Field(5.0, gt=0, le=1e4, description="each satellite's propellant (kg)")
     thrust_N: float = Field(1.0, gt=0, le=1e3, description="each thruster's thrust (N)")
     isp_s: float = Field(220.0, gt=0, le=1e4, description="thruster specific impulse (s)")
     station_keeping: bool = Field(True, description="the flight software fires (off: it only monitors)")
-    box_deg: float = Field(0.5, gt=0, le=45, description="half-width of the along-track box about the slot "
-                                                         "(deg of argument of latitude)")
-    return_orbits: float = Field(3.0, gt=0, le=1e3, description="a correction aims the drift at the far edge of "
-                                                                "the box in this many orbits")
-    control_period_s: float = Field(60.0, ge=1, le=3600, description="the period of every model: spacecraft "
-                                                                     "output, GNSS, flight software, thrusters (s)")
+    box_deg: float = Field(
+        0.5, gt=0, le=45, description="half-width of the along-track box about the slot (deg of argument of latitude)"
+    )
+    return_orbits: float = Field(
+        3.0, gt=0, le=1e3, description="a correction aims the drift at the far edge of the box in this many orbits"
+    )
+    control_period_s: float = Field(
+        60.0,
+        ge=1,
+        le=3600,
+        description="the period of every model: spacecraft output, GNSS, flight software, thrusters (s)",
+    )
     gnss_sigma_m: float = Field(5.0, ge=0, le=1e3, description="GNSS position noise, 1 sigma per axis (m)")
     gnss_sigma_mps: float = Field(0.05, ge=0, le=10, description="GNSS velocity noise, 1 sigma per axis (m/s)")
-    integrator: str = Field("rk4", pattern=INTEGRATORS, description=(
-        "rk4: sub-steps of at most 10 s, the compiled hop; dop853: adaptive, rtol 1e-10 (see "
-        "hopsim.scenarios.orbit_integration)"))
+    integrator: str = Field(
+        "rk4",
+        pattern=INTEGRATORS,
+        description=(
+            "rk4: sub-steps of at most 10 s, the compiled hop; dop853: adaptive, rtol 1e-10 (see "
+            "hopsim.scenarios.orbit_integration)"
+        ),
+    )
 
     @model_validator(mode="after")
     def _walker(self):
         if self.n_satellites % self.n_planes:
-            raise ValueError(f"n_satellites (T = {self.n_satellites}) must be a multiple of n_planes "
-                             f"(P = {self.n_planes}): a Walker constellation has T / P satellites in every plane")
+            raise ValueError(
+                f"n_satellites (T = {self.n_satellites}) must be a multiple of n_planes "
+                f"(P = {self.n_planes}): a Walker constellation has T / P satellites in every plane"
+            )
         if self.phasing >= self.n_planes:
             raise ValueError(f"phasing (F = {self.phasing}) must lie in 0..n_planes - 1 = {self.n_planes - 1}")
         if self.control_period_s * 1e9 != round(self.control_period_s * 1e9):
@@ -112,8 +136,11 @@ def walker_slots(p: ConstellationParams) -> list[tuple[float, float]]:
     """(RAAN rad, u at t = 0 rad) of every satellite, in the order of :func:`satellite_names`."""
     s = p.n_satellites // p.n_planes
     t, n_p, f = p.n_satellites, p.n_planes, p.phasing
-    return [(math.radians(k * 360.0 / n_p), math.radians((j * 360.0 * n_p / t + k * f * 360.0 / t) % 360.0))
-            for k in range(n_p) for j in range(s)]
+    return [
+        (math.radians(k * 360.0 / n_p), math.radians((j * 360.0 * n_p / t + k * f * 360.0 / t) % 360.0))
+        for k in range(n_p)
+        for j in range(s)
+    ]
 
 
 def reference_orbit(p: ConstellationParams) -> tuple[float, float, float, float, float]:
@@ -126,7 +153,7 @@ def reference_orbit(p: ConstellationParams) -> tuple[float, float, float, float,
 def initial_state(p: ConstellationParams, raan: float, u: float) -> tuple[np.ndarray, np.ndarray]:
     """(r_N m, v_N m/s) of the slot at (RAAN, u), mean-circular (see the module)."""
     a, inc, mu, j2, radius = reference_orbit(p)
-    a_osc = a + 1.5 * j2 * radius ** 2 / a * math.sin(inc) ** 2 * math.cos(2.0 * u)
+    a_osc = a + 1.5 * j2 * radius**2 / a * math.sin(inc) ** 2 * math.cos(2.0 * u)
     return state_from_elements(a_osc, 0.0, inc, raan, 0.0, u, mu)
 
 
@@ -171,51 +198,126 @@ def constellation_outcome(sim: Simulation) -> dict:
         used = tank.fuel0_kg - max(float(tank.x[0]), 0.0)
         m0 = tank.dry_mass_kg + tank.fuel0_kg
         dv.append(p.isp_s * G0 * math.log(m0 / (m0 - used)))
-    rms = float(np.sqrt(np.mean(err ** 2)))
-    return {"phase_error_max_deg": math.degrees(float(err.max())), "phase_error_rms_deg": math.degrees(rms),
-            "phase_error_max_km": float(err.max()) * a / 1e3, "phase_error_rms_km": rms * a / 1e3,
-            "dv_total_mps": float(sum(dv)), "dv_max_mps": float(max(dv)),
-            "manoeuvres": int(sum(sim.model(f"{n}_sk").manoeuvres for n in satellite_names(p))),
-            "out_of_box": int(np.sum(err > math.radians(p.box_deg)))}
+    rms = float(np.sqrt(np.mean(err**2)))
+    return {
+        "phase_error_max_deg": math.degrees(float(err.max())),
+        "phase_error_rms_deg": math.degrees(rms),
+        "phase_error_max_km": float(err.max()) * a / 1e3,
+        "phase_error_rms_km": rms * a / 1e3,
+        "dv_total_mps": float(sum(dv)),
+        "dv_max_mps": float(max(dv)),
+        "manoeuvres": int(sum(sim.model(f"{n}_sk").manoeuvres for n in satellite_names(p))),
+        "out_of_box": int(np.sum(err > math.radians(p.box_deg))),
+    }
 
 
-@scenario("constellation", ConstellationParams, "a Walker delta constellation i:T/P/F (default 53 deg: 24/3/1 at "
-          "550 km, one island per satellite) keeps its slots against drag by along-track station keeping",
-          default_duration_s=6000.0, outcome=constellation_outcome)
+@scenario(
+    "constellation",
+    ConstellationParams,
+    "a Walker delta constellation i:T/P/F (default 53 deg: 24/3/1 at "
+    "550 km, one island per satellite) keeps its slots against drag by along-track station keeping",
+    default_duration_s=6000.0,
+    outcome=constellation_outcome,
+)
 def build_constellation(sim: Simulation, p: ConstellationParams) -> None:
     a, inc, mu, j2, radius = reference_orbit(p)
     u_dot = slot_rate(a, inc, mu, j2, radius)
     window = 2.0 * math.pi / u_dot
     field = ggm03s()
-    h0, rho0, scale = density_band(p.altitude_m)     # one band of Vallado's table for the whole orbit
+    h0, rho0, scale = density_band(p.altitude_m)  # one band of Vallado's table for the whole orbit
     factors = ballistic_factors(p, sim.seed)
-    inertia = np.diag([100.0, 120.0, 80.0])           # kg m^2; y (the spin axis) a principal axis
+    inertia = np.diag([100.0, 120.0, 80.0])  # kg m^2; y (the spin axis) a principal axis
     rate = 1.0 / p.control_period_s
     for name, (raan, u0), factor in zip(satellite_names(p), walker_slots(p), factors):
         r, v = initial_state(p, raan, u0)
         q, omega = lvlh_attitude(r, v, u_dot)
-        sim.add_island(name, **orbit_island(p.integrator, p.control_period_s, rtol=1e-10, atol=1e-3,
-                                            max_step_s=p.control_period_s))
-        sim.add_model(OrbitingSpacecraft(
-            name, r, v, p.mass_kg + p.fuel_kg, inertia, q_BN=q, omega_BN_B=omega,
-            field=field if p.gravity_degree > 0 else None, degree=p.gravity_degree, mu=mu,
-            cd_area_m2=p.cd_area_m2 * factor if p.drag else 0.0, rho0_kgpm3=rho0 * p.density_scale, h0_m=h0,
-            scale_height_m=scale, gravity_gradient=False, n_thrusters=2, rate_hz=rate), name,
-            ties={"state": f"{name}/state", "mass": f"{name}/mass", "wrench0": f"{name}/thr0/wrench",
-                  "wrench1": f"{name}/thr1/wrench"})
-        sim.add_model(GnssReceiver(f"{name}_gnss", name, p.gnss_sigma_m, p.gnss_sigma_mps, rate_hz=rate), name,
-                      ties={"state": f"{name}/state", "fix": f"{name}/fix"})
-        sim.add_model(FuelTank(f"{name}_tank", 2, p.fuel_kg, p.fuel_kg, p.mass_kg, inertia_empty_B=inertia,
-                               inertia_full_B=inertia, rate_hz=rate), name,
-                      ties={"flow0": f"{name}/thr0/flow", "flow1": f"{name}/thr1/flow",
-                            "fuel_remaining": f"{name}/fuel", "mass": f"{name}/mass"})
+        sim.add_island(
+            name, **orbit_island(p.integrator, p.control_period_s, rtol=1e-10, atol=1e-3, max_step_s=p.control_period_s)
+        )
+        sim.add_model(
+            OrbitingSpacecraft(
+                name,
+                r,
+                v,
+                p.mass_kg + p.fuel_kg,
+                inertia,
+                q_BN=q,
+                omega_BN_B=omega,
+                field=field if p.gravity_degree > 0 else None,
+                degree=p.gravity_degree,
+                mu=mu,
+                cd_area_m2=p.cd_area_m2 * factor if p.drag else 0.0,
+                rho0_kgpm3=rho0 * p.density_scale,
+                h0_m=h0,
+                scale_height_m=scale,
+                gravity_gradient=False,
+                n_thrusters=2,
+                rate_hz=rate,
+            ),
+            name,
+            ties={
+                "state": f"{name}/state",
+                "mass": f"{name}/mass",
+                "wrench0": f"{name}/thr0/wrench",
+                "wrench1": f"{name}/thr1/wrench",
+            },
+        )
+        sim.add_model(
+            GnssReceiver(f"{name}_gnss", name, p.gnss_sigma_m, p.gnss_sigma_mps, rate_hz=rate),
+            name,
+            ties={"state": f"{name}/state", "fix": f"{name}/fix"},
+        )
+        sim.add_model(
+            FuelTank(
+                f"{name}_tank",
+                2,
+                p.fuel_kg,
+                p.fuel_kg,
+                p.mass_kg,
+                inertia_empty_B=inertia,
+                inertia_full_B=inertia,
+                rate_hz=rate,
+            ),
+            name,
+            ties={
+                "flow0": f"{name}/thr0/flow",
+                "flow1": f"{name}/thr1/flow",
+                "fuel_remaining": f"{name}/fuel",
+                "mass": f"{name}/mass",
+            },
+        )
         for i, axis in enumerate([(1.0, 0.0, 0.0), (-1.0, 0.0, 0.0)]):
-            sim.add_model(PulsedThruster(f"{name}_thr{i}", name, p.thrust_N, p.isp_s, axis,
-                                         period_s=p.control_period_s, min_on_time_s=0.01), name,
-                          ties={"on_time": f"{name}/thr{i}/on_time", "fuel_remaining": f"{name}/fuel",
-                                "wrench": f"{name}/thr{i}/wrench", "flow": f"{name}/thr{i}/flow"})
-        sim.add_model(StationKeeping(f"{name}_sk", u0, u_dot, a, math.radians(p.box_deg), p.thrust_N,
-                                     p.mass_kg + p.fuel_kg, window, p.return_orbits * window, rate_hz=rate,
-                                     enabled=p.station_keeping), name,
-                      ties={"fix": f"{name}/fix", "mass": f"{name}/mass", "on_time0": f"{name}/thr0/on_time",
-                            "on_time1": f"{name}/thr1/on_time"})
+            sim.add_model(
+                PulsedThruster(
+                    f"{name}_thr{i}", name, p.thrust_N, p.isp_s, axis, period_s=p.control_period_s, min_on_time_s=0.01
+                ),
+                name,
+                ties={
+                    "on_time": f"{name}/thr{i}/on_time",
+                    "fuel_remaining": f"{name}/fuel",
+                    "wrench": f"{name}/thr{i}/wrench",
+                    "flow": f"{name}/thr{i}/flow",
+                },
+            )
+        sim.add_model(
+            StationKeeping(
+                f"{name}_sk",
+                u0,
+                u_dot,
+                a,
+                math.radians(p.box_deg),
+                p.thrust_N,
+                p.mass_kg + p.fuel_kg,
+                window,
+                p.return_orbits * window,
+                rate_hz=rate,
+                enabled=p.station_keeping,
+            ),
+            name,
+            ties={
+                "fix": f"{name}/fix",
+                "mass": f"{name}/mass",
+                "on_time0": f"{name}/thr0/on_time",
+                "on_time1": f"{name}/thr1/on_time",
+            },
+        )

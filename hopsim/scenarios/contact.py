@@ -6,6 +6,7 @@ The vehicles are SPHERES-class rigid bodies (mass properties of the chosen vehic
 :class:`~hopsim.actors.contact.DockingPort`; a :class:`~hopsim.actors.contact.ContactWorld` merges
 the islands of vehicles that can touch. Every vehicle publishes its state on ``<name>/state``.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,22 +28,45 @@ SPHERES_RADIUS_M = 0.1
 class ContactScenario(ScenarioParams):
     vehicle_type: str = Field("spheres_6dof", description="mass properties of this SPHERES parameter set")
     radius_m: float = Field(SPHERES_RADIUS_M, gt=0, description="contact sphere radius (m)")
-    contact: ContactParams = Field(default_factory=ContactParams, description=(
-        "contact laws: restitution, friction, latch, check rate (--set contact.restitution=0.8)"))
+    contact: ContactParams = Field(
+        default_factory=ContactParams,
+        description=("contact laws: restitution, friction, latch, check rate (--set contact.restitution=0.8)"),
+    )
     state_rate_hz: float = Field(10.0, gt=0, le=10_000, description="rate of each vehicle's published state")
-    cm_offset_m: Vec3 | None = Field(None, description=(
-        "centre of mass from the geometric centre, body frame (m); None: the vehicle type's"))
+    cm_offset_m: Vec3 | None = Field(
+        None, description=("centre of mass from the geometric centre, body frame (m); None: the vehicle type's")
+    )
 
 
-def _add_vehicle(sim: Simulation, world: ContactWorld, p: ContactScenario, name: str, r_N, v_N,
-                 yaw_deg: float = 0.0, omega_B=(0.0, 0.0, 0.0), port=True) -> RigidVehicleDynamics:
+def _add_vehicle(
+    sim: Simulation,
+    world: ContactWorld,
+    p: ContactScenario,
+    name: str,
+    r_N,
+    v_N,
+    yaw_deg: float = 0.0,
+    omega_B=(0.0, 0.0, 0.0),
+    port=True,
+) -> RigidVehicleDynamics:
     mass = vehicle_params(p.vehicle_type, {}).mass
     r_CB_B = mass.r_CB_B if p.cm_offset_m is None else p.cm_offset_m
     sim.add_island(name)
-    body = sim.add_model(RigidVehicleDynamics(name, mass.mass_kg, np.diag(mass.inertia_diag_kgm2), r_CB_B,
-                                              r_BN_N=r_N, v_BN_N=v_N, q_BN=tuple(from_yaw(math.radians(yaw_deg))),
-                                              omega_BN_B=omega_B, rate_hz=p.state_rate_hz),
-                         name, ties={"state": f"{name}/state"})
+    body = sim.add_model(
+        RigidVehicleDynamics(
+            name,
+            mass.mass_kg,
+            np.diag(mass.inertia_diag_kgm2),
+            r_CB_B,
+            r_BN_N=r_N,
+            v_BN_N=v_N,
+            q_BN=tuple(from_yaw(math.radians(yaw_deg))),
+            omega_BN_B=omega_B,
+            rate_hz=p.state_rate_hz,
+        ),
+        name,
+        ties={"state": f"{name}/state"},
+    )
     world.add_body(body, name, p.radius_m, port_B=(1.0, 0.0, 0.0) if port else None)
     return body
 
@@ -51,8 +75,12 @@ def contact_outcome(sim: Simulation) -> dict:
     """Contacts and docks that happened, and the final momentum of all vehicles."""
     world: ContactWorld = sim.contact_world
     kinds = [c["kind"] for c in world.contacts]
-    return {"contacts": kinds.count("CONTACT"), "docks": kinds.count("DOCK"), "undocks": kinds.count("UNDOCK"),
-            "first_contact_s": next((c["t_ns"] / 1e9 for c in world.contacts), None)}
+    return {
+        "contacts": kinds.count("CONTACT"),
+        "docks": kinds.count("DOCK"),
+        "undocks": kinds.count("UNDOCK"),
+        "first_contact_s": next((c["t_ns"] / 1e9 for c in world.contacts), None),
+    }
 
 
 class CollisionParams(ContactScenario):
@@ -64,9 +92,13 @@ class CollisionParams(ContactScenario):
     b_yaw_deg: float = Field(90.0, description="b's port points +Y too")
 
 
-@scenario("collision", CollisionParams,
-          "two SPHERES approach at an angle, ports not facing, no control; e = 0.5 (seed 4.2)",
-          default_duration_s=6.0, outcome=contact_outcome)
+@scenario(
+    "collision",
+    CollisionParams,
+    "two SPHERES approach at an angle, ports not facing, no control; e = 0.5 (seed 4.2)",
+    default_duration_s=6.0,
+    outcome=contact_outcome,
+)
 def build_collision(sim: Simulation, p: CollisionParams) -> None:
     world = ContactWorld(sim, p.contact)
     _add_vehicle(sim, world, p, "sph1", p.a_start_m, p.a_velocity_mps, p.a_yaw_deg)
@@ -84,9 +116,13 @@ class PassiveDockingParams(ContactScenario):
     separation_speed_mps: float = Field(0.05, ge=0, description="speed apart after an undock")
 
 
-@scenario("passive_docking", PassiveDockingParams,
-          "ports facing, 5 cm lateral offset, +5 and -50 cm/s, no control: latch at 20 cm (seed 4.3)",
-          default_duration_s=6.0, outcome=contact_outcome)
+@scenario(
+    "passive_docking",
+    PassiveDockingParams,
+    "ports facing, 5 cm lateral offset, +5 and -50 cm/s, no control: latch at 20 cm (seed 4.3)",
+    default_duration_s=6.0,
+    outcome=contact_outcome,
+)
 def build_passive_docking(sim: Simulation, p: PassiveDockingParams) -> None:
     world = ContactWorld(sim, p.contact)
     _add_vehicle(sim, world, p, "sph1", p.a_start_m, p.a_velocity_mps, 0.0)
@@ -95,8 +131,12 @@ def build_passive_docking(sim: Simulation, p: PassiveDockingParams) -> None:
     sim.contact_world = world
     if p.undock_at_s is not None:
         from hopsim.schemas import DockCommand
-        sim.inject("sph2/dock_cmd", DockCommand(vehicle="sph2", undock=True,
-                                                separation_speed_mps=p.separation_speed_mps), p.undock_at_s)
+
+        sim.inject(
+            "sph2/dock_cmd",
+            DockCommand(vehicle="sph2", undock=True, separation_speed_mps=p.separation_speed_mps),
+            p.undock_at_s,
+        )
 
 
 class PileupParams(ContactScenario):
@@ -109,8 +149,10 @@ class PileupParams(ContactScenario):
     @model_validator(mode="after")
     def _box_fits(self):
         if self.box_m and self.box_m < 4 * self.radius_m:
-            raise ValueError(f"box_m = {self.box_m} m cannot hold a vehicle of radius {self.radius_m} m; "
-                             f"use at least {4 * self.radius_m} m or 0 for the default size")
+            raise ValueError(
+                f"box_m = {self.box_m} m cannot hold a vehicle of radius {self.radius_m} m; "
+                f"use at least {4 * self.radius_m} m or 0 for the default size"
+            )
         return self
 
 
@@ -130,20 +172,34 @@ def pileup_layout(p: PileupParams, rng: np.random.Generator) -> tuple[float, np.
     return box, r, v
 
 
-@scenario("pileup", PileupParams,
-          "many SPHERES-class vehicles bouncing in a box (contact stress test)",
-          default_duration_s=10.0, outcome=contact_outcome)
+@scenario(
+    "pileup",
+    PileupParams,
+    "many SPHERES-class vehicles bouncing in a box (contact stress test)",
+    default_duration_s=10.0,
+    outcome=contact_outcome,
+)
 def build_pileup(sim: Simulation, p: PileupParams) -> None:
     rng = np.random.default_rng([sim.seed, 0x9113])
     box, r, v = pileup_layout(p, rng)
-    contact = p.contact.model_copy(update={"volume_min_N": (0.0, 0.0, 0.0), "volume_max_N": (box, box, box),
-                                           "docking": p.docking})
+    contact = p.contact.model_copy(
+        update={"volume_min_N": (0.0, 0.0, 0.0), "volume_max_N": (box, box, box), "docking": p.docking}
+    )
     world = ContactWorld(sim, contact)
     axes = rng.normal(size=(p.n_vehicles, 3))
     omegas = p.spin_rad_s * axes / np.linalg.norm(axes, axis=1, keepdims=True)
     width = len(str(p.n_vehicles - 1))
     for i in range(p.n_vehicles):
-        _add_vehicle(sim, world, p, f"v{i:0{width}d}", tuple(r[i]), tuple(v[i]), float(rng.uniform(0, 360)),
-                     tuple(omegas[i]), port=p.docking)
+        _add_vehicle(
+            sim,
+            world,
+            p,
+            f"v{i:0{width}d}",
+            tuple(r[i]),
+            tuple(v[i]),
+            float(rng.uniform(0, 360)),
+            tuple(omegas[i]),
+            port=p.docking,
+        )
     world.attach()
     sim.contact_world = world

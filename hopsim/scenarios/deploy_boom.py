@@ -5,6 +5,7 @@ articulated-body algorithm; a sequencer sends the four moves (bang-bang, bang-co
 smoothed bang-bang, smoothed bang-coast-bang). With no external load the system's momentum is
 conserved, so the hub recoils against every move of the boom.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,12 +22,17 @@ from hopsim.scenarios.registry import ScenarioError, ScenarioParams, scenario
 
 class DeployBoomParams(ScenarioParams):
     hub_mass_kg: float = Field(20.0, gt=0, description="mass of the free-flying hub")
-    hub_inertia_kgm2: tuple[float, float, float] = Field((0.8, 0.9, 1.0), description="hub's principal inertia about its centre of mass")
+    hub_inertia_kgm2: tuple[float, float, float] = Field(
+        (0.8, 0.9, 1.0), description="hub's principal inertia about its centre of mass"
+    )
     boom_mass_kg: float = Field(2.0, gt=0, description="mass of the boom")
-    boom_inertia_kgm2: tuple[float, float, float] = Field((0.001, 0.05, 0.05), description="boom's principal inertia about its centre of mass")
+    boom_inertia_kgm2: tuple[float, float, float] = Field(
+        (0.001, 0.05, 0.05), description="boom's principal inertia about its centre of mass"
+    )
     boom_root_m: tuple[float, float, float] = Field((0.25, 0.0, 0.0), description="slider origin in the hub frame")
-    boom_offset_m: tuple[float, float, float] = Field((0.0, 0.0, 0.0),
-                                                      description="boom centre of mass off the slider axis")
+    boom_offset_m: tuple[float, float, float] = Field(
+        (0.0, 0.0, 0.0), description="boom centre of mass off the slider axis"
+    )
     accel_max_mps2: float = Field(0.02, gt=0, description="the profiles' largest acceleration along the slider")
     stroke_m: float = Field(0.5, gt=0, description="length of the longest move")
     coast_s: float = Field(2.0, ge=0, description="coast of the bang-coast-bang moves")
@@ -40,8 +46,12 @@ class DeployBoomParams(ScenarioParams):
 def boom_moves(p: DeployBoomParams) -> list[tuple[float, MoveProfile]]:
     """Extend, retract, extend, retract: one move with each of the four profiles."""
     a, L = p.accel_max_mps2, p.stroke_m
-    legs = [(0.0, L, 0.0, 0.0), (L, 0.2 * L, p.coast_s, 0.0), (0.2 * L, L, 0.0, p.smoothing_s),
-            (L, 0.0, p.coast_s, p.smoothing_s)]
+    legs = [
+        (0.0, L, 0.0, 0.0),
+        (L, 0.2 * L, p.coast_s, 0.0),
+        (0.2 * L, L, 0.0, p.smoothing_s),
+        (L, 0.0, p.coast_s, p.smoothing_s),
+    ]
     moves, t = [], 1.0
     for start, end, coast, smooth in legs:
         try:
@@ -56,27 +66,52 @@ def boom_moves(p: DeployBoomParams) -> list[tuple[float, MoveProfile]]:
 def boom_tree(p: DeployBoomParams) -> MultibodyTree:
     tree = MultibodyTree()
     tree.add_body("hub", joint="free", mass=p.hub_mass_kg, inertia_C_B=np.diag(p.hub_inertia_kgm2))
-    tree.add_body("boom", parent="hub", joint="slider", axis=(1.0, 0.0, 0.0), mass=p.boom_mass_kg,
-                  r_CB_B=p.boom_offset_m, inertia_C_B=np.diag(p.boom_inertia_kgm2),
-                  inb_to_joint=pose(translation=p.boom_root_m), prescribed=True)
+    tree.add_body(
+        "boom",
+        parent="hub",
+        joint="slider",
+        axis=(1.0, 0.0, 0.0),
+        mass=p.boom_mass_kg,
+        r_CB_B=p.boom_offset_m,
+        inertia_C_B=np.diag(p.boom_inertia_kgm2),
+        inb_to_joint=pose(translation=p.boom_root_m),
+        prescribed=True,
+    )
     return tree
 
 
 def deploy_boom_outcome(sim: Simulation) -> dict:
     dyn = sim.model("spacecraft")
     h = spatial_momentum(dyn.arrays, dyn.Q, dyn.U)
-    return {"boom_extension_m": float(dyn.Q[dyn.tree.q_slice("boom")][0]),
-            "hub_position_m": dyn.Q[4:7].tolist(), "momentum_norm": float(np.linalg.norm(h))}
+    return {
+        "boom_extension_m": float(dyn.Q[dyn.tree.q_slice("boom")][0]),
+        "hub_position_m": dyn.Q[4:7].tolist(),
+        "momentum_norm": float(np.linalg.norm(h)),
+    }
 
 
-@scenario("deploy_boom", DeployBoomParams, "free-flying hub extending a prescribed boom with each of the "
-          "four translation profiles (articulated-body dynamics)", default_duration_s=180.0,
-          outcome=deploy_boom_outcome)
+@scenario(
+    "deploy_boom",
+    DeployBoomParams,
+    "free-flying hub extending a prescribed boom with each of the "
+    "four translation profiles (articulated-body dynamics)",
+    default_duration_s=180.0,
+    outcome=deploy_boom_outcome,
+)
 def build_deploy_boom(sim: Simulation, p: DeployBoomParams) -> None:
     sim.add_island("spacecraft", integrator=make_integrator(p.integrator), n_integration_steps=p.n_integration_steps)
     tree = boom_tree(p)
-    sim.add_model(ArticulatedDynamics("spacecraft", tree, rate_hz=p.state_rate_hz), "spacecraft",
-                  ties={"profiles": "spacecraft/boom_profile", "hub_state": "spacecraft/hub_state",
-                        "joints": "spacecraft/joints"})
-    sim.add_model(MoveSequencer("boom_sequencer", "boom", boom_moves(p)), "spacecraft",
-                  ties={"profiles": "spacecraft/boom_profile"})
+    sim.add_model(
+        ArticulatedDynamics("spacecraft", tree, rate_hz=p.state_rate_hz),
+        "spacecraft",
+        ties={
+            "profiles": "spacecraft/boom_profile",
+            "hub_state": "spacecraft/hub_state",
+            "joints": "spacecraft/joints",
+        },
+    )
+    sim.add_model(
+        MoveSequencer("boom_sequencer", "boom", boom_moves(p)),
+        "spacecraft",
+        ties={"profiles": "spacecraft/boom_profile"},
+    )

@@ -22,6 +22,7 @@ A dispersion names the parameter it sets by a *path*: ``altitude_m``, a nested f
 ``k``, the dispersion's name) alone, so a run's parameters never depend on the other runs or on
 the order in which dispersions are listed.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -110,8 +111,9 @@ class Normal(_Knob):
             x = float(rng.normal(self.mean, self.std))
             if (self.low is None or x >= self.low) and (self.high is None or x <= self.high):
                 return x
-        raise ValueError(f"normal(mean={self.mean}, std={self.std}) almost never falls in "
-                         f"[{self.low}, {self.high}]: widen the cut")
+        raise ValueError(
+            f"normal(mean={self.mean}, std={self.std}) almost never falls in [{self.low}, {self.high}]: widen the cut"
+        )
 
 
 class Choice(_Knob):
@@ -154,8 +156,9 @@ class MvNormal(_Knob):
     @model_validator(mode="after")
     def _sizes(self):
         if len(self.covariance) != len(self.mean):
-            raise ValueError(f"mvnormal's mean has {len(self.mean)} entries, its covariance "
-                             f"{len(self.covariance)} rows")
+            raise ValueError(
+                f"mvnormal's mean has {len(self.mean)} entries, its covariance {len(self.covariance)} rows"
+            )
         return self
 
     def value(self, k, rng):
@@ -190,8 +193,9 @@ class Grid(_Knob):
         return dict(reversed(list(out.items())))
 
 
-Knob = Annotated[Union[Constant, SequenceKnob, ListKnob, Uniform, Normal, Choice, MvNormal, Grid],
-                 Field(discriminator="kind")]
+Knob = Annotated[
+    Union[Constant, SequenceKnob, ListKnob, Uniform, Normal, Choice, MvNormal, Grid], Field(discriminator="kind")
+]
 
 
 class Dispersion(BaseModel):
@@ -214,8 +218,10 @@ def parse_path(path: str) -> list[str | int]:
     for piece in path.split("."):
         m = _PATH_PART.fullmatch(piece)
         if not m:
-            raise ValueError(f"parameter path {path!r}: {piece!r} is not a name with optional [index]es "
-                             f"(write e.g. boom_offset_m[1] or faults[0].t_s)")
+            raise ValueError(
+                f"parameter path {path!r}: {piece!r} is not a name with optional [index]es "
+                f"(write e.g. boom_offset_m[1] or faults[0].t_s)"
+            )
         parts.append(m.group(1))
         parts += [int(i) for i in re.findall(r"\[(\d+)\]", m.group(2))]
     return parts

@@ -19,6 +19,7 @@ only (ring: 2, lattice: up to 4), never to all N.
 Topics of vehicle ``v``: ``v/state`` (truth), ``v/meas``, ``v/thrust``, ``v/air`` (broadcast,
 delayed by the radio latency), ``v/rx`` (the packets the radio let through).
 """
+
 from __future__ import annotations
 
 from typing import Literal
@@ -44,24 +45,45 @@ from hopsim.kernel import Simulation, Tie
 from hopsim.kernel.model import model_rng
 from hopsim.scenarios.registry import ScenarioParams, scenario
 
-INITIAL_STATE_STREAM = "formation.initial_dispersion"   # generator name of the initial dispersion
+INITIAL_STATE_STREAM = "formation.initial_dispersion"  # generator name of the initial dispersion
 
 
 class FormationParams(ScenarioParams):
-    n_vehicles: int = Field(100, ge=1, le=100_000, description="number of vehicles (one island each; 10,000 take about 1 GiB)")
+    n_vehicles: int = Field(
+        100, ge=1, le=100_000, description="number of vehicles (one island each; 10,000 take about 1 GiB)"
+    )
     layout: Literal["ring", "lattice"] = Field(
-        "ring", description="ring: regular polygon of side spacing_m, 2 neighbours; lattice: square "
-                            "grid of pitch spacing_m, 4-neighbour")
+        "ring",
+        description="ring: regular polygon of side spacing_m, 2 neighbours; lattice: square "
+        "grid of pitch spacing_m, 4-neighbour",
+    )
     spacing_m: float = Field(10.0, gt=0, description="distance between neighbouring slots (m)")
-    control_rate_hz: float = Field(1.0, gt=0, le=1000, description=(
-        "rate of every model of a vehicle (sensor, radio, flight software, thruster updates, "
-        "truth output); 1/rate must be a whole number of ns"))
-    dynamics_steps: int = Field(1, ge=1, le=1000, description=(
-        "RK4 steps of the dynamics in each hop (one period of control_rate_hz): 10 integrates at "
-        "10 Hz under 1 Hz control"))
-    radio_latency_s: float = Field(0.2, ge=0, description=(
-        "link latency; a packet is used at the first control step at or after its arrival, at "
-        "least one period after it was sent"))
+    control_rate_hz: float = Field(
+        1.0,
+        gt=0,
+        le=1000,
+        description=(
+            "rate of every model of a vehicle (sensor, radio, flight software, thruster updates, "
+            "truth output); 1/rate must be a whole number of ns"
+        ),
+    )
+    dynamics_steps: int = Field(
+        1,
+        ge=1,
+        le=1000,
+        description=(
+            "RK4 steps of the dynamics in each hop (one period of control_rate_hz): 10 integrates at "
+            "10 Hz under 1 Hz control"
+        ),
+    )
+    radio_latency_s: float = Field(
+        0.2,
+        ge=0,
+        description=(
+            "link latency; a packet is used at the first control step at or after its arrival, at "
+            "least one period after it was sent"
+        ),
+    )
     radio_loss: float = Field(0.0, ge=0, le=1, description="probability that a receiver loses a packet")
     noise: bool = Field(True, description="sensor noise on")
     position_noise_m: float = Field(0.01, ge=0, description="1-sigma position noise per axis (m)")
@@ -75,14 +97,19 @@ class FormationParams(ScenarioParams):
     bandwidth_rad_s: float = Field(0.05, gt=0, description="natural frequency of the fastest shape mode")
     damping_ratio: float = Field(1.0, gt=0, description="damping of the fastest shape mode")
     brake_gain_per_s: float = Field(0.05, gt=0, description="fallback: a = -gain * own velocity")
-    stale_after_s: float = Field(5.0, gt=0, description=(
-        "a neighbour unheard for this long is left out; with none left the vehicle brakes (raised "
-        "to at least one period more than the radio delay)"))
+    stale_after_s: float = Field(
+        5.0,
+        gt=0,
+        description=(
+            "a neighbour unheard for this long is left out; with none left the vehicle brakes (raised "
+            "to at least one period more than the radio delay)"
+        ),
+    )
 
     @field_validator("control_rate_hz")
     @classmethod
     def _whole_ns_period(cls, v: float) -> float:
-        period_ns(v)          # raises ValueError with the explanation
+        period_ns(v)  # raises ValueError with the explanation
         return v
 
     @field_validator("min_thrust_N")
@@ -132,9 +159,9 @@ def formation_outcome(sim: Simulation) -> dict:
     radios = [sim.model(f"{n}_radio") for n in names]
     thr = [sim.model(f"{n}_thr") for n in names]
     return {
-        "formation_error_rms_m": float(np.sqrt(np.mean(err ** 2))),
+        "formation_error_rms_m": float(np.sqrt(np.mean(err**2))),
         "formation_error_max_m": float(err.max()),
-        "initial_error_rms_m": float(np.sqrt(np.mean(err0 ** 2))),
+        "initial_error_rms_m": float(np.sqrt(np.mean(err0**2))),
         "centroid_drift_m": float(np.linalg.norm(r.mean(axis=0) - centroid_expected)),
         "relative_speed_rms_mps": float(np.sqrt(np.mean(np.sum((v - v.mean(axis=0)) ** 2, axis=1)))),
         "impulse_Ns": float(sum(t.impulse_Ns for t in thr)),
@@ -145,9 +172,13 @@ def formation_outcome(sim: Simulation) -> dict:
     }
 
 
-@scenario("formation", FormationParams,
-          "N free-flyers (default 100, one island each) keep a ring or lattice by consensus over a lossy radio",
-          default_duration_s=600.0, outcome=formation_outcome)
+@scenario(
+    "formation",
+    FormationParams,
+    "N free-flyers (default 100, one island each) keep a ring or lattice by consensus over a lossy radio",
+    default_duration_s=600.0,
+    outcome=formation_outcome,
+)
 def build_formation(sim: Simulation, p: FormationParams) -> None:
     n = p.n_vehicles
     names = vehicle_names(n)
@@ -155,22 +186,35 @@ def build_formation(sim: Simulation, p: FormationParams) -> None:
     nbrs = neighbours(n, p.layout)
     kp, kd = consensus_gains(p.bandwidth_rad_s, p.damping_ratio, max((len(x) for x in nbrs), default=0))
     rate = p.control_rate_hz
-    delay_s = p.delay_periods() * period_ns(rate) / 1e9       # exact multiple of the period
+    delay_s = p.delay_periods() * period_ns(rate) / 1e9  # exact multiple of the period
     stale_s = max(p.stale_after_s, (p.delay_periods() + 1) / rate)
-    inertia = np.eye(3) * (p.mass_kg * p.size_m ** 2 / 6.0)
+    inertia = np.eye(3) * (p.mass_kg * p.size_m**2 / 6.0)
     sigma_r = p.position_noise_m if p.noise else 0.0
     sigma_v = p.velocity_noise_mps if p.noise else 0.0
     for i, v in enumerate(names):
         sim.add_island(v, integrator=make_integrator("rk4"), n_integration_steps=p.dynamics_steps)
-        body = sim.add_model(RigidVehicleDynamics(v, p.mass_kg, inertia, r_BN_N=r0[i], v_BN_N=v0[i],
-                                                  rate_hz=rate), v, ties={"state": f"{v}/state"})
-        sim.add_model(FormationThruster(f"{v}_thr", body, p.max_thrust_N, p.min_thrust_N), v,
-                      ties={"cmd": f"{v}/thrust"})
+        body = sim.add_model(
+            RigidVehicleDynamics(v, p.mass_kg, inertia, r_BN_N=r0[i], v_BN_N=v0[i], rate_hz=rate),
+            v,
+            ties={"state": f"{v}/state"},
+        )
+        sim.add_model(
+            FormationThruster(f"{v}_thr", body, p.max_thrust_N, p.min_thrust_N), v, ties={"cmd": f"{v}/thrust"}
+        )
         sim.add_model(StateSensor(f"{v}_nav", body, rate, sigma_r, sigma_v), v, ties={"meas": f"{v}/meas"})
-        sim.add_model(NeighbourRadio(f"{v}_radio", len(nbrs[i]), p.radio_loss), v,
-                      ties={**{f"n{k}": f"{names[j]}/air" for k, j in enumerate(nbrs[i])}, "rx": f"{v}/rx"})
+        sim.add_model(
+            NeighbourRadio(f"{v}_radio", len(nbrs[i]), p.radio_loss),
+            v,
+            ties={**{f"n{k}": f"{names[j]}/air" for k, j in enumerate(nbrs[i])}, "rx": f"{v}/rx"},
+        )
         offsets = {names[j]: tuple(slots[i] - slots[j]) for j in nbrs[i]}
-        sim.add_model(FormationFlightSoftware(f"{v}_fsw", v, p.mass_kg, rate, offsets, kp, kd,
-                                              p.brake_gain_per_s, stale_s), v,
-                      ties={"meas": f"{v}/meas", "rx": f"{v}/rx", "thrust": f"{v}/thrust",
-                            "air": Tie(f"{v}/air", latency_s=delay_s)})
+        sim.add_model(
+            FormationFlightSoftware(f"{v}_fsw", v, p.mass_kg, rate, offsets, kp, kd, p.brake_gain_per_s, stale_s),
+            v,
+            ties={
+                "meas": f"{v}/meas",
+                "rx": f"{v}/rx",
+                "thrust": f"{v}/thrust",
+                "air": Tie(f"{v}/air", latency_s=delay_s),
+            },
+        )

@@ -5,6 +5,7 @@ Island ``lander``: the body (continuous; touchdown is a zero-crossing on its hei
 2 Hz telemetry downlink. Island ``ground``: a ground station receiving the telemetry after the
 radio latency. Every model is a real one; nothing is scripted.
 """
+
 from __future__ import annotations
 
 from pydantic import Field
@@ -42,34 +43,56 @@ def lander_outcome(sim: Simulation) -> dict:
     """Touchdown time and speed, energy used, and whether the landing was safe."""
     body, battery = sim.model("body"), sim.model("battery")
     landed = body.touched_down
-    return {"landed": landed,
-            "touchdown_s": body.touchdown_t_ns / 1e9 if landed else None,
-            "touchdown_speed_mps": body.touchdown_speed_mps if landed else None,
-            "energy_used_Wh": battery.total_power_Wh - battery.power_level_Wh,
-            "safe": landed and body.touchdown_speed_mps <= SAFE_TOUCHDOWN_MPS}
+    return {
+        "landed": landed,
+        "touchdown_s": body.touchdown_t_ns / 1e9 if landed else None,
+        "touchdown_speed_mps": body.touchdown_speed_mps if landed else None,
+        "energy_used_Wh": battery.total_power_Wh - battery.power_level_Wh,
+        "safe": landed and body.touchdown_speed_mps <= SAFE_TOUCHDOWN_MPS,
+    }
 
 
-@scenario("lander", LanderParams, "1-D lunar lander: controller, sensor, battery, touchdown zero-crossing, "
-          "telemetry to a ground station", default_duration_s=60.0, outcome=lander_outcome)
+@scenario(
+    "lander",
+    LanderParams,
+    "1-D lunar lander: controller, sensor, battery, touchdown zero-crossing, telemetry to a ground station",
+    default_duration_s=60.0,
+    outcome=lander_outcome,
+)
 def build_lander(sim: Simulation, p: LanderParams) -> None:
     sim.add_island("lander", integrator=make_integrator(p.integrator), n_integration_steps=p.n_integration_steps)
     sim.add_island("ground")
-    body = sim.add_model(LanderBody("body", p.altitude_m, p.vertical_speed_mps, p.mass_kg, p.gravity_mps2,
-                                    p.max_thrust_N), "lander",
-                         ties={"state": "lander/state", "throttle": "lander/throttle",
-                               "power_draw": "lander/power_draw"})
-    sim.add_model(Altimeter("altimeter", p.altimeter_noise_m, rate_hz=p.altimeter_rate_hz), "lander",
-                  ties={"state": "lander/state", "altitude": "lander/altitude"})
+    body = sim.add_model(
+        LanderBody("body", p.altitude_m, p.vertical_speed_mps, p.mass_kg, p.gravity_mps2, p.max_thrust_N),
+        "lander",
+        ties={"state": "lander/state", "throttle": "lander/throttle", "power_draw": "lander/power_draw"},
+    )
+    sim.add_model(
+        Altimeter("altimeter", p.altimeter_noise_m, rate_hz=p.altimeter_rate_hz),
+        "lander",
+        ties={"state": "lander/state", "altitude": "lander/altitude"},
+    )
     hover = p.mass_kg * p.gravity_mps2 / p.max_thrust_N
-    sim.add_model(DescentController("controller", hover_throttle=hover, gain=p.control_gain,
-                                    rate_hz=p.control_rate_hz), "lander",
-                  ties={"altitude": "lander/altitude", "battery": "lander/battery",
-                        "throttle": "lander/throttle"})
-    sim.add_model(Battery("battery", p.battery_Wh), "lander",
-                  ties={"load": "lander/power_draw", "source": "lander/solar", "state": "lander/battery"})
-    sim.add_model(TelemetryDownlink("downlink", p.telemetry_rate_hz), "lander",
-                  ties={"state": "lander/state", "battery": "lander/battery", "throttle": "lander/throttle",
-                        "telemetry": Tie("lander/telemetry", latency_s=p.radio_latency_s)})
+    sim.add_model(
+        DescentController("controller", hover_throttle=hover, gain=p.control_gain, rate_hz=p.control_rate_hz),
+        "lander",
+        ties={"altitude": "lander/altitude", "battery": "lander/battery", "throttle": "lander/throttle"},
+    )
+    sim.add_model(
+        Battery("battery", p.battery_Wh),
+        "lander",
+        ties={"load": "lander/power_draw", "source": "lander/solar", "state": "lander/battery"},
+    )
+    sim.add_model(
+        TelemetryDownlink("downlink", p.telemetry_rate_hz),
+        "lander",
+        ties={
+            "state": "lander/state",
+            "battery": "lander/battery",
+            "throttle": "lander/throttle",
+            "telemetry": Tie("lander/telemetry", latency_s=p.radio_latency_s),
+        },
+    )
     sim.add_model(GroundStation("ground_station"), "ground", ties={"telemetry": "lander/telemetry"})
 
     def touchdown(t_ns: int) -> None:
@@ -77,5 +100,6 @@ def build_lander(sim: Simulation, p: LanderParams) -> None:
         if p.stop_on_touchdown:
             sim.e_stop = True
 
-    sim.add_zero_crossing("touchdown", "lander", lambda t_ns: float(body.x[0]), touchdown,
-                          direction="falling", eps_s=p.touchdown_eps_s)
+    sim.add_zero_crossing(
+        "touchdown", "lander", lambda t_ns: float(body.x[0]), touchdown, direction="falling", eps_s=p.touchdown_eps_s
+    )

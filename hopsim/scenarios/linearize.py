@@ -20,6 +20,7 @@ The step of an element with value v is ``h = eps + eps1 * eps * |v|`` (Dshell's 
 ``eps1``; ``eps1`` must be 0 with Richardson extrapolation, as in Dshell). States couple across
 islands only through messages, which are held at T: A has no entries between islands.
 """
+
 from __future__ import annotations
 
 import math
@@ -39,6 +40,7 @@ _INPUT = re.compile(r"^([^.\[\]]+)\.([A-Za-z_]\w*)(?:\[(\d+)\])?$")
 @dataclass
 class Linearization:
     """A, B, C, D (units: those of the rows over those of the columns) with their names."""
+
     scenario: str
     at_s: float
     states: list[str]
@@ -58,9 +60,24 @@ class Linearization:
 
     def save(self, path) -> None:
         """Write the matrices and their names to a NumPy ``.npz`` file."""
-        np.savez(path, A=self.A, B=self.B, C=self.C, D=self.D, x0=self.x0, u0=self.u0, y0=self.y0,
-                 states=np.array(self.states), inputs=np.array(self.inputs), outputs=np.array(self.outputs),
-                 scenario=self.scenario, at_s=self.at_s, scheme=self.scheme, eps=self.eps, eps1=self.eps1)
+        np.savez(
+            path,
+            A=self.A,
+            B=self.B,
+            C=self.C,
+            D=self.D,
+            x0=self.x0,
+            u0=self.u0,
+            y0=self.y0,
+            states=np.array(self.states),
+            inputs=np.array(self.inputs),
+            outputs=np.array(self.outputs),
+            scenario=self.scenario,
+            at_s=self.at_s,
+            scheme=self.scheme,
+            eps=self.eps,
+            eps1=self.eps1,
+        )
 
 
 class _Point:
@@ -80,8 +97,9 @@ class _Point:
         try:
             return self.sim.slot(name)
         except Exception:
-            raise ScenarioError(f"{what}: no model {name!r}; the models are {', '.join(self.sim.model_names())}") \
-                from None
+            raise ScenarioError(
+                f"{what}: no model {name!r}; the models are {', '.join(self.sim.model_names())}"
+            ) from None
 
     def _state(self, name: str):
         model_name, _, state = name.rpartition(".")
@@ -112,8 +130,10 @@ class _Point:
         model_name, port, *path = name.split(".")
         slot = self._model(model_name, f"output {name!r}")
         if port not in slot.model.outputs or not path:
-            raise ScenarioError(f"output {name!r}: write MODEL.PORT.FIELD; {model_name}'s output ports are "
-                                f"{', '.join(slot.model.outputs)}")
+            raise ScenarioError(
+                f"output {name!r}: write MODEL.PORT.FIELD; {model_name}'s output ports are "
+                f"{', '.join(slot.model.outputs)}"
+            )
         return model_name, port, path
 
     # -- evaluation
@@ -133,7 +153,7 @@ class _Point:
         if index is None:
             setattr(model, attr, float(v))
         else:
-            value = np.array(getattr(model, attr), dtype=float)   # a copy: restored snapshots share nothing
+            value = np.array(getattr(model, attr), dtype=float)  # a copy: restored snapshots share nothing
             value[index] = v
             setattr(model, attr, value)
 
@@ -143,7 +163,7 @@ class _Point:
         for spec, v in zip(self.inputs, u):
             self._set(spec, v)
         xdot = np.empty(len(self.states))
-        with ExitStack() as held:          # every island at its perturbed state while outputs are read
+        with ExitStack() as held:  # every island at its perturbed state while outputs are read
             for island in self.islands:
                 full = island.state
                 mine = [k for k, (isl, _) in enumerate(self.states) if isl is island]
@@ -159,8 +179,10 @@ class _Point:
                     written[model_name] = self.sim.slot(model_name).model.outputs_at(self.t_ns)
                 msg = written[model_name].get(port)
                 if msg is None:
-                    raise ScenarioError(f"output {'.'.join([model_name, port, *path])}: {model_name} wrote "
-                                        f"nothing on {port} at {self.t_ns / 1e9:g} s")
+                    raise ScenarioError(
+                        f"output {'.'.join([model_name, port, *path])}: {model_name} wrote "
+                        f"nothing on {port} at {self.t_ns / 1e9:g} s"
+                    )
                 y[k] = _field(msg, path, model_name, port)
         return xdot, y
 
@@ -179,16 +201,20 @@ def _field(msg, path: list[str], model_name: str, port: str) -> float:
             if found.group(2) is not None:
                 value = value[int(found.group(2))]
         except (AttributeError, IndexError, TypeError):
-            raise ScenarioError(f"output {model_name}.{port}.{'.'.join(path)}: no field {part!r} in "
-                                f"{type(value).__name__}") from None
+            raise ScenarioError(
+                f"output {model_name}.{port}.{'.'.join(path)}: no field {part!r} in {type(value).__name__}"
+            ) from None
     if not isinstance(value, (int, float)):
-        raise ScenarioError(f"output {model_name}.{port}.{'.'.join(path)} is a {type(value).__name__}, not a number; "
-                            f"name one of its numeric fields")
+        raise ScenarioError(
+            f"output {model_name}.{port}.{'.'.join(path)} is a {type(value).__name__}, not a number; "
+            f"name one of its numeric fields"
+        )
     return float(value)
 
 
 def _column(evaluate, z0: np.ndarray, j: int, h: float, scheme: str, alpha: float) -> np.ndarray:
     """d f / d z_j at z0 by the scheme, f returning one vector."""
+
     def at(step: float) -> np.ndarray:
         z = z0.copy()
         z[j] += step
@@ -205,9 +231,16 @@ def _column(evaluate, z0: np.ndarray, j: int, h: float, scheme: str, alpha: floa
     return (a2 * central2(h / alpha) - central2(h)) / (a2 - 1.0)
 
 
-def linearize_simulation(sim, states: list[str], inputs: list[str] = (), outputs: list[str] = (),
-                         scheme: str = "central2", eps: float = 1e-6, eps1: float = 0.0,
-                         alpha: float = 2.0) -> tuple[np.ndarray, ...]:
+def linearize_simulation(
+    sim,
+    states: list[str],
+    inputs: list[str] = (),
+    outputs: list[str] = (),
+    scheme: str = "central2",
+    eps: float = 1e-6,
+    eps1: float = 0.0,
+    alpha: float = 2.0,
+) -> tuple[np.ndarray, ...]:
     """(A, B, C, D, x0, u0, y0) of a simulation at its present time (see the module's description).
     The simulation is left as it was."""
     if scheme not in SCHEMES:
@@ -215,8 +248,9 @@ def linearize_simulation(sim, states: list[str], inputs: list[str] = (), outputs
     if not (math.isfinite(eps) and eps > 0) or not (math.isfinite(eps1) and eps1 >= 0):
         raise ScenarioError(f"eps must be positive and eps1 non-negative (finite), got eps={eps}, eps1={eps1}")
     if scheme == "richardson" and eps1 != 0:
-        raise ScenarioError("eps1 must be 0 with Richardson extrapolation (a relative step would change "
-                            "between the two step sizes)")
+        raise ScenarioError(
+            "eps1 must be 0 with Richardson extrapolation (a relative step would change between the two step sizes)"
+        )
     if not (math.isfinite(alpha) and alpha > 1):
         raise ScenarioError(f"alpha (Richardson's step ratio) must be above 1, got {alpha}")
     if not states:
@@ -258,9 +292,19 @@ def expand_states(sim, names: list[str]) -> list[str]:
     return out
 
 
-def linearize(scenario: str, at_s: float, states: list[str], inputs: list[str] = (), outputs: list[str] = (),
-              overrides: dict | None = None, seed: int = 0, scheme: str = "central2", eps: float = 1e-6,
-              eps1: float = 0.0, alpha: float = 2.0) -> Linearization:
+def linearize(
+    scenario: str,
+    at_s: float,
+    states: list[str],
+    inputs: list[str] = (),
+    outputs: list[str] = (),
+    overrides: dict | None = None,
+    seed: int = 0,
+    scheme: str = "central2",
+    eps: float = 1e-6,
+    eps1: float = 0.0,
+    alpha: float = 2.0,
+) -> Linearization:
     """Run ``scenario`` to ``at_s`` seconds (local backend) and linearize it there."""
     from hopsim.scenarios.runner import run_scenario
 
@@ -275,5 +319,21 @@ def linearize(scenario: str, at_s: float, states: list[str], inputs: list[str] =
     except Exception as e:
         raise ScenarioError(f"states: {e}") from None
     A, B, C, D, x0, u0, y0 = linearize_simulation(sim, state_names, inputs, outputs, scheme, eps, eps1, alpha)
-    return Linearization(scenario, at_s, state_names, list(inputs), list(outputs), A, B, C, D, x0, u0, y0,
-                         scheme, eps, eps1, meta={"seed": seed, "overrides": dict(overrides or {})})
+    return Linearization(
+        scenario,
+        at_s,
+        state_names,
+        list(inputs),
+        list(outputs),
+        A,
+        B,
+        C,
+        D,
+        x0,
+        u0,
+        y0,
+        scheme,
+        eps,
+        eps1,
+        meta={"seed": seed, "overrides": dict(overrides or {})},
+    )

@@ -20,6 +20,7 @@ A campaign directory holds:
 
 A run that raises is recorded with its error and the campaign goes on.
 """
+
 from __future__ import annotations
 
 import csv
@@ -54,8 +55,9 @@ class Retention(BaseModel):
             return True
         for metric, (low, high) in self.outside.items():
             value = row["outcome"].get(metric)
-            if isinstance(value, (int, float)) and ((low is not None and value < low)
-                                                    or (high is not None and value > high)):
+            if isinstance(value, (int, float)) and (
+                (low is not None and value < low) or (high is not None and value > high)
+            ):
                 return True
         return False
 
@@ -72,8 +74,11 @@ class Campaign(BaseModel):
     parameters: dict[str, Any] = {}
     dispersions: list[Dispersion] = []
     retain: Retention = Retention()
-    same_seed: bool = Field(False, description="every run takes the campaign seed as its scenario seed, so "
-                                               "runs differ by their dispersions only (a fault campaign)")
+    same_seed: bool = Field(
+        False,
+        description="every run takes the campaign seed as its scenario seed, so "
+        "runs differ by their dispersions only (a fault campaign)",
+    )
 
     @field_validator("duration_s")
     @classmethod
@@ -111,7 +116,7 @@ def load_campaign(path: str | Path) -> Campaign:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise ScenarioError(f"{path} is not valid TOML: {err}") from None
     dispersions = data.pop("dispersions", {})
-    if isinstance(dispersions, dict):        # [dispersions.altitude_m] kind = "normal" ...
+    if isinstance(dispersions, dict):  # [dispersions.altitude_m] kind = "normal" ...
         data["dispersions"] = [{"path": p, "knob": k} for p, k in dispersions.items()]
     else:
         data["dispersions"] = dispersions
@@ -121,7 +126,7 @@ def load_campaign(path: str | Path) -> Campaign:
 def make_campaign(data: dict[str, Any], where: str = "campaign") -> Campaign:
     try:
         campaign = Campaign(**data)
-        campaign.run_parameters(0)           # the scenario exists and its parameters validate
+        campaign.run_parameters(0)  # the scenario exists and its parameters validate
     except ValidationError as err:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
         raise ScenarioError(f"{where}: {problems}") from None
@@ -136,16 +141,25 @@ def run_one(campaign_json: str, run: int, out: str | None = None) -> dict[str, A
     from hopsim.scenarios.runner import run_scenario
 
     campaign = Campaign.model_validate_json(campaign_json)
-    row: dict[str, Any] = {"run": run, "seed": campaign.scenario_seed(run), "status": "ok", "error": "",
-                           "parameters": campaign.dispersed(run), "outcome": {}, "stream_sha256": "", "wall_s": 0.0}
+    row: dict[str, Any] = {
+        "run": run,
+        "seed": campaign.scenario_seed(run),
+        "status": "ok",
+        "error": "",
+        "parameters": campaign.dispersed(run),
+        "outcome": {},
+        "stream_sha256": "",
+        "wall_s": 0.0,
+    }
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="hopsim-run-") as scratch:
         # recorded to a file (kept only when asked for): the stream's SHA-256 in bounded memory
         path = out or str(Path(scratch) / "run.mcap")
         try:
             seed, params = campaign.run_parameters(run)
-            result = run_scenario(campaign.scenario, params, seed=seed, duration_s=campaign.duration_s,
-                                  out=path, keep_stream=True)
+            result = run_scenario(
+                campaign.scenario, params, seed=seed, duration_s=campaign.duration_s, out=path, keep_stream=True
+            )
             outcome = get_scenario(campaign.scenario).outcome
             row["outcome"] = _plain(outcome(result.sim)) if outcome is not None else {}
             row["stream_sha256"] = result.stream_sha256
@@ -183,8 +197,10 @@ class CampaignDirectory:
         text = campaign.model_dump_json(indent=1)
         if saved.exists():
             if Campaign.model_validate_json(saved.read_text()) != campaign:
-                raise ScenarioError(f"{self.path} holds another campaign (campaign.json differs); resume it "
-                                    f"with the same campaign, or choose another directory")
+                raise ScenarioError(
+                    f"{self.path} holds another campaign (campaign.json differs); resume it "
+                    f"with the same campaign, or choose another directory"
+                )
         else:
             saved.write_text(text)
 
@@ -219,9 +235,15 @@ class CampaignDirectory:
         return self.path / "recordings" / f"run_{run:06d}.mcap"
 
 
-def run_campaign(campaign: Campaign, directory: str | Path, backend: str = "local",
-                 ray_address: str | None = None, on_row: Callable[[dict, int, int], None] | None = None,
-                 max_new_runs: int | None = None, ray_cpus: int | None = None) -> list[dict]:
+def run_campaign(
+    campaign: Campaign,
+    directory: str | Path,
+    backend: str = "local",
+    ray_address: str | None = None,
+    on_row: Callable[[dict, int, int], None] | None = None,
+    max_new_runs: int | None = None,
+    ray_cpus: int | None = None,
+) -> list[dict]:
     """Run every run of ``campaign`` not finished yet in ``directory``; write the results, the
     summary and the plots; record the retained runs. Returns the rows, sorted by run.
     ``on_row(row, done, total)`` is told of each finished run (progress); ``ray_cpus`` sizes a local
@@ -265,8 +287,13 @@ def _ensure_parent(path: Path) -> Path:
     return path
 
 
-def _run_on_ray(campaign_json: str, todo: list[int], finished: Callable[[dict], None],
-                ray_address: str | None, ray_cpus: int | None = None) -> None:
+def _run_on_ray(
+    campaign_json: str,
+    todo: list[int],
+    finished: Callable[[dict], None],
+    ray_address: str | None,
+    ray_cpus: int | None = None,
+) -> None:
     """One Ray task per run, at most twice the cluster's CPUs in flight, rows taken as they come."""
     from hopsim.kernel.distributed.ray_runtime import ray_session
 
@@ -299,9 +326,17 @@ def write_results(rows: list[dict], campaign: Campaign, directory: Path) -> None
         w = csv.writer(f)
         w.writerow(["run", "seed", "status", "error", *params, *metrics, "stream_sha256"])
         for row in rows:
-            w.writerow([row["run"], row["seed"], row["status"], row["error"],
-                        *[_cell(row["parameters"].get(p)) for p in params],
-                        *[_cell(row["outcome"].get(m)) for m in metrics], row["stream_sha256"]])
+            w.writerow(
+                [
+                    row["run"],
+                    row["seed"],
+                    row["status"],
+                    row["error"],
+                    *[_cell(row["parameters"].get(p)) for p in params],
+                    *[_cell(row["outcome"].get(m)) for m in metrics],
+                    row["stream_sha256"],
+                ]
+            )
     summary = summarize(rows)
     (directory / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True))
     (directory / "summary.md").write_text(summary_markdown(summary, campaign))
@@ -337,32 +372,58 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
     n = len(rows)
     failures = sum(1 for r in rows if r["status"] != "ok")
     low, high = wilson_interval(failures, n)
-    out: dict[str, Any] = {"runs": n, "failed": failures, "failure_rate": failures / n if n else 0.0,
-                           "failure_rate_95ci": [low, high], "metrics": {}}
+    out: dict[str, Any] = {
+        "runs": n,
+        "failed": failures,
+        "failure_rate": failures / n if n else 0.0,
+        "failure_rate_95ci": [low, high],
+        "metrics": {},
+    }
     _, metrics = table_columns(rows)
     for m in metrics:
-        values = np.array([r["outcome"][m] for r in rows if r["status"] == "ok"
-                           and isinstance(r["outcome"].get(m), (int, float)) and not isinstance(r["outcome"][m], bool)],
-                          dtype=float)
+        values = np.array(
+            [
+                r["outcome"][m]
+                for r in rows
+                if r["status"] == "ok"
+                and isinstance(r["outcome"].get(m), (int, float))
+                and not isinstance(r["outcome"][m], bool)
+            ],
+            dtype=float,
+        )
         values = values[np.isfinite(values)]
         if values.size == 0:
             continue
         p5, p50, p95 = np.percentile(values, [5, 50, 95])
-        out["metrics"][m] = {"n": int(values.size), "mean": float(values.mean()),
-                             "std": float(values.std(ddof=1)) if values.size > 1 else 0.0,
-                             "min": float(values.min()), "p5": float(p5), "p50": float(p50),
-                             "p95": float(p95), "max": float(values.max())}
+        out["metrics"][m] = {
+            "n": int(values.size),
+            "mean": float(values.mean()),
+            "std": float(values.std(ddof=1)) if values.size > 1 else 0.0,
+            "min": float(values.min()),
+            "p5": float(p5),
+            "p50": float(p50),
+            "p95": float(p95),
+            "max": float(values.max()),
+        }
     return out
 
 
 def summary_markdown(summary: dict[str, Any], campaign: Campaign) -> str:
     low, high = summary["failure_rate_95ci"]
-    lines = [f"# {campaign.scenario}: {summary['runs']} runs (campaign seed {campaign.seed})", "",
-             f"Failed: {summary['failed']} ({summary['failure_rate']:.1%}; 95% interval {low:.1%} to {high:.1%})",
-             "", "| metric | n | mean | std | min | p5 | p50 | p95 | max |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# {campaign.scenario}: {summary['runs']} runs (campaign seed {campaign.seed})",
+        "",
+        f"Failed: {summary['failed']} ({summary['failure_rate']:.1%}; 95% interval {low:.1%} to {high:.1%})",
+        "",
+        "| metric | n | mean | std | min | p5 | p50 | p95 | max |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, s in summary["metrics"].items():
-        lines.append(f"| {name} | {s['n']} | " + " | ".join(f"{s[k]:.6g}" for k in
-                                                           ("mean", "std", "min", "p5", "p50", "p95", "max")) + " |")
+        lines.append(
+            f"| {name} | {s['n']} | "
+            + " | ".join(f"{s[k]:.6g}" for k in ("mean", "std", "min", "p5", "p50", "p95", "max"))
+            + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -370,6 +431,7 @@ def write_plots(rows: list[dict], directory: Path) -> list[Path]:
     """Histograms of each numeric outcome, and each outcome against each scalar dispersed
     parameter (PNG files); the paths written."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -12,13 +12,14 @@ integrators' runs).
 ``dop853``: Dormand and Prince's adaptive eighth-order method (Hairer, Norsett and Wanner), the
 tolerances as given; every derivative sample is a call through the kernel, several times slower.
 """
+
 from __future__ import annotations
 
 import math
 
 from hopsim.dynamics.integrators import DOP853, RK4
 
-RK4_STEP_S = 10.0          # the longest RK4 sub-step (s)
+RK4_STEP_S = 10.0  # the longest RK4 sub-step (s)
 INTEGRATORS = "^(rk4|dop853)$"
 
 

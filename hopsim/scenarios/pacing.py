@@ -18,6 +18,7 @@ it). At each tick it
 Each tick reports ``(t_ns, lateness_s, overruns)`` to ``on_tick`` (the live server shows it; the
 recorder writes it on a derived channel).
 """
+
 from __future__ import annotations
 
 import math
@@ -32,13 +33,14 @@ import numpy as np
 
 from hopsim.kernel import Simulation
 
-DEFAULT_PERIOD_S = 0.01          # 100 Hz
+DEFAULT_PERIOD_S = 0.01  # 100 Hz
 MAX_FACTOR = 1e6
 
 
 @dataclass
 class PaceReport:
     """What pacing measured: lateness of each tick that slept (s), overruns, ticks."""
+
     lateness_s: list[float] = field(default_factory=list)
     overruns: int = 0
     ticks: int = 0
@@ -55,17 +57,20 @@ def check_factor(factor: float) -> float:
     """A pacing factor (times real time): positive and finite, at most MAX_FACTOR."""
     factor = float(factor)
     if not (math.isfinite(factor) and 0 < factor <= MAX_FACTOR):
-        raise ValueError(f"the pacing factor must be a number of times real time in (0, {MAX_FACTOR:g}], "
-                         f"got {factor}")
+        raise ValueError(f"the pacing factor must be a number of times real time in (0, {MAX_FACTOR:g}], got {factor}")
     return factor
 
 
 class Pacer:
     """Paces ``sim`` at ``factor`` times real time (None: as fast as it runs) and applies commands."""
 
-    def __init__(self, factor: float | None = None, period_s: float = DEFAULT_PERIOD_S,
-                 on_tick: Callable[[int, float, int], None] | None = None,
-                 clock: Callable[[], float] = time.perf_counter):
+    def __init__(
+        self,
+        factor: float | None = None,
+        period_s: float = DEFAULT_PERIOD_S,
+        on_tick: Callable[[int, float, int], None] | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ):
         if not (math.isfinite(period_s) and 1e-6 <= period_s <= 10):
             raise ValueError(f"the pacing period must lie in [1e-6, 10] s, got {period_s}")
         self.factor = None if factor is None else check_factor(factor)
@@ -76,7 +81,7 @@ class Pacer:
         self._wake = threading.Event()
         self.paused = False
         self.report = PaceReport()
-        self.injected: list[dict] = []       # faults sent live: {"t_s", "target", "kind", ...}
+        self.injected: list[dict] = []  # faults sent live: {"t_s", "target", "kind", ...}
         self._sim: Simulation | None = None
         self._t_ref_ns = 0
         self._wall_ref = 0.0

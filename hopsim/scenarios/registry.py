@@ -4,6 +4,7 @@ A scenario is a function that assembles models into a :class:`~hopsim.kernel.Sim
 pydantic model of its parameters (units in the field names, defaults documented). Scenarios
 register themselves with :func:`scenario`; ``hopsim scenarios`` lists them.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,11 +35,18 @@ class FaultSpec(BaseModel):
 
     def message(self):
         from hopsim.schemas import Fault, Vector3
-        return Fault(target=self.target, kind=self.kind, index=self.index, value=self.value,
-                     duration_s=self.duration_s, vehicles=list(self.vehicles),
-                     force_N=Vector3(x=self.force_N[0], y=self.force_N[1], z=self.force_N[2]),
-                     torque_B=Vector3(x=self.torque_B[0], y=self.torque_B[1], z=self.torque_B[2]),
-                     clear=self.clear)
+
+        return Fault(
+            target=self.target,
+            kind=self.kind,
+            index=self.index,
+            value=self.value,
+            duration_s=self.duration_s,
+            vehicles=list(self.vehicles),
+            force_N=Vector3(x=self.force_N[0], y=self.force_N[1], z=self.force_N[2]),
+            torque_B=Vector3(x=self.torque_B[0], y=self.torque_B[1], z=self.torque_B[2]),
+            clear=self.clear,
+        )
 
     @classmethod
     def parse(cls, text: str) -> "FaultSpec":
@@ -51,8 +59,10 @@ class FaultSpec(BaseModel):
                 raise ValueError(f"--fault takes key=value pairs separated by commas, got {item!r} in {text!r}")
             key = FAULT_ALIASES.get(key.strip(), key.strip())
             if key not in cls.model_fields:
-                raise ValueError(f"--fault {text!r}: no field {key!r}; fields: t, target, kind, "
-                                 f"{', '.join(f for f in cls.model_fields if f not in ('t_s', 'target', 'kind'))}")
+                raise ValueError(
+                    f"--fault {text!r}: no field {key!r}; fields: t, target, kind, "
+                    f"{', '.join(f for f in cls.model_fields if f not in ('t_s', 'target', 'kind'))}"
+                )
             value = value.strip()
             if key == "vehicles":
                 fields[key] = [v for v in value.split("+") if v]
@@ -63,21 +73,27 @@ class FaultSpec(BaseModel):
         try:
             return cls(**fields)
         except ValidationError as err:
-            raise ValueError(f"--fault {text!r}: " + "; ".join(
-                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())) from None
+            raise ValueError(
+                f"--fault {text!r}: " + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+            ) from None
 
     def fields_set(self) -> list[str]:
         """The optional fields that differ from their defaults (what this fault asks of its target)."""
-        return [name for name, f in type(self).model_fields.items()
-                if name not in ("t_s", "target", "kind") and getattr(self, name) != f.default]
+        return [
+            name
+            for name, f in type(self).model_fields.items()
+            if name not in ("t_s", "target", "kind") and getattr(self, name) != f.default
+        ]
 
     def check_fields(self, reads: tuple[str, ...]) -> None:
         """A field its target would ignore for this kind is an error naming it (``reads``: the
         fields the target reads, :func:`hopsim.kernel.faults.fault_kinds`)."""
         ignored = [f for f in self.fields_set() if f not in reads]
         if ignored:
-            raise ValueError(f"fault {self.kind!r} on {self.target!r} ignores {', '.join(ignored)}; it reads "
-                             f"{', '.join(reads) or 'no field'} (see `hopsim faults SCENARIO`)")
+            raise ValueError(
+                f"fault {self.kind!r} on {self.target!r} ignores {', '.join(ignored)}; it reads "
+                f"{', '.join(reads) or 'no field'} (see `hopsim faults SCENARIO`)"
+            )
 
 
 FAULT_ALIASES = {"t": "t_s", "duration": "duration_s", "force": "force_N", "torque": "torque_B"}
@@ -169,8 +185,11 @@ class ScenarioParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
     faults: list[FaultSpec] = Field([], description="faults sent at their instants (--fault; see hopsim faults)")
-    epoch_utc: str = Field(DEFAULT_EPOCH, description="the calendar time (UTC, ISO 8601) of t = 0: a recording's "
-                                                      "log times are this epoch plus the simulation time")
+    epoch_utc: str = Field(
+        DEFAULT_EPOCH,
+        description="the calendar time (UTC, ISO 8601) of t = 0: a recording's "
+        "log times are this epoch plus the simulation time",
+    )
 
     @field_validator("epoch_utc")
     @classmethod
@@ -184,7 +203,6 @@ class ScenarioParams(BaseModel):
         return epoch_ns(self.epoch_utc)
 
 
-
 @dataclass(frozen=True)
 class ScenarioSpec:
     name: str
@@ -192,7 +210,7 @@ class ScenarioSpec:
     params: type[ScenarioParams]
     build: Callable[[Any, ScenarioParams], Any]
     default_duration_s: float
-    outcome: Callable[[Any], dict[str, Any]] | None = None   # sim -> metrics, for campaigns
+    outcome: Callable[[Any], dict[str, Any]] | None = None  # sim -> metrics, for campaigns
 
     def make_params(self, overrides: dict[str, Any] | None = None) -> ScenarioParams:
         """Validate ``overrides`` (strings from the command line are converted) into parameters."""
@@ -205,29 +223,38 @@ class ScenarioSpec:
         if unknown:
             raise ScenarioError(
                 f"scenario {self.name!r} has no parameter {', '.join(map(repr, unknown))}; "
-                f"valid parameters: {', '.join(sorted(fields))}")
+                f"valid parameters: {', '.join(sorted(fields))}"
+            )
         try:
             return self.params(**overrides)
         except ValidationError as err:
             problems = "; ".join(
-                f"{'.'.join(map(str, e['loc']))}: {e['msg']} (got {e.get('input')!r})" for e in err.errors())
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']} (got {e.get('input')!r})" for e in err.errors()
+            )
             raise ScenarioError(f"scenario {self.name!r}: {problems}") from None
 
 
 _REGISTRY: dict[str, ScenarioSpec] = {}
 
 
-def scenario(name: str, params: type[ScenarioParams], summary: str, default_duration_s: float,
-             outcome: Callable[[Any], dict[str, Any]] | None = None):
+def scenario(
+    name: str,
+    params: type[ScenarioParams],
+    summary: str,
+    default_duration_s: float,
+    outcome: Callable[[Any], dict[str, Any]] | None = None,
+):
     """Decorator registering ``build(sim, params)`` as scenario ``name``.
 
     ``outcome(sim)`` returns the metrics a fault campaign tabulates after each run.
     """
+
     def register(build):
         if name in _REGISTRY:
             raise ValueError(f"scenario {name!r} is registered twice")
         _REGISTRY[name] = ScenarioSpec(name, summary, params, build, default_duration_s, outcome)
         return build
+
     return register
 
 

@@ -12,6 +12,7 @@ Three modes:
 Kernel events (``kernel/*`` topics) are compared in full mode only: in the other modes the
 continuous models whose zero-crossings they report are not running.
 """
+
 from __future__ import annotations
 
 import json
@@ -66,11 +67,16 @@ class RecordedRun(BaseModel):
         try:
             parameters = json.loads(run.get("parameters_json", ""))
         except ValueError:
-            raise ReplayError(f"{path}: the recorded parameters are not valid JSON: the run description is "
-                              f"damaged or not hopsim's") from None
+            raise ReplayError(
+                f"{path}: the recorded parameters are not valid JSON: the run description is damaged or not hopsim's"
+            ) from None
         try:
-            return cls(scenario=run.get("scenario", ""), parameters=parameters, seed=run.get("seed"),
-                       duration_s=run.get("duration_s"))
+            return cls(
+                scenario=run.get("scenario", ""),
+                parameters=parameters,
+                seed=run.get("seed"),
+                duration_s=run.get("duration_s"),
+            )
         except ValidationError as err:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
             raise ReplayError(f"{path}: the run description is damaged or not hopsim's ({problems})") from None
@@ -83,8 +89,10 @@ def resumed_state(path, run: dict) -> dict:
 
     ckpt = Path(run.get("resumed_from", ""))
     if not run.get("resumed_from") or not ckpt.exists():
-        raise ReplayError(f"{path} was resumed from the checkpoint {ckpt}, which is not there; replaying it needs "
-                          f"that file (or replay the original run's recording)")
+        raise ReplayError(
+            f"{path} was resumed from the checkpoint {ckpt}, which is not there; replaying it needs "
+            f"that file (or replay the original run's recording)"
+        )
     if file_sha256(ckpt) != run.get("resumed_from_sha256"):
         raise ReplayError(f"{path} was resumed from {ckpt}, and that file has changed since (its SHA-256 differs)")
     try:
@@ -110,8 +118,9 @@ def _live_faults(result: dict, path) -> list[dict]:
     return faults
 
 
-def replay_recording(path: str | Path, live: list[str] | None = None,
-                     overrides: dict | None = None, out: str | Path | None = None) -> ReplayResult:
+def replay_recording(
+    path: str | Path, live: list[str] | None = None, overrides: dict | None = None, out: str | Path | None = None
+) -> ReplayResult:
     """Replay ``path``; ``live=None`` is a full replay, a list a partial one (empty: playback only).
     ``out`` records the replayed run (diverged or not) to a new MCAP file."""
     if out is not None and Path(out).resolve() == Path(path).resolve():
@@ -119,8 +128,10 @@ def replay_recording(path: str | Path, live: list[str] | None = None,
     recorded, report = read_recording(path)
     run = report.metadata.get(RUN_METADATA)
     if run is None:
-        raise ReplayError(f"{path}: no run description in the file ({report.summary()}); "
-                          f"only recordings made by `hopsim run --out` can be replayed")
+        raise ReplayError(
+            f"{path}: no run description in the file ({report.summary()}); "
+            f"only recordings made by `hopsim run --out` can be replayed"
+        )
     described = RecordedRun.check(run, path)
     params = {**described.parameters, **(overrides or {})}
     live_faults = _live_faults(report.metadata.get(RESULT_METADATA, {}), path)
@@ -134,15 +145,17 @@ def replay_recording(path: str | Path, live: list[str] | None = None,
         except ValueError:
             raise ReplayError(f"{path}: the recorded end time {end!r} is not a number: the file is damaged") from None
         if not (math.isfinite(end_s) and 0 <= end_s <= duration_s + 1e-9):
-            raise ReplayError(f"{path}: the recorded end time {end!r} does not fit the run's duration "
-                              f"{duration_s:g} s: the file is damaged")
+            raise ReplayError(
+                f"{path}: the recorded end time {end!r} does not fit the run's duration "
+                f"{duration_s:g} s: the file is damaged"
+            )
         if recorded and recorded[-1].t_ns > round(end_s * 1e9):
             raise ReplayError(f"{path}: messages after the recorded end time {end_s:g} s: the file is damaged")
         if end_s > 0:
-            duration_s = end_s          # where the recorded run ended (a stop inside the run ends a replay there too)
+            duration_s = end_s  # where the recorded run ended (a stop inside the run ends a replay there too)
     if report.intact_messages is not None:
         # damaged: what lies before the first damage is compared, nothing after it
-        recorded = recorded[:report.intact_messages]
+        recorded = recorded[: report.intact_messages]
         if not recorded:
             raise ReplayError(f"{report.summary()}; nothing before the damage to compare with")
     cut_ns = None
@@ -166,18 +179,29 @@ def replay_recording(path: str | Path, live: list[str] | None = None,
     every = run.get("checkpoint_every_s") or None
     level = run.get("kernel_events")
     if level is not None and level not in KERNEL_EVENT_LEVELS:
-        raise ReplayError(f"{path}: the recorded kernel-event level {level!r} is not one hopsim writes "
-                          f"({', '.join(KERNEL_EVENT_LEVELS)}): the file is damaged")
+        raise ReplayError(
+            f"{path}: the recorded kernel-event level {level!r} is not one hopsim writes "
+            f"({', '.join(KERNEL_EVENT_LEVELS)}): the file is damaged"
+        )
     resume_from = resumed_state(path, run) if run.get("resumed_at_s") else None
     if resume_from is not None and plan is not None:
         raise ReplayError(f"{path} is a resumed run: replay it whole (a partial replay starts from the run's start)")
     t0 = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory(prefix="hopsim-replay-") as scratch:
-            result = run_scenario(described.scenario, params, seed=described.seed, duration_s=duration_s,
-                                  keep_stream=True, playback=plan, out=out, resume_from=resume_from,
-                                  checkpoint_every_s=float(every) if every else None, checkpoint_dir=scratch,
-                                  kernel_events=level or "events")
+            result = run_scenario(
+                described.scenario,
+                params,
+                seed=described.seed,
+                duration_s=duration_s,
+                keep_stream=True,
+                playback=plan,
+                out=out,
+                resume_from=resume_from,
+                checkpoint_every_s=float(every) if every else None,
+                checkpoint_dir=scratch,
+                kernel_events=level or "events",
+            )
     except ScenarioError as err:
         raise ReplayError(f"{path}: cannot re-run the recorded scenario: {err}") from None
     wall = time.perf_counter() - t0
@@ -193,8 +217,7 @@ def replay_recording(path: str | Path, live: list[str] | None = None,
         models = set(result.sim.model_names())
         unknown = sorted(set(live) - models)
         if unknown:
-            raise ReplayError(f"--live names unknown actor(s) {unknown}; the scenario's actors are "
-                              f"{sorted(models)}")
+            raise ReplayError(f"--live names unknown actor(s) {unknown}; the scenario's actors are {sorted(models)}")
         keep = set(live) if live else models - set()
         recorded = [e for e in recorded if e.source in keep]
         replayed = [e for e in replayed if e.source in keep]

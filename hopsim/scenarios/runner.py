@@ -1,4 +1,5 @@
 """Run a named scenario: build it, record it, show progress, report."""
+
 from __future__ import annotations
 
 import functools
@@ -59,22 +60,23 @@ def check_description(description: dict, path) -> None:
         if not isinstance(description.get(key), kind) or isinstance(description.get(key), bool):
             raise checkpoint.CheckpointError(f"{path}: the run's description has no valid {key!r}")
     if not (math.isfinite(description["duration_s"]) and description["duration_s"] > 0):
-        raise checkpoint.CheckpointError(f"{path}: the run's duration {description['duration_s']!r} is not a "
-                                         f"positive number of seconds")
+        raise checkpoint.CheckpointError(
+            f"{path}: the run's duration {description['duration_s']!r} is not a positive number of seconds"
+        )
     every = description.get("checkpoint_every_s")
     if every is not None and not (isinstance(every, (int, float)) and math.isfinite(every) and every > 0):
         raise checkpoint.CheckpointError(f"{path}: the checkpoint period {every!r} is not a positive number")
     theirs = description.get("versions")
     if not isinstance(theirs, dict):
-        raise checkpoint.CheckpointError(f"{path} names no package versions; it cannot be checked, "
-                                         f"and is not resumed")
+        raise checkpoint.CheckpointError(f"{path} names no package versions; it cannot be checked, and is not resumed")
     ours = package_versions()
     differ = {k: (theirs.get(k), v) for k, v in ours.items() if theirs.get(k) != v}
     if differ:
         raise checkpoint.CheckpointError(
             f"{path} was written by other package versions ("
             + ", ".join(f"{k} {a} there, {b} here" for k, (a, b) in sorted(differ.items()))
-            + "); resume it with the versions that wrote it, or run the scenario again")
+            + "); resume it with the versions that wrote it, or run the scenario again"
+        )
 
 
 @dataclass
@@ -92,8 +94,8 @@ class RunResult:
     sim: Simulation | None = None
     recorder: Any = None
     cpu: dict[str, Any] = field(default_factory=dict)
-    outcome: dict[str, Any] = field(default_factory=dict)     # the scenario's outcome metrics
-    resumed_at_s: float | None = None                           # where a resumed run started
+    outcome: dict[str, Any] = field(default_factory=dict)  # the scenario's outcome metrics
+    resumed_at_s: float | None = None  # where a resumed run started
 
     @property
     def simulated_s(self) -> float:
@@ -114,7 +116,7 @@ def state_hash(sim: Simulation) -> str:
 
     from hopsim.kernel import state_codec
 
-    state = checkpoint.capture(sim, allow_contact=True, copied=False)      # read here and let go
+    state = checkpoint.capture(sim, allow_contact=True, copied=False)  # read here and let go
     h = hashlib.sha256()
     for name, snap in sorted(state["models"].items()):
         tree, blobs = state_codec.encode(snap, name)
@@ -152,15 +154,32 @@ def _collector_sees_the_run_only(run):
 
 
 @_collector_sees_the_run_only
-def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int = 0,
-                 duration_s: float | None = None, out: str | Path | None = None, backend: str = "local",
-                 progress: bool = False, keep_stream: bool = False, ray_address: str | None = None,
-                 playback=None, checkpoint_every_s: float | None = None,
-                 checkpoint_dir: str | Path | None = None, resume_from: dict | None = None,
-                 resume_file: str | Path | None = None,
-                 cpu_accounting: bool = False, placement: str | None = None, batching: bool = False,
-                 rate_groups: bool = True, fleets: bool = True, keep_sim: bool = False, pacer=None, tap=None,
-                 kernel_events: str = "events", row_blocks: bool = True) -> RunResult:
+def run_scenario(
+    name: str,
+    overrides: dict[str, Any] | None = None,
+    seed: int = 0,
+    duration_s: float | None = None,
+    out: str | Path | None = None,
+    backend: str = "local",
+    progress: bool = False,
+    keep_stream: bool = False,
+    ray_address: str | None = None,
+    playback=None,
+    checkpoint_every_s: float | None = None,
+    checkpoint_dir: str | Path | None = None,
+    resume_from: dict | None = None,
+    resume_file: str | Path | None = None,
+    cpu_accounting: bool = False,
+    placement: str | None = None,
+    batching: bool = False,
+    rate_groups: bool = True,
+    fleets: bool = True,
+    keep_sim: bool = False,
+    pacer=None,
+    tap=None,
+    kernel_events: str = "events",
+    row_blocks: bool = True,
+) -> RunResult:
     """Run scenario ``name``; record to ``out`` (MCAP) or, with keep_stream, to memory. The result
     holds the simulation (at its end, models pulled back from any other process) with keep_stream
     or ``keep_sim``.
@@ -199,13 +218,17 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     if checkpoint_every_s is not None and not (math.isfinite(checkpoint_every_s) and checkpoint_every_s > 0):
         raise ScenarioError(f"--checkpoint-every must be a positive number of seconds, got {checkpoint_every_s}")
     if checkpoint_every_s is not None and duration_s / checkpoint_every_s > MAX_CHECKPOINTS:
-        raise ScenarioError(f"--checkpoint-every {checkpoint_every_s:g} s makes {duration_s / checkpoint_every_s:.3g} "
-                            f"checkpoints in {duration_s:g} s; at most {MAX_CHECKPOINTS:,} are written (each one "
-                            f"is a file): take them less often")
+        raise ScenarioError(
+            f"--checkpoint-every {checkpoint_every_s:g} s makes {duration_s / checkpoint_every_s:.3g} "
+            f"checkpoints in {duration_s:g} s; at most {MAX_CHECKPOINTS:,} are written (each one "
+            f"is a file): take them less often"
+        )
     late = [f for f in params.faults if f.t_s > duration_s]
     if late and resume_from is None:
-        raise ScenarioError(f"fault {late[0].kind!r} on {late[0].target!r} at {late[0].t_s:g} s comes after the "
-                            f"run's end ({duration_s:g} s): run longer (--duration) or move the fault")
+        raise ScenarioError(
+            f"fault {late[0].kind!r} on {late[0].target!r} at {late[0].t_s:g} s comes after the "
+            f"run's end ({duration_s:g} s): run longer (--duration) or move the fault"
+        )
     options = {"address": ray_address} if ray_address else {}
     if placement is not None:
         options["placement"] = placement
@@ -213,18 +236,29 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
         runtime = make_runtime(backend, **options)
     except (ValueError, RayUnavailable) as err:
         raise ScenarioError(str(err)) from None
-    metadata = {"scenario": name, "parameters_json": dumps_params(params.model_dump()), "seed": seed,
-                "duration_s": duration_s, "checkpoint_every_s": checkpoint_every_s or "",
-                "resumed_at_s": (resume_from["t_ns"] / 1e9) if resume_from else "",
-                # the checkpoint a resumed run started from, so that its recording can be replayed
-                "resumed_from": str(Path(resume_file).resolve()) if resume_file else "",
-                "resumed_from_sha256": file_sha256(resume_file) if resume_file else "",
-                "versions": json.dumps(package_versions(), sort_keys=True),
-                "platform": platform.platform(), "python": platform.python_version(),
-                "backend": runtime.name, "placement": runtime.placement, "kernel_events": kernel_events}
+    metadata = {
+        "scenario": name,
+        "parameters_json": dumps_params(params.model_dump()),
+        "seed": seed,
+        "duration_s": duration_s,
+        "checkpoint_every_s": checkpoint_every_s or "",
+        "resumed_at_s": (resume_from["t_ns"] / 1e9) if resume_from else "",
+        # the checkpoint a resumed run started from, so that its recording can be replayed
+        "resumed_from": str(Path(resume_file).resolve()) if resume_file else "",
+        "resumed_from_sha256": file_sha256(resume_file) if resume_file else "",
+        "versions": json.dumps(package_versions(), sort_keys=True),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "backend": runtime.name,
+        "placement": runtime.placement,
+        "kernel_events": kernel_events,
+    }
     # an MCAP recorder opens its file at its first write: a run its build refuses leaves --out alone
-    recorder = (McapRecorder(out, metadata, log_time_offset_ns=params.epoch_ns) if out
-                else (MemoryRecorder() if keep_stream else None))
+    recorder = (
+        McapRecorder(out, metadata, log_time_offset_ns=params.epoch_ns)
+        if out
+        else (MemoryRecorder() if keep_stream else None)
+    )
     if tap is not None and isinstance(recorder, McapRecorder):
         recorder.tap = tap
     if pacer is not None and runtime.name != "local":
@@ -232,19 +266,24 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
         raise ScenarioError("pacing and live commands run on the local backend (drop --backend ray)")
     if pacer is not None and isinstance(recorder, McapRecorder):
         pacer.on_tick = _pacing_recorder(recorder, pacer.on_tick)
-    run = ScenarioRun(spec, params, seed, runtime, recorder, playback, cpu_accounting,
-                      duration_s if progress else None)
+    run = ScenarioRun(spec, params, seed, runtime, recorder, playback, cpu_accounting, duration_s if progress else None)
     run.batching = batching
     run.rate_groups = rate_groups
     run.fleets = fleets
     run.row_blocks = row_blocks
     run.record_barriers = kernel_events == "all"
     run.pacer = pacer
-    description = {"scenario": name, "overrides": params.model_dump(), "seed": seed,
-                   "duration_s": duration_s, "checkpoint_every_s": checkpoint_every_s,
-                   "versions": package_versions(), "kernel_events": kernel_events}
+    description = {
+        "scenario": name,
+        "overrides": params.model_dump(),
+        "seed": seed,
+        "duration_s": duration_s,
+        "checkpoint_every_s": checkpoint_every_s,
+        "versions": package_versions(),
+        "kernel_events": kernel_events,
+    }
     try:
-        run.build(resume_from)          # the scenario and its faults are valid before --out is touched
+        run.build(resume_from)  # the scenario and its faults are valid before --out is touched
     except BaseException:
         runtime.shutdown()
         raise
@@ -256,9 +295,13 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     except BaseException as err:
         # keep everything recorded so far, and say in the file why it ends there
         if recorder is not None:
-            recorder.close({"end_time_s": run.sim.time if run.sim else 0.0,
-                            "stop_reason": f"crashed: {type(err).__name__}: {err}",
-                            **({"live_faults_json": json.dumps(pacer.injected)} if pacer is not None else {})})
+            recorder.close(
+                {
+                    "end_time_s": run.sim.time if run.sim else 0.0,
+                    "stop_reason": f"crashed: {type(err).__name__}: {err}",
+                    **({"live_faults_json": json.dumps(pacer.injected)} if pacer is not None else {}),
+                }
+            )
         runtime.shutdown()
         raise
     finally:
@@ -271,17 +314,29 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     stats["stop_replays"] = run.stop_replays
     if pacer is not None:
         p50, p99 = pacer.report.percentiles_ms()
-        stats["pacing"] = {"factor": pacer.factor, "ticks": pacer.report.ticks, "overruns": pacer.report.overruns,
-                           "lateness_p50_ms": p50, "lateness_p99_ms": p99, "live_faults": len(pacer.injected)}
+        stats["pacing"] = {
+            "factor": pacer.factor,
+            "ticks": pacer.report.ticks,
+            "overruns": pacer.report.overruns,
+            "lateness_p50_ms": p50,
+            "lateness_p99_ms": p99,
+            "live_faults": len(pacer.injected),
+        }
     cpu = sim.cpu_report() if cpu_accounting else {}
     # a partial replay's stand-ins are not the models the metrics read: no outcome then
     outcome = spec.outcome(sim) if spec.outcome is not None and playback is None else {}
     if recorder is not None:
-        recorder.close({"end_time_s": sim.time, "stop_reason": reason, "final_state_sha256": state_hash(sim),
-                        "outcome_json": outcome_json(outcome),
-                        "cpu_json": json.dumps(cpu, sort_keys=True),
-                        "recoveries_json": json.dumps(run.recoveries),
-                        **({"live_faults_json": json.dumps(pacer.injected)} if pacer is not None else {})})
+        recorder.close(
+            {
+                "end_time_s": sim.time,
+                "stop_reason": reason,
+                "final_state_sha256": state_hash(sim),
+                "outcome_json": outcome_json(outcome),
+                "cpu_json": json.dumps(cpu, sort_keys=True),
+                "recoveries_json": json.dumps(run.recoveries),
+                **({"live_faults_json": json.dumps(pacer.injected)} if pacer is not None else {}),
+            }
+        )
         count, digest = recorder.digest.count, recorder.digest.hexdigest()
     else:
         count, digest = stats["published"], ""
@@ -289,10 +344,23 @@ def run_scenario(name: str, overrides: dict[str, Any] | None = None, seed: int =
     if keep_sim:
         sim.pull_models()
     runtime.shutdown()
-    return RunResult(name, seed, duration_s, sim.time, reason, wall, count, digest,
-                     Path(out) if out else None, stats, sim if keep_sim else None,
-                     recorder if keep_stream else None, cpu, outcome,
-                     resume_from["t_ns"] / 1e9 if resume_from else None)
+    return RunResult(
+        name,
+        seed,
+        duration_s,
+        sim.time,
+        reason,
+        wall,
+        count,
+        digest,
+        Path(out) if out else None,
+        stats,
+        sim if keep_sim else None,
+        recorder if keep_stream else None,
+        cpu,
+        outcome,
+        resume_from["t_ns"] / 1e9 if resume_from else None,
+    )
 
 
 KERNEL_EVENT_LEVELS = ("events", "all")
@@ -319,9 +387,15 @@ def describe_scenario(name: str, overrides: dict[str, Any] | None = None) -> tup
     spec.build(sim, spec.make_params(overrides or {}))
     topics = {t: topic.type_name for t, topic in sim.topics.topics.items()}
     if any(kind == "hopsim.VehicleState" for kind in topics.values()):
-        topics.update({TRANSFORMS_TOPIC: "foxglove.FrameTransforms", SCENE_TOPIC: "foxglove.SceneUpdate",
-                       TRAILS_TOPIC: "foxglove.SceneUpdate", RECENT_TRAILS_TOPIC: "foxglove.SceneUpdate",
-                       TRAIL_TIPS_TOPIC: "foxglove.SceneUpdate"})
+        topics.update(
+            {
+                TRANSFORMS_TOPIC: "foxglove.FrameTransforms",
+                SCENE_TOPIC: "foxglove.SceneUpdate",
+                TRAILS_TOPIC: "foxglove.SceneUpdate",
+                RECENT_TRAILS_TOPIC: "foxglove.SceneUpdate",
+                TRAIL_TIPS_TOPIC: "foxglove.SceneUpdate",
+            }
+        )
     kinds = [KernelEvent.FAULT, KernelEvent.STOP]
     if sim.scene.get("bodies"):
         kinds += [KernelEvent.CONTACT, KernelEvent.DOCK, KernelEvent.UNDOCK]
@@ -365,8 +439,7 @@ class ScenarioRun:
     gives again, bit for bit, what the recording holds since: the stream is the one of a run where
     nothing died)."""
 
-    def __init__(self, spec, params, seed, runtime, recorder, playback, cpu_accounting,
-                 progress_total_s: float | None):
+    def __init__(self, spec, params, seed, runtime, recorder, playback, cpu_accounting, progress_total_s: float | None):
         self.spec, self.params, self.seed = spec, params, seed
         self.runtime, self.recorder, self.playback = runtime, recorder, playback
         self.cpu_accounting = cpu_accounting
@@ -374,23 +447,30 @@ class ScenarioRun:
         self.sim: Simulation | None = None
         self.last_state: dict | None = None
         self.recoveries: list[dict] = []
-        self.skipped_checkpoints: list[dict] = []     # checkpoint instants that fell inside a contact
-        self.stop_replays: list[dict] = []            # e_stops in a Ray host run again exactly
+        self.skipped_checkpoints: list[dict] = []  # checkpoint instants that fell inside a contact
+        self.stop_replays: list[dict] = []  # e_stops in a Ray host run again exactly
         self.batching = False
         self.rate_groups = True
         self.fleets = True
         self.row_blocks = True
-        self.pacer = None                             # a Pacer ticks in every simulation built
+        self.pacer = None  # a Pacer ticks in every simulation built
         self.record_barriers = False
         self._bar = None
-        self._progress_total_s = progress_total_s     # None: no progress bar
+        self._progress_total_s = progress_total_s  # None: no progress bar
 
     def build(self, state: dict | None = None) -> Simulation:
         handled = self.sim.handled_kills if self.sim is not None else set()
-        sim = Simulation(seed=self.seed, runtime=self.runtime, recorder=self.recorder,
-                         cpu_accounting=self.cpu_accounting, batching=self.batching,
-                         record_barriers=self.record_barriers, rate_groups=self.rate_groups, fleets=self.fleets,
-                         row_blocks=self.row_blocks)
+        sim = Simulation(
+            seed=self.seed,
+            runtime=self.runtime,
+            recorder=self.recorder,
+            cpu_accounting=self.cpu_accounting,
+            batching=self.batching,
+            record_barriers=self.record_barriers,
+            rate_groups=self.rate_groups,
+            fleets=self.fleets,
+            row_blocks=self.row_blocks,
+        )
         sim.playback = self.playback
         sim.scenario_params = self.params
         self.spec.build(sim, self.params)
@@ -400,7 +480,7 @@ class ScenarioRun:
                 fault.check_fields(fault_kinds(sim.slot(fault.target).cls)[fault.kind])
             except ValueError as err:
                 raise ScenarioError(str(err)) from None
-        sim.handled_kills = handled            # before restore: hosts take a copy when they start
+        sim.handled_kills = handled  # before restore: hosts take a copy when they start
         if state is not None:
             checkpoint.restore(sim, state)
         self.sim = sim
@@ -412,7 +492,7 @@ class ScenarioRun:
     def advance(self, duration_s: float, every_s: float | None, directory: Path, description: dict) -> str:
         end = seconds(duration_s)
         if self.recoverable:
-            self.sim.advance_to(self.sim.time)            # the initial barrier: a state to go back to
+            self.sim.advance_to(self.sim.time)  # the initial barrier: a state to go back to
             self._keep_state()
         reason = "time"
         for t in checkpoint_times(self.sim.now, duration_s, every_s):
@@ -444,8 +524,9 @@ class ScenarioRun:
             except ActorKilled as killed:
                 if not self.recoverable or self.last_state is None:
                     raise
-                self.recoveries.append({"actor": killed.actor, "t_s": killed.t_ns / 1e9,
-                                        "resumed_from_s": self.last_state["t_ns"] / 1e9})
+                self.recoveries.append(
+                    {"actor": killed.actor, "t_s": killed.t_ns / 1e9, "resumed_from_s": self.last_state["t_ns"] / 1e9}
+                )
                 self._back_to_last_state()
 
     def _stop_exactly(self, reason: str, t_ns: int) -> str:
@@ -485,8 +566,12 @@ class ScenarioRun:
         from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
         if self._bar is None:
-            columns = (TextColumn("[bold]sim"), BarColumn(),
-                       TextColumn("{task.completed:.1f}/{task.total:.1f} s"), TimeRemainingColumn())
+            columns = (
+                TextColumn("[bold]sim"),
+                BarColumn(),
+                TextColumn("{task.completed:.1f}/{task.total:.1f} s"),
+                TimeRemainingColumn(),
+            )
             self._bar = Progress(*columns, transient=False)
             self._bar.start()
             self._task = self._bar.add_task("run", total=self._progress_total_s)
@@ -505,15 +590,28 @@ class ScenarioRun:
             self._bar = None
 
 
-def resume_run(checkpoint_file: str | Path, out: str | Path | None = None, duration_s: float | None = None,
-               progress: bool = False, keep_stream: bool = False,
-               checkpoint_dir: str | Path | None = None) -> RunResult:
+def resume_run(
+    checkpoint_file: str | Path,
+    out: str | Path | None = None,
+    duration_s: float | None = None,
+    progress: bool = False,
+    keep_stream: bool = False,
+    checkpoint_dir: str | Path | None = None,
+) -> RunResult:
     """Continue the run saved in ``checkpoint_file`` to its end (or ``duration_s``)."""
     description, state = checkpoint.load(checkpoint_file)
     check_description(description, checkpoint_file)
-    return run_scenario(description["scenario"], description["overrides"], seed=description["seed"],
-                        duration_s=duration_s or description["duration_s"], out=out, progress=progress,
-                        keep_stream=keep_stream, checkpoint_every_s=description["checkpoint_every_s"],
-                        checkpoint_dir=checkpoint_dir or Path(checkpoint_file).parent, resume_from=state,
-                        resume_file=checkpoint_file,
-                        kernel_events=description.get("kernel_events", "events"))
+    return run_scenario(
+        description["scenario"],
+        description["overrides"],
+        seed=description["seed"],
+        duration_s=duration_s or description["duration_s"],
+        out=out,
+        progress=progress,
+        keep_stream=keep_stream,
+        checkpoint_every_s=description["checkpoint_every_s"],
+        checkpoint_dir=checkpoint_dir or Path(checkpoint_file).parent,
+        resume_from=state,
+        resume_file=checkpoint_file,
+        kernel_events=description.get("kernel_events", "events"),
+    )

@@ -13,6 +13,7 @@ closes in Y to 21 cm between centres in 10 s while tracking the leader in X; at 
 Islands: one per vehicle (dynamics, thrusters, IMU, global metrology, flight software), ``comm``
 (the STS and STL channels) and ``ground`` (the laptop).
 """
+
 from __future__ import annotations
 
 import math
@@ -36,10 +37,14 @@ NODE_IDS = {LAPTOP_NAME: packets.LAPTOP, "sph1": 1, "sph2": 2}
 
 class SpheresCommon(ScenarioParams):
     vehicle_type: str = Field("spheres_6dof", description="spheres_6dof (ISS) or spheres_air_table (1 g)")
-    vehicle_overrides: dict[str, Any] = Field(default_factory=dict, description=(
-        "dotted-key overrides of the vehicle parameter set, e.g. {'thrusters.pressure_psig': 40}"))
-    testbed_overrides: dict[str, Any] = Field(default_factory=dict, description=(
-        "overrides of the test bed (beacon_positions_N, volume_min_N, volume_max_N, ...)"))
+    vehicle_overrides: dict[str, Any] = Field(
+        default_factory=dict,
+        description=("dotted-key overrides of the vehicle parameter set, e.g. {'thrusters.pressure_psig': 40}"),
+    )
+    testbed_overrides: dict[str, Any] = Field(
+        default_factory=dict,
+        description=("overrides of the test bed (beacon_positions_N, volume_min_N, volume_max_N, ...)"),
+    )
     perfect_state: bool = Field(False, description="the controller uses the truth, bypassing the estimator")
     sensors: bool | None = Field(None, description="simulate the IMU and metrology (default: not perfect_state)")
     thrust_noise: float = Field(0.0, ge=0, description="per-firing 1-sigma thrust noise fraction (0.01 in the seed)")
@@ -50,16 +55,22 @@ class SpheresCommon(ScenarioParams):
     n_integration_steps: int = Field(1, ge=1, le=10_000, description="integration steps per hop")
 
     def params_for(self):
-        overrides = {"thrusters.noise_fraction": self.thrust_noise, "imu.noise_on": self.imu_noise,
-                     "radio.loss_probability": self.radio_loss, **self.vehicle_overrides}
+        overrides = {
+            "thrusters.noise_fraction": self.thrust_noise,
+            "imu.noise_on": self.imu_noise,
+            "radio.loss_probability": self.radio_loss,
+            **self.vehicle_overrides,
+        }
         testbed = TestbedParams(range_noise_m=self.range_noise_m).with_overrides(self.testbed_overrides)
         return vehicle_params(self.vehicle_type, overrides), testbed
 
     def schedule(self):
         if self.start_command_s is None:
             return None
-        return [(self.start_command_s, GroundCommand(vehicle=v, command=packets.CMD_START_TEST, args=b"\x01"))
-                for v in ("sph1", "sph2")]
+        return [
+            (self.start_command_s, GroundCommand(vehicle=v, command=packets.CMD_START_TEST, args=b"\x01"))
+            for v in ("sph1", "sph2")
+        ]
 
 
 class LeaderFollowerParams(SpheresCommon):
@@ -70,12 +81,16 @@ class LeaderFollowerParams(SpheresCommon):
     move_s: float = Field(10.0, gt=0, description="duration of each side's move")
     hold_s: float = Field(10.0, ge=0, description="dwell at each corner")
     first_hold_s: float = Field(5.0, ge=0, description="dwell before the first move")
-    attitude_control: bool = Field(False, description=(
-        "hold the start attitude too; the seed's run controlled position only (thrust noise off, "
-        "the opposing pairs apply no torque)"))
+    attitude_control: bool = Field(
+        False,
+        description=(
+            "hold the start attitude too; the seed's run controlled position only (thrust noise off, "
+            "the opposing pairs apply no torque)"
+        ),
+    )
 
 
-FORMATION_BOUND_M = 0.10   # the follower's measured worst tracking error is 8.2 cm (estimated state)
+FORMATION_BOUND_M = 0.10  # the follower's measured worst tracking error is 8.2 cm (estimated state)
 
 
 def leader_follower_outcome(sim: Simulation) -> dict:
@@ -84,24 +99,46 @@ def leader_follower_outcome(sim: Simulation) -> dict:
     leader, follower = sim.model("sph1"), sim.model("sph2")
     error = float(np.linalg.norm(follower.r_BN_N - (leader.r_BN_N + np.asarray(p.follower_offset_m))))
     used = {v: 1e3 * float(np.sum(sim.model(f"{v}_thrusters").propellant_used_kg)) for v in ("sph1", "sph2")}
-    return {"tracking_error_m": error, "leader_propellant_g": used["sph1"],
-            "follower_propellant_g": used["sph2"], "formation_held": error <= FORMATION_BOUND_M}
+    return {
+        "tracking_error_m": error,
+        "leader_propellant_g": used["sph1"],
+        "follower_propellant_g": used["sph2"],
+        "formation_held": error <= FORMATION_BOUND_M,
+    }
 
 
-@scenario("leader_follower", LeaderFollowerParams,
-          "SPHERES leader flies a 40 cm square, follower tracks its broadcast state minus 30 cm (seed 4.1)",
-          default_duration_s=85.0, outcome=leader_follower_outcome)
+@scenario(
+    "leader_follower",
+    LeaderFollowerParams,
+    "SPHERES leader flies a 40 cm square, follower tracks its broadcast state minus 30 cm (seed 4.1)",
+    default_duration_s=85.0,
+    outcome=leader_follower_outcome,
+)
 def build_leader_follower(sim: Simulation, p: LeaderFollowerParams) -> None:
     params, testbed = p.params_for()
     sensors = (not p.perfect_state) if p.sensors is None else p.sensors
     wait = p.start_command_s is not None
-    leader = LeaderSquare(square_maneuvers(p.square_side_m, p.move_s, p.hold_s, p.first_hold_s),
-                          broadcast_to=("sph2",), control_attitude=p.attitude_control)
+    leader = LeaderSquare(
+        square_maneuvers(p.square_side_m, p.move_s, p.hold_s, p.first_hold_s),
+        broadcast_to=("sph2",),
+        control_attitude=p.attitude_control,
+    )
     follower = Follower("sph1", p.follower_offset_m, control_attitude=p.attitude_control)
     for name, program, r0 in (("sph1", leader, p.leader_start_m), ("sph2", follower, p.follower_start_m)):
-        add_vehicle(sim, name, NODE_IDS[name], params, testbed, program, r0, perfect_state=p.perfect_state,
-                    wait_for_start=wait, node_ids=NODE_IDS, sensors=sensors,
-                    n_integration_steps=p.n_integration_steps)
+        add_vehicle(
+            sim,
+            name,
+            NODE_IDS[name],
+            params,
+            testbed,
+            program,
+            r0,
+            perfect_state=p.perfect_state,
+            wait_for_start=wait,
+            node_ids=NODE_IDS,
+            sensors=sensors,
+            n_integration_steps=p.n_integration_steps,
+        )
     add_comm(sim, ["sph1", "sph2"], NODE_IDS, params, p.schedule())
 
 
@@ -124,26 +161,48 @@ def cooperative_docking_outcome(sim: Simulation) -> dict:
     leader, follower = sim.model("sph1"), sim.model("sph2")
     gap = float(leader.r_BN_N[1] - follower.r_BN_N[1])
     used = {v: 1e3 * float(np.sum(sim.model(f"{v}_thrusters").propellant_used_kg)) for v in ("sph1", "sph2")}
-    return {"gap_m": gap, "gap_error_m": gap - p.gap_m,
-            "x_offset_m": float(follower.r_BN_N[0] - leader.r_BN_N[0]),
-            "follower_yaw_deg": math.degrees(yaw(follower.q_BN)),
-            "leader_propellant_g": used["sph1"], "follower_propellant_g": used["sph2"]}
+    return {
+        "gap_m": gap,
+        "gap_error_m": gap - p.gap_m,
+        "x_offset_m": float(follower.r_BN_N[0] - leader.r_BN_N[0]),
+        "follower_yaw_deg": math.degrees(yaw(follower.q_BN)),
+        "leader_propellant_g": used["sph1"],
+        "follower_propellant_g": used["sph2"],
+    }
 
 
-@scenario("cooperative_docking", CooperativeDockingParams,
-          "SPHERES follower turns 90 deg and closes to 21 cm of a station-keeping leader (seed 4.4)",
-          default_duration_s=40.0, outcome=cooperative_docking_outcome)
+@scenario(
+    "cooperative_docking",
+    CooperativeDockingParams,
+    "SPHERES follower turns 90 deg and closes to 21 cm of a station-keeping leader (seed 4.4)",
+    default_duration_s=40.0,
+    outcome=cooperative_docking_outcome,
+)
 def build_cooperative_docking(sim: Simulation, p: CooperativeDockingParams) -> None:
     params, testbed = p.params_for()
     sensors = (not p.perfect_state) if p.sensors is None else p.sensors
     wait = p.start_command_s is not None
     leader = DockingLeader(broadcast_to=("sph2",), x_step_m=p.x_step_m)
-    follower = DockingFollower("sph1", yaw_change_rad=math.radians(p.yaw_change_deg), gap_m=p.gap_m,
-                               x_step_m=p.x_step_m)
-    for name, program, r0, yaw_deg in (("sph1", leader, p.leader_start_m, p.leader_yaw_deg),
-                                       ("sph2", follower, p.follower_start_m, p.follower_yaw_deg)):
-        add_vehicle(sim, name, NODE_IDS[name], params, testbed, program, r0,
-                    q0_BN=tuple(from_yaw(math.radians(yaw_deg))), perfect_state=p.perfect_state,
-                    wait_for_start=wait, node_ids=NODE_IDS, sensors=sensors,
-                    n_integration_steps=p.n_integration_steps)
+    follower = DockingFollower(
+        "sph1", yaw_change_rad=math.radians(p.yaw_change_deg), gap_m=p.gap_m, x_step_m=p.x_step_m
+    )
+    for name, program, r0, yaw_deg in (
+        ("sph1", leader, p.leader_start_m, p.leader_yaw_deg),
+        ("sph2", follower, p.follower_start_m, p.follower_yaw_deg),
+    ):
+        add_vehicle(
+            sim,
+            name,
+            NODE_IDS[name],
+            params,
+            testbed,
+            program,
+            r0,
+            q0_BN=tuple(from_yaw(math.radians(yaw_deg))),
+            perfect_state=p.perfect_state,
+            wait_for_start=wait,
+            node_ids=NODE_IDS,
+            sensors=sensors,
+            n_integration_steps=p.n_integration_steps,
+        )
     add_comm(sim, ["sph1", "sph2"], NODE_IDS, params, p.schedule())

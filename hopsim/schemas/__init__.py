@@ -5,6 +5,7 @@ a test checks that they are not stale. Import message classes from here::
 
     from hopsim.schemas import VehicleState, Envelope
 """
+
 from google.protobuf import descriptor_pool, message_factory
 
 from hopsim.schemas import spheres_pb2  # noqa: F401  (registers the SPHERES messages in the pool)
@@ -15,15 +16,42 @@ from hopsim.schemas.geometry_pb2 import Quaternion, Vector3
 from hopsim.schemas.kernel_pb2 import ContactDetail, KernelEvent, RunMetadata
 from hopsim.schemas.profile_pb2 import JointStates, PrescribedMotionProfile
 from hopsim.schemas.signals_pb2 import BatteryState, LanderTelemetry, Scalar, ThrottleCommand
-from hopsim.schemas.vehicle_pb2 import (AttitudeMeasurement, ImuMeasurement, MassProperties,
-                                        PositionVelocityMeasurement, ReactionWheelCommand, ReactionWheelState,
-                                        RelativeStateMeasurement, VehicleState, Wrench)
+from hopsim.schemas.vehicle_pb2 import (
+    AttitudeMeasurement,
+    ImuMeasurement,
+    MassProperties,
+    PositionVelocityMeasurement,
+    ReactionWheelCommand,
+    ReactionWheelState,
+    RelativeStateMeasurement,
+    VehicleState,
+    Wrench,
+)
 
 __all__ = [
-    "Envelope", "Fault", "Quaternion", "Vector3", "KernelEvent", "RunMetadata", "BatteryState",
-    "LanderTelemetry", "Scalar", "ThrottleCommand", "VehicleState", "Wrench", "JointStates",
-    "PrescribedMotionProfile", "DockCommand", "ContactDetail", "ReactionWheelCommand", "ReactionWheelState",
-    "MassProperties", "AttitudeMeasurement", "PositionVelocityMeasurement", "ImuMeasurement", "RelativeStateMeasurement",
+    "Envelope",
+    "Fault",
+    "Quaternion",
+    "Vector3",
+    "KernelEvent",
+    "RunMetadata",
+    "BatteryState",
+    "LanderTelemetry",
+    "Scalar",
+    "ThrottleCommand",
+    "VehicleState",
+    "Wrench",
+    "JointStates",
+    "PrescribedMotionProfile",
+    "DockCommand",
+    "ContactDetail",
+    "ReactionWheelCommand",
+    "ReactionWheelState",
+    "MassProperties",
+    "AttitudeMeasurement",
+    "PositionVelocityMeasurement",
+    "ImuMeasurement",
+    "RelativeStateMeasurement",
     "message_class",
 ]
 

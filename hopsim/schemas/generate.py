@@ -9,6 +9,7 @@ The generated modules are committed; ``tests/test_schemas.py`` runs the check, s
 without regenerating fails the suite. The generator is ``grpcio-tools`` (pinned in pyproject.toml)
 so that the output does not depend on whichever ``protoc`` happens to be installed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,8 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     if opts.check:
         stale = stale_modules()
         if stale:
-            print("stale generated modules: " + ", ".join(stale)
-                  + "\nregenerate with: python hopsim/schemas/generate.py", file=sys.stderr)
+            print(
+                "stale generated modules: " + ", ".join(stale) + "\nregenerate with: python hopsim/schemas/generate.py",
+                file=sys.stderr,
+            )
             return 1
         print("generated modules are up to date")
         return 0

@@ -37,6 +37,7 @@ Not representable: a message type that contains itself (no fixed size) and proto
 raise :class:`NotImplementedError` naming the message and field. Unknown fields of a message are
 not carried into its row.
 """
+
 from __future__ import annotations
 
 import re
@@ -56,14 +57,22 @@ DEFAULT_CAPACITY = 16
 FD = FieldDescriptor
 # protobuf field type -> (numpy type of the row field, wire kind)
 _SCALARS = {
-    FD.TYPE_DOUBLE: ("f8", wire.FIXED), FD.TYPE_FLOAT: ("f4", wire.FIXED),
-    FD.TYPE_INT64: ("i8", wire.VARINT), FD.TYPE_UINT64: ("u8", wire.VARINT),
-    FD.TYPE_INT32: ("i4", wire.VARINT_I32), FD.TYPE_FIXED64: ("u8", wire.FIXED),
-    FD.TYPE_FIXED32: ("u4", wire.FIXED), FD.TYPE_BOOL: ("?", wire.VARINT),
-    FD.TYPE_UINT32: ("u4", wire.VARINT), FD.TYPE_ENUM: ("i4", wire.VARINT_I32),
-    FD.TYPE_SFIXED32: ("i4", wire.FIXED), FD.TYPE_SFIXED64: ("i8", wire.FIXED),
-    FD.TYPE_SINT32: ("i4", wire.ZIGZAG), FD.TYPE_SINT64: ("i8", wire.ZIGZAG),
-    FD.TYPE_STRING: ("i4", wire.BYTES), FD.TYPE_BYTES: ("i4", wire.BYTES),
+    FD.TYPE_DOUBLE: ("f8", wire.FIXED),
+    FD.TYPE_FLOAT: ("f4", wire.FIXED),
+    FD.TYPE_INT64: ("i8", wire.VARINT),
+    FD.TYPE_UINT64: ("u8", wire.VARINT),
+    FD.TYPE_INT32: ("i4", wire.VARINT_I32),
+    FD.TYPE_FIXED64: ("u8", wire.FIXED),
+    FD.TYPE_FIXED32: ("u4", wire.FIXED),
+    FD.TYPE_BOOL: ("?", wire.VARINT),
+    FD.TYPE_UINT32: ("u4", wire.VARINT),
+    FD.TYPE_ENUM: ("i4", wire.VARINT_I32),
+    FD.TYPE_SFIXED32: ("i4", wire.FIXED),
+    FD.TYPE_SFIXED64: ("i8", wire.FIXED),
+    FD.TYPE_SINT32: ("i4", wire.ZIGZAG),
+    FD.TYPE_SINT64: ("i8", wire.ZIGZAG),
+    FD.TYPE_STRING: ("i4", wire.BYTES),
+    FD.TYPE_BYTES: ("i4", wire.BYTES),
 }
 
 
@@ -72,13 +81,13 @@ class _Field:
     """One protobuf field of a message layout."""
 
     descriptor: FieldDescriptor
-    kind: int                          # wire kind
-    dtype: object                      # numpy type of one value (a structured dtype for a sub-message)
-    presence: bool = False             # has a has_<name> flag
+    kind: int  # wire kind
+    dtype: object  # numpy type of one value (a structured dtype for a sub-message)
+    presence: bool = False  # has a has_<name> flag
     repeated: bool = False
     capacity: int = 0
-    sub: MessageLayout | None = None   # sub-message (or map entry) layout
-    always: bool = False               # a map entry's key or value: written even when zero
+    sub: MessageLayout | None = None  # sub-message (or map entry) layout
+    always: bool = False  # a map entry's key or value: written even when zero
 
     @property
     def name(self) -> str:
@@ -96,7 +105,7 @@ class MessageLayout:
     descriptor: Descriptor
     dtype: np.dtype
     fields: list[_Field]
-    path: str                                          # field path from the root ("" for the root)
+    path: str  # field path from the root ("" for the root)
     message_class: type = field(init=False)
 
     def __post_init__(self):
@@ -123,9 +132,9 @@ class MessageLayout:
                     for j, value in enumerate(values):
                         f.sub.fill(value, elements[j], strings)
                 elif f.kind == wire.BYTES:
-                    elements[:len(values)] = [strings.intern(v) for v in values]
+                    elements[: len(values)] = [strings.intern(v) for v in values]
                 else:
-                    elements[:len(values)] = values
+                    elements[: len(values)] = values
             elif f.sub is not None:
                 present = msg.HasField(name)
                 row["has_" + name] = present
@@ -143,7 +152,7 @@ class MessageLayout:
         """Sort key of a map entry ``(key, value)``: the order of :mod:`hopsim.schemas.wire` (``SORT``)."""
         key = item[0]
         if self.fields[0].kind == wire.BYTES:
-            return tuple(key.encode() if isinstance(key, str) else key) + (256,)    # a prefix after its extensions
+            return tuple(key.encode() if isinstance(key, str) else key) + (256,)  # a prefix after its extensions
         return (-(int(key) % (1 << (8 * self.fields[0].dtype.itemsize))),)
 
     def fill_entry(self, key, value, row, strings: StringTable) -> None:
@@ -160,8 +169,10 @@ class MessageLayout:
         """The element array of repeated field ``f`` of ``row``, its count set to ``n`` and its unused tail zeroed."""
         if n > f.capacity:
             where = f"{self.path}.{f.name}".lstrip(".")
-            raise ValueError(f"{self.descriptor.full_name}.{f.name} holds {n} elements, more than its row capacity "
-                             f"{f.capacity}; give a larger one: row_layout(..., capacities={{{where!r}: {n}}})")
+            raise ValueError(
+                f"{self.descriptor.full_name}.{f.name} holds {n} elements, more than its row capacity "
+                f"{f.capacity}; give a larger one: row_layout(..., capacities={{{where!r}: {n}}})"
+            )
         row[f.name + "_count"] = n
         elements = row[f.name]
         elements[n:] = 0
@@ -181,8 +192,9 @@ class MessageLayout:
             if f.repeated:
                 n = int(row[name + "_count"])
                 if n > f.capacity:
-                    raise ValueError(f"{self.descriptor.full_name}.{name}: the row's count {n} is over its capacity "
-                                     f"{f.capacity}")
+                    raise ValueError(
+                        f"{self.descriptor.full_name}.{name}: the row's count {n} is over its capacity {f.capacity}"
+                    )
                 elements = row[name][:n]
                 target = getattr(msg, name)
                 if f.is_map:
@@ -235,8 +247,10 @@ class RowLayout:
         self.root = _layout(descriptor, "", capacities, used, ())
         unknown = sorted(set(capacities) - used)
         if unknown:
-            raise ValueError(f"{descriptor.full_name}: capacities given for {unknown}, which are not repeated fields; "
-                             f"its repeated fields: {sorted(_repeated_paths(self.root)) or 'none'}")
+            raise ValueError(
+                f"{descriptor.full_name}: capacities given for {unknown}, which are not repeated fields; "
+                f"its repeated fields: {sorted(_repeated_paths(self.root)) or 'none'}"
+            )
         self.descriptor = descriptor
         self.message_class = self.root.message_class
         self.dtype = self.root.dtype
@@ -289,19 +303,30 @@ class RowLayout:
         out = np.empty(max(len(rows) * self.dtype.itemsize, 256), np.uint8)
         rows_left, q = len(rows), len(out)
         while True:
-            q = wire.encode_rows(self.program, rows.view(np.uint8), self.dtype.itemsize, data, starts, ends, error,
-                                 offsets, out, rows_left, q)
+            q = wire.encode_rows(
+                self.program,
+                rows.view(np.uint8),
+                self.dtype.itemsize,
+                data,
+                starts,
+                ends,
+                error,
+                offsets,
+                out,
+                rows_left,
+                q,
+            )
             if error[0] != wire.NEED_ROOM:
                 break
-            rows_left = int(error[2]) + 1          # the rows after it are written, at out[q:]
+            rows_left = int(error[2]) + 1  # the rows after it are written, at out[q:]
             grown = np.empty(max(2 * len(out), len(out) + int(error[3])), np.uint8)
-            grown[len(grown) - (len(out) - q):] = out[q:]
+            grown[len(grown) - (len(out) - q) :] = out[q:]
             q += len(grown) - len(out)
             out = grown
             error[:] = 0
         if error[0] != wire.NO_ERROR:
             raise ValueError(self._error_text(error, len(strings)))
-        offsets = (len(out) - q) - offsets      # from distances to the end, to offsets from the first message
+        offsets = (len(out) - q) - offsets  # from distances to the end, to offsets from the first message
         out = out[q:]
         return out, offsets
 
@@ -318,18 +343,24 @@ class RowLayout:
 
     def _check(self, rows) -> None:
         if rows.dtype != self.dtype:
-            raise TypeError(f"rows of dtype {rows.dtype} given to the row layout of {self.descriptor.full_name}; "
-                            f"make them with row_layout(...).empty(n)")
+            raise TypeError(
+                f"rows of dtype {rows.dtype} given to the row layout of {self.descriptor.full_name}; "
+                f"make them with row_layout(...).empty(n)"
+            )
 
     def _error_text(self, error, n_strings: int) -> str:
         code, line, row, value = (int(v) for v in error)
-        field = re.sub(r"\[\d+\]$", "", self.lines[line])        # a repeated sub-message's field, not its element
+        field = re.sub(r"\[\d+\]$", "", self.lines[line])  # a repeated sub-message's field, not its element
         if code == wire.OVER_CAPACITY:
-            return (f"row {row}: {field} holds {value} elements, more than its capacity "
-                    f"{int(self.program[line, wire.CAPACITY])}")
+            return (
+                f"row {row}: {field} holds {value} elements, more than its capacity "
+                f"{int(self.program[line, wire.CAPACITY])}"
+            )
         if code == wire.UNORDERED_KEYS:
-            return (f"row {row}: {field}: entry {value}'s key does not come after entry {value - 1}'s; "
-                    f"a row holds a map's entries in wire order, each key once (row_from_message does so)")
+            return (
+                f"row {row}: {field}: entry {value}'s key does not come after entry {value - 1}'s; "
+                f"a row holds a map's entries in wire order, each key once (row_from_message does so)"
+            )
         value = value - (1 << 32) if value >= 1 << 31 else value
         return f"row {row}: {self.lines[line]} holds string index {value}, not in the string table (0..{n_strings - 1})"
 
@@ -356,8 +387,9 @@ def row_dtype(message_type, capacities: dict[str, int] | None = None) -> np.dtyp
     return row_layout(message_type, capacities).dtype
 
 
-def _layout(descriptor: Descriptor, path: str, capacities: dict[str, int], used: set[str],
-            outer: tuple[str, ...]) -> MessageLayout:
+def _layout(
+    descriptor: Descriptor, path: str, capacities: dict[str, int], used: set[str], outer: tuple[str, ...]
+) -> MessageLayout:
     """Build the layout of ``descriptor`` found at field path ``path`` (``outer``: the types enclosing it)."""
     outer = outer + (descriptor.full_name,)
     names = {f.name for f in descriptor.fields}

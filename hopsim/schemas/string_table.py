@@ -1,4 +1,5 @@
 """The string table of typed rows: each distinct string or bytes value stored once, rows hold its index."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,8 +16,8 @@ class StringTable:
     def __init__(self):
         self._index: dict[bytes, int] = {b"": 0}
         self._values: list[bytes] = [b""]
-        self._data = np.zeros(1024, np.uint8)            # the values back to back
-        self._starts = np.zeros(64, np.int64)            # value i is _data[_starts[i]:_starts[i + 1]]
+        self._data = np.zeros(1024, np.uint8)  # the values back to back
+        self._starts = np.zeros(64, np.int64)  # value i is _data[_starts[i]:_starts[i + 1]]
         self._used = 0
 
     def __len__(self) -> int:
@@ -34,7 +35,7 @@ class StringTable:
             self._data = _grown(self._data, end)
         if i + 2 > len(self._starts):
             self._starts = _grown(self._starts, i + 2)
-        self._data[self._used:end] = np.frombuffer(key, np.uint8)
+        self._data[self._used : end] = np.frombuffer(key, np.uint8)
         self._starts[i + 1] = end
         self._used = end
         self._index[key] = i
@@ -49,11 +50,11 @@ class StringTable:
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """``(data, starts)`` for the encoder: value ``i`` is ``data[starts[i]:starts[i + 1]]``."""
-        return self._data[:self._used], self._starts[:len(self._values) + 1]
+        return self._data[: self._used], self._starts[: len(self._values) + 1]
 
 
 def _grown(array: np.ndarray, size: int) -> np.ndarray:
     """``array`` in a buffer of at least ``size`` elements (twice its length at least), zero beyond it."""
     grown = np.zeros(max(size, 2 * len(array)), array.dtype)
-    grown[:len(array)] = array
+    grown[: len(array)] = array
     return grown

@@ -30,6 +30,7 @@ program in Python (about a millisecond).
 Byte order: the row's bytes are copied as they are, so the host must be little-endian (every
 platform hopsim runs on is).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -50,28 +51,28 @@ compiled = njit(cache=True, fastmath=False, error_model="numpy")
 inlined = njit(cache=True, fastmath=False, error_model="numpy", inline="always")
 
 # -- the program: one int64 line per field occurrence, these columns ---------------------------
-KIND = 0        # one of the kinds below
-TAG = 1         # (field number << 3) | wire type, as written before each value (or the packed run)
-OFFSET = 2      # byte offset in the row of the value (of element 0 when repeated; a sub-message's start)
-WIDTH = 3       # bytes per value: 1, 4 or 8; a string's index: 4; a sub-message: its row size
-PRESENCE = 4    # byte offset of the field's presence flag, or -1: written when not zero
-COUNT = 5       # byte offset of a repeated field's count (uint32), or -1: a singular field
-CAPACITY = 6    # a repeated field's capacity (elements the row holds)
-PACKED = 7      # 1: a repeated number written as one length-delimited run
-ALWAYS = 8      # 1: written even when zero or unset (a map entry's key and value)
-ELEMENT = 9     # END of a repeated sub-message's element: its index (set when COUNT says so); else -1
-MATCH = 10      # MESSAGE: the line of its END; END: the line of its MESSAGE
-SORT = 11       # END of a map entry: how the map's keys are ordered (below); 0 otherwise
+KIND = 0  # one of the kinds below
+TAG = 1  # (field number << 3) | wire type, as written before each value (or the packed run)
+OFFSET = 2  # byte offset in the row of the value (of element 0 when repeated; a sub-message's start)
+WIDTH = 3  # bytes per value: 1, 4 or 8; a string's index: 4; a sub-message: its row size
+PRESENCE = 4  # byte offset of the field's presence flag, or -1: written when not zero
+COUNT = 5  # byte offset of a repeated field's count (uint32), or -1: a singular field
+CAPACITY = 6  # a repeated field's capacity (elements the row holds)
+PACKED = 7  # 1: a repeated number written as one length-delimited run
+ALWAYS = 8  # 1: written even when zero or unset (a map entry's key and value)
+ELEMENT = 9  # END of a repeated sub-message's element: its index (set when COUNT says so); else -1
+MATCH = 10  # MESSAGE: the line of its END; END: the line of its MESSAGE
+SORT = 11  # END of a map entry: how the map's keys are ordered (below); 0 otherwise
 COLUMNS = 12
 
 # -- kinds ---------------------------------------------------------------------------------------
-VARINT = 0       # int64, uint64, uint32, bool: varint of the stored bits
-VARINT_I32 = 1   # int32, enum: sign-extended to 64 bits, then varint
-ZIGZAG = 2       # sint32, sint64: zigzag, then varint
-FIXED = 3        # double, float, fixed32/64, sfixed32/64: the stored little-endian bytes
-BYTES = 4        # string, bytes: an int32 index into the string table; length, then the bytes
-MESSAGE = 5      # a sub-message starts: its tag and length go here
-END = 6          # a sub-message ends (the columns say when it is set, as for a field)
+VARINT = 0  # int64, uint64, uint32, bool: varint of the stored bits
+VARINT_I32 = 1  # int32, enum: sign-extended to 64 bits, then varint
+ZIGZAG = 2  # sint32, sint64: zigzag, then varint
+FIXED = 3  # double, float, fixed32/64, sfixed32/64: the stored little-endian bytes
+BYTES = 4  # string, bytes: an int32 index into the string table; length, then the bytes
+MESSAGE = 5  # a sub-message starts: its tag and length go here
+END = 6  # a sub-message ends (the columns say when it is set, as for a field)
 
 # -- map key orders. A row holds a map's entries in the order deterministic serialization writes
 # them, and the encoder checks it. That order is the upb encoder's (protobuf's Python backend, which
@@ -82,7 +83,7 @@ UNSORTED, BYTES_KEY, INTEGER_KEY = 0, 1, 2
 # -- errors reported by encode_rows in its ``error`` array: [code, line, row, value] --------------
 NO_ERROR, OVER_CAPACITY, BAD_STRING, UNORDERED_KEYS, NEED_ROOM = 0, 1, 2, 3, 4
 
-_SHORT = [bytes((n,)) for n in range(0x80)]       # the varints of one byte
+_SHORT = [bytes((n,)) for n in range(0x80)]  # the varints of one byte
 
 
 def varint(n: int) -> bytes:
@@ -97,21 +98,29 @@ def varint(n: int) -> bytes:
     return bytes(out)
 
 
-_LOW57 = (1 << 57) - 1          # a logical shift right by 7 of an int64 keeps these bits
+_LOW57 = (1 << 57) - 1  # a logical shift right by 7 of an int64 keeps these bits
 _SIGN_BIT = np.int64(-(1 << 63))
-_PREFIX = 15                    # the most bytes a tag (5) and a length or varint value (10) take
-_INT32 = np.int64(4)            # bytes of a count or string index (a numpy int: a literal 4 would compile _load again)
+_PREFIX = 15  # the most bytes a tag (5) and a length or varint value (10) take
+_INT32 = np.int64(4)  # bytes of a count or string index (a numpy int: a literal 4 would compile _load again)
 
 
 def _load(data, p, width):
     """The ``width`` (1, 4 or 8) bytes at ``data[p:]``, little-endian, as int64 bits (not sign-extended)."""
     if width == 8:
-        return (np.int64(data[p]) | np.int64(data[p + 1]) << 8 | np.int64(data[p + 2]) << 16
-                | np.int64(data[p + 3]) << 24 | np.int64(data[p + 4]) << 32 | np.int64(data[p + 5]) << 40
-                | np.int64(data[p + 6]) << 48 | np.int64(data[p + 7]) << 56)
+        return (
+            np.int64(data[p])
+            | np.int64(data[p + 1]) << 8
+            | np.int64(data[p + 2]) << 16
+            | np.int64(data[p + 3]) << 24
+            | np.int64(data[p + 4]) << 32
+            | np.int64(data[p + 5]) << 40
+            | np.int64(data[p + 6]) << 48
+            | np.int64(data[p + 7]) << 56
+        )
     if width == 4:
-        return (np.int64(data[p]) | np.int64(data[p + 1]) << 8 | np.int64(data[p + 2]) << 16
-                | np.int64(data[p + 3]) << 24)
+        return (
+            np.int64(data[p]) | np.int64(data[p + 1]) << 8 | np.int64(data[p + 2]) << 16 | np.int64(data[p + 3]) << 24
+        )
     return np.int64(data[p])
 
 
@@ -131,7 +140,7 @@ def _store(out, q, v, width):
 
 def _put_varint(out, q, v):
     """Write the varint of the 64-bit pattern ``v`` so that it ends at ``out[q]``; return where it starts."""
-    if 0 <= v < 0x80:                         # one byte: most tags and short lengths
+    if 0 <= v < 0x80:  # one byte: most tags and short lengths
         out[q - 1] = v
         return q - 1
     n = 1
@@ -163,8 +172,8 @@ def _key_order(kind, data, a, b, width, strings, starts):
         for m in range(min(x1 - x0, y1 - y0)):
             if strings[x0 + m] != strings[y0 + m]:
                 return -1 if strings[x0 + m] < strings[y0 + m] else 1
-        x, y = y1 - y0, x1 - x0                   # one is the other's prefix: the longer first
-    else:                                         # the larger unsigned value first
+        x, y = y1 - y0, x1 - x0  # one is the other's prefix: the longer first
+    else:  # the larger unsigned value first
         x, y = _load(data, b, width) ^ _SIGN_BIT, _load(data, a, width) ^ _SIGN_BIT
     return -1 if x < y else (1 if x > y else 0)
 
@@ -196,15 +205,15 @@ def encode_rows(program, data, row_size, strings, starts, ends, error, offsets, 
     n_strings = len(starts) - 1
     for r in range(rows_left - 1, -1, -1):  # the last row first: the output is written back to front
         row = r * row_size
-        depth = 0                           # open sub-messages; ends[i]: where one's bytes end, from the end
+        depth = 0  # open sub-messages; ends[i]: where one's bytes end, from the end
         k = len(program) - 1
         while k >= 0:
             kind, tag, width = program[k, KIND], program[k, TAG], program[k, WIDTH]
             p = row + program[k, OFFSET]
             count_at, presence = program[k, COUNT], program[k, PRESENCE]
-            if kind == FIXED and count_at < 0 and presence < 0:    # the commonest field, a double, in short
+            if kind == FIXED and count_at < 0 and presence < 0:  # the commonest field, a double, in short
                 v = _load_inline(data, p, width)
-                if v != 0 or program[k, ALWAYS]:                # by bit pattern: -0.0 is written
+                if v != 0 or program[k, ALWAYS]:  # by bit pattern: -0.0 is written
                     if q < _PREFIX:
                         error[0], error[2], error[3] = NEED_ROOM, r, _PREFIX
                         return len(out) - offsets[r + 1]
@@ -217,7 +226,7 @@ def encode_rows(program, data, row_size, strings, starts, ends, error, offsets, 
             if count > program[k, CAPACITY] and count_at >= 0:
                 error[0], error[1], error[2], error[3] = OVER_CAPACITY, k, r, count
                 return q
-            if kind == END:                 # a sub-message's end: is it set?
+            if kind == END:  # a sub-message's end: is it set?
                 if program[k, ALWAYS]:
                     present = True
                 elif program[k, ELEMENT] >= 0:
@@ -228,10 +237,11 @@ def encode_rows(program, data, row_size, strings, starts, ends, error, offsets, 
                     k = program[k, MATCH] - 1
                     continue
                 if program[k, SORT] != UNSORTED and program[k, ELEMENT] == count - 1:
-                    key = program[k, MATCH] + 1     # an entry's first line is its key
+                    key = program[k, MATCH] + 1  # an entry's first line is its key
                     first_key = row + program[key, OFFSET] - program[k, ELEMENT] * width
-                    i = _misplaced_key(program[k, SORT], data, first_key, width, count, program[key, WIDTH],
-                                       strings, starts)
+                    i = _misplaced_key(
+                        program[k, SORT], data, first_key, width, count, program[key, WIDTH], strings, starts
+                    )
                     if i > 0:
                         error[0], error[1], error[2], error[3] = UNORDERED_KEYS, k, r, i
                         return q
@@ -239,7 +249,7 @@ def encode_rows(program, data, row_size, strings, starts, ends, error, offsets, 
                 depth += 1
                 k -= 1
                 continue
-            if kind == MESSAGE:             # a sub-message's start: its bytes are written, its length is known
+            if kind == MESSAGE:  # a sub-message's start: its bytes are written, its length is known
                 depth -= 1
                 length = len(out) - q - ends[depth]
                 if q < 2 * _PREFIX:
@@ -263,10 +273,10 @@ def encode_rows(program, data, row_size, strings, starts, ends, error, offsets, 
                     count = 1 if data[row + presence] != 0 else 0
                 elif kind == BYTES:
                     s = _load(data, p, _INT32)
-                    count = 1 if starts[s + 1] != starts[s] else 0      # an empty string is left out
+                    count = 1 if starts[s + 1] != starts[s] else 0  # an empty string is left out
                 else:
-                    count = 1 if _load(data, p, width) != 0 else 0     # by bit pattern: -0.0 is written
-            if q < room:                     # out is full: the caller makes room, then this row again
+                    count = 1 if _load(data, p, width) != 0 else 0  # by bit pattern: -0.0 is written
+            if q < room:  # out is full: the caller makes room, then this row again
                 error[0], error[2], error[3] = NEED_ROOM, r, room
                 return len(out) - offsets[r + 1]
             packed = program[k, PACKED]
@@ -287,7 +297,7 @@ def encode_rows(program, data, row_size, strings, starts, ends, error, offsets, 
                     else:
                         v = _load(data, e, width)
                         if width == 4 and kind != VARINT and v >= 0x80000000:
-                            v -= 0x100000000        # an int32's sign
+                            v -= 0x100000000  # an int32's sign
                         if kind == ZIGZAG:
                             v = ((v << 1) ^ (v >> 31)) & 0xFFFFFFFF if width == 4 else (v << 1) ^ (v >> 63)
                     q = _put_varint(out, q, v)
@@ -297,12 +307,12 @@ def encode_rows(program, data, row_size, strings, starts, ends, error, offsets, 
                 q = _put_varint(out, q, end - q)
                 q = _put_varint(out, q, tag)
             k -= 1
-        offsets[r] = len(out) - q           # where the row's message starts, counted from the end
+        offsets[r] = len(out) - q  # where the row's message starts, counted from the end
     return q
 
 
 # -- building a program ---------------------------------------------------------------------------
-_WIRE_TYPE = {VARINT: 0, VARINT_I32: 0, ZIGZAG: 0, BYTES: 2, MESSAGE: 2}     # FIXED: 1 (8 bytes) or 5 (4)
+_WIRE_TYPE = {VARINT: 0, VARINT_I32: 0, ZIGZAG: 0, BYTES: 2, MESSAGE: 2}  # FIXED: 1 (8 bytes) or 5 (4)
 
 
 def build_program(root: MessageLayout) -> tuple[np.ndarray, list[str]]:
@@ -331,7 +341,7 @@ def build_program(root: MessageLayout) -> tuple[np.ndarray, list[str]]:
                 lines.append(line)
                 names.append(name)
                 continue
-            for e in range(f.capacity if f.repeated else 1):      # a sub-message: MESSAGE, its fields, END
+            for e in range(f.capacity if f.repeated else 1):  # a sub-message: MESSAGE, its fields, END
                 start = list(line)
                 start[OFFSET] += e * f.dtype.itemsize
                 element = f"{name}[{e}]" if f.repeated else name
@@ -360,9 +370,25 @@ def nesting(layout: MessageLayout) -> int:
 def describe(program: np.ndarray, names: list[str]) -> str:
     """``program`` as a table: line, field, then the columns."""
     kinds = ["VARINT", "VARINT_I32", "ZIGZAG", "FIXED", "BYTES", "MESSAGE", "END"]
-    columns = ["TAG", "OFFSET", "WIDTH", "PRESENCE", "COUNT", "CAPACITY", "PACKED", "ALWAYS", "ELEMENT", "MATCH",
-               "SORT"]
+    columns = [
+        "TAG",
+        "OFFSET",
+        "WIDTH",
+        "PRESENCE",
+        "COUNT",
+        "CAPACITY",
+        "PACKED",
+        "ALWAYS",
+        "ELEMENT",
+        "MATCH",
+        "SORT",
+    ]
     width = max(len(name) for name in names) + 2
     head = f"{'line':>4}  {'field':<{width}}{'KIND':<11}" + "".join(f"{c:>9}" for c in columns)
-    return "\n".join([head] + [f"{k:>4}  {names[k]:<{width}}{kinds[line[KIND]]:<11}"
-                               + "".join(f"{v:>9}" for v in line[1:]) for k, line in enumerate(program.tolist())])
+    return "\n".join(
+        [head]
+        + [
+            f"{k:>4}  {names[k]:<{width}}{kinds[line[KIND]]:<11}" + "".join(f"{v:>9}" for v in line[1:])
+            for k, line in enumerate(program.tolist())
+        ]
+    )

@@ -5,14 +5,24 @@ by Playwright through its ``executable_path`` option. The flags keep it off the 
 network refuses its background connections) and give it software WebGL (SwiftShader) where the
 machine has no GPU.
 """
+
 from __future__ import annotations
 
 import os
 import shutil
 
-FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--enable-unsafe-swiftshader", "--use-angle=swiftshader"]
+FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--enable-unsafe-swiftshader",
+    "--use-angle=swiftshader",
+]
 
 
 def chromium_path() -> str | None:

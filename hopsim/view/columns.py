@@ -13,6 +13,7 @@ message that lacks the field gives the field's default, 0, as protobuf's own dec
 damaged chunk is skipped and counted; a file without a summary (a killed run's) is read through
 the channel records inside its chunks.
 """
+
 from __future__ import annotations
 
 import re
@@ -32,8 +33,22 @@ compiled = njit(cache=True, fastmath=False, error_model="numpy")
 
 # how the final field is read: its wire type and its meaning
 DOUBLE, FLOAT, VARINT, ZIGZAG, FIXED64, FIXED32, SFIXED64, SFIXED32, UNSIGNED = range(9)
-_KINDS = {1: DOUBLE, 2: FLOAT, 3: VARINT, 4: UNSIGNED, 5: VARINT, 6: FIXED64, 7: FIXED32, 8: VARINT,
-          13: UNSIGNED, 14: VARINT, 15: SFIXED32, 16: SFIXED64, 17: ZIGZAG, 18: ZIGZAG}
+_KINDS = {
+    1: DOUBLE,
+    2: FLOAT,
+    3: VARINT,
+    4: UNSIGNED,
+    5: VARINT,
+    6: FIXED64,
+    7: FIXED32,
+    8: VARINT,
+    13: UNSIGNED,
+    14: VARINT,
+    15: SFIXED32,
+    16: SFIXED64,
+    17: ZIGZAG,
+    18: ZIGZAG,
+}
 # (protobuf's FieldDescriptor types: double, float, int64, uint64, int32, fixed64, fixed32, bool,
 #  uint32, enum, sfixed32, sfixed64, sint32, sint64)
 _MESSAGE_TYPE = 11
@@ -51,6 +66,7 @@ class SignalError(ValueError):
 @dataclass
 class Signal:
     """One field of one topic's messages over time: ``t_ns`` (int64, ns) and ``values`` (float64)."""
+
     name: str
     t_ns: np.ndarray
     values: np.ndarray
@@ -69,6 +85,7 @@ class ColumnsReport:
 
 
 # ------------------------------------------------------------------------------ the compiled scan
+
 
 @compiled
 def _varint(buf, p):
@@ -120,14 +137,14 @@ def _number(buf, p, end, wire, kind):
     if wire == 1 and p + 8 <= end:
         bits = _u64_at(buf, p, 8)
         if kind == DOUBLE:
-            return buf[p:p + 8].view(np.float64)[0], True
+            return buf[p : p + 8].view(np.float64)[0], True
         if kind == SFIXED64:
             return float(np.int64(bits)), True
         return float(bits), True
     if wire == 5 and p + 4 <= end:
         bits = np.uint32(_u64_at(buf, p, 4))
         if kind == FLOAT:
-            return float(buf[p:p + 4].view(np.float32)[0]), True
+            return float(buf[p : p + 4].view(np.float32)[0]), True
         if kind == SFIXED32:
             return float(np.int32(bits)), True
         return float(bits), True
@@ -151,7 +168,7 @@ def _field_value(buf, start, end, tags, indexes, kind):
     depth, last = 0, len(tags) - 1
     p, stop = start, end
     value = 0.0
-    seen = 0                                    # elements of a repeated field met so far
+    seen = 0  # elements of a repeated field met so far
     while p < stop:
         key, p = _varint(buf, p)
         if p < 0:
@@ -162,8 +179,8 @@ def _field_value(buf, start, end, tags, indexes, kind):
             if p < 0:
                 return 0.0, False
             continue
-        if depth < last:                       # a message field: descend (its last occurrence wins
-            if wire != 2:                      # for a singular one; the index-th for a repeated one)
+        if depth < last:  # a message field: descend (its last occurrence wins
+            if wire != 2:  # for a singular one; the index-th for a repeated one)
                 return 0.0, False
             length, q = _varint(buf, p)
             if q < 0 or q + np.int64(length) > stop:
@@ -177,13 +194,16 @@ def _field_value(buf, start, end, tags, indexes, kind):
             p = q + np.int64(length)
             continue
         want = indexes[depth]
-        if wire == 2:                          # a packed repeated number
+        if wire == 2:  # a packed repeated number
             length, q = _varint(buf, p)
             if q < 0 or q + np.int64(length) > stop:
                 return 0.0, False
             r, packed_end = q, q + np.int64(length)
-            inner = 1 if kind == DOUBLE or kind == FIXED64 or kind == SFIXED64 else (
-                5 if kind == FLOAT or kind == FIXED32 or kind == SFIXED32 else 0)
+            inner = (
+                1
+                if kind == DOUBLE or kind == FIXED64 or kind == SFIXED64
+                else (5 if kind == FLOAT or kind == FIXED32 or kind == SFIXED32 else 0)
+            )
             while r < packed_end:
                 v, ok = _number(buf, r, packed_end, inner, kind)
                 if not ok:
@@ -218,7 +238,7 @@ def _scan_chunk(buf, wanted, tags, indexes, kind, t_out, v_out, ch_out, at_out, 
     channel in the decompressed chunk ``buf`` to the outputs from row n; (new n, channel record
     offsets found, count of those offsets, records scanned, well formed)."""
     p, size = 0, len(buf)
-    channel_at = np.empty(size // 9 + 1, dtype=np.int64)   # at most one record per 9 bytes
+    channel_at = np.empty(size // 9 + 1, dtype=np.int64)  # at most one record per 9 bytes
     n_channels = 0
     scanned = 0
     while p + 9 <= size:
@@ -227,7 +247,7 @@ def _scan_chunk(buf, wanted, tags, indexes, kind, t_out, v_out, ch_out, at_out, 
         body = p + 9
         if length < 0 or body + length > size:
             return n, channel_at, n_channels, scanned, False
-        if opcode == 0x05 and length >= 22:                    # Message
+        if opcode == 0x05 and length >= 22:  # Message
             channel = np.int64(_u64_at(buf, body, 2))
             scanned += 1
             if channel < len(wanted) and wanted[channel]:
@@ -235,13 +255,13 @@ def _scan_chunk(buf, wanted, tags, indexes, kind, t_out, v_out, ch_out, at_out, 
                 if not ok:
                     return n, channel_at, n_channels, scanned, False
                 if n == len(t_out):
-                    return -1, channel_at, n_channels, scanned, True      # the caller grows the outputs
+                    return -1, channel_at, n_channels, scanned, True  # the caller grows the outputs
                 t_out[n] = np.int64(_u64_at(buf, body + 6, 8))
                 v_out[n] = value
                 ch_out[n] = channel
                 at_out[n] = p
                 n += 1
-        elif opcode == 0x04:                                   # Channel
+        elif opcode == 0x04:  # Channel
             channel_at[n_channels] = p
             n_channels += 1
         p = body + length
@@ -249,6 +269,7 @@ def _scan_chunk(buf, wanted, tags, indexes, kind, t_out, v_out, ch_out, at_out, 
 
 
 # ------------------------------------------------------------------------------ files and schemas
+
 
 def _chunks(data: memoryview):
     """(decompressed bytes, or None if damaged) of every chunk record of the file ``data``, in order.
@@ -276,9 +297,9 @@ def _chunk(body: memoryview) -> bytes | None:
     try:
         _, _, uncompressed_size, crc = struct.unpack_from("<QQQI", body, 0)
         (n,) = struct.unpack_from("<I", body, 28)
-        compression = bytes(body[32:32 + n]).decode()
+        compression = bytes(body[32 : 32 + n]).decode()
         (m,) = _U64.unpack_from(body, 32 + n)
-        records = body[40 + n:40 + n + m]
+        records = body[40 + n : 40 + n + m]
         if len(records) != m:
             return None
     except (struct.error, UnicodeDecodeError):
@@ -311,7 +332,7 @@ def _channel_record(buf: bytes, at: int):
     """(channel id, schema id, topic, metadata) of the Channel record at ``at``."""
     channel_id, schema_id = _U16_PAIR.unpack_from(buf, at + 9)
     topic, p = _string(buf, at + 13)
-    _, p = _string(buf, p)                                 # message encoding
+    _, p = _string(buf, p)  # message encoding
     return channel_id, schema_id, topic, _string_map(buf, p)
 
 
@@ -320,7 +341,7 @@ SCHEMA_OPCODE, CHANNEL_OPCODE, METADATA_OPCODE = 0x03, 0x04, 0x0C
 
 def _string(buf, p: int) -> tuple[str, int]:
     (n,) = _U32.unpack_from(buf, p)
-    return str(buf[p + 4:p + 4 + n], "utf-8"), p + 4 + n
+    return str(buf[p + 4 : p + 4 + n], "utf-8"), p + 4 + n
 
 
 def _string_map(buf, p: int) -> dict[str, str]:
@@ -339,14 +360,14 @@ def _summary(data: memoryview) -> dict:
     size = len(data)
     footer = size - len(MAGIC) - 29
     try:
-        if footer < len(MAGIC) or data[footer] != FOOTER_OPCODE or bytes(data[size - len(MAGIC):]) != MAGIC:
+        if footer < len(MAGIC) or data[footer] != FOOTER_OPCODE or bytes(data[size - len(MAGIC) :]) != MAGIC:
             return {}
         summary_start, offsets_start = struct.unpack_from("<QQ", data, footer + 9)
         end = offsets_start or footer
         if not 0 < summary_start <= end <= footer:
             return {}
         schemas, channels = {}, {}
-        data = bytes(data[summary_start:end])                 # bytes: faster to slice than a view
+        data = bytes(data[summary_start:end])  # bytes: faster to slice than a view
         p, end = 0, end - summary_start
         while p + 9 <= end:
             opcode = data[p]
@@ -414,8 +435,10 @@ def _path(type_name: str, fields: str, signal: str):
         found = _PART.match(part)
         fd = descriptor.fields_by_name.get(found.group(1)) if found else None
         if fd is None:
-            raise SignalError(f"{signal}: {descriptor.full_name} has no field {part!r}; its fields are "
-                              f"{', '.join(descriptor.fields_by_name)}")
+            raise SignalError(
+                f"{signal}: {descriptor.full_name} has no field {part!r}; its fields are "
+                f"{', '.join(descriptor.fields_by_name)}"
+            )
         repeated = fd.is_repeated
         index = found.group(2)
         if repeated and index is None:
@@ -427,8 +450,10 @@ def _path(type_name: str, fields: str, signal: str):
         last = depth == len(parts) - 1
         if fd.type == _MESSAGE_TYPE:
             if last:
-                raise SignalError(f"{signal}: {fd.name} is a {fd.message_type.name}; name one of its fields "
-                                  f"({', '.join(fd.message_type.fields_by_name)})")
+                raise SignalError(
+                    f"{signal}: {fd.name} is a {fd.message_type.name}; name one of its fields "
+                    f"({', '.join(fd.message_type.fields_by_name)})"
+                )
             descriptor = fd.message_type
         elif not last:
             raise SignalError(f"{signal}: {fd.name} is a number; nothing lies below it")
@@ -441,10 +466,12 @@ def _path(type_name: str, fields: str, signal: str):
 
 # ------------------------------------------------------------------------------ the entry points
 
+
 @dataclass
 class Column:
     """One field of the messages of a set of channels, in file order: log time (ns, simulation
     time), value, channel id, and where each message lies (chunk index, record offset)."""
+
     t_ns: np.ndarray
     values: np.ndarray
     channel: np.ndarray
@@ -471,7 +498,7 @@ class ColumnReader:
         self._chunks = [c for c in _chunks(data)]
         self.report.chunks = len(self._chunks)
         self.report.damaged_chunks = sum(c is None for c in self._chunks)
-        if not self.channels:                     # a killed run's file: channels are in its chunks
+        if not self.channels:  # a killed run's file: channels are in its chunks
             self._channels_from_chunks()
 
     def _channels_from_chunks(self) -> None:
@@ -481,15 +508,26 @@ class ColumnReader:
             if buf is None:
                 continue
             arr = np.frombuffer(buf, dtype=np.uint8)
-            _, at, count, _, _ = _scan_chunk(arr, np.zeros(0, dtype=np.bool_), np.zeros(1, np.int64),
-                                             np.zeros(1, np.int64), DOUBLE, empty_i, empty_f, empty_i, empty_i, 0)
+            _, at, count, _, _ = _scan_chunk(
+                arr,
+                np.zeros(0, dtype=np.bool_),
+                np.zeros(1, np.int64),
+                np.zeros(1, np.int64),
+                DOUBLE,
+                empty_i,
+                empty_f,
+                empty_i,
+                empty_i,
+                0,
+            )
             for k in range(count):
                 try:
                     cid, sid, topic, metadata = _channel_record(buf, int(at[k]))
                 except (struct.error, UnicodeDecodeError):
                     continue
-                self.channels.setdefault(cid, (topic, schema_names.get(sid, ""), metadata.get("source", ""),
-                                               log_time_offset(metadata)))
+                self.channels.setdefault(
+                    cid, (topic, schema_names.get(sid, ""), metadata.get("source", ""), log_time_offset(metadata))
+                )
 
     def topics(self) -> list[str]:
         return sorted({c[0] for c in self.channels.values()})
@@ -517,12 +555,13 @@ class ColumnReader:
                 m, _, _, seen, ok = _scan_chunk(arr, wanted, tags, indexes, kind, t_out, v_out, ch_out, at_out, n)
                 if m >= 0:
                     break
-                n = before                          # outputs full: grow and scan the chunk again
-                t_out, v_out, ch_out, at_out, chunk_of = (np.resize(a, 2 * len(a))
-                                                          for a in (t_out, v_out, ch_out, at_out, chunk_of))
+                n = before  # outputs full: grow and scan the chunk again
+                t_out, v_out, ch_out, at_out, chunk_of = (
+                    np.resize(a, 2 * len(a)) for a in (t_out, v_out, ch_out, at_out, chunk_of)
+                )
             if not ok:
                 self.report.damaged_chunks += 1
-                m = before                          # a malformed chunk's rows are not kept
+                m = before  # a malformed chunk's rows are not kept
             chunk_of[before:m] = index
             n = m
             scanned += seen
@@ -537,11 +576,12 @@ class ColumnReader:
         """The payload bytes of the message record at offset ``at`` of chunk ``chunk``."""
         buf = self._chunks[chunk]
         (length,) = _U64.unpack_from(buf, at + 1)
-        return bytes(buf[at + 9 + 22:at + 9 + length])
+        return bytes(buf[at + 9 + 22 : at + 9 + length])
 
 
-def read_signals(path: str | Path | ColumnReader, signals: list[str],
-                 report: ColumnsReport | None = None) -> dict[str, Signal]:
+def read_signals(
+    path: str | Path | ColumnReader, signals: list[str], report: ColumnsReport | None = None
+) -> dict[str, Signal]:
     """Each signal (``TOPIC.FIELD[.FIELD...]``) of the recording at ``path`` (or of a recording
     already read), as columns."""
     reader = path if isinstance(path, ColumnReader) else ColumnReader(path, report)
@@ -553,8 +593,9 @@ def read_signals(path: str | Path | ColumnReader, signals: list[str],
         topic, fields = found.group(1), found.group(2)
         ids = [cid for cid, c in reader.channels.items() if c[0] == topic]
         if not ids:
-            raise SignalError(f"{signal}: the recording has no topic {topic!r}; its topics are "
-                              f"{', '.join(reader.topics())}")
+            raise SignalError(
+                f"{signal}: the recording has no topic {topic!r}; its topics are {', '.join(reader.topics())}"
+            )
         types = {reader.channels[cid][1] for cid in ids}
         if len(types) != 1:
             raise SignalError(f"{signal}: topic {topic} carries several types ({', '.join(sorted(types))})")
@@ -592,5 +633,13 @@ def topics(path: str | Path) -> dict[str, str]:
     return {c[0]: c[1] for c in sorted(channels.values())}
 
 
-__all__ = ["Signal", "SignalError", "ColumnsReport", "Column", "ColumnReader", "read_signals", "numeric_fields",
-           "topics"]
+__all__ = [
+    "Signal",
+    "SignalError",
+    "ColumnsReport",
+    "Column",
+    "ColumnReader",
+    "read_signals",
+    "numeric_fields",
+    "topics",
+]

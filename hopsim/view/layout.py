@@ -12,6 +12,7 @@ write it as JSON beside the recording; Foxglove imports it from its layout menu.
 the built-in scenarios (built from their topics, with the live panels) ship in
 ``hopsim/view/layouts``: ``hopsim layout SCENARIO`` writes one out.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,33 +34,85 @@ def _path(topic: str, fields: str) -> str:
 def foxglove_layout(topics: dict[str, str], live: bool = False, frame: str = WORLD) -> fl.Layout:
     """The layout for a run whose topics (``{topic: type}``) are these; its 3-D panel on ``frame``."""
     states = sorted(t for t, kind in topics.items() if kind == "hopsim.VehicleState" and t.endswith("/state"))
-    three_d = fl.ThreeDeePanel(title="vehicles", config=fl.ThreeDeeConfig(
-        follow_tf=frame, follow_mode="follow-none",
-        topics={topic: fl.BaseRendererSceneUpdateTopicSettings(visible=True)
-                for topic in (SCENE_TOPIC, TRAILS_TOPIC, RECENT_TRAILS_TOPIC, TRAIL_TIPS_TOPIC)}))
-    series = [fl.PlotSeries(value=_path(t, f"r_BN_N.{axis}"), label=f"{t.split('/')[0]} {axis}",
-                            line_interpolation="step")
-              for t in states[:PLOTTED_VEHICLES] for axis in "xyz"]
-    side: list[fl.SplitItem] = [fl.SplitItem(content=fl.PlotPanel(
-        title="positions r_BN_N (m)", config=fl.PlotConfig(paths=series, show_legend=True)))]
+    three_d = fl.ThreeDeePanel(
+        title="vehicles",
+        config=fl.ThreeDeeConfig(
+            follow_tf=frame,
+            follow_mode="follow-none",
+            topics={
+                topic: fl.BaseRendererSceneUpdateTopicSettings(visible=True)
+                for topic in (SCENE_TOPIC, TRAILS_TOPIC, RECENT_TRAILS_TOPIC, TRAIL_TIPS_TOPIC)
+            },
+        ),
+    )
+    series = [
+        fl.PlotSeries(value=_path(t, f"r_BN_N.{axis}"), label=f"{t.split('/')[0]} {axis}", line_interpolation="step")
+        for t in states[:PLOTTED_VEHICLES]
+        for axis in "xyz"
+    ]
+    side: list[fl.SplitItem] = [
+        fl.SplitItem(
+            content=fl.PlotPanel(title="positions r_BN_N (m)", config=fl.PlotConfig(paths=series, show_legend=True))
+        )
+    ]
     if "kernel/contact" in topics:
-        side.append(fl.SplitItem(content=fl.PlotPanel(title="contacts: normal speed (m/s)", config=fl.PlotConfig(
-            paths=[fl.PlotSeries(value=_path("kernel/contact", "contact.normal_speed_before_mps"), label="before"),
-                   fl.PlotSeries(value=_path("kernel/contact", "contact.normal_speed_after_mps"), label="after")],
-            show_legend=True))))
+        side.append(
+            fl.SplitItem(
+                content=fl.PlotPanel(
+                    title="contacts: normal speed (m/s)",
+                    config=fl.PlotConfig(
+                        paths=[
+                            fl.PlotSeries(
+                                value=_path("kernel/contact", "contact.normal_speed_before_mps"), label="before"
+                            ),
+                            fl.PlotSeries(
+                                value=_path("kernel/contact", "contact.normal_speed_after_mps"), label="after"
+                            ),
+                        ],
+                        show_legend=True,
+                    ),
+                )
+            )
+        )
     events = sorted(t for t in topics if t.startswith("kernel/"))
     if events:
-        side.append(fl.SplitItem(content=fl.RawMessagesPanel(
-            title="kernel events", config=fl.RawMessagesConfig(topic_path=f'"{events[0]}"'))))
+        side.append(
+            fl.SplitItem(
+                content=fl.RawMessagesPanel(
+                    title="kernel events", config=fl.RawMessagesConfig(topic_path=f'"{events[0]}"')
+                )
+            )
+        )
     if live:
-        side.append(fl.SplitItem(content=fl.TabContainer(tabs=[
-            fl.TabItem(title="pace", content=fl.ParametersPanel(title="pace and pause")),
-            fl.TabItem(title="fault", content=fl.ServiceCallPanel(title="send a fault", config=fl.ServiceCallConfig(
-                service_name="fault", button_text="send",
-                request_payload=json.dumps({"target": "", "kind": "", "value": 0.0}))))])))
-    return fl.Layout(content=fl.SplitContainer(direction="row", items=[
-        fl.SplitItem(proportion=3, content=three_d),
-        fl.SplitItem(proportion=2, content=fl.SplitContainer(direction="column", items=side))]))
+        side.append(
+            fl.SplitItem(
+                content=fl.TabContainer(
+                    tabs=[
+                        fl.TabItem(title="pace", content=fl.ParametersPanel(title="pace and pause")),
+                        fl.TabItem(
+                            title="fault",
+                            content=fl.ServiceCallPanel(
+                                title="send a fault",
+                                config=fl.ServiceCallConfig(
+                                    service_name="fault",
+                                    button_text="send",
+                                    request_payload=json.dumps({"target": "", "kind": "", "value": 0.0}),
+                                ),
+                            ),
+                        ),
+                    ]
+                )
+            )
+        )
+    return fl.Layout(
+        content=fl.SplitContainer(
+            direction="row",
+            items=[
+                fl.SplitItem(proportion=3, content=three_d),
+                fl.SplitItem(proportion=2, content=fl.SplitContainer(direction="column", items=side)),
+            ],
+        )
+    )
 
 
 LAYOUTS = Path(__file__).parent / "layouts"
@@ -86,7 +139,7 @@ def recording_scene(recording: str | Path) -> dict:
 
     try:
         scene = json.loads(read_metadata(recording).get(RUN_METADATA, {}).get("scene_json", "{}"))
-    except (ValueError, OSError, McapError):       # a damaged or unfinished file: no scene
+    except (ValueError, OSError, McapError):  # a damaged or unfinished file: no scene
         return {}
     return scene if isinstance(scene, dict) else {}
 

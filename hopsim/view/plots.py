@@ -1,5 +1,6 @@
 """Plots of a recording's signals against simulation time: a PNG (matplotlib) or a
 self-contained interactive HTML page (plotly, its script inside the file: it opens offline)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,8 +39,9 @@ def _html(signals: list[Signal], out: Path, title: str) -> Path:
     from plotly.subplots import make_subplots
     import plotly.graph_objects as go
 
-    fig = make_subplots(rows=len(signals), cols=1, shared_xaxes=True, vertical_spacing=0.04,
-                        subplot_titles=[s.name for s in signals])
+    fig = make_subplots(
+        rows=len(signals), cols=1, shared_xaxes=True, vertical_spacing=0.04, subplot_titles=[s.name for s in signals]
+    )
     for row, s in enumerate(signals, 1):
         fig.add_trace(go.Scattergl(x=s.t_s, y=s.values, mode="lines", name=s.name, line_shape="hv"), row=row, col=1)
     fig.update_xaxes(title_text="simulation time (s)", row=len(signals), col=1)

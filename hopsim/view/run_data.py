@@ -10,6 +10,7 @@
 - :func:`signal_catalog`: the topics whose numeric fields can be plotted.
 - :func:`read_run_info`: the run's description (scenario, parameters, seed, result).
 """
+
 from __future__ import annotations
 
 import json
@@ -25,11 +26,16 @@ from hopsim.view.columns import ColumnReader, numeric_fields
 
 STATE_TYPE = "hopsim.VehicleState"
 STATE_SUFFIX = "/state"
-MAX_POSE_SAMPLES = 3_000_000        # vehicle-instants sent to a page (28 bytes each)
+MAX_POSE_SAMPLES = 3_000_000  # vehicle-instants sent to a page (28 bytes each)
 MAX_EVENTS = 5_000
-TIMELINE_KINDS = {KernelEvent.CONTACT: "contact", KernelEvent.DOCK: "dock", KernelEvent.UNDOCK: "undock",
-                  KernelEvent.ISLAND_MERGE: "merge", KernelEvent.ISLAND_SPLIT: "split",
-                  KernelEvent.STOP: "stop"}
+TIMELINE_KINDS = {
+    KernelEvent.CONTACT: "contact",
+    KernelEvent.DOCK: "dock",
+    KernelEvent.UNDOCK: "undock",
+    KernelEvent.ISLAND_MERGE: "merge",
+    KernelEvent.ISLAND_SPLIT: "split",
+    KernelEvent.STOP: "stop",
+}
 
 
 @dataclass
@@ -46,6 +52,7 @@ class Poses:
     (:func:`hill_frame`): then ``r_N`` holds rho, the position relative to the chief in H, and
     ``q_BN`` the attitude relative to H (``q_BH``), and ``origin_N`` is zero.
     """
+
     t_s: np.ndarray
     vehicles: list[str]
     r_N: np.ndarray
@@ -57,12 +64,25 @@ class Poses:
     def to_bytes(self) -> bytes:
         """The page's binary form: a little-endian u32 header length, the JSON header padded with
         spaces to a multiple of 8 bytes, then t_s (float64), r_N and q_BN (float32), C order."""
-        header = json.dumps({"instants": len(self.t_s), "vehicles": self.vehicles, "frame": self.frame,
-                             "origin_N": [float(x) for x in self.origin_N], "every": self.every}).encode()
+        header = json.dumps(
+            {
+                "instants": len(self.t_s),
+                "vehicles": self.vehicles,
+                "frame": self.frame,
+                "origin_N": [float(x) for x in self.origin_N],
+                "every": self.every,
+            }
+        ).encode()
         header += b" " * (-(4 + len(header)) % 8)
-        return b"".join([np.uint32(len(header)).tobytes(), header, self.t_s.astype("<f8").tobytes(),
-                         np.ascontiguousarray(self.r_N, dtype="<f4").tobytes(),
-                         np.ascontiguousarray(self.q_BN, dtype="<f4").tobytes()])
+        return b"".join(
+            [
+                np.uint32(len(header)).tobytes(),
+                header,
+                self.t_s.astype("<f8").tobytes(),
+                np.ascontiguousarray(self.r_N, dtype="<f4").tobytes(),
+                np.ascontiguousarray(self.q_BN, dtype="<f4").tobytes(),
+            ]
+        )
 
 
 def _state_channels(reader: ColumnReader) -> dict[int, str]:
@@ -71,12 +91,13 @@ def _state_channels(reader: ColumnReader) -> dict[int, str]:
     for cid in reader.channels_of(STATE_TYPE):
         topic, _, _, _ = reader.channels[cid]
         if topic.endswith(STATE_SUFFIX):
-            out[cid] = topic[:-len(STATE_SUFFIX)]
+            out[cid] = topic[: -len(STATE_SUFFIX)]
     return out
 
 
-def read_poses(reader: ColumnReader, max_samples: int = MAX_POSE_SAMPLES, origin_N=None,
-               hill_of: str | None = None) -> Poses:
+def read_poses(
+    reader: ColumnReader, max_samples: int = MAX_POSE_SAMPLES, origin_N=None, hill_of: str | None = None
+) -> Poses:
     """The vehicles' poses (see :class:`Poses`); no vehicles gives T = N = 0. ``origin_N``: the
     origin to take (m, frame N), instead of the mean position at the first instant. ``hill_of``:
     a vehicle's name: the poses relative to it, in its Hill frame (a ValueError names the
@@ -85,11 +106,11 @@ def read_poses(reader: ColumnReader, max_samples: int = MAX_POSE_SAMPLES, origin
     names = sorted(set(owners.values()))
     if hill_of is not None and hill_of not in names:
         shown = ", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
-        raise ValueError(f"no vehicle {hill_of!r} in the recording to take the Hill frame of; its vehicles: "
-                         f"{shown or 'none'}")
+        raise ValueError(
+            f"no vehicle {hill_of!r} in the recording to take the Hill frame of; its vehicles: {shown or 'none'}"
+        )
     if not names:
-        return Poses(np.zeros(0), [], np.zeros((0, 0, 3), np.float32), np.zeros((0, 0, 4), np.float32),
-                     np.zeros(3), 1)
+        return Poses(np.zeros(0), [], np.zeros((0, 0, 3), np.float32), np.zeros((0, 0, 4), np.float32), np.zeros(3), 1)
     ids = sorted(owners)
     vehicle_of = np.full(max(ids) + 1, -1, dtype=np.int64)
     index = {name: k for k, name in enumerate(names)}
@@ -113,8 +134,15 @@ def read_poses(reader: ColumnReader, max_samples: int = MAX_POSE_SAMPLES, origin
     if hill_of is not None:
         chief = data[:, index[hill_of]]
         r_H, q_BH = hill_frame(chief[:, :3], chief[:, 7:10], data[:, :, :3], data[:, :, 3:7])
-        return Poses(kept / 1e9, names, r_H.astype(np.float32), q_BH.astype(np.float32), np.zeros(3), every,
-                     frame=f"hill:{hill_of}")
+        return Poses(
+            kept / 1e9,
+            names,
+            r_H.astype(np.float32),
+            q_BH.astype(np.float32),
+            np.zeros(3),
+            every,
+            frame=f"hill:{hill_of}",
+        )
     first = data[0, :, :3]
     if origin_N is not None:
         origin = np.asarray(origin_N, dtype=float)
@@ -161,15 +189,20 @@ def read_events(reader: ColumnReader, limit: int = MAX_EVENTS) -> list[dict]:
         col = reader.column(kernel, "hopsim.KernelEvent", "kind")
         for k in np.flatnonzero(np.isin(col.values, list(TIMELINE_KINDS))):
             msg = KernelEvent.FromString(reader.payload(int(col.chunk[k]), int(col.at[k])))
-            events.append({"t_s": col.t_ns[k] / 1e9, "kind": TIMELINE_KINDS[msg.kind], "name": msg.name,
-                           "detail": _describe(msg)})
+            events.append(
+                {"t_s": col.t_ns[k] / 1e9, "kind": TIMELINE_KINDS[msg.kind], "name": msg.name, "detail": _describe(msg)}
+            )
     faults = reader.channels_of("hopsim.Fault")
     if faults:
         col = reader.column(faults, "hopsim.Fault", "value")
         for k in range(len(col.t_ns)):
             msg = Fault.FromString(reader.payload(int(col.chunk[k]), int(col.at[k])))
-            what = f"{msg.kind}" + (f" index {msg.index}" if msg.index >= 0 else "") + (
-                f" value {msg.value:g}" if msg.value else "") + (" (clear)" if msg.clear else "")
+            what = (
+                f"{msg.kind}"
+                + (f" index {msg.index}" if msg.index >= 0 else "")
+                + (f" value {msg.value:g}" if msg.value else "")
+                + (" (clear)" if msg.clear else "")
+            )
             events.append({"t_s": col.t_ns[k] / 1e9, "kind": "fault", "name": msg.target, "detail": what})
     events.sort(key=lambda e: e["t_s"])
     return events[:limit]
@@ -180,9 +213,11 @@ def _describe(event: KernelEvent) -> str:
     if event.HasField("contact"):
         c = event.contact
         if event.kind == KernelEvent.CONTACT:
-            j = (c.impulse_Ns.x ** 2 + c.impulse_Ns.y ** 2 + c.impulse_Ns.z ** 2) ** 0.5
-            return (f"{c.a} and {c.b}: impulse {j:.4g} N s, normal speed {c.normal_speed_before_mps:.4g} -> "
-                    f"{c.normal_speed_after_mps:.4g} m/s")
+            j = (c.impulse_Ns.x**2 + c.impulse_Ns.y**2 + c.impulse_Ns.z**2) ** 0.5
+            return (
+                f"{c.a} and {c.b}: impulse {j:.4g} N s, normal speed {c.normal_speed_before_mps:.4g} -> "
+                f"{c.normal_speed_after_mps:.4g} m/s"
+            )
         if event.kind == KernelEvent.DOCK:
             return f"{c.a} latched {c.b} (gap {c.port_gap_m:.3g} m, angle {c.port_angle_deg:.3g} deg)"
         if event.kind == KernelEvent.UNDOCK:

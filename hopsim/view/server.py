@@ -14,6 +14,7 @@ The server reads the recording once (:class:`~hopsim.view.columns.ColumnReader`)
 
 Requests are served on threads; reads of the recording are serialized by a lock.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,7 @@ from hopsim.view.run_data import read_events, read_poses, read_run_info, signal_
 STATIC = Path(__file__).parent / "static"
 MAX_PLOT_POINTS = 20_000
 EARTH_RADIUS_M = 6_378_137.0
-ORBIT_RADIUS_M = 6.0e6          # vehicles farther than this from N's origin fly in orbit about the Earth
+ORBIT_RADIUS_M = 6.0e6  # vehicles farther than this from N's origin fly in orbit about the Earth
 
 
 def _plotly_js() -> Path:
@@ -66,7 +67,7 @@ class RunView:
     def __init__(self, path: str | Path, follow: bool = False, hill_of: str | None = None):
         self.path = Path(path)
         self.follow = follow
-        self.hill_of = hill_of      # a vehicle: the poses in its Hill frame (see read_poses)
+        self.hill_of = hill_of  # a vehicle: the poses in its Hill frame (see read_poses)
         self._lock = threading.Lock()
         self._size = -1
         self._read()
@@ -79,7 +80,13 @@ class RunView:
         poses = read_poses(reader, origin_N=origin, hill_of=self.hill_of)
         events, catalog, info = read_events(reader), signal_catalog(reader), read_run_info(reader)
         self.report, self._reader, self.poses, self.events, self.catalog, self.info = (
-            report, reader, poses, events, catalog, info)
+            report,
+            reader,
+            poses,
+            events,
+            catalog,
+            info,
+        )
         self._size = size
 
     def refresh(self) -> bool:
@@ -109,29 +116,44 @@ class RunView:
     def run(self) -> dict:
         p = self.poses
         t = p.t_s
-        return {"file": self.path.name, "info": self.info, "scene": self.scene(), "follow": self.follow,
-                "frame": p.frame,
-                "t0_s": float(t[0]) if len(t) else 0.0, "t1_s": float(t[-1]) if len(t) else 0.0,
-                "vehicles": len(p.vehicles), "instants": len(t), "every": p.every,
-                "events": self.events, "catalog": self.catalog,
-                "chunks": self.report.chunks, "damaged_chunks": self.report.damaged_chunks}
+        return {
+            "file": self.path.name,
+            "info": self.info,
+            "scene": self.scene(),
+            "follow": self.follow,
+            "frame": p.frame,
+            "t0_s": float(t[0]) if len(t) else 0.0,
+            "t1_s": float(t[-1]) if len(t) else 0.0,
+            "vehicles": len(p.vehicles),
+            "instants": len(t),
+            "every": p.every,
+            "events": self.events,
+            "catalog": self.catalog,
+            "chunks": self.report.chunks,
+            "damaged_chunks": self.report.damaged_chunks,
+        }
 
     def signal(self, name: str) -> dict:
         with self._lock:
             found = read_signals(self._reader, [name])[name]
         t, v = decimate(found.t_s, found.values)
-        return {"name": name, "t_s": t.tolist(), "values": [None if not np.isfinite(x) else float(x) for x in v],
-                "points": int(len(found.values)), "shown": int(len(v))}
+        return {
+            "name": name,
+            "t_s": t.tolist(),
+            "values": [None if not np.isfinite(x) else float(x) for x in v],
+            "points": int(len(found.values)),
+            "shown": int(len(v)),
+        }
 
 
 class _Handler(BaseHTTPRequestHandler):
     server_version = "hopsim-view"
     view: RunView
 
-    def log_message(self, fmt, *args):      # quiet: the command prints the address once
+    def log_message(self, fmt, *args):  # quiet: the command prints the address once
         pass
 
-    def do_GET(self):                        # noqa: N802  (http.server's name)
+    def do_GET(self):  # noqa: N802  (http.server's name)
         url = urlparse(self.path)
         route = url.path
         try:
@@ -154,7 +176,7 @@ class _Handler(BaseHTTPRequestHandler):
             if route == "/static/vendor/plotly.min.js":
                 return self._file(_plotly_js())
             if route.startswith("/static/"):
-                target = (STATIC / route[len("/static/"):]).resolve()
+                target = (STATIC / route[len("/static/") :]).resolve()
                 if STATIC.resolve() in target.parents and target.is_file():
                     return self._file(target)
             self.send_error(HTTPStatus.NOT_FOUND)

@@ -1,4 +1,5 @@
 """Make the dynamics tests' shared helpers importable whatever pytest's import mode."""
+
 import sys
 from pathlib import Path
 

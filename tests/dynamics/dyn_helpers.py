@@ -1,4 +1,5 @@
 """Shared helpers for the dynamics tests: random trees and their Pinocchio twins."""
+
 import numpy as np
 from scipy.spatial.transform import Rotation
 
@@ -26,8 +27,7 @@ def random_tree(rng, n_bodies, joint_types=ALL_JOINTS, gravity=None, root_joint=
     earlier body (sometimes to the world) by a joint drawn from ``joint_types``. Bodies are
     numbered depth first, as Pinocchio's mass-matrix algorithm requires of its models."""
     g = rng.normal(size=3) if gravity is None else gravity
-    parents = [-1] + [(-1 if rng.uniform() < 0.05 else int(rng.integers(0, i)))
-                      for i in range(1, n_bodies)]
+    parents = [-1] + [(-1 if rng.uniform() < 0.05 else int(rng.integers(0, i))) for i in range(1, n_bodies)]
     children = {i: [j for j in range(n_bodies) if parents[j] == i] for i in range(-1, n_bodies)}
     order = []
     stack = list(reversed(children[-1]))
@@ -44,11 +44,16 @@ def random_tree(rng, n_bodies, joint_types=ALL_JOINTS, gravity=None, root_joint=
             parent = None if parents[old] < 0 else new_index[parents[old]]
             joint = str(rng.choice(joint_types))
         tree.add_body(
-            f"b{new_index[old]}", parent=parent, joint=joint, mass=rng.uniform(0.5, 5.0),
-            r_CB_B=rng.normal(scale=0.2, size=3), inertia_C_B=random_inertia(rng),
+            f"b{new_index[old]}",
+            parent=parent,
+            joint=joint,
+            mass=rng.uniform(0.5, 5.0),
+            r_CB_B=rng.normal(scale=0.2, size=3),
+            inertia_C_B=random_inertia(rng),
             axis=rng.normal(size=3),
             inb_to_joint=pose(random_rotation(rng), rng.normal(scale=0.5, size=3)),
-            body_to_joint=pose(random_rotation(rng), rng.normal(scale=0.3, size=3)))
+            body_to_joint=pose(random_rotation(rng), rng.normal(scale=0.3, size=3)),
+        )
     return tree
 
 
@@ -59,9 +64,9 @@ def random_state(rng, tree, scale=1.0):
     for i, b in enumerate(tree.bodies):
         s = tree.q_slice(i)
         if b.joint_type in (BALL, FREE):
-            Q[s.start:s.start + 4] = Rotation.random(random_state=rng).as_quat()
+            Q[s.start : s.start + 4] = Rotation.random(random_state=rng).as_quat()
             if b.joint_type == FREE:
-                Q[s.start + 4:s.stop] = rng.normal(size=3)
+                Q[s.start + 4 : s.stop] = rng.normal(size=3)
         else:
             Q[s] = rng.normal(size=s.stop - s.start)
     U = rng.normal(scale=scale, size=int(a.nv[0]))
@@ -84,12 +89,13 @@ class PinocchioTwin:
 
     def __init__(self, tree):
         import pinocchio as pin
+
         self.pin = pin
         model = pin.Model()
         model.gravity = pin.Motion(np.concatenate([tree.gravity_N, np.zeros(3)]))
         n = tree.n_bodies
         self.joint_of_body = np.zeros(n, dtype=int)
-        self.body_in_joint = []          # pose of the body frame in its Pinocchio joint frame
+        self.body_in_joint = []  # pose of the body frame in its Pinocchio joint frame
         perm_q, perm_v = [], []
         a = tree.arrays
         for i, b in enumerate(tree.bodies):

@@ -1,9 +1,15 @@
 """Conservation laws of free-flying trees over 1000 s, with and without prescribed joints."""
+
 import numpy as np
 import pytest
 
-from hopsim.dynamics.algorithms import (hybrid_dynamics, configuration_rate, kinetic_energy,
-                                        normalize_configuration, spatial_momentum)
+from hopsim.dynamics.algorithms import (
+    hybrid_dynamics,
+    configuration_rate,
+    kinetic_energy,
+    normalize_configuration,
+    spatial_momentum,
+)
 from hopsim.dynamics.integrators import DOP853
 from hopsim.dynamics.profiles import MoveProfile
 from hopsim.dynamics.tree import MultibodyTree, pose
@@ -14,28 +20,55 @@ from dyn_helpers import random_inertia
 def spacecraft(rng):
     """A hub with a two-link arm (pin, universal), a ball-mounted antenna, a slider boom."""
     tree = MultibodyTree()
-    tree.add_body("hub", joint="free", mass=40.0, r_CB_B=[0.02, -0.03, 0.05],
-                  inertia_C_B=random_inertia(rng, 6.0))
-    tree.add_body("arm1", parent="hub", joint="pin", axis=(0, 0, 1), mass=3.0,
-                  r_CB_B=[0.3, 0.0, 0.0], inertia_C_B=random_inertia(rng, 0.2),
-                  inb_to_joint=pose([0, 0, 0.2588190, 0.9659258], (0.6, 0.1, 0.0)),
-                  body_to_joint=pose(translation=(-0.05, 0.0, 0.0)))
-    tree.add_body("arm2", parent="arm1", joint="universal", mass=1.5, r_CB_B=[0.25, 0, 0],
-                  inertia_C_B=random_inertia(rng, 0.1),
-                  inb_to_joint=pose(translation=(0.6, 0.0, 0.0)))
-    tree.add_body("antenna", parent="hub", joint="ball", mass=2.0, r_CB_B=[0.0, 0.0, 0.3],
-                  inertia_C_B=random_inertia(rng, 0.3),
-                  inb_to_joint=pose(translation=(0.0, 0.0, 0.7)))
-    tree.add_body("boom", parent="hub", joint="slider", axis=(0, 1, 0), mass=1.0,
-                  r_CB_B=[0.0, 0.5, 0.0], inertia_C_B=random_inertia(rng, 0.2),
-                  inb_to_joint=pose(translation=(0.0, -0.5, 0.0)))
+    tree.add_body("hub", joint="free", mass=40.0, r_CB_B=[0.02, -0.03, 0.05], inertia_C_B=random_inertia(rng, 6.0))
+    tree.add_body(
+        "arm1",
+        parent="hub",
+        joint="pin",
+        axis=(0, 0, 1),
+        mass=3.0,
+        r_CB_B=[0.3, 0.0, 0.0],
+        inertia_C_B=random_inertia(rng, 0.2),
+        inb_to_joint=pose([0, 0, 0.2588190, 0.9659258], (0.6, 0.1, 0.0)),
+        body_to_joint=pose(translation=(-0.05, 0.0, 0.0)),
+    )
+    tree.add_body(
+        "arm2",
+        parent="arm1",
+        joint="universal",
+        mass=1.5,
+        r_CB_B=[0.25, 0, 0],
+        inertia_C_B=random_inertia(rng, 0.1),
+        inb_to_joint=pose(translation=(0.6, 0.0, 0.0)),
+    )
+    tree.add_body(
+        "antenna",
+        parent="hub",
+        joint="ball",
+        mass=2.0,
+        r_CB_B=[0.0, 0.0, 0.3],
+        inertia_C_B=random_inertia(rng, 0.3),
+        inb_to_joint=pose(translation=(0.0, 0.0, 0.7)),
+    )
+    tree.add_body(
+        "boom",
+        parent="hub",
+        joint="slider",
+        axis=(0, 1, 0),
+        mass=1.0,
+        r_CB_B=[0.0, 0.5, 0.0],
+        inertia_C_B=random_inertia(rng, 0.2),
+        inb_to_joint=pose(translation=(0.0, -0.5, 0.0)),
+    )
     return tree
 
 
 def _initial_state(tree, rng):
     Q = tree.zero_configuration()
-    Q[tree.q_slice("hub")] = np.r_[0.1, -0.2, 0.3, 0.9, 1.0, 2.0, -0.5] / \
-        np.r_[np.linalg.norm([0.1, -0.2, 0.3, 0.9])] ** np.r_[1, 1, 1, 1, 0, 0, 0]
+    Q[tree.q_slice("hub")] = (
+        np.r_[0.1, -0.2, 0.3, 0.9, 1.0, 2.0, -0.5]
+        / np.r_[np.linalg.norm([0.1, -0.2, 0.3, 0.9])] ** np.r_[1, 1, 1, 1, 0, 0, 0]
+    )
     Q[tree.q_slice("arm1")] = 0.3
     Q[tree.q_slice("arm2")] = [0.2, -0.4]
     U = rng.normal(scale=0.05, size=tree.nv)
@@ -85,10 +118,11 @@ def test_prescribed_appendages_conserve_momentum_and_energy_balances_work():
     U[boom_v] = 0.0
     Q[boom_q] = 0.0
     moves = {
-        "arm1": [(MoveProfile(0.3, 1.5, 0.002, 5.0, 4.0, kind="rotation"), 10.0),
-                 (MoveProfile(1.5, -0.4, 0.001, 0.0, 6.0, kind="rotation"), 400.0)],
-        "boom": [(MoveProfile(0.0, 0.4, 0.001, 0.0, 0.0), 100.0),
-                 (MoveProfile(0.4, 0.1, 0.0005, 3.0, 0.0), 600.0)],
+        "arm1": [
+            (MoveProfile(0.3, 1.5, 0.002, 5.0, 4.0, kind="rotation"), 10.0),
+            (MoveProfile(1.5, -0.4, 0.001, 0.0, 6.0, kind="rotation"), 400.0),
+        ],
+        "boom": [(MoveProfile(0.0, 0.4, 0.001, 0.0, 0.0), 100.0), (MoveProfile(0.4, 0.1, 0.0005, 3.0, 0.0), 600.0)],
     }
 
     def prescribed_accel(name, t):
@@ -103,7 +137,7 @@ def test_prescribed_appendages_conserve_momentum_and_energy_balances_work():
     tau = np.zeros(nv)
 
     def f(t, x):
-        Qx, Ux = x[:nq], x[nq:nq + nv]
+        Qx, Ux = x[:nq], x[nq : nq + nv]
         up = np.zeros(nv)
         up[arm_v] = prescribed_accel("arm1", t)
         up[boom_v] = prescribed_accel("boom", t)
@@ -127,7 +161,7 @@ def test_prescribed_appendages_conserve_momentum_and_energy_balances_work():
         x[:nq] = normalize_configuration(tree, x[:nq])
         integ.reset()
         t = t1
-    Q1, U1, W = x[:nq], x[nq:nq + nv], x[-1]
+    Q1, U1, W = x[:nq], x[nq : nq + nv], x[-1]
     h1 = spatial_momentum(tree, Q1, U1)
     T1 = kinetic_energy(tree, Q1, U1)
     assert np.linalg.norm(h1 - h0) < 1e-8 * np.linalg.norm(h0)

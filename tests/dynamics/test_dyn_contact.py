@@ -1,6 +1,7 @@
 """Contact impulses, docking welds and the broad phase, against independent facts: textbook
 collision results, conservation laws, hand-derived mass properties, point-mass models and a
 brute-force NumPy pair search."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -83,10 +84,13 @@ def touching_pair(rng, R1=RADIUS, R2=RADIUS):
     n = rng.normal(size=3)
     n /= np.linalg.norm(n)
     r1 = rng.normal(size=3)
-    x1 = pack_state(r1, rng.normal(size=3), Rotation.random(random_state=rng).as_quat(),
-                    rng.normal(scale=3.0, size=3))
-    x2 = pack_state(r1 + (R1 + R2) * n, rng.normal(size=3),
-                    Rotation.random(random_state=rng).as_quat(), rng.normal(scale=3.0, size=3))
+    x1 = pack_state(r1, rng.normal(size=3), Rotation.random(random_state=rng).as_quat(), rng.normal(scale=3.0, size=3))
+    x2 = pack_state(
+        r1 + (R1 + R2) * n,
+        rng.normal(size=3),
+        Rotation.random(random_state=rng).as_quat(),
+        rng.normal(scale=3.0, size=3),
+    )
     p = r1 + R1 * n
     if (material_point_velocity(x2, p) - material_point_velocity(x1, p)) @ n > 0.0:
         for x in (x1, x2):
@@ -166,8 +170,7 @@ def check_random_impact(rng, e, mu, cm_scale):
 def test_random_impacts_restitution_conservation_energy(friction):
     rng = np.random.default_rng(1234 + friction)
     for _ in range(N_RANDOM):
-        check_random_impact(rng, e=rng.uniform(0.0, 1.0),
-                            mu=rng.uniform(0.0, 1.5) if friction else 0.0, cm_scale=0.3)
+        check_random_impact(rng, e=rng.uniform(0.0, 1.0), mu=rng.uniform(0.0, 1.5) if friction else 0.0, cm_scale=0.3)
 
 
 def test_strongly_coupled_elastic_impacts_with_friction_create_no_energy():
@@ -237,7 +240,7 @@ def glancing_solid_spheres(mu, e=0.6):
 def test_glancing_impact_sticking_stops_slip():
     J, n, u0, u1, jn_expected, jt_stick = glancing_solid_spheres(mu=2.0)
     jn, jt = split_normal(J, n)
-    assert np.linalg.norm(jt_stick) < 2.0 * jn_expected   # inside the cone: sticks
+    assert np.linalg.norm(jt_stick) < 2.0 * jn_expected  # inside the cone: sticks
     assert jn == pytest.approx(jn_expected, rel=1e-12)
     np.testing.assert_allclose(jt, jt_stick, rtol=1e-12)
     np.testing.assert_allclose(split_normal(u1, n)[1], 0.0, atol=1e-13)
@@ -248,7 +251,7 @@ def test_glancing_impact_sliding_at_the_cone_boundary():
     mu = 0.05
     J, n, u0, u1, jn_expected, jt_stick = glancing_solid_spheres(mu=mu)
     jn, jt = split_normal(J, n)
-    assert np.linalg.norm(jt_stick) > mu * jn_expected   # outside the cone: slides
+    assert np.linalg.norm(jt_stick) > mu * jn_expected  # outside the cone: slides
     assert jn == pytest.approx(jn_expected, rel=1e-12)
     assert np.linalg.norm(jt) == pytest.approx(mu * jn, rel=1e-12)
     ut0 = split_normal(u0, n)[1]
@@ -270,8 +273,12 @@ def test_wall_bounce_frictionless(cm_offset):
         normal = rng.normal(size=3)
         normal /= np.linalg.norm(normal)
         plane_point = rng.normal(size=3)
-        x = pack_state(rng.normal(size=3), rng.normal(size=3),
-                       Rotation.random(random_state=rng).as_quat(), rng.normal(scale=3.0, size=3))
+        x = pack_state(
+            rng.normal(size=3),
+            rng.normal(size=3),
+            Rotation.random(random_state=rng).as_quat(),
+            rng.normal(scale=3.0, size=3),
+        )
         # put the sphere on the wall and make its contact point approach it
         x[0:3] += ((plane_point - x[0:3]) @ normal + RADIUS) * normal
         p_expected = x[0:3] - RADIUS * normal
@@ -290,17 +297,15 @@ def test_wall_bounce_frictionless(cm_offset):
         # a normal impulse leaves the CM's tangential velocity alone ...
         vC0 = rigid_body_momentum(x, m, I, c)[0] / m
         vC1 = rigid_body_momentum(y, m, I, c)[0] / m
-        np.testing.assert_allclose(split_normal(vC1, normal)[1], split_normal(vC0, normal)[1],
-                                   atol=1e-12)
-        if not cm_offset:   # ... and, with the CM at the centre, the spin and the point's slip
+        np.testing.assert_allclose(split_normal(vC1, normal)[1], split_normal(vC0, normal)[1], atol=1e-12)
+        if not cm_offset:  # ... and, with the CM at the centre, the spin and the point's slip
             np.testing.assert_allclose(y[10:13], x[10:13], atol=1e-12)
             np.testing.assert_allclose(vt1, vt0, atol=1e-12)
         # angular momentum about the contact point is conserved (the impulse acts there)
         h0 = rigid_body_momentum(x, m, I, c)[1] - np.cross(p, m * vC0)
         h1 = rigid_body_momentum(y, m, I, c)[1] - np.cross(p, m * vC1)
         np.testing.assert_allclose(h1, h0, atol=1e-12 * (1 + np.linalg.norm(h0)))
-        assert (rigid_body_kinetic_energy(y, m, I, c)
-                <= rigid_body_kinetic_energy(x, m, I, c) * (1 + 1e-12))
+        assert rigid_body_kinetic_energy(y, m, I, c) <= rigid_body_kinetic_energy(x, m, I, c) * (1 + 1e-12)
 
 
 def test_wall_rolling_contact_with_friction_sticks():
@@ -309,11 +314,10 @@ def test_wall_rolling_contact_with_friction_sticks():
     m, R = 3.0, RADIUS
     I = solid_sphere_inertia(m, R)
     x = pack_state([0, 0, R], [1.0, 0, -2.0], [0, 0, 0, 1], [0, -10.0, 0])
-    J, p = wall_contact_impulse(x, m, I, np.zeros(3), R, np.zeros(3), np.array([0, 0, 1.0]),
-                                0.5, 5.0)
+    J, p = wall_contact_impulse(x, m, I, np.zeros(3), R, np.zeros(3), np.array([0, 0, 1.0]), 0.5, 5.0)
     y = apply_impulse(x, m, I, np.zeros(3), J, p)
     np.testing.assert_allclose(p, 0.0, atol=1e-15)
-    slip0 = 1.0 + 10.0 * R     # v_x + (omega x (p - r))_x = 1 + (-10 * -R)
+    slip0 = 1.0 + 10.0 * R  # v_x + (omega x (p - r))_x = 1 + (-10 * -R)
     assert J[2] == pytest.approx(1.5 * 2.0 * m, rel=1e-12)
     assert J[0] == pytest.approx(-slip0 / (1.0 / m + R * R / I[0, 0]), rel=1e-12)
     np.testing.assert_allclose(material_point_velocity(y, p)[0:2], 0.0, atol=1e-13)
@@ -343,8 +347,7 @@ def test_gaps_and_their_rates():
 def test_composite_of_two_identical_centred_spheres():
     m, I0 = 5.0, np.diag([0.02, 0.03, 0.04])
     d = 0.2
-    M, I, c = composite_mass_properties(m, I0, np.zeros(3), m, I0, np.zeros(3),
-                                        np.array([d, 0, 0]), np.eye(3))
+    M, I, c = composite_mass_properties(m, I0, np.zeros(3), m, I0, np.zeros(3), np.array([d, 0, 0]), np.eye(3))
     assert M == 2 * m
     np.testing.assert_allclose(c, [d / 2, 0, 0], atol=1e-15)
     expected = 2 * I0 + np.diag([0.0, 2 * m * (d / 2) ** 2, 2 * m * (d / 2) ** 2])
@@ -355,7 +358,7 @@ def point_masses(m, I_C, c):
     """Six point masses (positions relative to the body origin) with mass m, CM c, inertia I_C
     about the CM: m/6 at c +- s_k v_k along the principal axes v_k."""
     lam, V = np.linalg.eigh(I_C)
-    S = 0.5 * lam.sum() - lam                      # S_k = sum m x_k^2 along principal axis k
+    S = 0.5 * lam.sum() - lam  # S_k = sum m x_k^2 along principal axis k
     s = np.sqrt(3.0 * S / m)
     pts = [c + sign * s[k] * V[:, k] for k in range(3) for sign in (1.0, -1.0)]
     return np.full(6, m / 6.0), np.array(pts)
@@ -379,8 +382,7 @@ def test_composite_mass_properties_against_point_masses():
         mp2, pts2 = point_masses(m2, I2, c2)
         # the point model reproduces each body on its own
         np.testing.assert_allclose(inertia_of_points(mp1, pts1)[1], I1, atol=1e-14)
-        M_ref, I_ref, c_ref = inertia_of_points(np.concatenate([mp1, mp2]),
-                                                np.vstack([pts1, r + pts2 @ R.T]))
+        M_ref, I_ref, c_ref = inertia_of_points(np.concatenate([mp1, mp2]), np.vstack([pts1, r + pts2 @ R.T]))
         M, I, c = composite_mass_properties(m1, I1, c1, m2, I2, c2, r, R)
         assert M == pytest.approx(M_ref, rel=1e-14)
         np.testing.assert_allclose(c, c_ref, atol=1e-14)
@@ -405,16 +407,14 @@ def test_weld_conserves_momentum_and_gives_one_rigid_velocity_field():
         np.testing.assert_allclose(P1, P0, atol=1e-12 * sp)
         np.testing.assert_allclose(H1, H0, atol=1e-12 * sh)
         # the composite as one body has the same momentum
-        M, I, c = composite_mass_properties(*body1, *body2, r_rel, Rotation.from_quat(q_rel)
-                                            .as_matrix())
+        M, I, c = composite_mass_properties(*body1, *body2, r_rel, Rotation.from_quat(q_rel).as_matrix())
         Pc, Hc = rigid_body_momentum(y1, M, I, c)
         np.testing.assert_allclose(Pc, P0, atol=1e-12 * sp)
         np.testing.assert_allclose(Hc, H0, atol=1e-12 * sh)
         # one rigid velocity field: same angular velocity, v2 = v1 + omega x (r2 - r1)
         w1 = rot(y1) @ y1[10:13]
         np.testing.assert_allclose(rot(y2) @ y2[10:13], w1, atol=1e-12)
-        np.testing.assert_allclose(y2[3:6], y1[3:6] + np.cross(w1, y2[0:3] - y1[0:3]),
-                                   atol=1e-12)
+        np.testing.assert_allclose(y2[3:6], y1[3:6] + np.cross(w1, y2[0:3] - y1[0:3]), atol=1e-12)
         # a perfectly inelastic weld never creates energy
         T0 = rigid_body_kinetic_energy(x1, *body1) + rigid_body_kinetic_energy(x2, *body2)
         assert rigid_body_kinetic_energy(y1, M, I, c) <= T0 * (1 + 1e-12)
@@ -447,9 +447,8 @@ def test_port_alignment():
     assert gap == pytest.approx(0.0, abs=1e-12)
     # misaligned by 25 deg of yaw: angle 25 deg, port points apart by the chord geometry
     theta = np.radians(25.0)
-    x2m = pack_state([0.2, 0, 0], [0, 0, 0], Rotation.from_euler("z", theta).as_quat(),
-                     [0, 0, 0])
-    angle, gap = port_alignment(x1, x2m, 3.0 * px, -px, 0.1, 0.1)   # port length irrelevant
+    x2m = pack_state([0.2, 0, 0], [0, 0, 0], Rotation.from_euler("z", theta).as_quat(), [0, 0, 0])
+    angle, gap = port_alignment(x1, x2m, 3.0 * px, -px, 0.1, 0.1)  # port length irrelevant
     assert angle == pytest.approx(theta, rel=1e-12)
     port2 = np.array([0.2, 0, 0]) + 0.1 * np.array([-np.cos(theta), -np.sin(theta), 0])
     assert gap == pytest.approx(np.linalg.norm(port2 - [0.1, 0, 0]), rel=1e-12)
@@ -500,12 +499,12 @@ def test_broadphase_dense_pileup_and_sparse():
 def test_broadphase_far_clusters_and_coincident_points():
     rng = np.random.default_rng(22)
     a = rng.normal(scale=0.3, size=(100, 3))
-    b = rng.normal(scale=0.3, size=(100, 3)) + 1e7   # forces enlarged cells
-    centres = np.vstack([a, b, a[:3]])               # three exact duplicates
+    b = rng.normal(scale=0.3, size=(100, 3)) + 1e7  # forces enlarged cells
+    centres = np.vstack([a, b, a[:3]])  # three exact duplicates
     reach = np.concatenate([np.full(200, 0.05), np.zeros(3)])
     pairs = check_broadphase(centres, reach)
     assert {(0, 200), (1, 201), (2, 202)} <= set(map(tuple, pairs))
-    check_broadphase(np.zeros((5, 3)), np.zeros(5))   # all coincident, zero reach
+    check_broadphase(np.zeros((5, 3)), np.zeros(5))  # all coincident, zero reach
 
 
 def test_broadphase_touching_pair_is_a_candidate():
@@ -520,10 +519,15 @@ coords = st.floats(-10.0, 10.0, allow_nan=False, width=64)
 @settings(max_examples=150, deadline=None)
 @given(data=st.data(), n=st.integers(0, 40), spread=st.sampled_from([0.01, 0.5, 3.0, 50.0]))
 def test_broadphase_matches_all_pairs_hypothesis(data, n, spread):
-    pts = np.array(data.draw(st.lists(st.tuples(coords, coords, coords), min_size=n,
-                                      max_size=n)), dtype=np.float64).reshape(-1, 3) * spread
-    reach = np.array(data.draw(st.lists(st.floats(0.0, 2.0, allow_nan=False), min_size=n,
-                                        max_size=n)), dtype=np.float64)
+    pts = (
+        np.array(
+            data.draw(st.lists(st.tuples(coords, coords, coords), min_size=n, max_size=n)), dtype=np.float64
+        ).reshape(-1, 3)
+        * spread
+    )
+    reach = np.array(
+        data.draw(st.lists(st.floats(0.0, 2.0, allow_nan=False), min_size=n, max_size=n)), dtype=np.float64
+    )
     check_broadphase(pts, reach)
 
 
@@ -531,15 +535,15 @@ def test_box_walls_and_candidates():
     lo, hi = np.array([0.0, -1.0, 2.0]), np.array([3.0, 1.0, 4.0])
     points, normals = box_walls(lo, hi)
     centre = 0.5 * (lo + hi)
-    for k in range(6):   # inward normals: the box centre is on the free side of every wall
+    for k in range(6):  # inward normals: the box centre is on the free side of every wall
         assert (centre - points[k]) @ normals[k] > 0.0
     centres = np.array([[0.05, 0.0, 3.0], [1.5, 0.95, 3.95], [1.5, 0.0, 3.0]])
     reach = np.array([0.1, 0.1, 0.1])
     got = box_wall_candidates(centres, reach, lo, hi)
     expected = np.zeros((3, 6), dtype=bool)
-    expected[0, 0] = True           # -x
-    expected[1, 3] = True           # +y
-    expected[1, 5] = True           # +z
+    expected[0, 0] = True  # -x
+    expected[1, 3] = True  # +y
+    expected[1, 5] = True  # +z
     np.testing.assert_array_equal(got, expected)
     # consistent with the wall gap of every wall: candidate iff gap <= reach - radius (= 0 here)
     for i in range(3):

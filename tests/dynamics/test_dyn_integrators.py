@@ -1,12 +1,21 @@
 """Integrators: kernel interface, convergence order, tolerances, min step, reset, statistics."""
+
 import math
 
 import numpy as np
 import pytest
 from numba import njit
 
-from hopsim.dynamics.integrators import (DOP853, RK4, DormandPrince54, Euler, IntegratorStats,
-                                         StepSizeError, make_integrator, rk4_step_compiled)
+from hopsim.dynamics.integrators import (
+    DOP853,
+    RK4,
+    DormandPrince54,
+    Euler,
+    IntegratorStats,
+    StepSizeError,
+    make_integrator,
+    rk4_step_compiled,
+)
 
 FIXED = [Euler, RK4]
 ADAPTIVE = [DormandPrince54, DOP853]
@@ -56,9 +65,15 @@ def _slope(hs, errors):
     return np.polyfit(np.log(hs), np.log(errors), 1)[0]
 
 
-@pytest.mark.parametrize("cls,ns", [(Euler, [200, 400, 800, 1600]), (RK4, [10, 20, 40, 80]),
-                                    (DormandPrince54, [8, 16, 32, 64]),
-                                    (DOP853, [4, 6, 8, 12])])
+@pytest.mark.parametrize(
+    "cls,ns",
+    [
+        (Euler, [200, 400, 800, 1600]),
+        (RK4, [10, 20, 40, 80]),
+        (DormandPrince54, [8, 16, 32, 64]),
+        (DOP853, [4, 6, 8, 12]),
+    ],
+)
 def test_error_shrinks_at_theoretical_order(cls, ns):
     """Global error on the harmonic oscillator over 2 s with a constant step."""
     T = 2.0
@@ -114,6 +129,7 @@ def test_tighter_tolerance_takes_more_steps_and_is_more_accurate(cls):
 @pytest.mark.parametrize("cls", ADAPTIVE)
 def test_min_step_error(cls):
     """A jump in f cannot be resolved above min_step at a tolerance near round-off."""
+
     def f(t, x):
         return np.array([0.0 if t < 0.5 else 1e6])
 

@@ -1,14 +1,28 @@
 """Multibody operators against Pinocchio and against each other."""
+
 import numpy as np
 import pytest
 
-from hopsim.dynamics.algorithms import (aba, aba_batch, center_of_mass, composite_body_inertias,
-                                        configuration_rate, crba, forward_kinematics,
-                                        frame_jacobian, hybrid_dynamics,
-                                        jacobian_transpose_times, joint_reaction_forces,
-                                        kinetic_energy, mass_properties, minv,
-                                        normalize_configuration, rnea, spatial_momentum,
-                                        station_jacobian)
+from hopsim.dynamics.algorithms import (
+    aba,
+    aba_batch,
+    center_of_mass,
+    composite_body_inertias,
+    configuration_rate,
+    crba,
+    forward_kinematics,
+    frame_jacobian,
+    hybrid_dynamics,
+    jacobian_transpose_times,
+    joint_reaction_forces,
+    kinetic_energy,
+    mass_properties,
+    minv,
+    normalize_configuration,
+    rnea,
+    spatial_momentum,
+    station_jacobian,
+)
 from hopsim.dynamics.joints import FREE, LOCKED
 from hopsim.dynamics.tree import MultibodyTree, pose
 
@@ -50,8 +64,7 @@ def test_against_pinocchio(seed):
     _rel_close(udot, twin.v_back(pin.aba(model, data, q, v, twin.v(tau), fx)))
 
     a = rng.normal(size=nv)
-    _rel_close(rnea(tree, Q, U, a, f_ext=f_ext), twin.v_back(pin.rnea(model, data, q, v,
-                                                                      twin.v(a), fx)))
+    _rel_close(rnea(tree, Q, U, a, f_ext=f_ext), twin.v_back(pin.rnea(model, data, q, v, twin.v(a), fx)))
     # joint forces of the same inverse-dynamics pass
     ours = joint_reaction_forces(tree, Q, U, rnea(tree, Q, U, a, f_ext=f_ext), f_ext=f_ext)
     pin.rnea(model, data, q, v, twin.v(a), fx)
@@ -143,21 +156,22 @@ def test_system_properties(seed):
     I_direct = np.zeros((3, 3))
     for i in range(tree.n_bodies):
         d = com_bodies[i] - c
-        I_direct += R_w[i] @ a.inertia_C[i] @ R_w[i].T + a.mass[i] * (d @ d * np.eye(3)
-                                                                      - np.outer(d, d))
+        I_direct += R_w[i] @ a.inertia_C[i] @ R_w[i].T + a.mass[i] * (d @ d * np.eye(3) - np.outer(d, d))
     _rel_close(I_C, I_direct, 1e-12)
     # momentum and energy from the body velocities
-    v_com_bodies = np.array([R_w[i] @ (v[i, 3:6] + np.cross(v[i, 0:3], a.com[i]))
-                             for i in range(tree.n_bodies)])
+    v_com_bodies = np.array([R_w[i] @ (v[i, 3:6] + np.cross(v[i, 0:3], a.com[i])) for i in range(tree.n_bodies)])
     p_lin = (a.mass[:, None] * v_com_bodies).sum(0)
     h = spatial_momentum(tree, Q, U)
     _rel_close(h[3:6], p_lin, 1e-12)
-    L = sum(R_w[i] @ a.inertia_C[i] @ v[i, 0:3] + a.mass[i] * np.cross(com_bodies[i],
-                                                                        v_com_bodies[i])
-            for i in range(tree.n_bodies))
+    L = sum(
+        R_w[i] @ a.inertia_C[i] @ v[i, 0:3] + a.mass[i] * np.cross(com_bodies[i], v_com_bodies[i])
+        for i in range(tree.n_bodies)
+    )
     _rel_close(h[0:3], L, 1e-12)
-    T = 0.5 * sum(a.mass[i] * v_com_bodies[i] @ v_com_bodies[i]
-                  + v[i, 0:3] @ a.inertia_C[i] @ v[i, 0:3] for i in range(tree.n_bodies))
+    T = 0.5 * sum(
+        a.mass[i] * v_com_bodies[i] @ v_com_bodies[i] + v[i, 0:3] @ a.inertia_C[i] @ v[i, 0:3]
+        for i in range(tree.n_bodies)
+    )
     assert kinetic_energy(tree, Q, U) == pytest.approx(T, rel=1e-12)
     assert kinetic_energy(tree, Q, U) == pytest.approx(0.5 * U @ crba(tree, Q) @ U, rel=1e-11)
     _rel_close(center_of_mass(tree, Q, U)[1], p_lin / m, 1e-12)
@@ -202,13 +216,13 @@ def test_universal_and_planar_match_pinocchio_native_joints_where_they_agree():
     """Planar against Pinocchio's native JointModelPlanar (q = [x, y, cos, sin])."""
     tree = MultibodyTree()
     rng = np.random.default_rng(0)
-    tree.add_body("table", joint="planar", mass=2.0, r_CB_B=[0.1, 0.2, 0.0],
-                  inertia_C_B=np.diag([0.3, 0.4, 0.5]))
+    tree.add_body("table", joint="planar", mass=2.0, r_CB_B=[0.1, 0.2, 0.0], inertia_C_B=np.diag([0.3, 0.4, 0.5]))
     model = pin.Model()
     model.gravity = pin.Motion.Zero()
     jid = model.addJoint(0, pin.JointModelPlanar(), pin.SE3.Identity(), "p")
-    model.appendBodyToJoint(jid, pin.Inertia(2.0, np.array([0.1, 0.2, 0.0]),
-                                             np.diag([0.3, 0.4, 0.5])), pin.SE3.Identity())
+    model.appendBodyToJoint(
+        jid, pin.Inertia(2.0, np.array([0.1, 0.2, 0.0]), np.diag([0.3, 0.4, 0.5])), pin.SE3.Identity()
+    )
     data = model.createData()
     Q = rng.normal(size=3)
     U = rng.normal(size=3)
@@ -244,9 +258,16 @@ def test_offset_placements_and_gravity_on_a_pendulum():
     L, m = 0.7, 2.0
     Ic = np.diag([0.01, 0.02, 0.03])
     # pivot at (0, 0, 1); the body frame sits 0.2 m from the joint, the CM 0.5 m further
-    tree.add_body("bob", joint="pin", axis=(0, 1, 0), mass=m, r_CB_B=[0.0, 0.0, -0.5],
-                  inertia_C_B=Ic, inb_to_joint=pose(translation=(0.0, 0.0, 1.0)),
-                  body_to_joint=pose(translation=(0.0, 0.0, 0.2)))
+    tree.add_body(
+        "bob",
+        joint="pin",
+        axis=(0, 1, 0),
+        mass=m,
+        r_CB_B=[0.0, 0.0, -0.5],
+        inertia_C_B=Ic,
+        inb_to_joint=pose(translation=(0.0, 0.0, 1.0)),
+        body_to_joint=pose(translation=(0.0, 0.0, 0.2)),
+    )
     theta = 0.3
     udot = aba(tree, [theta], [0.0], [0.0])
     # rotation +theta about y swings -z towards -x; gravity torque about y = -m g L sin(theta)

@@ -1,4 +1,5 @@
 """Prescribed-motion profiles checked against their definitions."""
+
 import math
 
 import numpy as np
@@ -6,13 +7,23 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hopsim.dynamics.profiles import (MoveProfile, evaluate_segments, profile_timing,
-                                      rotation_profile, translation_profile)
+from hopsim.dynamics.profiles import (
+    MoveProfile,
+    evaluate_segments,
+    profile_timing,
+    rotation_profile,
+    translation_profile,
+)
 
 # the upstream module test grid, plus both directions of travel
-GRID = [(coast, smooth, init, ref, accel)
-        for coast in (0.0, 2.0) for smooth in (0.0, 2.0)
-        for init in (0.0, -0.5) for ref in (0.0, -1.0, 0.5) for accel in (0.01, 0.005)]
+GRID = [
+    (coast, smooth, init, ref, accel)
+    for coast in (0.0, 2.0)
+    for smooth in (0.0, 2.0)
+    for init in (0.0, -0.5)
+    for ref in (0.0, -1.0, 0.5)
+    for accel in (0.01, 0.005)
+]
 
 
 def _check_profile(p: MoveProfile, smoothed: bool):
@@ -98,8 +109,7 @@ def test_closed_form_durations():
     ts = 2.0
     sbb = profile_timing(0, D, A, smoothing_duration=ts)
     # smoothed bang-bang: D = A (tb^2 + 3 ts tb + 2.1 ts^2), T = 4 ts + 2 tb
-    assert A * (sbb.bang_duration ** 2 + 3 * ts * sbb.bang_duration + 2.1 * ts * ts) == \
-        pytest.approx(D, rel=1e-13)
+    assert A * (sbb.bang_duration**2 + 3 * ts * sbb.bang_duration + 2.1 * ts * ts) == pytest.approx(D, rel=1e-13)
     assert sbb.duration == pytest.approx(4 * ts + 2 * sbb.bang_duration, rel=1e-14)
     sbcb = profile_timing(0, D, A, coast_bang_duration=tb, smoothing_duration=ts)
     tc = (D - A * (tb + ts) * (tb + 2 * ts)) / (A * (tb + ts))
@@ -112,21 +122,28 @@ def test_distance_by_quadrature_matches_for_every_profile():
     """Integrating the acceleration (independently of the closed forms) gives the move:
     v(tf) = int a dt = 0 and rho(tf) - rho(0) = int (tf - t) a(t) dt."""
     from scipy.integrate import quad
+
     for coast, smooth in ((0, 0), (3, 0), (0, 3), (3, 3)):
         p = MoveProfile(0.2, -1.3, 0.01, coast, smooth)
         tf = p.duration
         acc = lambda t, p=p: p.evaluate(t)[2]  # noqa: E731
         dv = quad(acc, 0.0, tf, points=p.breakpoints[1:-1], epsabs=1e-14, limit=200)[0]
-        dp = quad(lambda t, tf=tf, acc=acc: (tf - t) * acc(t), 0.0, tf, points=p.breakpoints[1:-1],
-                  epsabs=1e-14, limit=200)[0]
+        dp = quad(
+            lambda t, tf=tf, acc=acc: (tf - t) * acc(t), 0.0, tf, points=p.breakpoints[1:-1], epsabs=1e-14, limit=200
+        )[0]
         assert abs(dv) < 1e-12
         assert dp == pytest.approx(-1.5, abs=1e-10)
 
 
 @settings(max_examples=150, deadline=None)
-@given(init=st.floats(-2, 2), distance=st.floats(1e-3, 3), up=st.booleans(),
-       accel=st.floats(1e-3, 1.0), coast_frac=st.sampled_from([0.0, 0.2, 0.6, 1.0]),
-       smooth_frac=st.sampled_from([0.0, 0.3, 0.9]))
+@given(
+    init=st.floats(-2, 2),
+    distance=st.floats(1e-3, 3),
+    up=st.booleans(),
+    accel=st.floats(1e-3, 1.0),
+    coast_frac=st.sampled_from([0.0, 0.2, 0.6, 1.0]),
+    smooth_frac=st.sampled_from([0.0, 0.3, 0.9]),
+)
 def test_property_grid(init, distance, up, accel, coast_frac, smooth_frac):
     ref = init + distance if up else init - distance
     # choose durations inside the existence region
@@ -144,25 +161,28 @@ def test_property_grid(init, distance, up, accel, coast_frac, smooth_frac):
     _check_profile(p, ts > 0)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(coast_bang_duration=11.0), "coast_bang_duration 11 s is too long.*at most 10 s"),
-    (dict(smoothing_duration=7.0), "smoothing_duration 7 s is too long.*at most 6.9"),
-    (dict(coast_bang_duration=5.0, smoothing_duration=4.0), "too long.*at most"),
-    (dict(coast_bang_duration=0.5, smoothing_duration=8.0), "too short even for smoothing"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(coast_bang_duration=11.0), "coast_bang_duration 11 s is too long.*at most 10 s"),
+        (dict(smoothing_duration=7.0), "smoothing_duration 7 s is too long.*at most 6.9"),
+        (dict(coast_bang_duration=5.0, smoothing_duration=4.0), "too long.*at most"),
+        (dict(coast_bang_duration=0.5, smoothing_duration=8.0), "too short even for smoothing"),
+    ],
+)
 def test_impossible_moves_say_why_and_how_to_fix(kwargs, match):
     with pytest.raises(ValueError, match=match) as err:
         MoveProfile(0.0, 1.0, 0.01, **kwargs)
     assert "lower" in str(err.value) and "accel_max" in str(err.value)
     # the suggested accel_max works
     import re
+
     suggested = float(re.search(r"accel_max to at most ([0-9.e-]+)", str(err.value)).group(1))
     MoveProfile(0.0, 1.0, suggested * (1 - 1e-6), **kwargs)
 
 
 def test_invalid_inputs():
-    for args in ((0, 1, 0.0), (0, 1, -1.0), (0, 1, 0.1, -1.0), (0, 1, 0.1, 0.0, -1.0),
-                 (0, math.nan, 0.1)):
+    for args in ((0, 1, 0.0), (0, 1, -1.0), (0, 1, 0.1, -1.0), (0, 1, 0.1, 0.0, -1.0), (0, math.nan, 0.1)):
         with pytest.raises(ValueError):
             MoveProfile(*args)
     with pytest.raises(ValueError):
@@ -181,8 +201,7 @@ def test_functional_forms_vectorize_and_rotation_uses_same_law():
 
 
 def test_parameters_drive_compiled_evaluator_and_axis_and_ns_time():
-    p = MoveProfile(0.0, 0.3, 0.02, 0.0, 1.0, kind="rotation", axis=(0.0, 0.6, 0.8),
-                    start_time_ns=2_000_000_000)
+    p = MoveProfile(0.0, 0.3, 0.02, 0.0, 1.0, kind="rotation", axis=(0.0, 0.6, 0.8), start_time_ns=2_000_000_000)
     t = np.array([0.5, 1.7, 3.0])
     direct = evaluate_segments(t, p.segment_table, p.reference)
     assert np.array_equal(np.array(direct), np.array(p.evaluate(t)))

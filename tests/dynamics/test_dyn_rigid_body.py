@@ -1,4 +1,5 @@
 """Rigid vehicles: batched == single bit for bit, analytic solutions, conservation laws."""
+
 import math
 
 import numpy as np
@@ -8,10 +9,16 @@ from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
 from hopsim.dynamics.integrators import DOP853
-from hopsim.dynamics.rigid_body import (STATE_SIZE, pack_state, rigid_body_derivative,
-                                        rigid_body_derivatives_batch, rigid_body_kinetic_energy,
-                                        rigid_body_momentum, rigid_body_rk4_step,
-                                        rigid_body_rk4_step_batch)
+from hopsim.dynamics.rigid_body import (
+    STATE_SIZE,
+    pack_state,
+    rigid_body_derivative,
+    rigid_body_derivatives_batch,
+    rigid_body_kinetic_energy,
+    rigid_body_momentum,
+    rigid_body_rk4_step,
+    rigid_body_rk4_step_batch,
+)
 from hopsim.dynamics.spatial import quat_multiply, quat_rate, quat_to_dcm
 
 from dyn_helpers import random_inertia
@@ -20,13 +27,15 @@ from dyn_helpers import random_inertia
 def _random_fleet(rng, n):
     X = np.empty((n, STATE_SIZE))
     for i in range(n):
-        X[i] = pack_state(rng.normal(size=3) * 7e6 if i % 2 else rng.normal(size=3),
-                          rng.normal(size=3), Rotation.random(random_state=rng).as_quat(),
-                          rng.normal(size=3))
+        X[i] = pack_state(
+            rng.normal(size=3) * 7e6 if i % 2 else rng.normal(size=3),
+            rng.normal(size=3),
+            Rotation.random(random_state=rng).as_quat(),
+            rng.normal(size=3),
+        )
     mass = rng.uniform(1.0, 10.0, n)
     inertia = np.array([random_inertia(rng) for _ in range(n)])
-    inputs = {k: rng.normal(size=(n, 3)) for k in ("r_CB_B", "force_N", "force_B", "torque_B",
-                                                    "point_B")}
+    inputs = {k: rng.normal(size=(n, 3)) for k in ("r_CB_B", "force_N", "force_B", "torque_B", "point_B")}
     return X, mass, inertia, inputs
 
 
@@ -43,8 +52,9 @@ def test_batched_step_equals_single_step_bit_for_bit(mu):
         assert np.array_equal(batch[i], single)
         assert np.array_equal(dbatch[i], dsingle)
     # a vehicle's result does not depend on its neighbours or the batch size
-    part = rigid_body_rk4_step_batch(X[5:9], 0.25, mass[5:9], inertia[5:9], mu=mu,
-                                     **{k: v[5:9] for k, v in inp.items()})
+    part = rigid_body_rk4_step_batch(
+        X[5:9], 0.25, mass[5:9], inertia[5:9], mu=mu, **{k: v[5:9] for k, v in inp.items()}
+    )
     assert np.array_equal(part, batch[5:9])
 
 
@@ -89,8 +99,9 @@ def test_centre_of_mass_moves_as_a_particle_while_tumbling():
     inertia = random_inertia(rng)
     c = np.array([0.12, -0.05, 0.2])
     F = np.array([0.5, -0.1, 0.3])
-    x = pack_state(rng.normal(size=3), rng.normal(size=3),
-                   Rotation.random(random_state=rng).as_quat(), rng.normal(size=3))
+    x = pack_state(
+        rng.normal(size=3), rng.normal(size=3), Rotation.random(random_state=rng).as_quat(), rng.normal(size=3)
+    )
     R0 = quat_to_dcm(x[6:10])
     rC0 = x[0:3] + R0 @ c
     vC0 = x[3:6] + R0 @ np.cross(x[10:13], c)
@@ -98,7 +109,7 @@ def test_centre_of_mass_moves_as_a_particle_while_tumbling():
     t1 = 10.0
     x1 = DOP853(rtol=1e-12, atol=1e-14).advance(f, 0.0, x, t1)
     R1 = quat_to_dcm(x1[6:10])
-    assert np.allclose(x1[0:3] + R1 @ c, rC0 + vC0 * t1 + 0.5 * F / m * t1 ** 2, atol=1e-8)
+    assert np.allclose(x1[0:3] + R1 @ c, rC0 + vC0 * t1 + 0.5 * F / m * t1**2, atol=1e-8)
 
 
 def test_point_force_gives_torque_about_centre_of_mass():
@@ -112,8 +123,7 @@ def test_point_force_gives_torque_about_centre_of_mass():
     d = rigid_body_derivative(x, 2.0, inertia, r_CB_B=c, force_B=F_B, point_B=p)
     assert np.allclose(d[10:13], np.linalg.solve(inertia, np.cross(p - c, F_B)))
     # the same force given in N at the same point gives the same result
-    d2 = rigid_body_derivative(x, 2.0, inertia, r_CB_B=c, force_N=quat_to_dcm(q) @ F_B,
-                               point_B=p)
+    d2 = rigid_body_derivative(x, 2.0, inertia, r_CB_B=c, force_N=quat_to_dcm(q) @ F_B, point_B=p)
     assert np.allclose(d, d2, atol=1e-14)
     # and the body-origin acceleration includes the rotation about the centre of mass
     wdot = d[10:13]
@@ -125,8 +135,12 @@ def test_free_tumbling_body_conserves_momentum_and_energy_over_1000_s():
     m = 5.0
     inertia = np.array([[2.0, 0.1, -0.2], [0.1, 3.0, 0.05], [-0.2, 0.05, 4.0]])
     c = np.array([0.05, -0.1, 0.08])
-    x = pack_state(rng.normal(size=3), rng.normal(size=3) * 0.1,
-                   Rotation.random(random_state=rng).as_quat(), np.array([0.3, 0.5, -0.4]))
+    x = pack_state(
+        rng.normal(size=3),
+        rng.normal(size=3) * 0.1,
+        Rotation.random(random_state=rng).as_quat(),
+        np.array([0.3, 0.5, -0.4]),
+    )
     p0, h0 = rigid_body_momentum(x, m, inertia, c)
     T0 = rigid_body_kinetic_energy(x, m, inertia, c)
     integ = DOP853(rtol=1e-11, atol=1e-13)
@@ -172,8 +186,10 @@ def test_quaternion_stays_normalized_with_positive_scalar():
     assert np.all(X[:, 9] >= 0.0)
 
 
-_component = st.one_of(st.floats(allow_nan=False, allow_infinity=False, width=64, min_value=-1e6, max_value=1e6),
-                       st.sampled_from([0.0, -0.0, 1.0, -1.0]))
+_component = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False, width=64, min_value=-1e6, max_value=1e6),
+    st.sampled_from([0.0, -0.0, 1.0, -1.0]),
+)
 
 
 @given(st.tuples(_component, _component, _component), st.tuples(_component, _component, _component))

@@ -1,10 +1,16 @@
 """Detaching and attaching subtrees at run time."""
+
 import numpy as np
 import pytest
 
-from hopsim.dynamics.algorithms import (aba, configuration_rate, forward_kinematics,
-                                        kinetic_energy, normalize_configuration,
-                                        spatial_momentum)
+from hopsim.dynamics.algorithms import (
+    aba,
+    configuration_rate,
+    forward_kinematics,
+    kinetic_energy,
+    normalize_configuration,
+    spatial_momentum,
+)
 from hopsim.dynamics.integrators import DOP853
 from hopsim.dynamics.topology import attach_subtree, detach_subtree
 
@@ -20,8 +26,7 @@ def _propagate(tree, Q, U, t1):
     nq = tree.nq
 
     def f(t, x):
-        return np.concatenate([configuration_rate(tree, x[:nq], x[nq:]),
-                               aba(tree, x[:nq], x[nq:], np.zeros(tree.nv))])
+        return np.concatenate([configuration_rate(tree, x[:nq], x[nq:]), aba(tree, x[:nq], x[nq:], np.zeros(tree.nv))])
 
     x = DOP853(rtol=1e-11, atol=1e-12).advance(f, 0.0, np.concatenate([Q, U]), t1)
     return normalize_configuration(tree, x[:nq]), x[nq:]
@@ -29,8 +34,9 @@ def _propagate(tree, Q, U, t1):
 
 def _free_tree(seed, n=8):
     rng = np.random.default_rng(seed)
-    tree = random_tree(rng, n, joint_types=("pin", "slider", "ball", "universal", "planar",
-                                            "locked"), gravity=np.zeros(3))
+    tree = random_tree(
+        rng, n, joint_types=("pin", "slider", "ball", "universal", "planar", "locked"), gravity=np.zeros(3)
+    )
     Q, U = random_state(rng, tree, scale=0.2)
     return rng, tree, Q, U
 

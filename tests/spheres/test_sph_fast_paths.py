@@ -1,5 +1,6 @@
 """The compiled and closed-form fast paths of the SPHERES actors give exactly (bit for bit) what
 the plain forms they replace give."""
+
 import random
 
 import numpy as np
@@ -31,8 +32,11 @@ def _randomly_driven_timelines(seed: int, pauses_ms: list[int], plan_in_hand: bo
                 tl.planned_view()
             t += rng.choice(pauses_ms) * MS
             if rng.random() < 0.6:
-                on_times = (None if rng.random() < 0.2 else
-                            [rng.choice([0, 1 * MS, 6 * MS, 7 * MS, 50 * MS]) for _ in range(12)])
+                on_times = (
+                    None
+                    if rng.random() < 0.2
+                    else [rng.choice([0, 1 * MS, 6 * MS, 7 * MS, 50 * MS]) for _ in range(12)]
+                )
                 tl.command(t, rng.getrandbits(12), on_times)
             else:
                 tl.advance(t, rng.random() < 0.5)
@@ -79,8 +83,9 @@ def test_compiled_impulse_moment_matches_the_interpreted_loop():
         edges = np.sort(rng.integers(0, 400, 8)) * MS
         a_s, b_s = edges[:-1] / 1e9, edges[1:] / 1e9
         starts = rng.integers(0, 380, 5) * MS
-        spans = np.column_stack([starts / 1e9, (starts + rng.integers(1, 60, 5) * MS) / 1e9,
-                                 rng.standard_normal((5, 3)) * 0.1])
+        spans = np.column_stack(
+            [starts / 1e9, (starts + rng.integers(1, 60, 5) * MS) / 1e9, rng.standard_normal((5, 3)) * 0.1]
+        )
         I, M = impulse_moment_rows(a_s, b_s, spans)
         I_ref, M_ref = _impulse_moment_reference(a_s.tolist(), b_s.tolist(), spans)
         assert np.array_equal(_bits(I), _bits(I_ref)) and np.array_equal(_bits(M), _bits(M_ref))
@@ -93,7 +98,7 @@ def test_compiled_imu_measurement_matches_numpy():
     scale_error, bias = rng.uniform(-1, 1, 6) * 1e-3, rng.uniform(-1, 1, 6) * 1e-3
     for _ in range(200):
         true = rng.standard_normal((5, 6)) * rng.choice([1e-4, 1e-2, 1.0, 1e3])
-        true[0, :3] = [0.5e-3, 1.5e-3, -0.0]          # ties round to even; signed zero
+        true[0, :3] = [0.5e-3, 1.5e-3, -0.0]  # ties round to even; signed zero
         ref = np.round(np.clip(true, -limit, limit) / step) * step * (1.0 + scale_error) + bias + np.zeros(6)
         assert np.array_equal(_bits(_measure_quiet(true, limit, step, scale_error, bias, np.zeros(6))), _bits(ref))
 
@@ -131,6 +136,7 @@ def _pulse_widths_reference(mixer, force_B, torque_B):
 def test_compiled_pulse_widths_match_the_interpreted_loop():
     from hopsim.actors.spheres.mixer import ThrusterMixer
     from hopsim.actors.spheres.params import vehicle_params
+
     rng = np.random.default_rng(3)
     for vehicle in ("spheres_6dof", "spheres_air_table"):
         mixer = ThrusterMixer(vehicle_params(vehicle), 0.1)
@@ -143,6 +149,7 @@ def test_compiled_pulse_widths_match_the_interpreted_loop():
 def test_compiled_body_force_matches_position_pd_and_the_rotation():
     from hopsim.actors.spheres.control import body_force_pd, position_pd
     from hopsim.actors.spheres.frames import dcm
+
     rng = np.random.default_rng(4)
     for _ in range(2000):
         r, v, r_ref, v_ref = (rng.standard_normal(3) for _ in range(4))
@@ -161,6 +168,7 @@ def _synthetic_ranges(rng, r, q, motion):
     """Ranges [beacon][face][receiver] by plain geometry (m), some readings missing (-1)."""
     from hopsim.actors.spheres.frames import dcm
     from hopsim.actors.spheres.params import TestbedParams, vehicle_params
+
     beacons = np.array(TestbedParams().beacon_positions_N, dtype=float)
     rx = np.array(vehicle_params().receivers.positions_B, dtype=float)
     R = dcm(q)
@@ -177,6 +185,7 @@ def _synthetic_ranges(rng, r, q, motion):
 def test_solve_pose_moving_matches_solve_pose_with_a_motion_list():
     from hopsim.actors.spheres.frames import dcm, from_rotvec, normalized
     from hopsim.actors.spheres.pose_solver import solve_pose, solve_pose_moving
+
     rng = np.random.default_rng(7)
     for trial in range(40):
         r = rng.uniform(0.6, 1.7, 3)
@@ -187,9 +196,9 @@ def test_solve_pose_moving_matches_solve_pose_with_a_motion_list():
         ranges, beacons, rx = _synthetic_ranges(rng, r, q, list(zip(dr, dR)))
         if trial % 10 == 0:
             ranges[:] = -1.0
-            ranges[0, 0, :2] = 1.0            # too few readings
+            ranges[0, 0, :2] = 1.0  # too few readings
         r0 = r + rng.normal(0, 0.03, 3)
-        q0 = quat_mul(from_rotvec(rng.normal(0, 0.1, 3)), q) * rng.uniform(0.5, 2.0)   # not unit
+        q0 = quat_mul(from_rotvec(rng.normal(0, 0.1, 3)), q) * rng.uniform(0.5, 2.0)  # not unit
         a = solve_pose(ranges, beacons, rx, r0, q0, list(zip(dr, dR)))
         b = solve_pose_moving(ranges, beacons, rx, r0, q0, dr, dR)
         assert (a.n_ranges, a.iterations, a.converged) == (b.n_ranges, b.iterations, b.converged)
@@ -200,19 +209,25 @@ def test_solve_pose_moving_matches_solve_pose_with_a_motion_list():
 def _blend_reference(r, v, q, bias, fix_r, fix_q, r_ref, q_ref, kp, kv, kq, kb, dt_fix):
     """Estimator.gm_update's correction as it was written with the frames helpers."""
     from hopsim.actors.spheres.frames import dcm, quat_conj, to_rotvec
+
     e_r = fix_r - r_ref
     e_theta_N = to_rotvec(quat_mul(fix_q, quat_conj(q_ref)))
-    return (r + kp * e_r, v + kv * e_r / dt_fix, normalized(quat_mul(from_rotvec(kq * e_theta_N), q)),
-            bias - kb * (dcm(normalized(quat_mul(from_rotvec(kq * e_theta_N), q))).T @ e_theta_N) / dt_fix)
+    return (
+        r + kp * e_r,
+        v + kv * e_r / dt_fix,
+        normalized(quat_mul(from_rotvec(kq * e_theta_N), q)),
+        bias - kb * (dcm(normalized(quat_mul(from_rotvec(kq * e_theta_N), q))).T @ e_theta_N) / dt_fix,
+    )
 
 
 def test_compiled_fix_blend_matches_the_frames_helpers():
     from hopsim.actors.spheres.estimator import _blend_fix
+
     rng = np.random.default_rng(3)
     for trial in range(500):
         r, v, bias = rng.normal(size=3), rng.normal(0, 0.1, 3), rng.normal(0, 1e-3, 3)
         q, q_ref = normalized(rng.normal(size=4)), normalized(rng.normal(size=4))
-        scale = [1.0, 1e-3, 1e-9, 1e-14, 0.0][trial % 5]       # small and vanishing innovations
+        scale = [1.0, 1e-3, 1e-9, 1e-14, 0.0][trial % 5]  # small and vanishing innovations
         fix_q = normalized(quat_mul(from_rotvec(rng.normal(0, scale, 3)), q_ref))
         fix_r = rng.normal(size=3)
         gains = (1.0, 0.0, 1.0, 0.0) if trial % 7 == 0 else tuple(rng.uniform(0, 1, 4))
@@ -226,6 +241,7 @@ def test_compiled_fix_blend_matches_the_frames_helpers():
 def _command_at_reference(task, t_ns):
     """PropulsionTask.command_at without the shortcut (the loops only)."""
     from hopsim.actors.spheres.propulsion import NUM_THRUSTERS
+
     ends = task.end_ns if t_ns >= task.start_ns else task.prev_end_ns
     blanked = task._blank_at(t_ns) is not None
     mask = live = 0
@@ -251,6 +267,7 @@ def test_command_at_shortcut_changes_nothing():
     import copy
 
     from hopsim.actors.spheres.propulsion import PropulsionTask
+
     rng = random.Random(11)
     for _ in range(200):
         task = PropulsionTask(MS)
@@ -272,13 +289,15 @@ def test_command_at_shortcut_changes_nothing():
 
 def test_packet_fast_paths_match_the_plain_forms():
     from hopsim.actors.spheres import packets
+
     rng = np.random.default_rng(2)
     for _ in range(50):
         r, v, q, w = rng.normal(size=3), rng.normal(size=3), rng.normal(size=4), rng.normal(size=3)
         plain = packets._STATE.pack(5, *np.concatenate([r, v, q, w]).tolist())
         assert packets.pack_state(5, r, v, q, w) == plain
         assert packets.pack_state(5, r.tolist(), (0, 1, 2), q, w) == packets._STATE.pack(
-            5, *np.concatenate([r, np.array((0, 1, 2)), q, w]).tolist())
+            5, *np.concatenate([r, np.array((0, 1, 2)), q, w]).tolist()
+        )
         pkt = packets.Packet(3, 1, packets.STATE, 65535, plain)
         assert packets.encode(pkt, 0xA5) == packets.encode_fields(3, 1, packets.STATE, 65535, plain, 0xA5)
 
@@ -292,6 +311,7 @@ def test_thruster_memos_match_recomputation(monkeypatch):
     from hopsim.actors.spheres.thrusters import ThrusterSimulator
     from hopsim.kernel import Simulation
     from hopsim.scenarios.catalog import get_scenario
+
     checked = {"wrench": 0, "adopt": 0, "derived": 0}
     update, apply = ThrusterSimulator._update_wrench, CommandLookahead.apply
     memo_get = PlanMemo.get
@@ -315,7 +335,10 @@ def test_thruster_memos_match_recomputation(monkeypatch):
             assert before.command(*cmd) == applied
             assert before.same_state(after) and before.__dict__.keys() == after.__dict__.keys()
             assert (before.t_ns, before.open_mask, before.next_event_ns) == (
-                after.t_ns, after.open_mask, after.next_event_ns)
+                after.t_ns,
+                after.open_mask,
+                after.next_event_ns,
+            )
             assert before.planned() == after.planned()
             checked["adopt"] += 1
         return after, applied
@@ -344,6 +367,7 @@ def test_command_lookahead_gives_what_applying_the_commands_gives():
     directly: same transitions, same state, same plan, and a plan handed over from the copy is
     the one the timeline computes."""
     from hopsim.actors.spheres.thruster_memo import CommandLookahead
+
     rng = random.Random(7)
     outcomes = {"adopted": 0, "applied": 0, "plan handed over": 0}
     for _ in range(400):
@@ -365,7 +389,7 @@ def test_command_lookahead_gives_what_applying_the_commands_gives():
             for cmd in waiting:
                 transitions += ahead.command(*cmd)
             assert plan == sorted(transitions + ahead.planned())
-            if rng.random() < 0.3 and waiting[0][0] > t:      # the timeline moves on meanwhile
+            if rng.random() < 0.3 and waiting[0][0] > t:  # the timeline moves on meanwhile
                 tl.advance(waiting[0][0] - 1)
                 ref.advance(waiting[0][0] - 1)
             for cmd in waiting:
@@ -379,6 +403,9 @@ def test_command_lookahead_gives_what_applying_the_commands_gives():
                 outcomes["plan handed over"] += 1
                 assert tl._planned == tl._future()
             assert tl.same_state(ref) and (tl.t_ns, tl.open_mask, tl.next_event_ns) == (
-                ref.t_ns, ref.open_mask, ref.next_event_ns)
+                ref.t_ns,
+                ref.open_mask,
+                ref.next_event_ns,
+            )
             assert tl.planned() == ref.planned()
     assert min(outcomes.values()) > 100, outcomes

@@ -1,4 +1,5 @@
 """IMU simulator: ranges and saturation, noise RMS (a chi-square test), sample spacing, faults."""
+
 import math
 
 import numpy as np
@@ -51,6 +52,7 @@ def test_accelerometer_clips_at_20_g_and_reads_lower_values_to_its_resolution():
 
         def push(sim, body, g=g_level):
             sim.add_model(Push("push", body, (body.mass_kg * g * G0, 0, 0)), "sph1")
+
         sim, body, imu, _ = sensor_island(recorder=rec, extra=push)
         sim.advance_to(0.3)
         _, _, a = samples(rec)
@@ -81,12 +83,12 @@ def test_noise_has_the_specified_rms():
     _, w, a = samples(rec)
     n = len(w)
     assert n >= 4000
-    sigma = [math.radians(0.5)] * 3 + [math.sqrt(20.0 ** 2 + 200.0 ** 2) * 1e-6 * G0] * 3
+    sigma = [math.radians(0.5)] * 3 + [math.sqrt(20.0**2 + 200.0**2) * 1e-6 * G0] * 3
     alpha = 1e-6 / 6
     lo, hi = stats.chi2.ppf(alpha / 2, n), stats.chi2.ppf(1 - alpha / 2, n)
     for k, x in enumerate(np.hstack([w, a]).T):
-        chi = float(np.sum(x ** 2)) / sigma[k] ** 2       # true mean is zero
-        assert lo < chi < hi, f"axis {k}: RMS {np.sqrt(np.mean(x ** 2)):.3e}, specified {sigma[k]:.3e}"
+        chi = float(np.sum(x**2)) / sigma[k] ** 2  # true mean is zero
+        assert lo < chi < hi, f"axis {k}: RMS {np.sqrt(np.mean(x**2)):.3e}, specified {sigma[k]:.3e}"
 
 
 def test_faults_bias_and_drop_samples():

@@ -1,5 +1,6 @@
 """Global metrology: the seed's cycle timing, ranges against independent geometry (with time of
 flight), visibility limits, and the pose solver."""
+
 import math
 
 import numpy as np
@@ -14,7 +15,7 @@ from hopsim.bus import MemoryRecorder
 from hopsim.schemas import Fault
 from test_sph_helpers import MS, sensor_island
 
-C = math.sqrt(1.40 * 287 * (22.3 + 273.14))      # the seed's speed of sound (m/s)
+C = math.sqrt(1.40 * 287 * (22.3 + 273.14))  # the seed's speed of sound (m/s)
 
 
 def recorded(rec, topic):
@@ -41,7 +42,7 @@ def independent_ranges(r, q, v=None, testbed=None):
     """Ranges by direct geometry: receivers from the default layout, beacon angles, time of flight."""
     v = np.zeros(3) if v is None else v
     tb = testbed or TestbedParams()
-    rx = np.array(vehicle_params().receivers.positions_B)          # faces x receivers x 3
+    rx = np.array(vehicle_params().receivers.positions_B)  # faces x receivers x 3
     R = Rotation.from_quat(q).as_matrix()
     centre = tb.volume_max_N[0] / 2
     out = np.full((5, 6, 3), -1.0)
@@ -50,7 +51,7 @@ def independent_ranges(r, q, v=None, testbed=None):
         axis /= np.linalg.norm(axis)
         for f in range(6):
             face_c = r + R @ rx[f].mean(axis=0)
-            n_face = np.cross(rx[f][1] - rx[f][0], rx[f][2] - rx[f][0])     # the listing's rule
+            n_face = np.cross(rx[f][1] - rx[f][0], rx[f][2] - rx[f][0])  # the listing's rule
             n_face *= np.sign(n_face @ rx[f].mean(axis=0)) / np.linalg.norm(n_face)
             n_out = R @ n_face
             to_face = (face_c - p_b) / np.linalg.norm(face_c - p_b)
@@ -60,8 +61,9 @@ def independent_ranges(r, q, v=None, testbed=None):
                 continue
             for j in range(3):
                 s = R @ rx[f][j]
-                tau = brentq(lambda t, p_b=p_b, s=s: np.linalg.norm(p_b - (r + v * t + s)) - C * t, 0.0, 0.1,
-                             xtol=1e-15)
+                tau = brentq(
+                    lambda t, p_b=p_b, s=s: np.linalg.norm(p_b - (r + v * t + s)) - C * t, 0.0, 0.1, xtol=1e-15
+                )
                 out[k, f, j] = C * tau
     return out
 
@@ -74,7 +76,7 @@ def test_ranges_equal_the_true_distances_with_noise_off(seed):
     rec = MemoryRecorder()
     sim, *_ = sensor_island(r0=r, q0=q, requests=[10 * MS], recorder=rec)
     sim.advance_to(0.3)
-    (_, msg), = recorded(rec, "sph1/gm_ranges")
+    ((_, msg),) = recorded(rec, "sph1/gm_ranges")
     got = ranges_array(msg)
     ref = independent_ranges(r, q)
     assert np.array_equal(got < 0, ref < 0)
@@ -87,13 +89,13 @@ def test_a_moving_receiver_is_met_by_the_pulse_where_it_has_moved_to():
     rec = MemoryRecorder()
     sim, *_ = sensor_island(r0=r0, v0=v, requests=[10 * MS], recorder=rec)
     sim.advance_to(0.3)
-    (_, msg), = recorded(rec, "sph1/gm_ranges")
+    ((_, msg),) = recorded(rec, "sph1/gm_ranges")
     got = ranges_array(msg)
     for k, t_fire in enumerate(msg.beacon_fire_ns):
         ref = independent_ranges(r0 + v * t_fire / 1e9, (0, 0, 0, 1), v)[k]
         assert np.allclose(got[k], ref, rtol=0, atol=1e-9)
         static = independent_ranges(r0 + v * t_fire / 1e9, (0, 0, 0, 1))[k]
-        assert np.abs(got[k] - static).max() > 1e-5          # the motion during flight matters
+        assert np.abs(got[k] - static).max() > 1e-5  # the motion during flight matters
 
 
 def test_faces_turned_away_give_no_reading():
@@ -102,7 +104,7 @@ def test_faces_turned_away_give_no_reading():
     tb = TestbedParams(beacon_positions_N=((1.0, 1.0, 2.3),), beacon_directions_N=((0.0, 0.0, -1.0),))
     sim, *_ = sensor_island(r0=(1.0, 1.0, 1.0), testbed=tb, requests=[10 * MS], recorder=rec)
     sim.advance_to(0.3)
-    (t, msg), = recorded(rec, "sph1/gm_ranges")
+    ((t, msg),) = recorded(rec, "sph1/gm_ranges")
     got = ranges_array(msg)
     assert got.shape == (1, 6, 3) and t == 153 * MS + 25 * MS
     assert (got[0, 2] > 0).all() and (got[0, 5] == -1).all()

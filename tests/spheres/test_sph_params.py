@@ -1,4 +1,5 @@
 """The versioned parameter sets: the seed's values, overrides, validation."""
+
 import math
 
 import pytest
@@ -33,7 +34,7 @@ def test_dotted_overrides_are_validated():
     with pytest.raises(ValueError, match="no parameter 'thrusterz'"):
         vehicle_params("spheres_6dof", {"thrusterz.pressure_psig": 30})
     with pytest.raises(ValueError):
-        vehicle_params("spheres_6dof", {"thrusters.pressure_psig": 80})          # regulator limit
+        vehicle_params("spheres_6dof", {"thrusters.pressure_psig": 80})  # regulator limit
     with pytest.raises(ValueError, match="12"):
         vehicle_params("spheres_6dof", {"thrusters.thrust_override_N": [0.1] * 11})
     with pytest.raises(ValueError, match="spheres_6dof"):

@@ -1,4 +1,5 @@
 """The flight software's thrust prediction and valve timeline: batched and incremental forms agree."""
+
 import numpy as np
 
 from hopsim.actors.spheres.params import vehicle_params

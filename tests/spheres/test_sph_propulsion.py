@@ -1,5 +1,6 @@
 """Propulsion task and mixer: the event-driven task against a literal 1 kHz countdown, and the
 mixer's wrench against the seed's thruster table."""
+
 import numpy as np
 import pytest
 
@@ -79,8 +80,9 @@ def test_event_driven_task_commands_what_the_1khz_countdown_does(seed):
     blanks = [(306, 411), (765, 870)] if seed % 2 else []
     task = PropulsionTask(MS)
     events = []
-    timeline = sorted([(t, "law") for t in law_ticks] + [(b, "blank_end") for _, b in blanks]
-                      + [(a, "sync") for a, _ in blanks])
+    timeline = sorted(
+        [(t, "law") for t in law_ticks] + [(b, "blank_end") for _, b in blanks] + [(a, "sync") for a, _ in blanks]
+    )
     for t_ms, kind in timeline:
         t = t_ms * MS
         if kind == "sync":
@@ -108,11 +110,15 @@ def test_mixer_realizes_the_wrench_on_average():
     mixer = ThrusterMixer(p, 0.1)
     pos = np.array([r for r, _ in SEED_THRUSTERS])
     dirs = np.array([d for _, d in SEED_THRUSTERS], float)
-    for force, torque in [((0.02, 0, 0), (0, 0, 0)), ((0, -0.03, 0.01), (0, 0, 0)),
-                          ((0.01, 0.01, 0), (0, 0, 1e-3)), ((0, 0, 0), (2e-4, -1e-3, 5e-4))]:
+    for force, torque in [
+        ((0.02, 0, 0), (0, 0, 0)),
+        ((0, -0.03, 0.01), (0, 0, 0)),
+        ((0.01, 0.01, 0), (0, 0, 1e-3)),
+        ((0, 0, 0), (2e-4, -1e-3, 5e-4)),
+    ]:
         u = mixer.thruster_forces(force, torque)
         assert (u >= 0).all()
-        for a in range(0, 12, 2):                       # opposing thrusters are cancelled
+        for a in range(0, 12, 2):  # opposing thrusters are cancelled
             assert u[a] == 0 or u[a + 1] == 0
         assert np.allclose(u @ dirs, force, atol=1e-12)
         assert np.allclose(u @ np.cross(pos, dirs), torque, atol=1e-12)
@@ -127,8 +133,8 @@ def test_mixer_saturates_by_scaling_every_pulse():
     mixer = ThrusterMixer(vehicle_params(), 0.1)
     widths = np.array(mixer.pulse_widths_ns((1.0, 0.5, 0.0), (0, 0, 0))) / 1e6
     assert widths.max() == 100
-    x = widths[[1, 11]].mean() - 6            # +X thrusters 2 and 12
-    y = widths[[2, 7]].mean() - 6             # +Y thrusters 3 and 8
+    x = widths[[1, 11]].mean() - 6  # +X thrusters 2 and 12
+    y = widths[[2, 7]].mean() - 6  # +Y thrusters 3 and 8
     assert y / x == pytest.approx(0.5, abs=0.02)
 
 

@@ -1,5 +1,6 @@
 """The seed's sample runs: the leader's square (perfect state), the follower's tracking (estimated
 state), cooperative docking, and the command line."""
+
 import math
 
 import numpy as np
@@ -32,8 +33,10 @@ def states(rec, topic):
     for e in rec.envelopes:
         if e.topic == topic:
             s = e.payload
-            out[e.t_ns] = (np.array([s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z]),
-                           np.array([s.q_BN.x, s.q_BN.y, s.q_BN.z, s.q_BN.w]))
+            out[e.t_ns] = (
+                np.array([s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z]),
+                np.array([s.q_BN.x, s.q_BN.y, s.q_BN.z, s.q_BN.w]),
+            )
     return out
 
 
@@ -67,7 +70,7 @@ def test_follower_tracks_the_leader_minus_30_cm_with_the_estimated_state():
             est_errors.append(np.linalg.norm(follower[t][0] - estimate[t][0]))
     errors = np.array(errors)
     assert errors.max() < FOLLOWER_BOUND_M
-    assert errors.max() > 0.03          # it does lag: the bound is not vacuous
+    assert errors.max() > 0.03  # it does lag: the bound is not vacuous
     assert max(est_errors) < 0.002
     est = sim.model("sph2_fsw").estimator
     assert est.fixes_used >= 160 and est.fixes_rejected == 0
@@ -96,8 +99,21 @@ def test_the_command_line_runs_and_records_leader_follower(tmp_path):
     from typer.testing import CliRunner
 
     from hopsim.cli import app
+
     out = tmp_path / "lf.mcap"
-    result = CliRunner().invoke(app, ["run", "leader_follower", "--duration", "3", "--out", str(out),
-                                      "--no-progress", "--set", "perfect_state=true"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "leader_follower",
+            "--duration",
+            "3",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--set",
+            "perfect_state=true",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert out.stat().st_size > 10_000

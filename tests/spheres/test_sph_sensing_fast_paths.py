@@ -1,5 +1,6 @@
 """The compiled and shortcut paths of the SPHERES sensors, estimator and flight software give
 exactly (bit for bit) what the plain forms they replace give."""
+
 import random
 
 import numpy as np
@@ -35,8 +36,16 @@ def _end_hop_reference(imu: ImuSimulator, body: _Body, t0_ns: int, t1_ns: int, t
             continue
         age_s = (t1_ns - t) / 1_000_000_000
         times.append(t)
-        rows.append([omega_BN_B[0] - omega_dot_B[0] * age_s, omega_BN_B[1] - omega_dot_B[1] * age_s,
-                     omega_BN_B[2] - omega_dot_B[2] * age_s, accel_B[0], accel_B[1], accel_B[2]])
+        rows.append(
+            [
+                omega_BN_B[0] - omega_dot_B[0] * age_s,
+                omega_BN_B[1] - omega_dot_B[1] * age_s,
+                omega_BN_B[2] - omega_dot_B[2] * age_s,
+                accel_B[0],
+                accel_B[1],
+                accel_B[2],
+            ]
+        )
 
 
 def test_imu_hop_sampling_matches_the_interpreted_loop():
@@ -62,7 +71,7 @@ def test_imu_hop_sampling_matches_the_interpreted_loop():
             assert imu.next_sample_ns == ref.next_sample_ns
         assert imu.pending_t == times
         if times:
-            got = imu.pending_true[:len(times)]
+            got = imu.pending_true[: len(times)]
             assert np.array_equal(_bits(got), _bits(np.array(rows)))
             sampled += len(times)
     assert sampled > 1000
@@ -87,15 +96,17 @@ def test_estimator_sample_propagation_matches_the_sample_by_sample_coasts():
         q = nrng.normal(size=4)
         q /= np.linalg.norm(q)
         k_spans = rng.randint(0, 4)
-        spans = np.column_stack([nrng.uniform(0.0, 0.15, k_spans), nrng.uniform(0.0, 0.15, k_spans),
-                                 nrng.normal(size=(k_spans, 3))])
+        spans = np.column_stack(
+            [nrng.uniform(0.0, 0.15, k_spans), nrng.uniform(0.0, 0.15, k_spans), nrng.normal(size=(k_spans, 3))]
+        )
         spans[:, :2].sort(axis=1)
         mass = rng.uniform(3.0, 5.0)
         use_accel, planar = rng.random() < 0.3, rng.random() < 0.5
-        got = _propagate_samples(r, v, q, bias, t_ns, np.array(times, dtype=np.int64), samples, spans, mass,
-                                 use_accel, planar)
-        omega_B = samples[:3 * n].reshape(-1, 3)
-        accel_B = samples[3 * n:].reshape(-1, 3)
+        got = _propagate_samples(
+            r, v, q, bias, t_ns, np.array(times, dtype=np.int64), samples, spans, mass, use_accel, planar
+        )
+        omega_B = samples[: 3 * n].reshape(-1, 3)
+        accel_B = samples[3 * n :].reshape(-1, 3)
         t_prev = t_ns
         for k, t in enumerate(times):
             if k > 0:
@@ -104,8 +115,9 @@ def test_estimator_sample_propagation_matches_the_sample_by_sample_coasts():
             dt = (t_end - t_prev) / 1_000_000_000
             omega = omega_B[k] - bias
             if dt > 0.0:
-                impulse, moment = impulse_moment_rows(np.array([t_prev / 1_000_000_000]),
-                                                      np.array([t_end / 1_000_000_000]), spans)
+                impulse, moment = impulse_moment_rows(
+                    np.array([t_prev / 1_000_000_000]), np.array([t_end / 1_000_000_000]), spans
+                )
                 r, v, q = _coast(r, v, q, omega, impulse[0], moment[0], accel_B[k], mass, dt, use_accel, planar)
             else:
                 empty += 1
@@ -190,11 +202,12 @@ def test_an_imu_batch_parsed_from_its_bytes_is_the_message_its_fields_give():
     for n in [0, 1, 2, 5, 6, 16, 40]:
         y = rng.standard_normal((n, 6)) * 10.0 ** rng.integers(-9, 9, (n, 6))
         if n:
-            y.flat[rng.integers(0, y.size, min(y.size, 7))] = specials[:min(y.size, 7)]
+            y.flat[rng.integers(0, y.size, min(y.size, 7))] = specials[: min(y.size, 7)]
         times = [int(t) for t in rng.integers(0, 10**12, n)]
         built = imu_samples("sph2", times, y[:, :3], y[:, 3:])
-        plain = ImuSamples(vehicle="sph2", t_ns=times, omega_B=y[:, :3].ravel().tolist(),
-                           accel_B=y[:, 3:].ravel().tolist())
+        plain = ImuSamples(
+            vehicle="sph2", t_ns=times, omega_B=y[:, :3].ravel().tolist(), accel_B=y[:, 3:].ravel().tolist()
+        )
         assert built.SerializeToString(deterministic=True) == plain.SerializeToString(deterministic=True)
         assert built.vehicle == "sph2" and list(built.t_ns) == times
         assert _bits(built.omega_B[:]).tolist() == _bits(y[:, :3].ravel()).tolist()
@@ -215,12 +228,19 @@ def test_gm_ranges_built_from_and_read_as_bytes_are_the_messages_and_arrays_of_t
     for shape in [(1, 1, 1), (1, 1, 15), (8, 6, 4), (3, 2, 5)]:
         for _ in range(20):
             r = rng.standard_normal(shape) * 10.0 ** rng.integers(-9, 9, shape)
-            r.flat[rng.integers(0, r.size, min(r.size, 8))] = specials[:min(r.size, 8)]
+            r.flat[rng.integers(0, r.size, min(r.size, 8))] = specials[: min(r.size, 8)]
             start = int(rng.choice([0, 153_000_000, 10**13]))
             fire = [start + int(k) for k in rng.integers(0, 10**9, shape[0])]
             built = gm_ranges("sph1", start, fire, r)
-            plain = GmRanges(vehicle="sph1", cycle_start_ns=start, beacon_fire_ns=fire, n_beacons=shape[0],
-                             n_faces=shape[1], n_receivers=shape[2], range_m=r.ravel().tolist())
+            plain = GmRanges(
+                vehicle="sph1",
+                cycle_start_ns=start,
+                beacon_fire_ns=fire,
+                n_beacons=shape[0],
+                n_faces=shape[1],
+                n_receivers=shape[2],
+                range_m=r.ravel().tolist(),
+            )
             assert built == plain
             assert built.SerializeToString(deterministic=True) == plain.SerializeToString(deterministic=True)
             for msg in (built, plain):

@@ -1,13 +1,23 @@
 """The compiled fast paths of the SPHERES thruster simulator and valve timeline give exactly (bit
 for bit) what the plain numpy and Python forms they replace give."""
+
 import random
 
 import numpy as np
 
 from hopsim.actors.spheres.params import G0
 from hopsim.actors.spheres.thrusters import _burn
-from hopsim.actors.spheres.valves import (CHANGE, CMD_OFF_AT, CMD_ON, CMD_SINCE, EV_KIND, EV_T, NEVER, SWITCH,
-                                          ValveTimeline)
+from hopsim.actors.spheres.valves import (
+    CHANGE,
+    CMD_OFF_AT,
+    CMD_ON,
+    CMD_SINCE,
+    EV_KIND,
+    EV_T,
+    NEVER,
+    SWITCH,
+    ValveTimeline,
+)
 
 MS = 1_000_000
 
@@ -109,8 +119,11 @@ def test_compiled_valve_timeline_matches_the_interpreted_stepping():
                 by_plan += bool(plan)
             t += rng.choice([0, 1, 2, 3, 5, 6, 7, 11, 100]) * MS
             if rng.random() < 0.5:
-                on_times = (None if rng.random() < 0.2 else
-                            [rng.choice([0, -1, 1 * MS, 3 * MS, 6 * MS, 7 * MS, 50 * MS]) for _ in range(12)])
+                on_times = (
+                    None
+                    if rng.random() < 0.2
+                    else [rng.choice([0, -1, 1 * MS, 3 * MS, 6 * MS, 7 * MS, 50 * MS]) for _ in range(12)]
+                )
                 mask = rng.getrandbits(12)
                 assert tl.command(t, mask, on_times) == ref.command(t, mask, on_times)
             else:

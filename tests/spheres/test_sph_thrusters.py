@@ -3,14 +3,14 @@
 References are the seed's numbers typed independently in test_sph_helpers (thrust law, mass,
 inertia, the 12-thruster table) and rigid-body mechanics worked by hand.
 """
+
 import numpy as np
 import pytest
 
 from hopsim.actors.spheres.params import G0, vehicle_params
 from hopsim.schemas import Fault
 from hopsim.schemas.spheres_pb2 import ThrusterCommand
-from test_sph_helpers import (MS, SEED_INERTIA, SEED_MASS_KG, SEED_THRUST_N, SEED_THRUSTERS, bits, pulse,
-                              thruster_island)
+from test_sph_helpers import MS, SEED_INERTIA, SEED_MASS_KG, SEED_THRUST_N, SEED_THRUSTERS, bits, pulse, thruster_island
 
 T0 = 1000 * MS
 
@@ -38,8 +38,10 @@ def test_a_pulse_yields_thrust_times_width_less_the_valve_delay(width_ms):
         assert {t for t, _, o in thr.switch_log if not o} == {T0 + width_ms * MS}
 
 
-@pytest.mark.parametrize("pair,axis,sign", [((1, 11), 0, -1), ((2, 12), 0, 1), ((3, 8), 1, 1),
-                                            ((4, 7), 1, -1), ((5, 9), 2, -1), ((6, 10), 2, 1)])
+@pytest.mark.parametrize(
+    "pair,axis,sign",
+    [((1, 11), 0, -1), ((2, 12), 0, 1), ((3, 8), 1, 1), ((4, 7), 1, -1), ((5, 9), 2, -1), ((6, 10), 2, 1)],
+)
 def test_each_pure_force_pair_gives_a_force_and_no_torque(pair, axis, sign):
     sim, body, _ = thruster_island([pulse(T0, 206 * MS, *pair)])
     sim.advance_to(1.5)
@@ -74,8 +76,12 @@ def test_the_island_only_stops_where_a_valve_switches_and_a_quiet_vehicle_costs_
     switches = {t for t, _, _ in thr.switch_log}
     assert switches <= hop_ends and thr.hops_across_events == 0
     # the second command cancelled 2 and 12 before they opened; 3 and 8 open at +11 ms
-    assert thr.switch_log == [(T0 + 11 * MS, 3, True), (T0 + 11 * MS, 8, True),
-                              (T0 + 22 * MS, 3, False), (T0 + 22 * MS, 8, False)]
+    assert thr.switch_log == [
+        (T0 + 11 * MS, 3, True),
+        (T0 + 11 * MS, 8, True),
+        (T0 + 22 * MS, 3, False),
+        (T0 + 22 * MS, 8, False),
+    ]
     # barriers: the 1 Hz state, the three commands and the two switch instants, nothing else
     assert isl.stats["barriers"] == 4 + 3 + 2
 
@@ -120,13 +126,12 @@ def test_faults_stick_a_valve_off_or_on_and_scale_thrust():
     sim.schedule_fault(Fault(target="sph1_thrusters", kind="thruster_stuck_off", index=1), 0.5)
     sim.advance_to(1.5)
     p = 0.5 * (body.mass_kg + SEED_MASS_KG) * body.v_BN_N
-    assert p[0] == pytest.approx(SEED_THRUST_N * 0.1, rel=1e-5)      # only thruster 12 fired
-    assert np.linalg.norm(body.omega_BN_B) > 0                         # and it turned the vehicle
+    assert p[0] == pytest.approx(SEED_THRUST_N * 0.1, rel=1e-5)  # only thruster 12 fired
+    assert np.linalg.norm(body.omega_BN_B) > 0  # and it turned the vehicle
 
     sim, body, thr = thruster_island([])
-    for index in (1, 11):       # thrusters 2 and 12 stuck open for 0.25 s: a pure +X force
-        sim.schedule_fault(Fault(target="sph1_thrusters", kind="thruster_stuck_on", index=index,
-                                 duration_s=0.25), 0.5)
+    for index in (1, 11):  # thrusters 2 and 12 stuck open for 0.25 s: a pure +X force
+        sim.schedule_fault(Fault(target="sph1_thrusters", kind="thruster_stuck_on", index=index, duration_s=0.25), 0.5)
     sim.advance_to(1.0)
     assert 0.5 * (body.mass_kg + SEED_MASS_KG) * body.v_BN_N[0] == pytest.approx(2 * SEED_THRUST_N * 0.25, rel=1e-5)
     assert thr.hops_across_events == 0
@@ -134,7 +139,9 @@ def test_faults_stick_a_valve_off_or_on_and_scale_thrust():
     sim, body, thr = thruster_island([pulse(T0, 106 * MS, 2, 12)])
     sim.schedule_fault(Fault(target="sph1_thrusters", kind="thrust_scale", index=-1, value=0.5), 0.5)
     sim.advance_to(1.5)
-    assert 0.5 * (body.mass_kg + SEED_MASS_KG) * body.v_BN_N[0] == pytest.approx(0.5 * 2 * SEED_THRUST_N * 0.1, rel=1e-5)
+    assert 0.5 * (body.mass_kg + SEED_MASS_KG) * body.v_BN_N[0] == pytest.approx(
+        0.5 * 2 * SEED_THRUST_N * 0.1, rel=1e-5
+    )
 
 
 def test_a_continued_command_does_not_pay_the_valve_delay_again():

@@ -9,6 +9,7 @@
   Standard Control Interface and the sample runs' guest code.
 - :mod:`assembly`: a vehicle's island, the radio channels and the laptop, wired together.
 """
+
 from hopsim.actors.spheres.assembly import SpheresVehicle, add_comm, add_vehicle
 from hopsim.actors.spheres.flight_software import SpheresFlightSoftware
 from hopsim.actors.spheres.global_metrology import GlobalMetrologySimulator
@@ -19,7 +20,16 @@ from hopsim.actors.spheres.radio import RadioChannel
 from hopsim.actors.spheres.thrusters import ThrusterSimulator
 
 __all__ = [
-    "SpheresVehicle", "add_comm", "add_vehicle", "SpheresFlightSoftware", "GlobalMetrologySimulator",
-    "GroundStation", "ImuSimulator", "SpheresParams", "TestbedParams", "vehicle_params", "RadioChannel",
+    "SpheresVehicle",
+    "add_comm",
+    "add_vehicle",
+    "SpheresFlightSoftware",
+    "GlobalMetrologySimulator",
+    "GroundStation",
+    "ImuSimulator",
+    "SpheresParams",
+    "TestbedParams",
+    "vehicle_params",
+    "RadioChannel",
     "ThrusterSimulator",
 ]

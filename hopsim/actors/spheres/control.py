@@ -5,6 +5,7 @@ for the force ``m * (kp * (r_ref - r) + kd * (v_ref - v))`` (N, in N) and the at
 the torque ``I * (kp * theta_err + kd * (omega_ref - omega))`` (N m, in B), where ``theta_err``
 is the rotation vector that takes the body to its reference attitude, in body components.
 """
+
 from __future__ import annotations
 
 import numpy as np

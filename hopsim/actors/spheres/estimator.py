@@ -13,6 +13,7 @@ velocity correction of the position innovation per fix interval, and a gyro-bias
 the attitude innovation per fix interval (an alpha-beta filter per axis). The first fix is
 taken whole.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,8 +23,15 @@ import numpy as np
 
 from numba import njit
 
-from hopsim.actors.spheres.frames import (dcm_c, from_rotvec, normalized, normalized_c, quat_mul, quat_mul_c,
-                                          rotate_body_c)
+from hopsim.actors.spheres.frames import (
+    dcm_c,
+    from_rotvec,
+    normalized,
+    normalized_c,
+    quat_mul,
+    quat_mul_c,
+    rotate_body_c,
+)
 from hopsim.actors.spheres.params import SpheresParams, TestbedParams
 from hopsim.actors.spheres.pose_solver import PoseFix, solve_pose, solve_pose_moving
 from hopsim.actors.spheres.thrust_prediction import ThrustPredictor, impulse_moment_rows
@@ -75,8 +83,7 @@ def _coast_many(r, v, q, omega_B, impulse_B, moment_B, accel_B, mass, dt, use_ac
     qs = np.empty((n, 4))
     for k in range(n):
         if dt[k] > 0.0:
-            r, v, q = _coast(r, v, q, omega_B[k], impulse_B[k], moment_B[k], accel_B[k], mass, dt[k],
-                             use_accel, planar)
+            r, v, q = _coast(r, v, q, omega_B[k], impulse_B[k], moment_B[k], accel_B[k], mass, dt[k], use_accel, planar)
         rs[k] = r
         vs[k] = v
         qs[k] = q
@@ -172,7 +179,7 @@ def _blend_fix(r, v, q, bias, fix_r, fix_q, r_ref, q_ref, kp, kv, kq, kb, dt_fix
     Returns the new (r, v, q, bias)."""
     e_r = fix_r - r_ref
     conj = np.array([-q_ref[0], -q_ref[1], -q_ref[2], q_ref[3]])
-    d = normalized_c(quat_mul_c(fix_q, conj))                       # to_rotvec(...)
+    d = normalized_c(quat_mul_c(fix_q, conj))  # to_rotvec(...)
     s = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
     if s < 1e-12:
         e_theta = 2.0 * d[:3]
@@ -188,8 +195,9 @@ def _blend_fix(r, v, q, bias, fix_r, fix_q, r_ref, q_ref, kp, kv, kq, kb, dt_fix
 class Estimator:
     """Estimated r_N (m), v_N (m/s), q_BN, omega_B (rad/s) and gyro bias (rad/s) of one vehicle."""
 
-    def __init__(self, params: SpheresParams, testbed: TestbedParams, t_ns: int, r_N, v_N, q_BN,
-                 omega_B=(0.0, 0.0, 0.0)):
+    def __init__(
+        self, params: SpheresParams, testbed: TestbedParams, t_ns: int, r_N, v_N, q_BN, omega_B=(0.0, 0.0, 0.0)
+    ):
         fsw = params.flight_software
         self.params = params
         self.beacons_N = np.array(testbed.beacon_positions_N, dtype=float)
@@ -236,8 +244,19 @@ class Estimator:
             impulse, moment = _ZERO3, _ZERO3
         else:
             impulse, moment = self.thrust.impulse_moment(self.t_ns, t_ns)
-        x = _coast_state(self.r, self.v, self.q, self.omega, impulse, moment, self.accel_B, self.mass, dt,
-                         self.use_accel, self.planar)
+        x = _coast_state(
+            self.r,
+            self.v,
+            self.q,
+            self.omega,
+            impulse,
+            moment,
+            self.accel_B,
+            self.mass,
+            dt,
+            self.use_accel,
+            self.planar,
+        )
         self.r, self.v, self.q = x[_R], x[_V], x[_Q]
         self.t_ns = t_ns
         self._remember()
@@ -261,8 +280,19 @@ class Estimator:
             spans = np.zeros((0, 5))
         else:
             spans = self.thrust.firing_spans(t_start, max(t_start, max(times)))
-        rows = _propagate_samples(self.r, self.v, self.q, self.bias, t_start, np.array(times, dtype=np.int64),
-                                  samples, spans, self.mass, self.use_accel, self.planar)
+        rows = _propagate_samples(
+            self.r,
+            self.v,
+            self.q,
+            self.bias,
+            t_start,
+            np.array(times, dtype=np.int64),
+            samples,
+            spans,
+            self.mass,
+            self.use_accel,
+            self.planar,
+        )
         dt = rows[:, _DT].tolist()
         self.history.extend([(t, k, rows) for k, t in enumerate(times) if dt[k] > 0])
         self.t_ns = max(self.t_ns, times[-1])
@@ -302,8 +332,13 @@ class Estimator:
         # motion from the first one: (r_k - r_ref, dcm(q_k) @ dcm(q_ref).T), in one compiled call
         times = [fire_ns[0], *fire_ns]
         t_rec, r, v, q, w = zip(*[self._record_at(t) for t in times])
-        r_ref, q_ref, dr, dR = _relative_motion(np.array(r), np.array(v), np.array(q), np.array(w),
-                                                np.array([(t - t0) / NS_PER_S for t, t0 in zip(times, t_rec)]))
+        r_ref, q_ref, dr, dR = _relative_motion(
+            np.array(r),
+            np.array(v),
+            np.array(q),
+            np.array(w),
+            np.array([(t - t0) / NS_PER_S for t, t0 in zip(times, t_rec)]),
+        )
         if self.initialized:
             # solve_pose(..., r_ref, q_ref, list(zip(dr, dR))) with the motion as arrays
             fix = solve_pose_moving(ranges, self.beacons_N, self.receivers_B, r_ref, q_ref, dr, dR)
@@ -319,9 +354,21 @@ class Estimator:
             kv = kb = 0.0
             self.initialized = True
         dt_fix = 0.5 if self.t_last_fix is None else max((t_now_ns - self.t_last_fix) / NS_PER_S, 1e-3)
-        self.r, self.v, self.q, self.bias = _blend_fix(self.r, self.v, self.q, self.bias, fix.r_N, fix.q_BN,
-                                                       r_ref, q_ref, float(kp), float(kv), float(kq), float(kb),
-                                                       float(dt_fix))
+        self.r, self.v, self.q, self.bias = _blend_fix(
+            self.r,
+            self.v,
+            self.q,
+            self.bias,
+            fix.r_N,
+            fix.q_BN,
+            r_ref,
+            q_ref,
+            float(kp),
+            float(kv),
+            float(kq),
+            float(kb),
+            float(dt_fix),
+        )
         self.t_last_fix = t_now_ns
         self.fixes_used += 1
         self.history.clear()

@@ -15,6 +15,7 @@ Tasks, from the highest priority:
 At one instant the propulsion task acts before the control law, so a pulse group set at a law
 tick starts at the next propulsion tick (1 ms later).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,8 +33,7 @@ from hopsim.actors.spheres.propulsion import PropulsionTask
 from hopsim.kernel import In, Model, Out, VariableRate
 from hopsim.kernel.simtime import NS_PER_S, seconds
 from hopsim.schemas import VehicleState
-from hopsim.schemas.spheres_pb2 import (GmRanges, GmRequest, GmSync, ImuSamples, RadioPacket,
-                                        ThrusterCommand)
+from hopsim.schemas.spheres_pb2 import GmRanges, GmRequest, GmSync, ImuSamples, RadioPacket, ThrusterCommand
 
 
 @dataclass
@@ -84,10 +84,20 @@ class SpheresFlightSoftware(Model):
     io_schedule = VariableRate()
     feed_through = True
 
-    def __init__(self, name: str, vehicle: str, node_id: int, params: SpheresParams,
-                 testbed: TestbedParams, program: GuestProgram, r0_N, q0_BN=(0, 0, 0, 1),
-                 perfect_state: bool = False, wait_for_start: bool = False,
-                 node_ids: dict[str, int] | None = None):
+    def __init__(
+        self,
+        name: str,
+        vehicle: str,
+        node_id: int,
+        params: SpheresParams,
+        testbed: TestbedParams,
+        program: GuestProgram,
+        r0_N,
+        q0_BN=(0, 0, 0, 1),
+        perfect_state: bool = False,
+        wait_for_start: bool = False,
+        node_ids: dict[str, int] | None = None,
+    ):
         super().__init__(name)
         fsw = params.flight_software
         self.vehicle = vehicle
@@ -106,12 +116,12 @@ class SpheresFlightSoftware(Model):
         self.propulsion = PropulsionTask(seconds(1.0 / fsw.propulsion_rate_hz), fsw.thrusters_off_during_gm)
         self.estimator = Estimator(params, testbed, 0, r0_N, np.zeros(3), q0_BN)
         self.inertia_B = np.diag(params.mass.inertia_diag_kgm2)
-        self.kp_pos, self.kd_pos = float(fsw.kp_pos), float(fsw.kd_pos)     # 1/s^2, 1/s
+        self.kp_pos, self.kd_pos = float(fsw.kp_pos), float(fsw.kd_pos)  # 1/s^2, 1/s
         self.start_byte = params.radio.start_byte
         self.running = not wait_for_start
         self.started_ns: int | None = None
         self.peers: dict[str, PeerState] = {}
-        self.pending_commands: dict[int, bytes] = {}   # sequence number -> command bytes awaiting GO
+        self.pending_commands: dict[int, bytes] = {}  # sequence number -> command bytes awaiting GO
         self.next_law_ns = 0
         self.state_used = None
         self.out_cmds: list[ThrusterCommand] = []
@@ -163,12 +173,16 @@ class SpheresFlightSoftware(Model):
         if self.perfect_state:
             s = self.read("truth")
             if s is not None:
-                r, v, q, w = s.r_BN_N, s.v_BN_N, s.q_BN, s.omega_BN_B     # each sub-message read once
-                return (np.array([r.x, r.y, r.z]), np.array([v.x, v.y, v.z]), np.array([q.x, q.y, q.z, q.w]),
-                        np.array([w.x, w.y, w.z]))
+                r, v, q, w = s.r_BN_N, s.v_BN_N, s.q_BN, s.omega_BN_B  # each sub-message read once
+                return (
+                    np.array([r.x, r.y, r.z]),
+                    np.array([v.x, v.y, v.z]),
+                    np.array([q.x, q.y, q.z, q.w]),
+                    np.array([w.x, w.y, w.z]),
+                )
         est = self.estimator
         est.propagate_to(t_ns)
-        return est.r, est.v, est.q, est.omega      # the estimator replaces its arrays, never changes them
+        return est.r, est.v, est.q, est.omega  # the estimator replaces its arrays, never changes them
 
     def _law_tick(self, t_ns: int) -> None:
         self.law_count += 1
@@ -185,8 +199,17 @@ class SpheresFlightSoftware(Model):
             self.program.start(t, state)
         ref = self.program.reference(t, state, self.peers)
         r, v, q, w = state
-        force_B = body_force_pd(r, v, np.asarray(ref.r_N, dtype=float), np.asarray(ref.v_N, dtype=float),
-                                float(self.estimator.mass), self.kp_pos, self.kd_pos, bool(ref.control_z), q)
+        force_B = body_force_pd(
+            r,
+            v,
+            np.asarray(ref.r_N, dtype=float),
+            np.asarray(ref.v_N, dtype=float),
+            float(self.estimator.mass),
+            self.kp_pos,
+            self.kd_pos,
+            bool(ref.control_z),
+            q,
+        )
         if ref.control_attitude:
             fsw = self.params.flight_software
             torque_B = attitude_pd(q, w, ref.q_BN, ref.omega_B, self.inertia_B, fsw.kp_att, fsw.kd_att)
@@ -250,8 +273,9 @@ class SpheresFlightSoftware(Model):
         if self.out_sts or self.out_stl:
             for channel, frames in (("sts", self.out_sts), ("stl", self.out_stl)):
                 for frame in frames:
-                    self.write(f"{channel}_tx", RadioPacket(channel=channel, sender=self.vehicle, t_ns=t_ns,
-                                                            frame=frame))
+                    self.write(
+                        f"{channel}_tx", RadioPacket(channel=channel, sender=self.vehicle, t_ns=t_ns, frame=frame)
+                    )
             self.out_sts, self.out_stl = [], []
         if self.out_request:
             self.out_request = False
@@ -262,6 +286,15 @@ class SpheresFlightSoftware(Model):
                 return
             r, v, q, w = self.state_used
             qx, qy, qz, qw = q.tolist()
-            self.write("estimate", VehicleState(
-                vehicle=self.vehicle, t_ns=t_ns, r_BN_N=_vec(r), v_BN_N=_vec(v),
-                q_BN={"x": qx, "y": qy, "z": qz, "w": qw}, omega_BN_B=_vec(w), mass=self.estimator.mass))
+            self.write(
+                "estimate",
+                VehicleState(
+                    vehicle=self.vehicle,
+                    t_ns=t_ns,
+                    r_BN_N=_vec(r),
+                    v_BN_N=_vec(v),
+                    q_BN={"x": qx, "y": qy, "z": qz, "w": qw},
+                    omega_BN_B=_vec(w),
+                    mass=self.estimator.mass,
+                ),
+            )

@@ -5,6 +5,7 @@ to inertial ones, ``v_N = dcm(q_BN) @ v_B``. Composition is Hamilton's product, 
 rotation ``dq`` applied after ``q_BN`` is ``quat_mul(q_BN, dq)`` and an inertial-frame rotation
 is ``quat_mul(dq, q_BN)``.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,12 +44,14 @@ def quat_mul(a, b) -> np.ndarray:
     """Hamilton product a (x) b, scalar-last."""
     ax, ay, az, aw = _floats(a)
     bx, by, bz, bw = _floats(b)
-    return np.array([
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-        aw * bw - ax * bx - ay * by - az * bz,
-    ])
+    return np.array(
+        [
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz,
+        ]
+    )
 
 
 def quat_conj(q) -> np.ndarray:
@@ -86,24 +89,25 @@ def yaw(q) -> float:
     return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
 
 
-
-
 # --------------------------------------------------------------------------- compiled kernels
 # The same formulas, compiled, for the per-sample paths of the sensors and the estimator
 # (float64 arrays in, new arrays out).
 _JIT = dict(cache=True, fastmath=False, error_model="numpy")
 
 
-dcm_c = quat_to_dcm     # compiled direction cosine matrix (shared with hopsim.dynamics)
+dcm_c = quat_to_dcm  # compiled direction cosine matrix (shared with hopsim.dynamics)
 
 
 @njit(**_JIT)
 def quat_mul_c(a, b):
-    return np.array([
-        a[3] * b[0] + a[0] * b[3] + a[1] * b[2] - a[2] * b[1],
-        a[3] * b[1] - a[0] * b[2] + a[1] * b[3] + a[2] * b[0],
-        a[3] * b[2] + a[0] * b[1] - a[1] * b[0] + a[2] * b[3],
-        a[3] * b[3] - a[0] * b[0] - a[1] * b[1] - a[2] * b[2]])
+    return np.array(
+        [
+            a[3] * b[0] + a[0] * b[3] + a[1] * b[2] - a[2] * b[1],
+            a[3] * b[1] - a[0] * b[2] + a[1] * b[3] + a[2] * b[0],
+            a[3] * b[2] + a[0] * b[1] - a[1] * b[0] + a[2] * b[3],
+            a[3] * b[3] - a[0] * b[0] - a[1] * b[1] - a[2] * b[2],
+        ]
+    )
 
 
 @njit(**_JIT)

@@ -19,6 +19,7 @@ A reading is kept only if the transmitter angle (from the beacon's axis to the f
 receiver angle (from the face's outward normal to the beacon) are within their limits; otherwise
 it is -1. The limits are evaluated per face, at the face's centre, as in the simulator listing.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -64,22 +65,34 @@ class BeaconLayout:
         self.speed_of_sound = testbed.speed_of_sound_mps
 
 
-def beacon_ranges(beacon: int, layout: BeaconLayout, receivers: ReceiverGeometry, r_N, v_N, q_BN,
-                  omega_B, iterations: int = 3) -> np.ndarray:
+def beacon_ranges(
+    beacon: int, layout: BeaconLayout, receivers: ReceiverGeometry, r_N, v_N, q_BN, omega_B, iterations: int = 3
+) -> np.ndarray:
     """Ranges (m) from one beacon to every receiver (faces x receivers), -1 where not visible.
 
     ``r_N, v_N, q_BN, omega_B`` are the vehicle's pose and rates when the beacon fires.
     """
-    out = _ranges(layout.positions_N[beacon], layout.directions_N[beacon], layout.cos_max_tx,
-                  layout.speed_of_sound, receivers.flat_B, receivers.centres_B, receivers.normals_B,
-                  receivers.cos_max_rx, receivers.n_receivers, np.asarray(r_N, float), np.asarray(v_N, float),
-                  np.asarray(q_BN, float), np.asarray(omega_B, float), iterations)
+    out = _ranges(
+        layout.positions_N[beacon],
+        layout.directions_N[beacon],
+        layout.cos_max_tx,
+        layout.speed_of_sound,
+        receivers.flat_B,
+        receivers.centres_B,
+        receivers.normals_B,
+        receivers.cos_max_rx,
+        receivers.n_receivers,
+        np.asarray(r_N, float),
+        np.asarray(v_N, float),
+        np.asarray(q_BN, float),
+        np.asarray(omega_B, float),
+        iterations,
+    )
     return out.reshape(receivers.n_faces, receivers.n_receivers)
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")
-def _ranges(p_b, tx_dir, cos_max_tx, c, rx_B, centres_B, normals_B, cos_max_rx, n_rx, r, v, q, omega_B,
-            iterations):
+def _ranges(p_b, tx_dir, cos_max_tx, c, rx_B, centres_B, normals_B, cos_max_rx, n_rx, r, v, q, omega_B, iterations):
     R = dcm_c(q)
     n = rx_B.shape[0]
     out = np.empty(n)
@@ -124,14 +137,42 @@ def _state_back(x, xd, dt):
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")
-def _measure_back(ranges, beacon, x, xd, dt, positions_N, directions_N, cos_max_tx, c, rx_B, centres_B,
-                  normals_B, cos_max_rx, iterations):
+def _measure_back(
+    ranges,
+    beacon,
+    x,
+    xd,
+    dt,
+    positions_N,
+    directions_N,
+    cos_max_tx,
+    c,
+    rx_B,
+    centres_B,
+    normals_B,
+    cos_max_rx,
+    iterations,
+):
     """:func:`_ranges` from beacon ``beacon`` at the state :func:`_state_back` gives, written into
     ``ranges[beacon]`` (faces x receivers, m; one compiled call per firing)."""
     r, v, q, w = _state_back(x, xd, dt)
     n_faces, n_rx = ranges.shape[1], ranges.shape[2]
-    out = _ranges(positions_N[beacon], directions_N[beacon], cos_max_tx, c, rx_B, centres_B, normals_B,
-                  cos_max_rx, n_rx, r, v, q, w, iterations)
+    out = _ranges(
+        positions_N[beacon],
+        directions_N[beacon],
+        cos_max_tx,
+        c,
+        rx_B,
+        centres_B,
+        normals_B,
+        cos_max_rx,
+        n_rx,
+        r,
+        v,
+        q,
+        w,
+        iterations,
+    )
     ranges[beacon] = out.reshape(n_faces, n_rx)
 
 
@@ -154,8 +195,7 @@ class GlobalMetrologySimulator(ContinuousModel):
     feed_through = False
     accepts_faults = SENSOR_FAULTS
 
-    def __init__(self, name: str, body, testbed: TestbedParams, receivers: ReceiverParams,
-                 vehicle: str | None = None):
+    def __init__(self, name: str, body, testbed: TestbedParams, receivers: ReceiverParams, vehicle: str | None = None):
         super().__init__(name)
         self.body = body
         self.vehicle = vehicle or body.name
@@ -167,7 +207,7 @@ class GlobalMetrologySimulator(ContinuousModel):
         self.spacing_ns = seconds(testbed.beacon_spacing_s)
         self.delivery_ns = seconds(testbed.delivery_delay_s)
         self.n_beacons = testbed.n_beacons
-        self.cycle_start: int | None = None      # start of the cycle being served
+        self.cycle_start: int | None = None  # start of the cycle being served
         self.fire_ns: list[int] = []
         self.ranges = np.full((self.n_beacons, self.receivers.n_faces, self.receivers.n_receivers), NO_READING)
         self.sync_due = False
@@ -198,7 +238,7 @@ class GlobalMetrologySimulator(ContinuousModel):
 
     def end_hop(self, t0_ns: int, t1_ns: int) -> None:
         """Measure the firings that fell inside the hop (t0, t1]."""
-        fire_ns = self.fire_ns          # in time order
+        fire_ns = self.fire_ns  # in time order
         if not fire_ns or fire_ns[-1] <= t0_ns or fire_ns[0] > t1_ns:
             return
         for k, t_fire in enumerate(fire_ns):
@@ -212,9 +252,22 @@ class GlobalMetrologySimulator(ContinuousModel):
     def _measure(self, beacon: int, t_ns: int, t1_ns: int) -> None:
         # self.ranges[beacon] = beacon_ranges(beacon, ..., *self.state_at(t_ns, t1_ns)), in one compiled call
         layout, rx = self.layout, self.receivers
-        _measure_back(self.ranges, beacon, self.body.x, self.body.xdot_last, (t1_ns - t_ns) * 1e-9,
-                      layout.positions_N, layout.directions_N, layout.cos_max_tx, layout.speed_of_sound,
-                      rx.flat_B, rx.centres_B, rx.normals_B, rx.cos_max_rx, 3)
+        _measure_back(
+            self.ranges,
+            beacon,
+            self.body.x,
+            self.body.xdot_last,
+            (t1_ns - t_ns) * 1e-9,
+            layout.positions_N,
+            layout.directions_N,
+            layout.cos_max_tx,
+            layout.speed_of_sound,
+            rx.flat_B,
+            rx.centres_B,
+            rx.normals_B,
+            rx.cos_max_rx,
+            3,
+        )
         faults = self.faults
         faults.expire(t_ns)
         noise = self.testbed.range_noise_m * faults.noise_scale
@@ -236,9 +289,15 @@ class GlobalMetrologySimulator(ContinuousModel):
     def update_flow_outs(self, t_ns: int) -> None:
         if self.sync_due:
             self.sync_due = False
-            self.write("sync", GmSync(vehicle=self.vehicle, cycle_start_ns=self.cycle_start,
-                                      data_due_ns=self.cycle_start + self.delivery_ns,
-                                      beacon_fire_ns=self.fire_ns))
+            self.write(
+                "sync",
+                GmSync(
+                    vehicle=self.vehicle,
+                    cycle_start_ns=self.cycle_start,
+                    data_due_ns=self.cycle_start + self.delivery_ns,
+                    beacon_fire_ns=self.fire_ns,
+                ),
+            )
         if self.delivery_due:
             self.delivery_due = False
             self.write("ranges", gm_ranges(self.vehicle, self.cycle_start, self.fire_ns, self.ranges))
@@ -253,4 +312,3 @@ class GlobalMetrologySimulator(ContinuousModel):
 def ranges_array(msg: GmRanges) -> np.ndarray:
     """The ranges of a GmRanges message as an array [beacon][face][receiver] (m, -1: none)."""
     return gm_range_values(msg).reshape(msg.n_beacons, msg.n_faces, msg.n_receivers)
-

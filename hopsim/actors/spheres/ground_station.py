@@ -6,6 +6,7 @@ the vehicle executes the command. Without a good ACK within ``ack_timeout_s`` th
 resent, up to ``max_resends`` times. Telemetry is not acknowledged; frames failing the checksum
 are dropped.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -35,14 +36,19 @@ class GroundStation(Model):
     every ``watchdog_period_s`` (which catches the deadlines of commands sent on arrival).
     """
 
-    inputs = {"rx": In(RadioPacket, queue=True, trigger=True),
-              "commands": In(GroundCommand, queue=True, trigger=True)}
+    inputs = {"rx": In(RadioPacket, queue=True, trigger=True), "commands": In(GroundCommand, queue=True, trigger=True)}
     outputs = {"tx": Out(RadioPacket, queue=True)}
     io_schedule = VariableRate()
     feed_through = False
 
-    def __init__(self, name: str, node_ids: dict[str, int], params: RadioParams,
-                 schedule: list[tuple[float, GroundCommand]] | None = None, watchdog_period_s: float = 1.0):
+    def __init__(
+        self,
+        name: str,
+        node_ids: dict[str, int],
+        params: RadioParams,
+        schedule: list[tuple[float, GroundCommand]] | None = None,
+        watchdog_period_s: float = 1.0,
+    ):
         super().__init__(name)
         self.watchdog_ns = seconds(watchdog_period_s)
         self.node_ids = dict(node_ids)
@@ -59,8 +65,9 @@ class GroundStation(Model):
         self.to_send: list[bytes] = []
 
     def _frame(self, to: int, ptype: int, data: bytes, t_ns: int) -> bytes:
-        return packets.encode(packets.Packet(to, packets.LAPTOP, ptype, (t_ns // 1_000_000) & 0xFFFF, data),
-                              self.params.start_byte)
+        return packets.encode(
+            packets.Packet(to, packets.LAPTOP, ptype, (t_ns // 1_000_000) & 0xFFFF, data), self.params.start_byte
+        )
 
     def _send_command(self, cmd: GroundCommand, t_ns: int) -> None:
         self.seq = (self.seq + 1) % 256

@@ -13,6 +13,7 @@ hop's end state, ``omega(t) = omega(t1) - omega_dot(t1) * (t1 - t)`` (exact up t
 term's change over the hop). Samples are delivered in batches at the delivery period, each with
 its own time stamp.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -108,11 +109,12 @@ class ImuSimulator(ContinuousModel):
         p = self.params
         if p.randomize_errors:
             rng = self.rng
-            self.bias = np.concatenate([
-                rng.uniform(-1, 1, 3) * np.radians(p.gyro_bias_deg_s),
-                rng.uniform(-1, 1, 3) * p.accel_bias_g * G0])
-            self.scale_error = np.concatenate([rng.uniform(-1, 1, 3) * p.gyro_scale_error,
-                                               rng.uniform(-1, 1, 3) * p.accel_scale_error])
+            self.bias = np.concatenate(
+                [rng.uniform(-1, 1, 3) * np.radians(p.gyro_bias_deg_s), rng.uniform(-1, 1, 3) * p.accel_bias_g * G0]
+            )
+            self.scale_error = np.concatenate(
+                [rng.uniform(-1, 1, 3) * p.gyro_scale_error, rng.uniform(-1, 1, 3) * p.accel_scale_error]
+            )
 
     def measure(self, true: np.ndarray) -> np.ndarray:
         """Samples (rows: gyro x y z, accel x y z) from true values: clip, noise, quantize, then
@@ -134,7 +136,7 @@ class ImuSimulator(ContinuousModel):
         spacing = self.spacing_ns
         n = (t1_ns - first) // spacing + 1
         self.next_sample_ns = first + n * spacing
-        if first <= t0_ns:         # instants at or before the hop's start are not sampled
+        if first <= t0_ns:  # instants at or before the hop's start are not sampled
             skip = (t0_ns - first) // spacing + 1
             first += skip * spacing
             n -= skip
@@ -146,15 +148,16 @@ class ImuSimulator(ContinuousModel):
             grown[:start] = self.pending_true[:start]
             self.pending_true = grown
         self.pending_t += range(first, first + n * spacing, spacing)
-        _hop_samples(self.body.x, self.body.xdot_last, self.support_N, t1_ns, first, spacing, n, self.pending_true,
-                     start)
+        _hop_samples(
+            self.body.x, self.body.xdot_last, self.support_N, t1_ns, first, spacing, n, self.pending_true, start
+        )
 
     def _measure_pending(self) -> None:
         """Turn the recorded true values into samples, with the faults active at their instants."""
         if not self.pending_t:
             return
         times = self.pending_t
-        true = self.pending_true[:len(times)]      # read before the next hop writes over it
+        true = self.pending_true[: len(times)]  # read before the next hop writes over it
         self.pending_t = []
         if self.faults.active():
             rows = []
@@ -181,5 +184,5 @@ class ImuSimulator(ContinuousModel):
         self.ready_t, self.ready = [], []
 
     def on_fault(self, fault, t_ns: int) -> None:
-        self._measure_pending()         # samples taken before the fault are not affected by it
+        self._measure_pending()  # samples taken before the fault are not affected by it
         self.faults.apply(fault, t_ns)

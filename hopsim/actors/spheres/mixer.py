@@ -12,6 +12,7 @@ on-times shorter than the deadband are not fired. Widths are whole propulsion ti
 
 In the air-table mode only (Fx, Fy, Tz) are controlled, by the four X and Y pairs (minimum-norm).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,11 +33,11 @@ class ThrusterMixer:
         dirs = np.array(thr.directions_B, dtype=float)
         self.pair_dirs = np.array([dirs[a] for a, _ in PAIRS])
         arms = np.array([np.cross(pos[a], dirs[a]) for a, _ in PAIRS])
-        self.pair_matrix = np.vstack([self.pair_dirs.T, arms.T])          # 6 x 6: wrench = M f
+        self.pair_matrix = np.vstack([self.pair_dirs.T, arms.T])  # 6 x 6: wrench = M f
         self.planar = thr.planar
         if self.planar:
             planar_pairs = [j for j in range(6) if abs(self.pair_dirs[j][2]) < 0.5]
-            rows = self.pair_matrix[[0, 1, 5]][:, planar_pairs]              # Fx, Fy, Tz
+            rows = self.pair_matrix[[0, 1, 5]][:, planar_pairs]  # Fx, Fy, Tz
             self._solve = np.zeros((6, 6))
             self._solve[np.ix_(planar_pairs, [0, 1, 5])] = np.linalg.pinv(rows)
         else:
@@ -74,11 +75,21 @@ class ThrusterMixer:
 
     def pulse_widths_ns(self, force_B, torque_B) -> list[int]:
         """Pulse widths (ns, whole ticks) realizing the wrench on average over one control period."""
-        wrench = np.empty(6)        # (Fx, Fy, Fz, Tx, Ty, Tz) as floats, filled without a list
+        wrench = np.empty(6)  # (Fx, Fy, Fz, Tx, Ty, Tz) as floats, filled without a list
         wrench[:3] = force_B
         wrench[3:] = torque_B
-        widths, valid = _pulse_widths(wrench, self._solve, self.thrust_N, self.period_s, self.max_on_s,
-                                      self.deadband_s, self.offset_s, self.pw_min_s, self.pw_max_s, self.tick_ns)
+        widths, valid = _pulse_widths(
+            wrench,
+            self._solve,
+            self.thrust_N,
+            self.period_s,
+            self.max_on_s,
+            self.deadband_s,
+            self.offset_s,
+            self.pw_min_s,
+            self.pw_max_s,
+            self.tick_ns,
+        )
         if not valid:
             raise ValueError("cannot convert float NaN to integer (a NaN pulse width)")
         return widths.tolist()

@@ -10,6 +10,7 @@ is the laptop, vehicles are 1..254, 255 addresses everyone. ``time`` is the send
 milliseconds modulo 2^16. The seed names the command, telemetry and token types; ACK, GO and the
 inter-vehicle state message are the types its listings use, with codes chosen here.
 """
+
 from __future__ import annotations
 
 import struct
@@ -25,8 +26,7 @@ LAPTOP = 0
 BROADCAST = 255
 
 TOKEN, COMMAND, TELEMETRY, ACK, GO, STATE = 0, 1, 2, 3, 4, 5
-TYPE_NAMES = {TOKEN: "token", COMMAND: "command", TELEMETRY: "telemetry", ACK: "ack", GO: "go",
-              STATE: "state"}
+TYPE_NAMES = {TOKEN: "token", COMMAND: "command", TELEMETRY: "telemetry", ACK: "ack", GO: "go", STATE: "state"}
 
 # commands the laptop sends (first data byte after the sequence number)
 CMD_START_TEST, CMD_STOP_TEST = 1, 2
@@ -47,8 +47,8 @@ def checksum(data: bytes) -> int:
     return sum(data) & 0xFFFF
 
 
-_HEADER = struct.Struct(">BBBBHB")     # start, to, from, type, time, size
-_TRAILER = struct.Struct(">H")          # checksum
+_HEADER = struct.Struct(">BBBBHB")  # start, to, from, type, time, size
+_TRAILER = struct.Struct(">H")  # checksum
 
 
 def encode(pkt: Packet, start_byte: int = 0xA5) -> bytes:
@@ -60,8 +60,11 @@ def encode_fields(to: int, source: int, ptype: int, time_ms: int, data: bytes, s
     """:func:`encode` of ``Packet(to, source, ptype, time_ms, data)``, without building the Packet."""
     if len(data) > MAX_DATA:
         raise ValueError(f"a packet carries at most {MAX_DATA} data bytes, got {len(data)}")
-    return (_HEADER.pack(start_byte, to & 0xFF, source & 0xFF, ptype & 0xFF, time_ms & 0xFFFF,
-                         len(data)) + data + _TRAILER.pack(checksum(data)))
+    return (
+        _HEADER.pack(start_byte, to & 0xFF, source & 0xFF, ptype & 0xFF, time_ms & 0xFFFF, len(data))
+        + data
+        + _TRAILER.pack(checksum(data))
+    )
 
 
 def decode(frame: bytes, start_byte: int = 0xA5) -> Packet | None:
@@ -71,7 +74,7 @@ def decode(frame: bytes, start_byte: int = 0xA5) -> Packet | None:
     size = frame[6]
     if len(frame) != OVERHEAD + size:
         return None
-    data = bytes(frame[HEADER_SIZE:HEADER_SIZE + size])
+    data = bytes(frame[HEADER_SIZE : HEADER_SIZE + size])
     if checksum(data) != (frame[-2] << 8 | frame[-1]):
         return None
     return Packet(frame[1], frame[2], frame[3], frame[4] << 8 | frame[5], data)

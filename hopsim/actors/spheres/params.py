@@ -15,6 +15,7 @@ geometry and the thrust law (thruster-simulator listing), valve delays, pulse li
 simulator listing), radio rates and packet format (section 2.5). Values the seed leaves out are
 chosen here and marked "not in the seed" with the reason for the choice.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,23 +24,41 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 PARAMS_VERSION = "spheres-1.0"
-G0 = 9.80665                      # standard gravity (m/s^2), to convert g and micro-g specs
+G0 = 9.80665  # standard gravity (m/s^2), to convert g and micro-g specs
 PSI_TO_PA = 6894.757
 
-_S = 0.01905                      # thruster offset along its own axis (m), listing SMALL_LEN
-_B = 0.080451                     # thruster offset across its axis (m), listing BIG_LEN
+_S = 0.01905  # thruster offset along its own axis (m), listing SMALL_LEN
+_B = 0.080451  # thruster offset across its axis (m), listing BIG_LEN
 
 # Thrusters 1..12 of the thruster-simulator listing: position of the nozzle in B (m) and the
 # direction of the force it applies to the vehicle (unit, in B).
 THRUSTER_POSITIONS_B = (
-    (_S, -_B, -_B), (-_S, -_B, -_B), (-_B, -_S, -_B), (-_B, _S, -_B),
-    (_B, -_B, _S), (_B, -_B, -_S), (_B, _S, _B), (_B, -_S, _B),
-    (-_B, _B, _S), (-_B, _B, -_S), (_S, _B, _B), (-_S, _B, _B),
+    (_S, -_B, -_B),
+    (-_S, -_B, -_B),
+    (-_B, -_S, -_B),
+    (-_B, _S, -_B),
+    (_B, -_B, _S),
+    (_B, -_B, -_S),
+    (_B, _S, _B),
+    (_B, -_S, _B),
+    (-_B, _B, _S),
+    (-_B, _B, -_S),
+    (_S, _B, _B),
+    (-_S, _B, _B),
 )
 THRUSTER_DIRECTIONS_B = (
-    (-1.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, -1.0, 0.0),
-    (0.0, 0.0, -1.0), (0.0, 0.0, 1.0), (0.0, -1.0, 0.0), (0.0, 1.0, 0.0),
-    (0.0, 0.0, -1.0), (0.0, 0.0, 1.0), (-1.0, 0.0, 0.0), (1.0, 0.0, 0.0),
+    (-1.0, 0.0, 0.0),
+    (1.0, 0.0, 0.0),
+    (0.0, 1.0, 0.0),
+    (0.0, -1.0, 0.0),
+    (0.0, 0.0, -1.0),
+    (0.0, 0.0, 1.0),
+    (0.0, -1.0, 0.0),
+    (0.0, 1.0, 0.0),
+    (0.0, 0.0, -1.0),
+    (0.0, 0.0, 1.0),
+    (-1.0, 0.0, 0.0),
+    (1.0, 0.0, 0.0),
 )
 
 
@@ -74,12 +93,20 @@ class ThrusterParams(_Frozen):
     thrust_override_N: tuple[float, ...] | None = Field(None, description="12 levels replacing the law")
     on_delay_s: float = Field(0.006, ge=0, description="THRUSTER_ON_DELAY: valve opening delay")
     off_delay_s: float = Field(0.0, ge=0, description="THRUSTER_OFF_DELAY")
-    noise_fraction: float = Field(0.0, ge=0, description="per-firing 1-sigma thrust noise; the "
-                                  "listing's THRUST_NOISE_LEVEL is 0.01 with NOISE_ON false")
+    noise_fraction: float = Field(
+        0.0,
+        ge=0,
+        description="per-firing 1-sigma thrust noise; the listing's THRUST_NOISE_LEVEL is 0.01 with NOISE_ON false",
+    )
     propellant_kg: float = Field(0.172, ge=0, description="about 5% of the vehicle mass (section 1.3)")
-    isp_s: float = Field(51.1, gt=0, description=(
-        "not in the seed: chosen so that one thruster firing continuously empties the tank in "
-        "10 min, the seed's tank life: 0.1436 N * 600 s / (0.172 kg * g0)"))
+    isp_s: float = Field(
+        51.1,
+        gt=0,
+        description=(
+            "not in the seed: chosen so that one thruster firing continuously empties the tank in "
+            "10 min, the seed's tank life: 0.1436 N * 600 s / (0.172 kg * g0)"
+        ),
+    )
     planar: bool = Field(False, description="1-g air-table mode: body Fz, Tx and Ty are dropped")
 
     @field_validator("positions_B", "directions_B")
@@ -112,26 +139,34 @@ class ImuParams(_Frozen):
     """Three BEI Gyrochip II gyros and a Honeywell Q-Flex 3-axis accelerometer, body-aligned."""
 
     sample_spacing_s: float = Field(0.018, gt=0, description="IMU_DELAY: one sample per 18 ms")
-    delivery_period_s: float = Field(0.1, gt=0, description=(
-        "samples reach the flight software in batches at this period, aligned with the 10 Hz "
-        "control law (each sample keeps its own time stamp); set it to sample_spacing_s to "
-        "deliver every sample at its instant"))
+    delivery_period_s: float = Field(
+        0.1,
+        gt=0,
+        description=(
+            "samples reach the flight software in batches at this period, aligned with the 10 Hz "
+            "control law (each sample keeps its own time stamp); set it to sample_spacing_s to "
+            "deliver every sample at its instant"
+        ),
+    )
     gyro_range_deg_s: float = Field(50.0, gt=0, description="Table 2.4")
     accel_range_g: float = Field(20.0, gt=0, description="Table 2.3")
     gyro_noise_density_deg_s_rthz: float = Field(0.05, ge=0, description="Table 2.4, DC-100 Hz")
     gyro_bandwidth_hz: float = Field(100.0, gt=0)
-    accel_noise_band_ug: tuple[float, ...] = Field((20.0, 200.0), description=(
-        "Table 2.3: RMS noise in each band (0-10 Hz, 10-500 Hz), combined root-sum-square"))
+    accel_noise_band_ug: tuple[float, ...] = Field(
+        (20.0, 200.0), description=("Table 2.3: RMS noise in each band (0-10 Hz, 10-500 Hz), combined root-sum-square")
+    )
     accel_resolution_ug: float = Field(5.0, gt=0, description="Table 2.3 threshold/resolution")
     gyro_scale_mV_per_deg_s: float = Field(30.0, gt=0, description="Table 2.4")
-    gyro_output_step_mV: float = Field(1.0, gt=0, description=(
-        "the simulator sends integer millivolts, so a gyro reading moves in 1 mV steps"))
+    gyro_output_step_mV: float = Field(
+        1.0, gt=0, description=("the simulator sends integer millivolts, so a gyro reading moves in 1 mV steps")
+    )
     accel_scale_error: float = Field(0.018, ge=0, description="Table 2.3 scale-factor tolerance")
     gyro_scale_error: float = Field(0.02, ge=0, description="Table 2.4 scale-factor tolerance")
     accel_bias_g: float = Field(0.020, ge=0, description="Table 2.3 bias bound")
     gyro_bias_deg_s: float = Field(1.5, ge=0, description="Table 2.4: 0.045 V / 30 mV/(deg/s)")
-    randomize_errors: bool = Field(False, description=(
-        "draw each axis' bias and scale-factor error once, uniformly within the bounds above"))
+    randomize_errors: bool = Field(
+        False, description=("draw each axis' bias and scale-factor error once, uniformly within the bounds above")
+    )
     noise_on: bool = Field(False, description="NOISE_ON of the listing (off in the sample runs)")
     gravity_mps2: float = Field(0.0, ge=0, description="specific force of the air table's support")
 
@@ -199,9 +234,14 @@ class RadioParams(_Frozen):
     max_packets_per_token: int = Field(1, ge=1, description="packets a node sends per token hold")
     loss_probability: float = Field(0.0, ge=0, le=1, description="a receiver misses a packet")
     bit_error_rate: float = Field(0.0, ge=0, le=1, description="per transmitted bit, per receiver")
-    poll_period_s: float = Field(0.1, gt=0, description=(
-        "the channel latches the packets handed to it at these instants; the flight software "
-        "and the laptop hand over packets on the same 10 Hz grid"))
+    poll_period_s: float = Field(
+        0.1,
+        gt=0,
+        description=(
+            "the channel latches the packets handed to it at these instants; the flight software "
+            "and the laptop hand over packets on the same 10 Hz grid"
+        ),
+    )
     poll_phase_ns: int = Field(2, ge=0, description="after the senders' grid and the 1 ns island crossing")
     ack_timeout_s: float = Field(0.5, gt=0, description="not in the seed: resend after this")
     max_resends: int = Field(5, ge=0)
@@ -215,17 +255,30 @@ class FlightSoftwareParams(_Frozen):
     control_divider: int = Field(5, ge=1, description="the control law runs every 5th controller tick")
     pw_min_s: float = Field(0.005, ge=0, description="PW_MIN (the listing's comment says seconds; it is ms)")
     pw_max_s: float = Field(0.1, gt=0, description="PW_MAX = 1/(CTRL_RATE/5)")
-    deadband_s: float = Field(0.001, ge=0, description=(
-        "not in the seed (CMD_DB): thrust times shorter than this are not fired"))
-    pulse_offset_s: float = Field(0.006, ge=0, description=(
-        "added to every fired pulse so that its impulse survives the valve's 6 ms opening delay "
-        "(the seed's PW_MIN offset plays this role; 5 ms alone would yield no impulse)"))
+    deadband_s: float = Field(
+        0.001, ge=0, description=("not in the seed (CMD_DB): thrust times shorter than this are not fired")
+    )
+    pulse_offset_s: float = Field(
+        0.006,
+        ge=0,
+        description=(
+            "added to every fired pulse so that its impulse survives the valve's 6 ms opening delay "
+            "(the seed's PW_MIN offset plays this role; 5 ms alone would yield no impulse)"
+        ),
+    )
     thrusters_off_during_gm: bool = Field(True, description="propulsion task blanks during ultrasound")
-    gm_blank_s: float = Field(0.105, ge=0, description="blanking after the IR sync: the last beacon "
-                              "fires at 85 ms and its pulse has crossed the volume by 105 ms")
+    gm_blank_s: float = Field(
+        0.105,
+        ge=0,
+        description="blanking after the IR sync: the last beacon "
+        "fires at 85 ms and its pulse has crossed the volume by 105 ms",
+    )
     gm_request_period_s: float = Field(0.5, gt=0, description="global metrology every 500 ms")
-    kp_pos: float = Field(0.25, ge=0, description="position gain (1/s^2); the seed's call is "
-                          "control_position_PD(0.25, 0.25) with units not given")
+    kp_pos: float = Field(
+        0.25,
+        ge=0,
+        description="position gain (1/s^2); the seed's call is control_position_PD(0.25, 0.25) with units not given",
+    )
     kd_pos: float = Field(0.7, ge=0, description="velocity gain (1/s), damping ratio 0.7 at 0.5 rad/s")
     kp_att: float = Field(1.0, ge=0, description="attitude gain (1/s^2)")
     kd_att: float = Field(1.4, ge=0, description="rate gain (1/s), damping ratio 0.7 at 1 rad/s")
@@ -235,9 +288,13 @@ class FlightSoftwareParams(_Frozen):
     est_vel_gain: float = Field(0.3, ge=0, description="velocity correction per GM period (1/period)")
     est_att_gain: float = Field(0.7, ge=0, le=1, description="share of a GM attitude innovation taken")
     est_bias_gain: float = Field(0.1, ge=0, description="gyro-bias correction per GM period")
-    est_use_accelerometer: bool = Field(False, description=(
-        "propagate with the accelerometer; the seed's leader-follower run used the commanded "
-        "thruster force instead (propagate_state modified), which is the default"))
+    est_use_accelerometer: bool = Field(
+        False,
+        description=(
+            "propagate with the accelerometer; the seed's leader-follower run used the commanded "
+            "thruster force instead (propagate_state modified), which is the default"
+        ),
+    )
     gm_max_residual_m: float = Field(0.01, gt=0, description="a pose fix is rejected above this RMS")
 
 
@@ -274,7 +331,7 @@ class TestbedParams(_Frozen):
     volume lies within 55 degrees of every beacon's axis.
     """
 
-    __test__ = False   # not a pytest class
+    __test__ = False  # not a pytest class
 
     volume_min_N: Vec3 = (0.0, 0.0, 0.0)
     volume_max_N: Vec3 = (2.3, 2.3, 2.3)
@@ -336,8 +393,9 @@ def vehicle_params(vehicle_type: str = "spheres_6dof", overrides: dict[str, Any]
     try:
         base = VEHICLE_TYPES[vehicle_type]()
     except KeyError:
-        raise ValueError(f"unknown SPHERES vehicle type {vehicle_type!r}; choose one of "
-                         f"{', '.join(sorted(VEHICLE_TYPES))}") from None
+        raise ValueError(
+            f"unknown SPHERES vehicle type {vehicle_type!r}; choose one of {', '.join(sorted(VEHICLE_TYPES))}"
+        ) from None
     return base.with_overrides(overrides)
 
 
@@ -349,8 +407,9 @@ def _apply_overrides(model: BaseModel, overrides: dict[str, Any] | None):
     for key, value in overrides.items():
         head, _, rest = key.partition(".")
         if head not in type(model).model_fields:
-            raise ValueError(f"{type(model).__name__} has no parameter {head!r}; it has "
-                             f"{', '.join(type(model).model_fields)}")
+            raise ValueError(
+                f"{type(model).__name__} has no parameter {head!r}; it has {', '.join(type(model).model_fields)}"
+            )
         if rest:
             nested.setdefault(head, {})[rest] = value
         else:

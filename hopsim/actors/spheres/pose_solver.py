@@ -12,6 +12,7 @@ comes from linear trilateration of the beacon-to-centre distances (each beacon's
 plus the face offset) and the attitude from the 24 axis-aligned rotations, keeping the start
 that fits best.
 """
+
 from __future__ import annotations
 
 import functools
@@ -29,7 +30,7 @@ from hopsim.dynamics.spatial import quat_to_dcm
 class PoseFix:
     r_N: np.ndarray
     q_BN: np.ndarray
-    rms_m: float          # RMS range residual (m)
+    rms_m: float  # RMS range residual (m)
     n_ranges: int
     iterations: int
     converged: bool
@@ -45,8 +46,9 @@ def _measurements(ranges, beacons_N, receivers_B):
     return k_idx, s_B[j_idx], flat[k_idx, j_idx]
 
 
-def solve_pose(ranges, beacons_N, receivers_B, r0_N=None, q0_BN=None, motion=None,
-               max_iterations: int = 12, tol: float = 1e-8) -> PoseFix:
+def solve_pose(
+    ranges, beacons_N, receivers_B, r0_N=None, q0_BN=None, motion=None, max_iterations: int = 12, tol: float = 1e-8
+) -> PoseFix:
     """Least-squares pose from ``ranges[beacon][face][receiver]`` (m, negative = no reading).
 
     ``receivers_B`` is [face][receiver][3] (m, in B); ``motion`` an optional list, per beacon,
@@ -69,15 +71,14 @@ def solve_pose(ranges, beacons_N, receivers_B, r0_N=None, q0_BN=None, motion=Non
         r0_N = trilaterate(ranges, beacons_N, receivers_B)
     if q0_BN is None:
         starts = [np.asarray(q, float) for q in cube_rotations()]
-        fixes = [_gauss_newton(p_b, s_B, rho, dr, dR, np.array(r0_N, float), q, max_iterations, tol)
-                 for q in starts]
+        fixes = [_gauss_newton(p_b, s_B, rho, dr, dR, np.array(r0_N, float), q, max_iterations, tol) for q in starts]
         return min(fixes, key=lambda f: f.rms_m)
-    return _gauss_newton(p_b, s_B, rho, dr, dR, np.array(r0_N, float), np.asarray(q0_BN, float),
-                         max_iterations, tol)
+    return _gauss_newton(p_b, s_B, rho, dr, dR, np.array(r0_N, float), np.asarray(q0_BN, float), max_iterations, tol)
 
 
-def solve_pose_moving(ranges, beacons_N, receivers_B, r0_N, q0_BN, dr_N, dR,
-                      max_iterations: int = 12, tol: float = 1e-8) -> PoseFix:
+def solve_pose_moving(
+    ranges, beacons_N, receivers_B, r0_N, q0_BN, dr_N, dR, max_iterations: int = 12, tol: float = 1e-8
+) -> PoseFix:
     """:func:`solve_pose` from a starting pose, with the motion as two arrays (per beacon: the
     displacement ``dr_N[k]`` in N, m, and the rotation ``dR[k]``) instead of a list of pairs.
 
@@ -89,9 +90,16 @@ def solve_pose_moving(ranges, beacons_N, receivers_B, r0_N, q0_BN, dr_N, dR,
     flat = np.ascontiguousarray(ranges.reshape(ranges.shape[0], -1))
     s_B = np.ascontiguousarray(np.asarray(receivers_B, dtype=float).reshape(-1, 3))
     r_out, q_out, rms, it, converged, n = _gather_and_solve(
-        flat, s_B, np.ascontiguousarray(beacons_N, dtype=float), np.ascontiguousarray(dr_N, dtype=float),
-        np.ascontiguousarray(dR, dtype=float), np.array(r0_N, dtype=float), np.array(q0_BN, dtype=float),
-        int(max_iterations), float(tol))
+        flat,
+        s_B,
+        np.ascontiguousarray(beacons_N, dtype=float),
+        np.ascontiguousarray(dr_N, dtype=float),
+        np.ascontiguousarray(dR, dtype=float),
+        np.array(r0_N, dtype=float),
+        np.array(q0_BN, dtype=float),
+        int(max_iterations),
+        float(tol),
+    )
     if n < 6:
         return PoseFix(np.full(3, np.nan), np.array([0, 0, 0, 1.0]), np.inf, n, 0, False)
     return PoseFix(r_out, q_out, float(rms), n, int(it), bool(converged))
@@ -126,8 +134,7 @@ def _gather_and_solve(flat, s_all, beacons_N, dr_b, dR_b, r0, q0, max_iterations
                 m += 1
     if n < 6:
         return r0, q0, np.inf, 0, False, n
-    r, q, rms, it, converged = _gauss_newton_compiled(p_b, s_B, rho, dr, dR, r0, normalized_c(q0),
-                                                      max_iterations, tol)
+    r, q, rms, it, converged = _gauss_newton_compiled(p_b, s_B, rho, dr, dR, r0, normalized_c(q0), max_iterations, tol)
     return r, q, rms, it, converged, n
 
 
@@ -135,9 +142,16 @@ def _gauss_newton(p_b, s_B, rho, dr, dR, r, q, max_iterations, tol) -> PoseFix:
     if dR is None:
         dR = np.broadcast_to(np.eye(3), (rho.size, 3, 3))
     r_out, q_out, rms, it, converged = _gauss_newton_compiled(
-        np.ascontiguousarray(p_b), np.ascontiguousarray(s_B), np.ascontiguousarray(rho),
-        np.ascontiguousarray(dr), np.ascontiguousarray(dR), np.array(r, dtype=float),
-        normalized(q), int(max_iterations), float(tol))
+        np.ascontiguousarray(p_b),
+        np.ascontiguousarray(s_B),
+        np.ascontiguousarray(rho),
+        np.ascontiguousarray(dr),
+        np.ascontiguousarray(dR),
+        np.array(r, dtype=float),
+        normalized(q),
+        int(max_iterations),
+        float(tol),
+    )
     return PoseFix(r_out, q_out, float(rms), rho.size, int(it), bool(converged))
 
 
@@ -191,11 +205,14 @@ def _gauss_newton_compiled(p_b, s_B, rho, dr, dR, r, q, max_iterations, tol):
         else:
             sn = np.sin(0.5 * ang) / ang
             e = np.array([th[0] * sn, th[1] * sn, th[2] * sn, np.cos(0.5 * ang)])
-        qn = np.array([
-            e[3] * q[0] + e[0] * q[3] + e[1] * q[2] - e[2] * q[1],
-            e[3] * q[1] - e[0] * q[2] + e[1] * q[3] + e[2] * q[0],
-            e[3] * q[2] + e[0] * q[1] - e[1] * q[0] + e[2] * q[3],
-            e[3] * q[3] - e[0] * q[0] - e[1] * q[1] - e[2] * q[2]])
+        qn = np.array(
+            [
+                e[3] * q[0] + e[0] * q[3] + e[1] * q[2] - e[2] * q[1],
+                e[3] * q[1] - e[0] * q[2] + e[1] * q[3] + e[2] * q[0],
+                e[3] * q[2] + e[0] * q[1] - e[1] * q[0] + e[2] * q[3],
+                e[3] * q[3] - e[0] * q[0] - e[1] * q[1] - e[2] * q[2],
+            ]
+        )
         qn = qn / np.sqrt(qn @ qn)
         if qn[3] < 0:
             qn = -qn

@@ -12,6 +12,7 @@ peers. Programs here reproduce the seed's sample runs (Appendix B):
 
 Positions are metres in the test-bed frame N, attitudes q_BN, times seconds of test time.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,7 +33,7 @@ class Reference:
     v_N: np.ndarray
     q_BN: np.ndarray
     omega_B: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    control_z: bool = True          # False: the Z force command is zero (gCommand[Z] = 0)
+    control_z: bool = True  # False: the Z force command is zero (gCommand[Z] = 0)
     control_attitude: bool = True
 
 
@@ -53,7 +54,7 @@ def raised_cosine(t: float, duration: float, amplitude):
 class GuestProgram:
     """Base class: hold the state the test started in."""
 
-    broadcast_to: tuple[str, ...] = ()     # peers that receive this vehicle's state over STS
+    broadcast_to: tuple[str, ...] = ()  # peers that receive this vehicle's state over STS
 
     def start(self, t: float, state) -> None:
         r, v, q, w = state
@@ -69,11 +70,12 @@ class GuestProgram:
 @dataclass(frozen=True)
 class Maneuver:
     duration_s: float
-    move_N: tuple[float, float, float] = (0.0, 0.0, 0.0)   # zero: a hold
+    move_N: tuple[float, float, float] = (0.0, 0.0, 0.0)  # zero: a hold
 
 
-def square_maneuvers(side_m: float = 0.4, move_s: float = 10.0, hold_s: float = 10.0,
-                     first_hold_s: float = 5.0) -> list[Maneuver]:
+def square_maneuvers(
+    side_m: float = 0.4, move_s: float = 10.0, hold_s: float = 10.0, first_hold_s: float = 5.0
+) -> list[Maneuver]:
     """The leader's maneuver list: +Y, +X, -Y, -X sides with holds, then hold indefinitely."""
     plan = [Maneuver(first_hold_s)]
     for move in ((0, side_m, 0), (side_m, 0, 0), (0, -side_m, 0), (-side_m, 0, 0)):
@@ -85,8 +87,13 @@ def square_maneuvers(side_m: float = 0.4, move_s: float = 10.0, hold_s: float = 
 class LeaderSquare(GuestProgram):
     """Flies :func:`square_maneuvers` from the position held at the test start."""
 
-    def __init__(self, maneuvers: list[Maneuver] | None = None, broadcast_to: tuple[str, ...] = (),
-                 control_z: bool = False, control_attitude: bool = False):
+    def __init__(
+        self,
+        maneuvers: list[Maneuver] | None = None,
+        broadcast_to: tuple[str, ...] = (),
+        control_z: bool = False,
+        control_attitude: bool = False,
+    ):
         self.maneuvers = maneuvers or square_maneuvers()
         self.broadcast_to = tuple(broadcast_to)
         self.control_z = control_z
@@ -111,18 +118,29 @@ class LeaderSquare(GuestProgram):
         for k, m in enumerate(self.maneuvers):
             if elapsed < m.duration_s:
                 d, rate = raised_cosine(elapsed, m.duration_s, m.move_N)
-                return Reference(self.bases_N[k] + d, rate, self.q0.copy(), control_z=self.control_z,
-                                 control_attitude=self.control_attitude)
+                return Reference(
+                    self.bases_N[k] + d,
+                    rate,
+                    self.q0.copy(),
+                    control_z=self.control_z,
+                    control_attitude=self.control_attitude,
+                )
             elapsed -= m.duration_s
-        return Reference(self.bases_N[-1].copy(), np.zeros(3), self.q0.copy(), control_z=self.control_z,
-                         control_attitude=self.control_attitude)
+        return Reference(
+            self.bases_N[-1].copy(),
+            np.zeros(3),
+            self.q0.copy(),
+            control_z=self.control_z,
+            control_attitude=self.control_attitude,
+        )
 
 
 class Follower(GuestProgram):
     """Tracks a leader's broadcast position and velocity plus ``offset_N``."""
 
-    def __init__(self, leader: str, offset_N=(-0.30, 0.0, 0.0), control_z: bool = False,
-                 control_attitude: bool = False):
+    def __init__(
+        self, leader: str, offset_N=(-0.30, 0.0, 0.0), control_z: bool = False, control_attitude: bool = False
+    ):
         self.leader = leader
         self.offset = np.array(offset_N, dtype=float)
         self.control_z = control_z
@@ -138,8 +156,9 @@ class DockingLeader(GuestProgram):
     """Holds station and broadcasts its state, OFF for the first 5 s and ON after; moves
     ``x_step_m`` in X at ``x_step_s`` (section 4.4, the master's code)."""
 
-    def __init__(self, broadcast_to: tuple[str, ...], off_s: float = 5.0, x_step_s: float = 25.0,
-                 x_step_m: float = -0.30):
+    def __init__(
+        self, broadcast_to: tuple[str, ...], off_s: float = 5.0, x_step_s: float = 25.0, x_step_m: float = -0.30
+    ):
         self.broadcast_to = tuple(broadcast_to)
         self.off_s, self.x_step_s, self.x_step_m = off_s, x_step_s, x_step_m
 
@@ -166,9 +185,17 @@ class DockingFollower(GuestProgram):
     tracking the leader in X; at ``x_step_s`` move ``x_step_m`` in X and hold.
     """
 
-    def __init__(self, leader: str, yaw_change_rad: float = math.pi / 2, yaw_rate_rad_s: float = math.radians(15),
-                 rotate_s: float = 10.0, approach_s: float = 10.0, gap_m: float = 0.21,
-                 x_step_s: float = 25.0, x_step_m: float = -0.30):
+    def __init__(
+        self,
+        leader: str,
+        yaw_change_rad: float = math.pi / 2,
+        yaw_rate_rad_s: float = math.radians(15),
+        rotate_s: float = 10.0,
+        approach_s: float = 10.0,
+        gap_m: float = 0.21,
+        x_step_s: float = 25.0,
+        x_step_m: float = -0.30,
+    ):
         self.leader = leader
         self.yaw_change = yaw_change_rad
         self.rotation_s = abs(yaw_change_rad / yaw_rate_rad_s)
@@ -220,5 +247,4 @@ class DockingFollower(GuestProgram):
                 self.v_ref[1] = 0.0
                 self.r_ref[0] = float(state[0][0]) + self.x_step_m
                 self.v_ref[0] = 0.0
-        return Reference(self.r_ref.copy(), self.v_ref.copy(), self.q_ref.copy(), self.w_ref.copy(),
-                         control_z=False)
+        return Reference(self.r_ref.copy(), self.v_ref.copy(), self.q_ref.copy(), self.w_ref.copy(), control_z=False)

@@ -10,10 +10,11 @@ with that tick; a blanking window cuts pulses and resumes them at its end if tim
 commands carry each thruster's remaining on-time, so the thruster simulator ends the pulses
 without further commands.
 """
+
 from __future__ import annotations
 
 NUM_THRUSTERS = 12
-BITS = tuple(1 << i for i in range(NUM_THRUSTERS))     # thruster i's bit in a mask
+BITS = tuple(1 << i for i in range(NUM_THRUSTERS))  # thruster i's bit in a mask
 
 
 class PropulsionTask:
@@ -23,10 +24,10 @@ class PropulsionTask:
         self.tick_ns = int(tick_ns)
         self.blank_enabled = blank_enabled
         self.start_ns = 0
-        self.end_ns = [0] * NUM_THRUSTERS        # countdown of thruster i reaches 0 at end_ns[i]
-        self.prev_end_ns = [0] * NUM_THRUSTERS   # the group still counting down until start_ns
+        self.end_ns = [0] * NUM_THRUSTERS  # countdown of thruster i reaches 0 at end_ns[i]
+        self.prev_end_ns = [0] * NUM_THRUSTERS  # the group still counting down until start_ns
         self.blanks: list[tuple[int, int]] = []  # [t0, t1) windows with every thruster forced off
-        self.sent_mask = 0                       # the last command's mask (0 after its pulses end)
+        self.sent_mask = 0  # the last command's mask (0 after its pulses end)
         self.sent_until = [0] * NUM_THRUSTERS
         # max(end_ns), max(prev_end_ns) and max(sent_until), kept with them (command_at's shortcut)
         self.end_max_ns = self.prev_end_max_ns = self.sent_until_max_ns = 0
@@ -38,7 +39,7 @@ class PropulsionTask:
     def set_pulses(self, t_ns: int, widths_ns) -> int:
         """New pulse widths from the control law at t_ns; returns the tick at which they start."""
         start = self.next_tick(t_ns)
-        if self.start_ns < start:    # (e if e < start else start: min(e, start) of ints, without the call)
+        if self.start_ns < start:  # (e if e < start else start: min(e, start) of ints, without the call)
             self.prev_end_ns = [e if e < start else start for e in self.end_ns]
             # max(prev_end_ns): the cut at start commutes with the max (integers)
             self.prev_end_max_ns = self.end_max_ns if self.end_max_ns < start else start
@@ -93,19 +94,19 @@ class PropulsionTask:
             # on-time last sent (sent_until is 0 off the sent mask, so live 0): nothing to send
             return None
         sent_mask, sent_until = self.sent_mask, self.sent_until
-        mask = 0        # the interrupt's output at t_ns (:meth:`mask_at`); 0 once every countdown ran out
+        mask = 0  # the interrupt's output at t_ns (:meth:`mask_at`); 0 once every countdown ran out
         if t_ns < ends_max and self._blank_at(t_ns) is None:
             for bit, end in zip(BITS, ends):
                 if t_ns < end:
                     mask |= bit
-        live = 0        # what the last command still asks for at t_ns; 0 once every on-time ran out
+        live = 0  # what the last command still asks for at t_ns; 0 once every on-time ran out
         if t_ns < self.sent_until_max_ns:
             for bit, end in zip(BITS, sent_until):
                 if t_ns < end:
                     live |= bit
             live &= sent_mask
         if mask == 0 and live == 0:
-            return None     # every thruster off and none asked for: nothing to send
+            return None  # every thruster off and none asked for: nothing to send
         cut = self._next_blank_start(t_ns)
         if cut is None:
             until = [end if mask & bit else 0 for bit, end in zip(BITS, ends)]

@@ -24,6 +24,7 @@ Faults: ``radio_loss`` (value = loss probability), ``radio_delay`` (value = extr
 in seconds), ``partition`` (``vehicles`` lists one side; frames between sides are lost), each for
 ``duration_s`` (0: until cleared).
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -52,8 +53,11 @@ class RadioChannel(Model):
 
     io_schedule = VariableRate()
     feed_through = False
-    accepts_faults = {"radio_loss": ("value", "duration_s", "clear"), "radio_delay": ("value", "duration_s", "clear"),
-                      "partition": ("vehicles", "duration_s", "clear")}
+    accepts_faults = {
+        "radio_loss": ("value", "duration_s", "clear"),
+        "radio_delay": ("value", "duration_s", "clear"),
+        "partition": ("vehicles", "duration_s", "clear"),
+    }
 
     def __init__(self, name: str, nodes: list[str], node_ids: dict[str, int], params: RadioParams):
         self.inputs = {tx_port(n): In(RadioPacket, queue=True) for n in nodes}
@@ -70,10 +74,10 @@ class RadioChannel(Model):
         self.token_ns = int(round(packets.OVERHEAD * self.byte_ns))
         self.poll_period_ns = seconds(params.poll_period_s)
         self.poll_phase_ns = int(params.poll_phase_ns)
-        self.token_holder = 0            # index of the node the token reaches at token_time_ns
+        self.token_holder = 0  # index of the node the token reaches at token_time_ns
         self.token_time_ns = 0
-        self.queues = [deque() for _ in nodes]          # (t_handed_ns, RadioPacket) per node
-        self.in_flight: list[tuple[int, int, int, RadioPacket]] = []   # (deliver_ns, seq, sender, pkt)
+        self.queues = [deque() for _ in nodes]  # (t_handed_ns, RadioPacket) per node
+        self.in_flight: list[tuple[int, int, int, RadioPacket]] = []  # (deliver_ns, seq, sender, pkt)
         self.to_write: list[tuple[str, RadioPacket]] = []
         self.loss_probability = params.loss_probability
         self.extra_delay_ns = 0
@@ -133,7 +137,7 @@ class RadioChannel(Model):
 
     def next_io_time(self, t_ns: int) -> int | None:
         nxt = self._next_poll(t_ns)
-        for d, _, _, _ in self.in_flight:      # by delivery time: the first one ahead
+        for d, _, _, _ in self.in_flight:  # by delivery time: the first one ahead
             if d > t_ns:
                 nxt = min(nxt, d)
                 break
@@ -151,7 +155,7 @@ class RadioChannel(Model):
                     self._clear(kind)
         ports = self.ports
         for j, port in enumerate(self._tx_ports):
-            if not ports[port].queued:      # draining an empty queue changes nothing
+            if not ports[port].queued:  # draining an empty queue changes nothing
                 continue
             for pkt in self.drain(port):
                 # a packet handed over between polls counts from now: the channel saw it now
@@ -181,8 +185,18 @@ class RadioChannel(Model):
             if to not in (self.node_ids[node], packets.BROADCAST):
                 continue
             self.delivered += 1
-            self.to_write.append((self._rx_ports[j], RadioPacket(
-                channel=pkt.channel or self.name, sender=pkt.sender, t_ns=pkt.t_ns, rx_ns=deliver_ns, frame=frame)))
+            self.to_write.append(
+                (
+                    self._rx_ports[j],
+                    RadioPacket(
+                        channel=pkt.channel or self.name,
+                        sender=pkt.sender,
+                        t_ns=pkt.t_ns,
+                        rx_ns=deliver_ns,
+                        frame=frame,
+                    ),
+                )
+            )
 
     def _with_bit_errors(self, frame: bytes) -> bytes:
         ber = self.params.bit_error_rate

@@ -3,6 +3,7 @@
 A fault lasts ``duration_s`` from its instant (0: until a fault with ``clear`` arrives). Expiry is
 checked at each measurement instant, so a sensor needs no barrier for it.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,9 +12,11 @@ from hopsim.kernel.simtime import seconds
 
 # the kinds, and the Fault fields each reads: the bias of one channel (index, -1 for all) or
 # the noise scale, in value; dropout's value is the fraction of samples lost
-SENSOR_FAULTS = {"sensor_bias": ("index", "value", "duration_s", "clear"),
-                 "noise_scale": ("value", "duration_s", "clear"),
-                 "dropout": ("value", "duration_s", "clear")}
+SENSOR_FAULTS = {
+    "sensor_bias": ("index", "value", "duration_s", "clear"),
+    "noise_scale": ("value", "duration_s", "clear"),
+    "dropout": ("value", "duration_s", "clear"),
+}
 
 
 class SensorFaults:

@@ -8,6 +8,7 @@ over an interval [a, b] it gives the impulse ``I = int F dt`` and the moment
 ``M = int (b - t) F dt``, so that ``v(b) = v(a) + R I / m`` and ``r(b) = r(a) + v(a)(b - a) + R M / m``
 for an attitude held over the interval. It also tracks the propellant the commands burn.
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -18,7 +19,6 @@ from numba import njit
 from hopsim.actors.spheres.params import G0, SpheresParams
 from hopsim.actors.spheres.valves import NUM_THRUSTERS, ValveTimeline
 from hopsim.kernel.simtime import NS_PER_S, seconds
-
 
 
 class ThrustPredictor:
@@ -66,9 +66,9 @@ class ThrustPredictor:
         in ``a`` (intervals that closed before it are forgotten)."""
         self._advance(b_ns)
         closed = self.closed
-        open_mask = self.timeline.open_mask     # bit i: open_since[i] is set
+        open_mask = self.timeline.open_mask  # bit i: open_since[i] is set
         if not closed and not open_mask:
-            return np.zeros(3), np.zeros(3)   # writable, as the compiled kernels' other inputs
+            return np.zeros(3), np.zeros(3)  # writable, as the compiled kernels' other inputs
         while closed and closed[0][1] <= a_ns:
             closed.popleft()
         if b_ns <= a_ns:
@@ -105,12 +105,12 @@ class ThrustPredictor:
         while closed and closed[0][1] <= a_ns:
             closed.popleft()
         spans = [row for _, t1, _, row in closed if t1 > a_ns]
-        if self.timeline.open_mask:      # bit i: open_since[i] is set
+        if self.timeline.open_mask:  # bit i: open_since[i] is set
             rows = self.force_rows
             b_s = b_ns / NS_PER_S
             spans += [(t0 / NS_PER_S, b_s, *rows[i]) for i, t0 in enumerate(self.open_since) if t0 is not None]
         if not spans:
-            return np.zeros((0, 5))           # writable, as the compiled kernels' other inputs
+            return np.zeros((0, 5))  # writable, as the compiled kernels' other inputs
         return np.array(spans)
 
     def impulse_moment_many(self, a_ns, b_ns) -> tuple[np.ndarray, np.ndarray]:
@@ -122,8 +122,9 @@ class ThrustPredictor:
         if n == 0:
             return np.zeros((0, 3)), np.zeros((0, 3))
         spans = self.firing_spans(a_ns[0], max(b_ns))
-        return impulse_moment_rows(np.array([t / NS_PER_S for t in a_ns]), np.array([t / NS_PER_S for t in b_ns]),
-                                   spans)
+        return impulse_moment_rows(
+            np.array([t / NS_PER_S for t in a_ns]), np.array([t / NS_PER_S for t in b_ns]), spans
+        )
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")

@@ -13,6 +13,7 @@ part of the simulator's snapshot, forgotten when it is restored.
 - :class:`PlanMemo`: one value derived from a valve plan (its switch instants, its message
   entries). Plans are lists never changed in place, so a list's identity stands for its content.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -20,7 +21,7 @@ from typing import Any, Callable
 from hopsim.actors.spheres.valves import ValveTimeline
 from hopsim.kernel import Memo
 
-MAX_THRUST_VECTORS = 256        # noisy thrust rarely repeats a vector: start again past this many
+MAX_THRUST_VECTORS = 256  # noisy thrust rarely repeats a vector: start again past this many
 
 
 class WrenchMemo(Memo):
@@ -121,8 +122,14 @@ class CommandLookahead(Memo):
 
     def _unchanged_since_cloned(self, timeline: ValveTimeline, t_cmd: int) -> bool:
         ahead, before = self._copy, self._cloned_from
-        return (ahead is not None and before is not None and timeline.t_ns <= t_cmd and ahead.t_ns == t_cmd
-                and before[0] is timeline and before[1] == timeline.changes)
+        return (
+            ahead is not None
+            and before is not None
+            and timeline.t_ns <= t_cmd
+            and ahead.t_ns == t_cmd
+            and before[0] is timeline
+            and before[1] == timeline.changes
+        )
 
     def hand_plan_to(self, timeline: ValveTimeline) -> None:
         """Every waiting command is applied: the copy's plan is the timeline's when their states

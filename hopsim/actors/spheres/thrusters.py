@@ -6,6 +6,7 @@ pushes the vehicle along ``directions_B[i]``. Its torque about the centre of mas
 per-thruster override, per-firing noise (drawn from the actor's own generator when a valve
 opens) and ``thrust_scale`` faults.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_right
@@ -65,10 +66,12 @@ class ThrusterSimulator(ContinuousModel):
     outputs = {"valves": Out(ValveState)}
     io_schedule = VariableRate()
     feed_through = True
-    accepts_faults = {"thruster_stuck_off": ("index", "duration_s", "clear"),
-                      "thruster_stuck_on": ("index", "duration_s", "clear"),
-                      "thrust_scale": ("index", "value", "duration_s", "clear")}
-    loads_constant_over_hop = True      # valves switch only at barriers
+    accepts_faults = {
+        "thruster_stuck_off": ("index", "duration_s", "clear"),
+        "thruster_stuck_on": ("index", "duration_s", "clear"),
+        "thrust_scale": ("index", "value", "duration_s", "clear"),
+    }
+    loads_constant_over_hop = True  # valves switch only at barriers
 
     def __init__(self, name: str, body, params: ThrusterParams, vehicle: str | None = None):
         super().__init__(name)
@@ -79,25 +82,25 @@ class ThrusterSimulator(ContinuousModel):
         self.levels_N = np.array(params.levels_N(), dtype=float)
         self.noise_factor = np.ones(NUM_THRUSTERS)
         self.scale = np.ones(NUM_THRUSTERS)
-        self.stuck_open = np.zeros(NUM_THRUSTERS, dtype=bool)        # faults
+        self.stuck_open = np.zeros(NUM_THRUSTERS, dtype=bool)  # faults
         self.stuck_closed = np.zeros(NUM_THRUSTERS, dtype=bool)
-        self.fault_clears: list[tuple[int, str, int]] = []          # (t_ns, kind, index)
+        self.fault_clears: list[tuple[int, str, int]] = []  # (t_ns, kind, index)
         self.timeline = ValveTimeline(seconds(params.on_delay_s), seconds(params.off_delay_s))
-        self.thrust_N = np.zeros(NUM_THRUSTERS)        # of each thruster over the current hop
-        self._thrust_list = [0.0] * NUM_THRUSTERS      # the same as a list
-        self._stuck = False                            # any stuck_open / stuck_closed fault set
-        self._propellant_total_kg = 0.0                # propellant_used_kg.sum()
+        self.thrust_N = np.zeros(NUM_THRUSTERS)  # of each thruster over the current hop
+        self._thrust_list = [0.0] * NUM_THRUSTERS  # the same as a list
+        self._stuck = False  # any stuck_open / stuck_closed fault set
+        self._propellant_total_kg = 0.0  # propellant_used_kg.sum()
         self.force_B = np.zeros(3)
         self.torque_B = np.zeros(3)
         self.firing = False
-        self.impulse_Ns = np.zeros(NUM_THRUSTERS)      # per thruster since the start
+        self.impulse_Ns = np.zeros(NUM_THRUSTERS)  # per thruster since the start
         self.propellant_used_kg = np.zeros(NUM_THRUSTERS)
         self.mass0_kg = body.mass_kg
         self.t_flow_ns = 0
         self.io_pending: int | None = None
-        self.pending_cmds: list[tuple[int, int, list[int] | None]] = []   # (t_ns, mask, on-times)
+        self.pending_cmds: list[tuple[int, int, list[int] | None]] = []  # (t_ns, mask, on-times)
         self.hops_across_events = 0
-        self.switch_log: list[tuple[int, int, bool]] | None = None   # set to a list to record
+        self.switch_log: list[tuple[int, int, bool]] | None = None  # set to a list to record
         self._stale = True
         # what would be computed again otherwise (hopsim.actors.spheres.thruster_memo)
         self._wrenches = WrenchMemo()
@@ -109,7 +112,7 @@ class ThrusterSimulator(ContinuousModel):
     def _switched(self, transitions) -> None:
         """Draw each opening valve's thrust noise; log the transitions if asked to."""
         if not (self.params.noise_fraction > 0.0 or self.switch_log is not None):
-            return      # neither noise nor a log: nothing to do per transition
+            return  # neither noise nor a log: nothing to do per transition
         for t_ns, i, is_open in transitions:
             if is_open and self.params.noise_fraction > 0.0:
                 self.noise_factor[i] = 1.0 + self.params.noise_fraction * self.rng.standard_normal()
@@ -145,8 +148,9 @@ class ThrusterSimulator(ContinuousModel):
                 return
         self._compute_wrench()
         if by_mask:
-            self._wrenches.keep_mask(self.timeline.open_mask, (self._thrust_list, self.firing, self.thrust_N,
-                                                              self.force_B, self.torque_B))
+            self._wrenches.keep_mask(
+                self.timeline.open_mask, (self._thrust_list, self.firing, self.thrust_N, self.force_B, self.torque_B)
+            )
 
     def _compute_wrench(self) -> None:
         """:meth:`_update_wrench` from the valves, levels, scales, noise factors and arms."""
@@ -179,8 +183,13 @@ class ThrusterSimulator(ContinuousModel):
         """Propellant burnt from the last account (``t_flow_ns``) to ``t_ns`` at the thrust held
         meanwhile (nothing unless firing); updates the mass and ``t_flow_ns``."""
         if t_ns > self.t_flow_ns and self.firing:
-            total = _burn(self.impulse_Ns, self.propellant_used_kg, self.thrust_N,
-                          (t_ns - self.t_flow_ns) / NS_PER_S, self.params.isp_s * G0)
+            total = _burn(
+                self.impulse_Ns,
+                self.propellant_used_kg,
+                self.thrust_N,
+                (t_ns - self.t_flow_ns) / NS_PER_S,
+                self.params.isp_s * G0,
+            )
             self._propellant_total_kg = total
             self.body.mass_kg = self.mass0_kg - total
         self.t_flow_ns = t_ns
@@ -224,9 +233,12 @@ class ThrusterSimulator(ContinuousModel):
         """Bring valves, fault ends, propellant and wrench to ``t_ns`` (idempotent at one instant);
         ``before_activations`` leaves the valve switches due at t_ns for commands arriving now."""
         self._account_propellant(t_ns)
-        if (not self._stale and self.timeline.next_event_ns > t_ns
-                and not (self.pending_cmds and self.pending_cmds[0][0] <= t_ns)
-                and not (self.fault_clears and self.fault_clears[0][0] <= t_ns)):
+        if (
+            not self._stale
+            and self.timeline.next_event_ns > t_ns
+            and not (self.pending_cmds and self.pending_cmds[0][0] <= t_ns)
+            and not (self.fault_clears and self.fault_clears[0][0] <= t_ns)
+        ):
             self.timeline.t_ns = t_ns
             return
         changed = self._stale
@@ -255,7 +267,7 @@ class ThrusterSimulator(ContinuousModel):
         if self.timeline.next_event_ns < t1_ns or (self.pending_cmds and self.pending_cmds[0][0] < t1_ns):
             switches = self._planned_view()
             if switches and switches[0][0] < t1_ns:
-                self.hops_across_events += 1    # only if nothing asked for a barrier at a switch
+                self.hops_across_events += 1  # only if nothing asked for a barrier at a switch
 
     def pre_deriv(self, t_s: float) -> None:
         if self.firing:
@@ -283,9 +295,15 @@ class ThrusterSimulator(ContinuousModel):
 
     def _valve_state(self, t_ns: int) -> ValveState:
         switches = self._switch_entries_memo.get(self._planned_view(), _switch_entries)
-        msg = ValveState(vehicle=self.vehicle, t_ns=t_ns, open_mask=self.timeline.open_mask,
-                         thrust_N=self._thrust_list, propellant_used_kg=self.propellant_used_kg.tolist(),
-                         mass_kg=self.body.mass_kg, planned=switches)
+        msg = ValveState(
+            vehicle=self.vehicle,
+            t_ns=t_ns,
+            open_mask=self.timeline.open_mask,
+            thrust_N=self._thrust_list,
+            propellant_used_kg=self.propellant_used_kg.tolist(),
+            mass_kg=self.body.mass_kg,
+            planned=switches,
+        )
         set_vector3(msg.force_B, self.force_B.tolist())
         set_vector3(msg.torque_B, self.torque_B.tolist())
         return msg

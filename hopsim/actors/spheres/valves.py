@@ -9,21 +9,22 @@ applied before activations (the simulator drains its queued commands before it t
 :class:`ValveTimeline` is pure bookkeeping on integer nanoseconds: the thruster simulator uses it
 for the physical valves, the flight software for its prediction of the thrust it commanded.
 """
+
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
 NUM_THRUSTERS = 12
-NEVER = 1 << 62          # an instant after every simulated one (ns)
-CHANGE, SWITCH = 0, 1    # event kinds: commanded state changes, valve opens or closes
+NEVER = 1 << 62  # an instant after every simulated one (ns)
+CHANGE, SWITCH = 0, 1  # event kinds: commanded state changes, valve opens or closes
 # rows of a timeline's state (int64, 6 x 12): commanded on (0/1), since when its commanded state
 # holds (ns), when its pulse ends (ns, NEVER if it does not), valve open (0/1), and its next
 # event's time (ns) and kind
 CMD_ON, CMD_SINCE, CMD_OFF_AT, VALVE_OPEN, EV_T, EV_KIND = range(6)
 _NO_ON_TIMES = np.zeros(NUM_THRUSTERS, dtype=np.int64)
 _NO_ON_TIMES.flags.writeable = False
-_NO_ROWS = np.zeros((0, 3), dtype=np.int64)      # for a step whose transitions the plan already lists
+_NO_ROWS = np.zeros((0, 3), dtype=np.int64)  # for a step whose transitions the plan already lists
 
 
 class ValveTimeline:
@@ -45,9 +46,9 @@ class ValveTimeline:
         self.state[CMD_OFF_AT] = NEVER
         self.state[EV_T] = NEVER
         self.state[EV_KIND] = CHANGE
-        self.open_mask = 0                       # bit i: valve i open (kept up to date)
+        self.open_mask = 0  # bit i: valve i open (kept up to date)
         self.next_event_ns = NEVER
-        self.changes = 0     # commands and applied events so far: an equal count, an unchanged state
+        self.changes = 0  # commands and applied events so far: an equal count, an unchanged state
         self._planned: list | None = None
 
     @property
@@ -72,15 +73,22 @@ class ValveTimeline:
         """Whether the two timelines hold the same delays, commanded states, pending changes and
         valve states (so a command from either gives the same transitions and the same state);
         their times may differ."""
-        return (self.on_delay_ns == other.on_delay_ns and self.off_delay_ns == other.off_delay_ns
-                and self.state.tobytes() == other.state.tobytes())
+        return (
+            self.on_delay_ns == other.on_delay_ns
+            and self.off_delay_ns == other.off_delay_ns
+            and self.state.tobytes() == other.state.tobytes()
+        )
 
     def take_plan_of(self, other: "ValveTimeline") -> None:
         """Take ``other``'s plan as this timeline's own, if this one has none yet and both are in
         the same state (the plan is a pure function of the state): the list :meth:`_future`
         would make again."""
-        if (self._planned is None and other._planned is not None
-                and self.next_event_ns == other.next_event_ns and self.same_state(other)):
+        if (
+            self._planned is None
+            and other._planned is not None
+            and self.next_event_ns == other.next_event_ns
+            and self.same_state(other)
+        ):
             self._planned = other._planned
 
     # ------------------------------------------------------------------ commands
@@ -95,7 +103,7 @@ class ValveTimeline:
         on_times = np.array(on_time_ns, dtype=np.int64) if timed else _NO_ON_TIMES
         self.next_event_ns = _command(self.state, t_ns, mask, on_times, timed, self.on_delay_ns, self.off_delay_ns)
         self._planned = None
-        if self.next_event_ns > t_ns:   # nothing due now (advance would return no transition)
+        if self.next_event_ns > t_ns:  # nothing due now (advance would return no transition)
             self.t_ns = t_ns
             return applied
         return applied + self.advance(t_ns)
@@ -116,13 +124,15 @@ class ValveTimeline:
             # every switch at t_ns back): the plan's first n entries, and the rest is the new
             # state's plan, the same list _future would build, taken by a slice (a new object,
             # so caches keyed by the plan's identity are refreshed). test_sph_fast_paths.py checks.
-            n, self.next_event_ns, self.open_mask = _advance(self.state, t_ns, before_activations, self.on_delay_ns,
-                                                             self.off_delay_ns, self.open_mask, _NO_ROWS)
+            n, self.next_event_ns, self.open_mask = _advance(
+                self.state, t_ns, before_activations, self.on_delay_ns, self.off_delay_ns, self.open_mask, _NO_ROWS
+            )
             self._planned = plan[n:]
             return plan[:n]
         rows = np.empty((2 * NUM_THRUSTERS, 3), dtype=np.int64)
-        n, self.next_event_ns, self.open_mask = _advance(self.state, t_ns, before_activations, self.on_delay_ns,
-                                                         self.off_delay_ns, self.open_mask, rows)
+        n, self.next_event_ns, self.open_mask = _advance(
+            self.state, t_ns, before_activations, self.on_delay_ns, self.off_delay_ns, self.open_mask, rows
+        )
         return [(t, i, o == 1) for t, i, o in rows[:n].tolist()]
 
     def planned(self) -> list[tuple[int, int, bool]]:
@@ -235,7 +245,7 @@ def _command(st, t_ns, mask, on_times_ns, timed, on_delay_ns, off_delay_ns):
         want = (mask >> i) & 1 == 1
         on = st[CMD_ON, i] == 1
         if not want and not on:
-            continue                # off and staying off (its off_at is already NEVER)
+            continue  # off and staying off (its off_at is already NEVER)
         off_at = NEVER
         if timed:
             d = on_times_ns[i]
@@ -244,7 +254,7 @@ def _command(st, t_ns, mask, on_times_ns, timed, on_delay_ns, off_delay_ns):
             if want:
                 off_at = t_ns + d
         if want == on and off_at == st[CMD_OFF_AT, i]:
-            continue                # the thruster's next event stays as it was
+            continue  # the thruster's next event stays as it was
         if want != on:
             st[CMD_ON, i] = 1 if want else 0
             st[CMD_SINCE, i] = t_ns
@@ -267,7 +277,7 @@ def _future_rows(st, on_delay_ns, off_delay_ns):
             if not st[VALVE_OPEN, i]:
                 t_open = st[CMD_SINCE, i] + on_delay_ns
                 if t_open >= off_at:
-                    continue            # the pulse ends before the valve opens
+                    continue  # the pulse ends before the valve opens
                 rows[n, 0], rows[n, 1], rows[n, 2] = t_open, i, 1
                 n += 1
             if off_at < NEVER:

@@ -5,6 +5,7 @@ operations it performs on its own islands (:class:`~hopsim.kernel.distributed.ho
 stands in for each), and a Ray host runs the very same island code with
 :class:`~hopsim.kernel.distributed.host.HostServices` as the islands' owner.
 """
+
 from hopsim.kernel.distributed.ray_runtime import RayRuntime, make_runtime, parse_placement
 
 __all__ = ["RayRuntime", "make_runtime", "parse_placement"]

@@ -17,6 +17,7 @@ Scenario code that captured the simulation in a closure (``sim.e_stop = True`` i
 zero-crossing callback) keeps working: when a host unpickles its islands, the simulation
 becomes that host's services.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,9 +36,8 @@ from hopsim.kernel.rate_group import RateGroup, RateGroups
 from hopsim.kernel.wakes import InstantWakes
 from hopsim.kernel.owner import owning_unpickled_islands
 
-ALL_ISLANDS = "*"       # an operation's island name that stands for every island of the host
-HOST = ""               # an operation's island name that stands for the host itself
-
+ALL_ISLANDS = "*"  # an operation's island name that stands for every island of the host
+HOST = ""  # an operation's island name that stands for the host itself
 
 
 def kernel_event_level(sim, recording: bool) -> int:
@@ -56,28 +56,42 @@ class HostServices:
     itself (``crossing`` holds those for islands in other hosts).
     """
 
-    def __init__(self, default_rate_hz: float, record_kernel_events: int, routes: dict, handled_kills: set,
-                 now: int = 0, windowed: bool = False, batching: bool = False, recording: bool = True,
-                 rate_groups: bool = False, fleets: bool = False, row_blocks: bool = False):
+    def __init__(
+        self,
+        default_rate_hz: float,
+        record_kernel_events: int,
+        routes: dict,
+        handled_kills: set,
+        now: int = 0,
+        windowed: bool = False,
+        batching: bool = False,
+        recording: bool = True,
+        rate_groups: bool = False,
+        fleets: bool = False,
+        row_blocks: bool = False,
+    ):
         self.env = simpy.Environment(initial_time=now)
         self._instant_wakes = InstantWakes(self.env)
-        self.recording = recording         # windowed: envelopes travel to the driver to be recorded
+        self.recording = recording  # windowed: envelopes travel to the driver to be recorded
         self._now = now
         self.windowed = windowed
         self.batching = batching
-        self.rate_groups = rate_groups and windowed     # in lockstep the driver wakes each island
+        self.rate_groups = rate_groups and windowed  # in lockstep the driver wakes each island
         self.fleets = fleets
-        self._fleets = Fleets() if fleets else None       # its rate groups' hops through fleet forms
+        self._fleets = Fleets() if fleets else None  # its rate groups' hops through fleet forms
         # windowed, a rate group's alike members run as rows (hopsim.kernel.blocks), their
         # envelopes to record encoded from the rows
         self.recorder = _Outbox(self) if recording else None
         self._window_end = -1
-        self._rate_groups = RateGroups(self._instant_wakes.schedule,
-                                       self._propagate_batch if batching or fleets else None,
-                                       self.after_barrier, self if row_blocks and self.rate_groups else None)
+        self._rate_groups = RateGroups(
+            self._instant_wakes.schedule,
+            self._propagate_batch if batching or fleets else None,
+            self.after_barrier,
+            self if row_blocks and self.rate_groups else None,
+        )
         self.default_rate_hz = default_rate_hz
         self.record_kernel_events = record_kernel_events
-        self.routes = routes               # topic -> [(island name, model name, port)]
+        self.routes = routes  # topic -> [(island name, model name, port)]
         self._routes_here: dict[str, list[tuple]] = {}
         self.handled_kills = set(handled_kills)
         self.islands: dict[str, Island] = {}
@@ -100,10 +114,10 @@ class HostServices:
         return self.record_kernel_events >= 2
 
     def _reset(self) -> None:
-        self.outbox: list[tuple[Any, bool, str]] = []     # (envelope, queue, source island)
-        self.wakes: dict[str, tuple[int, int]] = {}       # island -> (t_ns, generation)
+        self.outbox: list[tuple[Any, bool, str]] = []  # (envelope, queue, source island)
+        self.wakes: dict[str, tuple[int, int]] = {}  # island -> (t_ns, generation)
         self.forgotten: list[str] = []
-        self.crossing: list[tuple] = []     # (island, deliver_ns, envelope, model, port, rank)
+        self.crossing: list[tuple] = []  # (island, deliver_ns, envelope, model, port, rank)
         self.published = 0
 
     def schedule_wake(self, island: Island, t_ns: int, gen: int) -> None:
@@ -136,8 +150,7 @@ class HostServices:
 
     def alone_through(self, t_ns: int) -> bool:
         """As :meth:`Simulation.alone_through`, inside the current window."""
-        return (self._instant_wakes.sole and t_ns <= self._window_end and self.env.peek() > t_ns
-                and not self.e_stop)
+        return self._instant_wakes.sole and t_ns <= self._window_end and self.env.peek() > t_ns and not self.e_stop
 
     def clock_through(self, t_ns: int) -> None:
         self.env.timeout(t_ns - self.env.now)
@@ -254,18 +267,41 @@ class _Elsewhere:
 class IslandHost:
     """The Ray actor hosting one or more islands (with their models)."""
 
-    def __init__(self, blob: bytes, default_rate_hz: float, record_kernel_events: int, routes: dict,
-                 handled_kills: set, now: int = 0, windowed: bool = False, recording: bool = True,
-                 batching: bool = False, rate_groups: bool = False, fleets: bool = False, row_blocks: bool = False):
-        self.services = HostServices(default_rate_hz, record_kernel_events, routes, handled_kills, now,
-                                     windowed, batching, recording, rate_groups, fleets, row_blocks)
+    def __init__(
+        self,
+        blob: bytes,
+        default_rate_hz: float,
+        record_kernel_events: int,
+        routes: dict,
+        handled_kills: set,
+        now: int = 0,
+        windowed: bool = False,
+        recording: bool = True,
+        batching: bool = False,
+        rate_groups: bool = False,
+        fleets: bool = False,
+        row_blocks: bool = False,
+    ):
+        self.services = HostServices(
+            default_rate_hz,
+            record_kernel_events,
+            routes,
+            handled_kills,
+            now,
+            windowed,
+            batching,
+            recording,
+            rate_groups,
+            fleets,
+            row_blocks,
+        )
         with owning_unpickled_islands(self.services):
             islands = cloudpickle.loads(blob)
         for island in islands:
             island.sim = self.services
             self.services.islands[island.name] = island
-        self._stopped_at: int | None = None     # the e_stop that ended this host's last window
-        self._shipping = ColumnsSender()         # what it recorded, to the driver
+        self._stopped_at: int | None = None  # the e_stop that ended this host's last window
+        self._shipping = ColumnsSender()  # what it recorded, to the driver
 
     def pid(self) -> int:
         """This host's process id (tests kill it from outside)."""
@@ -282,7 +318,7 @@ class IslandHost:
         except ActorKilled as killed:
             return ("killed", killed.actor, killed.t_ns, killed.key)
         if svc.windowed:
-            return ([], {}, False, [], results)   # what the ops published leaves with the next window
+            return ([], {}, False, [], results)  # what the ops published leaves with the next window
         out = (svc.outbox, svc.wakes, svc.e_stop, svc.forgotten, results)
         svc._reset()
         return out
@@ -316,8 +352,7 @@ class IslandHost:
             for name, op, args in ops:
                 self._run_op(name, op, args)
             if pipelined and not self._take_upstream(upstream):
-                return ("ok", [], None), ([], [], [], None, self._next_pending(), 0, 0.0,
-                                          int(env.now))
+                return ("ok", [], None), ([], [], [], None, self._next_pending(), 0, 0.0, int(env.now))
             while True:
                 nxt = env.peek()
                 if nxt > end_ns or (stopped_at is not None and nxt > stopped_at):
@@ -329,8 +364,16 @@ class IslandHost:
             reply = ("killed", killed.actor, killed.t_ns, killed.key)
             return reply, reply
         self._stopped_at = stopped_at
-        reply = (self._shipping.pack([o[:2] for o in svc.outbox]), svc.crossing, svc.forgotten, stopped_at,
-                 self._next_pending(), svc.published, time.thread_time() - t0, int(env.now))
+        reply = (
+            self._shipping.pack([o[:2] for o in svc.outbox]),
+            svc.crossing,
+            svc.forgotten,
+            stopped_at,
+            self._next_pending(),
+            svc.published,
+            time.thread_time() - t0,
+            int(env.now),
+        )
         crossing = ("ok", svc.crossing, stopped_at)
         svc._reset()
         return crossing, reply
@@ -388,7 +431,7 @@ class IslandHost:
         elif op == "stop_and_resume":
             island.add_stop(args[0])
             island.resume()
-        else:   # start, add_stop, resume, settle, add_event, add_zero_crossing
+        else:  # start, add_stop, resume, settle, add_event, add_zero_crossing
             getattr(island, op)(*args)
         return None
 
@@ -404,17 +447,17 @@ class RemoteIsland:
 
     @property
     def current(self) -> "RemoteIsland":
-        return self          # islands in hosts are never merged
+        return self  # islands in hosts are never merged
 
     def __init__(self, sim, island: Island, host):
         self.sim = sim
         self.name = island.name
         self.host = host
-        self.slots = island.slots              # names and wiring only; the live ones are remote
+        self.slots = island.slots  # names and wiring only; the live ones are remote
         self.by_name = island.by_name
         self.t = island.t
         self._gen = 0
-        self.sync = None                       # the WindowedSync, when windowed
+        self.sync = None  # the WindowedSync, when windowed
 
     def _call(self, *ops):
         import ray
@@ -458,7 +501,7 @@ class RemoteIsland:
 
     def _wake(self, event) -> None:
         if event.value != self._gen:
-            return                                 # superseded; the host would ignore it too
+            return  # superseded; the host would ignore it too
         self._call((self.name, "wake", (event.value,)))
         self.t = self.sim.now
         self.sim.after_barrier(self, self.t)
@@ -475,7 +518,7 @@ class RemoteIsland:
 
     def settle(self, t_ns: int) -> None:
         self._send("settle", t_ns)
-        self._gen = -1                              # the host voided its plan
+        self._gen = -1  # the host voided its plan
 
     def enqueue(self, deliver_ns: int, env, slot, port: str, rank: int) -> None:
         self._send("enqueue", deliver_ns, env, slot.name, port, rank)
@@ -498,19 +541,32 @@ class RemoteIsland:
         return self._ask("stats")
 
 
-def place_islands(sim, islands: dict[str, Island], groups: list[list[str]], ray_remote_cls,
-                  windowed: bool = False) -> dict[str, RemoteIsland]:
+def place_islands(
+    sim, islands: dict[str, Island], groups: list[list[str]], ray_remote_cls, windowed: bool = False
+) -> dict[str, RemoteIsland]:
     """Ship ``islands`` to hosts, one host per group of island names; return their stand-ins."""
-    routes = {topic: [(sub.island, sub.model, sub.port) for sub in t.subscribers]
-              for topic, t in sim.topics.topics.items()}
+    routes = {
+        topic: [(sub.island, sub.model, sub.port) for sub in t.subscribers] for topic, t in sim.topics.topics.items()
+    }
     recording = sim.recorder is not None
     proxies = {}
     for group in groups:
         members = [islands[n] for n in group]
         blob = cloudpickle.dumps(members)
-        host = ray_remote_cls.remote(blob, sim.default_rate_hz, kernel_event_level(sim, recording), routes,
-                                     set(sim.handled_kills), sim.now, windowed, recording, sim.batching,
-                                     sim.rate_groups, sim.fleets, sim.row_blocks)
+        host = ray_remote_cls.remote(
+            blob,
+            sim.default_rate_hz,
+            kernel_event_level(sim, recording),
+            routes,
+            set(sim.handled_kills),
+            sim.now,
+            windowed,
+            recording,
+            sim.batching,
+            sim.rate_groups,
+            sim.fleets,
+            sim.row_blocks,
+        )
         for island in members:
             proxies[island.name] = RemoteIsland(sim, island, host)
     return proxies

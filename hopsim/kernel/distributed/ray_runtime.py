@@ -7,6 +7,7 @@ lifecycle calls as in the local runtime. ``per-island`` and ``shards:K`` ship wh
 (:mod:`hopsim.kernel.distributed.windows`). Continuous models always stay in their island's
 process (the integrator samples them many times per step).
 """
+
 from __future__ import annotations
 
 import logging
@@ -32,6 +33,7 @@ class ModelHost:
 
     def __init__(self, model_blob: bytes):
         import cloudpickle
+
         self.model = cloudpickle.loads(model_blob)
 
     def invoke(self, method: str, args: tuple, deliveries: list) -> tuple[Any, list]:
@@ -45,9 +47,11 @@ class RayHandle:
 
     def __init__(self, model: Model, actor_cls):
         import ray
+
         self._ray = ray
         self.name = model.name
         import cloudpickle
+
         self.actor = actor_cls.options(name=None).remote(cloudpickle.dumps(model))
         self._pending: list = []
 
@@ -86,6 +90,7 @@ class RayRuntime:
         self.placement = placement
         self.shards = parse_placement(placement)
         import ray
+
         self._ray = ray
         self._started_here = start_ray(address, num_cpus)
         self._host_cls = ray.remote(num_cpus=0)(ModelHost)
@@ -94,7 +99,7 @@ class RayRuntime:
 
     def handle(self, model: Model, ctx: ModelContext):
         if model.is_continuous or self.shards is not None:
-            h = LocalHandle(model)       # with its integrator, or shipped with its island
+            h = LocalHandle(model)  # with its integrator, or shipped with its island
         else:
             h = RayHandle(model, self._host_cls)
             self._handles.append(h)
@@ -108,7 +113,7 @@ class RayRuntime:
                 self._handles.remove(h)
                 try:
                     h.close()
-                except Exception:   # already dead
+                except Exception:  # already dead
                     pass
 
     def place(self, sim) -> bool:
@@ -124,12 +129,14 @@ class RayRuntime:
         k = len(names) if self.shards == 0 else min(self.shards, len(names))
         cpus = int(self._ray.cluster_resources().get("CPU", 1))
         if k > 4 * cpus:
-            warnings.warn(f"placement {self.placement} starts {k} Ray actors (one process each) on a cluster of "
-                          f"{cpus} CPUs; --placement shards:{cpus} runs the islands in fewer processes",
-                          stacklevel=2)
+            warnings.warn(
+                f"placement {self.placement} starts {k} Ray actors (one process each) on a cluster of "
+                f"{cpus} CPUs; --placement shards:{cpus} runs the islands in fewer processes",
+                stacklevel=2,
+            )
         # contiguous blocks of the sorted names: islands named in sequence (a formation's
         # neighbours) share a host, and fewer messages cross between hosts
-        groups = [names[len(names) * i // k:len(names) * (i + 1) // k] for i in range(k)]
+        groups = [names[len(names) * i // k : len(names) * (i + 1) // k] for i in range(k)]
         cls = self._ray.remote(num_cpus=0)(IslandHost)
         windowed = not sim.has_stop_callbacks
         proxies = place_islands(sim, sim.islands, groups, cls, windowed)
@@ -137,6 +144,7 @@ class RayRuntime:
         sim.islands = {name: proxies.get(name, isl) for name, isl in sim.islands.items()}
         if windowed:
             from hopsim.kernel.distributed.windows import WindowedSync
+
             sim.windows = WindowedSync(sim, proxies)
         return True
 
@@ -144,7 +152,7 @@ class RayRuntime:
         for host in hosts:
             try:
                 self._ray.kill(host)
-            except Exception:   # already dead
+            except Exception:  # already dead
                 pass
             if host in self._island_hosts:
                 self._island_hosts.remove(host)
@@ -154,7 +162,7 @@ class RayRuntime:
         for h in self._handles:
             try:
                 h.close()
-            except Exception:   # an actor already gone is fine at shutdown
+            except Exception:  # an actor already gone is fine at shutdown
                 pass
         self._handles.clear()
         if self._started_here:
@@ -199,8 +207,10 @@ def start_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
         try:
             ray.init(address=address, **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as err:
-            raise RayUnavailable(f"cannot reach the Ray cluster at {address!r} ({str(err).splitlines()[0]}); "
-                                 f"`ray status` on the head node prints the address to give") from None
+            raise RayUnavailable(
+                f"cannot reach the Ray cluster at {address!r} ({str(err).splitlines()[0]}); "
+                f"`ray status` on the head node prints the address to give"
+            ) from None
     else:
         global _REAPER
         with _loopback_node():
@@ -209,7 +219,7 @@ def start_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     return True
 
 
-_REAPER = None           # the reaper of the local Ray this process started (see reaper.py)
+_REAPER = None  # the reaper of the local Ray this process started (see reaper.py)
 
 
 def stop_ray() -> None:
@@ -265,8 +275,10 @@ def _check_reachable(address: str) -> None:
     try:
         socket.create_connection((host, int(port)), timeout=3).close()
     except OSError as err:
-        raise RayUnavailable(f"no Ray cluster answers at {where} ({err.strerror or err}); `ray status` on the head "
-                             f"node prints the address to give") from None
+        raise RayUnavailable(
+            f"no Ray cluster answers at {where} ({err.strerror or err}); `ray status` on the head "
+            f"node prints the address to give"
+        ) from None
 
 
 @contextmanager
@@ -296,8 +308,10 @@ def parse_placement(placement: str) -> int | None:
             k = 0
         if k >= 1:
             return k
-    raise ValueError(f"unknown placement {placement!r}; choose one of per-model, per-island, shards:K "
-                     f"(K a positive number of Ray actors)")
+    raise ValueError(
+        f"unknown placement {placement!r}; choose one of per-model, per-island, shards:K "
+        f"(K a positive number of Ray actors)"
+    )
 
 
 def make_runtime(backend: str = "local", **options):

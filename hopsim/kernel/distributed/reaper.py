@@ -12,6 +12,7 @@ touched. Linux only (``/proc``); elsewhere no reaper is started.
 
 Run as ``python -m hopsim.kernel.distributed.reaper DRIVER_PID``.
 """
+
 from __future__ import annotations
 
 import os
@@ -66,16 +67,24 @@ def is_ray_process(pid: int) -> bool:
     except OSError:
         return False
     text = b" ".join(argv)
-    return (argv[0].startswith(b"ray::") or os.path.basename(argv[0]) in (b"raylet", b"gcs_server")
-            or b"site-packages/ray/" in text)
+    return (
+        argv[0].startswith(b"ray::")
+        or os.path.basename(argv[0]) in (b"raylet", b"gcs_server")
+        or b"site-packages/ray/" in text
+    )
 
 
 def start_reaper() -> subprocess.Popen | None:
     """Start the reaper of this process's Ray (call right after ``ray.init`` started it)."""
     if not PROC.is_dir():
         return None
-    return subprocess.Popen([sys.executable, "-m", __name__, str(os.getpid())], stdin=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", __name__, str(os.getpid())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def stop_reaper(reaper: subprocess.Popen | None) -> None:
@@ -85,13 +94,14 @@ def stop_reaper(reaper: subprocess.Popen | None) -> None:
     try:
         reaper.stdin.write(b"done\n")
         reaper.stdin.close()
-    except OSError:          # it is gone already
+    except OSError:  # it is gone already
         pass
     reaper.wait(timeout=10)
 
 
 def reap(noted: dict[int, int]) -> None:
     """Stop the noted processes (pid -> start time) that still run: SIGTERM, then SIGKILL."""
+
     def running() -> list[int]:
         return [pid for pid, t0 in noted.items() if start_time(pid) == t0]
 
@@ -122,11 +132,11 @@ def watch(driver: int, pipe_fd: int = 0) -> None:
             said += data
             if b"done" in said:
                 return
-            if not data:                 # the driver is gone without a word
+            if not data:  # the driver is gone without a word
                 reap(noted)
                 return
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGINT, signal.SIG_IGN)     # a Ctrl-C in the terminal is the driver's to handle
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C in the terminal is the driver's to handle
     watch(int(sys.argv[1]))

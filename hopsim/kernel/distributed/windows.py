@@ -35,6 +35,7 @@ state, and their final barrier at the stop, would differ from lockstep. Their re
 last checkpoint with ``stop_cap`` at that instant: no window ends after it, so no host runs past
 the stop.
 """
+
 from __future__ import annotations
 
 import time
@@ -45,8 +46,8 @@ from hopsim.bus.shipping import ColumnsReceiver, record_items
 from hopsim.kernel.distributed.host import ALL_ISLANDS, HOST
 from hopsim.kernel.errors import ActorKilled, CausalityError
 
-TIMED_OPS = ("enqueue", "add_stop", "add_event")   # operations whose first argument is an instant
-DRIVER = -1             # the "host" of the islands that stay in the driver
+TIMED_OPS = ("enqueue", "add_stop", "add_event")  # operations whose first argument is an instant
+DRIVER = -1  # the "host" of the islands that stay in the driver
 
 
 def crossing_links(sim, host_of: dict[str, int]) -> dict[tuple[int, int], int]:
@@ -75,22 +76,30 @@ class WindowedSync:
             proxy.sync = self
         self.hosts = list(hosts.values())
         self._index = {key: i for i, key in enumerate(hosts)}
-        self.host_of = {name: self._index[id(proxies[name].host)] if name in proxies else DRIVER
-                        for name in sim.islands}
+        self.host_of = {
+            name: self._index[id(proxies[name].host)] if name in proxies else DRIVER for name in sim.islands
+        }
         links = crossing_links(sim, self.host_of)
-        self.lookahead_ns = min(links.values()) if links else None   # None: no message can cross
+        self.lookahead_ns = min(links.values()) if links else None  # None: no message can cross
         self._feeds = [sorted({src for src, dst in links if dst == i}) for i in range(len(self.hosts))]
         self._pending: list[list[tuple]] = [[] for _ in self.hosts]
-        self._received = [ColumnsReceiver() for _ in self.hosts]     # what each host recorded
-        self._next: list[int | None] = [sim.now for _ in self.hosts]     # None: nothing pending
-        self.overshoot_at: int | None = None    # an e_stop instant that other hosts ran past
-        self.stop_cap: int | None = None        # when running again to such an instant: windows end there
+        self._received = [ColumnsReceiver() for _ in self.hosts]  # what each host recorded
+        self._next: list[int | None] = [sim.now for _ in self.hosts]  # None: nothing pending
+        self.overshoot_at: int | None = None  # an e_stop instant that other hosts ran past
+        self.stop_cap: int | None = None  # when running again to such an instant: windows end there
         self._has_driver_islands = any(h == DRIVER for h in self.host_of.values())
-        self._dense_from: int | None = None     # the last window's end + 1: where a dense run goes on
-        self.stats = {"windows": 0, "pipelined_windows": 0, "host_calls": 0, "wait_s": 0.0, "crossing_messages": 0,
-                      "host_cpu_s": [0.0] * len(self.hosts), "critical_path_cpu_s": 0.0,
-                      "lookahead_s": None if self.lookahead_ns is None else self.lookahead_ns / 1e9,
-                      "islands_in_driver": sorted(n for n, h in self.host_of.items() if h == DRIVER)}
+        self._dense_from: int | None = None  # the last window's end + 1: where a dense run goes on
+        self.stats = {
+            "windows": 0,
+            "pipelined_windows": 0,
+            "host_calls": 0,
+            "wait_s": 0.0,
+            "crossing_messages": 0,
+            "host_cpu_s": [0.0] * len(self.hosts),
+            "critical_path_cpu_s": 0.0,
+            "lookahead_s": None if self.lookahead_ns is None else self.lookahead_ns / 1e9,
+            "islands_in_driver": sorted(n for n, h in self.host_of.items() if h == DRIVER),
+        }
 
     # ------------------------------------------------------------------ operations for hosts
     def send(self, host, op: tuple) -> None:
@@ -107,7 +116,7 @@ class WindowedSync:
         i = self._index[id(host)]
         ops, self._pending[i] = self._pending[i], []
         if ops:
-            self._next[i] = self.sim.now      # unknown until its next window reports it
+            self._next[i] = self.sim.now  # unknown until its next window reports it
         return ops
 
     # ------------------------------------------------------------------ the loop
@@ -117,9 +126,9 @@ class WindowedSync:
         for island in self._driver_islands():
             island.add_stop(t_stop)
             island.resume()
-        for host in self.hosts:          # one operation per host, not one per island
+        for host in self.hosts:  # one operation per host, not one per island
             self.send(host, (ALL_ISLANDS, "stop_and_resume", (t_stop,)))
-        ahead: _Window | None = None       # the window submitted before the current one's replies
+        ahead: _Window | None = None  # the window submitted before the current one's replies
         try:
             while True:
                 limit = t_stop if sim.halted_at is None else sim.halted_at
@@ -131,7 +140,7 @@ class WindowedSync:
                         break
                     end = limit if self.lookahead_ns is None else min(limit, start + self.lookahead_ns - 1)
                     if self.stop_cap is not None and start <= self.stop_cap:
-                        end = min(end, self.stop_cap)       # no host runs past a known stop
+                        end = min(end, self.stop_cap)  # no host runs past a known stop
                     window = self._submit(start, min(end, max(start, self._next_global_event())))
                 ahead_end = self._pipelined_end(window, limit)
                 self._dense_from = window.end + 1
@@ -139,7 +148,7 @@ class WindowedSync:
                     ahead = self._submit(window.end + 1, ahead_end, after=window)
                 self._finish(window)
                 if sim.halted_at is not None and ahead is not None:
-                    self._discard(ahead, sim.halted_at)     # the run ended in ``window``
+                    self._discard(ahead, sim.halted_at)  # the run ended in ``window``
                     ahead = None
         finally:
             if ahead is not None:
@@ -158,9 +167,10 @@ class WindowedSync:
         (``HostServices.group_stats``): one call per host, all hosts at once."""
         import ray
 
-        refs = [h.call.remote(self.sim.now, self.take_pending(h) + [(ALL_ISLANDS, "stats", ()),
-                                                                      (HOST, "group_stats", ())])
-                for h in self.hosts]
+        refs = [
+            h.call.remote(self.sim.now, self.take_pending(h) + [(ALL_ISLANDS, "stats", ()), (HOST, "group_stats", ())])
+            for h in self.hosts
+        ]
         stats = {isl.name: dict(isl.stats) for isl in self._driver_islands()}
         groups = []
         for reply in ray.get(refs):
@@ -187,9 +197,14 @@ class WindowedSync:
         may not when nothing may cross the hosts' boundary instant by instant through the driver
         while it is behind: islands in the driver, a global timed event at or before ``window``'s
         end, a known stop, or the run's end reached."""
-        if (self.lookahead_ns is None or self.stop_cap is not None or self.sim.halted_at is not None
-                or self._has_driver_islands or window.start != self._dense_from
-                or len(window.hosts) < len(self.hosts)):
+        if (
+            self.lookahead_ns is None
+            or self.stop_cap is not None
+            or self.sim.halted_at is not None
+            or self._has_driver_islands
+            or window.start != self._dense_from
+            or len(window.hosts) < len(self.hosts)
+        ):
             return None
         start = window.end + 1
         event = self._next_global_event()
@@ -206,7 +221,7 @@ class WindowedSync:
             due = [i for i, t in enumerate(self._next) if t is not None and t <= end]
         else:
             due = list(range(len(self.hosts)))
-            after.consumed = True           # its messages between hosts travel with this window
+            after.consumed = True  # its messages between hosts travel with this window
             parts = dict(zip(after.hosts, after.crossing, strict=True))
         window = _Window(start, end, due)
         for i in due:
@@ -234,12 +249,11 @@ class WindowedSync:
         try:
             replies = ray.get(window.replies)
         except ray.exceptions.RayError:
-            return            # a host died: the run is being given up or recovered already
+            return  # a host died: the run is being given up or recovered already
         for i, reply in zip(window.hosts, replies, strict=True):
             if reply[0] != "killed":
-                self._received[i].unpack(reply[0])      # its blocks' routes, for the windows after it
-        if stop is not None and self.overshoot_at is None and any(
-                r[0] != "killed" and r[7] > stop for r in replies):
+                self._received[i].unpack(reply[0])  # its blocks' routes, for the windows after it
+        if stop is not None and self.overshoot_at is None and any(r[0] != "killed" and r[7] > stop for r in replies):
             self.overshoot_at = stop
 
     def _finish(self, window: "_Window") -> None:
@@ -253,7 +267,7 @@ class WindowedSync:
             replies = ray.get(window.replies)
         except ray.exceptions.RayActorError as err:
             raise ActorKilled("an island host", sim.now) from err
-        self.stats["wait_s"] += time.perf_counter() - t0     # the driver blocked at the window
+        self.stats["wait_s"] += time.perf_counter() - t0  # the driver blocked at the window
         for reply in replies:
             if reply[0] == "killed":
                 _, actor, t_ns, key = reply
@@ -274,11 +288,13 @@ class WindowedSync:
             sim.count_published(published)
             for target, deliver_ns, env, model, port, rank in crossing:
                 if env.t_ns > cut:
-                    continue                       # published after the run stopped
+                    continue  # published after the run stopped
                 if deliver_ns <= end:
-                    raise CausalityError(f"a message on {env.topic!r} from {env.source} at {env.t_ns} ns "
-                                         f"reaches island {target!r} at {deliver_ns} ns, inside the window "
-                                         f"ending at {end} ns (lookahead {self.lookahead_ns} ns)")
+                    raise CausalityError(
+                        f"a message on {env.topic!r} from {env.source} at {env.t_ns} ns "
+                        f"reaches island {target!r} at {deliver_ns} ns, inside the window "
+                        f"ending at {end} ns (lookahead {self.lookahead_ns} ns)"
+                    )
                 if self.host_of[target] == DRIVER:
                     sim.islands[target].enqueue(deliver_ns, env, sim.slot(model), port, rank)
                 elif not window.consumed:
@@ -304,7 +320,7 @@ class WindowedSync:
         if recorder is not None:
             sim.recorder = collector = _Collector()
         try:
-            env.timeout(cut - env.now)                  # the driver's clock ends the window at cut
+            env.timeout(cut - env.now)  # the driver's clock ends the window at cut
             while env.peek() <= cut:
                 if sim.halted_at is not None and env.peek() > sim.halted_at:
                     break
@@ -316,7 +332,7 @@ class WindowedSync:
         items += [(env_.t_ns, env_, queue) for env_, queue in collector.envelopes]
         items.sort(key=itemgetter(0))
         last = cut if sim.halted_at is None else min(cut, sim.halted_at)
-        record_items(recorder, items[:bisect_right(items, last, key=itemgetter(0))])
+        record_items(recorder, items[: bisect_right(items, last, key=itemgetter(0))])
 
 
 class _Window:
