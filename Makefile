@@ -42,10 +42,12 @@ $(CHROMIUM_STAMP): | $(PY)
 ## environment is the peer that gravity is checked against)
 test: $(TEST_STAMP) $(CHROMIUM_STAMP) $(BSK_STAMP)
 	$(VENV)/bin/ruff check hopsim tests bench
+	$(VENV)/bin/ruff format --check hopsim tests bench
 	HOPSIM_BSK_PYTHON=$(CURDIR)/$(BSK_VENV)/bin/python $(PY) -m pytest -q --durations=25
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check hopsim tests bench
+	$(VENV)/bin/ruff format --check hopsim tests bench
 
 
 # Basilisk's wheel pins an older protobuf than hopsim, so it gets an environment of its own
