@@ -31,6 +31,7 @@ BENCHES = [
     "bench_orbit.py",
     "bench_orbit_scenarios.py",
     "bench_encoding.py",
+    "bench_portable_numerics.py",
 ]
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 

@@ -491,6 +491,7 @@ def replay_cmd(
         console.print(f"identical: {result.compared} envelopes ({result.mode} replay, {result.wall_s:.2f} s wall)")
         return
     console.print(f"[red]diverged[/red] ({result.mode} replay): {result.difference}")
+    console.print(result.machines(), markup=False)
     raise typer.Exit(1)
 
 

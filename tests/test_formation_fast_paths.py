@@ -13,6 +13,7 @@ from hopsim.actors.formation import StateSensor
 from hopsim.actors.messages import inertial_force
 from hopsim.actors.messages import STATE_WIRE_SIZE, _encode_state, position_velocity_state, vehicle_state
 from hopsim.actors.vehicle_dynamics import RigidVehicleDynamics
+from hopsim.dynamics import detrandom
 from hopsim.kernel.model import ModelContext, model_rng
 from hopsim.schemas import VehicleState, Wrench
 
@@ -119,7 +120,7 @@ def test_sensor_noise_is_one_draw_of_six_per_sample_across_blocks_and_restores()
         if k == StateSensor.NOISE_BLOCK + 3:
             snap = (k, sensor.snapshot())  # in the middle of the second block
         y = x[0:6].copy()
-        y += sigma * reference.standard_normal(6)
+        y += sigma * detrandom.standard_normal(reference, 6)
         msg = _sample(sensor, k * 10**9, x)
         r, v = msg.r_BN_N, msg.v_BN_N
         assert [r.x, r.y, r.z, v.x, v.y, v.z] == y.tolist()  # bit for bit

@@ -31,6 +31,11 @@ FREE = {
 }
 KEPT = {"n_vehicles": N, "injection_error_m": 2.0}  # J2, drag, control: the defaults
 KEPT_S = 900.0
+# the seed of the kept runs and their faulted twins. The fault checks assume a realization in which
+# d1 starts outside its deadband (so it fires at every step once its thruster sticks) and the
+# busiest deputy drifts out of its deadband when blind: true of seeds 1, 4, 5 and 6 with
+# hopsim.dynamics.detrandom's draws (not of 2, 3 or 7); 4 has the widest margins
+KEPT_SEED = 4
 
 
 def hill_history(result, params: dict) -> tuple[list[float], dict[str, list[np.ndarray]], list[float]]:
@@ -60,7 +65,7 @@ def free_orbit():
 
 @pytest.fixture(scope="module")
 def kept():
-    return run_scenario("orbit_formation", KEPT, seed=3, duration_s=KEPT_S, keep_stream=True)
+    return run_scenario("orbit_formation", KEPT, seed=KEPT_SEED, duration_s=KEPT_S, keep_stream=True)
 
 
 def test_free_deputies_follow_the_first_order_roe_map(free_orbit):
@@ -100,7 +105,7 @@ def test_slot_keeping_under_j2_and_drag_holds_the_deadband_for_little_delta_v(ke
         settled = [e for t, e in zip(times, err) if t >= 400.0]  # after acquiring the slot (~4 / w)
         assert max(settled) < p.deadband_m + 1.0, (k, max(settled))  # GNSS noise, hysteresis and drift
     assert out["outside_deadband"] == 0 and out["slot_error_max_m"] < p.deadband_m
-    assert 0.0 < out["dv_total_mps"] < 0.3 and out["dv_max_mps"] < 0.15  # measured 0.106 and 0.061
+    assert 0.0 < out["dv_total_mps"] < 0.3 and out["dv_max_mps"] < 0.15  # measured 0.208 and 0.072
     assert out["blind_steps"] == 0 and out["broadcasts_lost"] == 0
     assert out["separation_end_min_m"] > min(p.de_m, p.di_m)  # above the radial-normal floor
 
@@ -116,11 +121,11 @@ def test_each_fault_changes_the_outcome_its_own_way(kept):
     assert nominal_err.max() < 2.0
     # a thruster stuck on (+y of d1): that deputy is pushed off its slot whatever it fires against it
     # (a third of the nominal run: 0.1 N on 102 kg is 1 mm/s^2, of which the -y thruster's 80 % duty
-    # cycle leaves 0.2 mm/s^2 once its loop saturates: measured 13.5 m in 280 s, 0.1 m/s)
+    # cycle leaves 0.2 mm/s^2 once its loop saturates: measured 13.3 m in 280 s, 0.1 m/s)
     stuck = run_scenario(
         "orbit_formation",
         {**KEPT, "faults": [{"t_s": 20.0, "target": "d1_thr2", "kind": "thruster_stuck_on"}]},
-        seed=3,
+        seed=KEPT_SEED,
         duration_s=300.0,
         keep_sim=True,
     )
@@ -134,7 +139,7 @@ def test_each_fault_changes_the_outcome_its_own_way(kept):
     blind = run_scenario(
         "orbit_formation",
         {**KEPT, "faults": [{"t_s": 20.0, "target": f"d{busiest}_gnss", "kind": "dropout"}]},
-        seed=3,
+        seed=KEPT_SEED,
         duration_s=KEPT_S,
         keep_sim=True,
     )
@@ -146,7 +151,7 @@ def test_each_fault_changes_the_outcome_its_own_way(kept):
     cut = run_scenario(
         "orbit_formation",
         {**KEPT, "faults": [{"t_s": 20.0, "target": "chief_radio", "kind": "partition"}]},
-        seed=3,
+        seed=KEPT_SEED,
         duration_s=KEPT_S,
         keep_sim=True,
     )
@@ -226,12 +231,17 @@ def test_the_default_rk4_flies_the_formation_as_dop853_does():
     assert min(fired["rk4"]) < OrbitFormationParams().fuel_kg  # somebody fired
 
 
-def test_the_flight_softwares_norm_is_numpys_bit_for_bit():
+def test_the_flight_softwares_norm_is_detlinalgs_bit_for_bit():
     """The flight software's |e| and |e'| (plain floats, the squares summed in order) are
-    numpy.linalg.norm's, bit for bit, over magnitudes from 1e-6 m to 1e4 m."""
+    detlinalg.norm's, bit for bit (numpy's depends on the CPU's BLAS, so it is only the
+    reference within 4 ulp), over magnitudes from 1e-6 m to 1e4 m."""
     from hopsim.actors.orbit_formation import _norm
+    from hopsim.dynamics import detlinalg
 
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((20_000, 3)) * 10.0 ** rng.integers(-6, 5, (20_000, 1))
     for v in vectors.tolist():
-        assert _norm(v) == float(np.linalg.norm(v))
+        ours = _norm(v)
+        assert ours == detlinalg.norm(np.array(v))
+        reference = float(np.linalg.norm(v))
+        assert abs(ours - reference) <= 4 * np.spacing(reference)

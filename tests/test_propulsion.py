@@ -389,10 +389,12 @@ def test_a_run_resumed_from_a_checkpoint_publishes_the_thrusters_changes_as_the_
     from hopsim.scenarios.runner import resume_run, run_scenario
 
     params = {"n_vehicles": 4, "deadband_m": 0.2}  # a tight deadband: firings all along
+    # seed 9: two of the 24 thrusters stay silent after the checkpoint (with so tight a deadband
+    # most seeds fire them all, and the silent ones are what this test needs)
     full = run_scenario(
         "orbit_formation",
         params,
-        seed=3,
+        seed=9,
         duration_s=300.0,
         keep_stream=True,
         checkpoint_every_s=100.0,

@@ -23,6 +23,7 @@ from hopsim.dynamics import (
     forward_kinematics,
     hybrid_dynamics,
 )
+from hopsim.dynamics import detlinalg
 from hopsim.dynamics.profiles import MoveProfile
 from hopsim.dynamics.spatial import quat_to_dcm
 from hopsim.kernel import ContinuousModel, FixedRate, In, Out
@@ -130,7 +131,7 @@ class ArticulatedDynamics(ContinuousModel):
                 vehicle=self.name,
                 t_ns=t_ns,
                 r_BN_N=vector3(r_BN_N[0]),
-                v_BN_N=vector3(R @ v_B[0][3:6]),
+                v_BN_N=vector3(detlinalg.matmul(R, v_B[0][3:6])),
                 q_BN=Quaternion(x=float(q_hub[0]), y=float(q_hub[1]), z=float(q_hub[2]), w=float(q_hub[3])),
                 omega_BN_B=vector3(v_B[0][0:3]),
                 omega_dot_BN_B=vector3(udot[0:3]),

@@ -48,6 +48,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from hopsim.actors.welding import Weldable
+from hopsim.dynamics import detlinalg
 from hopsim.dynamics.contact import (
     apply_impulse,
     broadphase_pairs,
@@ -176,13 +177,13 @@ class ContactWorld:
         port = None
         if port_B is not None:
             port = np.asarray(port_B, dtype=float)
-            if port.shape != (3,) or np.linalg.norm(port) == 0:
+            if port.shape != (3,) or detlinalg.norm(port) == 0:
                 raise ValueError(f"{model.name}: port_B must be a non-zero 3-vector, got {port_B}")
         body = ContactBody(model, island, float(radius_m), port, float(max_accel_mps2), len(self.bodies))
         self.bodies.append(body)
         drawn = {"radius_m": float(radius_m)}
         if port is not None:
-            drawn["port_B"] = (port / np.linalg.norm(port)).tolist()
+            drawn["port_B"] = (port / detlinalg.norm(port)).tolist()
         self.sim.scene.setdefault("bodies", {})[model.name] = drawn
         self._by_name[model.name] = body
         if dock_commands:
@@ -221,7 +222,7 @@ class ContactWorld:
         if n == 0:
             return
         centres = np.array([b.model.x[0:3] for b in self.bodies])
-        speed = np.array([np.linalg.norm(b.model.x[3:6]) for b in self.bodies])
+        speed = np.array([detlinalg.norm(b.model.x[3:6]) for b in self.bodies])
         P = self._period_s
         while True:
             reach = np.array([b.radius_m + s * P + 0.5 * b.max_accel_mps2 * P * P for b, s in zip(self.bodies, speed)])
@@ -248,13 +249,15 @@ class ContactWorld:
         for comp in components:
             if len(comp) == 1:
                 b = self.bodies[comp[0]]
-                bound[comp[0]] = np.linalg.norm(b.model.x[3:6])
+                bound[comp[0]] = detlinalg.norm(b.model.x[3:6])
                 continue
             energy = sum(_kinetic_energy(self.bodies[i].model) for i in comp)
             for i in comp:
                 m = self.bodies[i].model
-                i_min = float(np.min(np.linalg.eigvalsh(m.inertia_C_B)))
-                bound[i] = math.sqrt(2 * energy / m.mass_kg) + math.sqrt(2 * energy / i_min) * np.linalg.norm(m.r_CB_B)
+                i_min = float(np.min(detlinalg.eigvalsh(np.asarray(m.inertia_C_B, dtype=float))))
+                bound[i] = math.sqrt(2 * energy / m.mass_kg) + math.sqrt(2 * energy / i_min) * detlinalg.norm(
+                    np.asarray(m.r_CB_B, dtype=float)
+                )
         return bound
 
     def _regroup(self, components) -> None:
@@ -301,7 +304,7 @@ class ContactWorld:
         wanted = set()
         for b in self.bodies:
             for k, (point, normal) in enumerate(self._planes):
-                if float(np.dot(centres[b.index] - point, normal)) > reach[b.index]:
+                if detlinalg.dot(centres[b.index] - point, normal) > reach[b.index]:
                     continue
                 wanted.add((b.index, k))
                 if (b.index, k) not in self._walls:
@@ -371,11 +374,11 @@ class ContactWorld:
         p = self.params
         xa, ma, Ia, ca = _composite_view(a.model)
         xb, mb, Ib, cb = _composite_view(b.model)
-        n = (xb[0:3] - xa[0:3]) / np.linalg.norm(xb[0:3] - xa[0:3])
+        n = (xb[0:3] - xa[0:3]) / detlinalg.norm(xb[0:3] - xa[0:3])
         J, point = sphere_contact_impulse(
             xa, ma, Ia, ca, a.radius_m, xb, mb, Ib, cb, b.radius_m, p.restitution, p.friction
         )
-        before = float(np.dot(point_velocity(xb, point) - point_velocity(xa, point), n))
+        before = detlinalg.dot(point_velocity(xb, point) - point_velocity(xa, point), n)
         if before >= 0.0:
             return  # touching but not closing: nothing to do
         if p.docking and a.port_B is not None and b.port_B is not None:
@@ -386,7 +389,7 @@ class ContactWorld:
                 return
         _apply(a.root, -J, point)
         _apply(b.root, J, point)
-        after = float(np.dot(point_velocity(b.model.x, point) - point_velocity(a.model.x, point), n))
+        after = detlinalg.dot(point_velocity(b.model.x, point) - point_velocity(a.model.x, point), n)
         self._record(
             KernelEvent.CONTACT,
             a,
@@ -405,11 +408,11 @@ class ContactWorld:
         J, contact = wall_contact_impulse(
             x, m, inertia, c, b.radius_m, point, normal, self.params.wall_restitution, self.params.wall_friction
         )
-        before = float(np.dot(point_velocity(x, contact), normal))
+        before = detlinalg.dot(point_velocity(x, contact), normal)
         if before >= 0.0:
             return
         _apply(b.root, J, contact)
-        after = float(np.dot(point_velocity(b.model.x, contact), normal))
+        after = detlinalg.dot(point_velocity(b.model.x, contact), normal)
         self._record(
             KernelEvent.CONTACT,
             b,
@@ -491,7 +494,7 @@ class ContactWorld:
         """Equal and opposite impulse at the port point so that the parts' port points separate at
         ``speed`` along the port axis (linear and angular momentum conserved)."""
         m = body.model
-        axis = quat_to_dcm(m.x[6:10]) @ (body.port_B / np.linalg.norm(body.port_B))
+        axis = detlinalg.matmul(quat_to_dcm(m.x[6:10]), body.port_B / detlinalg.norm(body.port_B))
         point = m.x[0:3] + body.radius_m * axis
         xa, ma, Ia, ca = _composite_view(m)
         xb, mb, Ib, cb = _composite_view(other_root)
@@ -499,7 +502,7 @@ class ContactWorld:
         def separation(J):  # speed of the other part's port point away from this one's
             va = point_velocity(apply_impulse(xa, ma, Ia, ca, -J * axis, point), point)
             vb = point_velocity(apply_impulse(xb, mb, Ib, cb, J * axis, point), point)
-            return float(np.dot(vb - va, axis))
+            return detlinalg.dot(vb - va, axis)
 
         J = speed / (separation(1.0) - separation(0.0))
         _apply(m, -J * axis, point)
@@ -570,8 +573,9 @@ def _kinetic_energy(m: Weldable) -> float:
     x = m.x
     R = quat_to_dcm(x[6:10])
     w = x[10:13]
-    v_C = x[3:6] + R @ np.cross(w, m.r_CB_B)
-    return 0.5 * m.mass_kg * float(v_C @ v_C) + 0.5 * float(w @ m.inertia_C_B @ w)
+    inertia = np.asarray(m.inertia_C_B, dtype=float)
+    v_C = x[3:6] + detlinalg.matmul(R, np.cross(w, m.r_CB_B))
+    return 0.5 * m.mass_kg * detlinalg.dot(v_C, v_C) + 0.5 * detlinalg.dot(detlinalg.matmul(w, inertia), w)
 
 
 def _composite_view(m: Weldable):
@@ -583,7 +587,12 @@ def _composite_view(m: Weldable):
         return m.x[0:13].copy(), mass, inertia_P, r_C_P
     r_FP_P, q_FP = relative_pose(root.x[0:13], m.x[0:13])
     R_PF = quat_to_dcm(q_FP)
-    return m.x[0:13].copy(), mass, R_PF.T @ inertia_P @ R_PF, R_PF.T @ (r_C_P - r_FP_P)
+    return (
+        m.x[0:13].copy(),
+        mass,
+        detlinalg.matmul(detlinalg.matmul(R_PF.T, inertia_P), R_PF),
+        detlinalg.matmul(R_PF.T, r_C_P - r_FP_P),
+    )
 
 
 def _apply(root: Weldable, J_N: np.ndarray, point_N: np.ndarray) -> None:

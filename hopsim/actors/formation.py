@@ -60,6 +60,7 @@ from typing import ClassVar
 import numpy as np
 
 from hopsim.actors.messages import inertial_force, position_velocity_state
+from hopsim.dynamics import detmath, detrandom
 from hopsim.kernel import ContinuousModel, FixedRate, In, Model, NoIo, Out
 from hopsim.kernel.simtime import NS_PER_S
 from hopsim.schemas import VehicleState, Wrench
@@ -91,9 +92,9 @@ def slot_positions(n: int, layout: str, spacing_m: float) -> np.ndarray:
         elif n == 2:
             p = np.array([[-0.5 * spacing_m, 0.0, 0.0], [0.5 * spacing_m, 0.0, 0.0]])
         else:
-            radius = spacing_m / (2.0 * math.sin(math.pi / n))
+            radius = spacing_m / (2.0 * detmath.sin(math.pi / n))
             angle = 2.0 * math.pi * np.arange(n) / n
-            p = np.stack([radius * np.cos(angle), radius * np.sin(angle), np.zeros(n)], axis=1)
+            p = np.stack([radius * detmath.cos_array(angle), radius * detmath.sin_array(angle), np.zeros(n)], axis=1)
     elif layout == "lattice":
         cols = lattice_columns(n)
         idx = np.arange(n)
@@ -132,7 +133,7 @@ def consensus_gains(bandwidth_rad_s: float, damping_ratio: float, max_degree: in
     """(kp [1/s^2], kd [1/s]) per neighbour, so that the fastest shape mode has natural frequency
     at most ``bandwidth_rad_s`` and damping ``damping_ratio`` (Laplacian eigenvalues <= 2 d_max)."""
     lam_max = 2.0 * max(max_degree, 1)
-    return bandwidth_rad_s**2 / lam_max, 2.0 * damping_ratio * bandwidth_rad_s / lam_max
+    return bandwidth_rad_s * bandwidth_rad_s / lam_max, 2.0 * damping_ratio * bandwidth_rad_s / lam_max
 
 
 def period_ns(rate_hz: float) -> int:
@@ -227,8 +228,9 @@ class StateSensor(ContinuousModel):
     the control step plus white noise of 1-sigma ``position_noise_m`` and ``velocity_noise_mps``
     per axis, drawn from this model's own generator (6 normals per sample, position first).
 
-    The normals are drawn ``NOISE_BLOCK`` samples at a time (one ``standard_normal((k, 6))`` gives
-    the same numbers as k calls of ``standard_normal(6)``, for a tenth of the cost) and kept in
+    The normals (:func:`hopsim.dynamics.detrandom.standard_normal`) are drawn ``NOISE_BLOCK``
+    samples at a time (one ``standard_normal(rng, (k, 6))`` gives the same numbers as k calls of
+    ``standard_normal(rng, 6)``, for a tenth of the cost) and kept in
     ``_noise``, ordinary state that snapshots and checkpoints carry with the generator's, so that
     the noise of every sample is the one drawn one sample at a time, however the run is cut.
     """
@@ -255,7 +257,7 @@ class StateSensor(ContinuousModel):
         """The 6 standard normals of the next sample (position first)."""
         noise = self._noise
         if not noise:
-            noise = self._noise = self.rng.standard_normal((self.NOISE_BLOCK, 6)).tolist()
+            noise = self._noise = detrandom.standard_normal(self.rng, (self.NOISE_BLOCK, 6)).tolist()
             noise.reverse()
         return noise.pop()
 

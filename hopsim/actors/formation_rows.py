@@ -21,6 +21,7 @@ from numba import njit
 
 from hopsim.actors.formation import StateSensor
 from hopsim.actors.messages import inertial_force, position_velocity_state
+from hopsim.dynamics import detrandom
 from hopsim.kernel.blocks import InRows, OutRows, PayloadLayout, UniformDraws
 from hopsim.kernel.simtime import NS_PER_S
 from hopsim.schemas import VehicleState, Wrench
@@ -252,7 +253,7 @@ class SensorRows:
         empty = np.flatnonzero(self.noisy & (self.left == 0) & (self.last_t != t_ns))
         nb = StateSensor.NOISE_BLOCK
         for i in empty.tolist():
-            self.noise[i] = self.models[i].rng.standard_normal((nb, 6))
+            self.noise[i] = detrandom.standard_normal(self.models[i].rng, (nb, 6))
             self.left[i] = nb
         _sensor_sample(
             t_ns,

@@ -7,6 +7,7 @@ Heights are metres above the ground along the local vertical (up positive).
 
 from __future__ import annotations
 
+from hopsim.dynamics import detrandom
 from hopsim.kernel import ContinuousModel, FixedRate, In, Model, NoIo, Out
 from hopsim.schemas import BatteryState, LanderTelemetry, Quaternion, Scalar, ThrottleCommand, Vector3, VehicleState
 
@@ -142,7 +143,7 @@ class Altimeter(Model):
         """Sample the true height at the end of the step (sets measured_m)."""
         state = self.read("state")
         if state is not None:
-            noise = self.noise_m * self.noise_scale * self.rng.standard_normal()
+            noise = self.noise_m * self.noise_scale * detrandom.standard_normal(self.rng)
             self.measured_m = state.r_BN_N.z + self.bias_m + self.fault_bias_m + noise
 
     def update_flow_outs(self, t_ns: int) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hopsim.dynamics import detlinalg, detmath
 from hopsim.dynamics.gravity import EARTH_MU, point_mass_acceleration
 from hopsim.dynamics.orbit_frames import hill_dcm, hill_to_inertial
 from hopsim.kernel import ContinuousModel, FixedRate, Out
@@ -43,7 +44,7 @@ class HillRelativeMotion(ContinuousModel):
         if not (np.isfinite(a_m) and a_m > 0 and np.isfinite(mu) and mu > 0):
             raise ValueError(f"{name}: the orbit radius a_m and mu must be positive and finite, got {a_m}, {mu}")
         self.a_m, self.mu, self.inclination_rad = float(a_m), float(mu), float(inclination_rad)
-        self.mean_motion = float(np.sqrt(mu / a_m**3))
+        self.mean_motion = float(np.sqrt(self.mu / (self.a_m * self.a_m * self.a_m)))
         self.x0 = np.concatenate([np.asarray(rho_H, dtype=float), np.asarray(rho_dot_H, dtype=float)])
         self.thrust_accel_H = np.zeros(3)
         self.io_schedule = FixedRate(rate_hz)
@@ -56,8 +57,9 @@ class HillRelativeMotion(ContinuousModel):
         x axis at t = 0."""
         n, a, i = self.mean_motion, self.a_m, self.inclination_rad
         u = n * t_s
-        p = np.array([np.cos(u), np.sin(u) * np.cos(i), np.sin(u) * np.sin(i)])
-        q = np.array([-np.sin(u), np.cos(u) * np.cos(i), np.cos(u) * np.sin(i)])
+        cu, su, ci, si = detmath.cos(u), detmath.sin(u), detmath.cos(i), detmath.sin(i)
+        p = np.array([cu, su * ci, su * si])
+        q = np.array([-su, cu * ci, cu * si])
         return a * p, a * n * q
 
     def post_deriv(self, t_s: float) -> None:
@@ -66,7 +68,7 @@ class HillRelativeMotion(ContinuousModel):
         r_d, _ = hill_to_inertial(r_c, v_c, rho, rho_dot)
         C = hill_dcm(r_c, v_c)
         w = np.array([0.0, 0.0, self.mean_motion])
-        dg = C @ (point_mass_acceleration(r_d, self.mu) - point_mass_acceleration(r_c, self.mu))
+        dg = detlinalg.matmul(C, point_mass_acceleration(r_d, self.mu) - point_mass_acceleration(r_c, self.mu))
         self.xdot[0:3] = rho_dot
         self.xdot[3:6] = dg - 2.0 * np.cross(w, rho_dot) - np.cross(w, np.cross(w, rho)) + self.thrust_accel_H
 

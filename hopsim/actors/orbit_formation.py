@@ -58,6 +58,7 @@ import math
 import numpy as np
 
 from hopsim.actors.held_messages import HeldMessages
+from hopsim.dynamics import detlinalg, detmath
 from hopsim.dynamics.orbit_frames import slot_error_carried
 from hopsim.dynamics.orbital_elements import hill_position_from_roe
 from hopsim.kernel import FixedRate, In, Model, NoIo, Out
@@ -72,7 +73,7 @@ def passively_safe_roe(a_c: float, k: int, n: int, de_m: float, di_m: float) -> 
     """(da, dl, dex, dey, dix, diy) of deputy ``k`` of ``n``: parallel e/i vectors of sizes
     ``de_m`` / a_c and ``di_m`` / a_c at phase 2 pi k / n (see the module)."""
     phi = 2.0 * math.pi * k / n
-    c, s = math.cos(phi), math.sin(phi)
+    c, s = detmath.cos(phi), detmath.sin(phi)
     return np.array([0.0, 0.0, de_m * c, de_m * s, di_m * c, di_m * s]) / a_c
 
 
@@ -80,14 +81,14 @@ def slot_reference(a_c: float, n: float, u_c: float, roe) -> tuple[np.ndarray, n
     """(rho m, rho' m/s) of the slot in the chief's Hill frame at the chief's argument of
     latitude ``u_c``: the first-order ROE map (da = 0) and its derivative with u_c' = ``n``."""
     _, _, dex, dey, dix, diy = roe
-    c, s = math.cos(u_c), math.sin(u_c)
+    c, s = detmath.cos(u_c), detmath.sin(u_c)
     rho = hill_position_from_roe(a_c, u_c, roe)
     rho_dot = a_c * n * np.array([dex * s - dey * c, 2.0 * (dex * c + dey * s), dix * c + diy * s])
     return rho, rho_dot
 
 
 def _norm(v: list[float]) -> float:
-    """|v| of a 3-vector: the root of its squares summed in order (numpy.linalg.norm's result,
+    """|v| of a 3-vector: the root of its squares summed in order (detlinalg.norm's result,
     bit for bit: ``tests/test_orbit_formation.py``)."""
     return math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
 
@@ -274,7 +275,7 @@ class SlotKeeper(Model):
             if self.mode == "fire":
                 mass = self.read("mass")
                 m = mass.mass_kg if mass is not None and mass.mass_kg > 0 else self.mass_kg
-                dv_N = (C_NH @ np.array(self.accel_H(e, e_dot)) * self.period_s).tolist()
+                dv_N = (detlinalg.matmul(C_NH, np.array(self.accel_H(e, e_dot), dtype=float)) * self.period_s).tolist()
                 for axis in range(3):
                     t_on = min(abs(dv_N[axis]) * m / self.thrust_N, self.max_on_s)
                     if t_on >= self.min_on_s:

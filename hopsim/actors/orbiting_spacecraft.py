@@ -85,6 +85,7 @@ from hopsim.actors.held_messages import ReadMessages
 from hopsim.actors.messages import StateMessageBuilder
 from hopsim.actors.orbiting_fleet import OrbitingFleet
 from hopsim.actors.welding import Weldable
+from hopsim.dynamics import detlinalg
 from hopsim.dynamics.environment import PLATE_CENTRE, PLATE_NORMAL, PLATE_PARAMS, plate_records
 from hopsim.dynamics.gravity import EARTH_MU, EARTH_RADIUS
 from hopsim.dynamics.orbiting_body import (
@@ -231,12 +232,12 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
                 np.asarray(omega_BN_B, float),
             ]
         )
-        if x0.shape != (13,) or not np.isfinite(x0).all() or np.linalg.norm(x0[0:3]) <= EARTH_RADIUS * 0.5:
+        if x0.shape != (13,) or not np.isfinite(x0).all() or detlinalg.norm(x0[0:3]) <= EARTH_RADIUS * 0.5:
             raise ValueError(f"{name}: the initial state must be finite 3-vectors (m, m/s, rad/s) above the Earth")
         if not (np.isfinite(mass_kg) and mass_kg > 0):
             raise ValueError(f"{name}: mass_kg must be positive, got {mass_kg}")
         inertia = np.array(inertia_B, dtype=float).reshape(3, 3)
-        if not np.isfinite(inertia).all() or (np.linalg.eigvalsh(0.5 * (inertia + inertia.T)) <= 0).any():
+        if not np.isfinite(inertia).all() or (detlinalg.eigvalsh(0.5 * (inertia + inertia.T)) <= 0).any():
             raise ValueError(f"{name}: inertia_B must be a symmetric positive definite 3x3 matrix (kg m^2)")
         for what, value in (("cd_area_m2", cd_area_m2), ("cr_area_m2", cr_area_m2), ("rho0_kgpm3", rho0_kgpm3)):
             if not (np.isfinite(value) and value >= 0):
@@ -324,9 +325,9 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
     def _set_inertia(self, inertia_B: np.ndarray) -> None:
         """inertia_B ([I_RW] with wheels), its inverse and the whole inertia (for the gravity gradient),
         written in place (a fleet form's rows may hold them)."""
-        total = inertia_B + (self.G.T * self.J) @ self.G if self.n_wheels else inertia_B
+        total = inertia_B + detlinalg.matmul(self.G.T * self.J, self.G) if self.n_wheels else inertia_B
         self.inertia_B[:] = inertia_B
-        self.inertia_inv[:] = np.linalg.inv(inertia_B)
+        self.inertia_inv[:] = detlinalg.inv(inertia_B)
         self.inertia_total_B[:] = total
 
     def initial_state(self) -> np.ndarray:
@@ -339,7 +340,7 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
 
     def effective_inertia(self) -> np.ndarray:
         """Each wheel's effective inertia about its axis (kg m^2): 1 / (1/J_i + g_i . [I_RW]^-1 g_i)."""
-        return 1.0 / (1.0 / self.J + np.einsum("ij,jk,ik->i", self.G, self.inertia_inv, self.G))
+        return 1.0 / (1.0 / self.J + np.sum(detlinalg.matmul(self.G, self.inertia_inv) * self.G, axis=1))
 
     def on_fault(self, fault, t_ns: int) -> None:
         """``disturbance``: ``force_N`` and ``torque_B`` for ``duration_s``; ``wheel_failed`` and
@@ -422,29 +423,33 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         for part, r_FP_P, R_PF in parts:  # each part's loads act at its own centre of mass
             arm_B = r_FP_P - c
             pl = part.loads
-            f_B = R_PF @ pl[L_FORCE_B : L_FORCE_B + 3]
+            f_B = detlinalg.matmul(R_PF, pl[L_FORCE_B : L_FORCE_B + 3])
             d_N = pl[L_DIST_FORCE_N : L_DIST_FORCE_N + 3]
             loads[L_FORCE_B : L_FORCE_B + 3] += f_B
-            loads[L_TORQUE_B : L_TORQUE_B + 3] += R_PF @ pl[L_TORQUE_B : L_TORQUE_B + 3] + np.cross(arm_B, f_B)
-            loads[L_DIST_FORCE_N : L_DIST_FORCE_N + 3] += d_N
-            loads[L_DIST_TORQUE_B : L_DIST_TORQUE_B + 3] += R_PF @ pl[L_DIST_TORQUE_B : L_DIST_TORQUE_B + 3] + np.cross(
-                arm_B, R.T @ d_N
+            loads[L_TORQUE_B : L_TORQUE_B + 3] += detlinalg.matmul(R_PF, pl[L_TORQUE_B : L_TORQUE_B + 3]) + np.cross(
+                arm_B, f_B
             )
+            loads[L_DIST_FORCE_N : L_DIST_FORCE_N + 3] += d_N
+            loads[L_DIST_TORQUE_B : L_DIST_TORQUE_B + 3] += detlinalg.matmul(
+                R_PF, pl[L_DIST_TORQUE_B : L_DIST_TORQUE_B + 3]
+            ) + np.cross(arm_B, detlinalg.matmul(R.T, d_N))
             if part is not self:
                 params[P_CD_AREA] += part.cd_area_m2
                 params[P_CR_AREA] += part.cr_area_m2
             for plate in part.drag_plates.reshape(-1, PLATE_PARAMS):  # into the primary's frame, about C
                 moved = plate.copy()
-                moved[PLATE_NORMAL : PLATE_NORMAL + 3] = R_PF @ plate[PLATE_NORMAL : PLATE_NORMAL + 3]
-                moved[PLATE_CENTRE : PLATE_CENTRE + 3] = arm_B + R_PF @ plate[PLATE_CENTRE : PLATE_CENTRE + 3]
+                moved[PLATE_NORMAL : PLATE_NORMAL + 3] = detlinalg.matmul(R_PF, plate[PLATE_NORMAL : PLATE_NORMAL + 3])
+                moved[PLATE_CENTRE : PLATE_CENTRE + 3] = arm_B + detlinalg.matmul(
+                    R_PF, plate[PLATE_CENTRE : PLATE_CENTRE + 3]
+                )
                 plates.append(moved)
         if plates:
             params = np.concatenate([params[:N_PARAMS], *plates])
             params[P_N_PLATES] = len(plates)
-        inertia_rw = I_C - (self.G.T * self.J) @ self.G if self.n_wheels else I_C
+        inertia_rw = I_C - detlinalg.matmul(self.G.T * self.J, self.G) if self.n_wheels else I_C
         x_C = x.copy()
-        x_C[0:3] = x[0:3] + R @ c
-        x_C[3:6] = x[3:6] + R @ np.cross(w, c)
+        x_C[0:3] = x[0:3] + detlinalg.matmul(R, c)
+        x_C[3:6] = x[3:6] + detlinalg.matmul(R, np.cross(w, c))
         xdot_C = np.empty_like(x)
         orbiting_derivative(
             t_s,
@@ -453,7 +458,7 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
             params,
             loads,
             inertia_rw,
-            np.linalg.inv(inertia_rw),
+            detlinalg.inv(inertia_rw),
             I_C,
             self.C,
             self.S,
@@ -466,7 +471,7 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         xdot = self.xdot
         xdot[:] = xdot_C
         xdot[0:3] = x[3:6]
-        xdot[3:6] = xdot_C[3:6] - R @ (np.cross(xdot_C[10:13], c) + np.cross(w, np.cross(w, c)))
+        xdot[3:6] = xdot_C[3:6] - detlinalg.matmul(R, np.cross(xdot_C[10:13], c) + np.cross(w, np.cross(w, c)))
         for wd in self._welds:
             wd.follower.xdot[0:13] = welded_follower_derivative(x[0:13], xdot[0:13], wd.r_FP_P, wd.q_FP)
 
@@ -566,7 +571,7 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
                     motor_torque_Nm=self.u.tolist(),
                     friction_torque_Nm=friction.tolist(),
                     H_B=_v3(H_B),
-                    H_N=_v3(quat_to_dcm(q) @ H_B),
+                    H_N=_v3(detlinalg.matmul(quat_to_dcm(q), H_B)),
                 ),
             )
 

@@ -65,6 +65,7 @@ import math
 import numpy as np
 
 from hopsim.actors.held_messages import HeldMessages
+from hopsim.dynamics import detlinalg, detmath
 from hopsim.dynamics.spatial import cross_xyz
 from hopsim.kernel import ContinuousModel, FixedRate, In, Model, NoIo, Out, VariableRate
 from hopsim.schemas import MassProperties, Scalar, Vector3, Wrench
@@ -75,9 +76,9 @@ UNIT_INERTIA = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
 
 def _vector(name: str, what: str, value, unit: bool = False) -> np.ndarray:
     v = np.asarray(value, dtype=float)
-    if v.shape != (3,) or not np.isfinite(v).all() or (unit and np.linalg.norm(v) == 0):
+    if v.shape != (3,) or not np.isfinite(v).all() or (unit and detlinalg.norm(v) == 0):
         raise ValueError(f"{name}: {what} must be a finite{' non-zero' if unit else ''} 3-vector, got {value}")
-    return v / np.linalg.norm(v) if unit else v
+    return v / detlinalg.norm(v) if unit else v
 
 
 def _positive(name: str, what: str, value: float) -> float:
@@ -322,14 +323,14 @@ class BlowdownThruster(FixedThruster):
         """p / p0 with ``fuel_kg`` (kg) left: (V0 / (V0 + m_used / rho))^gamma, the fuel clamped
         to [0, ``load_kg``]."""
         used = self.load_kg - min(max(fuel_kg, 0.0), self.load_kg)
-        return (self.gas_volume_m3 / (self.gas_volume_m3 + used / self.propellant_density_kgpm3)) ** self.gamma
+        return detmath.pow(self.gas_volume_m3 / (self.gas_volume_m3 + used / self.propellant_density_kgpm3), self.gamma)
 
     def performance(self, fuel_kg: float | None) -> tuple[float, float]:
         """((p / p0)^thrust_exponent, isp_s (p / p0)^isp_exponent); no tank value yet: the load's."""
         if fuel_kg is None:
             return 1.0, self.isp_s
         ratio = self.pressure_ratio(fuel_kg)
-        return ratio**self.thrust_exponent, self.isp_s * ratio**self.isp_exponent
+        return detmath.pow(ratio, self.thrust_exponent), self.isp_s * detmath.pow(ratio, self.isp_exponent)
 
 
 class FuelTank(ContinuousModel):
@@ -367,7 +368,7 @@ class FuelTank(ContinuousModel):
         self.inertia_empty_B = np.array(inertia_empty_B, dtype=float).reshape(3, 3)
         self.inertia_full_B = np.array(inertia_full_B, dtype=float).reshape(3, 3)
         for what, m in (("inertia_empty_B", self.inertia_empty_B), ("inertia_full_B", self.inertia_full_B)):
-            if not np.isfinite(m).all() or (np.linalg.eigvalsh(0.5 * (m + m.T)) <= 0).any():
+            if not np.isfinite(m).all() or (detlinalg.eigvalsh(0.5 * (m + m.T)) <= 0).any():
                 raise ValueError(f"{name}: {what} must be a symmetric positive definite 3x3 matrix (kg m^2)")
         self.io_schedule = FixedRate(rate_hz)
         self.flow_kgps = 0.0

@@ -38,6 +38,7 @@ import math
 import numpy as np
 
 from hopsim.actors.disturbance import Disturbance
+from hopsim.dynamics import detlinalg
 from hopsim.dynamics.spatial import quat_normalize, quat_rate, quat_to_dcm
 from hopsim.dynamics.wheels import (
     WHEEL_FAULTS,
@@ -105,7 +106,7 @@ class ReactionWheelSpacecraft(ContinuousModel):
         if (
             self.inertia_B.shape != (3, 3)
             or not np.all(np.isfinite(self.inertia_B))
-            or np.any(np.linalg.eigvalsh(0.5 * (self.inertia_B + self.inertia_B.T)) <= 0)
+            or np.any(detlinalg.eigvalsh(0.5 * (self.inertia_B + self.inertia_B.T)) <= 0)
         ):
             raise ValueError(f"{name}: inertia_B must be a symmetric positive definite 3x3 matrix (kg m^2)")
         self.G = wheel_axes(name, G)
@@ -125,7 +126,7 @@ class ReactionWheelSpacecraft(ContinuousModel):
                 np.zeros(bearings.n_states),
             ]
         )
-        self.inertia_inv = np.linalg.inv(self.inertia_B)
+        self.inertia_inv = detlinalg.inv(self.inertia_B)
         self.io_schedule = FixedRate(rate_hz)
         self.n_wheels = k
         self.disturbance = Disturbance()
@@ -162,7 +163,7 @@ class ReactionWheelSpacecraft(ContinuousModel):
 
     def effective_inertia(self) -> np.ndarray:
         """Each wheel's effective inertia about its axis (kg m^2): 1 / (1/J_i + g_i . [I_RW]^-1 g_i)."""
-        return 1.0 / (1.0 / self.J + np.einsum("ij,jk,ik->i", self.G, self.inertia_inv, self.G))
+        return 1.0 / (1.0 / self.J + np.sum(detlinalg.matmul(self.G, self.inertia_inv) * self.G, axis=1))
 
     def angular_momentum_B(self, x=None) -> np.ndarray:
         """H_B (N m s): body and wheels about the centre of mass, B components."""
@@ -186,7 +187,7 @@ class ReactionWheelSpacecraft(ContinuousModel):
         x = self.x
         q = x[0:4]
         H_B = self.angular_momentum_B()
-        H_N = quat_to_dcm(q) @ H_B
+        H_N = detlinalg.matmul(quat_to_dcm(q), H_B)
         self.write(
             "state",
             VehicleState(

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hopsim.dynamics import detlinalg
 from hopsim.dynamics.orbit_frames import clohessy_wiltshire_transition, hill_dcm, inertial_to_hill
 from hopsim.dynamics.spatial import quat_to_dcm
 from hopsim.kernel import FixedRate, In, Model, Out
@@ -115,7 +116,7 @@ class CwGuidance(Model):
             accel = -w * w * (rho - target) - 2 * w * rho_dot - natural
             return accel * self.period_s
         Phi = clohessy_wiltshire_transition(self.n, tau)
-        v_plus = np.linalg.solve(Phi[0:3, 3:6], target - Phi[0:3, 0:3] @ rho)
+        v_plus = detlinalg.solve(Phi[0:3, 3:6], target - detlinalg.matmul(Phi[0:3, 0:3], rho))
         return v_plus - rho_dot
 
     def propagate(self, fix, t_ns: int) -> tuple[np.ndarray, np.ndarray]:
@@ -123,7 +124,8 @@ class CwGuidance(Model):
         r = np.array([fix.r_BN_N.x, fix.r_BN_N.y, fix.r_BN_N.z])
         v = np.array([fix.v_BN_N.x, fix.v_BN_N.y, fix.v_BN_N.z])
         dt = (t_ns - fix.t_ns) / 1e9
-        g = -self.mu * r / np.linalg.norm(r) ** 3
+        rn = detlinalg.norm(r)
+        g = -self.mu * r / (rn * rn * rn)
         return r + v * dt + 0.5 * g * dt * dt, v + g * dt
 
     def relative_state(self, t_ns: int, rho_gnss: np.ndarray, rho_dot_gnss: np.ndarray):
@@ -134,7 +136,7 @@ class CwGuidance(Model):
         if rel is None or not rel.valid or rel.frame != "hill":
             return rho_gnss, rho_dot_gnss
         rho = np.array([rel.r_DC_F.x, rel.r_DC_F.y, rel.r_DC_F.z])
-        if np.linalg.norm(rho) > self.relnav_range_m:
+        if detlinalg.norm(rho) > self.relnav_range_m:
             return rho_gnss, rho_dot_gnss
         rho_dot = np.array([rel.v_DC_F.x, rel.v_DC_F.y, rel.v_DC_F.z])
         return rho + rho_dot * ((t_ns - rel.t_ns) / 1e9), rho_dot
@@ -155,7 +157,7 @@ class CwGuidance(Model):
             r_d, v_d = self.propagate(own, t_ns)
             self.rho_H, self.rho_dot_H = self.relative_state(t_ns, *inertial_to_hill(r_c, v_c, r_d, v_d))
             dv_H = self.desired_dv_H(t_ns / 1e9, self.rho_H, self.rho_dot_H)
-            dv_B = self.body_dcm().T @ (hill_dcm(r_c, v_c).T @ dv_H)
+            dv_B = detlinalg.matmul(self.body_dcm().T, detlinalg.matmul(hill_dcm(r_c, v_c).T, dv_H))
             m = mass.mass_kg if mass is not None and mass.mass_kg > 0 else self.mass_kg
             for axis in range(3):
                 if abs(dv_B[axis]) < self.deadband:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hopsim.dynamics import detlinalg, detmath, detrandom
 from hopsim.dynamics.orbit_frames import hill_dcm, hill_rate
 from hopsim.dynamics.spatial import cross_array, quat_multiply, quat_normalize, quat_to_dcm
 from hopsim.kernel import FixedRate, In, Model, Out
@@ -64,11 +65,12 @@ def _finite(name, what, value) -> np.ndarray:
 
 def small_rotation(theta) -> np.ndarray:
     """The unit quaternion (scalar last) of the rotation vector ``theta`` (rad)."""
-    angle = float(np.linalg.norm(theta))
+    theta = np.asarray(theta, dtype=float)
+    angle = detlinalg.norm(theta)
     if angle < 1e-12:
         return quat_normalize(np.array([0.5 * theta[0], 0.5 * theta[1], 0.5 * theta[2], 1.0]))
-    axis = np.asarray(theta) / angle
-    return np.concatenate([np.sin(0.5 * angle) * axis, [np.cos(0.5 * angle)]])
+    axis = theta / angle
+    return np.concatenate([detmath.sin(0.5 * angle) * axis, [detmath.cos(0.5 * angle)]])
 
 
 class NoisySensor(Model):
@@ -99,7 +101,7 @@ class NoisySensor(Model):
     def noise(self, sigma: np.ndarray) -> np.ndarray:
         """White noise of standard deviation ``sigma`` per axis (scaled by a noise_scale fault);
         drawn at every measurement, valid or not, so a dropout shifts no later draw."""
-        return self.noise_scale * sigma * self.rng.standard_normal(3)
+        return self.noise_scale * sigma * detrandom.standard_normal(self.rng, 3)
 
 
 class StarTracker(NoisySensor):
@@ -194,7 +196,7 @@ class Imu(NoisySensor):
         q = truth.q_BN
         R = quat_to_dcm(np.array([q.x, q.y, q.z, q.w]))
         omega = (1.0 + self.scale_factor) * _xyz(truth.omega_BN_B) + self.gyro_bias + self.fault_bias + w_g
-        f_B = R.T @ (_xyz(truth.a_BN_N) - self.gravity_N) + self.accel_bias + w_a
+        f_B = detlinalg.matmul(R.T, _xyz(truth.a_BN_N) - self.gravity_N) + self.accel_bias + w_a
         self.write(
             "imu", ImuMeasurement(vehicle=self.vehicle, t_ns=t_ns, omega_BN_B=_v(omega), accel_B=_v(f_B), valid=True)
         )
@@ -212,8 +214,8 @@ def relative_state(frame: str, r_c, v_c, r_d, v_d) -> tuple[np.ndarray, np.ndarr
         return rho_N, drho_N
     C_HN = hill_dcm(r_c, v_c)  # "hill" and "uvw" share their axes
     omega, _ = hill_rate(r_c, v_c)
-    rho_H = C_HN @ rho_N
-    return rho_H, C_HN @ drho_N - cross_array([0.0, 0.0, omega], rho_H)
+    rho_H = detlinalg.matmul(C_HN, rho_N)
+    return rho_H, detlinalg.matmul(C_HN, drho_N) - cross_array([0.0, 0.0, omega], rho_H)
 
 
 class CmFrameStateSensor(NoisySensor):

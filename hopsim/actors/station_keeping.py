@@ -54,6 +54,7 @@ import math
 
 import numpy as np
 
+from hopsim.dynamics import detmath
 from hopsim.dynamics.orbital_elements import argument_of_latitude
 from hopsim.kernel import FixedRate, In, Model, Out
 from hopsim.schemas import MassProperties, PositionVelocityMeasurement, Scalar
@@ -64,8 +65,9 @@ TWO_PI = 2.0 * math.pi
 def slot_rate(a_m: float, inclination_rad: float, mu: float, j2: float, radius_m: float) -> float:
     """u_dot (rad/s): the mean rate of the argument of latitude of a circular orbit of semi-major
     axis ``a_m`` (m) and inclination (rad) under J2 (``j2`` = 0: n). See the module."""
-    n = math.sqrt(mu / a_m**3)
-    return n * (1.0 + 1.5 * j2 * (radius_m / a_m) ** 2 * (4.0 * math.cos(inclination_rad) ** 2 - 1.0))
+    n = math.sqrt(mu / (a_m * a_m * a_m))
+    ratio, ci = radius_m / a_m, detmath.cos(inclination_rad)
+    return n * (1.0 + 1.5 * j2 * (ratio * ratio) * (4.0 * (ci * ci) - 1.0))
 
 
 def phase_error(r_N, v_N, t_s: float, u0_rad: float, u_dot_radps: float) -> float:

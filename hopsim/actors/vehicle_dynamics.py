@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hopsim.dynamics import detlinalg
 from hopsim.dynamics.rigid_body import (
     STATE_SIZE,
     derivative_single,
@@ -76,7 +77,7 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
         inertia = np.array(inertia_C_B, dtype=float)
         if mass_kg <= 0:
             raise ValueError(f"{name}: mass_kg must be positive, got {mass_kg}")
-        if inertia.shape != (3, 3) or not np.allclose(inertia, inertia.T) or np.any(np.linalg.eigvalsh(inertia) <= 0):
+        if inertia.shape != (3, 3) or not np.allclose(inertia, inertia.T) or np.any(detlinalg.eigvalsh(inertia) <= 0):
             raise ValueError(
                 f"{name}: inertia_C_B must be a symmetric positive-definite 3x3 matrix "
                 f"(products of inertia as they appear in the tensor), got {inertia.tolist()}"
@@ -109,7 +110,7 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
         f = np.asarray(force_B, dtype=float)
         if self._primary is not None:
             w = self._primary_weld
-            self._primary.add_force_B(w.R_PF @ f, self._on_primary(point_B))
+            self._primary.add_force_B(detlinalg.matmul(w.R_PF, f), self._on_primary(point_B))
             return
         self.gathered_force_B += f
         if point_B is not None:
@@ -126,13 +127,13 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
             return
         self.gathered_force_N += f
         if point_B is not None:
-            f_B = quat_to_dcm(self.x[6:10]).T @ f
+            f_B = detlinalg.matmul(quat_to_dcm(self.x[6:10]).T, f)
             self.gathered_torque_B += np.cross(np.asarray(point_B, dtype=float) - self.r_CB_B, f_B)
 
     def add_torque_B(self, torque_B) -> None:
         """A pure torque (N m) in body components."""
         if self._primary is not None:
-            self._primary.add_torque_B(self._primary_weld.R_PF @ np.asarray(torque_B, dtype=float))
+            self._primary.add_torque_B(detlinalg.matmul(self._primary_weld.R_PF, np.asarray(torque_B, dtype=float)))
             return
         self.gathered_torque_B += np.asarray(torque_B, dtype=float)
 
@@ -140,7 +141,7 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
         """A point of this (follower) body, in the primary's frame from the primary's origin."""
         w = self._primary_weld
         p = self.r_CB_B if point_B is None else np.asarray(point_B, dtype=float)
-        return w.r_FP_P + w.R_PF @ p
+        return w.r_FP_P + detlinalg.matmul(w.R_PF, p)
 
     # ------------------------------------------------------------------ compiled hops
     def hop_ready(self) -> bool:

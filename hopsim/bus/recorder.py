@@ -41,6 +41,14 @@ LOG_TIME_OFFSET = "log_time_offset_ns"  # channel metadata: log time = this + si
 RUN_METADATA = "hopsim.run"
 RESULT_METADATA = "hopsim.result"
 
+STREAM_FORMAT = 2
+"""The version of what a recording's stream holds, written as ``stream_format`` in its run
+description. It goes up whenever the same scenario, parameters and seed give another stream (an
+encoding, or a model's arithmetic, changed; CHANGELOG.md says which), so that a replay can tell
+an older recording from a divergence. 1 is every recording made before the field existed; 2
+computes every elementary function, product and random draw with hopsim's portable numerics
+(the same bits on every CPU)."""
+
 
 def log_time_offset(channel_metadata: dict) -> int:
     """The offset of a channel's log times from simulation time (ns; 0 for files that have none,

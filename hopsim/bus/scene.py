@@ -78,7 +78,7 @@ def hill_rotation(r, v) -> list[list[float]]:
     (3 floats each, frame N): x along r, z along r x v, y = z x x (NaN where r or r x v is 0)."""
 
     def unit(a):
-        n = (a[0] * a[0] + a[1] * a[1] + a[2] * a[2]) ** 0.5
+        n = math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
         return [a[0] / n, a[1] / n, a[2] / n] if n > 0.0 else [math.nan] * 3  # no frame: NaN
 
     def cross(a, b):
@@ -93,15 +93,15 @@ def _quaternion_of(m) -> tuple[float, float, float, float]:
     """The unit quaternion (x, y, z, w) of the rotation matrix ``m`` (v' = m v), Shepperd's method."""
     tr = m[0][0] + m[1][1] + m[2][2]
     if tr > 0.0:
-        s = 2.0 * (tr + 1.0) ** 0.5
+        s = 2.0 * math.sqrt(tr + 1.0)
         return ((m[2][1] - m[1][2]) / s, (m[0][2] - m[2][0]) / s, (m[1][0] - m[0][1]) / s, 0.25 * s)
     if m[0][0] > m[1][1] and m[0][0] > m[2][2]:
-        s = 2.0 * (1.0 + m[0][0] - m[1][1] - m[2][2]) ** 0.5
+        s = 2.0 * math.sqrt(1.0 + m[0][0] - m[1][1] - m[2][2])
         return (0.25 * s, (m[0][1] + m[1][0]) / s, (m[0][2] + m[2][0]) / s, (m[2][1] - m[1][2]) / s)
     if m[1][1] > m[2][2]:
-        s = 2.0 * (1.0 + m[1][1] - m[0][0] - m[2][2]) ** 0.5
+        s = 2.0 * math.sqrt(1.0 + m[1][1] - m[0][0] - m[2][2])
         return ((m[0][1] + m[1][0]) / s, 0.25 * s, (m[1][2] + m[2][1]) / s, (m[0][2] - m[2][0]) / s)
-    s = 2.0 * (1.0 + m[2][2] - m[0][0] - m[1][1]) ** 0.5
+    s = 2.0 * math.sqrt(1.0 + m[2][2] - m[0][0] - m[1][1])
     return ((m[0][2] + m[2][0]) / s, (m[1][2] + m[2][1]) / s, 0.25 * s, (m[1][0] - m[0][1]) / s)
 
 
@@ -118,7 +118,7 @@ def _port_arrow(arrow, port_B, radius_m: float) -> None:
     if w < 1e-9:
         q = (0.0, 0.0, 1.0, 0.0)
     else:
-        n = (uz * uz + uy * uy + w * w) ** 0.5
+        n = math.sqrt(uz * uz + uy * uy + w * w)
         q = (0.0, -uz / n, uy / n, w / n)
     o = arrow.pose.orientation
     o.x, o.y, o.z, o.w = q

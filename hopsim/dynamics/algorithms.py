@@ -28,6 +28,7 @@ carries them as known motions (hybrid dynamics).
 
 import numpy as np
 
+from hopsim.dynamics import detlinalg
 from hopsim.dynamics._jit import F64_VECTOR, I64_VECTOR, compiled, compiled_for
 from hopsim.dynamics.joints import (
     JOINT_NQ,
@@ -974,7 +975,7 @@ def mass_properties(tree, Q):
     mC = I0[0:3, 3:6]  # m skew(c)
     c = np.array([mC[2, 1], mC[0, 2], mC[1, 0]]) / m
     Cs = skew(c)
-    inertia_C = I0[0:3, 0:3] - m * (Cs.T @ Cs)
+    inertia_C = I0[0:3, 0:3] - m * detlinalg.matmul(Cs.T, Cs)
     return m, c, inertia_C
 
 
@@ -1018,7 +1019,7 @@ def frame_jacobian(tree, Q, body, frame="body"):
         return Jw
     if frame == "body":
         R = R_w[b]
-        return np.vstack([R.T @ Jw[0:3], R.T @ Jw[3:6]])
+        return np.vstack([detlinalg.matmul(R.T, Jw[0:3]), detlinalg.matmul(R.T, Jw[3:6])])
     raise ValueError(f"frame must be 'body', 'world_aligned' or 'world', got {frame!r}")
 
 
@@ -1028,7 +1029,7 @@ def station_jacobian(tree, Q, body, r_SB_B):
     a = as_arrays(tree)
     b = tree.body_index(body) if hasattr(tree, "body_index") else int(body)
     J, R_w, p_w = _frame_jacobian_world(a.ints, a.reals, _f64(Q, (_sizes(a)[1],)), b)
-    r = p_w[b] + R_w[b] @ np.asarray(r_SB_B, dtype=np.float64)
+    r = p_w[b] + detlinalg.matmul(R_w[b], np.asarray(r_SB_B, dtype=np.float64))
     return J[3:6] + np.cross(J[0:3].T, r).T, r
 
 

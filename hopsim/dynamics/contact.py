@@ -57,6 +57,7 @@ neighbouring cells (each cell against itself and 13 of them, so that every pair 
 
 import numpy as np
 
+from hopsim.dynamics import detmath
 from hopsim.dynamics._jit import compiled
 from hopsim.dynamics.spatial import (
     cross3,
@@ -420,7 +421,7 @@ def port_alignment(x1, x2, port1_B1, port2_B2, R1, R2):
     """
     a1 = mat3_vec(quat_to_dcm(x1[6:10]), port1_B1 / _norm3(port1_B1))
     a2 = mat3_vec(quat_to_dcm(x2[6:10]), port2_B2 / _norm3(port2_B2))
-    angle = np.arctan2(_norm3(cross3(a1, a2)), -_dot3(a1, a2))
+    angle = detmath.atan2(_norm3(cross3(a1, a2)), -_dot3(a1, a2))
     gap = _norm3((x1[0:3] + R1 * a1) - (x2[0:3] + R2 * a2))
     return angle, gap
 

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from hopsim.dynamics import detlinalg, detmath
 from hopsim.dynamics._jit import compiled, compiled_borrowing
 from hopsim.dynamics.gravity import EARTH_RADIUS, EARTH_ROTATION_RATE
 
@@ -29,7 +30,7 @@ def gmst_rad(jd_ut1):
     """Greenwich mean sidereal time (rad, in [0, 2 pi)) at a UT1 Julian date (IAU 1982, as in
     Vallado's Algorithm 15)."""
     t = (jd_ut1 - JD_J2000) / 36525.0
-    seconds = 67310.54841 + (876600.0 * 3600.0 + 8640184.812866) * t + 0.093104 * t * t - 6.2e-6 * t**3
+    seconds = 67310.54841 + (876600.0 * 3600.0 + 8640184.812866) * t + 0.093104 * t * t - 6.2e-6 * t * t * t
     return math.radians((seconds % 86400.0) / 240.0) % (2.0 * math.pi)
 
 
@@ -37,7 +38,7 @@ def eci_to_ecef(r_eci, jd_ut1: float) -> np.ndarray:
     """A position from ECI to ECEF: a rotation about z by GMST (polar motion and the equation
     of the equinoxes neglected)."""
     g = gmst_rad(jd_ut1)
-    c, s = math.cos(g), math.sin(g)
+    c, s = detmath.cos(g), detmath.sin(g)
     r = np.asarray(r_eci, dtype=float)
     return np.array([c * r[0] + s * r[1], -s * r[0] + c * r[1], r[2]])
 
@@ -49,13 +50,13 @@ def sun_position_xyz(jd):
     n = jd - JD_J2000
     mean_longitude = math.radians((280.460 + 0.9856474 * n) % 360.0)
     anomaly = math.radians((357.528 + 0.9856003 * n) % 360.0)
-    longitude = mean_longitude + math.radians(1.915 * math.sin(anomaly) + 0.020 * math.sin(2.0 * anomaly))
+    longitude = mean_longitude + math.radians(1.915 * detmath.sin(anomaly) + 0.020 * detmath.sin(2.0 * anomaly))
     obliquity = math.radians(23.439 - 4.0e-7 * n)
-    distance = (1.00014 - 0.01671 * math.cos(anomaly) - 0.00014 * math.cos(2.0 * anomaly)) * AU_M
+    distance = (1.00014 - 0.01671 * detmath.cos(anomaly) - 0.00014 * detmath.cos(2.0 * anomaly)) * AU_M
     return (
-        distance * math.cos(longitude),
-        distance * (math.cos(obliquity) * math.sin(longitude)),
-        distance * (math.sin(obliquity) * math.sin(longitude)),
+        distance * detmath.cos(longitude),
+        distance * (detmath.cos(obliquity) * detmath.sin(longitude)),
+        distance * (detmath.sin(obliquity) * detmath.sin(longitude)),
     )
 
 
@@ -92,10 +93,10 @@ def conical_shadow_fraction_xyz(x, y, z, sx, sy, sz, sun_radius_m, earth_radius_
     r = math.sqrt(x * x + y * y + z * z)
     d0, d1, d2 = sx - x, sy - y, sz - z
     d = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
-    a = math.asin(min(sun_radius_m / d, 1.0))
-    b = math.asin(min(earth_radius_m / r, 1.0))
+    a = detmath.asin(min(sun_radius_m / d, 1.0))
+    b = detmath.asin(min(earth_radius_m / r, 1.0))
     cos_c = -(x * d0 + y * d1 + z * d2) / (r * d)  # the Earth's centre seen at -r
-    c = math.acos(max(-1.0, min(1.0, cos_c)))
+    c = detmath.acos(max(-1.0, min(1.0, cos_c)))
     if c >= a + b:
         return 1.0
     if c <= b - a:
@@ -105,7 +106,9 @@ def conical_shadow_fraction_xyz(x, y, z, sx, sy, sz, sun_radius_m, earth_radius_
     u = (c * c + a * a - b * b) / (2.0 * c)
     v = math.sqrt(max(a * a - u * u, 0.0))
     covered = (
-        a * a * math.acos(max(-1.0, min(1.0, u / a))) + b * b * math.acos(max(-1.0, min(1.0, (c - u) / b))) - c * v
+        a * a * detmath.acos(max(-1.0, min(1.0, u / a)))
+        + b * b * detmath.acos(max(-1.0, min(1.0, (c - u) / b)))
+        - c * v
     )
     return 1.0 - covered / (math.pi * a * a)
 
@@ -121,7 +124,7 @@ def exponential_density(altitude_m, rho0, h0_m, scale_height_m):
     """Air density (kg/m^3) of an exponential atmosphere: rho0 exp(-(h - h0) / H) (the base
     density rho0 at the base altitude h0 and the scale height H are the user's, e.g. a row of
     Vallado's Table 8-4 for the altitude band flown)."""
-    return rho0 * math.exp(-(altitude_m - h0_m) / scale_height_m)
+    return rho0 * detmath.exp(-(altitude_m - h0_m) / scale_height_m)
 
 
 VALLADO_EXPONENTIAL_ATMOSPHERE = (
@@ -173,7 +176,7 @@ def tabulated_density(altitude_m: float) -> float:
     if not math.isfinite(altitude_m):
         raise ValueError(f"altitude_m must be a finite altitude in metres, got {altitude_m}")
     h0, rho0, scale = density_band(altitude_m)
-    return rho0 * math.exp(-(altitude_m - h0) / scale)
+    return rho0 * detmath.exp(-(altitude_m - h0) / scale)
 
 
 def density_band(altitude_m: float) -> tuple[float, float, float]:
@@ -259,13 +262,13 @@ def plate_records(name: str, plates) -> np.ndarray:
             ) from None
         if n.shape != (3,) or r.shape != (3,) or not (np.all(np.isfinite(n)) and np.all(np.isfinite(r))):
             raise ValueError(f"{name}: drag plate {i}'s normal and centre must be finite 3-vectors (B; m)")
-        if not np.linalg.norm(n) > 0:
+        if not detlinalg.norm(n) > 0:
             raise ValueError(f"{name}: drag plate {i}'s normal must not be zero")
         if not (math.isfinite(area) and area >= 0 and math.isfinite(cd) and cd >= 0):
             raise ValueError(
                 f"{name}: drag plate {i}'s area (m^2) and drag coefficient must be finite and >= 0, got {area}, {cd}"
             )
-        out.extend([*(n / np.linalg.norm(n)), area, cd, *r])
+        out.extend([*(n / detlinalg.norm(n)), area, cd, *r])
     return np.array(out, dtype=float)
 
 
@@ -291,7 +294,8 @@ def sunlit_srp_acceleration_xyz(x, y, z, sx, sy, sz, cr_area_over_mass):
     d)^2 C_R A / m along the Sun -> spacecraft line (``cr_area_over_mass`` in m^2/kg)."""
     a0, a1, a2 = x - sx, y - sy, z - sz
     d = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
-    k = SOLAR_PRESSURE_1AU * (AU_M / d) ** 2 * cr_area_over_mass / d
+    au_over_d = AU_M / d
+    k = SOLAR_PRESSURE_1AU * (au_over_d * au_over_d) * cr_area_over_mass / d
     return k * a0, k * a1, k * a2
 
 

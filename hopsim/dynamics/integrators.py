@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from hopsim.dynamics import detlinalg, detmath
 from hopsim.dynamics._jit import compiled
 
 
@@ -212,16 +213,18 @@ class EmbeddedRungeKutta:
         if self.first_step is not None:
             return min(float(self.first_step), span)
         scale = self.atol + self.rtol * np.abs(x0)
-        d0 = math.sqrt(np.mean((x0 / scale) ** 2)) if x0.size else 0.0
-        d1 = math.sqrt(np.mean((k1 / scale) ** 2)) if x0.size else 0.0
+        q0, q1 = x0 / scale, k1 / scale
+        d0 = math.sqrt(np.mean(q0 * q0)) if x0.size else 0.0
+        d1 = math.sqrt(np.mean(q1 * q1)) if x0.size else 0.0
         h0 = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
         h0 = min(h0, span)
         k2 = f(t0 + h0, x0 + h0 * k1)
-        d2 = math.sqrt(np.mean(((k2 - k1) / scale) ** 2)) / h0 if x0.size else 0.0
+        q2 = (k2 - k1) / scale
+        d2 = math.sqrt(np.mean(q2 * q2)) / h0 if x0.size else 0.0
         if max(d1, d2) <= 1e-15:
             h1 = max(1e-6, 1e-3 * h0)
         else:
-            h1 = (0.01 / max(d1, d2)) ** (1.0 / (self.order + 1))
+            h1 = detmath.pow(0.01 / max(d1, d2), 1.0 / (self.order + 1))
         return min(100.0 * h0, h1, span, self.max_step)
 
     # -- public ------------------------------------------------------------------------
@@ -250,7 +253,7 @@ class EmbeddedRungeKutta:
                     break
                 self.stats.rejected += 1
                 rejected_here = True
-                factor = max(self.min_factor, self.safety * err ** (-1.0 / (self.error_order + 1)))
+                factor = max(self.min_factor, self.safety * detmath.pow(err, -1.0 / (self.error_order + 1)))
                 if not np.isfinite(err):
                     factor = self.min_factor
                 h_next = h_try * factor
@@ -271,7 +274,7 @@ class EmbeddedRungeKutta:
                 factor = self.max_factor
             else:
                 factor = min(
-                    self.max_factor, max(self.min_factor, self.safety * err ** (-1.0 / (self.error_order + 1)))
+                    self.max_factor, max(self.min_factor, self.safety * detmath.pow(err, -1.0 / (self.error_order + 1)))
                 )
             if rejected_here:
                 factor = min(1.0, factor)
@@ -320,10 +323,11 @@ class DormandPrince54(EmbeddedRungeKutta):
                 if a != 0.0:
                     dx += a * K[j]
             K[i] = f(t + self.C[i] * h, x + h * dx)
-        x_new = x + h * (self.B[:6] @ K[:6])
+        x_new = x + h * detlinalg.matmul(self.B[:6], K[:6])
         K[6] = f(t + h, x_new)
-        err_vec = h * (self.E @ K)
-        err = math.sqrt(np.mean((err_vec / self._scale(x, x_new)) ** 2)) if x.size else 0.0
+        err_vec = h * detlinalg.matmul(self.E, K)
+        q = err_vec / self._scale(x, x_new)
+        err = math.sqrt(np.mean(q * q)) if x.size else 0.0
         return x_new, K[6], err
 
 
@@ -359,17 +363,17 @@ class DOP853(EmbeddedRungeKutta):
         K = np.empty((n_stages + 1, x.size))
         K[0] = k1
         for i in range(1, n_stages):
-            dx = self.A[i, :i] @ K[:i]
+            dx = detlinalg.matmul(self.A[i, :i], K[:i])
             K[i] = f(t + self.C[i] * h, x + h * dx)
-        x_new = x + h * (self.B @ K[:n_stages])
+        x_new = x + h * detlinalg.matmul(self.B, K[:n_stages])
         K[n_stages] = f(t + h, x_new)
         if x.size == 0:
             return x_new, K[n_stages], 0.0
         scale = self._scale(x, x_new)
-        e5 = (self.E5 @ K) / scale
-        e3 = (self.E3 @ K) / scale
-        s5 = float(e5 @ e5)
-        s3 = float(e3 @ e3)
+        e5 = detlinalg.matmul(self.E5, K) / scale
+        e3 = detlinalg.matmul(self.E3, K) / scale
+        s5 = detlinalg.dot(e5, e5)
+        s3 = detlinalg.dot(e3, e3)
         if s5 == 0.0 and s3 == 0.0:
             err = 0.0
         else:

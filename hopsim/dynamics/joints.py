@@ -27,6 +27,7 @@ The motion subspace ``S`` (6 x nv) maps U to the spatial velocity of J relative 
 
 import numpy as np
 
+from hopsim.dynamics import detmath
 from hopsim.dynamics._jit import compiled
 from hopsim.dynamics.spatial import mat3_vec, quat_normalize, quat_rate, quat_to_dcm
 
@@ -81,8 +82,8 @@ def joint_motion(jtype, axis, q, u, S, c_J, R, p):
         for j in range(3):
             R[i, j] = 1.0 if i == j else 0.0
     if jtype == PIN:
-        c = np.cos(q[0])
-        s = np.sin(q[0])
+        c = detmath.cos(q[0])
+        s = detmath.sin(q[0])
         t = 1.0 - c
         x, y, z = axis[0], axis[1], axis[2]
         R[0, 0] = t * x * x + c
@@ -102,10 +103,10 @@ def joint_motion(jtype, axis, q, u, S, c_J, R, p):
             p[k] = axis[k] * q[0]
             S[3 + k, 0] = axis[k]
     elif jtype == UNIVERSAL:
-        c1 = np.cos(q[0])
-        s1 = np.sin(q[0])
-        c2 = np.cos(q[1])
-        s2 = np.sin(q[1])
+        c1 = detmath.cos(q[0])
+        s1 = detmath.sin(q[0])
+        c2 = detmath.cos(q[1])
+        s2 = detmath.sin(q[1])
         # R = Rx(q0) Ry(q1)
         R[0, 0] = c2
         R[0, 1] = 0.0
@@ -122,8 +123,8 @@ def joint_motion(jtype, axis, q, u, S, c_J, R, p):
         c_J[0] = -s2 * u[0] * u[1]
         c_J[2] = c2 * u[0] * u[1]
     elif jtype == PLANAR:
-        c = np.cos(q[2])
-        s = np.sin(q[2])
+        c = detmath.cos(q[2])
+        s = detmath.sin(q[2])
         R[0, 0] = c
         R[0, 1] = -s
         R[1, 0] = s

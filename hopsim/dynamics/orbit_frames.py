@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hopsim.dynamics import detlinalg, detmath
 from hopsim.dynamics._jit import compiled
 from hopsim.dynamics.spatial import cross3, cross_array
 
@@ -21,26 +22,26 @@ from hopsim.dynamics.spatial import cross3, cross_array
 def hill_dcm(r_c, v_c) -> np.ndarray:
     """The rotation from N to the chief's Hill frame H: rows are H's axes in N."""
     r_c, v_c = np.asarray(r_c, dtype=float), np.asarray(v_c, dtype=float)
-    x = r_c / np.linalg.norm(r_c)
+    x = r_c / detlinalg.norm(r_c)
     h = cross_array(r_c, v_c)
-    z = h / np.linalg.norm(h)
+    z = h / detlinalg.norm(h)
     return np.array([x, cross_array(z, x), z])
 
 
 def hill_rate(r_c, v_c) -> tuple[float, float]:
     """(|omega_HN| rad/s, its rate rad/s^2) of the Hill frame; both along H's z axis."""
     r_c, v_c = np.asarray(r_c, dtype=float), np.asarray(v_c, dtype=float)
-    r2 = float(r_c @ r_c)
-    w = float(np.linalg.norm(cross_array(r_c, v_c))) / r2
-    return w, -2.0 * float(r_c @ v_c) / r2 * w
+    r2 = detlinalg.dot(r_c, r_c)
+    w = float(detlinalg.norm(cross_array(r_c, v_c))) / r2
+    return w, -2.0 * detlinalg.dot(r_c, v_c) / r2 * w
 
 
 def inertial_to_hill(r_c, v_c, r_d, v_d) -> tuple[np.ndarray, np.ndarray]:
     """(rho, rho') of the deputy in the chief's Hill frame (m, m/s)."""
     C = hill_dcm(r_c, v_c)
     w, _ = hill_rate(r_c, v_c)
-    rho = C @ (np.asarray(r_d, dtype=float) - r_c)
-    rho_dot = C @ (np.asarray(v_d, dtype=float) - v_c) - cross_array([0.0, 0.0, w], rho)
+    rho = detlinalg.matmul(C, np.asarray(r_d, dtype=float) - r_c)
+    rho_dot = detlinalg.matmul(C, np.asarray(v_d, dtype=float) - v_c) - cross_array([0.0, 0.0, w], rho)
     return rho, rho_dot
 
 
@@ -49,8 +50,10 @@ def hill_to_inertial(r_c, v_c, rho, rho_dot) -> tuple[np.ndarray, np.ndarray]:
     C = hill_dcm(r_c, v_c)
     w, _ = hill_rate(r_c, v_c)
     rho = np.asarray(rho, dtype=float)
-    r_d = np.asarray(r_c, dtype=float) + C.T @ rho
-    v_d = np.asarray(v_c, dtype=float) + C.T @ (np.asarray(rho_dot, dtype=float) + cross_array([0.0, 0.0, w], rho))
+    r_d = np.asarray(r_c, dtype=float) + detlinalg.matmul(C.T, rho)
+    v_d = np.asarray(v_c, dtype=float) + detlinalg.matmul(
+        C.T, np.asarray(rho_dot, dtype=float) + cross_array([0.0, 0.0, w], rho)
+    )
     return r_d, v_d
 
 
@@ -69,7 +72,7 @@ def clohessy_wiltshire_transition(n: float, t: float) -> np.ndarray:
     """The state-transition matrix exp(A t) of the Clohessy-Wiltshire equations (state (rho,
     rho') in the Hill frame, x radial, y along-track, z normal), in closed form (Vallado 2013,
     eq. 6-66, in this module's axes)."""
-    s, c = np.sin(n * t), np.cos(n * t)
+    s, c = detmath.sin(n * t), detmath.cos(n * t)
     Phi = np.zeros((6, 6))
     Phi[0, 0], Phi[0, 3], Phi[0, 4] = 4 - 3 * c, s / n, 2 * (1 - c) / n
     Phi[1, 0], Phi[1, 1], Phi[1, 3], Phi[1, 4] = 6 * (s - n * t), 1.0, -2 * (1 - c) / n, (4 * s - 3 * n * t) / n
@@ -108,7 +111,7 @@ def hill_state_carried(r_c, v_c, r_d, v_d, n, dt):
     v0 = ey[0] * dv[0] + ey[1] * dv[1] + ey[2] * dv[2] - w * x0
     w0 = ez[0] * dv[0] + ez[1] * dv[1] + ez[2] * dv[2]
     nt = n * dt
-    s, c = np.sin(nt), np.cos(nt)
+    s, c = detmath.sin(nt), detmath.cos(nt)
     x = np.empty(6)  # Vallado 2013, eq. 6-66 (module axes)
     x[0] = (4.0 - 3.0 * c) * x0 + s / n * u0 + 2.0 * (1.0 - c) / n * v0
     x[1] = 6.0 * (s - nt) * x0 + y0 - 2.0 * (1.0 - c) / n * u0 + (4.0 * s - 3.0 * nt) / n * v0
@@ -152,9 +155,9 @@ def slot_error_carried(r_c, v_c, r_d, v_d, n, dt, a_c, roe):
     qx = hy * 0.0 - hz * ny  # 90 deg ahead of the node: h x node
     qy = hz * nx - hx * 0.0
     qz = hx * ny - hy * nx
-    u_c = np.arctan2(qx * r0 + qy * r1 + qz * r2, nx * r0 + ny * r1) + n * dt
+    u_c = detmath.atan2(qx * r0 + qy * r1 + qz * r2, nx * r0 + ny * r1) + n * dt
     da, dl, dex, dey, dix, diy = roe[0], roe[1], roe[2], roe[3], roe[4], roe[5]
-    c, s = np.cos(u_c), np.sin(u_c)
+    c, s = detmath.cos(u_c), detmath.sin(u_c)
     k = a_c * n
     e = np.empty(6)
     e[0] = x[0] - a_c * (da - dex * c - dey * s)

@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 
+from hopsim.dynamics import detlinalg, detmath
 from hopsim.dynamics.spatial import cross_array, cross_xyz
 
 TWO_PI = 2.0 * math.pi
@@ -57,7 +58,7 @@ def mean_to_eccentric(M: float, e: float, tol: float = 1e-15) -> float:
     M = _wrap_pi(M)
     E = M if e < 0.8 else math.pi * (1.0 if M >= 0 else -1.0)
     for _ in range(50):
-        step = (E - e * math.sin(E) - M) / (1.0 - e * math.cos(E))
+        step = (E - e * detmath.sin(E) - M) / (1.0 - e * detmath.cos(E))
         E -= step
         if abs(step) < tol:
             break
@@ -68,31 +69,31 @@ def elements_from_state(r_N, v_N, mu: float) -> tuple[float, float, float, float
     """(a, e, i, raan, argp, M) of the elliptic orbit through ``r_N``, ``v_N``. For a circular
     orbit argp = 0 (perigee at the node); for an equatorial one raan = 0."""
     r, v = np.asarray(r_N, dtype=float), np.asarray(v_N, dtype=float)
-    rn, vn = float(np.linalg.norm(r)), float(np.linalg.norm(v))
+    rn, vn = float(detlinalg.norm(r)), float(detlinalg.norm(v))
     h = cross_array(r, v)
-    hn = float(np.linalg.norm(h))
+    hn = float(detlinalg.norm(h))
     energy = 0.5 * vn * vn - mu / rn
     if energy >= 0.0:
         raise ValueError(f"the state is not on an elliptic orbit (specific energy {energy:.6g} J/kg >= 0)")
     a = -mu / (2.0 * energy)
-    e_vec = ((vn * vn - mu / rn) * r - float(r @ v) * v) / mu
-    e = float(np.linalg.norm(e_vec))
-    i = math.acos(max(-1.0, min(1.0, h[2] / hn)))
+    e_vec = ((vn * vn - mu / rn) * r - detlinalg.dot(r, v) * v) / mu
+    e = float(detlinalg.norm(e_vec))
+    i = detmath.acos(max(-1.0, min(1.0, h[2] / hn)))
     node = np.array([-h[1], h[0], 0.0])
-    nn = float(np.linalg.norm(node))
+    nn = float(detlinalg.norm(node))
     tiny = 1e-11
-    raan = _wrap(math.atan2(node[1], node[0])) if nn > tiny * hn else 0.0
+    raan = _wrap(detmath.atan2(node[1], node[0])) if nn > tiny * hn else 0.0
     node_dir = node / nn if nn > tiny * hn else np.array([1.0, 0.0, 0.0])
     q_dir = cross_array(h / hn, node_dir)  # 90 deg ahead of the node, in the orbit plane
     if e > tiny:
-        argp = _wrap(math.atan2(float(e_vec @ q_dir), float(e_vec @ node_dir)))
+        argp = _wrap(detmath.atan2(detlinalg.dot(e_vec, q_dir), detlinalg.dot(e_vec, node_dir)))
         p_dir = e_vec / e
-        nu = math.atan2(float(r @ cross_array(h / hn, p_dir)), float(r @ p_dir))
+        nu = detmath.atan2(detlinalg.dot(r, cross_array(h / hn, p_dir)), detlinalg.dot(r, p_dir))
     else:
         argp = 0.0
-        nu = math.atan2(float(r @ q_dir), float(r @ node_dir))
-    E = 2.0 * math.atan2(math.sqrt(1.0 - e) * math.sin(nu / 2.0), math.sqrt(1.0 + e) * math.cos(nu / 2.0))
-    M = _wrap(E - e * math.sin(E))
+        nu = detmath.atan2(detlinalg.dot(r, q_dir), detlinalg.dot(r, node_dir))
+    E = 2.0 * detmath.atan2(math.sqrt(1.0 - e) * detmath.sin(nu / 2.0), math.sqrt(1.0 + e) * detmath.cos(nu / 2.0))
+    M = _wrap(E - e * detmath.sin(E))
     return a, e, i, raan, argp, M
 
 
@@ -106,7 +107,7 @@ def argument_of_latitude(r_N, v_N) -> float:
     nn = math.sqrt(hy * hy + hx * hx)
     nx, ny = (-hy / nn, hx / nn) if nn > 1e-12 else (1.0, 0.0)  # the node; equatorial: x_N
     qx, qy, qz = cross_xyz((hx, hy, hz), (nx, ny, 0.0))  # 90 deg ahead of it
-    return math.atan2(qx * r0 + qy * r1 + qz * r2, nx * r0 + ny * r1)
+    return detmath.atan2(qx * r0 + qy * r1 + qz * r2, nx * r0 + ny * r1)
 
 
 def state_from_elements(
@@ -116,18 +117,25 @@ def state_from_elements(
     if not (a > 0.0 and 0.0 <= e < 1.0):
         raise ValueError(f"an elliptic orbit needs a > 0 and 0 <= e < 1; got a = {a}, e = {e}")
     E = mean_to_eccentric(M, e)
-    cos_e, sin_e = math.cos(E), math.sin(E)
+    cos_e, sin_e = detmath.cos(E), detmath.sin(E)
     b = a * math.sqrt(1.0 - e * e)
     r_pf = np.array([a * (cos_e - e), b * sin_e, 0.0])  # perifocal frame
-    edot = math.sqrt(mu / a**3) / (1.0 - e * cos_e)
+    edot = math.sqrt(mu / (a * a * a)) / (1.0 - e * cos_e)
     v_pf = np.array([-a * sin_e * edot, b * cos_e * edot, 0.0])
     R = _rotation(raan, i, argp)
-    return R @ r_pf, R @ v_pf
+    return detlinalg.matmul(R, r_pf), detlinalg.matmul(R, v_pf)
 
 
 def _rotation(raan: float, i: float, argp: float) -> np.ndarray:
     """The perifocal-to-inertial rotation R3(-raan) R1(-i) R3(-argp)."""
-    cO, sO, ci, si, cw, sw = math.cos(raan), math.sin(raan), math.cos(i), math.sin(i), math.cos(argp), math.sin(argp)
+    cO, sO, ci, si, cw, sw = (
+        detmath.cos(raan),
+        detmath.sin(raan),
+        detmath.cos(i),
+        detmath.sin(i),
+        detmath.cos(argp),
+        detmath.sin(argp),
+    )
     return np.array(
         [
             [cO * cw - sO * sw * ci, -cO * sw - sO * cw * ci, sO * si],
@@ -145,11 +153,11 @@ def relative_elements(chief, deputy) -> np.ndarray:
     return np.array(
         [
             (a_d - a_c) / a_c,
-            _wrap_pi((argp_d + M_d) - (argp_c + M_c)) + d_raan * math.cos(i_c),
-            e_d * math.cos(argp_d) - e_c * math.cos(argp_c),
-            e_d * math.sin(argp_d) - e_c * math.sin(argp_c),
+            _wrap_pi((argp_d + M_d) - (argp_c + M_c)) + d_raan * detmath.cos(i_c),
+            e_d * detmath.cos(argp_d) - e_c * detmath.cos(argp_c),
+            e_d * detmath.sin(argp_d) - e_c * detmath.sin(argp_c),
             i_d - i_c,
-            d_raan * math.sin(i_c),
+            d_raan * detmath.sin(i_c),
         ]
     )
 
@@ -159,13 +167,13 @@ def deputy_elements(chief, roe) -> tuple[float, float, float, float, float, floa
     (the inverse of :func:`relative_elements`; the chief not equatorial)."""
     a_c, e_c, i_c, raan_c, argp_c, M_c = chief
     da, dl, dex, dey, dix, diy = roe
-    if abs(math.sin(i_c)) < 1e-12:
+    if abs(detmath.sin(i_c)) < 1e-12:
         raise ValueError("relative inclination elements need a chief that is not equatorial")
-    ex, ey = e_c * math.cos(argp_c) + dex, e_c * math.sin(argp_c) + dey
+    ex, ey = e_c * detmath.cos(argp_c) + dex, e_c * detmath.sin(argp_c) + dey
     e_d = math.hypot(ex, ey)
-    argp_d = math.atan2(ey, ex) if e_d > 0 else 0.0
-    raan_d = raan_c + diy / math.sin(i_c)
-    u_d = argp_c + M_c + dl - (raan_d - raan_c) * math.cos(i_c)
+    argp_d = detmath.atan2(ey, ex) if e_d > 0 else 0.0
+    raan_d = raan_c + diy / detmath.sin(i_c)
+    u_d = argp_c + M_c + dl - (raan_d - raan_c) * detmath.cos(i_c)
     return a_c * (1.0 + da), e_d, i_c + dix, _wrap(raan_d), _wrap(argp_d), _wrap(u_d - argp_d)
 
 
@@ -174,7 +182,7 @@ def hill_position_from_roe(a_c: float, u_c: float, roe) -> np.ndarray:
     relative elements ``roe`` about a near-circular chief of semi-major axis ``a_c`` at mean
     argument of latitude ``u_c`` (D'Amico 2010, eq. 2.18)."""
     da, dl, dex, dey, dix, diy = roe
-    c, s = math.cos(u_c), math.sin(u_c)
+    c, s = detmath.cos(u_c), detmath.sin(u_c)
     return a_c * np.array([da - dex * c - dey * s, dl + 2.0 * dex * s - 2.0 * dey * c, dix * s - diy * c])
 
 

@@ -40,6 +40,7 @@ import math
 
 import numpy as np
 
+from hopsim.dynamics import detmath
 from hopsim.dynamics._jit import compiled, compiled_borrowing
 from hopsim.dynamics.environment import (
     PLATE_PARAMS,
@@ -138,7 +139,7 @@ def instant(epoch_jd, t_s, earth, sun):
     c, s, sx, sy, sz = 1.0, 0.0, 0.0, 0.0, 0.0
     if earth:
         g = gmst_rad(jd)
-        c, s = math.cos(g), math.sin(g)
+        c, s = detmath.cos(g), detmath.sin(g)
     if sun:
         sx, sy, sz = sun_position_xyz(jd)
     return c, s, sx, sy, sz

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hopsim.dynamics import detlinalg
 from hopsim.dynamics._jit import compiled
 
 # columns of the segment table
@@ -260,7 +261,7 @@ class MoveProfile:
         if self.kind not in ("translation", "rotation"):
             raise ValueError(f"kind must be 'translation' or 'rotation', got {self.kind!r}")
         axis = np.asarray(self.axis, dtype=float)
-        if axis.shape != (3,) or not abs(np.linalg.norm(axis) - 1.0) < 1e-9:
+        if axis.shape != (3,) or not abs(detlinalg.norm(axis) - 1.0) < 1e-9:
             raise ValueError(f"axis must be a unit 3-vector, got {self.axis}")
         unit = "m" if self.kind == "translation" else "rad"
         phases, timing = _phases(

@@ -32,6 +32,7 @@ functions, so batched and single results are identical bit for bit.
 
 import numpy as np
 
+from hopsim.dynamics import detlinalg
 from hopsim.dynamics._jit import compiled, compiled_borrowing
 from hopsim.dynamics.spatial import inverse3, inverse3_into, quat_dcm_entries, quat_normalize, quat_to_dcm
 
@@ -396,11 +397,12 @@ def rigid_body_momentum(x, mass, inertia_C_B, r_CB_B=None):
     x = np.asarray(x, dtype=np.float64)
     c = _vec3(r_CB_B, np.zeros(3))
     R = quat_to_dcm(x[Q_SLICE])
-    omega_N = R @ x[OMEGA_SLICE]
-    r_C = x[R_SLICE] + R @ c
-    v_C = x[V_SLICE] + np.cross(omega_N, R @ c)
+    omega_N = detlinalg.matmul(R, x[OMEGA_SLICE])
+    r_C = x[R_SLICE] + detlinalg.matmul(R, c)
+    v_C = x[V_SLICE] + np.cross(omega_N, detlinalg.matmul(R, c))
     p = mass * v_C
-    h = R @ (np.asarray(inertia_C_B) @ x[OMEGA_SLICE]) + np.cross(r_C, p)
+    inertia = np.asarray(inertia_C_B, dtype=np.float64)
+    h = detlinalg.matmul(R, detlinalg.matmul(inertia, x[OMEGA_SLICE])) + np.cross(r_C, p)
     return p, h
 
 
@@ -410,5 +412,6 @@ def rigid_body_kinetic_energy(x, mass, inertia_C_B, r_CB_B=None) -> float:
     c = _vec3(r_CB_B, np.zeros(3))
     R = quat_to_dcm(x[Q_SLICE])
     w = x[OMEGA_SLICE]
-    v_C = x[V_SLICE] + R @ np.cross(w, c)
-    return 0.5 * mass * float(v_C @ v_C) + 0.5 * float(w @ np.asarray(inertia_C_B) @ w)
+    v_C = x[V_SLICE] + detlinalg.matmul(R, np.cross(w, c))
+    inertia = np.asarray(inertia_C_B, dtype=np.float64)
+    return 0.5 * mass * detlinalg.dot(v_C, v_C) + 0.5 * detlinalg.dot(detlinalg.matmul(w, inertia), w)

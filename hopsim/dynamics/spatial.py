@@ -15,6 +15,7 @@ Conventions
 
 import numpy as np
 
+from hopsim.dynamics import detmath
 from hopsim.dynamics._jit import compiled, compiled_borrowing
 
 # --------------------------------------------------------------------------- 3-vectors, 3x3
@@ -125,8 +126,8 @@ def inverse3_into(inv, m):
 @compiled
 def axis_angle_to_dcm(axis, angle):
     """Rotation matrix of a right-handed rotation by ``angle`` [rad] about unit ``axis``."""
-    c = np.cos(angle)
-    s = np.sin(angle)
+    c = detmath.cos(angle)
+    s = detmath.sin(angle)
     t = 1.0 - c
     x, y, z = axis[0], axis[1], axis[2]
     m = np.empty((3, 3))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hopsim.dynamics import detlinalg
 from hopsim.dynamics import joints as jt
 from hopsim.dynamics.algorithms import forward_kinematics, jacobian_transpose_times, minv
 from hopsim.dynamics.spatial import dcm_to_quat
@@ -35,6 +36,7 @@ def _reordered(
         b = tree.bodies[old]
         if old == moved_root:
             parent = new_index[new_root_parent] if new_root_parent >= 0 else -1
+            axis_vec = np.asarray(axis, dtype=float)
             nb = Body(
                 b.name,
                 parent,
@@ -42,7 +44,7 @@ def _reordered(
                 b.mass,
                 b.r_CB_B.copy(),
                 b.inertia_C_B.copy(),
-                np.asarray(axis, dtype=float) / np.linalg.norm(axis),
+                axis_vec / detlinalg.norm(axis_vec),
                 inb,
                 Pose(),
                 False,
@@ -108,12 +110,12 @@ def attach_subtree(tree: MultibodyTree, body, new_parent, Q, U, joint="locked", 
     U = np.asarray(U, dtype=float)
     R_w, p_w, v = forward_kinematics(tree, Q, U)
     if parent >= 0:
-        R_PB = R_w[parent].T @ R_w[b]
-        p_BP_P = R_w[parent].T @ (p_w[b] - p_w[parent])
+        R_PB = detlinalg.matmul(R_w[parent].T, R_w[b])
+        p_BP_P = detlinalg.matmul(R_w[parent].T, p_w[b] - p_w[parent])
     else:
         R_PB, p_BP_P = R_w[b], p_w[b]
     # joint frame O = J = body frame at the current pose; the axis is given in the parent frame
-    axis_B = R_PB.T @ np.asarray(axis, dtype=float)
+    axis_B = detlinalg.matmul(R_PB.T, np.asarray(axis, dtype=float))
     code = jt.joint_code(joint)
     new, order = _reordered(tree, moved, b, parent, code, Pose(R_PB, p_BP_P), axis_B)
     Qn, _ = _copy_joint_states(tree, new, order, Q, U, skip=b)
@@ -121,7 +123,7 @@ def attach_subtree(tree: MultibodyTree, body, new_parent, Q, U, joint="locked", 
     Qn[new.q_slice(k)] = jt.zero_configuration(code)
     # body momenta in their body frames, reordered into the new numbering
     inertia = tree.arrays.inertia
-    h = np.array([inertia[o] @ v[o] for o in order])
+    h = np.array([detlinalg.matmul(inertia[o], v[o]) for o in order])
     generalized_momentum = jacobian_transpose_times(new, Qn, h)
     Un = minv(new, Qn, generalized_momentum)
     return new, Qn, Un

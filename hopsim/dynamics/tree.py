@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hopsim.dynamics import detlinalg
 from hopsim.dynamics import joints as jt
 from hopsim.dynamics._jit import compiled
 from hopsim.dynamics.spatial import quat_to_dcm, spatial_inertia
@@ -128,7 +129,7 @@ def _rotation_matrix(rotation) -> np.ndarray:
         return np.eye(3)
     r = np.asarray(rotation, dtype=np.float64)
     if r.shape == (4,):
-        return quat_to_dcm(r / np.linalg.norm(r))
+        return quat_to_dcm(r / detlinalg.norm(r))
     if r.shape == (3, 3):
         return r.copy()
     raise ValueError(f"a rotation is a quaternion (x, y, z, w) or a 3x3 matrix, got shape {r.shape}")
@@ -207,13 +208,13 @@ class MultibodyTree:
         inertia = np.eye(3) if inertia_C_B is None else np.asarray(inertia_C_B, dtype=np.float64)
         if inertia.shape != (3, 3) or not np.allclose(inertia, inertia.T):
             raise ValueError(f"inertia_C_B of {name!r} must be a symmetric 3x3 matrix")
-        if mass <= 0.0 or np.any(np.linalg.eigvalsh(inertia) <= 0.0):
+        if mass <= 0.0 or np.any(detlinalg.eigvalsh(inertia) <= 0.0):
             raise ValueError(
                 f"body {name!r} needs a positive mass and a positive definite "
                 f"inertia (zero-mass bodies make the articulated inertia singular)"
             )
         ax = np.asarray(axis, dtype=np.float64)
-        n = np.linalg.norm(ax)
+        n = detlinalg.norm(ax)
         if n == 0.0:
             raise ValueError(f"joint axis of {name!r} must be non-zero")
         self.bodies.append(

@@ -12,6 +12,7 @@ The follower F is fixed to the primary P at ``r_FP_P`` (its origin from P's, in 
 
 import numpy as np
 
+from hopsim.dynamics import detlinalg
 from hopsim.dynamics.spatial import quat_multiply, quat_rate, quat_to_dcm
 
 
@@ -21,8 +22,8 @@ def welded_follower_derivative(x_P: np.ndarray, xdot_P: np.ndarray, r_FP_P: np.n
     w_P, dw_P = x_P[10:13], xdot_P[10:13]
     R_FP = quat_to_dcm(q_FP)
     xd = np.empty(13)
-    xd[0:3] = x_P[3:6] + R_P @ np.cross(w_P, r_FP_P)
-    xd[3:6] = xdot_P[3:6] + R_P @ (np.cross(dw_P, r_FP_P) + np.cross(w_P, np.cross(w_P, r_FP_P)))
-    xd[6:10] = quat_rate(quat_multiply(x_P[6:10], q_FP), R_FP.T @ w_P)
-    xd[10:13] = R_FP.T @ dw_P
+    xd[0:3] = x_P[3:6] + detlinalg.matmul(R_P, np.cross(w_P, r_FP_P))
+    xd[3:6] = xdot_P[3:6] + detlinalg.matmul(R_P, np.cross(dw_P, r_FP_P) + np.cross(w_P, np.cross(w_P, r_FP_P)))
+    xd[6:10] = quat_rate(quat_multiply(x_P[6:10], q_FP), detlinalg.matmul(R_FP.T, w_P))
+    xd[10:13] = detlinalg.matmul(R_FP.T, dw_P)
     return xd

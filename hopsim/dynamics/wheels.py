@@ -41,13 +41,14 @@ import math
 
 import numpy as np
 
+from hopsim.dynamics import detmath
 from hopsim.dynamics._jit import compiled, compiled_borrowing
 
 
 def wheel_axes(name: str, axes_B) -> np.ndarray:
     """The wheels' unit spin axes (k x 3, body frame) from one or more non-zero 3-vectors."""
     G = np.array(axes_B, dtype=float).reshape(-1, 3)
-    norms = np.linalg.norm(G, axis=1)
+    norms = np.sqrt(np.sum(G * G, axis=1))
     if len(G) == 0 or np.any(~np.isfinite(norms)) or np.any(norms == 0):
         raise ValueError(f"{name}: axes_B must be one or more non-zero 3-vectors (body frame)")
     return G / norms[:, None]
@@ -101,7 +102,7 @@ def lugre_friction_into(
     for i in range(len(Omega)):
         v = Omega[i]
         ratio = v / stribeck_speed_radps[i]
-        g = coulomb_Nm[i] + (static_Nm[i] - coulomb_Nm[i]) * math.exp(-(ratio * ratio))
+        g = coulomb_Nm[i] + (static_Nm[i] - coulomb_Nm[i]) * detmath.exp(-(ratio * ratio))
         z_dot = v - stiffness_Nmprad[i] * abs(v) * z[i] / g
         f_out[i] = stiffness_Nmprad[i] * z[i] + damping_Nmsprad[i] * z_dot + viscous_Nms[i] * v
         z_dot_out[i] = z_dot
@@ -244,7 +245,8 @@ class BearingFriction:
         Infinite for ``"coulomb_viscous"``."""
         if self.n_states == 0:
             return math.inf
-        g = self.coulomb + (self.static - self.coulomb) * np.exp(-((Omega / self.stribeck_speed) ** 2))
+        ratio = Omega / self.stribeck_speed
+        g = self.coulomb + (self.static - self.coulomb) * detmath.exp_array(-(ratio * ratio))
         rates = np.concatenate(
             [self.stiffness * np.abs(Omega) / g, np.sqrt(self.stiffness / J_eff), (self.damping + self.viscous) / J_eff]
         )

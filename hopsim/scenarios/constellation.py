@@ -48,6 +48,7 @@ from hopsim.actors.orbiting_spacecraft import OrbitingSpacecraft
 from hopsim.actors.propulsion import G0, FuelTank, PulsedThruster
 from hopsim.actors.sensors import GnssReceiver
 from hopsim.actors.station_keeping import StationKeeping, phase_error, slot_rate
+from hopsim.dynamics import detlinalg, detmath
 from hopsim.dynamics.environment import density_band
 from hopsim.dynamics.orbital_elements import state_from_elements
 from hopsim.dynamics.spatial import dcm_to_quat
@@ -153,7 +154,8 @@ def reference_orbit(p: ConstellationParams) -> tuple[float, float, float, float,
 def initial_state(p: ConstellationParams, raan: float, u: float) -> tuple[np.ndarray, np.ndarray]:
     """(r_N m, v_N m/s) of the slot at (RAAN, u), mean-circular (see the module)."""
     a, inc, mu, j2, radius = reference_orbit(p)
-    a_osc = a + 1.5 * j2 * radius**2 / a * math.sin(inc) ** 2 * math.cos(2.0 * u)
+    si = detmath.sin(inc)
+    a_osc = a + 1.5 * j2 * (radius * radius) / a * (si * si) * detmath.cos(2.0 * u)
     return state_from_elements(a_osc, 0.0, inc, raan, 0.0, u, mu)
 
 
@@ -167,8 +169,8 @@ def ballistic_factors(p: ConstellationParams, seed: int) -> np.ndarray:
 def lvlh_attitude(r_N: np.ndarray, v_N: np.ndarray, rate_radps: float) -> tuple[np.ndarray, np.ndarray]:
     """(q_BN scalar last, omega_BN_B rad/s): body x along v, z to nadir, y = z x x (against the
     orbit normal), spinning at ``rate_radps`` about the orbit normal."""
-    x = v_N / np.linalg.norm(v_N)
-    z = -r_N / np.linalg.norm(r_N)
+    x = v_N / detlinalg.norm(v_N)
+    z = -r_N / detlinalg.norm(r_N)
     y = np.cross(z, x)
     x = np.cross(y, z)
     return dcm_to_quat(np.column_stack([x, y, z])), np.array([0.0, -rate_radps, 0.0])
@@ -197,8 +199,8 @@ def constellation_outcome(sim: Simulation) -> dict:
         tank = sim.model(f"{name}_tank")
         used = tank.fuel0_kg - max(float(tank.x[0]), 0.0)
         m0 = tank.dry_mass_kg + tank.fuel0_kg
-        dv.append(p.isp_s * G0 * math.log(m0 / (m0 - used)))
-    rms = float(np.sqrt(np.mean(err**2)))
+        dv.append(p.isp_s * G0 * detmath.log(m0 / (m0 - used)))
+    rms = float(np.sqrt(np.mean(err * err)))
     return {
         "phase_error_max_deg": math.degrees(float(err.max())),
         "phase_error_rms_deg": math.degrees(rms),

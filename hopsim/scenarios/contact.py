@@ -18,6 +18,7 @@ from hopsim.actors.contact import ContactParams, ContactWorld
 from hopsim.actors.spheres.frames import from_yaw
 from hopsim.actors.spheres.params import vehicle_params
 from hopsim.actors.vehicle_dynamics import RigidVehicleDynamics
+from hopsim.dynamics import detmath, detrandom
 from hopsim.kernel import Simulation
 from hopsim.scenarios.registry import ScenarioParams, scenario
 
@@ -159,16 +160,16 @@ class PileupParams(ContactScenario):
 def pileup_layout(p: PileupParams, rng: np.random.Generator) -> tuple[float, np.ndarray, np.ndarray]:
     """(box edge m, start positions (N,3), velocities (N,3)): vehicles on a jittered lattice."""
     n, R = p.n_vehicles, p.radius_m
-    per_side = math.ceil(n ** (1 / 3))
-    box = p.box_m or max((n * (4 / 3) * math.pi * R**3 / 0.10) ** (1 / 3), 2 * R + per_side * 2.5 * R)
+    per_side = math.ceil(detmath.pow(float(n), 1 / 3))
+    box = p.box_m or max(detmath.pow(n * (4 / 3) * math.pi * (R * R * R) / 0.10, 1 / 3), 2 * R + per_side * 2.5 * R)
     pitch = (box - 2 * R) / per_side
     if pitch < 2 * R:
         raise ValueError(f"{n} vehicles of radius {R} m do not fit in a {box:.3g} m box; make box_m larger")
     cells = np.array([(i, j, k) for i in range(per_side) for j in range(per_side) for k in range(per_side)])[:n]
     jitter = (pitch - 2 * R) / 2 * rng.uniform(-1, 1, size=(n, 3))
     r = R + pitch * (cells + 0.5) + jitter
-    d = rng.normal(size=(n, 3))
-    v = p.speed_mps * d / np.linalg.norm(d, axis=1, keepdims=True)
+    d = detrandom.normal(rng, size=(n, 3))
+    v = p.speed_mps * d / np.sqrt(np.sum(d * d, axis=1, keepdims=True))
     return box, r, v
 
 
@@ -186,8 +187,8 @@ def build_pileup(sim: Simulation, p: PileupParams) -> None:
         update={"volume_min_N": (0.0, 0.0, 0.0), "volume_max_N": (box, box, box), "docking": p.docking}
     )
     world = ContactWorld(sim, contact)
-    axes = rng.normal(size=(p.n_vehicles, 3))
-    omegas = p.spin_rad_s * axes / np.linalg.norm(axes, axis=1, keepdims=True)
+    axes = detrandom.normal(rng, size=(p.n_vehicles, 3))
+    omegas = p.spin_rad_s * axes / np.sqrt(np.sum(axes * axes, axis=1, keepdims=True))
     width = len(str(p.n_vehicles - 1))
     for i in range(p.n_vehicles):
         _add_vehicle(

@@ -33,6 +33,8 @@ from typing import Annotated, Any, Literal, Union
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from hopsim.dynamics import detlinalg, detrandom
+
 _PATH_PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)")
 
 
@@ -108,7 +110,7 @@ class Normal(_Knob):
 
     def value(self, k, rng):
         for _ in range(10_000):
-            x = float(rng.normal(self.mean, self.std))
+            x = detrandom.normal(rng, self.mean, self.std)
             if (self.low is None or x >= self.low) and (self.high is None or x <= self.high):
                 return x
         raise ValueError(
@@ -149,7 +151,7 @@ class MvNormal(_Knob):
         c = np.asarray(cov, dtype=float)
         if not np.all(np.isfinite(c)) or not np.allclose(c, c.T):
             raise ValueError("covariance must be finite and symmetric")
-        if np.linalg.eigvalsh(c).min() < -1e-12 * max(1.0, np.abs(c).max()):
+        if detlinalg.eigvalsh(c).min() < -1e-12 * max(1.0, np.abs(c).max()):
             raise ValueError("covariance must be positive semi-definite")
         return cov
 
@@ -162,7 +164,7 @@ class MvNormal(_Knob):
         return self
 
     def value(self, k, rng):
-        return [float(x) for x in rng.multivariate_normal(self.mean, self.covariance, method="eigh")]
+        return [float(x) for x in detrandom.multivariate_normal(rng, self.mean, self.covariance)]
 
 
 class Grid(_Knob):

@@ -40,6 +40,7 @@ from hopsim.actors.orbit_formation import BroadcastRadio, SlotKeeper, passively_
 from hopsim.actors.orbiting_spacecraft import OrbitingSpacecraft
 from hopsim.actors.propulsion import G0, FuelTank, PulsedThruster
 from hopsim.actors.sensors import GnssReceiver
+from hopsim.dynamics import detmath, detrandom
 from hopsim.dynamics.orbit_frames import hill_to_inertial, inertial_to_hill
 from hopsim.dynamics.orbital_elements import argument_of_latitude, deputy_elements, state_from_elements
 from hopsim.dynamics.spherical_harmonics import ggm03s
@@ -111,7 +112,7 @@ def chief_orbit(p: OrbitFormationParams) -> tuple[tuple, float, float]:
     """(the chief's elements, a_c m, mean motion n rad/s): circular, at the node at t = 0."""
     mu = ggm03s().mu
     a = ggm03s().radius + p.altitude_m
-    return (a, 0.0, math.radians(p.inclination_deg), 0.0, 0.0, 0.0), a, math.sqrt(mu / a**3)
+    return (a, 0.0, math.radians(p.inclination_deg), 0.0, 0.0, 0.0), a, math.sqrt(mu / (a * a * a))
 
 
 def slots(p: OrbitFormationParams) -> np.ndarray:
@@ -151,17 +152,18 @@ def orbit_formation_outcome(sim: Simulation) -> dict:
     distance between any two spacecraft at the end (m; over the run it is read from the recorded
     states), the broadcasts lost and the flight-software steps spent blind."""
     p: OrbitFormationParams = sim.scenario_params
-    err = np.linalg.norm(slot_errors(sim), axis=1)
+    e = slot_errors(sim)
+    err = np.sqrt(np.sum(e * e, axis=1))
     names = deputy_names(p.n_vehicles)
     dv = []
     for v in names:
         tank = sim.model(f"{v}_tank")
         used = tank.fuel0_kg - max(float(tank.x[0]), 0.0)
         m0 = tank.dry_mass_kg + tank.fuel0_kg
-        dv.append(p.isp_s * G0 * math.log(m0 / (m0 - used)))
+        dv.append(p.isp_s * G0 * detmath.log(m0 / (m0 - used)))
     return {
         "slot_error_max_m": float(err.max()),
-        "slot_error_rms_m": float(np.sqrt(np.mean(err**2))),
+        "slot_error_rms_m": float(np.sqrt(np.mean(err * err))),
         "outside_deadband": int(np.sum(err > p.deadband_m)),
         "dv_total_mps": float(sum(dv)),
         "dv_max_mps": float(max(dv)),
@@ -221,7 +223,7 @@ def build_orbit_formation(sim: Simulation, p: OrbitFormationParams) -> None:
 
     names = deputy_names(p.n_vehicles)
     rng = model_rng(sim.seed, INJECTION_STREAM)
-    injection = p.injection_error_m * rng.standard_normal((p.n_vehicles, 3))
+    injection = p.injection_error_m * detrandom.standard_normal(rng, (p.n_vehicles, 3))
     spread = np.linspace(-1.0, 1.0, p.n_vehicles) if p.n_vehicles > 1 else np.zeros(1)
     for k, (v, roe) in enumerate(zip(names, slots(p))):
         r_d, v_d = state_from_elements(*deputy_elements(chief_el, roe), field.mu)

@@ -51,6 +51,7 @@ from hopsim.actors.orbiting_spacecraft import OrbitingSpacecraft
 from hopsim.actors.propulsion import FuelTank, PulsedThruster
 from hopsim.actors.rendezvous import CwGuidance
 from hopsim.actors.sensors import CmFrameStateSensor, GnssReceiver, StarTracker
+from hopsim.dynamics import detlinalg, detmath
 from hopsim.dynamics.integrators import DOP853
 from hopsim.dynamics.orbit_frames import hill_dcm, hill_to_inertial, inertial_to_hill
 from hopsim.dynamics.spatial import dcm_to_quat
@@ -136,10 +137,10 @@ def rendezvous_outcome(sim: Simulation) -> dict:
         "dock_closing_speed_mps": -dock["normal_speed_before"] if dock else None,
         "dock_port_angle_deg": dock["port_angle_deg"] if dock else None,
         "impacts": sum(c["kind"] == "CONTACT" for c in contacts),
-        "final_range_m": float(np.linalg.norm(rho)),
-        "relative_speed_mps": float(np.linalg.norm(rho_dot)),
+        "final_range_m": detlinalg.norm(rho),
+        "relative_speed_mps": detlinalg.norm(rho_dot),
         "fuel_used_kg": used,
-        "dv_used_mps": isp * G0 * math.log(m0 / (m0 - used)),
+        "dv_used_mps": isp * G0 * detmath.log(m0 / (m0 - used)),
     }
 
 
@@ -153,7 +154,7 @@ def rendezvous_outcome(sim: Simulation) -> dict:
 def build_rendezvous(sim: Simulation, p: RendezvousParams) -> None:
     field = ggm03s()
     a = field.radius + p.altitude_m
-    n = math.sqrt(field.mu / a**3)
+    n = math.sqrt(field.mu / (a * a * a))
     r_t, v_t = state_from_elements(a, 0.0, math.radians(p.inclination_deg), 0.0, 0.0, 0.0, field.mu)
     r_c, v_c = hill_to_inertial(r_t, v_t, np.array([0.0, -p.start_m, 0.0]), np.zeros(3))
     inertia = np.diag([60.0, 70.0, 50.0])
@@ -302,7 +303,7 @@ def build_rendezvous(sim: Simulation, p: RendezvousParams) -> None:
 
     def captured(sim: Simulation) -> bool:
         rho, rho_dot = inertial_to_hill(target.x[0:3], target.x[3:6], chaser.x[0:3], chaser.x[3:6])
-        near = np.linalg.norm(rho - np.array([0.0, -p.capture_offset_m, 0.0])) <= p.capture_range_m
-        return bool(near and np.linalg.norm(rho_dot) <= p.capture_speed_mps)
+        near = detlinalg.norm(rho - np.array([0.0, -p.capture_offset_m, 0.0])) <= p.capture_range_m
+        return bool(near and detlinalg.norm(rho_dot) <= p.capture_speed_mps)
 
     sim.add_stop_callback(captured)

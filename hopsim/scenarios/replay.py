@@ -28,10 +28,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from hopsim.bus.compare import Difference, decode_payload, first_difference
 from hopsim.bus.reading import RecordingReport, read_recording
 from hopsim.bus.topics import is_kernel_source
-from hopsim.bus.recorder import RESULT_METADATA, RUN_METADATA
+from hopsim.bus.recorder import RESULT_METADATA, RUN_METADATA, STREAM_FORMAT
 from hopsim.kernel.executive import SCENARIO_SOURCE
 from hopsim.kernel.playback import PlaybackPlan
 from hopsim.scenarios.registry import ScenarioError
+from hopsim.scenarios.machine import describe, machine_description
 from hopsim.scenarios.runner import KERNEL_EVENT_LEVELS, run_scenario
 
 
@@ -47,10 +48,21 @@ class ReplayResult:
     wall_s: float
     report: RecordingReport
     live: list[str]
+    recorded_on: dict[str, str] | None = None  # the machine the recording was made on, as it says
 
     @property
     def identical(self) -> bool:
         return self.difference is None
+
+    def machines(self) -> str:
+        """Where the recording was made and where it was replayed, in one sentence."""
+        here = machine_description()
+        if not self.recorded_on:
+            return f"the recording does not say which machine made it; replayed on {describe(here)}"
+        there = {k: self.recorded_on.get(k, "") for k in here}
+        if there == here:
+            return f"recorded and replayed on the same kind of machine: {describe(here)}"
+        return f"recorded on {describe(there)}; replayed on {describe(here)}"
 
 
 class RecordedRun(BaseModel):
@@ -80,6 +92,22 @@ class RecordedRun(BaseModel):
         except ValidationError as err:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
             raise ReplayError(f"{path}: the run description is damaged or not hopsim's ({problems})") from None
+
+
+def check_stream_format(run: dict, path) -> None:
+    """Refuse to compare a recording whose stream format is not this hopsim's: its scenario, run
+    again, gives another stream by design, which is not a divergence."""
+    theirs = run.get("stream_format", "1")
+    if theirs == str(STREAM_FORMAT):
+        return
+    if not (theirs.isascii() and theirs.isdigit() and len(theirs) < 6):
+        raise ReplayError(f"{path}: the recorded stream format {theirs!r} is not a number: the file is damaged")
+    made = "made before stream formats were numbered" if "stream_format" not in run else f"of stream format {theirs}"
+    raise ReplayError(
+        f"{path} is a recording {made}; this hopsim writes stream format {STREAM_FORMAT}, whose arithmetic "
+        f"differs (CHANGELOG.md says how), so the two streams cannot be compared. Replay it with the hopsim "
+        f"that made it, or run the scenario again to record it in this format"
+    )
 
 
 def resumed_state(path, run: dict) -> dict:
@@ -133,6 +161,7 @@ def replay_recording(
             f"only recordings made by `hopsim run --out` can be replayed"
         )
     described = RecordedRun.check(run, path)
+    check_stream_format(run, path)
     params = {**described.parameters, **(overrides or {})}
     live_faults = _live_faults(report.metadata.get(RESULT_METADATA, {}), path)
     if live_faults:
@@ -222,4 +251,5 @@ def replay_recording(
         recorded = [e for e in recorded if e.source in keep]
         replayed = [e for e in replayed if e.source in keep]
     diff = first_difference(recorded, replayed)
-    return ReplayResult(mode, len(recorded), diff, wall, report, list(live or []))
+    recorded_on = {k: run[k] for k in machine_description() if k in run} or None
+    return ReplayResult(mode, len(recorded), diff, wall, report, list(live or []), recorded_on)

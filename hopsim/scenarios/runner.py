@@ -13,7 +13,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
-from hopsim.bus.recorder import McapRecorder, MemoryRecorder, dumps_params
+from hopsim.bus.recorder import STREAM_FORMAT, McapRecorder, MemoryRecorder, dumps_params
 from hopsim.kernel import Simulation, checkpoint
 from hopsim.kernel.distributed import make_runtime
 from hopsim.kernel.distributed.ray_runtime import RayUnavailable
@@ -22,6 +22,7 @@ from hopsim.kernel.faults import KILL, fault_kinds
 from hopsim.kernel.simtime import seconds
 from hopsim.scenarios.registry import ScenarioError
 from hopsim.scenarios.catalog import get_scenario
+from hopsim.scenarios.machine import machine_description
 
 VERSIONED = ("hopsim", "simpy", "ray", "numpy", "numba", "protobuf", "mcap", "mcap-protobuf-support", "scipy")
 
@@ -247,8 +248,10 @@ def run_scenario(
         "resumed_from": str(Path(resume_file).resolve()) if resume_file else "",
         "resumed_from_sha256": file_sha256(resume_file) if resume_file else "",
         "versions": json.dumps(package_versions(), sort_keys=True),
+        "stream_format": str(STREAM_FORMAT),
         "platform": platform.platform(),
         "python": platform.python_version(),
+        **machine_description(),
         "backend": runtime.name,
         "placement": runtime.placement,
         "kernel_events": kernel_events,

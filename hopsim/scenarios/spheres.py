@@ -27,6 +27,7 @@ from hopsim.actors.spheres.assembly import LAPTOP_NAME, add_comm, add_vehicle
 from hopsim.actors.spheres.frames import from_yaw, yaw
 from hopsim.actors.spheres.params import TestbedParams, vehicle_params
 from hopsim.actors.spheres.programs import DockingFollower, DockingLeader, Follower, LeaderSquare, square_maneuvers
+from hopsim.dynamics import detlinalg
 from hopsim.kernel import Simulation
 from hopsim.scenarios.registry import ScenarioParams, scenario
 from hopsim.schemas.spheres_pb2 import GroundCommand
@@ -97,7 +98,7 @@ def leader_follower_outcome(sim: Simulation) -> dict:
     """Final tracking error (m), propellant used by each vehicle (g), whether the formation held."""
     p = sim.scenario_params
     leader, follower = sim.model("sph1"), sim.model("sph2")
-    error = float(np.linalg.norm(follower.r_BN_N - (leader.r_BN_N + np.asarray(p.follower_offset_m))))
+    error = detlinalg.norm(follower.r_BN_N - (leader.r_BN_N + np.asarray(p.follower_offset_m, dtype=float)))
     used = {v: 1e3 * float(np.sum(sim.model(f"{v}_thrusters").propellant_used_kg)) for v in ("sph1", "sph2")}
     return {
         "tracking_error_m": error,

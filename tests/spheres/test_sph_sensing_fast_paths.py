@@ -142,21 +142,22 @@ def test_estimator_coast_state_is_the_coast_in_one_array():
             assert np.array_equal(_bits(got[col]), _bits(want))
 
 
-def test_pose_residuals_with_reused_vectors_match_the_allocating_products():
-    """_residuals computing its products into reused vectors (np.dot with out) against the same
-    loop with a new array per product (``@``)."""
+def test_pose_residuals_match_the_plain_loop():
+    """_residuals against the same loop written out plainly, its products by
+    :func:`hopsim.dynamics.detlinalg.matmul` (bit for bit), and within rounding of numpy's ``@``."""
     from numba import njit
 
     from hopsim.actors.spheres.pose_solver import _residuals
+    from hopsim.dynamics import detlinalg
     from hopsim.dynamics.spatial import quat_to_dcm
 
     @njit(cache=False)
-    def residuals_allocating(p_b, s_B, rho, dr, dR, r, q, J, res):
+    def residuals_allocating(p_b, s_B, rho, dr, dR, r, q, J, res, numpy_products):
         R = quat_to_dcm(q)
         n = rho.size
         for k in range(n):
-            m = R @ s_B[k]
-            moved = dR[k] @ m
+            m = R @ s_B[k] if numpy_products else detlinalg.matmul(R, s_B[k])
+            moved = dR[k] @ m if numpy_products else detlinalg.matmul(dR[k], m)
             d0 = p_b[k, 0] - (r[0] + dr[k, 0] + moved[0])
             d1 = p_b[k, 1] - (r[1] + dr[k, 1] + moved[1])
             d2 = p_b[k, 2] - (r[2] + dr[k, 2] + moved[2])
@@ -164,7 +165,7 @@ def test_pose_residuals_with_reused_vectors_match_the_allocating_products():
             res[k] = rho[k] - pred
             if J.shape[0] == n:
                 u = np.array([d0 / pred, d1 / pred, d2 / pred])
-                a = dR[k].T @ u
+                a = dR[k].T @ u if numpy_products else detlinalg.matmul(dR[k].T, u)
                 J[k, 0] = -u[0]
                 J[k, 1] = -u[1]
                 J[k, 2] = -u[2]
@@ -184,9 +185,14 @@ def test_pose_residuals_with_reused_vectors_match_the_allocating_products():
             J, J_ref = np.zeros((rows, 6)), np.zeros((rows, 6))
             res, res_ref = np.empty(n), np.empty(n)
             _residuals(p_b, s_B, rho, dr, dR, r, q, J, res)
-            residuals_allocating(p_b, s_B, rho, dr, dR, r, q, J_ref, res_ref)
+            residuals_allocating(p_b, s_B, rho, dr, dR, r, q, J_ref, res_ref, False)
             assert np.array_equal(_bits(res), _bits(res_ref))
             assert np.array_equal(_bits(J), _bits(J_ref))
+            # numpy's BLAS products (which depend on the CPU) agree to within their rounding
+            J_np, res_np = np.zeros((rows, 6)), np.empty(n)
+            residuals_allocating(p_b, s_B, rho, dr, dR, r, q, J_np, res_np, True)
+            np.testing.assert_allclose(res, res_np, rtol=0, atol=1e-13)
+            np.testing.assert_allclose(J, J_np, rtol=0, atol=1e-13)
 
 
 def test_an_imu_batch_parsed_from_its_bytes_is_the_message_its_fields_give():

@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from hopsim.actors.spheres.frames import dcm_c, quat_conj, quat_mul, to_rotvec
+from hopsim.dynamics import detlinalg
 
 
 def position_pd(r_N, v_N, r_ref_N, v_ref_N, mass_kg: float, kp: float, kd: float) -> np.ndarray:
@@ -23,14 +24,16 @@ def position_pd(r_N, v_N, r_ref_N, v_ref_N, mass_kg: float, kp: float, kd: float
 def body_force_pd(r_N, v_N, r_ref_N, v_ref_N, mass_kg, kp, kd, control_z, q_BN):
     """:func:`position_pd`'s force with its Z component zeroed unless ``control_z``, in body
     components (N): ``dcm(q_BN).T @ force_N``, compiled (the same element-wise operations, and
-    the same BLAS product as numpy's)."""
+    the product by :func:`hopsim.dynamics.detlinalg.matmul`)."""
     force_N = mass_kg * (kp * (r_ref_N - r_N) + kd * (v_ref_N - v_N))
     if not control_z:
         force_N[2] = 0.0
-    return dcm_c(q_BN).T @ force_N
+    return detlinalg.matmul(dcm_c(q_BN).T, force_N)
 
 
 def attitude_pd(q_BN, omega_B, q_ref_BN, omega_ref_B, inertia_B, kp: float, kd: float) -> np.ndarray:
     """Torque command (N m, body components) about the centre of mass."""
     theta_B = to_rotvec(quat_mul(quat_conj(q_BN), q_ref_BN))
-    return np.asarray(inertia_B) @ (kp * theta_B + kd * (np.asarray(omega_ref_B) - omega_B))
+    return detlinalg.matmul(
+        np.asarray(inertia_B, dtype=float), kp * theta_B + kd * (np.asarray(omega_ref_B, dtype=float) - omega_B)
+    )

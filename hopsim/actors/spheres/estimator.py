@@ -35,6 +35,7 @@ from hopsim.actors.spheres.frames import (
 from hopsim.actors.spheres.params import SpheresParams, TestbedParams
 from hopsim.actors.spheres.pose_solver import PoseFix, solve_pose, solve_pose_moving
 from hopsim.actors.spheres.thrust_prediction import ThrustPredictor, impulse_moment_rows
+from hopsim.dynamics import detlinalg, detmath
 from hopsim.kernel.simtime import NS_PER_S
 
 _ZERO3 = np.zeros(3)
@@ -51,12 +52,12 @@ def _coast(r, v, q, omega_B, impulse_B, moment_B, accel_B, mass, dt, use_accel, 
     accelerometer's specific force), the attitude held for the translation."""
     R = dcm_c(q)
     if use_accel:
-        a = R @ accel_B
+        a = detlinalg.matmul(R, accel_B)
         r_new = r + v * dt + 0.5 * a * dt * dt
         v_new = v + a * dt
     else:
-        r_new = r + v * dt + (R @ moment_B) / mass
-        v_new = v + (R @ impulse_B) / mass
+        r_new = r + v * dt + detlinalg.matmul(R, moment_B) / mass
+        v_new = v + detlinalg.matmul(R, impulse_B) / mass
     if planar:
         v_new[2] = 0.0
     return r_new, v_new, rotate_body_c(q, omega_B, dt)
@@ -131,19 +132,20 @@ def _propagate_samples(r, v, q, bias, t_ns, times, samples, spans, mass, use_acc
 
 @njit(cache=True, fastmath=False, error_model="numpy")
 def _from_rotvec(rv):
-    """:func:`frames.from_rotvec` compiled, with its operations (the angle from ``rv @ rv``)."""
-    angle = math.sqrt(rv @ rv)
+    """:func:`frames.from_rotvec` compiled, with its operations (the angle from
+    ``detlinalg.dot(rv, rv)``)."""
+    angle = math.sqrt(detlinalg.dot(rv, rv))
     if angle < 1e-12:
         return normalized_c(np.array([0.5 * rv[0], 0.5 * rv[1], 0.5 * rv[2], 1.0]))
-    s = math.sin(0.5 * angle) / angle
-    return np.array([rv[0] * s, rv[1] * s, rv[2] * s, math.cos(0.5 * angle)])
+    s = detmath.sin(0.5 * angle) / angle
+    return np.array([rv[0] * s, rv[1] * s, rv[2] * s, detmath.cos(0.5 * angle)])
 
 
 @njit(cache=True, fastmath=False, error_model="numpy")
 def _coasted_pose(r, v, q, w, dt):
     """(r + v dt, q (x) exp(w dt)): :meth:`Estimator.state_at`'s position and attitude, with the
     operations of :func:`frames.from_rotvec`, :func:`frames.quat_mul` and
-    :func:`frames.normalized` (``v @ v`` dot products included)."""
+    :func:`frames.normalized` (``detlinalg.dot(v, v)`` products included)."""
     r_t = r + v * dt
     return r_t, normalized_c(quat_mul_c(q, _from_rotvec(w * dt)))
 
@@ -161,7 +163,7 @@ def _relative_motion(r, v, q, w, dt):
     for k in range(1, m):
         r_k, q_k = _coasted_pose(r[k], v[k], q[k], w[k], dt[k])
         dr[k - 1] = r_k - r_ref
-        dR[k - 1] = dcm_c(q_k) @ R_ref_T
+        dR[k - 1] = detlinalg.matmul(dcm_c(q_k), R_ref_T)
     return r_ref, q_ref, dr, dR
 
 
@@ -184,11 +186,11 @@ def _blend_fix(r, v, q, bias, fix_r, fix_q, r_ref, q_ref, kp, kv, kq, kb, dt_fix
     if s < 1e-12:
         e_theta = 2.0 * d[:3]
     else:
-        e_theta = d[:3] * (2.0 * math.atan2(s, d[3]) / s)
+        e_theta = d[:3] * (2.0 * detmath.atan2(s, d[3]) / s)
     r_new = r + kp * e_r
     v_new = v + kv * e_r / dt_fix
     q_new = normalized_c(quat_mul_c(_from_rotvec(kq * e_theta), q))
-    bias_new = bias - kb * (dcm_c(q_new).T @ e_theta) / dt_fix
+    bias_new = bias - kb * detlinalg.matmul(dcm_c(q_new).T, e_theta) / dt_fix
     return r_new, v_new, q_new, bias_new
 
 

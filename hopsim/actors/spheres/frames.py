@@ -13,13 +13,14 @@ import math
 import numpy as np
 from numba import njit
 
+from hopsim.dynamics import detlinalg, detmath
 from hopsim.dynamics.spatial import quat_to_dcm
 
 
 def normalized(q) -> np.ndarray:
     """Unit quaternion with w >= 0."""
     q = np.asarray(q, dtype=float)
-    q = q / math.sqrt(float(q @ q))
+    q = q / math.sqrt(detlinalg.dot(q, q))
     return -q if q[3] < 0 else q
 
 
@@ -61,32 +62,33 @@ def quat_conj(q) -> np.ndarray:
 def from_rotvec(v) -> np.ndarray:
     """Quaternion of a rotation by |v| rad about v/|v|."""
     v = np.asarray(v, dtype=float)
-    angle = math.sqrt(float(v @ v))
+    angle = math.sqrt(detlinalg.dot(v, v))
     if angle < 1e-12:
         return normalized(np.array([0.5 * v[0], 0.5 * v[1], 0.5 * v[2], 1.0]))
-    s = math.sin(0.5 * angle) / angle
-    return np.array([v[0] * s, v[1] * s, v[2] * s, math.cos(0.5 * angle)])
+    s = detmath.sin(0.5 * angle) / angle
+    return np.array([v[0] * s, v[1] * s, v[2] * s, detmath.cos(0.5 * angle)])
 
 
 def to_rotvec(q) -> np.ndarray:
     """Rotation vector (rad) of a quaternion, the short way round."""
     q = normalized(q)
-    s = math.sqrt(float(q[0] ** 2 + q[1] ** 2 + q[2] ** 2))
+    s = math.sqrt(float(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]))
     if s < 1e-12:
         return 2.0 * q[:3]
-    angle = 2.0 * math.atan2(s, q[3])
+    angle = 2.0 * detmath.atan2(s, float(q[3]))
     return q[:3] * (angle / s)
 
 
 def from_yaw(psi_rad: float) -> np.ndarray:
     """Attitude yawed by psi about the inertial z axis."""
-    return normalized(np.array([0.0, 0.0, math.sin(0.5 * psi_rad), math.cos(0.5 * psi_rad)]))
+    half = 0.5 * float(psi_rad)
+    return normalized(np.array([0.0, 0.0, detmath.sin(half), detmath.cos(half)]))
 
 
 def yaw(q) -> float:
     """Heading of body x in the inertial x-y plane (rad)."""
     x, y, z, w = q
-    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    return detmath.atan2(float(2 * (w * z + x * y)), float(1 - 2 * (y * y + z * z)))
 
 
 # --------------------------------------------------------------------------- compiled kernels
@@ -115,14 +117,14 @@ def from_rotvec_c(v):
     angle = np.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
     if angle < 1e-12:
         q = np.array([0.5 * v[0], 0.5 * v[1], 0.5 * v[2], 1.0])
-        return q / np.sqrt(q @ q)
-    s = np.sin(0.5 * angle) / angle
-    return np.array([v[0] * s, v[1] * s, v[2] * s, np.cos(0.5 * angle)])
+        return q / np.sqrt(detlinalg.dot(q, q))
+    s = detmath.sin(0.5 * angle) / angle
+    return np.array([v[0] * s, v[1] * s, v[2] * s, detmath.cos(0.5 * angle)])
 
 
 @njit(**_JIT)
 def normalized_c(q):
-    q = q / np.sqrt(q @ q)
+    q = q / np.sqrt(detlinalg.dot(q, q))
     if q[3] < 0:
         q = -q
     return q

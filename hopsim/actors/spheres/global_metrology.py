@@ -30,6 +30,7 @@ from hopsim.actors.messages import gm_range_values, gm_ranges
 from hopsim.actors.spheres.frames import dcm_c, from_rotvec_c, normalized_c, quat_mul_c
 from hopsim.actors.spheres.params import ReceiverParams, TestbedParams
 from hopsim.actors.spheres.sensor_faults import SENSOR_FAULTS, SensorFaults
+from hopsim.dynamics import detlinalg, detmath, detrandom
 from hopsim.kernel import ContinuousModel, In, Out, VariableRate
 from hopsim.kernel.simtime import seconds
 from hopsim.schemas.spheres_pb2 import GmRanges, GmRequest, GmSync
@@ -49,10 +50,10 @@ class ReceiverGeometry:
         for f in range(self.n_faces):
             p = self.positions_B[f]
             n = np.cross(p[1] - p[0], p[2] - p[0])
-            n /= np.linalg.norm(n)
-            normals.append(n if n @ self.centres_B[f] > 0 else -n)
+            n /= detlinalg.norm(n)
+            normals.append(n if detlinalg.dot(n, self.centres_B[f]) > 0 else -n)
         self.normals_B = np.array(normals)
-        self.cos_max_rx = np.cos(np.radians(params.max_rx_angle_deg))
+        self.cos_max_rx = detmath.cos(float(np.radians(params.max_rx_angle_deg)))
 
 
 class BeaconLayout:
@@ -61,7 +62,7 @@ class BeaconLayout:
     def __init__(self, testbed: TestbedParams):
         self.positions_N = np.array(testbed.beacon_positions_N, dtype=float)
         self.directions_N = np.array(testbed.directions(), dtype=float)
-        self.cos_max_tx = np.cos(np.radians(testbed.max_tx_angle_deg))
+        self.cos_max_tx = detmath.cos(float(np.radians(testbed.max_tx_angle_deg)))
         self.speed_of_sound = testbed.speed_of_sound_mps
 
 
@@ -96,29 +97,32 @@ def _ranges(p_b, tx_dir, cos_max_tx, c, rx_B, centres_B, normals_B, cos_max_rx, 
     R = dcm_c(q)
     n = rx_B.shape[0]
     out = np.empty(n)
-    omega_N = R @ omega_B
-    rate = np.sqrt(omega_N @ omega_N)
+    omega_N = detlinalg.matmul(R, omega_B)
+    rate = np.sqrt(detlinalg.dot(omega_N, omega_N))
     k = omega_N / rate if rate > 0.0 else omega_N
     for f in range(centres_B.shape[0]):
         # visibility of the face, at the firing instant
-        to_face = r + R @ centres_B[f] - p_b
-        to_face = to_face / np.sqrt(to_face @ to_face)
-        seen = (to_face @ tx_dir >= cos_max_tx) and ((R @ normals_B[f]) @ (-to_face) >= cos_max_rx)
+        to_face = r + detlinalg.matmul(R, centres_B[f]) - p_b
+        to_face = to_face / np.sqrt(detlinalg.dot(to_face, to_face))
+        seen = (detlinalg.dot(to_face, tx_dir) >= cos_max_tx) and (
+            detlinalg.dot(detlinalg.matmul(R, normals_B[f]), -to_face) >= cos_max_rx
+        )
         for j in range(f * n_rx, (f + 1) * n_rx):
             if not seen:
                 out[j] = -1.0
                 continue
-            s = R @ rx_B[j]
+            s = detlinalg.matmul(R, rx_B[j])
             d = p_b - (r + s)
-            tau = np.sqrt(d @ d) / c
+            tau = np.sqrt(detlinalg.dot(d, d)) / c
             # the pulse meets the receiver where it has moved to: c tau = |p_b - p_rx(tau)|
             for _ in range(iterations):
                 moved = s
                 if rate > 0.0:
                     th = rate * tau
-                    moved = s * np.cos(th) + np.cross(k, s) * np.sin(th) + k * (k @ s) * (1.0 - np.cos(th))
+                    cos_th = detmath.cos(th)
+                    moved = s * cos_th + np.cross(k, s) * detmath.sin(th) + k * detlinalg.dot(k, s) * (1.0 - cos_th)
                 d = p_b - (r + v * tau + moved)
-                tau = np.sqrt(d @ d) / c
+                tau = np.sqrt(detlinalg.dot(d, d)) / c
             out[j] = c * tau
     return out
 
@@ -279,7 +283,7 @@ class GlobalMetrologySimulator(ContinuousModel):
         ``ranges`` (one beacon's, faces x receivers, changed in place)."""
         seen = ranges >= 0.0
         if noise > 0.0:
-            ranges[seen] += noise * self.rng.standard_normal(int(seen.sum()))
+            ranges[seen] += noise * detrandom.standard_normal(self.rng, int(seen.sum()))
         if self.faults.bias[0] != 0.0:
             ranges[seen] += self.faults.bias[0]
         if self.faults.dropout > 0.0:

@@ -23,6 +23,7 @@ from hopsim.actors.messages import imu_samples
 from hopsim.actors.spheres.frames import dcm_c
 from hopsim.actors.spheres.params import G0, ImuParams
 from hopsim.actors.spheres.sensor_faults import SENSOR_FAULTS, SensorFaults
+from hopsim.dynamics import detlinalg, detrandom
 from hopsim.kernel import ContinuousModel, FixedRate, Out
 from hopsim.kernel.simtime import seconds
 from hopsim.schemas.spheres_pb2 import ImuSamples
@@ -36,7 +37,7 @@ def _hop_truth(x, xd, support_N):
     """At the hop's end (state x, derivatives xd): the specific force (m/s^2, B), the body rate
     (rad/s) and the angular acceleration (rad/s^2), as one array of 9."""
     out = np.empty(9)
-    out[0:3] = dcm_c(x[6:10]).T @ (xd[3:6] + support_N)
+    out[0:3] = detlinalg.matmul(dcm_c(x[6:10]).T, xd[3:6] + support_N)
     out[3:6] = x[10:13]
     out[6:9] = xd[10:13]
     return out
@@ -124,7 +125,7 @@ class ImuSimulator(ContinuousModel):
         # np.clip(true, -limit, limit) and np.round(...) (to even), by their ufuncs: the same
         # numbers without the wrappers' overhead
         y = np.minimum(np.maximum(true, -self.limit), self.limit)
-        y = y + self.noise_rms * self.faults.noise_scale * self.rng.standard_normal(y.shape)
+        y = y + self.noise_rms * self.faults.noise_scale * detrandom.standard_normal(self.rng, y.shape)
         y = np.rint(y / self.step) * self.step
         return y * (1.0 + self.scale_error) + self.bias + self.faults.bias
 

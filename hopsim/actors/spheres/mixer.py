@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit
 
 from hopsim.actors.spheres.params import SpheresParams
+from hopsim.dynamics import detlinalg
 from hopsim.kernel.simtime import seconds
 
 PAIRS = tuple((2 * j, 2 * j + 1) for j in range(6))
@@ -39,9 +40,9 @@ class ThrusterMixer:
             planar_pairs = [j for j in range(6) if abs(self.pair_dirs[j][2]) < 0.5]
             rows = self.pair_matrix[[0, 1, 5]][:, planar_pairs]  # Fx, Fy, Tz
             self._solve = np.zeros((6, 6))
-            self._solve[np.ix_(planar_pairs, [0, 1, 5])] = np.linalg.pinv(rows)
+            self._solve[np.ix_(planar_pairs, [0, 1, 5])] = detlinalg.pinv(np.ascontiguousarray(rows))
         else:
-            self._solve = np.linalg.inv(self.pair_matrix)
+            self._solve = detlinalg.inv(np.ascontiguousarray(self.pair_matrix))
         levels = np.array(thr.levels_N(), dtype=float)
         self.thrust_N = levels
         self.thrust_list = levels.tolist()
@@ -52,7 +53,7 @@ class ThrusterMixer:
         self.pw_min_s = fsw.pw_min_s
         self.pw_max_s = min(fsw.pw_max_s, control_period_s)
         self.max_on_s = self.pw_max_s - self.offset_s
-        # the compiled kernel's matrix product must be numpy's: same (C) layout, same BLAS routine
+        # one (C) layout for the compiled kernel and the interpreted form alike
         self._solve = np.ascontiguousarray(self._solve)
 
     def _forces(self, force_B, torque_B) -> list[float]:
@@ -60,7 +61,7 @@ class ThrusterMixer:
         fx, fy, fz = force_B
         tx, ty, tz = torque_B
         wrench = np.array([fx, fy, fz, tx, ty, tz], dtype=float)
-        f = (self._solve @ wrench).tolist()
+        f = detlinalg.matmul(self._solve, wrench).tolist()
         u = [0.0] * 12
         for j, (a, b) in enumerate(PAIRS):
             if f[j] >= 0.0:
@@ -98,9 +99,10 @@ class ThrusterMixer:
 @njit(cache=True, fastmath=False, error_model="numpy")
 def _pulse_widths(wrench, solve, thrust_N, period_s, max_on_s, deadband_s, offset_s, pw_min_s, pw_max_s, tick_ns):
     """:meth:`ThrusterMixer.pulse_widths_ns` compiled, operation for operation (the pair forces
-    ``solve @ wrench`` by the same BLAS routine as numpy; Python's max, min and round to even):
+    ``solve @ wrench`` by :func:`hopsim.dynamics.detlinalg.matmul`, as the interpreted form;
+    Python's max, min and round to even):
     (widths in ns, False if an on-time is NaN, where the interpreted form raises)."""
-    f = solve @ wrench
+    f = detlinalg.matmul(solve, wrench)
     u = np.zeros(12)
     for j in range(6):
         if f[j] >= 0.0:

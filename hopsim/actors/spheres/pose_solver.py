@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit
 
 from hopsim.actors.spheres.frames import normalized, normalized_c
+from hopsim.dynamics import detlinalg, detmath
 from hopsim.dynamics.spatial import quat_to_dcm
 
 
@@ -160,14 +161,11 @@ def _residuals(p_b, s_B, rho, dr, dR, r, q, J, res):
     """Fill the range residuals (measured - predicted) and, if J has rows, their Jacobian."""
     R = quat_to_dcm(q)
     n = rho.size
-    # the products (R @ s_B[k], dR[k] @ m, dR[k].T @ u) into the same four vectors for every reading
-    m = np.empty(3)
-    moved = np.empty(3)
+    # the products R @ s_B[k], dR[k] @ m and dR[k].T @ u, each by detlinalg.matmul
     u = np.empty(3)
-    a = np.empty(3)
     for k in range(n):
-        np.dot(R, s_B[k], m)
-        np.dot(dR[k], m, moved)
+        m = detlinalg.matmul(R, s_B[k])
+        moved = detlinalg.matmul(dR[k], m)
         d0 = p_b[k, 0] - (r[0] + dr[k, 0] + moved[0])
         d1 = p_b[k, 1] - (r[1] + dr[k, 1] + moved[1])
         d2 = p_b[k, 2] - (r[2] + dr[k, 2] + moved[2])
@@ -177,7 +175,7 @@ def _residuals(p_b, s_B, rho, dr, dR, r, q, J, res):
             u[0] = d0 / pred
             u[1] = d1 / pred
             u[2] = d2 / pred
-            np.dot(dR[k].T, u, a)
+            a = detlinalg.matmul(dR[k].T, u)
             J[k, 0] = -u[0]
             J[k, 1] = -u[1]
             J[k, 2] = -u[2]
@@ -195,7 +193,7 @@ def _gauss_newton_compiled(p_b, s_B, rho, dr, dR, r, q, max_iterations, tol):
     it = 0
     for it in range(1, max_iterations + 1):  # noqa: B007  (the count is returned after the loop)
         _residuals(p_b, s_B, rho, dr, dR, r, q, J, res)
-        step = np.linalg.solve(J.T @ J, J.T @ res)
+        step = detlinalg.solve(detlinalg.matmul(J.T, J), detlinalg.matmul(J.T, res))
         r = r + step[:3]
         # q <- exp(dtheta) (x) q, dtheta in N
         th = step[3:]
@@ -203,8 +201,8 @@ def _gauss_newton_compiled(p_b, s_B, rho, dr, dR, r, q, max_iterations, tol):
         if ang < 1e-12:
             e = np.array([0.5 * th[0], 0.5 * th[1], 0.5 * th[2], 1.0])
         else:
-            sn = np.sin(0.5 * ang) / ang
-            e = np.array([th[0] * sn, th[1] * sn, th[2] * sn, np.cos(0.5 * ang)])
+            sn = detmath.sin(0.5 * ang) / ang
+            e = np.array([th[0] * sn, th[1] * sn, th[2] * sn, detmath.cos(0.5 * ang)])
         qn = np.array(
             [
                 e[3] * q[0] + e[0] * q[3] + e[1] * q[2] - e[2] * q[1],
@@ -213,11 +211,11 @@ def _gauss_newton_compiled(p_b, s_B, rho, dr, dR, r, q, max_iterations, tol):
                 e[3] * q[3] - e[0] * q[0] - e[1] * q[1] - e[2] * q[2],
             ]
         )
-        qn = qn / np.sqrt(qn @ qn)
+        qn = qn / np.sqrt(detlinalg.dot(qn, qn))
         if qn[3] < 0:
             qn = -qn
         q = qn
-        if step @ step < tol * tol:
+        if detlinalg.dot(step, step) < tol * tol:
             converged = True
             break
     _residuals(p_b, s_B, rho, dr, dR, r, q, np.empty((0, 6)), res)
@@ -227,7 +225,8 @@ def _gauss_newton_compiled(p_b, s_B, rho, dr, dR, r, q, max_iterations, tol):
 def trilaterate(ranges, beacons_N, receivers_B) -> np.ndarray:
     """Rough centre position from each beacon's mean reading (linear least squares, m)."""
     ranges = np.asarray(ranges, dtype=float)
-    face_offset = float(np.mean(np.linalg.norm(np.asarray(receivers_B, float).reshape(-1, 3), axis=1)))
+    s_B = np.asarray(receivers_B, float).reshape(-1, 3)
+    face_offset = float(np.mean(np.sqrt(np.sum(s_B * s_B, axis=1))))
     rows, rhs, seen = [], [], []
     for k in range(ranges.shape[0]):
         vals = ranges[k][ranges[k] >= 0.0]
@@ -238,9 +237,8 @@ def trilaterate(ranges, beacons_N, receivers_B) -> np.ndarray:
     b0, d0 = seen[0]
     for b, d in seen[1:]:
         rows.append(2.0 * (b - b0))
-        rhs.append(d0 * d0 - d * d + b @ b - b0 @ b0)
-    sol, *_ = np.linalg.lstsq(np.array(rows), np.array(rhs), rcond=None)
-    return sol
+        rhs.append(d0 * d0 - d * d + detlinalg.dot(b, b) - detlinalg.dot(b0, b0))
+    return detlinalg.lstsq(np.array(rows), np.array(rhs))
 
 
 def cube_rotations() -> list[np.ndarray]:
@@ -257,7 +255,7 @@ def _cube_rotations() -> tuple[np.ndarray, ...]:
             M = np.zeros((3, 3))
             for row, (col, sgn) in enumerate(zip(perm, signs)):
                 M[row, col] = sgn
-            if np.linalg.det(M) > 0:
+            if detlinalg.det(M) > 0:
                 out.append(_quat_from_dcm(M))
     return tuple(out)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hopsim.actors.spheres.frames import from_yaw, quat_mul, yaw
+from hopsim.dynamics import detmath
 
 ON, OFF = 1, 0
 
@@ -44,9 +45,9 @@ def raised_cosine(t: float, duration: float, amplitude):
         return amplitude.copy(), np.zeros_like(amplitude)
     w = math.pi / duration
     if amplitude.ndim != 1:
-        return amplitude * (1.0 - math.cos(w * t)) / 2.0, amplitude * w * math.sin(w * t) / 2.0
+        return amplitude * (1.0 - detmath.cos(w * t)) / 2.0, amplitude * w * detmath.sin(w * t) / 2.0
     # element by element in floats, the operations and order of the array expressions above
-    c, s = 1.0 - math.cos(w * t), math.sin(w * t)
+    c, s = 1.0 - detmath.cos(w * t), detmath.sin(w * t)
     amp = amplitude.tolist()
     return np.array([a * c / 2.0 for a in amp]), np.array([a * w * s / 2.0 for a in amp])
 

@@ -86,7 +86,8 @@ class ThrustPredictor:
                 continue
             fx, fy, fz = self.force_rows[i]
             dur = hi - lo
-            mom = 0.5 * ((b - lo) ** 2 - (b - hi) ** 2)
+            d_lo, d_hi = b - lo, b - hi
+            mom = 0.5 * (d_lo * d_lo - d_hi * d_hi)
             Ix += fx * dur
             Iy += fy * dur
             Iz += fz * dur

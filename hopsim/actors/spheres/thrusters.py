@@ -20,6 +20,7 @@ from hopsim.actors.spheres.valves import NUM_THRUSTERS, ValveTimeline
 from hopsim.kernel import ContinuousModel, In, Out, VariableRate
 from hopsim.kernel.simtime import NS_PER_S, seconds
 from hopsim.actors.messages import set_vector3
+from hopsim.dynamics import detlinalg, detrandom
 from hopsim.schemas.spheres_pb2 import ThrusterCommand, ValveState, ValveSwitch
 
 
@@ -29,7 +30,7 @@ class ThrusterGeometry:
     def __init__(self, params: ThrusterParams, r_CB_B=(0.0, 0.0, 0.0)):
         self.positions_B = np.array(params.positions_B, dtype=float)
         self.directions_B = np.array(params.directions_B, dtype=float)
-        self.directions_B /= np.linalg.norm(self.directions_B, axis=1)[:, None]
+        self.directions_B /= np.sqrt(np.sum(self.directions_B * self.directions_B, axis=1))[:, None]
         self.set_centre_of_mass(r_CB_B)
 
     def set_centre_of_mass(self, r_CB_B) -> None:
@@ -40,7 +41,7 @@ class ThrusterGeometry:
     def wrench(self, thrust_N) -> tuple[np.ndarray, np.ndarray]:
         """Net force (N, B) and torque about the CM (N m, B) for per-thruster thrust levels."""
         thrust = np.asarray(thrust_N, dtype=float)
-        return thrust @ self.directions_B, thrust @ self.torque_per_N
+        return detlinalg.matmul(thrust, self.directions_B), detlinalg.matmul(thrust, self.torque_per_N)
 
 
 class ThrusterSimulator(ContinuousModel):
@@ -115,7 +116,7 @@ class ThrusterSimulator(ContinuousModel):
             return  # neither noise nor a log: nothing to do per transition
         for t_ns, i, is_open in transitions:
             if is_open and self.params.noise_fraction > 0.0:
-                self.noise_factor[i] = 1.0 + self.params.noise_fraction * self.rng.standard_normal()
+                self.noise_factor[i] = 1.0 + self.params.noise_fraction * detrandom.standard_normal(self.rng)
                 self._wrenches.thrust_changed()
             if self.switch_log is not None:
                 self.switch_log.append((t_ns, i + 1, is_open))
