@@ -34,6 +34,13 @@ def _numpy_dispatch() -> list[str]:
     return list(__cpu_dispatch__)
 
 
+def _numba_for_this_cpu() -> dict:
+    """numba's settings compiling for this CPU's model and features instead of hopsim's target."""
+    import llvmlite.binding as llvm
+
+    return {"NUMBA_CPU_NAME": llvm.get_host_cpu_name(), "NUMBA_CPU_FEATURES": llvm.get_host_cpu_features().flatten()}
+
+
 GLIBC_NO_AVX2_FMA = "glibc.cpu.hwcaps=-AVX2_Usable,-FMA_Usable,-AVX2,-FMA"
 GLIBC_NO_AVX = GLIBC_NO_AVX2_FMA + ",-AVX_Usable,-AVX"
 
@@ -48,7 +55,7 @@ SETTINGS = {
         "OPENBLAS_CORETYPE": "Sandybridge",
     },
     "libm without AVX, OpenBLAS Prescott": {"GLIBC_TUNABLES": GLIBC_NO_AVX, "OPENBLAS_CORETYPE": "Prescott"},
-    "OpenBLAS Nehalem, numba compiling for the host CPU": {"OPENBLAS_CORETYPE": "Nehalem", "NUMBA_CPU_NAME": "host"},
+    "OpenBLAS Nehalem, numba compiling for this CPU": {"OPENBLAS_CORETYPE": "Nehalem", **_numba_for_this_cpu()},
 }
 
 PROBE = """
