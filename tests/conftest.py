@@ -67,3 +67,12 @@ def pytest_unconfigure(config):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(_exit_status)
+
+
+def pytest_collection_modifyitems(config, items):
+    """``make test`` runs the suite on two pytest-xdist workers (``--dist loadgroup``): every test
+    that starts Ray is put in one group, so that one worker runs them one after another (two Ray
+    sessions at once would see, and count, each other's processes)."""
+    for item in items:
+        if item.get_closest_marker("ray") or item.module.__name__.startswith("test_ray_"):
+            item.add_marker(pytest.mark.xdist_group("ray"))

@@ -1,10 +1,8 @@
-"""Recordings made by the kernel before rate groups and fleet forms (the tree of 2026-11-22, before
-kernel v2: islands advanced one by one, no fleet forms) replay ``identical`` on today's kernel,
-which groups islands and hands their hops to fleet forms by default: the golden files in
-``tests/data/golden`` (each built-in scenario of that time, short, one with radio loss and
-latency) are compared envelope by envelope and byte for byte with a fresh run of the same
-scenario, parameters and seed (``hopsim replay``). A change that alters any of these streams must
-say why and record the files again from the earlier tree."""
+"""Recordings of stream format 2 (``tests/data/golden``: each built-in scenario, short, one with
+radio loss and latency) replay ``identical``, envelope by envelope and byte for byte, on today's
+tree and on any machine: the streams do not depend on the CPU (``docs/determinism.md``). A change
+that alters any of these streams raises the stream format (``hopsim.bus.recorder.STREAM_FORMAT``),
+says why in CHANGELOG.md and records the files again (``python tests/data/golden/record.py``)."""
 
 from pathlib import Path
 
@@ -26,11 +24,14 @@ def test_the_golden_set_is_there():
         "collision",
         "passive_docking",
         "deploy_boom",
+        "orbit_formation",
+        "rendezvous",
+        "constellation",
     }
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=[p.stem for p in GOLDEN])
-def test_a_recording_from_before_kernel_v2_replays_identical(path):
+def test_a_golden_recording_replays_identical(path):
     result = replay_recording(path)
     assert result.mode == "full" and result.compared > 50
     assert result.identical, result.difference

@@ -55,7 +55,16 @@ SETTINGS = {
         "OPENBLAS_CORETYPE": "Sandybridge",
     },
     "libm without AVX, OpenBLAS Prescott": {"GLIBC_TUNABLES": GLIBC_NO_AVX, "OPENBLAS_CORETYPE": "Prescott"},
-    "OpenBLAS Nehalem, numba compiling for this CPU": {"OPENBLAS_CORETYPE": "Nehalem", **_numba_for_this_cpu()},
+    "libm without FMA, numpy without AVX-512, OpenBLAS Nehalem": {
+        "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-FMA_Usable,-FMA",
+        "NPY_DISABLE_CPU_FEATURES": " ".join(f for f in _numpy_dispatch() if "512" in f or f == "X86_V4"),
+        "OPENBLAS_CORETYPE": "Nehalem",
+    },
+}
+
+# numba compiling for this CPU compiles every kernel again (two to three minutes): make test-long
+LONG_SETTINGS = {
+    "numba compiling for this CPU, OpenBLAS Nehalem": {"OPENBLAS_CORETYPE": "Nehalem", **_numba_for_this_cpu()}
 }
 
 PROBE = """
@@ -92,12 +101,24 @@ def test_the_settings_change_what_the_cpu_runs():
         assert masked["numpy_exp"] != base["numpy_exp"], "NPY_DISABLE_CPU_FEATURES did not change numpy's loops"
 
 
+def _fingerprints(settings: dict) -> dict[str, dict]:
+    script = str(HERE / "stream_fingerprints.py")
+    return {name: _run(env, [script, *(["--ray"] if name == MASKED else [])]) for name, env in settings.items()}
+
+
 @pytest.mark.ray
 def test_every_scenario_records_the_same_stream_under_every_setting():
-    script = str(HERE / "stream_fingerprints.py")
-    runs = {name: _run(env, [script, *(["--ray"] if name == MASKED else [])]) for name, env in SETTINGS.items()}
+    runs = _fingerprints(SETTINGS)
     base = runs["as is"]
     for name, got in runs.items():
         differ = sorted(k for k in base if got[k] != base[k])
         assert not differ, f"{name}: the stream of {differ} differs from the run with the machine's own choices"
     assert runs[MASKED]["formation@ray"] == base["formation"], "the formation on Ray differs from the local run"
+
+
+@pytest.mark.long
+def test_numba_compiling_for_this_cpu_records_the_same_streams():
+    runs = _fingerprints({"as is": {}, **LONG_SETTINGS})
+    base = runs.pop("as is")
+    for name, got in runs.items():
+        assert got == base, f"{name}: the streams of {sorted(k for k in base if got[k] != base[k])} differ"
