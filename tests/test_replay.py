@@ -243,3 +243,38 @@ def test_a_crafted_duration_replays_only_to_the_recorded_end(tmp_path):
     t0 = time.perf_counter()
     result = replay_recording(crafted)
     assert time.perf_counter() - t0 < 60 and result.identical
+
+
+@pytest.mark.parametrize(
+    "format_field, words",
+    [({}, "made before stream formats were numbered"), ({"stream_format": "1"}, "of stream format 1;")],
+)
+def test_a_recording_of_another_stream_format_is_refused_as_such(tmp_path, format_field, words):
+    path = tmp_path / "old.mcap"
+    meta = {"scenario": "lander", "parameters_json": "{}", "seed": "1", "duration_s": "5", **format_field}
+    McapRecorder(path, meta).close({"end_time_s": "5"})
+    with pytest.raises(ReplayError, match=words) as err:
+        replay_recording(path)
+    assert "cannot be compared" in str(err.value) and "run the scenario again" in str(err.value)
+
+
+def test_a_recording_names_its_machine_and_a_replay_reads_it(recording):
+    from hopsim.bus.recorder import RUN_METADATA, STREAM_FORMAT, read_metadata
+    from hopsim.scenarios.machine import machine_description
+
+    run = read_metadata(recording)[RUN_METADATA]
+    here = machine_description()
+    assert run["stream_format"] == str(STREAM_FORMAT) and run["numba_cpu"] == "generic"
+    assert {k: run[k] for k in here} == here and here["cpu"] and here["machine"]
+    result = replay_recording(recording, overrides={"control_gain": 0.9})
+    assert result.recorded_on == here and "same kind of machine" in result.machines()
+
+
+def test_a_divergence_says_where_the_recording_was_made(recording):
+    from dataclasses import replace
+
+    result = replay_recording(recording, overrides={"control_gain": 0.9})
+    elsewhere = replace(result, recorded_on={**result.recorded_on, "cpu": "AMD EPYC 7B12", "cpu_features": "avx fma"})
+    said = elsewhere.machines()
+    assert said.startswith("recorded on AMD EPYC 7B12 (") and "avx fma" in said and "; replayed on " in said
+    assert "does not say" in replace(result, recorded_on=None).machines()
