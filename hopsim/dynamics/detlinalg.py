@@ -19,6 +19,7 @@ Arguments are float64 arrays (anything else is converted by the Python entry poi
 ``inv(A)``          the inverse, by the same elimination
 ``det(A)``          the determinant, by the same elimination
 ``cholesky(A)``     the lower factor ``L`` with ``A = L L^T`` of a positive-definite matrix
+``cholesky_semidefinite(A)``  the same for a positive semi-definite one (zero columns where no variance)
 ``eigvalsh(A)``     eigenvalues of a symmetric matrix, ascending (cyclic Jacobi)
 ``lstsq(A, b)``     least squares by Householder QR (full column rank)
 ``pinv(A)``         the pseudo-inverse of a full-rank matrix, by the same QR
@@ -215,16 +216,23 @@ def det(A):
 
 
 @compiled
-def cholesky(A):
-    """Lower-triangular ``L`` with ``A = L L^T`` (``A`` symmetric positive definite)."""
+def _cholesky(A, semidefinite):
+    """Cholesky's elimination; a pivot at or below 1e-14 of the largest diagonal entry leaves its
+    column zero when ``semidefinite`` (a direction of no variance), and is refused otherwise."""
     _check_square(A)
     n = A.shape[0]
     L = np.zeros((n, n))
+    big = 0.0
+    for i in range(n):
+        big = max(big, abs(A[i, i]))
+    floor = 1e-14 * big if semidefinite else 0.0
     for j in range(n):
         s = A[j, j]
         for k in range(j):
             s -= L[j, k] * L[j, k]
-        if not s > 0.0:
+        if not s > floor:
+            if semidefinite:
+                continue
             raise ValueError("the matrix is not positive definite")
         L[j, j] = math.sqrt(s)
         for i in range(j + 1, n):
@@ -233,6 +241,19 @@ def cholesky(A):
                 t -= L[i, k] * L[j, k]
             L[i, j] = t / L[j, j]
     return L
+
+
+@compiled
+def cholesky(A):
+    """Lower-triangular ``L`` with ``A = L L^T`` (``A`` symmetric positive definite)."""
+    return _cholesky(A, False)
+
+
+@compiled
+def cholesky_semidefinite(A):
+    """Lower-triangular ``L`` with ``A = L L^T`` for a symmetric positive semi-definite ``A``:
+    a column whose pivot is at or below 1e-14 of the largest diagonal entry is left zero."""
+    return _cholesky(A, True)
 
 
 @compiled

@@ -20,7 +20,7 @@ import numpy as np
 
 from hopsim.dynamics import detmath
 from hopsim.dynamics._jit import compiled
-from hopsim.dynamics.detlinalg import matmul
+from hopsim.dynamics.detlinalg import cholesky_semidefinite, matmul
 
 TWO_PI = 2.0 * math.pi
 
@@ -57,34 +57,9 @@ def normal(rng: np.random.Generator, loc=0.0, scale=1.0, size=None):
     return np.asarray(loc, dtype=float) + np.asarray(scale, dtype=float) * standard_normal(rng, size)
 
 
-@compiled
-def psd_factor(C):
-    """Lower-triangular ``L`` with ``C = L L^T`` for a symmetric positive semi-definite ``C``:
-    Cholesky's elimination, with a column whose pivot is at or below 1e-14 of the largest
-    diagonal entry set to zero (a direction of no variance)."""
-    n = C.shape[0]
-    L = np.zeros((n, n))
-    big = 0.0
-    for i in range(n):
-        big = max(big, abs(C[i, i]))
-    for j in range(n):
-        s = C[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        if s <= 1e-14 * big:
-            continue
-        L[j, j] = math.sqrt(s)
-        for i in range(j + 1, n):
-            t = C[i, j]
-            for k in range(j):
-                t -= L[i, k] * L[j, k]
-            L[i, j] = t / L[j, j]
-    return L
-
-
 def multivariate_normal(rng: np.random.Generator, mean, cov) -> np.ndarray:
     """One vector from the normal distribution of ``mean`` and covariance ``cov`` (positive
-    semi-definite): ``mean + L z`` with ``L`` from :func:`psd_factor` and ``z`` standard normal."""
+    semi-definite): ``mean + L z`` with ``L = cholesky_semidefinite(cov)`` and ``z`` standard normal."""
     mean = np.asarray(mean, dtype=float)
-    L = psd_factor(np.ascontiguousarray(cov, dtype=float))
+    L = cholesky_semidefinite(np.ascontiguousarray(cov, dtype=float))
     return mean + matmul(L, standard_normal(rng, mean.shape[0]))
