@@ -239,12 +239,24 @@ def test_resume_reports_the_part_it_ran_and_every_kind_of_recording_replays_iden
     ckpt = next(tmp_path.glob("lander_t00000015.000000000.ckpt"))
     res = runner.invoke(app, ["resume", str(ckpt), "--out", str(rest), "--no-progress"])
     assert res.exit_code == 0 and "5 s simulated (from the checkpoint at 15 s)" in " ".join(res.output.split())
-    for recording in (full, rest):  # checkpointed, and resumed
-        res = runner.invoke(app, ["replay", str(recording)])
-        assert res.exit_code == 0 and "identical" in res.output, res.output
-    ckpt.write_bytes(ckpt.read_bytes() + b"x")
+    res = runner.invoke(app, ["replay", str(full)])  # checkpointed
+    assert res.exit_code == 0 and "identical" in res.output, res.output
+    res = runner.invoke(app, ["replay", str(rest), "--checkpoint", str(ckpt)])  # resumed, from the user's file
+    assert res.exit_code == 0 and "identical" in res.output, res.output
+    # without --checkpoint: refused, naming the option and the recorded file's base name only
     res = runner.invoke(app, ["replay", str(rest)])
-    assert res.exit_code == 2 and "has changed" in " ".join(res.output.split())
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "is a resumed run: replay it with --checkpoint" in text, text
+    assert f"(recorded as '{ckpt.name}')" in text and "Traceback" not in res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+    res = runner.invoke(app, ["replay", str(full), "--checkpoint", str(ckpt)])
+    assert res.exit_code == 2 and "is not a resumed run" in " ".join(res.output.split())
+    res = runner.invoke(app, ["replay", str(rest), "--checkpoint", str(tmp_path / "none.ckpt")])
+    assert res.exit_code == 2 and "none.ckpt: no such file" in " ".join(res.output.split())
+    ckpt.write_bytes(ckpt.read_bytes() + b"x")
+    res = runner.invoke(app, ["replay", str(rest), "--checkpoint", str(ckpt)])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "is not the checkpoint" in text and "SHA-256 differs" in text, text
 
 
 def test_an_empty_file_is_reported_as_empty(tmp_path):

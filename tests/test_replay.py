@@ -278,3 +278,119 @@ def test_a_divergence_says_where_the_recording_was_made(recording):
     said = elsewhere.machines()
     assert said.startswith("recorded on AMD EPYC 7B12 (") and "avx fma" in said and "; replayed on " in said
     assert "does not say" in replace(result, recorded_on=None).machines()
+
+
+def test_a_resumed_recording_replays_only_from_the_checkpoint_the_user_names(tmp_path):
+    """``checkpoint=`` (``hopsim replay --checkpoint``) is the file a resumed run's replay starts
+    from, wherever it now is and whatever its name, checked by the recorded SHA-256; without it
+    the replay is refused, naming the option and the recorded file's base name (not its place)."""
+    import shutil
+
+    from hopsim.scenarios.runner import resume_run
+
+    (tmp_path / "ckpts").mkdir()
+    (tmp_path / "recs").mkdir()
+    full, rest = tmp_path / "recs" / "full.mcap", tmp_path / "recs" / "rest.mcap"
+    run_scenario(
+        "lander", {}, seed=3, duration_s=7.0, out=full, checkpoint_every_s=3.0, checkpoint_dir=tmp_path / "ckpts"
+    )
+    ckpt = tmp_path / "ckpts" / "lander_t00000003.000000000.ckpt"
+    resume_run(ckpt, out=rest)
+    assert replay_recording(rest, checkpoint=ckpt).identical
+    moved = tmp_path / "elsewhere.bin"
+    shutil.move(ckpt, moved)  # the user's file, wherever it is: the recorded path is not looked at
+    assert replay_recording(rest, checkpoint=moved).identical
+    with pytest.raises(ReplayError) as refused:
+        replay_recording(rest)
+    said = str(refused.value)
+    assert said == (
+        f"{rest} is a resumed run: replay it with --checkpoint naming the checkpoint file it was resumed "
+        f"from (recorded as '{ckpt.name}'), or replay the original run's recording"
+    )
+    assert str(tmp_path / "ckpts") not in said
+    with pytest.raises(ReplayError, match="a partial replay starts from the run's start"):
+        replay_recording(rest, live=["controller"], checkpoint=moved)
+    other = tmp_path / "ckpts" / "lander_t00000006.000000000.ckpt"  # a checkpoint, but not that one
+    with pytest.raises(ReplayError, match=r"is not the checkpoint .* SHA-256 differs from the recorded one"):
+        replay_recording(rest, checkpoint=other)
+    with pytest.raises(ReplayError, match="no such file"):
+        replay_recording(rest, checkpoint=tmp_path / "none.ckpt")
+    with pytest.raises(ReplayError, match="cannot read it"):
+        replay_recording(rest, checkpoint=tmp_path / "ckpts")
+    with pytest.raises(ReplayError, match="is not a resumed run"):
+        replay_recording(full, checkpoint=moved)
+
+
+def test_a_crafted_resumed_from_is_neither_opened_nor_looked_at(tmp_path, monkeypatch):
+    """A recording whose ``resumed_from`` names an existing file (its true SHA-256 recorded too)
+    is refused exactly as one naming a file that is not there: the replay's answer says nothing
+    of the file, which is never opened nor stat-ed."""
+    import builtins
+    import hashlib
+    import io
+    import os
+    import sys
+    from pathlib import Path
+
+    from hopsim.bus.recorder import STREAM_FORMAT
+
+    secret = tmp_path / "secret" / "passwd"
+    secret.parent.mkdir()
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    absent = tmp_path / "absent" / "passwd"
+    targets = [secret, absent] + ([Path("/etc/passwd")] if Path("/etc/passwd").exists() else [])
+    forbidden = [str(t) for t in targets]
+    touched = []
+
+    def check(path):
+        if isinstance(path, (str, bytes, os.PathLike)) and any(f in os.fsdecode(path) for f in forbidden):
+            touched.append(os.fsdecode(path))
+
+    def guard(real):
+        def guarded(path, *args, **kwargs):
+            check(path)
+            return real(path, *args, **kwargs)
+
+        return guarded
+
+    for module, name in [
+        (os, "stat"),
+        (os, "lstat"),
+        (os, "open"),
+        (os, "access"),
+        (os.path, "exists"),
+        (os.path, "isfile"),
+        (os.path, "realpath"),
+        (io, "open"),
+        (builtins, "open"),
+    ]:
+        monkeypatch.setattr(module, name, guard(getattr(module, name)))
+    watching = [True]
+    sys.addaudithook(lambda event, args: watching[0] and event == "open" and args and check(args[0]))
+
+    recording = tmp_path / "crafted.mcap"
+    answers = []
+    try:
+        for target in targets:
+            sha = hashlib.sha256(target.read_bytes()).hexdigest() if target.exists() else "0" * 64
+            meta = {
+                "scenario": "lander",
+                "parameters_json": "{}",
+                "seed": "1",
+                "duration_s": "5",
+                "stream_format": str(STREAM_FORMAT),
+                "resumed_at_s": "2.0",
+                "resumed_from": str(target),
+                "resumed_from_sha256": sha,
+            }
+            touched.clear()  # the test's own reading of the target above does not count
+            McapRecorder(recording, meta).close({"end_time_s": "5"})
+            with pytest.raises(ReplayError) as refused:
+                replay_recording(recording)
+            assert touched == [], f"the replay looked at {touched}"
+            answers.append(str(refused.value))
+    finally:
+        watching[0] = False
+    assert len(set(answers)) == 1, answers  # no oracle: the same answer whether the file is there or not
+    assert "replay it with --checkpoint" in answers[0] and "(recorded as 'passwd')" in answers[0]
+    assert str(tmp_path / "secret") not in answers[0] and "/etc" not in answers[0]

@@ -3,6 +3,7 @@ equals what was recorded, checked against the messages themselves, the scenario'
 its layout; the page, in a real browser, draws each vehicle where and as the recording has it,
 plays, jumps to events and plots a signal with its cursor on the time slider."""
 
+import http.client
 import json
 import re
 import os
@@ -224,6 +225,75 @@ def test_server_answers_and_refuses(served):
         assert get(url + path)[0] == 404
     for path in ("/", "/static/viewer.js", "/static/vendor/plotly.min.js", "/static/vendor/three/three.core.min.js"):
         assert get(url + path)[0] == 200
+
+
+def get_with_host(port, path, hosts, bind="127.0.0.1"):
+    """(status, body) of GET ``path`` with exactly the Host headers ``hosts`` (none: no header)."""
+    conn = http.client.HTTPConnection(bind, port, timeout=30)
+    try:
+        conn.putrequest("GET", path, skip_host=True)
+        for host in hosts:
+            conn.putheader("Host", host)
+        conn.endheaders()
+        reply = conn.getresponse()
+        return reply.status, reply.read()
+    finally:
+        conn.close()
+
+
+def test_server_answers_only_requests_addressed_to_it(served):
+    """DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1 sends
+    ``Host: evil.example[:port]``; the server refuses it (403, saying why) and answers requests
+    that name a loopback address, with or without a port (any port: an SSH tunnel's)."""
+    view, url = served
+    port = int(url.rsplit(":", 1)[1])
+    for host in ("127.0.0.1", f"127.0.0.1:{port}", "localhost", f"LocalHost:{port}", "[::1]", f"[::1]:{port}"):
+        for path in ("/", "/api/run", "/static/viewer.js"):
+            status, body = get_with_host(port, path, [host])
+            assert status == 200, (host, path, body[:200])
+    assert b"<html" in get_with_host(port, "/", ["localhost"])[1].lower()
+    refused = [
+        ["evil.example"],
+        [f"evil.example:{port}"],
+        [f"127.0.0.1.evil.example:{port}"],
+        ["localhost.evil.example"],
+        [f"evil.example:{port}@127.0.0.1"],
+        [f"127.0.0.1:{port}x"],
+        ["[::1]evil.example"],
+        ["::1"],
+        [""],
+        [],  # no Host header
+        ["127.0.0.1", "evil.example"],  # two
+    ]
+    for hosts in refused:
+        for path in ("/", "/api/run", "/api/poses", "/api/signal?name=sph1/state.r_BN_N.x"):
+            status, body = get_with_host(port, path, hosts)
+            assert status == 403, (hosts, path, status)
+            text = body.decode()
+            assert text.startswith("403 Forbidden: this hopsim viewer answers only requests addressed to")
+            assert "127.0.0.1, [::1], localhost" in text and text.count("\n") == 1
+            assert "sph1" not in text and "lander" not in text  # nothing of the recording
+
+
+def test_an_explicit_host_is_answered_by_its_name(docking):
+    """``--host`` given: requests naming that address are answered too, others still refused."""
+    from hopsim.view.server import allowed_hosts, host_allowed
+
+    server = serve(RunView(docking[0]), "127.0.0.2")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        for host in ("127.0.0.2", f"127.0.0.2:{port}", f"localhost:{port}"):
+            assert get_with_host(port, "/api/run", [host], bind="127.0.0.2")[0] == 200, host
+        for host in (f"127.0.0.3:{port}", f"evil.example:{port}"):
+            assert get_with_host(port, "/api/run", [host], bind="127.0.0.2")[0] == 403, host
+    finally:
+        server.shutdown()
+        server.server_close()
+    named = allowed_hosts("Viewer.LAN")
+    assert host_allowed("viewer.lan:8080", named) and host_allowed("viewer.lan", named)
+    assert not host_allowed("viewer.lan.evil.example", named) and not host_allowed("evil.example", named)
+    assert host_allowed("[::1]:80", allowed_hosts("::1")) and host_allowed("[0::1]", allowed_hosts("[::1]"))
 
 
 def test_view_command_refuses_clearly(tmp_path):

@@ -11,6 +11,11 @@ Three modes:
 
 Kernel events (``kernel/*`` topics) are compared in full mode only: in the other modes the
 continuous models whose zero-crossings they report are not running.
+
+A resumed run's recording replays from the checkpoint the user names (``checkpoint=``,
+``hopsim replay --checkpoint``), checked against the SHA-256 the recording carries. The path the
+recording names (``resumed_from``) is never opened nor looked at: a crafted recording could
+otherwise learn whether a file exists, or read it, through the replay's answer.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import math
 import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -110,19 +115,38 @@ def check_stream_format(run: dict, path) -> None:
     )
 
 
-def resumed_state(path, run: dict) -> dict:
-    """The checkpoint a resumed recording started from, checked to be the very file it used."""
+def _recorded_checkpoint_name(run: dict) -> str:
+    """The base name of the checkpoint file a resumed recording names, quoted, for messages only:
+    taken from the text alone, the file is never looked at."""
+    name = PurePath(str(run.get("resumed_from", "")).replace("\\", "/")).name
+    return repr(name[:200]) if name else "(the recording names none)"
+
+
+def resumed_state(path, run: dict, checkpoint: str | Path | None) -> dict:
+    """The state of the checkpoint the user gave for a resumed recording (``checkpoint``), checked
+    to be the very file the run was resumed from (the SHA-256 the recording carries). The path
+    written in the recording is never used."""
     from hopsim.kernel.checkpoint import CheckpointError, load
     from hopsim.scenarios.runner import check_description, file_sha256
 
-    ckpt = Path(run.get("resumed_from", ""))
-    if not run.get("resumed_from") or not ckpt.exists():
+    if checkpoint is None:
         raise ReplayError(
-            f"{path} was resumed from the checkpoint {ckpt}, which is not there; replaying it needs "
-            f"that file (or replay the original run's recording)"
+            f"{path} is a resumed run: replay it with --checkpoint naming the checkpoint file it was "
+            f"resumed from (recorded as {_recorded_checkpoint_name(run)}), or replay the original run's recording"
         )
-    if file_sha256(ckpt) != run.get("resumed_from_sha256"):
-        raise ReplayError(f"{path} was resumed from {ckpt}, and that file has changed since (its SHA-256 differs)")
+    ckpt = Path(checkpoint)
+    try:
+        digest = file_sha256(ckpt)
+    except FileNotFoundError:
+        raise ReplayError(f"--checkpoint {ckpt}: no such file") from None
+    except OSError as err:
+        raise ReplayError(f"--checkpoint {ckpt}: cannot read it: {err.strerror or err}") from None
+    if digest != run.get("resumed_from_sha256"):
+        raise ReplayError(
+            f"--checkpoint {ckpt} is not the checkpoint {path} was resumed from (recorded as "
+            f"{_recorded_checkpoint_name(run)}): its SHA-256 differs from the recorded one "
+            f"(another file, or that one has changed since)"
+        )
     try:
         description, state = load(ckpt)
         check_description(description, ckpt)
@@ -147,10 +171,16 @@ def _live_faults(result: dict, path) -> list[dict]:
 
 
 def replay_recording(
-    path: str | Path, live: list[str] | None = None, overrides: dict | None = None, out: str | Path | None = None
+    path: str | Path,
+    live: list[str] | None = None,
+    overrides: dict | None = None,
+    out: str | Path | None = None,
+    checkpoint: str | Path | None = None,
 ) -> ReplayResult:
     """Replay ``path``; ``live=None`` is a full replay, a list a partial one (empty: playback only).
-    ``out`` records the replayed run (diverged or not) to a new MCAP file."""
+    ``out`` records the replayed run (diverged or not) to a new MCAP file. A resumed run's
+    recording needs ``checkpoint``: the checkpoint file it was resumed from (its SHA-256 is
+    checked against the recorded one); the path the recording names is never opened."""
     if out is not None and Path(out).resolve() == Path(path).resolve():
         raise ReplayError(f"--out {out} is the recording being replayed; choose another file")
     recorded, report = read_recording(path)
@@ -212,9 +242,16 @@ def replay_recording(
             f"{path}: the recorded kernel-event level {level!r} is not one hopsim writes "
             f"({', '.join(KERNEL_EVENT_LEVELS)}): the file is damaged"
         )
-    resume_from = resumed_state(path, run) if run.get("resumed_at_s") else None
-    if resume_from is not None and plan is not None:
-        raise ReplayError(f"{path} is a resumed run: replay it whole (a partial replay starts from the run's start)")
+    if run.get("resumed_at_s"):
+        if plan is not None:
+            raise ReplayError(
+                f"{path} is a resumed run: replay it whole (a partial replay starts from the run's start)"
+            )
+        resume_from = resumed_state(path, run, checkpoint)
+    elif checkpoint is not None:
+        raise ReplayError(f"{path} is not a resumed run: it replays from its start, without --checkpoint")
+    else:
+        resume_from = None
     t0 = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory(prefix="hopsim-replay-") as scratch:

@@ -13,10 +13,17 @@ The server reads the recording once (:class:`~hopsim.view.columns.ColumnReader`)
   ``MAX_PLOT_POINTS`` points (min and max of each bucket kept when there are more).
 
 Requests are served on threads; reads of the recording are serialized by a lock.
+
+Only requests addressed to the server by name are answered: their ``Host`` header must name a
+loopback address (``127.0.0.1``, ``localhost``, ``[::1]``) or the address the server was asked
+to bind to (``--host``), with any port (an SSH tunnel's forwarded port too). Anything else gets
+403: a web page whose DNS name was rebound to 127.0.0.1 sends its own name and cannot read the
+recording.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import mimetypes
 import threading
@@ -35,6 +42,44 @@ STATIC = Path(__file__).parent / "static"
 MAX_PLOT_POINTS = 20_000
 EARTH_RADIUS_M = 6_378_137.0
 ORBIT_RADIUS_M = 6.0e6  # vehicles farther than this from N's origin fly in orbit about the Earth
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def _host_name(name: str) -> str:
+    """``name`` as a Host header writes it: lower case, an IPv6 address in brackets, compressed."""
+    name = name.strip().lower()
+    bare = name[1:-1] if name.startswith("[") and name.endswith("]") else name
+    try:
+        address = ipaddress.ip_address(bare)
+    except ValueError:
+        return name
+    return f"[{address.compressed}]" if address.version == 6 else address.compressed
+
+
+def allowed_hosts(host: str) -> frozenset[str]:
+    """The names a request's Host header may give to a server bound to ``host``."""
+    return frozenset(_host_name(n) for n in (*LOOPBACK_NAMES, host))
+
+
+def host_allowed(header: str | None, allowed: frozenset[str]) -> bool:
+    """Whether a Host header (``name`` or ``name:port``) names one of ``allowed``."""
+    if not header:
+        return False
+    name, port = header, None
+    if header.startswith("["):  # [IPv6] or [IPv6]:port
+        end = header.find("]")
+        if end < 0:
+            return False
+        name, rest = header[: end + 1], header[end + 1 :]
+        if rest:
+            if not rest.startswith(":"):
+                return False
+            port = rest[1:]
+    elif ":" in header:
+        name, port = header.rsplit(":", 1)
+    if port is not None and not (port.isascii() and port.isdigit() and len(port) <= 5):
+        return False
+    return _host_name(name) in allowed
 
 
 def _plotly_js() -> Path:
@@ -149,6 +194,7 @@ class RunView:
 class _Handler(BaseHTTPRequestHandler):
     server_version = "hopsim-view"
     view: RunView
+    allowed: frozenset[str] = allowed_hosts("127.0.0.1")
 
     def log_message(self, fmt, *args):  # quiet: the command prints the address once
         pass
@@ -157,6 +203,9 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlparse(self.path)
         route = url.path
         try:
+            hosts = self.headers.get_all("Host") or []
+            if len(hosts) != 1 or not host_allowed(hosts[0], self.allowed):
+                return self._refuse_host(hosts)
             if route in ("/", "/index.html"):
                 return self._file(STATIC / "index.html")
             if route == "/favicon.ico":
@@ -183,6 +232,17 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
+    def _refuse_host(self, hosts: list[str]):
+        given = "no Host header" if not hosts else f"Host {hosts[0][:100]!r}"
+        if len(hosts) > 1:
+            given = f"{len(hosts)} Host headers"
+        names = ", ".join(sorted(self.allowed))
+        text = (
+            f"403 Forbidden: this hopsim viewer answers only requests addressed to {names} "
+            f"(the Host header, with any port); this request has {given}\n"
+        )
+        self._bytes(text.encode(), "text/plain; charset=utf-8", HTTPStatus.FORBIDDEN)
+
     def _file(self, path: Path):
         kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         if path.suffix == ".js":
@@ -197,17 +257,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
         self.end_headers()
         self.wfile.write(body)
 
 
 def serve(view: RunView, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
     """A server for ``view`` bound to ``host:port`` (port 0: a free one), not yet serving; call
-    ``serve_forever()`` (or run it on a thread) and ``shutdown()``."""
-    handler = type("Handler", (_Handler,), {"view": view})
+    ``serve_forever()`` (or run it on a thread) and ``shutdown()``. It answers requests whose Host
+    header names ``host`` or a loopback address (see :func:`host_allowed`), 403 to others."""
+    handler = type("Handler", (_Handler,), {"view": view, "allowed": allowed_hosts(host)})
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
     return server
 
 
-__all__ = ["RunView", "serve", "decimate", "MAX_PLOT_POINTS"]
+__all__ = ["RunView", "serve", "decimate", "allowed_hosts", "host_allowed", "MAX_PLOT_POINTS"]
