@@ -25,10 +25,12 @@ BEFORE = "5d21a32"
 
 CASES = [
     # label, scenario, overrides, seconds simulated, recorded
-    ("formation, N = 100, bare", "formation", {"n_vehicles": 100}, 120.0, False),
-    ("formation, N = 100, recorded", "formation", {"n_vehicles": 100}, 120.0, True),
+    ("formation, N = 100, bare", "formation", {"n_vehicles": 100}, 3000.0, False),
+    ("formation, N = 100, recorded", "formation", {"n_vehicles": 100}, 300.0, True),
     ("leader_follower, recorded", "leader_follower", {}, 85.0, True),
-    ("orbit_formation, 10 deputies, bare", "orbit_formation", {}, 600.0, False),
+    ("leader_follower, bare", "leader_follower", {}, 85.0, False),
+    ("orbit_formation, 100 deputies, bare", "orbit_formation", {"n_vehicles": 100}, 600.0, False),
+    ("orbit_formation, 10 deputies, recorded", "orbit_formation", {}, 6000.0, True),
     ("lander, recorded", "lander", {}, 60.0, True),
 ]
 

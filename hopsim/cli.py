@@ -258,12 +258,15 @@ def run_cmd(
         False,
         "--live",
         help="serve the run over Foxglove's WebSocket protocol while it "
-        "runs, and take commands (pause, resume, pace, fault)",
+        "runs, and take commands (pause, resume, pace, fault; a fault its target cannot take is "
+        "refused and the run goes on; a pause ends when the clients that asked for it disconnect)",
     ),
     live_host: str = typer.Option("127.0.0.1", help="with --live: the address to serve on"),
     live_port: int = typer.Option(8765, min=0, max=65535, help="with --live: the port (0: a free one)"),
     live_token: Optional[str] = typer.Option(
-        None, help="with --live on an address other than loopback: the token clients must give (default: one is drawn)"
+        None,
+        help="with --live: the token every client must give (ws://HOST:PORT/?token=T), on any address, "
+        "loopback included (default: none on loopback, one drawn on another address)",
     ),
     kernel_events: str = typer.Option(
         "events",
@@ -469,19 +472,27 @@ def replay_cmd(
     force: bool = typer.Option(
         False, "--force", help="replace an existing --out file (only once the run has checked its inputs)"
     ),
+    checkpoint: Optional[Path] = typer.Option(
+        None,
+        "--checkpoint",
+        metavar="CKPT",
+        help="a resumed run's recording: the checkpoint file it was resumed from (checked by its SHA-256)",
+    ),
 ) -> None:
     """Re-run a recording and compare: prints 'identical' or the first envelope that differs."""
     if out is not None and out.resolve() == file.resolve():
         err.print(f"[red]error:[/red] --out {out} is the recording being replayed: give another file")
         raise typer.Exit(2)
     _check_out(out, force)
+    from rich.markup import escape
+
     from hopsim.scenarios.replay import ReplayError, replay_recording
 
     live_names = [] if playback_only else ([n.strip() for n in live.split(",") if n.strip()] if live else None)
     try:
-        result = replay_recording(file, live_names, _parse_sets(set_), out=out)
+        result = replay_recording(file, live_names, _parse_sets(set_), out=out, checkpoint=checkpoint)
     except ReplayError as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print(f"[red]error:[/red] {escape(str(e))}")  # a recording's text is not markup
         raise typer.Exit(2) from None
     if not result.report.complete:
         console.print(f"[yellow]{result.report.summary()}[/yellow]")

@@ -29,6 +29,9 @@ BAD = [
     (["run", "lander", "--fault", "t=99,target=body,kind=thrust_scale,value=0"], "after the run's end"),
     (["run", "lander", "--fault", "t=1,target=nobody,kind=dropout"], "unknown target"),
     (["run", "lander", "--fault", "t=1,target=altimeter,kind=melt"], "does not accept"),
+    # a duration the target turns into nanoseconds (1e309 ns: an overflow in the run, once)
+    (["run", "lander", "--fault", "t=1,target=body,kind=disturbance,force=[0,0,1],duration=1e300"], "duration_s"),
+    (["run", "lander", "--live", "--live-token", "", "--out", "x.mcap"], "--live-token is empty"),
     (["run", "formation", "--set", "n_vehicles=10000000"], "n_vehicles"),
     (["run", "formation", "--set", "control_rate_hz=1e9"], "control_rate_hz"),
     (["run", "deploy_boom", "--set", "boom_offset_m=1,2"], "boom_offset_m"),

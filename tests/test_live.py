@@ -167,3 +167,283 @@ def test_live_run_is_served_commanded_and_replays_identical(tmp_path):
     unfaulted = run_scenario("lander", {"stop_on_touchdown": False}, duration_s=30.0, out=tmp_path / "u.mcap")
     assert unfaulted.stream_sha256 != result.stream_sha256
     assert replay_recording(tmp_path / "live.mcap").identical
+
+
+# ---------------------------------------------------------------------- the defects of live mode
+PROTOCOLS = ["foxglove.sdk.v1", "foxglove.websocket.v1"]
+
+
+class Client:
+    """A client of the protocol on one connection: the services advertised, service calls
+    answered with ``("result", value)`` or ``("error", message)``, parameters set."""
+
+    def __init__(self, ws):
+        self.ws = ws
+        self.services: dict[str, dict] = {}
+        self.answers: dict[int, tuple] = {}
+        self.parameters: list = []
+        self.calls = 0
+
+    async def pump(self, until, timeout=20.0):
+        deadline = time.monotonic() + timeout
+        while not until():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("timed out waiting for the server")
+            frame = await asyncio.wait_for(self.ws.recv(), left)
+            if isinstance(frame, str):
+                msg = json.loads(frame)
+                if msg["op"] == "advertiseServices":
+                    self.services.update({s["name"]: s for s in msg["services"]})
+                elif msg["op"] == "serviceCallFailure":
+                    self.answers[msg["callId"]] = ("error", msg["message"])
+                elif msg["op"] == "parameterValues":
+                    self.parameters.append(msg)
+            elif frame[0] == 0x03:  # service call response
+                _, call, n = struct.unpack_from("<III", frame, 1)
+                self.answers[call] = ("result", json.loads(frame[13 + n :])["result"])
+
+    async def call(self, name, body):
+        await self.pump(lambda: name in self.services)
+        self.calls += 1
+        call_id = self.calls
+        payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+        await self.ws.send(struct.pack("<BIII", 0x02, self.services[name]["id"], call_id, 4) + b"json" + payload)
+        await self.pump(lambda: call_id in self.answers)
+        return self.answers[call_id]
+
+    async def set_parameter(self, name, value):
+        """Set one parameter, and wait for the values the server answers with."""
+        self.calls += 1
+        request = {"op": "setParameters", "parameters": [{"name": name, "value": value}], "id": f"set{self.calls}"}
+        await self.ws.send(json.dumps(request))
+        await self.pump(lambda: any(m.get("id") == request["id"] for m in self.parameters))
+
+
+def connect(url):
+    return websockets.connect(url, subprotocols=PROTOCOLS, open_timeout=10)
+
+
+def loopback_hosts():
+    hosts = ["127.0.0.1", "127.0.0.2", "localhost"]
+    try:
+        import socket
+
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        hosts.append("::1")
+    except OSError:
+        pass
+    return hosts
+
+
+@pytest.mark.parametrize("host", loopback_hosts())
+def test_a_token_asked_for_is_asked_of_every_client_on_every_address(host):
+    """`--live-token` on a loopback address (127.0.0.1, 127.0.0.2, localhost, ::1) is enforced as
+    on any other: a client without it, or with another, gets HTTP 401 and can command nothing."""
+    pacer = Pacer(None)
+    server = LiveServer(pacer, host=host, port=0, token="s3cret token&+")
+    try:
+        where = f"[{host}]" if ":" in host else host
+        assert server.url == f"ws://{where}:{server.port}/?token=s3cret%20token%26%2B"
+        url = f"ws://{where}:{server.port}/"
+
+        async def session():
+            for bad in ("", "?token=", "?token=wrong", "?token=s3cret"):
+                with pytest.raises(websockets.exceptions.InvalidStatus, match="401"):
+                    async with connect(url + bad):
+                        pass
+            async with connect(server.url) as ws:
+                client = Client(ws)
+                await client.pump(lambda: "fault" in client.services)
+
+        asyncio.run(session())
+    finally:
+        server.stop()
+
+
+def test_a_client_that_bypasses_the_relay_commands_nothing():
+    """The SDK's own server (127.0.0.1, a free port) is what the relay forwards to: a local client
+    that finds and connects to it directly is refused every command."""
+    pacer = Pacer(None)
+    server = LiveServer(pacer, port=0, token="s3cret-token")
+    try:
+
+        async def session():
+            async with connect(f"ws://127.0.0.1:{server.upstream_port}") as ws:
+                client = Client(ws)
+                kind, message = await client.call("pause", {})
+                assert kind == "error" and "ws://127.0.0.1" in message, message
+                await client.set_parameter("paused", True)
+                assert not pacer.paused and pacer._commands.empty()
+
+        asyncio.run(session())
+    finally:
+        server.stop()
+
+
+def test_an_empty_token_is_refused():
+    from hopsim.bus.live import LiveError
+
+    with pytest.raises(LiveError, match="--live-token"):
+        LiveServer(Pacer(None), port=0, token="")
+
+
+def run_live(tmp_path, pacer, server, scenario="lander", duration_s=10.0):
+    """Run ``scenario`` served by ``server`` in a thread; (thread, done: {"result" or "error"})."""
+    done = {}
+
+    def run():
+        try:
+            done["result"] = run_scenario(
+                scenario,
+                {"stop_on_touchdown": False} if scenario == "lander" else {},
+                duration_s=duration_s,
+                out=tmp_path / "live.mcap",
+                pacer=pacer,
+                tap=server.tap,
+            )
+        except BaseException as err:  # noqa: BLE001
+            done["error"] = err
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, done
+
+
+BAD_LIVE_FAULTS = [
+    # a duration the body turns into nanoseconds: 1e309 ns overflows
+    ({"target": "body", "kind": "disturbance", "force_N": [0, 0, 1], "duration_s": 1e300}, "duration_s"),
+    ({"target": "body", "kind": "thrust_scale", "value": 0.5, "index": 3}, "ignores index"),
+    (b'{"target": "body", "kind": "thrust_scale", "value": NaN}', "finite"),
+    (b'{"target": "body", "kind": "thrust_scale", "value": 1e400}', "finite"),
+    ({"target": "body", "kind": "thrust_scale", "value": 0.5, "colour": "red"}, "colour"),
+    ({"target": "nobody", "kind": "dropout"}, "unknown target"),
+    ({"target": "altimeter", "kind": "melt"}, "does not accept"),
+    ({"target": "altimeter", "kind": "noise_scale", "value": "lots"}, "value"),
+]
+
+
+def test_a_live_fault_its_target_cannot_take_is_refused_and_the_run_goes_on(tmp_path):
+    """Every bad fault is answered with a one-line error naming the problem, before it is taken;
+    the run goes on to its end, takes a good fault, and replays identical."""
+    pacer = Pacer(None)
+    pacer.paused = True  # the run waits at its first tick for the client
+    server = LiveServer(pacer, port=0)
+    answers = {}
+    try:
+        thread, done = run_live(tmp_path, pacer, server)
+
+        async def session():
+            async with connect(server.url) as ws:
+                client = Client(ws)
+                for i, (body, _) in enumerate(BAD_LIVE_FAULTS):
+                    answers[i] = await client.call("fault", body)
+                answers["good"] = await client.call("fault", {"target": "body", "kind": "thrust_scale", "value": 0.4})
+                answers["resume"] = await client.call("resume", {})
+
+        asyncio.run(session())
+        thread.join(120)
+    finally:
+        pacer.command("resume")
+        server.stop()
+    for i, (body, words) in enumerate(BAD_LIVE_FAULTS):
+        kind, message = answers[i]
+        assert kind == "error" and words in message and "\n" not in message, (body, answers[i])
+    assert answers["good"][0] == "result" and answers["resume"] == ("result", False)
+    assert "error" not in done, done["error"]
+    result = done["result"]
+    assert result.stop_reason == "time" and result.end_time_s == 10.0
+    assert [f["kind"] for f in pacer.injected] == ["thrust_scale"]
+    assert replay_recording(tmp_path / "live.mcap").identical
+
+
+INVALID_FAULTS = [
+    ("leader_follower", {"target": "sph1_thrusters", "kind": "thrust_scale", "index": 99, "value": 0.5}, "0..11"),
+    ("leader_follower", {"target": "sph1_imu", "kind": "sensor_bias", "index": 9, "value": 0.1}, "channel"),
+    ("leader_follower", {"target": "sts", "kind": "radio_delay", "value": 1e300}, "radio_delay"),
+    ("lander", {"target": "body", "kind": "disturbance", "force_N": [0, 0, 1], "duration_s": 1e300}, "duration_s"),
+]
+
+
+@pytest.mark.parametrize("scenario, fault, words", INVALID_FAULTS, ids=[f["kind"] for _, f, _ in INVALID_FAULTS])
+def test_a_fault_its_target_cannot_take_is_refused_before_the_run(tmp_path, scenario, fault, words):
+    """The checks a live fault passes are the ones a scenario's faults (and --fault) pass before
+    the run starts: nothing is recorded."""
+    from hopsim.scenarios import ScenarioError
+
+    with pytest.raises(ScenarioError, match=words) as err:
+        run_scenario(scenario, {"faults": [{"t_s": 1.0, **fault}]}, duration_s=2.0, out=tmp_path / "x.mcap")
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "x.mcap").exists()
+
+
+def test_a_recording_whose_live_fault_is_invalid_is_a_replay_error(tmp_path):
+    """A recording listing a live fault its target cannot take (as a crafted or older file may)
+    is refused by the replay with a clear error, never a traceback."""
+    from typer.testing import CliRunner
+
+    from hopsim.cli import app
+    from hopsim.scenarios.replay import ReplayError
+
+    pacer = Pacer(None)
+    bad = {"t_s": 1.0, "target": "body", "kind": "disturbance", "force_N": [0.0, 0.0, 1.0], "duration_s": 1e300}
+    pacer.injected.append(bad)  # written to the recording's live faults, never sent
+    run_scenario("lander", duration_s=3.0, out=tmp_path / "live.mcap", pacer=pacer)
+    with pytest.raises(ReplayError, match="duration_s"):
+        replay_recording(tmp_path / "live.mcap")
+    res = CliRunner().invoke(app, ["replay", str(tmp_path / "live.mcap")])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "duration_s" in text and "Traceback" not in text, (text, res.exception)
+
+
+def test_a_pause_ends_when_the_client_that_asked_for_it_disconnects(tmp_path):
+    """Client A pauses (the service), client B pauses too (the parameter): the run stays paused
+    while either is connected, and resumes when the last of them disconnects. A client that
+    resumes releases every pause: then only a pause asked for after it holds the run."""
+    pacer = Pacer(1.0)
+    pacer.paused = True  # the run waits at its first tick for the clients
+    server = LiveServer(pacer, port=0)
+    seen = {}
+    try:
+        thread, done = run_live(tmp_path, pacer, server, duration_s=10.0)
+
+        async def wait_for(condition, timeout=10.0):
+            deadline = time.monotonic() + timeout
+            while not condition():
+                assert time.monotonic() < deadline, "timed out"
+                await asyncio.sleep(0.02)
+
+        async def session():
+            async with connect(server.url) as b_ws:
+                b = Client(b_ws)
+                async with connect(server.url) as a_ws:
+                    a = Client(a_ws)
+                    assert await a.call("pause", {}) == ("result", True)
+                    await b.set_parameter("paused", True)
+                await asyncio.sleep(0.5)
+                seen["paused_after_a_left"] = pacer.paused  # B holds a pause
+            await wait_for(lambda: not pacer.paused)
+            seen["resumed_when_b_left"] = True
+            async with connect(server.url) as c_ws:
+                c = Client(c_ws)
+                async with connect(server.url) as a_ws:
+                    a = Client(a_ws)
+                    assert await a.call("pause", {}) == ("result", True)
+                    assert await c.call("resume", {}) == ("result", False)
+                    assert await c.call("pause", {}) == ("result", True)
+                await asyncio.sleep(0.5)
+                seen["paused_after_a_left_again"] = pacer.paused  # C's pause, not A's
+            await wait_for(lambda: not pacer.paused)
+            seen["resumed_when_c_left"] = True
+
+        asyncio.run(session())
+        pacer.command("pace", None)  # the rest as fast as it runs
+        thread.join(60)
+    finally:
+        pacer.command("resume")
+        server.stop()
+    assert seen == dict.fromkeys(
+        ["paused_after_a_left", "resumed_when_b_left", "paused_after_a_left_again", "resumed_when_c_left"], True
+    )
+    assert not thread.is_alive() and "error" not in done and done["result"].end_time_s == 10.0

@@ -113,7 +113,8 @@ def test_a_disturbance_torque_adds_its_angular_impulse():
     ids=["index out of range", "index below -1", "infinite scale"],
 )
 def test_a_bad_wheel_fault_is_an_error(fault, message):
+    """Refused when it is scheduled (the model's check_fault), before the run meets it."""
     sim, _ = spacecraft(axes_B=[(0, 0, 1)], J_kgm2=0.05, rate_hz=1.0)
-    sim.schedule_fault(fault, 0.5)
     with pytest.raises(ValueError, match=message):
-        sim.advance_to(2.0)
+        sim.schedule_fault(fault, 0.5)
+    sim.advance_to(2.0)  # nothing was sent

@@ -342,6 +342,10 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         """Each wheel's effective inertia about its axis (kg m^2): 1 / (1/J_i + g_i . [I_RW]^-1 g_i)."""
         return 1.0 / (1.0 / self.J + np.sum(detlinalg.matmul(self.G, self.inertia_inv) * self.G, axis=1))
 
+    def check_fault(self, fault) -> None:
+        if fault.kind in WHEEL_FAULTS:
+            self.motors.check_fault(fault)
+
     def on_fault(self, fault, t_ns: int) -> None:
         """``disturbance``: ``force_N`` and ``torque_B`` for ``duration_s``; ``wheel_failed`` and
         ``torque_scale`` (per wheel ``index``, -1 all)."""

@@ -140,6 +140,10 @@ class ReactionWheelSpacecraft(ContinuousModel):
         return self.x0.copy()
 
     # ------------------------------------------------------------------ faults
+    def check_fault(self, fault) -> None:
+        if fault.kind in WHEEL_FAULTS:
+            self.motors.check_fault(fault)
+
     def on_fault(self, fault, t_ns: int) -> None:
         """``wheel_failed``, ``torque_scale`` (per wheel ``index``, -1 all) and ``disturbance``."""
         if fault.kind in WHEEL_FAULTS:

@@ -17,12 +17,21 @@ Commands come back from clients as
   its time, which is the next pacing tick).
 
 Each command goes to a commander (:class:`hopsim.scenarios.pacing.Pacer` has the method), which
-applies it inside the simulation at its next tick. A fault so sent is an ordinary bus message
-on ``faults/<target>``, recorded like any other.
+applies it inside the simulation at its next tick. A fault so sent is checked as a scenario's
+faults are before the run (one its target cannot take is answered with the error, and the run
+goes on) and is then an ordinary bus message on ``faults/<target>``, recorded like any other.
 
-The server binds to 127.0.0.1 by default. The SDK's server has no authentication: to serve on
-another address, the SDK's server stays on 127.0.0.1 and a relay (:class:`TokenRelay`) listens on
-that address and admits only clients whose URL carries the token (``ws://HOST:PORT/?token=T``).
+A pause is held by the clients that asked for it: when the last of them disconnects, the run
+resumes (a ``resume``, from any client, releases every pause).
+
+The SDK's server has no authentication, and tells nobody when a client leaves: it listens on
+127.0.0.1 on a free port, and clients connect to a relay (:class:`TokenRelay`) on ``host:port``
+(127.0.0.1:8765 by default). Given a token (one is drawn on an address other than loopback), the
+relay admits only clients whose URL carries it (``ws://HOST:PORT/?token=T``), on every address,
+loopback included. It introduces each connection to the server (a ``getParameters`` request
+with a secret id), so that commands are known by client and a client's leaving ends its pause;
+the server takes no command from a connection the relay did not introduce (a local program that
+found the SDK's port reads the stream, but commands nothing).
 """
 
 from __future__ import annotations
@@ -30,17 +39,19 @@ from __future__ import annotations
 import asyncio
 import hmac
 import ipaddress
+import itertools
 import json
 import secrets
 import threading
 from http import HTTPStatus
 from typing import Callable
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, quote, urlparse
 
 from foxglove.websocket import ServerListener
 
 LOOPBACK_HOSTS = {"localhost"}
 COMMAND_TIMEOUT_S = 30.0
+GREETING_TIMEOUT_S = 10.0  # for the SDK's server to answer the relay's introduction of a client
 
 
 def is_loopback(host: str) -> bool:
@@ -63,11 +74,14 @@ class LiveServer:
     def __init__(
         self, commander, host: str = "127.0.0.1", port: int = 8765, token: str | None = None, name: str = "hopsim"
     ):
-        """On a loopback ``host`` the SDK's server listens there; on another, behind a relay that
-        asks for ``token`` (one is drawn when None: :attr:`url` carries it)."""
+        """Clients connect to ``host:port`` (a relay to the SDK's server on 127.0.0.1). A ``token``
+        is asked of every client, whatever the address; on an address other than loopback one is
+        drawn when None (:attr:`url` carries it); on loopback without one, any client is admitted."""
         import foxglove
         from foxglove.websocket import Capability
 
+        if token is not None and not token:
+            raise LiveError("--live-token is empty: give the token clients must send, or leave the option out")
         self._foxglove = foxglove
         self._commander = commander
         self._channels: dict[str, object] = {}
@@ -75,24 +89,34 @@ class LiveServer:
         self._lock = threading.Lock()
         self._last_time = None
         self._relay = None
-        remote = not is_loopback(host)
+        # the relay's introduction of each connection: getParameters with the id GREETING + n
+        self._greeting = f"hopsim-relay:{secrets.token_urlsafe(18)}:"
+        self._clients: dict[int, int] = {}  # the relay's connection n -> the SDK's client id
+        self._pausing: set[int] = set()  # the SDK's ids of the connected clients that hold a pause
         try:
             self._server = foxglove.start_server(
                 name=name,
-                host="127.0.0.1" if remote else host,
-                port=0 if remote else port,
+                host="127.0.0.1",
+                port=0,
                 capabilities=[Capability.Parameters, Capability.Services, Capability.Time],
                 server_listener=_Listener(self),
                 supported_encodings=["json"],
                 services=self._services(),
             )
-        except Exception as err:  # noqa: BLE001  (the SDK raises its own errors for a taken port)
-            raise LiveError(f"cannot serve on {host}:{port}: {err}; pick another --live-port") from None
-        self.url = f"ws://{host}:{self._server.port}"
-        if remote:
-            self.token = token or secrets.token_urlsafe(18)
-            self._relay = TokenRelay(host, port, self._server.port, self.token)
-            self.url = f"ws://{host}:{self._relay.port}/?token={self.token}"
+        except Exception as err:  # noqa: BLE001  (the SDK raises its own errors)
+            raise LiveError(f"cannot start the live server: {err}") from None
+        self.token = token if token is not None or is_loopback(host) else secrets.token_urlsafe(18)
+        try:
+            self._relay = TokenRelay(
+                host, port, self._server.port, self.token, greeting=self._greeting, on_close=self._client_left
+            )
+        except BaseException:
+            self._server.stop()
+            raise
+        where = f"[{host}]" if ":" in host else host
+        self.url = f"ws://{where}:{self._relay.port}"
+        if self.token is not None:
+            self.url += f"/?token={quote(self.token, safe='')}"
 
     @property
     def commander(self):
@@ -100,8 +124,13 @@ class LiveServer:
 
     @property
     def port(self) -> int:
-        """The port clients connect to (the relay's, on another address than loopback)."""
-        return self._relay.port if self._relay is not None else self._server.port
+        """The port clients connect to (the relay's)."""
+        return self._relay.port
+
+    @property
+    def upstream_port(self) -> int:
+        """The SDK's server's own port, on 127.0.0.1 (behind the relay)."""
+        return self._server.port
 
     # ------------------------------------------------------------------ messages out
     def tap(self, topic: str, message_type, log_time_ns: int, data: bytes) -> None:
@@ -139,16 +168,71 @@ class LiveServer:
             self._relay.stop()
         self._server.stop()
 
+    # ------------------------------------------------------------------ clients
+    def _introduced(self, client_id: int, request_id: str | None) -> bool:
+        """Whether a getParameters request is the relay's introduction of connection n (its id is
+        the secret greeting + n): the SDK's ``client_id`` is then that connection's."""
+        if not request_id or not request_id.startswith("hopsim-relay:"):
+            return False
+        prefix, _, n = request_id.rpartition(":")
+        if not (hmac.compare_digest((prefix + ":").encode(), self._greeting.encode()) and n.isdigit()):
+            return False
+        with self._lock:
+            self._clients[int(n)] = client_id
+        return True
+
+    def _client_left(self, n: int) -> None:
+        """The relay's connection n closed: the pause it held, if the last one, ends."""
+        with self._lock:
+            client_id = self._clients.pop(n, None)
+            if client_id is None or client_id not in self._pausing:
+                return
+            self._pausing.discard(client_id)
+            if self._pausing:
+                return  # another client holds a pause
+        self._commander.command("resume")  # not waited for: the run resumes at its next tick
+
+    def _check_client(self, client_id: int) -> None:
+        with self._lock:
+            if client_id in self._clients.values():
+                return
+        raise ValueError(
+            f"this connection did not come through the live server's address: connect to "
+            f"{self.url.split('?')[0]} (commands are taken from there only)"
+        )
+
+    def _held(self, kind: str, client_id: int) -> None:
+        """Who holds a pause, after ``client_id``'s ``kind`` took effect."""
+        with self._lock:
+            if kind == "resume":
+                self._pausing.clear()
+                return
+            if kind != "pause":
+                return
+            if client_id in self._clients.values():
+                self._pausing.add(client_id)
+                return
+            if self._pausing:
+                return
+        self._commander.command("resume")  # it left while its pause was on its way
+
     # ------------------------------------------------------------------ commands in
-    def command(self, kind: str, value=None):
-        """Send a command to the simulation and wait for its result (raises ValueError)."""
+    def command(self, kind: str, value=None, client_id: int | None = None):
+        """Send a command to the simulation and wait for its result (raises ValueError). With
+        ``client_id`` (the SDK's), only from a client the relay introduced, and a pause it asks
+        for is held until it resumes the run or disconnects."""
+        if client_id is not None:
+            self._check_client(client_id)
         future = self._commander.command(kind, value)
         try:
-            return future.result(timeout=COMMAND_TIMEOUT_S)
+            result = future.result(timeout=COMMAND_TIMEOUT_S)
         except TimeoutError:
             raise ValueError(
                 f"the simulation did not take the {kind} command within {COMMAND_TIMEOUT_S:g} s (has the run ended?)"
             ) from None
+        if client_id is not None:
+            self._held(kind, client_id)
+        return result
 
     def _services(self) -> list:
         from foxglove.websocket import MessageSchema, Service, ServiceSchema
@@ -171,7 +255,7 @@ class LiveServer:
                     raise ValueError("the request is not JSON") from None
                 if not isinstance(body, dict):
                     raise ValueError("the request must be a JSON object")
-                return json.dumps({"result": self.command(kind, parse(body))}).encode()
+                return json.dumps({"result": self.command(kind, parse(body), request.client_id)}).encode()
 
             return handle
 
@@ -208,15 +292,31 @@ class LiveServer:
 
 
 class TokenRelay:
-    """A WebSocket relay on ``host:port`` to the live server on 127.0.0.1:``target_port`` that admits
-    a client only if its URL's query has ``token`` (compared in constant time); others get HTTP 401.
-    Frames pass through unchanged in both directions, with the subprotocol the client asked for."""
+    """A WebSocket relay on ``host:port`` to the live server on 127.0.0.1:``target_port``. With a
+    ``token``, it admits a client only if its URL's query has it (compared in constant time);
+    others get HTTP 401. Frames pass through unchanged in both directions, with the subprotocol the
+    client asked for.
+
+    With ``greeting``, each connection n is first introduced to the server (a getParameters
+    request with the id ``greeting + n``, whose answer the client never sees) before any frame of
+    the client's is passed on; ``on_close(n)`` is called when the connection ends."""
 
     SUBPROTOCOLS = ["foxglove.sdk.v1", "foxglove.websocket.v1"]
 
-    def __init__(self, host: str, port: int, target_port: int, token: str):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        target_port: int,
+        token: str | None,
+        greeting: str | None = None,
+        on_close: Callable[[int], None] | None = None,
+    ):
         self._target = f"ws://127.0.0.1:{target_port}"
         self._token = token
+        self._greeting = greeting
+        self._on_close = on_close
+        self._numbers = itertools.count(1)
         self._loop = asyncio.new_event_loop()
         self._started = threading.Event()
         self._error: BaseException | None = None
@@ -224,7 +324,9 @@ class TokenRelay:
         self._thread.start()
         self._started.wait(10)
         if self._error is not None:
-            raise LiveError(f"cannot serve on {host}:{port}: {self._error}; pick another --live-port")
+            raise LiveError(
+                f"cannot serve on {host}:{port}: {self._error}; check --live-host, or pick another --live-port"
+            )
 
     def _run(self, host: str, port: int) -> None:
         from websockets.asyncio.server import serve
@@ -251,6 +353,8 @@ class TokenRelay:
         self._loop.run_until_complete(main())
 
     def _check(self, connection, request):
+        if self._token is None:
+            return None
         given = parse_qs(urlparse(request.path).query).get("token", [""])[0]
         if not hmac.compare_digest(given.encode(), self._token.encode()):
             return connection.respond(HTTPStatus.UNAUTHORIZED, "a live hopsim run: add ?token=... to the URL\n")
@@ -260,20 +364,51 @@ class TokenRelay:
         from websockets.asyncio.client import connect
         from websockets.exceptions import ConnectionClosed
 
-        async with connect(
-            self._target, subprotocols=[client.subprotocol], compression=None, max_size=None
-        ) as upstream:
+        if client.subprotocol is None:
+            await client.close(1002, f"speak the Foxglove WebSocket protocol ({' or '.join(self.SUBPROTOCOLS)})")
+            return
+        n = next(self._numbers)
+        try:
+            async with connect(
+                self._target, subprotocols=[client.subprotocol], compression=None, max_size=None
+            ) as upstream:
+                if self._greeting is not None:
+                    try:
+                        await asyncio.wait_for(self._introduce(n, client, upstream), GREETING_TIMEOUT_S)
+                    except (TimeoutError, asyncio.TimeoutError):
+                        await client.close(1011, "the live server did not answer")
+                        return
 
-            async def pipe(a, b):
+                async def pipe(a, b):
+                    try:
+                        async for frame in a:
+                            await b.send(frame)
+                    except ConnectionClosed:
+                        pass
+                    finally:
+                        await b.close()
+
+                await asyncio.gather(pipe(client, upstream), pipe(upstream, client))
+        except ConnectionClosed:
+            pass
+        finally:
+            if self._on_close is not None:
+                self._on_close(n)
+
+    async def _introduce(self, n: int, client, upstream) -> None:
+        """Send connection n's introduction, and pass the server's frames on to the client until its
+        answer (dropped); the client's own frames wait."""
+        request_id = f"{self._greeting}{n}"
+        await upstream.send(json.dumps({"op": "getParameters", "parameterNames": [], "id": request_id}))
+        async for frame in upstream:
+            if isinstance(frame, str) and request_id in frame:
                 try:
-                    async for frame in a:
-                        await b.send(frame)
-                except ConnectionClosed:
-                    pass
-                finally:
-                    await b.close()
-
-            await asyncio.gather(pipe(client, upstream), pipe(upstream, client))
+                    answer = json.loads(frame)
+                except ValueError:
+                    answer = {}
+                if answer.get("op") == "parameterValues" and answer.get("id") == request_id:
+                    return
+            await client.send(frame)
 
     def stop(self) -> None:
         if self._loop.is_running():
@@ -298,6 +433,8 @@ class _Listener(ServerListener):
     def on_get_parameters(self, client, param_names, request_id=None):
         from foxglove.websocket import Parameter
 
+        if self._server._introduced(client.id, request_id):
+            return []  # the relay's introduction of a client (it drops the answer)
         pacer = self._server.commander
         return [
             Parameter("pace", value=float(getattr(pacer, "factor", None) or 0.0)),
@@ -309,10 +446,10 @@ class _Listener(ServerListener):
             value = p.get_value()
             try:
                 if p.name == "pace":
-                    self._server.command("pace", _factor(value))
+                    self._server.command("pace", _factor(value), client.id)
                 elif p.name == "paused":
-                    self._server.command("pause" if value else "resume")
-            except ValueError:
+                    self._server.command("pause" if value else "resume", client_id=client.id)
+            except (ValueError, TypeError, OverflowError):
                 pass  # the values sent back say what holds
         return self.on_get_parameters(client, [p.name for p in parameters], request_id)
 

@@ -286,9 +286,9 @@ class WheelMotors:
         self.torque_scale = np.ones(k)
         self.failed = np.zeros(k, dtype=bool)
 
-    def on_fault(self, fault) -> None:
-        """Apply a ``wheel_failed`` or ``torque_scale`` fault; raise on a wheel it does not have
-        or a scale that is not finite."""
+    def check_fault(self, fault) -> None:
+        """Raise on a ``wheel_failed`` or ``torque_scale`` fault for a wheel it does not have, or
+        with a scale that is not finite (changes nothing)."""
         k = len(self.failed)
         if k == 0:
             raise ValueError(f"{self.name}: fault {fault.kind!r}: it has no reaction wheels (axes_B)")
@@ -297,13 +297,18 @@ class WheelMotors:
                 f"{self.name}: fault {fault.kind!r}: no wheel {fault.index}; it has {k} (index "
                 f"0 .. {k - 1}, or -1 for all)"
             )
+        if fault.kind == "torque_scale" and not fault.clear and not math.isfinite(fault.value):
+            raise ValueError(f"{self.name}: fault 'torque_scale': value must be a finite scale, got {fault.value}")
+
+    def on_fault(self, fault) -> None:
+        """Apply a ``wheel_failed`` or ``torque_scale`` fault; raise on one :meth:`check_fault`
+        refuses."""
+        self.check_fault(fault)
         wheels = slice(None) if fault.index < 0 else fault.index
         if fault.kind == "wheel_failed":
             self.failed[wheels] = not fault.clear
         elif fault.clear:
             self.torque_scale[wheels] = 1.0
-        elif not math.isfinite(fault.value):
-            raise ValueError(f"{self.name}: fault 'torque_scale': value must be a finite scale, got {fault.value}")
         else:
             self.torque_scale[wheels] = fault.value
 

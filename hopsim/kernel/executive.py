@@ -438,11 +438,15 @@ class Simulation:
         self.env.timeout(env.t_ns - self.env.now).callbacks.append(record)
 
     def schedule_fault(self, fault: Fault, t_s: float) -> None:
-        """Send ``fault`` to its target model at ``t_s`` (a message on ``faults/<target>``).
+        """Send ``fault`` to its target model at ``t_s`` (a message on ``faults/<target>``), once
+        :meth:`check_fault` has passed it (otherwise its ValueError, and nothing is sent)."""
+        self.check_fault(fault)
+        self.inject(fault_topic(fault.target), fault, t_s)
 
-        The target must exist and accept the fault's kind; otherwise this raises at once, naming
-        the models that accept faults or the kinds the target accepts.
-        """
+    def check_fault(self, fault: Fault) -> None:
+        """Raise ValueError naming the problem unless the target of ``fault`` exists, accepts its
+        kind (naming the models or the kinds it accepts) and can apply it (the target's
+        :meth:`Model.check_fault`: a unit it has, a value it can take)."""
         slot = self._slots.get(fault.target)
         if slot is None:
             raise ValueError(
@@ -452,7 +456,8 @@ class Simulation:
             raise ValueError(
                 f"{fault.target} does not accept fault {fault.kind!r}; it accepts {list(slot.accepts_faults) + [KILL]}"
             )
-        self.inject(fault_topic(fault.target), fault, t_s)
+        if fault.kind != KILL:  # the kernel carries out a kill itself
+            self._models[fault.target].check_fault(fault)
 
     # ------------------------------------------------------------------ bus
     def publish(self, env: Envelope, source_island: Island, queue: bool, served_in_island: bool = False) -> None:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 FAULT_PORT = "__faults__"  # the hidden input on which a model receives its faults
 KILL = "kill"  # the fault every model accepts: its process dies
+# the longest time a fault may give (its duration_s, a radio delay), in s: about 32 years, beyond
+# any run, and in nanoseconds added to any instant still far inside the kernel's 64-bit times
+MAX_FAULT_TIME_S = 1e9
 
 
 def fault_topic(model_name: str) -> str:

@@ -272,8 +272,16 @@ class Model(InlineAttributes):
         """End of this model's own I/O step [t0, t1]: sensor measurements, control laws."""
 
     def on_fault(self, fault: Any, t_ns: int) -> None:
-        """Apply a fault addressed to this model (only kinds listed in ``accepts_faults``)."""
+        """Apply a fault addressed to this model (only kinds listed in ``accepts_faults``, and only
+        faults :meth:`check_fault` passed)."""
         raise NotImplementedError(f"{self.name} accepts no faults")
+
+    def check_fault(self, fault: Any) -> None:
+        """Raise ValueError naming the problem if this model could not apply ``fault`` (of a kind
+        it accepts): a unit it does not have, a value it cannot take. The kernel calls it before
+        it accepts a fault (a scenario's and ``--fault``'s before the run, a live one before the
+        pacer takes it), so that ``on_fault`` never meets one it must refuse while the run goes.
+        It reads the model's configuration only, and changes nothing."""
 
     # ------------------------------------------------------------------ rollback and checkpoints
     def snapshot(self) -> Any:

@@ -5,9 +5,11 @@ island's hop and is no part of a checkpoint, so the recorded stream is the same 
 it). At each tick it
 
 1. applies the commands received since the last tick (from any thread, through :meth:`command`):
-   a fault, scheduled at the next tick's instant and kept in :attr:`injected` (a run's recording
-   lists them, so that a replay sends them at the same instants); ``pause``/``resume``; a new
-   pacing factor;
+   a fault, checked as a scenario's faults are before the run (:meth:`FaultSpec.schedule
+   <hopsim.scenarios.registry.FaultSpec.schedule>`: one its target cannot take is refused, and
+   the run goes on), scheduled at the next tick's instant and kept in :attr:`injected` (a run's
+   recording lists them, so that a replay sends them at the same instants); ``pause``/``resume``;
+   a new pacing factor. A command refused answers its future with a one-line ValueError;
 2. waits while paused (commands are still taken);
 3. with a pacing factor X, sleeps until the wall clock reaches ``wall_ref + (t - t_ref) / X``
    (``t_ref``, ``wall_ref``: the instant and wall time of the last change of factor or of the
@@ -138,8 +140,9 @@ class Pacer:
                 return
             try:
                 done.set_result(self._apply(kind, value, t_ns))
-            except (ValueError, TypeError, KeyError) as err:
-                done.set_exception(ValueError(str(err)))
+            except Exception as err:  # noqa: BLE001  (a command refused never ends the run)
+                reason = str(err) if isinstance(err, ValueError) else f"{type(err).__name__}: {err}"
+                done.set_exception(ValueError(" ".join(reason.split())))
 
     def _apply(self, kind: str, value, t_ns: int):
         if kind == "pace":
@@ -158,11 +161,12 @@ class Pacer:
         raise ValueError(f"unknown command {kind!r}: pace, pause, resume or fault")
 
     def _inject_fault(self, fields: dict, t_ns: int) -> float:
+        """Check a fault sent live as a scenario's are, and send it at ``t_ns`` (its instant in s)."""
         from hopsim.scenarios.registry import FaultSpec
 
         fields.pop("t_s", None)
-        spec = FaultSpec.model_validate({**fields, "t_s": t_ns / 1e9})
-        self._sim.schedule_fault(spec.message(), spec.t_s)
+        spec = FaultSpec.from_fields({**fields, "t_s": t_ns / 1e9})
+        spec.schedule(self._sim)  # raises, sending nothing, if its target could not take it
         self.injected.append(spec.model_dump())
         return spec.t_s
 

@@ -13,6 +13,8 @@ from typing import Any, Callable, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from hopsim.kernel.faults import MAX_FAULT_TIME_S, fault_kinds
+
 
 class ScenarioError(ValueError):
     """An unknown scenario or a bad parameter; the message lists the valid choices."""
@@ -27,7 +29,7 @@ class FaultSpec(BaseModel):
     kind: str
     index: int = -1
     value: float = 0.0
-    duration_s: float = Field(0.0, ge=0)
+    duration_s: float = Field(0.0, ge=0, le=MAX_FAULT_TIME_S)
     vehicles: list[str] = []
     force_N: tuple[float, float, float] = (0.0, 0.0, 0.0)
     torque_B: tuple[float, float, float] = (0.0, 0.0, 0.0)
@@ -70,12 +72,30 @@ class FaultSpec(BaseModel):
                 fields[key] = parse_vector(value)
             else:
                 fields[key] = value
+        return cls.from_fields(fields, f"--fault {text!r}")
+
+    @classmethod
+    def from_fields(cls, fields: dict, where: str = "fault") -> "FaultSpec":
+        """From its fields (a live client's request, a recording's); a ValueError naming every
+        bad field, on one line, otherwise."""
         try:
-            return cls(**fields)
+            return cls.model_validate(fields)
         except ValidationError as err:
             raise ValueError(
-                f"--fault {text!r}: " + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+                f"{where}: " + "; ".join(f"{'.'.join(map(str, e['loc'])) or 'fault'}: {e['msg']}" for e in err.errors())
             ) from None
+
+    def schedule(self, sim) -> None:
+        """Send this fault to ``sim`` at ``t_s`` once it has passed every check: the same checks for
+        a scenario's faults and ``--fault`` (before the run) and a fault sent live (before the
+        pacer takes it). Its target exists and accepts its kind, it sets only fields the target
+        reads (:meth:`check_fields`), and the target can apply it (:meth:`Model.check_fault`: a
+        unit it has, a value it can take). Otherwise a ValueError naming the problem, and nothing
+        is sent."""
+        message = self.message()
+        sim.check_fault(message)
+        self.check_fields(fault_kinds(sim.slot(self.target).cls)[self.kind])
+        sim.schedule_fault(message, self.t_s)
 
     def fields_set(self) -> list[str]:
         """The optional fields that differ from their defaults (what this fault asks of its target)."""

@@ -18,7 +18,7 @@ from hopsim.kernel import Simulation, checkpoint
 from hopsim.kernel.distributed import make_runtime
 from hopsim.kernel.distributed.ray_runtime import RayUnavailable
 from hopsim.kernel.errors import ActorKilled
-from hopsim.kernel.faults import KILL, fault_kinds
+from hopsim.kernel.faults import KILL
 from hopsim.kernel.simtime import seconds
 from hopsim.scenarios.registry import ScenarioError
 from hopsim.scenarios.catalog import get_scenario
@@ -479,8 +479,7 @@ class ScenarioRun:
         self.spec.build(sim, self.params)
         for fault in self.params.faults:
             try:
-                sim.schedule_fault(fault.message(), fault.t_s)
-                fault.check_fields(fault_kinds(sim.slot(fault.target).cls)[fault.kind])
+                fault.schedule(sim)  # the checks a live fault passes too
             except ValueError as err:
                 raise ScenarioError(str(err)) from None
         sim.handled_kills = handled  # before restore: hosts take a copy when they start

@@ -309,6 +309,9 @@ class GlobalMetrologySimulator(ContinuousModel):
             self.fire_ns = []
             self.cycles_served += 1
 
+    def check_fault(self, fault) -> None:
+        self.faults.check(fault)
+
     def on_fault(self, fault, t_ns: int) -> None:
         self.faults.apply(fault, t_ns)
 

@@ -184,6 +184,9 @@ class ImuSimulator(ContinuousModel):
         self.write("imu", imu_samples(self.vehicle, self.ready_t, y[:, :3], y[:, 3:]))
         self.ready_t, self.ready = [], []
 
+    def check_fault(self, fault) -> None:
+        self.faults.check(fault)
+
     def on_fault(self, fault, t_ns: int) -> None:
         self._measure_pending()  # samples taken before the fault are not affected by it
         self.faults.apply(fault, t_ns)

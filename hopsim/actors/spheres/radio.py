@@ -32,6 +32,7 @@ from collections import deque
 from hopsim.actors.spheres import packets
 from hopsim.actors.spheres.params import RadioParams
 from hopsim.kernel import In, Model, Out, VariableRate
+from hopsim.kernel.faults import MAX_FAULT_TIME_S
 from hopsim.kernel.simtime import NS_PER_S, seconds
 from hopsim.schemas.spheres_pb2 import RadioPacket
 
@@ -223,6 +224,13 @@ class RadioChannel(Model):
             self.extra_delay_ns = 0
         else:
             self.partition = None
+
+    def check_fault(self, fault) -> None:
+        if fault.kind == "radio_delay" and not fault.clear and not fault.value <= MAX_FAULT_TIME_S:
+            raise ValueError(
+                f"{self.name}: fault 'radio_delay': value is the added delay in s, at most "
+                f"{MAX_FAULT_TIME_S:g}, got {fault.value:g}"
+            )
 
     def on_fault(self, fault, t_ns: int) -> None:
         if fault.clear:

@@ -29,10 +29,17 @@ class SensorFaults:
         self.dropout = 0.0
         self._expiry: dict[tuple[str, int], int] = {}
 
-    def apply(self, fault, t_ns: int) -> None:
-        """Set or clear one fault (index = channel for sensor_bias, -1 for all)."""
+    def check(self, fault) -> None:
+        """Raise on a fault these sensor faults cannot take: another kind, a channel it does not
+        have (changes nothing)."""
         if fault.kind not in SENSOR_FAULTS:
             raise ValueError(f"not a sensor fault: {fault.kind!r}; sensors accept {tuple(SENSOR_FAULTS)}")
+        if fault.kind == "sensor_bias" and not (fault.index == -1 or 0 <= fault.index < self.n_axes):
+            raise ValueError(f"sensor channel must be 0..{self.n_axes - 1} or -1, got {fault.index}")
+
+    def apply(self, fault, t_ns: int) -> None:
+        """Set or clear one fault (index = channel for sensor_bias, -1 for all)."""
+        self.check(fault)
         self._set(fault.kind, fault.index, None if fault.clear else fault.value)
         key = (fault.kind, fault.index)
         if not fault.clear and fault.duration_s > 0:
@@ -42,10 +49,7 @@ class SensorFaults:
 
     def _set(self, kind: str, index: int, value: float | None) -> None:
         if kind == "sensor_bias":
-            channels = range(self.n_axes) if index == -1 else [index]
-            for c in channels:
-                if not 0 <= c < self.n_axes:
-                    raise ValueError(f"sensor channel must be 0..{self.n_axes - 1} or -1, got {c}")
+            for c in range(self.n_axes) if index == -1 else [index]:  # a channel check() passed
                 self.bias[c] = 0.0 if value is None else value
         elif kind == "noise_scale":
             self.noise_scale = 1.0 if value is None else value

@@ -328,6 +328,9 @@ class ThrusterSimulator(ContinuousModel):
                 self.stuck_closed[i] = False
         self._stuck = bool(self.stuck_open.any() or self.stuck_closed.any())
 
+    def check_fault(self, fault) -> None:
+        self._indices(fault.index)  # a thruster it has, or -1
+
     def on_fault(self, fault, t_ns: int) -> None:
         self._settle(t_ns)
         if fault.clear:
