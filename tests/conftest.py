@@ -69,6 +69,7 @@ def pytest_unconfigure(config):
         os._exit(_exit_status)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """``make test`` runs the suite on two pytest-xdist workers (``--dist loadgroup``): every test
     that starts Ray is put in one group, so that one worker runs them one after another (two Ray

@@ -1173,16 +1173,38 @@ def acos(x):
     return s + (e + (_PI_LO - lo))
 
 
-def _elementwise(fn, signature):
-    """A numpy ufunc applying the compiled scalar ``fn`` to every element."""
-    return vectorize([signature], cache=True)(fn.py_func)
+# numpy ufuncs, compiled at their first call (importing hopsim compiles nothing); each has a
+# function of its own, so that its cache entries are not the scalar function's
 
 
-sin_array = _elementwise(sin, "float64(float64)")
-cos_array = _elementwise(cos, "float64(float64)")
-exp_array = _elementwise(exp, "float64(float64)")
-log_array = _elementwise(log, "float64(float64)")
-atan2_array = _elementwise(atan2, "float64(float64, float64)")
+@vectorize(cache=True)
+def sin_array(x):
+    """:func:`sin` of every element of an array."""
+    return sin(x)
+
+
+@vectorize(cache=True)
+def cos_array(x):
+    """:func:`cos` of every element of an array."""
+    return cos(x)
+
+
+@vectorize(cache=True)
+def exp_array(x):
+    """:func:`exp` of every element of an array."""
+    return exp(x)
+
+
+@vectorize(cache=True)
+def log_array(x):
+    """:func:`log` of every element of an array."""
+    return log(x)
+
+
+@vectorize(cache=True)
+def atan2_array(y, x):
+    """:func:`atan2` of every pair of elements of two arrays (numpy's broadcasting)."""
+    return atan2(y, x)
 
 __all__ = [
     "acos",
