@@ -1206,6 +1206,7 @@ def atan2_array(y, x):
     """:func:`atan2` of every pair of elements of two arrays (numpy's broadcasting)."""
     return atan2(y, x)
 
+
 __all__ = [
     "acos",
     "asin",
