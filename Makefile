@@ -38,12 +38,13 @@ $(CHROMIUM_STAMP): | $(PY)
 	  echo "could not install chromium: the browser test will say so"; }
 	@command -v chromium >/dev/null 2>&1 && touch $(CHROMIUM_STAMP) || true
 
-## lint (pyflakes and bugbear rules, see pyproject.toml), then the whole test suite on two workers
-## (Basilisk's environment is the peer that gravity is checked against)
+## lint (pyflakes and bugbear rules, see pyproject.toml), then the whole test suite in two pytest
+## processes side by side, the Ray tests in one of them (tests/run_suite.sh; Basilisk's environment
+## is the peer that gravity is checked against)
 test: $(TEST_STAMP) $(CHROMIUM_STAMP) $(BSK_STAMP)
 	$(VENV)/bin/ruff check hopsim tests bench
 	$(VENV)/bin/ruff format --check hopsim tests bench
-	HOPSIM_BSK_PYTHON=$(CURDIR)/$(BSK_VENV)/bin/python $(PY) -m pytest -q --durations=25 -n 2 --dist loadgroup -m "not long"
+	HOPSIM_BSK_PYTHON=$(CURDIR)/$(BSK_VENV)/bin/python bash tests/run_suite.sh $(PY)
 
 ## what cannot fit in make test's ten minutes: the tests marked long
 test-long: $(TEST_STAMP) $(CHROMIUM_STAMP) $(BSK_STAMP)

@@ -18,7 +18,7 @@ app = typer.Typer(
     help="hopsim: formations of small spacecraft as a discrete-event actor simulation.",
 )
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error is one line, whatever the width: paths and names stay whole
 
 
 def _parse_sets(items: list[str]) -> dict[str, str]:

@@ -3,6 +3,10 @@ import os
 import pytest
 
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+# pytest-xdist's workers start with COLUMNS=80 and LINES=24 in their environment, which rich reads
+# once, when the command's consoles are made: the tests set the width they check themselves
+for _fixed in ("COLUMNS", "LINES"):
+    os.environ.pop(_fixed, None)
 
 
 def ray_processes() -> list[str]:
@@ -69,11 +73,8 @@ def pytest_unconfigure(config):
         os._exit(_exit_status)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(config, items):
-    """``make test`` runs the suite on two pytest-xdist workers (``--dist loadgroup``): every test
-    that starts Ray is put in one group, so that one worker runs them one after another (two Ray
-    sessions at once would see, and count, each other's processes)."""
-    for item in items:
-        if item.get_closest_marker("ray") or item.module.__name__.startswith("test_ray_"):
-            item.add_marker(pytest.mark.xdist_group("ray"))
+def pytest_itemcollected(item):
+    """Every test of a ``test_ray_*`` module starts Ray: marked so, like the others that do, for
+    ``tests/run_suite.sh``, which runs them in a pytest process of their own."""
+    if item.module.__name__.startswith("test_ray_"):
+        item.add_marker(pytest.mark.ray)
