@@ -40,12 +40,19 @@ def box_muller(u, out):
 
 def standard_normal(rng: np.random.Generator, size=None):
     """Standard normal numbers from ``rng``: one float (``size`` None) or an array of ``size``."""
-    shape = () if size is None else ((size,) if isinstance(size, (int, np.integer)) else tuple(size))
-    n = int(np.prod(shape, dtype=np.int64))
+    if size is None:
+        shape, n = None, 1
+    elif isinstance(size, (int, np.integer)):
+        shape, n = (int(size),), int(size)
+    else:
+        shape = tuple(int(k) for k in size)
+        n = math.prod(shape)
     out = np.empty(n)
     if n:
         box_muller(rng.random(2 * ((n + 1) // 2)), out)
-    return float(out[0]) if size is None else out.reshape(shape)
+    if shape is None:
+        return float(out[0])
+    return out if len(shape) == 1 else out.reshape(shape)
 
 
 def normal(rng: np.random.Generator, loc=0.0, scale=1.0, size=None):
