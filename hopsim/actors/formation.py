@@ -46,9 +46,11 @@ the flight software brakes to rest in the inertial frame with its own measured v
 ``a_i = -brake_gain * v_i(now)``, and holds (absolute) station: the shape no longer converges.
 Packet loss and saturation break the symmetry, so the centroid then drifts slightly.
 
-Each model names a row form (``row_form``, :mod:`hopsim.actors.formation_rows`): the same code
-for one row of arrays, with which a rate group runs its vehicles' instants as a row block
-(:mod:`hopsim.kernel.blocks`); these classes stay the reference.
+Each model names a row form (``row_form``, :mod:`hopsim.actors.formation_rows`), with which a
+rate group runs its vehicles' instants as a row block (:mod:`hopsim.kernel.blocks`). The thruster
+and the state sensor are kinds (:mod:`hopsim.kernel.kind`): their state a declared row, their
+laws (:func:`latch_command`, :func:`sample_state`) written once here and run by the same row
+loop for the model alone and for a block.
 """
 
 from __future__ import annotations
@@ -58,10 +60,12 @@ from fractions import Fraction
 from typing import ClassVar
 
 import numpy as np
+from numba import njit
 
 from hopsim.actors.messages import inertial_force, position_velocity_state
 from hopsim.dynamics import detmath, detrandom
 from hopsim.kernel import ContinuousModel, FixedRate, In, Model, NoIo, Out
+from hopsim.kernel.kind import ONE, Field, Kind, as_bytes
 from hopsim.kernel.simtime import NS_PER_S
 from hopsim.schemas import VehicleState, Wrench
 
@@ -156,20 +160,68 @@ def radio_delay_periods(latency_s: float, rate_hz: float) -> int:
 # ----------------------------------------------------------------------------- models
 
 
-def _clip(f: float, lim: float) -> float:
-    """``f`` limited to [-lim, lim], as ``np.clip`` (a NaN stays NaN)."""
-    return lim if f > lim else (-lim if f < -lim else f)
+THRUSTER = Kind(
+    Field("max_thrust_N", unit="N", doc="per-axis limit of the commanded force"),
+    Field("min_thrust_N", unit="N", doc="an axis commanded below it is zeroed (the least a valve delivers)"),
+    Field("scale", default=1.0, doc="the thrust_scale fault's factor (1: nominal)"),
+    Field("force_N", shape=(3,), unit="N", doc="the force latched for the hop, inertial frame"),
+    Field("impulse_Ns", unit="N s", doc="sum of |F_axis| dt over the hops: the propellant measure"),
+    Field("saturated_hops", "i8", doc="hops whose command was clipped"),
+)
+THRUSTER_ROW = THRUSTER.dtype  # as the row loops see it
+
+
+@njit(cache=True)
+def latch_command(s, fresh, cmd_N, dt_s):
+    """A thruster's start of hop over ``dt_s`` (s): a ``fresh`` command ``cmd_N`` (N, inertial) is
+    clipped per axis to +-max_thrust_N, an axis under min_thrust_N zeroed, the rest scaled, and
+    latched as ``force_N``; the hop's impulse is counted. ``np.clip``'s arithmetic (a NaN stays)."""
+    if fresh:
+        fx, fy, fz = cmd_N[0], cmd_N[1], cmd_N[2]
+        lim = s.max_thrust_N
+        if abs(fx) > lim or abs(fy) > lim or abs(fz) > lim:
+            s.saturated_hops += 1
+            fx = lim if fx > lim else (-lim if fx < -lim else fx)
+            fy = lim if fy > lim else (-lim if fy < -lim else fy)
+            fz = lim if fz > lim else (-lim if fz < -lim else fz)
+        low = s.min_thrust_N
+        if low > 0.0:
+            fx = 0.0 if abs(fx) < low else fx
+            fy = 0.0 if abs(fy) < low else fy
+            fz = 0.0 if abs(fz) < low else fz
+        k = s.scale
+        if k != 1.0:
+            fx, fy, fz = fx * k, fy * k, fz * k
+        s.force_N[0], s.force_N[1], s.force_N[2] = fx, fy, fz
+    else:
+        fx, fy, fz = s.force_N[0], s.force_N[1], s.force_N[2]
+    s.impulse_Ns += (abs(fx) + abs(fy) + abs(fz)) * dt_s
+
+
+@njit(cache=True)
+def latch_command_rows(table, due, fresh, cmd_N, dt_s):
+    """:func:`latch_command` of the due rows (see :mod:`hopsim.kernel.kind`)."""
+    s = table.view(THRUSTER_ROW)
+    for j in range(due.shape[0]):
+        i = due[j]
+        latch_command(s[i], fresh[i], cmd_N[i], dt_s)
+
+
+_FRESH, _HELD = np.ones(1, np.bool_), np.zeros(1, np.bool_)
+_NO_COMMAND = np.zeros((1, 3))
 
 
 class FormationThruster(ContinuousModel):
     """A proportional thruster cluster with per-axis saturation, fixed in inertial axes.
 
     Input ``cmd`` (Wrench, force in N, INERTIAL frame). At the start of every hop the latest
-    command is latched: each axis is clipped to +-``max_thrust_N`` and zeroed below
-    ``min_thrust_N``; the force is then applied at the centre of mass, constant over the hop.
-    Counts: ``impulse_Ns`` (sum of |F_axis| dt, the propellant measure), ``saturated_hops``.
+    command is latched (:func:`latch_command`): each axis is clipped to +-``max_thrust_N`` and
+    zeroed below ``min_thrust_N``; the force is then applied at the centre of mass, constant over
+    the hop. State (:data:`THRUSTER`): the latched ``force_N``, ``impulse_Ns`` (sum of |F_axis|
+    dt, the propellant measure), ``saturated_hops``.
     """
 
+    kind = THRUSTER
     inputs: ClassVar[dict[str, In]] = {"cmd": In(Wrench)}
     accepts_faults = {"thrust_scale": ("value", "clear")}
     row_form = "hopsim.actors.formation_rows:ThrusterRows"  # in a row block (hopsim.kernel.blocks)
@@ -185,34 +237,15 @@ class FormationThruster(ContinuousModel):
         self.body = body
         self.max_thrust_N = float(max_thrust_N)
         self.min_thrust_N = float(min_thrust_N)
-        self.scale = 1.0
-        self.force_N = np.zeros(3)
-        self.impulse_Ns = 0.0
-        self.saturated_hops = 0
 
     def start_hop(self, t0_ns: int, t1_ns: int) -> None:
         cmd = self.ports["cmd"].take()  # as self.take("cmd"), one call less
-        if cmd is not None:
-            # plain floats: for 3 components they are several times faster than numpy, and
-            # each step below is the same IEEE operation per axis as numpy's
-            force = cmd.force
-            fx, fy, fz = force.x, force.y, force.z
-            lim = self.max_thrust_N
-            if abs(fx) > lim or abs(fy) > lim or abs(fz) > lim:
-                self.saturated_hops += 1
-                fx, fy, fz = _clip(fx, lim), _clip(fy, lim), _clip(fz, lim)
-            low = self.min_thrust_N
-            if low > 0.0:
-                fx = 0.0 if abs(fx) < low else fx
-                fy = 0.0 if abs(fy) < low else fy
-                fz = 0.0 if abs(fz) < low else fz
-            scale = self.scale
-            if scale != 1.0:
-                fx, fy, fz = fx * scale, fy * scale, fz * scale
-            self.force_N = np.array((fx, fy, fz))
+        if cmd is None:
+            fresh, cmd_N = _HELD, _NO_COMMAND
         else:
-            fx, fy, fz = self.force_N.tolist()
-        self.impulse_Ns += (abs(fx) + abs(fy) + abs(fz)) * ((t1_ns - t0_ns) / NS_PER_S)
+            f = cmd.force
+            fresh, cmd_N = _FRESH, np.array(((f.x, f.y, f.z),))
+        latch_command_rows(as_bytes(self.row), ONE, fresh, cmd_N, (t1_ns - t0_ns) / NS_PER_S)
 
     def pre_deriv(self, t_s: float) -> None:
         self.body.add_force_N(self.force_N)
@@ -221,59 +254,93 @@ class FormationThruster(ContinuousModel):
         self.scale = 1.0 if fault.clear else float(fault.value)
 
 
+NOISE_BLOCK = 32  # a state sensor's normals are drawn this many samples at a time
+
+STATE_SENSOR = Kind(
+    Field("sigma", shape=(6,), unit="m, m/s", doc="1-sigma white noise per axis: r_BN_N, then v_BN_N"),
+    Field("noisy", "?", doc="whether any sigma is above 0"),
+    Field("noise", shape=(NOISE_BLOCK, 6), doc="standard normals drawn ahead, a sample's six per row, in draw order"),
+    Field("left", "i8", doc="samples of ``noise`` not used yet (its last ``left`` rows)"),
+    Field("last_t_ns", "i8", unit="ns", default=-1, doc="the instant of the last sample"),
+    Field("samples", "i8", doc="samples taken"),
+    Field("meas", shape=(7,), unit="m, m/s, kg", doc="the last sample: r_BN_N, v_BN_N (N frame), mass"),
+)
+STATE_SENSOR_ROW = STATE_SENSOR.dtype
+
+
+@njit(cache=True)
+def sample_state(s, t_ns, x, mass_kg):
+    """A state sensor's sample at ``t_ns`` of the body's state ``x`` (r_BN_N m, v_BN_N m/s first)
+    and mass (kg): the truth plus sigma times the next six drawn normals, into ``meas``; once per
+    instant, however often asked. The normals must have been drawn (:meth:`StateSensor.draw`)."""
+    if t_ns == s.last_t_ns:
+        return
+    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
+    if s.noisy:
+        nz = s.noise[NOISE_BLOCK - s.left]
+        s.left -= 1
+        g = s.sigma
+        x0, x1, x2 = x0 + g[0] * nz[0], x1 + g[1] * nz[1], x2 + g[2] * nz[2]
+        x3, x4, x5 = x3 + g[3] * nz[3], x4 + g[4] * nz[4], x5 + g[5] * nz[5]
+    m = s.meas
+    m[0], m[1], m[2], m[3], m[4], m[5], m[6] = x0, x1, x2, x3, x4, x5, mass_kg
+    s.last_t_ns = t_ns
+    s.samples += 1
+
+
+@njit(cache=True)
+def sample_state_rows(table, due, t_ns, X, mass_kg):
+    """:func:`sample_state` of the due rows, row i of the bodies' states ``X`` and masses."""
+    s = table.view(STATE_SENSOR_ROW)
+    for j in range(due.shape[0]):
+        i = due[j]
+        sample_state(s[i], t_ns, X[i], mass_kg[i])
+
+
 class StateSensor(ContinuousModel):
     """Noisy own position and velocity at the control rate (a relative-navigation filter's output).
 
     Output ``meas`` (VehicleState with ``r_BN_N``, ``v_BN_N``, ``t_ns``): the truth of the body at
     the control step plus white noise of 1-sigma ``position_noise_m`` and ``velocity_noise_mps``
-    per axis, drawn from this model's own generator (6 normals per sample, position first).
+    per axis, drawn from this model's own generator (6 normals per sample, position first):
+    :func:`sample_state`.
 
     The normals (:func:`hopsim.dynamics.detrandom.standard_normal`) are drawn ``NOISE_BLOCK``
     samples at a time (one ``standard_normal(rng, (k, 6))`` gives the same numbers as k calls of
-    ``standard_normal(rng, 6)``, for a tenth of the cost) and kept in
-    ``_noise``, ordinary state that snapshots and checkpoints carry with the generator's, so that
-    the noise of every sample is the one drawn one sample at a time, however the run is cut.
+    ``standard_normal(rng, 6)``, for a tenth of the cost) and kept in the row (:data:`STATE_SENSOR`),
+    which snapshots and checkpoints carry with the generator's state, so that the noise of every
+    sample is the one drawn one sample at a time, however the run is cut.
     """
 
+    kind = STATE_SENSOR
     outputs: ClassVar[dict[str, Out]] = {"meas": Out(VehicleState)}
     feed_through = False
     row_form = "hopsim.actors.formation_rows:SensorRows"
-    NOISE_BLOCK: ClassVar[int] = 32
+    NOISE_BLOCK: ClassVar[int] = NOISE_BLOCK
 
     def __init__(self, name: str, body, rate_hz: float, position_noise_m: float = 0.0, velocity_noise_mps: float = 0.0):
         super().__init__(name)
         self.body = body
         self.vehicle = body.name
         self.io_schedule = FixedRate(rate_hz)
-        self.sigma = np.array([position_noise_m] * 3 + [velocity_noise_mps] * 3, dtype=float)
+        self.sigma = [position_noise_m] * 3 + [velocity_noise_mps] * 3
         self.noisy = bool(np.any(self.sigma > 0))
-        self._sigma = tuple(self.sigma.tolist())  # as plain floats
-        self._noise: list[list[float]] = []  # drawn standard normals, next sample last
-        self._t = -1
         self._msg = None
-        self.samples = 0
 
-    def _next_normals(self) -> list[float]:
-        """The 6 standard normals of the next sample (position first)."""
-        noise = self._noise
-        if not noise:
-            noise = self._noise = detrandom.standard_normal(self.rng, (self.NOISE_BLOCK, 6)).tolist()
-            noise.reverse()
-        return noise.pop()
+    @staticmethod
+    def draw(table: np.ndarray, i: int, rng: np.random.Generator) -> None:
+        """Row i's next block of normals, from its model's generator, when its block is used up."""
+        row = table[i : i + 1]
+        if row["noisy"][0] and row["left"][0] == 0:
+            row["noise"][0] = detrandom.standard_normal(rng, (NOISE_BLOCK, 6))
+            row["left"][0] = NOISE_BLOCK
 
     def update_flow_outs(self, t_ns: int) -> None:
-        if t_ns != self._t:  # one sample per instant, however often asked
+        if t_ns != self.last_t_ns:  # one sample per instant, however often asked
             body = self.body
-            x0, x1, x2, x3, x4, x5 = body.x[0:6].tolist()
-            if self.noisy:
-                # truth + sigma * normal per axis, in plain floats: numpy's arithmetic, bit for bit
-                n = self._next_normals()
-                s = self._sigma
-                x0, x1, x2 = x0 + s[0] * n[0], x1 + s[1] * n[1], x2 + s[2] * n[2]
-                x3, x4, x5 = x3 + s[3] * n[3], x4 + s[4] * n[4], x5 + s[5] * n[5]
-            self._msg = position_velocity_state(self.vehicle, t_ns, x0, x1, x2, x3, x4, x5, body.mass_kg)
-            self._t = t_ns
-            self.samples += 1
+            self.draw(self.row, 0, self.rng)
+            sample_state_rows(as_bytes(self.row), ONE, t_ns, body.x.reshape(1, -1), np.array((body.mass_kg,)))
+            self._msg = position_velocity_state(self.vehicle, t_ns, *self.meas.tolist())
         self.write("meas", self._msg)
 
 

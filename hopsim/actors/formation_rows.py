@@ -1,10 +1,12 @@
 """Row forms of the formation's models (:mod:`hopsim.actors.formation`): each model kind's state
-as arrays, one row per vehicle of a block (:mod:`hopsim.kernel.blocks`), and its lifecycle as
-compiled functions over the rows whose body is the scalar model's code for one row.
+as arrays, one row per vehicle of a block (:mod:`hopsim.kernel.blocks`), run over all rows at once.
 
-The scalar models stay the reference: every function here does, row by row, the same IEEE
-operations in the same order as the model's Python, draws the same numbers from the model's own
-generator, and :meth:`store` gives each model back exactly the state (attributes, ports) the
+The thruster and the state sensor are kinds (:mod:`hopsim.kernel.kind`): their forms hold the
+kind's table of rows and call the laws' own row loops, written once in the model's module; what
+is here is the ports' plumbing. The radio's and the flight software's forms still carry their
+law a second time, as compiled functions over the rows whose body is the scalar model's code for
+one row (the same IEEE operations in the same order, the same draws from the model's own
+generator), and :meth:`store` gives each model back exactly the state (attributes, ports) the
 scalar run would hold (``tests/test_blocks.py`` compares snapshots and streams).
 
 Payload rows (what a port carries inside a block, float64):
@@ -19,9 +21,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hopsim.actors.formation import StateSensor
+from hopsim.actors.formation import (
+    STATE_SENSOR,
+    THRUSTER,
+    StateSensor,
+    latch_command_rows,
+    sample_state_rows,
+)
 from hopsim.actors.messages import inertial_force, position_velocity_state
-from hopsim.dynamics import detrandom
+from hopsim.kernel.kind import as_bytes
 from hopsim.kernel.blocks import InRows, OutRows, PayloadLayout, UniformDraws
 from hopsim.kernel.simtime import NS_PER_S
 from hopsim.schemas import VehicleState, Wrench
@@ -87,63 +95,27 @@ FORCE = PayloadLayout("force", 3, _force_message, _force_payload, Wrench, _fill_
 
 
 # ----------------------------------------------------------------------------- thruster
-@njit(cache=True)
-def _thruster_start_hop(
-    dt_s, cmd_value, cmd_fresh, cmd_seen, max_N, min_N, scale, force, impulse, saturated, gathered_force_N
-):
-    """FormationThruster.start_hop and pre_deriv of every row: latch the command, accumulate."""
-    for i in range(force.shape[0]):
-        if cmd_fresh[i] != cmd_seen[i]:
-            cmd_seen[i] = cmd_fresh[i]
-            fx, fy, fz = cmd_value[i, 0], cmd_value[i, 1], cmd_value[i, 2]
-            lim = max_N[i]
-            if abs(fx) > lim or abs(fy) > lim or abs(fz) > lim:
-                saturated[i] += 1
-                fx = lim if fx > lim else (-lim if fx < -lim else fx)
-                fy = lim if fy > lim else (-lim if fy < -lim else fy)
-                fz = lim if fz > lim else (-lim if fz < -lim else fz)
-            low = min_N[i]
-            if low > 0.0:
-                fx = 0.0 if abs(fx) < low else fx
-                fy = 0.0 if abs(fy) < low else fy
-                fz = 0.0 if abs(fz) < low else fz
-            s = scale[i]
-            if s != 1.0:
-                fx, fy, fz = fx * s, fy * s, fz * s
-            force[i, 0], force[i, 1], force[i, 2] = fx, fy, fz
-        else:
-            fx, fy, fz = force[i, 0], force[i, 1], force[i, 2]
-        impulse[i] += (abs(fx) + abs(fy) + abs(fz)) * dt_s
-        gathered_force_N[i, 0] += fx
-        gathered_force_N[i, 1] += fy
-        gathered_force_N[i, 2] += fz
-
-
 class ThrusterRows:
-    """:class:`FormationThruster` over rows: input ``cmd`` (FORCE)."""
+    """:class:`FormationThruster` over rows (its kind's table, :data:`THRUSTER`): input ``cmd``
+    (FORCE). Each hop, :func:`latch_command_rows` over every row, the forces into the bodies'."""
 
     inputs = {"cmd": FORCE}
     outputs: dict = {}
 
     def __init__(self, models: list, row_of: dict[str, int]):
-        n = len(models)
         self.models, self.row_of, self.names = models, row_of, list(row_of)
-        self.cmd = InRows(FORCE, n)
-        self.max_N, self.min_N, self.scale = np.zeros(n), np.zeros(n), np.ones(n)
-        self.force, self.impulse, self.saturated = np.zeros((n, 3)), np.zeros(n), np.zeros(n, np.int64)
+        self.cmd = InRows(FORCE, len(models))
+        self.table = THRUSTER.rows(len(models))
+        self.due = np.arange(len(models))
 
     def load(self) -> None:
+        self.table = THRUSTER.gather(self.models)
         for i, m in enumerate(self.models):
-            self.max_N[i], self.min_N[i], self.scale[i] = m.max_thrust_N, m.min_thrust_N, m.scale
-            self.force[i] = m.force_N
-            self.impulse[i], self.saturated[i] = m.impulse_Ns, m.saturated_hops
             self.cmd.load(i, m.ports["cmd"], 0, self.row_of)
 
     def store(self) -> None:
+        THRUSTER.scatter(self.table, self.models)
         for i, m in enumerate(self.models):
-            m.scale = float(self.scale[i])
-            m.force_N = self.force[i].copy()
-            m.impulse_Ns, m.saturated_hops = float(self.impulse[i]), int(self.saturated[i])
             self.cmd.store(i, m.ports["cmd"], 0, self.names)
 
     @staticmethod
@@ -160,45 +132,17 @@ class ThrusterRows:
     def start_hop(self, t0_ns: int, t1_ns: int, body) -> None:
         """Latch every row's command; its force into the body's inertial-force rows."""
         c = self.cmd
-        _thruster_start_hop(
-            (t1_ns - t0_ns) / NS_PER_S,
-            c.value[:, 0],
-            c.freshness[:, 0],
-            c.seen[:, 0],
-            self.max_N,
-            self.min_N,
-            self.scale,
-            self.force,
-            self.impulse,
-            self.saturated,
-            body.force_N,
-        )
+        fresh = c.freshness[:, 0] != c.seen[:, 0]
+        c.seen[:, 0] = c.freshness[:, 0]
+        table = self.table
+        latch_command_rows(as_bytes(table), self.due, fresh, c.value[:, 0], (t1_ns - t0_ns) / NS_PER_S)
+        body.force_N += table["force_N"]  # each row's own sum, as the body's add_force_N
 
 
 # ----------------------------------------------------------------------------- sensor
-@njit(cache=True)
-def _sensor_sample(t_ns, X, mass, sigma, noisy, noise, left, last_t, samples, out_payload, out_count):
-    """StateSensor.update_flow_outs of every row: truth plus the next six normals times sigma."""
-    nb = noise.shape[1]
-    for i in range(X.shape[0]):
-        if t_ns != last_t[i]:
-            x0, x1, x2, x3, x4, x5 = X[i, 0], X[i, 1], X[i, 2], X[i, 3], X[i, 4], X[i, 5]
-            if noisy[i]:
-                k = nb - left[i]
-                left[i] -= 1
-                s = sigma[i]
-                nz = noise[i, k]
-                x0, x1, x2 = x0 + s[0] * nz[0], x1 + s[1] * nz[1], x2 + s[2] * nz[2]
-                x3, x4, x5 = x3 + s[3] * nz[3], x4 + s[4] * nz[4], x5 + s[5] * nz[5]
-            p = out_payload[i, 0]
-            p[0], p[1], p[2], p[3], p[4], p[5], p[6] = x0, x1, x2, x3, x4, x5, mass[i]
-            last_t[i] = t_ns
-            samples[i] += 1
-        out_count[i] = 1
-
-
 class SensorRows:
-    """:class:`StateSensor` over rows: output ``meas`` (RV_MASS)."""
+    """:class:`StateSensor` over rows (its kind's table, :data:`STATE_SENSOR`): output ``meas``
+    (RV_MASS)."""
 
     inputs: dict = {}
     outputs = {"meas": (RV_MASS, 1)}
@@ -207,32 +151,18 @@ class SensorRows:
         n = len(models)
         self.models, self.row_of = models, row_of
         self.meas = OutRows(RV_MASS, n, 1)
-        nb = StateSensor.NOISE_BLOCK
-        self.sigma, self.noisy = np.zeros((n, 6)), np.zeros(n, np.bool_)
-        self.noise, self.left = np.zeros((n, nb, 6)), np.zeros(n, np.int64)
-        self.last_t, self.samples = np.full(n, -1, np.int64), np.zeros(n, np.int64)
+        self.meas.src[:, 0] = [row_of[m.vehicle] for m in models]
+        self.table = STATE_SENSOR.rows(n)
+        self.due = np.arange(n)
 
     def load(self) -> None:
-        nb = StateSensor.NOISE_BLOCK
-        for i, m in enumerate(self.models):
-            self.sigma[i], self.noisy[i] = m._sigma, m.noisy
-            left = len(m._noise)
-            self.left[i] = left
-            if left:
-                self.noise[i, nb - left :] = m._noise[::-1]
-            self.last_t[i], self.samples[i] = m._t, m.samples
-            if m._msg is not None:
-                self.meas.payload[i, 0] = _rv_payload(m._msg)[0]
-            self.meas.src[i, 0] = self.row_of[m.vehicle]
+        self.table = STATE_SENSOR.gather(self.models)
 
     def store(self) -> None:
-        nb = StateSensor.NOISE_BLOCK
-        for i, m in enumerate(self.models):
-            left = int(self.left[i])
-            m._noise = self.noise[i, nb - left :][::-1].tolist() if left else []
-            m._t, m.samples = int(self.last_t[i]), int(self.samples[i])
-            if m._t >= 0:
-                m._msg = _rv_message(self.meas.payload[i, 0], m._t, m.vehicle)
+        STATE_SENSOR.scatter(self.table, self.models)
+        for m in self.models:
+            if m.last_t_ns >= 0:
+                m._msg = position_velocity_state(m.vehicle, m.last_t_ns, *m.meas.tolist())
 
     @staticmethod
     def takes_input(port: str) -> bool:
@@ -249,26 +179,13 @@ class SensorRows:
     def update_flow_outs(self, t_ns: int, body) -> None:
         """One sample per row of the body's state, new normals drawn a block at a time from each
         model's own generator when its block is used up."""
-        X, mass = body.X, body.mass
-        empty = np.flatnonzero(self.noisy & (self.left == 0) & (self.last_t != t_ns))
-        nb = StateSensor.NOISE_BLOCK
-        for i in empty.tolist():
-            self.noise[i] = detrandom.standard_normal(self.models[i].rng, (nb, 6))
-            self.left[i] = nb
-        _sensor_sample(
-            t_ns,
-            X,
-            mass,
-            self.sigma,
-            self.noisy,
-            self.noise,
-            self.left,
-            self.last_t,
-            self.samples,
-            self.meas.payload,
-            self.meas.count,
-        )
-        self.meas.msg_t[:, 0] = self.last_t
+        table = self.table
+        for i in np.flatnonzero(table["noisy"] & (table["left"] == 0) & (table["last_t_ns"] != t_ns)).tolist():
+            StateSensor.draw(table, i, self.models[i].rng)
+        sample_state_rows(as_bytes(table), self.due, t_ns, body.X, body.mass)
+        self.meas.payload[:, 0] = table["meas"]
+        self.meas.msg_t[:, 0] = table["last_t_ns"]
+        self.meas.count[:] = 1
 
 
 # ----------------------------------------------------------------------------- radio

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hopsim.kernel.errors import OutputOutsideUpdateFlowOuts
+from hopsim.kernel.kind import Kind
 from hopsim.kernel.ports import In, InPort, Out
 from hopsim.kernel.unpickling import InlineAttributes, set_attributes
 
@@ -133,6 +134,9 @@ class Model(InlineAttributes):
     # (see hopsim.kernel.faults.FAULT_FIELDS); every model also accepts ``kill``
     accepts_faults: ClassVar[tuple[str, ...] | dict[str, tuple[str, ...]]] = ()
     is_continuous: ClassVar[bool] = False
+    # the declaration of a model kind's state (hopsim.kernel.kind): each instance holds its state
+    # as one row of it, ``self.row``, whose fields read and write as attributes
+    kind: ClassVar[Kind | None] = None
 
     # Attributes owned by the framework, excluded from the default snapshot.
     _FRAMEWORK_ATTRS = frozenset({"name", "ctx", "ports", "_outbox", "_may_write", "_t_ns", "x", "xdot"})
@@ -146,6 +150,8 @@ class Model(InlineAttributes):
         self._outbox: list[tuple[str, Any]] = []
         self._may_write = False
         self._t_ns = 0
+        if self.kind is not None:
+            self.row = self.kind.rows(1)
 
     # ------------------------------------------------------------------ framework side
     def has_feed_through(self) -> bool:
