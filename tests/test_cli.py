@@ -303,6 +303,7 @@ def test_an_existing_recording_is_replaced_only_with_force(tmp_path):
 
 
 @pytest.mark.ray
+@pytest.mark.long  # make test-long; make test checks every README command on Ray for the same (test_readme)
 def test_a_ray_run_prints_no_banner_warning_or_traceback(tmp_path):
     """As a user sees it: a subprocess, Ray's token authentication left as Ray sets it."""
     import os

@@ -175,6 +175,7 @@ def test_a_single_vehicle_has_no_neighbours_and_holds_station():
 
 
 @pytest.mark.ray
+@pytest.mark.long  # make test-long; make test runs per-island formations in test_ray_windows
 def test_ray_per_island_gives_the_local_stream():
     import ray
 

@@ -41,8 +41,6 @@ def test_a_cluster_of_ray_start_neither_takes_over_nor_hangs_a_run(tmp_path):
         assert run.returncode == 0 and "lander: 2 s simulated" in run.stdout, run.stderr
     finally:
         subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120)
-    run = hopsim("run", "lander", "--duration", "2", "--backend", "ray", "--no-progress", cwd=tmp_path)
-    assert run.returncode == 0, run.stderr
     gone = hopsim(
         "run",
         "lander",
