@@ -94,7 +94,7 @@ def test_radio_loss_one_means_no_neighbour_and_the_vehicles_brake_to_rest():
     for name in vehicle_names(5):
         fsw = r.sim.model(f"{name}_fsw")
         # coast while the first packets could still come (t = 0..4 s), then brake
-        assert fsw.steps == {"coast": 5, "consensus": 0, "brake": 196}
+        assert fsw.steps_by_mode == {"coast": 5, "consensus": 0, "brake": 196}
         assert np.linalg.norm(r.sim.model(name).x[3:6]) < 1e-5  # braked: a = -0.05/s * v
     # the shape is not restored: without neighbours there is nothing to converge to
     assert m["formation_error_rms_m"] > 0.5 * m["initial_error_rms_m"]
@@ -117,7 +117,7 @@ def test_one_barrier_per_control_period_even_with_a_multi_period_radio_latency()
         assert isl["barriers"] == 61 and isl["hops"] == 60, name
     fsw = r.sim.model(f"{vehicle_names(10)[0]}_fsw")
     # the first packets arrive at 2.5 s (step 5); from then on every step uses neighbours
-    assert fsw.steps == {"coast": 5, "consensus": 56, "brake": 0}
+    assert fsw.steps_by_mode == {"coast": 5, "consensus": 56, "brake": 0}
 
 
 def test_ten_thousand_vehicles_build_and_fly_with_every_link_and_a_uniformly_moving_centroid():
@@ -135,7 +135,7 @@ def test_ten_thousand_vehicles_build_and_fly_with_every_link_and_a_uniformly_mov
     m = spec.outcome(sim)
     assert m["packets_received"] == 2 * (2 * 2 * 100 * 99) and m["packets_lost"] == 0
     fsw = [sim.model(f"{v}_fsw") for v in vehicle_names(10_000)]
-    assert all(f.steps == {"coast": 1, "consensus": 2, "brake": 0} for f in fsw)
+    assert all(f.steps_by_mode == {"coast": 1, "consensus": 2, "brake": 0} for f in fsw)
     assert m["saturated_hops"] == 0 and m["impulse_Ns"] > 0.0
     assert m["centroid_drift_m"] < 1e-9
 

@@ -180,11 +180,11 @@ def test_every_row_loop_is_the_one_shape_calling_its_law_on_each_due_row():
 
 
 def test_the_formations_laws_are_written_once():
-    """The thruster's and the state sensor's laws exist in the model's module only: the row forms
-    call its row loops."""
+    """The thruster's, the state sensor's and the flight software's laws exist in the model's
+    module only: the row forms call their row loops."""
     from hopsim.actors import formation_rows
 
     rows_text = inspect.getsource(formation_rows)
-    for law in ("latch_command", "sample_state"):
+    for law in ("latch_command", "sample_state", "consensus_control"):
         assert f"def {law}(" in inspect.getsource(formation)
         assert f"def {law}" not in rows_text and f"{law}_rows(" in rows_text

@@ -47,10 +47,11 @@ the flight software brakes to rest in the inertial frame with its own measured v
 Packet loss and saturation break the symmetry, so the centroid then drifts slightly.
 
 Each model names a row form (``row_form``, :mod:`hopsim.actors.formation_rows`), with which a
-rate group runs its vehicles' instants as a row block (:mod:`hopsim.kernel.blocks`). The thruster
-and the state sensor are kinds (:mod:`hopsim.kernel.kind`): their state a declared row, their
-laws (:func:`latch_command`, :func:`sample_state`) written once here and run by the same row
-loop for the model alone and for a block.
+rate group runs its vehicles' instants as a row block (:mod:`hopsim.kernel.blocks`). The
+thruster, the state sensor and the flight software are kinds (:mod:`hopsim.kernel.kind`): their
+state a declared row, their laws (:func:`latch_command`, :func:`sample_state`,
+:func:`consensus_control`) written once here and run by the same row loop for the model alone
+and for a block.
 """
 
 from __future__ import annotations
@@ -388,15 +389,119 @@ class NeighbourRadio(Model):
         self.loss = self.configured_loss if fault.clear else min(max(float(fault.value), 0.0), 1.0)
 
 
+MAX_NEIGHBOURS = 4  # a lattice's; a ring has 2
+HISTORY = 64  # own broadcasts a flight software keeps: stale_after_s * control_rate_hz + 2 at most
+COAST, CONSENSUS, BRAKE = 0, 1, 2  # its modes
+MODES = ("coast", "consensus", "brake")
+
+FLIGHT_SOFTWARE = Kind(
+    Field("period_ns", "i8", unit="ns", doc="the control period"),
+    Field("stale_ns", "i8", unit="ns", doc="a broadcast older than this is left out"),
+    Field("kp", unit="1/s^2", doc="position gain per neighbour"),
+    Field("kd", unit="1/s", doc="velocity gain per neighbour"),
+    Field("brake_gain", unit="1/s", doc="braking gain when no neighbour is heard from"),
+    Field("mass_kg", unit="kg", doc="the mass the commanded force is computed for"),
+    Field("offsets_m", shape=(MAX_NEIGHBOURS, 3), unit="m", doc="p_i - p_j per neighbour slot, N frame"),
+    Field("heard_t_ns", "i8", (MAX_NEIGHBOURS,), "ns", "instant of each neighbour's latest broadcast (-1: none)", -1),
+    Field("heard_rv", shape=(MAX_NEIGHBOURS, 6), unit="m, m/s", doc="each neighbour's latest broadcast r, v (N)"),
+    Field("heard_order", "i8", (MAX_NEIGHBOURS,), doc="neighbour slots in the order first heard from"),
+    Field("n_heard", "i8", doc="neighbours heard from"),
+    Field("own_t_ns", "i8", (HISTORY,), "ns", "own broadcasts' instants, a ring from own_head"),
+    Field("own_rv", shape=(HISTORY, 6), unit="m, m/s", doc="own broadcasts' r, v (N), the same ring"),
+    Field("own_head", "i8", doc="the ring's oldest entry"),
+    Field("n_own", "i8", doc="own broadcasts kept"),
+    Field("last_t_ns", "i8", unit="ns", default=-1, doc="the last control step"),
+    Field("mode", "i8", doc="COAST, CONSENSUS or BRAKE"),
+    Field("steps", "i8", (3,), doc="control steps in each mode"),
+    Field("pairs_used", "i8", doc="neighbour pairs summed over all steps"),
+    Field("accel", shape=(3,), unit="m/s^2", doc="the last commanded acceleration, N frame"),
+    Field("thrust_N", shape=(3,), unit="N", doc="the last commanded force, N frame"),
+    Field("acted", "?", doc="whether the last call was a control step (thrust and air written)"),
+)
+FLIGHT_SOFTWARE_ROW = FLIGHT_SOFTWARE.dtype
+
+
+@njit(cache=True)
+def consensus_control(s, t_ns, meas_rv, rx_rv, rx_t_ns, rx_slot, n_rx):
+    """The consensus law of the module docstring at ``t_ns``: absorb the ``n_rx`` packets received
+    (neighbour slot, instant, r and v), then at a control step (once each) the consensus sum over
+    the neighbours in the order first heard from, each paired with the own broadcast of the same
+    instant; brake without any, coast until the first packets can have arrived. ``meas_rv``: the
+    own measured r (m), v (m/s), N frame."""
+    for p in range(n_rx):  # the latest packet per neighbour
+        k, sent = rx_slot[p], rx_t_ns[p]
+        if s.heard_t_ns[k] < 0:
+            s.heard_order[s.n_heard] = k
+            s.n_heard += 1
+        elif sent <= s.heard_t_ns[k]:
+            continue
+        s.heard_t_ns[k] = sent
+        s.heard_rv[k] = rx_rv[p, :6]
+    s.acted = False
+    if t_ns % s.period_ns != 0 or t_ns == s.last_t_ns:
+        return  # control steps only, once each (messages are absorbed meanwhile)
+    s.last_t_ns = t_ns
+    cap = HISTORY
+    at = (s.own_head + s.n_own) % cap
+    s.own_t_ns[at] = t_ns
+    s.own_rv[at] = meas_rv[:6]
+    s.n_own += 1
+    while s.own_t_ns[s.own_head] < t_ns - s.stale_ns:  # oldest first
+        s.own_head = (s.own_head + 1) % cap
+        s.n_own -= 1
+    kp, kd = s.kp, s.kd
+    ax = ay = az = 0.0
+    used = 0
+    for q in range(s.n_heard):
+        k = s.heard_order[q]
+        h = -1
+        for e in range(s.n_own):
+            at = (s.own_head + e) % cap
+            if s.own_t_ns[at] == s.heard_t_ns[k]:
+                h = at
+        if h < 0:  # too old (or from before this vehicle's history)
+            continue
+        i, j, o = s.own_rv[h], s.heard_rv[k], s.offsets_m[k]
+        ax -= kp * ((i[0] - j[0]) - o[0]) + kd * (i[3] - j[3])
+        ay -= kp * ((i[1] - j[1]) - o[1]) + kd * (i[4] - j[4])
+        az -= kp * ((i[2] - j[2]) - o[2]) + kd * (i[5] - j[5])
+        used += 1
+    if used:
+        s.mode = CONSENSUS
+    elif t_ns < s.stale_ns:
+        s.mode = COAST  # the first packets are still on their way
+    else:
+        s.mode = BRAKE
+        g = s.brake_gain
+        ax, ay, az = -g * meas_rv[3], -g * meas_rv[4], -g * meas_rv[5]
+    s.steps[s.mode] += 1
+    s.pairs_used += used
+    s.accel[0], s.accel[1], s.accel[2] = ax, ay, az
+    m = s.mass_kg
+    s.thrust_N[0], s.thrust_N[1], s.thrust_N[2] = m * ax, m * ay, m * az
+    s.acted = True
+
+
+@njit(cache=True)
+def consensus_control_rows(table, due, t_ns, meas_rv, rx_rv, rx_t_ns, rx_slot, n_rx):
+    """:func:`consensus_control` of the due rows."""
+    s = table.view(FLIGHT_SOFTWARE_ROW)
+    for j in range(due.shape[0]):
+        i = due[j]
+        consensus_control(s[i], t_ns, meas_rv[i], rx_rv[i], rx_t_ns[i], rx_slot[i], n_rx[i])
+
+
 class FormationFlightSoftware(Model):
-    """The consensus law of the module docstring, at the control rate.
+    """The consensus law of the module docstring (:func:`consensus_control`), at the control rate.
 
     Inputs ``meas`` (own measured state, VehicleState) and ``rx`` (neighbour broadcasts, queue);
     outputs ``thrust`` (Wrench, inertial force in N) and ``air`` (the own measured state,
-    broadcast; its tie carries the radio latency). ``offsets_m`` maps each neighbour's name to
-    ``p_i - p_j``, the nominal relative position of this vehicle from it.
+    broadcast; its tie carries the radio latency). ``offsets_m`` maps each neighbour's name (at
+    most :data:`MAX_NEIGHBOURS`) to ``p_i - p_j``, the nominal relative position of this vehicle
+    from it. State: :data:`FLIGHT_SOFTWARE`.
     """
 
+    kind = FLIGHT_SOFTWARE
     inputs: ClassVar[dict[str, In]] = {"meas": In(VehicleState), "rx": In(VehicleState, queue=True)}
     outputs: ClassVar[dict[str, Out]] = {"thrust": Out(Wrench), "air": Out(VehicleState)}
     row_form = "hopsim.actors.formation_rows:FlightSoftwareRows"
@@ -414,73 +519,52 @@ class FormationFlightSoftware(Model):
         stale_after_s: float,
     ):
         super().__init__(name)
+        if len(offsets_m) > MAX_NEIGHBOURS:
+            raise ValueError(f"{name}: at most {MAX_NEIGHBOURS} neighbours, got {len(offsets_m)}")
         self.vehicle = vehicle
-        self.mass_kg = float(mass_kg)
         self.io_schedule = FixedRate(rate_hz)
+        self.neighbours = tuple(offsets_m)  # slot k: the k-th
+        self._slot = {n: k for k, n in enumerate(self.neighbours)}
+        self.mass_kg = float(mass_kg)
         self.period_ns = period_ns(rate_hz)
-        self.offsets = {k: tuple(float(c) for c in v) for k, v in offsets_m.items()}
-        self.kp, self.kd = float(kp), float(kd)
-        self.brake_gain = float(brake_gain_per_s)
         self.stale_ns = max(round(stale_after_s * NS_PER_S), self.period_ns)
-        self.history: dict[int, tuple] = {}  # own broadcasts: t_ns -> (r, v), oldest first
-        self.latest: dict[str, tuple[int, tuple]] = {}  # neighbour -> (t_ns, (r, v))
-        self.mode = "coast"  # coast, consensus or brake
-        self.accel = (0.0, 0.0, 0.0)
-        self._t = -1
-        self.steps = {"coast": 0, "consensus": 0, "brake": 0}
-        self.pairs_used = 0
+        if self.stale_ns // self.period_ns + 2 > HISTORY:
+            raise ValueError(
+                f"{name}: stale_after_s x control_rate_hz must be at most {HISTORY - 2} "
+                f"(got {stale_after_s:g} s at {rate_hz:g} Hz); lower stale_after_s"
+            )
+        for k, off in enumerate(offsets_m.values()):
+            self.offsets_m[k] = off
+        self.kp, self.kd, self.brake_gain = float(kp), float(kd), float(brake_gain_per_s)
+
+    @property
+    def mode_name(self) -> str:
+        """The mode of the last control step: coast, consensus or brake."""
+        return MODES[self.mode]
+
+    @property
+    def steps_by_mode(self) -> dict[str, int]:
+        """Control steps taken in each mode, by name."""
+        return dict(zip(MODES, self.steps.tolist(), strict=True))
 
     def update_flow_outs(self, t_ns: int) -> None:
-        latest = self.latest
-        ports = self.ports  # port methods direct: as self.drain, self.read
-        for pkt in ports["rx"].drain():
-            name, s = pkt.vehicle, pkt.t_ns
-            prev = latest.get(name)
-            if prev is None or s > prev[0]:
-                r, v = pkt.r_BN_N, pkt.v_BN_N
-                latest[name] = (s, (r.x, r.y, r.z, v.x, v.y, v.z))
-        if t_ns % self.period_ns or t_ns == self._t:
-            return  # control steps only, once each (messages are absorbed meanwhile)
-        self._t = t_ns
-        meas = ports["meas"].read()
-        r, v = meas.r_BN_N, meas.v_BN_N
-        own = (r.x, r.y, r.z, v.x, v.y, v.z)
-        history = self.history
-        history[t_ns] = own
-        horizon = t_ns - self.stale_ns
-        while True:  # oldest first: dicts keep insertion order
-            first = next(iter(history))
-            if first >= horizon:
-                break
-            del history[first]
-        # plain floats: for 3-vectors they are several times faster than numpy
-        kp, kd = self.kp, self.kd
-        offsets = self.offsets
-        ax = ay = az = 0.0
-        used = 0
-        for name, (s, rv_j) in latest.items():
-            rv_i = history.get(s)
-            if rv_i is None:  # too old (or from before this vehicle's history)
-                continue
-            xi, yi, zi, ui, vi, wi = rv_i
-            xj, yj, zj, uj, vj, wj = rv_j
-            ox, oy, oz = offsets[name]
-            ax -= kp * ((xi - xj) - ox) + kd * (ui - uj)
-            ay -= kp * ((yi - yj) - oy) + kd * (vi - vj)
-            az -= kp * ((zi - zj) - oz) + kd * (wi - wj)
-            used += 1
-        if used:
-            mode = "consensus"
-        elif t_ns < self.stale_ns:
-            mode = "coast"  # the first packets are still on their way
-        else:
-            mode = "brake"
-            g = self.brake_gain
-            ax, ay, az = -g * own[3], -g * own[4], -g * own[5]
-        self.mode = mode
-        self.steps[mode] += 1
-        self.pairs_used += used
-        self.accel = (ax, ay, az)
-        m = self.mass_kg
-        self.write("thrust", inertial_force(self.vehicle, m * ax, m * ay, m * az))
-        self.write("air", meas)
+        packets = self.ports["rx"].drain()
+        n = len(packets)
+        rx_rv, rx_t, rx_slot = (
+            np.zeros((1, max(n, 1), 6)),
+            np.zeros((1, max(n, 1)), np.int64),
+            np.zeros((1, max(n, 1)), np.int64),
+        )
+        for p, pkt in enumerate(packets):
+            r, v = pkt.r_BN_N, pkt.v_BN_N
+            rx_rv[0, p] = (r.x, r.y, r.z, v.x, v.y, v.z)
+            rx_t[0, p], rx_slot[0, p] = pkt.t_ns, self._slot[pkt.vehicle]
+        meas = self.ports["meas"].read()
+        meas_rv = np.zeros((1, 6))
+        if meas is not None:
+            r, v = meas.r_BN_N, meas.v_BN_N
+            meas_rv[0] = (r.x, r.y, r.z, v.x, v.y, v.z)
+        consensus_control_rows(as_bytes(self.row), ONE, t_ns, meas_rv, rx_rv, rx_t, rx_slot, np.array((n,)))
+        if self.acted:
+            self.write("thrust", inertial_force(self.vehicle, *self.thrust_N.tolist()))
+            self.write("air", meas)

@@ -1,13 +1,13 @@
 """Row forms of the formation's models (:mod:`hopsim.actors.formation`): each model kind's state
 as arrays, one row per vehicle of a block (:mod:`hopsim.kernel.blocks`), run over all rows at once.
 
-The thruster and the state sensor are kinds (:mod:`hopsim.kernel.kind`): their forms hold the
-kind's table of rows and call the laws' own row loops, written once in the model's module; what
-is here is the ports' plumbing. The radio's and the flight software's forms still carry their
-law a second time, as compiled functions over the rows whose body is the scalar model's code for
-one row (the same IEEE operations in the same order, the same draws from the model's own
-generator), and :meth:`store` gives each model back exactly the state (attributes, ports) the
-scalar run would hold (``tests/test_blocks.py`` compares snapshots and streams).
+The thruster, the state sensor and the flight software are kinds (:mod:`hopsim.kernel.kind`):
+their forms hold the kind's table of rows and call the laws' own row loops, written once in the
+model's module; what is here is the ports' plumbing. The radio's form still carries its law a
+second time, as a compiled function over the rows whose body is the scalar model's code for one
+row (the same IEEE operations in the same order, the same draws from the model's own generator),
+and :meth:`store` gives each model back exactly the state (attributes, ports) the scalar run
+would hold (``tests/test_blocks.py`` compares snapshots and streams).
 
 Payload rows (what a port carries inside a block, float64):
 
@@ -22,6 +22,8 @@ import numpy as np
 from numba import njit
 
 from hopsim.actors.formation import (
+    FLIGHT_SOFTWARE,
+    consensus_control_rows,
     STATE_SENSOR,
     THRUSTER,
     StateSensor,
@@ -310,123 +312,19 @@ class RadioRows:
 
 # ----------------------------------------------------------------------------- flight software
 @njit(cache=True)
-def _fsw_control(
-    t_ns,
-    period_ns,
-    stale_ns,
-    kp,
-    kd,
-    brake,
-    mass,
-    meas,
-    meas_t,
-    rx,
-    rx_t,
-    rx_src,
-    rx_n,
-    nb_src,
-    offsets,
-    lat_s,
-    lat_rv,
-    lat_order,
-    lat_n,
-    hist_t,
-    hist_rv,
-    hist_head,
-    hist_n,
-    last_t,
-    mode,
-    steps,
-    pairs_used,
-    accel,
-    thrust,
-    air,
-    air_t,
-    written,
-):
-    """FormationFlightSoftware.update_flow_outs of every row (see the model for the law):
-    absorb the drained packets, then at a control step the consensus sum over the neighbours in
-    the order they were first heard from, paired with the own broadcast of the same instant."""
-    cap = hist_t.shape[1]
-    for i in range(meas.shape[0]):
-        for p in range(rx_n[i]):  # drain rx: the latest packet per neighbour
-            k = -1
-            for q in range(nb_src.shape[1]):
-                if nb_src[i, q] == rx_src[i, p]:
-                    k = q
-            s = rx_t[i, p]
-            if lat_s[i, k] < 0:
-                lat_order[i, lat_n[i]] = k
-                lat_n[i] += 1
-                lat_s[i, k] = s
-                lat_rv[i, k] = rx[i, p, :6]
-            elif s > lat_s[i, k]:
-                lat_s[i, k] = s
-                lat_rv[i, k] = rx[i, p, :6]
-        rx_n[i] = 0
-        if t_ns % period_ns[i] != 0 or t_ns == last_t[i]:
-            written[i] = 0  # not a control step: nothing written
-            continue
-        last_t[i] = t_ns
-        own = meas[i]
-        pos = (hist_head[i] + hist_n[i]) % cap
-        hist_t[i, pos] = t_ns
-        hist_rv[i, pos] = own[:6]
-        hist_n[i] += 1
-        horizon = t_ns - stale_ns[i]
-        while hist_t[i, hist_head[i]] < horizon:
-            hist_head[i] = (hist_head[i] + 1) % cap
-            hist_n[i] -= 1
-        ax = 0.0
-        ay = 0.0
-        az = 0.0
-        used = 0
-        for q in range(lat_n[i]):
-            k = lat_order[i, q]
-            s = lat_s[i, k]
-            h = -1
-            for e in range(hist_n[i]):
-                at = (hist_head[i] + e) % cap
-                if hist_t[i, at] == s:
-                    h = at
-            if h < 0:
-                continue
-            xi, yi, zi = hist_rv[i, h, 0], hist_rv[i, h, 1], hist_rv[i, h, 2]
-            ui, vi, wi = hist_rv[i, h, 3], hist_rv[i, h, 4], hist_rv[i, h, 5]
-            xj, yj, zj = lat_rv[i, k, 0], lat_rv[i, k, 1], lat_rv[i, k, 2]
-            uj, vj, wj = lat_rv[i, k, 3], lat_rv[i, k, 4], lat_rv[i, k, 5]
-            ox, oy, oz = offsets[i, k, 0], offsets[i, k, 1], offsets[i, k, 2]
-            ax -= kp[i] * ((xi - xj) - ox) + kd[i] * (ui - uj)
-            ay -= kp[i] * ((yi - yj) - oy) + kd[i] * (vi - vj)
-            az -= kp[i] * ((zi - zj) - oz) + kd[i] * (wi - wj)
-            used += 1
-        if used:
-            mode[i] = 1
-        elif t_ns < stale_ns[i]:
-            mode[i] = 0
-        else:
-            mode[i] = 2
-            g = brake[i]
-            ax, ay, az = -g * own[3], -g * own[4], -g * own[5]
-        steps[i, mode[i]] += 1
-        pairs_used[i] += used
-        accel[i, 0], accel[i, 1], accel[i, 2] = ax, ay, az
-        m = mass[i]
-        thrust[i, 0] = m * ax
-        thrust[i, 1] = m * ay
-        thrust[i, 2] = m * az
-        air[i] = own
-        air_t[i] = meas_t[i]
-        written[i] = 1
-
-
-MODES = ("coast", "consensus", "brake")
+def _neighbour_slots(src, count, nb_src, slot):
+    """Each queued packet's neighbour slot: the k with nb_src[i, k] == its sender's row."""
+    for i in range(count.shape[0]):
+        for p in range(count[i]):
+            for k in range(nb_src.shape[1]):
+                if nb_src[i, k] == src[i, p]:
+                    slot[i, p] = k
 
 
 class FlightSoftwareRows:
-    """:class:`FormationFlightSoftware` over rows: inputs ``meas`` (RV_MASS) and ``rx`` (RV_MASS
-    queue), outputs ``thrust`` (FORCE) and ``air`` (RV_MASS). ``row_of`` maps a vehicle name to its
-    block row (the packets' senders)."""
+    """:class:`FormationFlightSoftware` over rows (its kind's table, :data:`FLIGHT_SOFTWARE`):
+    inputs ``meas`` (RV_MASS) and ``rx`` (RV_MASS queue), outputs ``thrust`` (FORCE) and ``air``
+    (RV_MASS). ``row_of`` maps a vehicle name to its block row (the packets' senders)."""
 
     inputs = {"meas": RV_MASS, "rx": RV_MASS}
     outputs = {"thrust": (FORCE, 1), "air": (RV_MASS, 1)}
@@ -434,65 +332,27 @@ class FlightSoftwareRows:
     def __init__(self, models: list, row_of: dict[str, int]):
         n = len(models)
         self.models, self.row_of, self.names_of_rows = models, row_of, list(row_of)
-        k = max((len(m.offsets) for m in models), default=1) or 1
-        self.names = [list(m.offsets) for m in models]
+        k = max((len(m.neighbours) for m in models), default=1) or 1
         self.nb_src = np.full((n, k), -1, np.int64)
-        self.offsets = np.zeros((n, k, 3))
         for i, m in enumerate(models):
-            for q, (name, off) in enumerate(m.offsets.items()):
-                self.nb_src[i, q] = row_of[name]
-                self.offsets[i, q] = off
+            self.nb_src[i, : len(m.neighbours)] = [row_of[name] for name in m.neighbours]
         self.meas = InRows(RV_MASS, n, 1)
         self.rx = InRows(RV_MASS, n, 1, queue_capacity=4 * k)
+        self.slot = np.zeros(self.rx.queue_src.shape, np.int64)
         self.thrust, self.air = OutRows(FORCE, n, 1), OutRows(RV_MASS, n, 1)
         self.thrust.src[:, 0] = [row_of.get(m.vehicle, -1) for m in models]
-        f = np.array
-        self.period = f([m.period_ns for m in models], np.int64)
-        self.stale = f([m.stale_ns for m in models], np.int64)
-        self.kp, self.kd = f([m.kp for m in models], float), f([m.kd for m in models], float)
-        self.brake, self.mass = f([m.brake_gain for m in models], float), f([m.mass_kg for m in models], float)
-        h = int((self.stale // self.period).max(initial=0)) + 2
-        self.lat_s, self.lat_rv = np.full((n, k), -1, np.int64), np.zeros((n, k, 6))
-        self.lat_order, self.lat_n = np.zeros((n, k), np.int64), np.zeros(n, np.int64)
-        self.hist_t, self.hist_rv = np.zeros((n, h), np.int64), np.zeros((n, h, 6))
-        self.hist_head, self.hist_n = np.zeros(n, np.int64), np.zeros(n, np.int64)
-        self.last_t, self.mode = np.full(n, -1, np.int64), np.zeros(n, np.int64)
-        self.steps, self.pairs_used, self.accel = np.zeros((n, 3), np.int64), np.zeros(n, np.int64), np.zeros((n, 3))
+        self.table = FLIGHT_SOFTWARE.rows(n)
+        self.due = np.arange(n)
 
     def load(self) -> None:
-        cap = self.hist_t.shape[1]
+        self.table = FLIGHT_SOFTWARE.gather(self.models)
         for i, m in enumerate(self.models):
-            names = self.names[i]
-            self.lat_s[i], self.lat_n[i] = -1, len(m.latest)
-            for q, (name, (s, rv)) in enumerate(m.latest.items()):
-                k = names.index(name)
-                self.lat_order[i, q], self.lat_s[i, k], self.lat_rv[i, k] = k, s, rv
-            if len(m.history) > cap:
-                raise ValueError(f"{m.name}: {len(m.history)} broadcasts kept, more than {cap}")
-            self.hist_head[i], self.hist_n[i] = 0, len(m.history)
-            for e, (t, rv) in enumerate(m.history.items()):
-                self.hist_t[i, e], self.hist_rv[i, e] = t, rv
-            self.last_t[i], self.mode[i] = m._t, MODES.index(m.mode)
-            self.steps[i] = [m.steps[x] for x in MODES]
-            self.pairs_used[i], self.accel[i] = m.pairs_used, m.accel
             self.meas.load(i, m.ports["meas"], 0, self.row_of)
             self.rx.load(i, m.ports["rx"], 0, self.row_of)
 
     def store(self) -> None:
-        cap = self.hist_t.shape[1]
+        FLIGHT_SOFTWARE.scatter(self.table, self.models)
         for i, m in enumerate(self.models):
-            names = self.names[i]
-            m.latest = {
-                names[k]: (int(self.lat_s[i, k]), tuple(self.lat_rv[i, k].tolist()))
-                for k in self.lat_order[i, : self.lat_n[i]].tolist()
-            }
-            m.history = {}
-            for e in range(int(self.hist_n[i])):
-                at = (int(self.hist_head[i]) + e) % cap
-                m.history[int(self.hist_t[i, at])] = tuple(self.hist_rv[i, at].tolist())
-            m._t, m.mode = int(self.last_t[i]), MODES[int(self.mode[i])]
-            m.steps = dict(zip(MODES, self.steps[i].tolist(), strict=True))
-            m.pairs_used, m.accel = int(self.pairs_used[i]), tuple(self.accel[i].tolist())
             self.meas.store(i, m.ports["meas"], 0, self.names_of_rows)
             self.rx.store(i, m.ports["rx"], 0, self.names_of_rows)
 
@@ -511,41 +371,16 @@ class FlightSoftwareRows:
         return all(m.vehicle == self.names_of_rows[i] for i, m in enumerate(self.models))
 
     def update_flow_outs(self, t_ns: int, body) -> None:
-        me, rx, th, air = self.meas, self.rx, self.thrust, self.air
-        _fsw_control(
-            t_ns,
-            self.period,
-            self.stale,
-            self.kp,
-            self.kd,
-            self.brake,
-            self.mass,
-            me.value[:, 0],
-            me.msg_t[:, 0],
-            rx.queue,
-            rx.queue_msg_t,
-            rx.queue_src,
-            rx.queued,
-            self.nb_src,
-            self.offsets,
-            self.lat_s,
-            self.lat_rv,
-            self.lat_order,
-            self.lat_n,
-            self.hist_t,
-            self.hist_rv,
-            self.hist_head,
-            self.hist_n,
-            self.last_t,
-            self.mode,
-            self.steps,
-            self.pairs_used,
-            self.accel,
-            th.payload[:, 0],
-            air.payload[:, 0],
-            air.msg_t[:, 0],
-            th.count,
-        )
-        rx.seen[:, 0] = rx.freshness[:, 0]  # drained
-        air.count[:] = th.count
+        me, rx, th, air, table = self.meas, self.rx, self.thrust, self.air, self.table
+        _neighbour_slots(rx.queue_src, rx.queued, self.nb_src, self.slot)
+        meas = me.value[:, 0]
+        consensus_control_rows(as_bytes(table), self.due, t_ns, meas, rx.queue, rx.queue_msg_t, self.slot, rx.queued)
+        rx.queued[:] = 0  # drained
+        rx.seen[:, 0] = rx.freshness[:, 0]
+        acted = table["acted"]
+        th.payload[:, 0] = table["thrust_N"]
+        th.count[:] = acted
+        air.payload[:, 0] = meas
+        air.msg_t[:, 0] = me.msg_t[:, 0]
+        air.count[:] = acted
         air.src[:, 0] = me.src[:, 0]

@@ -170,7 +170,7 @@ def formation_outcome(sim: Simulation) -> dict:
         "saturated_hops": int(sum(t.saturated_hops for t in thr)),
         "packets_received": int(sum(x.received for x in radios)),
         "packets_lost": int(sum(x.lost for x in radios)),
-        "vehicles_braking": int(sum(f.mode == "brake" for f in fsw)),
+        "vehicles_braking": int(sum(f.mode_name == "brake" for f in fsw)),
     }
 
 
