@@ -180,11 +180,14 @@ def test_every_row_loop_is_the_one_shape_calling_its_law_on_each_due_row():
 
 
 def test_the_formations_laws_are_written_once():
-    """The thruster's, the state sensor's and the flight software's laws exist in the model's
-    module only: the row forms call their row loops."""
+    """The formation's five models' laws exist in their modules only (the body's in
+    ``hopsim.dynamics.rigid_body``): the row forms call their row loops and hold nothing else
+    compiled than the ports' plumbing."""
     from hopsim.actors import formation_rows
 
     rows_text = inspect.getsource(formation_rows)
-    for law in ("latch_command", "sample_state", "consensus_control"):
+    for law in ("latch_command", "sample_state", "consensus_control", "admit_packets"):
         assert f"def {law}(" in inspect.getsource(formation)
         assert f"def {law}" not in rows_text and f"{law}_rows(" in rows_text
+    compiled = [n.name for n in ast.parse(rows_text).body if isinstance(n, ast.FunctionDef) and n.decorator_list]
+    assert sorted(compiled) == ["_fill_force", "_fill_rv_mass", "_forward", "_neighbour_slots"]

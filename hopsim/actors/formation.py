@@ -48,10 +48,10 @@ Packet loss and saturation break the symmetry, so the centroid then drifts sligh
 
 Each model names a row form (``row_form``, :mod:`hopsim.actors.formation_rows`), with which a
 rate group runs its vehicles' instants as a row block (:mod:`hopsim.kernel.blocks`). The
-thruster, the state sensor and the flight software are kinds (:mod:`hopsim.kernel.kind`): their
-state a declared row, their laws (:func:`latch_command`, :func:`sample_state`,
-:func:`consensus_control`) written once here and run by the same row loop for the model alone
-and for a block.
+thruster, the state sensor, the radio and the flight software are kinds
+(:mod:`hopsim.kernel.kind`): their state a declared row, their laws (:func:`latch_command`,
+:func:`sample_state`, :func:`admit_packets`, :func:`consensus_control`) written once here and
+run by the same row loop for the model alone and for a block.
 """
 
 from __future__ import annotations
@@ -345,16 +345,63 @@ class StateSensor(ContinuousModel):
         self.write("meas", self._msg)
 
 
+MAX_NEIGHBOURS = 4  # a lattice's; a ring has 2
+HISTORY = 64  # own broadcasts a flight software keeps: stale_after_s * control_rate_hz + 2 at most
+COAST, CONSENSUS, BRAKE = 0, 1, 2  # its modes
+MODES = ("coast", "consensus", "brake")
+
+RADIO = Kind(
+    Field("configured_loss", doc="the probability of losing a packet, as configured"),
+    Field("loss", doc="the probability of losing a packet now (fault radio_loss)"),
+    Field("received", "i8", doc="packets forwarded"),
+    Field("lost", "i8", doc="packets lost"),
+)
+RADIO_ROW = RADIO.dtype
+
+
+@njit(cache=True)
+def admit_packets(s, fresh, uniforms, drawn, passed):
+    """A receiving radio's instant: each port k with a ``fresh`` packet passes (``passed[k]``) or
+    is lost with probability ``loss``; a uniform draw per packet when 0 < loss < 1, the next of
+    ``uniforms`` (from index ``drawn[0]``, which counts them)."""
+    for k in range(fresh.shape[0]):
+        passed[k] = False
+        if not fresh[k]:
+            continue
+        p = s.loss
+        if p >= 1.0:
+            s.lost += 1
+            continue
+        if p > 0.0:
+            u = uniforms[drawn[0]]
+            drawn[0] += 1
+            if u < p:
+                s.lost += 1
+                continue
+        s.received += 1
+        passed[k] = True
+
+
+@njit(cache=True)
+def admit_packets_rows(table, due, fresh, uniforms, drawn, passed):
+    """:func:`admit_packets` of the due rows."""
+    s = table.view(RADIO_ROW)
+    for j in range(due.shape[0]):
+        i = due[j]
+        admit_packets(s[i], fresh[i], uniforms[i], drawn[i], passed[i])
+
+
 class NeighbourRadio(Model):
     """The receiving radio of one vehicle: one input per neighbour's broadcast, loss per packet.
 
     Inputs ``n0, n1, ...`` (VehicleState, one per neighbour, tied to ``<neighbour>/air``); output
     ``rx`` (VehicleState queue): the packets that got through, in port order. Each arriving packet
     is lost with probability ``loss`` (one uniform draw per packet from this radio's own
-    generator; none when ``loss`` is 0 or 1). Fault ``radio_loss``: value = new probability
-    (``clear`` restores the configured one).
+    generator; none when ``loss`` is 0 or 1): :func:`admit_packets`. Fault ``radio_loss``: value =
+    new probability (``clear`` restores the configured one). State: :data:`RADIO`.
     """
 
+    kind = RADIO
     outputs: ClassVar[dict[str, Out]] = {"rx": Out(VehicleState, queue=True)}
     io_schedule = NoIo()
     feed_through = True
@@ -366,33 +413,25 @@ class NeighbourRadio(Model):
         super().__init__(name)
         if not 0.0 <= loss <= 1.0:
             raise ValueError(f"{name}: loss probability must be in [0, 1], got {loss}")
-        self.configured_loss = float(loss)
-        self.loss = float(loss)
+        self.configured_loss = self.loss = float(loss)
         self._ports = tuple(self.inputs)
-        self.received = 0
-        self.lost = 0
 
     def update_flow_outs(self, t_ns: int) -> None:
         ports = self.ports
-        for port in self._ports:
-            msg = ports[port].take()  # as self.take(port), one call less per port
-            if msg is None:
-                continue
-            loss = self.loss
-            if loss >= 1.0 or (loss > 0.0 and self.rng.random() < loss):
-                self.lost += 1
-                continue
-            self.received += 1
-            self.write("rx", msg)
+        packets = [ports[port].take() for port in self._ports]
+        fresh = np.array([[m is not None for m in packets]], np.bool_)
+        n = int(fresh.sum())
+        drawing = 0.0 < self.loss < 1.0 and n > 0
+        uniforms = self.rng.random((1, n)) if drawing else np.zeros((1, 1))
+        passed = np.zeros_like(fresh)
+        admit_packets_rows(as_bytes(self.row), ONE, fresh, uniforms, np.zeros((1, 1), np.int64), passed)
+        for msg, through in zip(packets, passed[0].tolist(), strict=True):
+            if through:
+                self.write("rx", msg)
 
     def on_fault(self, fault, t_ns: int) -> None:
         self.loss = self.configured_loss if fault.clear else min(max(float(fault.value), 0.0), 1.0)
 
-
-MAX_NEIGHBOURS = 4  # a lattice's; a ring has 2
-HISTORY = 64  # own broadcasts a flight software keeps: stale_after_s * control_rate_hz + 2 at most
-COAST, CONSENSUS, BRAKE = 0, 1, 2  # its modes
-MODES = ("coast", "consensus", "brake")
 
 FLIGHT_SOFTWARE = Kind(
     Field("period_ns", "i8", unit="ns", doc="the control period"),

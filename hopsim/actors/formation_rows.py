@@ -1,13 +1,13 @@
-"""Row forms of the formation's models (:mod:`hopsim.actors.formation`): each model kind's state
-as arrays, one row per vehicle of a block (:mod:`hopsim.kernel.blocks`), run over all rows at once.
+"""Row forms of the formation's models (:mod:`hopsim.actors.formation`): each model kind's rows
+(one per vehicle of a block, :mod:`hopsim.kernel.blocks`) and its ports as arrays, run over all
+rows at once.
 
-The thruster, the state sensor and the flight software are kinds (:mod:`hopsim.kernel.kind`):
-their forms hold the kind's table of rows and call the laws' own row loops, written once in the
-model's module; what is here is the ports' plumbing. The radio's form still carries its law a
-second time, as a compiled function over the rows whose body is the scalar model's code for one
-row (the same IEEE operations in the same order, the same draws from the model's own generator),
-and :meth:`store` gives each model back exactly the state (attributes, ports) the scalar run
-would hold (``tests/test_blocks.py`` compares snapshots and streams).
+The thruster, the state sensor, the radio and the flight software are kinds
+(:mod:`hopsim.kernel.kind`): each form holds its kind's table of rows and calls the laws' own row
+loops, written once in the model's module; what is here is the ports' plumbing (messages into
+input rows, output rows into messages, packets forwarded, senders to neighbour slots). Loading
+and storing copy each model's row exactly (``tests/test_blocks.py`` compares snapshots and
+streams).
 
 Payload rows (what a port carries inside a block, float64):
 
@@ -22,6 +22,8 @@ import numpy as np
 from numba import njit
 
 from hopsim.actors.formation import (
+    RADIO,
+    admit_packets_rows,
     FLIGHT_SOFTWARE,
     consensus_control_rows,
     STATE_SENSOR,
@@ -192,53 +194,23 @@ class SensorRows:
 
 # ----------------------------------------------------------------------------- radio
 @njit(cache=True)
-def _radio_receive(
-    uniforms,
-    used,
-    n_ports,
-    value,
-    value_t,
-    value_src,
-    freshness,
-    seen,
-    loss,
-    received,
-    lost,
-    out_payload,
-    out_t,
-    out_src,
-    out_count,
-):
-    """NeighbourRadio.update_flow_outs of every row: each port's new packet, lost with the
-    row's probability (one uniform draw from the row's generator when 0 < loss < 1: the row's
-    next in ``uniforms``, see UniformDraws)."""
-    for i in range(n_ports.shape[0]):
+def _forward(passed, value, value_t, value_src, out_payload, out_t, out_src, out_count):
+    """Each row's packets that passed, in port order, onto its output rows."""
+    for i in range(passed.shape[0]):
         c = 0
-        for k in range(n_ports[i]):
-            if freshness[i, k] == seen[i, k]:
-                continue
-            seen[i, k] = freshness[i, k]
-            p = loss[i]
-            if p >= 1.0:
-                lost[i] += 1
-                continue
-            if p > 0.0:
-                u = uniforms[i, used[i]]
-                used[i] += 1
-                if u < p:
-                    lost[i] += 1
-                    continue
-            received[i] += 1
-            out_payload[i, c] = value[i, k]
-            out_t[i, c] = value_t[i, k]
-            out_src[i, c] = value_src[i, k]
-            c += 1
+        for k in range(passed.shape[1]):
+            if passed[i, k]:
+                out_payload[i, c] = value[i, k]
+                out_t[i, c] = value_t[i, k]
+                out_src[i, c] = value_src[i, k]
+                c += 1
         out_count[i] = c
 
 
 class RadioRows:
-    """:class:`NeighbourRadio` over rows: inputs ``n0 .. n{K-1}`` (RV_MASS, K the most ports of
-    any row), output ``rx`` (RV_MASS queue, at most K per instant)."""
+    """:class:`NeighbourRadio` over rows (its kind's table, :data:`RADIO`): inputs ``n0 ..
+    n{K-1}`` (RV_MASS, K the most ports of any row), output ``rx`` (RV_MASS queue, at most K per
+    instant)."""
 
     outputs = {"rx": (RV_MASS, None)}  # capacity: the ports
 
@@ -250,8 +222,9 @@ class RadioRows:
         self.inputs = {f"n{j}": RV_MASS for j in range(k)}
         self.ports_in = InRows(RV_MASS, n, k)  # one column per port
         self.rx = OutRows(RV_MASS, n, k)
-        self.loss, self.configured = np.zeros(n), np.zeros(n)
-        self.received, self.lost = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        self.passed = np.zeros((n, k), np.bool_)
+        self.table = RADIO.rows(n)
+        self.due = np.arange(n)
         self.draws = UniformDraws([m.rng for m in models])
 
     @staticmethod
@@ -272,42 +245,28 @@ class RadioRows:
         )
 
     def load(self) -> None:
+        self.table = RADIO.gather(self.models)
         for i, m in enumerate(self.models):
-            self.loss[i], self.configured[i] = m.loss, m.configured_loss
-            self.received[i], self.lost[i] = m.received, m.lost
             for k, port in enumerate(m._ports):
                 self.ports_in.load(i, m.ports[port], k, self.row_of)
 
     def store(self) -> None:
         self.draws.settle()
+        RADIO.scatter(self.table, self.models)
         for i, m in enumerate(self.models):
-            m.loss = float(self.loss[i])
-            m.received, m.lost = int(self.received[i]), int(self.lost[i])
             for k, port in enumerate(m._ports):
                 self.ports_in.store(i, m.ports[port], k, self.names)
 
     def update_flow_outs(self, t_ns: int, body) -> None:
-        p, o, draws = self.ports_in, self.rx, self.draws
-        drawing = np.flatnonzero((self.loss > 0.0) & (self.loss < 1.0) & (draws.used + self.n_ports > draws.ahead))
+        p, o, draws, loss = self.ports_in, self.rx, self.draws, self.table["loss"]
+        fresh = p.freshness != p.seen
+        p.seen[:] = p.freshness
+        drawing = np.flatnonzero((loss > 0.0) & (loss < 1.0) & (draws.used + self.n_ports > draws.ahead))
         if drawing.size:
             draws.ensure(drawing, self.n_ports[drawing])
-        _radio_receive(
-            draws.values,
-            draws.used,
-            self.n_ports,
-            p.value,
-            p.msg_t,
-            p.src,
-            p.freshness,
-            p.seen,
-            self.loss,
-            self.received,
-            self.lost,
-            o.payload,
-            o.msg_t,
-            o.src,
-            o.count,
-        )
+        drawn = draws.used.reshape(-1, 1)  # a view: the law counts its draws into it
+        admit_packets_rows(as_bytes(self.table), self.due, fresh, draws.values, drawn, self.passed)
+        _forward(self.passed, p.value, p.msg_t, p.src, o.payload, o.msg_t, o.src, o.count)
 
 
 # ----------------------------------------------------------------------------- flight software
