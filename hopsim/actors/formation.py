@@ -331,10 +331,10 @@ class StateSensor(ContinuousModel):
     @staticmethod
     def draw(table: np.ndarray, i: int, rng: np.random.Generator) -> None:
         """Row i's next block of normals, from its model's generator, when its block is used up."""
-        row = table[i : i + 1]
-        if row["noisy"][0] and row["left"][0] == 0:
-            row["noise"][0] = detrandom.standard_normal(rng, (NOISE_BLOCK, 6))
-            row["left"][0] = NOISE_BLOCK
+        row = table[i]  # a view of the row
+        if row["noisy"] and row["left"] == 0:
+            row["noise"] = detrandom.standard_normal(rng, (NOISE_BLOCK, 6))
+            row["left"] = NOISE_BLOCK
 
     def update_flow_outs(self, t_ns: int) -> None:
         if t_ns != self.last_t_ns:  # one sample per instant, however often asked
@@ -467,43 +467,47 @@ def consensus_control(s, t_ns, meas_rv, rx_rv, rx_t_ns, rx_slot, n_rx):
     the neighbours in the order first heard from, each paired with the own broadcast of the same
     instant; brake without any, coast until the first packets can have arrived. ``meas_rv``: the
     own measured r (m), v (m/s), N frame."""
+    heard_t, heard_rv = s.heard_t_ns, s.heard_rv
     for p in range(n_rx):  # the latest packet per neighbour
         k, sent = rx_slot[p], rx_t_ns[p]
-        if s.heard_t_ns[k] < 0:
+        if heard_t[k] < 0:
             s.heard_order[s.n_heard] = k
             s.n_heard += 1
-        elif sent <= s.heard_t_ns[k]:
+        elif sent <= heard_t[k]:
             continue
-        s.heard_t_ns[k] = sent
-        s.heard_rv[k] = rx_rv[p, :6]
+        heard_t[k] = sent
+        for c in range(6):
+            heard_rv[k, c] = rx_rv[p, c]
     s.acted = False
     if t_ns % s.period_ns != 0 or t_ns == s.last_t_ns:
         return  # control steps only, once each (messages are absorbed meanwhile)
     s.last_t_ns = t_ns
-    cap = HISTORY
-    at = (s.own_head + s.n_own) % cap
-    s.own_t_ns[at] = t_ns
-    s.own_rv[at] = meas_rv[:6]
-    s.n_own += 1
-    while s.own_t_ns[s.own_head] < t_ns - s.stale_ns:  # oldest first
-        s.own_head = (s.own_head + 1) % cap
-        s.n_own -= 1
-    kp, kd = s.kp, s.kd
+    own_t, own_rv, cap = s.own_t_ns, s.own_rv, HISTORY
+    head, n_own = s.own_head, s.n_own
+    at = (head + n_own) % cap
+    own_t[at] = t_ns
+    for c in range(6):
+        own_rv[at, c] = meas_rv[c]
+    n_own += 1
+    while own_t[head] < t_ns - s.stale_ns:  # oldest first
+        head = (head + 1) % cap
+        n_own -= 1
+    s.own_head, s.n_own = head, n_own
+    kp, kd, offsets, order = s.kp, s.kd, s.offsets_m, s.heard_order
     ax = ay = az = 0.0
     used = 0
     for q in range(s.n_heard):
-        k = s.heard_order[q]
+        k = order[q]
         h = -1
-        for e in range(s.n_own):
-            at = (s.own_head + e) % cap
-            if s.own_t_ns[at] == s.heard_t_ns[k]:
+        for e in range(n_own):
+            at = (head + e) % cap
+            if own_t[at] == heard_t[k]:
                 h = at
         if h < 0:  # too old (or from before this vehicle's history)
             continue
-        i, j, o = s.own_rv[h], s.heard_rv[k], s.offsets_m[k]
-        ax -= kp * ((i[0] - j[0]) - o[0]) + kd * (i[3] - j[3])
-        ay -= kp * ((i[1] - j[1]) - o[1]) + kd * (i[4] - j[4])
-        az -= kp * ((i[2] - j[2]) - o[2]) + kd * (i[5] - j[5])
+        ax -= kp * ((own_rv[h, 0] - heard_rv[k, 0]) - offsets[k, 0]) + kd * (own_rv[h, 3] - heard_rv[k, 3])
+        ay -= kp * ((own_rv[h, 1] - heard_rv[k, 1]) - offsets[k, 1]) + kd * (own_rv[h, 4] - heard_rv[k, 4])
+        az -= kp * ((own_rv[h, 2] - heard_rv[k, 2]) - offsets[k, 2]) + kd * (own_rv[h, 5] - heard_rv[k, 5])
         used += 1
     if used:
         s.mode = CONSENSUS
