@@ -220,8 +220,9 @@ class Client:
         await self.pump(lambda: any(m.get("id") == request["id"] for m in self.parameters))
 
 
-def connect(url):
-    return websockets.connect(url, subprotocols=PROTOCOLS, open_timeout=10)
+def connect(url, origin=None):
+    """A protocol client; ``origin``: the page a browser would name (websockets sends it as given)."""
+    return websockets.connect(url, subprotocols=PROTOCOLS, open_timeout=10, origin=origin)
 
 
 def loopback_hosts():
@@ -447,3 +448,31 @@ def test_a_pause_ends_when_the_client_that_asked_for_it_disconnects(tmp_path):
         ["paused_after_a_left", "resumed_when_b_left", "paused_after_a_left_again", "resumed_when_c_left"], True
     )
     assert not thread.is_alive() and "error" not in done and done["result"].end_time_s == 10.0
+
+
+def test_a_web_page_of_another_site_cannot_connect_even_without_a_token():
+    """A browser sends its page's origin: a page of any site but Foxglove's app or this machine gets
+    HTTP 403 (it could otherwise command a run that has no token); other clients send none."""
+    pacer = Pacer(None)
+    server = LiveServer(pacer, port=0)
+    url = f"ws://127.0.0.1:{server.port}/"
+    try:
+
+        async def session():
+            for page in (
+                "http://evil.example",
+                "https://app.foxglove.dev.evil.example",
+                "null",
+                "http://10.0.0.5:8000",
+            ):
+                with pytest.raises(websockets.exceptions.InvalidStatus, match="403"):
+                    async with connect(url, origin=page):
+                        pass
+            for page in (None, "https://app.foxglove.dev", "http://127.0.0.1:8080", "http://localhost:5173"):
+                async with connect(url, origin=page) as ws:
+                    client = Client(ws)
+                    await client.pump(lambda c=client: "fault" in c.services)
+
+        asyncio.run(session())
+    finally:
+        server.stop()

@@ -291,10 +291,25 @@ class LiveServer:
         ]
 
 
+# the web pages that may connect (browsers send their origin; other clients send none): Foxglove's
+# own app and pages served from this machine (hopsim's viewer)
+FOXGLOVE_ORIGINS = ("https://app.foxglove.dev", "https://studio.foxglove.dev")
+
+
+def allowed_origin(origin: str) -> bool:
+    """Whether a browser page of ``origin`` may connect: Foxglove's app, or a page served from a
+    loopback address (a page of any other site could otherwise command a run that has no token)."""
+    if origin in FOXGLOVE_ORIGINS or origin == "file://":
+        return True
+    parsed = urlparse(origin)
+    return parsed.scheme in ("http", "https") and parsed.hostname is not None and is_loopback(parsed.hostname)
+
+
 class TokenRelay:
     """A WebSocket relay on ``host:port`` to the live server on 127.0.0.1:``target_port``. With a
     ``token``, it admits a client only if its URL's query has it (compared in constant time);
-    others get HTTP 401. Frames pass through unchanged in both directions, with the subprotocol the
+    others get HTTP 401. A browser's connection from a page other than Foxglove's app or one
+    served from this machine (:func:`allowed_origin`) gets HTTP 403, token or not. Frames pass through unchanged in both directions, with the subprotocol the
     client asked for.
 
     With ``greeting``, each connection n is first introduced to the server (a getParameters
@@ -353,6 +368,13 @@ class TokenRelay:
         self._loop.run_until_complete(main())
 
     def _check(self, connection, request):
+        origin = request.headers.get("Origin")
+        if origin is not None and not allowed_origin(origin):
+            return connection.respond(
+                HTTPStatus.FORBIDDEN,
+                f"a live hopsim run takes no connection from a web page of {origin}: open Foxglove "
+                "(app.foxglove.dev or the desktop app) or hopsim's own viewer\n",
+            )
         if self._token is None:
             return None
         given = parse_qs(urlparse(request.path).query).get("token", [""])[0]
