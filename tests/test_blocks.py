@@ -192,7 +192,9 @@ def test_reading_a_model_mid_run_sees_its_state_now():
     seen = {True: [], False: []}
     for sim, blocks in ((on, True), (off, False)):
         sim.at(14.5, lambda ev, s=sim, b=blocks: seen[b].append(s.model("v2_fsw").accel.tolist()), name="look")
-        sim.at(23.0, lambda ev, s=sim, b=blocks: seen[b].append(s.model("v4_fsw").accel.tolist()), name="act", island="v4")
+        sim.at(
+            23.0, lambda ev, s=sim, b=blocks: seen[b].append(s.model("v4_fsw").accel.tolist()), name="act", island="v4"
+        )
         sim.advance_to(40.0)
     assert seen[True] == seen[False] and len(seen[True]) == 2
     assert _block_instants(on) > 20
