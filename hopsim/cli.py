@@ -9,12 +9,14 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="hopsim: formations of small spacecraft as a discrete-event actor simulation.",
 )
 console = Console()
@@ -84,7 +86,7 @@ class CompileNotice:
 
 def _plain_warning(message, category, filename, lineno, file=None, line=None) -> None:
     """A warning as one plain sentence (no source file, no line of code)."""
-    err.print(f"[yellow]warning:[/yellow] {message}")
+    err.print("[yellow]warning:[/yellow] " + escape(str(message)))
 
 
 def _version(value: bool) -> None:
@@ -104,8 +106,8 @@ def _compile_ahead_of(name: str) -> None:
         compile_ahead(name, report=err.print)
     except Exception as e:  # e.g. no process can be started here
         err.print(
-            f"[yellow]warning:[/yellow] the kernels were not compiled ahead ({type(e).__name__}: {e}); "
-            f"they compile at their first call"
+            "[yellow]warning:[/yellow] "
+            + escape(f"the kernels were not compiled ahead ({type(e).__name__}: {e}); they compile at their first call")
         )
 
 
@@ -149,10 +151,23 @@ def unit_of(name: str) -> str:
 
 
 def _type_name(annotation) -> str:
-    from typing import get_origin
+    """A parameter's type as it reads (``tuple[float, float, float]``, ``float | None``), without
+    the bounds its annotation carries (an error names them)."""
+    import types
+    from typing import Annotated, Literal, Union, get_args, get_origin
 
-    text = str(annotation) if get_origin(annotation) else getattr(annotation, "__name__", str(annotation))
-    return text.replace("typing.", "").replace("NoneType", "None").replace("hopsim.scenarios.registry.", "")
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _type_name(args[0])
+    if origin is Literal:
+        return f"Literal[{', '.join(map(repr, args))}]"
+    if origin in (Union, types.UnionType):
+        return " | ".join(_type_name(a) for a in args)
+    if origin is not None:
+        return f"{getattr(origin, '__name__', str(origin))}[{', '.join(_type_name(a) for a in args)}]"
+    if annotation is type(None):
+        return "None"
+    return getattr(annotation, "__name__", str(annotation))
 
 
 def _default_text(field) -> str:
@@ -177,7 +192,7 @@ def scenarios_cmd(name: Optional[str] = typer.Argument(None, help="a scenario: s
     try:
         spec = get_scenario(name)
     except ScenarioError as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print("[red]error:[/red] " + escape(str(e)))
         raise typer.Exit(2) from None
     console.print(f"[bold]{spec.name}[/bold]: {spec.summary} (default duration {spec.default_duration_s:g} s)")
     table = Table("parameter", "type", "unit", "default", "description")
@@ -199,7 +214,7 @@ def faults_cmd(name: str = typer.Argument(..., help="scenario name")) -> None:
         sim = Simulation()
         spec.build(sim, spec.make_params({}))
     except ScenarioError as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print("[red]error:[/red] " + escape(str(e)))
         raise typer.Exit(2) from None
     table = Table("target", "kind", "fields it reads", title=f"faults of {name} (every model also accepts kill)")
     for slot in sim.slots():
@@ -221,7 +236,10 @@ def run_cmd(
     set_: list[str] = typer.Option([], "--set", help="scenario parameter, key=value (repeatable)"),
     out: Optional[Path] = typer.Option(None, help="record every envelope to this MCAP file"),
     force: bool = typer.Option(
-        False, "--force", help="replace an existing --out file (only once the run has checked its inputs)"
+        False,
+        "--force",
+        metavar="",
+        help="replace an existing --out file (only by a complete recording: a run that fails leaves it as it was)",
     ),
     backend: str = typer.Option("local", help="runtime: local (in-process) or ray"),
     placement: Optional[str] = typer.Option(
@@ -280,18 +298,24 @@ def run_cmd(
 ) -> None:
     """Run a scenario and, with --out, record it."""
     _check_out(out, force)
+    if layout and out is not None:
+        from hopsim.view.layout import layout_path
+
+        _check_out(layout_path(out), force)
     if backend == "ray":
         from hopsim.kernel.distributed.ray_runtime import set_verbose
 
         set_verbose(verbose)
-    from hopsim.scenarios import ScenarioError, get_scenario, run_scenario
+    from hopsim.scenarios import ScenarioError, run_scenario
     from hopsim.scenarios.registry import FaultSpec
+    from hopsim.scenarios.runner import check_run
 
     overrides: dict = _parse_sets(set_)
     try:
         if fault:
             overrides["faults"] = [FaultSpec.parse(f).model_dump() for f in fault]
-        get_scenario(name).make_params(overrides)  # a bad parameter is reported before anything compiles
+        # a bad parameter, seed or duration is reported before anything compiles
+        check_run(name, overrides, seed, duration, checkpoint_every)
         pacer, server = _pacing(pace, live, live_host, live_port, live_token, out, backend)
         _compile_ahead_of(name)
         try:
@@ -320,8 +344,11 @@ def run_cmd(
             if server is not None:
                 server.stop()
     except (ScenarioError, ValueError) as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print("[red]error:[/red] " + escape(_error_text(e)))
         raise typer.Exit(2) from None
+    except KeyboardInterrupt as e:  # Ctrl-C: where the recording so far is
+        err.print("[red]interrupted[/red]" + escape("".join(f"; {n}" for n in getattr(e, "__notes__", ()))))
+        raise typer.Exit(130) from None
     _report(result, stats)
     if layout and out is not None:
         from hopsim.view.layout import write_layout
@@ -365,7 +392,10 @@ def resume_cmd(
     checkpoint_file: Path = typer.Argument(..., help="a checkpoint written by `hopsim run --checkpoint-every`"),
     out: Optional[Path] = typer.Option(None, help="record the rest of the run to this MCAP file"),
     force: bool = typer.Option(
-        False, "--force", help="replace an existing --out file (only once the run has checked its inputs)"
+        False,
+        "--force",
+        metavar="",
+        help="replace an existing --out file (only by a complete recording: a run that fails leaves it as it was)",
     ),
     duration: Optional[float] = typer.Option(None, help="end time (default: the original run's)"),
     progress: bool = typer.Option(True, help="show a progress bar"),
@@ -378,8 +408,8 @@ def resume_cmd(
 
     try:
         result = resume_run(checkpoint_file, out=out, duration_s=duration, progress=progress)
-    except CheckpointError as e:
-        err.print(f"[red]error:[/red] {e}")
+    except (CheckpointError, ValueError) as e:  # (a ScenarioError is a ValueError)
+        err.print("[red]error:[/red] " + escape(_error_text(e)))
         raise typer.Exit(2) from None
     _report(result, stats)
 
@@ -387,12 +417,18 @@ def resume_cmd(
 ISLANDS_LISTED = 12  # more islands than this are summed up in one line
 
 
-def _check_out(out: Optional[Path], force: bool) -> None:
-    """A recording already at ``out`` is replaced only when asked (``--force``), and then only
-    once the run has checked its inputs (the file is opened at the run's first write)."""
+def _check_out(out: Optional[Path], force: bool, option: str = "--out") -> None:
+    """A file already at ``out`` is replaced only when asked (``--force``), and then only by a
+    complete new one: every output is written under its partial name beside its target and
+    renamed over it when complete (:mod:`hopsim.bus.atomic`)."""
     if out is not None and out.exists() and not force:
-        err.print(f"[red]error:[/red] {out} exists: give --force to replace it, or another --out")
+        err.print(f"[red]error:[/red] {escape(str(out))} exists: give --force to replace it, or another {option}")
         raise typer.Exit(2)
+
+
+def _error_text(e: BaseException) -> str:
+    """An error and its notes (where a failed run's recording is) as one line."""
+    return "; ".join([str(e), *getattr(e, "__notes__", ())])
 
 
 def _report(result, stats: bool = False) -> None:
@@ -470,7 +506,10 @@ def replay_cmd(
     set_: list[str] = typer.Option([], "--set", help="change a scenario parameter for the replay"),
     out: Optional[Path] = typer.Option(None, help="record the replayed run (diverged or not) to this MCAP file"),
     force: bool = typer.Option(
-        False, "--force", help="replace an existing --out file (only once the run has checked its inputs)"
+        False,
+        "--force",
+        metavar="",
+        help="replace an existing --out file (only by a complete recording: a run that fails leaves it as it was)",
     ),
     checkpoint: Optional[Path] = typer.Option(
         None,
@@ -481,11 +520,9 @@ def replay_cmd(
 ) -> None:
     """Re-run a recording and compare: prints 'identical' or the first envelope that differs."""
     if out is not None and out.resolve() == file.resolve():
-        err.print(f"[red]error:[/red] --out {out} is the recording being replayed: give another file")
+        err.print("[red]error:[/red] " + escape(f"--out {out} is the recording being replayed: give another file"))
         raise typer.Exit(2)
     _check_out(out, force)
-    from rich.markup import escape
-
     from hopsim.scenarios.replay import ReplayError, replay_recording
 
     live_names = [] if playback_only else ([n.strip() for n in live.split(",") if n.strip()] if live else None)
@@ -495,13 +532,18 @@ def replay_cmd(
         err.print(f"[red]error:[/red] {escape(str(e))}")  # a recording's text is not markup
         raise typer.Exit(2) from None
     if not result.report.complete:
-        console.print(f"[yellow]{result.report.summary()}[/yellow]")
+        console.print(f"[yellow]{escape(result.report.summary())}[/yellow]")
     if out is not None:
         console.print(f"replayed run recorded: {out.resolve()}")
+    if result.skipped_ns:
+        spans = ", ".join(
+            f"{'the start' if a < 0 else f'{a / 1e9:g} s'} to {b / 1e9:g} s" for a, b in result.skipped_ns[:10]
+        )
+        console.print(f"not compared (damaged parts of the recording): {spans}", markup=False)
     if result.identical:
         console.print(f"identical: {result.compared} envelopes ({result.mode} replay, {result.wall_s:.2f} s wall)")
         return
-    console.print(f"[red]diverged[/red] ({result.mode} replay): {result.difference}")
+    console.print(f"[red]diverged[/red] ({result.mode} replay): {escape(str(result.difference))}")
     console.print(result.machines(), markup=False)
     raise typer.Exit(1)
 
@@ -522,32 +564,44 @@ def campaign_cmd(
         "resumed)",
     ),
     backend: str = typer.Option("local", help="local (one process) or ray (one task per run)"),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        metavar="",
+        help="replace an existing --table file, and a --dir that holds another campaign (its files are removed)",
+    ),
 ) -> None:
     """Run a scenario once without faults and once per --fault; tabulate the outcomes (a Monte
     Carlo campaign whose dispersion is the fault list, every run with the same seed)."""
     from hopsim.scenarios import ScenarioError
-    from hopsim.scenarios.campaign import format_cell, run_campaign, write_table
+    from hopsim.scenarios.campaign import fault_campaign, format_cell, run_campaign, write_table
+    from hopsim.scenarios.montecarlo import CampaignDirectory
     from hopsim.scenarios.registry import FaultSpec
 
+    _check_out(table, force, "--table")
     try:
         specs = [FaultSpec.parse(f) for f in fault]
+        overrides = _parse_sets(set_)
+        if directory is not None:  # refused before anything runs, as the table
+            CampaignDirectory(directory).check(fault_campaign(name, specs, seed, duration, overrides), force)
         _compile_ahead_of(name)
         rows = run_campaign(
             name,
             specs,
             seed=seed,
             duration_s=duration,
-            overrides=_parse_sets(set_),
+            overrides=overrides,
             directory=directory,
             backend=backend,
+            force=force,
         )
     except (ScenarioError, ValueError) as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print("[red]error:[/red] " + escape(str(e)))
         raise typer.Exit(2) from None
     metrics = list(dict.fromkeys(k for r in rows for k in r.outcome))
     out = Table("run", *metrics, "error")
     for r in rows:
-        out.add_row(r.label, *[format_cell(r.outcome.get(m)) for m in metrics], r.error or "-")
+        out.add_row(escape(r.label), *[format_cell(r.outcome.get(m)) for m in metrics], escape(r.error or "-"))
     console.print(out)
     write_table(rows, table)
     console.print(f"table: {table.resolve()}" + (f"; campaign: {directory.resolve()}" if directory else ""))
@@ -563,17 +617,20 @@ def plot_cmd(
     csv_out: Optional[Path] = typer.Option(
         None, "--csv", help="also write the columns (t_s and each signal) to this CSV file"
     ),
+    force: bool = typer.Option(False, "--force", metavar="", help="replace an existing --out or --csv file"),
 ) -> None:
     """Plot fields of a recording against simulation time (read column by column)."""
     from hopsim.view.columns import ColumnsReport, SignalError, read_signals
     from hopsim.view.plots import plot_signals
 
+    _check_out(out, force)
+    _check_out(csv_out, force, "--csv")
     report = ColumnsReport()
     try:
         found = read_signals(file, signals, report)
         path = plot_signals(list(found.values()), out, title=file.name)
     except (SignalError, ValueError) as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print("[red]error:[/red] " + escape(str(e)))
         raise typer.Exit(2) from None
     if report.damaged_chunks:
         err.print(f"[yellow]warning:[/yellow] {report.damaged_chunks} damaged chunk(s) of {report.chunks} skipped")
@@ -591,8 +648,9 @@ def _write_columns(signals, path: Path) -> None:
     """One row per sample of each signal: signal, t_s, value (signals may be sampled at different times)."""
     import csv
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
+    from hopsim.bus.atomic import replacing
+
+    with replacing(path) as tmp, open(tmp, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["signal", "t_s", "value"])
         for s in signals:
@@ -608,27 +666,34 @@ def layout_cmd(
         "recording; SCENARIO.layout.json here for a scenario)",
     ),
     live: bool = typer.Option(False, "--live", help="with a recording: add the live panels (pace, pause, fault)"),
+    force: bool = typer.Option(False, "--force", metavar="", help="replace an existing layout file"),
 ) -> None:
     """Write a Foxglove layout: 3-D scene, positions, contacts, kernel events (and live panels)."""
     import shutil
 
+    from hopsim.bus.atomic import replacing
     from hopsim.view.columns import SignalError
-    from hopsim.view.layout import builtin_layout, write_layout
+    from hopsim.view.layout import builtin_layout, layout_path, write_layout
 
     shipped = builtin_layout(file)
+    scenario = not Path(file).exists() and shipped.exists()
+    if Path(file).exists() or scenario:
+        _check_out(out or (Path(f"{file}.layout.json") if scenario else layout_path(file)), force)
     try:
-        if not Path(file).exists() and shipped.exists():
+        if scenario:
             path = out or Path(f"{file}.layout.json")
-            shutil.copyfile(shipped, path)
+            with replacing(path) as tmp:
+                shutil.copyfile(shipped, tmp)
         elif not Path(file).exists():
             err.print(
-                f"[red]error:[/red] {file} is neither a recording nor a built-in scenario (see `hopsim scenarios`)"
+                "[red]error:[/red] "
+                + escape(f"{file} is neither a recording nor a built-in scenario (see `hopsim scenarios`)")
             )
             raise typer.Exit(2)
         else:
             path = write_layout(file, out, live)
     except (SignalError, OSError) as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print("[red]error:[/red] " + escape(str(e)))
         raise typer.Exit(2) from None
     console.print(f"Foxglove layout: {Path(path).resolve()} (Foxglove: Layouts, Import from file)")
 
@@ -695,16 +760,23 @@ def view_cmd(
     from hopsim.view.columns import SignalError
     from hopsim.view.server import RunView, serve
 
-    path = _recording_to_view(file, run)
+    growing = _being_written(file) if follow and run is None else None
+    path = growing or _recording_to_view(file, run)
+    if growing is not None:
+        console.print(
+            escape(f"following {growing} (a run writing {file.name}: it becomes {file.name} when the run ends)")
+        )
     try:
-        view = RunView(path, follow=follow, hill_of=hill)
+        view = RunView(path, follow=follow, hill_of=hill, then=file if growing else None)
     except (SignalError, OSError, ValueError) as e:
-        err.print(f"[red]error:[/red] {path}: {e}")
+        err.print("[red]error:[/red] " + escape(f"{path}: {e}"))
         raise typer.Exit(2) from None
     try:
         server = serve(view, host, port)
     except OSError as e:
-        err.print(f"[red]error:[/red] cannot serve on {host}:{port}: {e.strerror or e}; pick another --port")
+        err.print(
+            "[red]error:[/red] " + escape(f"cannot serve on {host}:{port}: {e.strerror or e}; pick another --port")
+        )
         raise typer.Exit(2) from None
     url = f"http://{host}:{server.server_address[1]}/"
     p = view.poses
@@ -716,7 +788,10 @@ def view_cmd(
     )
     named = _scene_chief(view.info)
     if named and not hill:
-        console.print(f"(its scenario flies around {named}: --hill {named} shows the others in its Hill frame)")
+        # the chief's name is the recording's text, not markup
+        console.print(
+            f"(its scenario flies around {named}: --hill {named} shows the others in its Hill frame)", markup=False
+        )
     if view.report.damaged_chunks:
         err.print(
             f"[yellow]warning:[/yellow] {view.report.damaged_chunks} damaged chunk(s) of {view.report.chunks} skipped"
@@ -733,14 +808,30 @@ def view_cmd(
         server.server_close()
 
 
+def _being_written(file: Path) -> Optional[Path]:
+    """The partial file of ``file`` a run is writing (:mod:`hopsim.bus.atomic`), if one is newer
+    than ``file``; else None."""
+    from hopsim.bus.atomic import partials_of
+
+    partials = partials_of(file)
+    if not partials:
+        return None
+    try:
+        if file.stat().st_mtime > partials[0].stat().st_mtime:
+            return None
+    except OSError:
+        pass  # no file yet: the run's first
+    return partials[0]
+
+
 def _recording_to_view(file: Path, run: Optional[int]) -> Path:
     """The recording ``hopsim view`` opens: ``file``, or a campaign's retained run."""
     if not file.exists():
-        err.print(f"[red]error:[/red] no such file or directory {file}")
+        err.print("[red]error:[/red] " + escape(f"no such file or directory {file}"))
         raise typer.Exit(2)
     if not file.is_dir():
         if run is not None:
-            err.print(f"[red]error:[/red] --run picks a run of a campaign directory; {file} is a file")
+            err.print("[red]error:[/red] " + escape(f"--run picks a run of a campaign directory; {file} is a file"))
             raise typer.Exit(2)
         return file
     from hopsim.scenarios import ScenarioError
@@ -749,18 +840,23 @@ def _recording_to_view(file: Path, run: Optional[int]) -> Path:
     directory = CampaignDirectory(file)
     kept = sorted(directory.path.glob("recordings/run_*.mcap"))
     if run is None:
-        err.print(f"[red]error:[/red] {file} is a directory: name a retained run with --run ({_runs_text(kept)})")
+        err.print(
+            "[red]error:[/red] " + escape(f"{file} is a directory: name a retained run with --run ({_runs_text(kept)})")
+        )
         raise typer.Exit(2)
     try:
         directory.campaign()
     except ScenarioError as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print("[red]error:[/red] " + escape(str(e)))
         raise typer.Exit(2) from None
     path = directory.recording(run)
     if not path.exists():
         err.print(
-            f"[red]error:[/red] run {run} was not retained ({_runs_text(kept)}); record it with "
-            f"`hopsim montecarlo rerun {file} --run {run} --out run.mcap`, then `hopsim view run.mcap`"
+            "[red]error:[/red] "
+            + escape(
+                f"run {run} was not retained ({_runs_text(kept)}); record it with "
+                f"`hopsim montecarlo rerun {file} --run {run} --out run.mcap`, then `hopsim view run.mcap`"
+            )
         )
         raise typer.Exit(2)
     return path
@@ -776,17 +872,16 @@ def _runs_text(kept: list[Path]) -> str:
 @app.command("inspect")
 def inspect_cmd(file: Path = typer.Argument(..., help="a recording")) -> None:
     """Say what a recording holds and whether it is complete (reads damaged files too)."""
-    from hopsim.bus.reading import read_recording
+    from hopsim.bus.reading import survey_recording
 
-    envelopes, report = read_recording(file)
-    console.print(report.summary())
+    topics, report = survey_recording(file)  # the messages counted, not kept: memory bounded
+    # a recording's text is the file's, not markup
+    console.print(report.summary(), markup=False)
     for name, meta in report.metadata.items():
-        console.print(f"  {name}: " + ", ".join(f"{k}={v}" for k, v in meta.items() if k != "versions"))
-    topics: dict[str, int] = {}
-    for e in envelopes:
-        topics[e.topic] = topics.get(e.topic, 0) + 1
+        text = ", ".join(f"{k}={v}" for k, v in meta.items() if k != "versions")
+        console.print(f"  {name}: {text}", markup=False)
     for topic, n in sorted(topics.items()):
-        console.print(f"  {topic}: {n}")
+        console.print(f"  {topic}: {n}", markup=False)
     if not report.complete:
         raise typer.Exit(1)
 
@@ -849,10 +944,12 @@ def linearize_cmd(
     set_: list[str] = typer.Option([], "--set", help="scenario parameter, key=value (repeatable)"),
     fault: list[str] = typer.Option([], help="a fault before T, as for `hopsim run` (repeatable)"),
     out: Optional[Path] = typer.Option(None, help="write A, B, C, D and their names to this .npz file"),
+    force: bool = typer.Option(False, "--force", metavar="", help="replace an existing --out file"),
 ) -> None:
     """Linearize a scenario about its state at --at: A, B, C, D by finite differences."""
     import numpy as np
 
+    from hopsim.kernel.bounds import check_seed, check_time_s
     from hopsim.scenarios import ScenarioError, get_scenario
     from hopsim.scenarios.linearize import linearize
     from hopsim.scenarios.registry import FaultSpec
@@ -860,11 +957,14 @@ def linearize_cmd(
     def names(text: str) -> list[str]:
         return [n.strip() for n in re.split(r",(?![^\[]*\])", text) if n.strip()]
 
+    _check_out(out, force)
     overrides: dict = _parse_sets(set_)
     try:
         if fault:
             overrides["faults"] = [FaultSpec.parse(f).model_dump() for f in fault]
         get_scenario(name).make_params(overrides)
+        check_seed(seed, "--seed")
+        check_time_s(at, "--at")
         _compile_ahead_of(name)
         lin = linearize(
             name,
@@ -879,7 +979,7 @@ def linearize_cmd(
             eps1=eps1,
         )
     except (ScenarioError, ValueError) as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print("[red]error:[/red] " + escape(str(e)))
         raise typer.Exit(2) from None
     for label, matrix, rows, cols in (
         ("A", lin.A, lin.states, lin.states),
@@ -918,12 +1018,18 @@ def montecarlo_run_cmd(
     backend: str = typer.Option("local", help="local (one process) or ray (one task per run)"),
     ray_address: Optional[str] = typer.Option(None, help="with --backend ray: a cluster to use"),
     retain: list[int] = typer.Option([], "--retain-run", help="also record this run (repeatable)"),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        metavar="",
+        help="replace another campaign in --dir (its files are removed; the same campaign resumes without it)",
+    ),
 ) -> None:
     """Run a Monte Carlo campaign; resume it if the directory holds it half done."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from hopsim.scenarios import ScenarioError
-    from hopsim.scenarios.montecarlo import load_campaign, make_campaign, run_campaign
+    from hopsim.scenarios.montecarlo import CampaignDirectory, load_campaign, make_campaign, run_campaign
 
     try:
         if target.endswith(".toml"):
@@ -944,8 +1050,9 @@ def montecarlo_run_cmd(
                 "runs": sorted(set(data.get("retain", {}).get("runs", [])) | set(retain)),
             }
         campaign = make_campaign(data, target)
+        CampaignDirectory(directory).check(campaign, force)  # a resume, or refused, before anything runs
     except ScenarioError as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print("[red]error:[/red] " + escape(str(e)))
         raise typer.Exit(2) from None
     _compile_ahead_of(campaign.scenario)
     failed = 0
@@ -965,9 +1072,11 @@ def montecarlo_run_cmd(
             bar.update(task, completed=done, failed=failed)
 
         try:
-            rows = run_campaign(campaign, directory, backend=backend, ray_address=ray_address, on_row=on_row)
+            rows = run_campaign(
+                campaign, directory, backend=backend, ray_address=ray_address, on_row=on_row, force=force
+            )
         except ScenarioError as e:
-            err.print(f"[red]error:[/red] {e}")
+            err.print("[red]error:[/red] " + escape(str(e)))
             raise typer.Exit(2) from None
     console.print((directory / "summary.md").read_text())
     console.print(
@@ -982,7 +1091,10 @@ def montecarlo_rerun_cmd(
     run: int = typer.Option(..., help="the run to run again"),
     out: Optional[Path] = typer.Option(None, help="record it to this MCAP file"),
     force: bool = typer.Option(
-        False, "--force", help="replace an existing --out file (only once the run has checked its inputs)"
+        False,
+        "--force",
+        metavar="",
+        help="replace an existing --out file (only by a complete recording: a run that fails leaves it as it was)",
     ),
 ) -> None:
     """Run one run of a campaign again, alone; it equals its row (same seed, parameters, stream)."""
@@ -993,9 +1105,9 @@ def montecarlo_rerun_cmd(
     try:
         row = rerun(directory, run, out)
     except ScenarioError as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print("[red]error:[/red] " + escape(str(e)))
         raise typer.Exit(2) from None
-    console.print(f"run {run}: {row['status']} {row['error']}".rstrip())
+    console.print(escape(f"run {run}: {row['status']} {row['error']}".rstrip()))
     for key, value in {**row["parameters"], **row["outcome"]}.items():
         console.print(f"  {key}: {value}")
     console.print(f"  stream sha256: {row['stream_sha256']}")

@@ -253,7 +253,8 @@ def test_a_checkpoint_of_other_versions_or_a_bad_description_is_refused(lander_c
     doc = json.loads(zlib.decompress(path.read_bytes()[len(MAGIC) :].split(b"\n", 1)[1]))
     for change, message in [
         ({"versions": {**description["versions"], "numpy": "1.0.0"}}, "numpy 1.0.0 there"),
-        ({"duration_s": -1.0}, "positive number"),
+        ({"duration_s": -1.0}, r"duration must lie in \[1e-09, 1e\+09\] s"),
+        ({"seed": 2**128}, r"seed must be an integer in \[0, 2\*\*128 - 1\]"),
         ({"seed": "3"}, "'seed'"),
         ({"scenario": None}, "'scenario'"),
     ]:

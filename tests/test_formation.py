@@ -190,3 +190,12 @@ def test_ray_per_island_gives_the_local_stream():
         assert remote.stream_sha256 == local.stream_sha256 and local.message_count > 200
     finally:
         ray.shutdown()
+
+
+def test_a_stale_period_longer_than_the_flight_softwares_history_is_refused_by_name():
+    from hopsim.actors.formation import HISTORY
+    from hopsim.scenarios.formation import FormationParams
+
+    FormationParams(stale_after_s=HISTORY - 2, control_rate_hz=1.0)  # the longest it keeps
+    with pytest.raises(ValueError, match="stale_after_s x control_rate_hz must be at most"):
+        FormationParams(stale_after_s=HISTORY - 1, control_rate_hz=1.0)

@@ -1,7 +1,8 @@
 """Nothing is lost on a kill: a run that can recover writes its stream as it goes (the run after a
 recovery is checked against what the file holds), and a process killed with SIGKILL at any
-instant, local or on Ray, leaves a file readable up to its last closed chunk, whose messages are
-the uninterrupted run's; a killed Ray driver takes its Ray processes with it."""
+instant, local or on Ray, leaves a file readable up to its last closed chunk (under its partial
+name: ``--out`` itself is written only by a run that ends well), whose messages are the
+uninterrupted run's; a killed Ray driver takes its Ray processes with it."""
 
 import os
 import random
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from hopsim.bus.atomic import partial_path
 from hopsim.bus.envelope import Envelope
 from hopsim.bus.reading import read_recording
 from hopsim.bus.recorder import McapRecorder, RecordingMismatch, read_envelopes, read_metadata
@@ -149,14 +151,16 @@ def test_sigkill_of_a_local_run_that_can_recover_leaves_a_readable_file(tmp_path
         "--fault",
         "t=900000,target=v0_fsw,kind=kill",
     )
+    written = partial_path(out, proc.pid)  # the run's file until it ends well
     try:
-        wait_for_bytes(proc, out, 20_000)
+        wait_for_bytes(proc, written, 20_000)
         time.sleep(rng.uniform(0.2, 2.5))  # a random instant after the first chunks
         assert proc.poll() is None, "the run ended before the kill: make it longer"
     finally:
         sigkill(proc)
+    assert not out.exists()
     # before its instant a fault adds nothing to the stream: the reference runs without it
-    assert assert_prefix_of_the_uninterrupted_run(out, "formation", {"n_vehicles": 6}, 4)
+    assert assert_prefix_of_the_uninterrupted_run(written, "formation", {"n_vehicles": 6}, 4)
 
 
 def ray_pids_of(pid: int) -> set[int]:
@@ -198,8 +202,9 @@ def test_sigkill_of_a_ray_driver_leaves_a_readable_file_and_no_ray_process(tmp_p
         "--set",
         "n_vehicles=6",
     )
+    written = partial_path(out, proc.pid)  # the run's file until it ends well
     try:
-        wait_for_bytes(proc, out, 20_000)
+        wait_for_bytes(proc, written, 20_000)
         ray = ray_pids_of(proc.pid)
         assert any("raylet" in Path(f"/proc/{p}/cmdline").read_text() for p in ray), ray
         time.sleep(rng.uniform(0.2, 2.5))
@@ -209,4 +214,4 @@ def test_sigkill_of_a_ray_driver_leaves_a_readable_file_and_no_ray_process(tmp_p
     while alive(ray) and time.monotonic() < end:
         time.sleep(0.2)
     assert not alive(ray), [Path(f"/proc/{p}/cmdline").read_text() for p in alive(ray)]
-    assert assert_prefix_of_the_uninterrupted_run(out, "formation", {"n_vehicles": 6}, 5)
+    assert assert_prefix_of_the_uninterrupted_run(written, "formation", {"n_vehicles": 6}, 5)

@@ -316,6 +316,8 @@ BAD_LIVE_FAULTS = [
     # a duration the body turns into nanoseconds: 1e309 ns overflows
     ({"target": "body", "kind": "disturbance", "force_N": [0, 0, 1], "duration_s": 1e300}, "duration_s"),
     ({"target": "body", "kind": "thrust_scale", "value": 0.5, "index": 3}, "ignores index"),
+    # a force that made the state inf (hopsim.kernel.bounds: 1e7 N per axis)
+    ({"target": "body", "kind": "disturbance", "force_N": [0, 0, 1e308], "duration_s": 1}, "force_N.z"),
     (b'{"target": "body", "kind": "thrust_scale", "value": NaN}', "finite"),
     (b'{"target": "body", "kind": "thrust_scale", "value": 1e400}', "finite"),
     ({"target": "body", "kind": "thrust_scale", "value": 0.5, "colour": "red"}, "colour"),

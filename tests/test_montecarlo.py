@@ -141,12 +141,20 @@ def finished(campaign_file, tmp_path_factory):
 
 def test_a_failing_run_is_tabulated_and_the_campaign_goes_on(finished):
     directory, rows = finished
-    assert [r["status"] for r in rows] == ["ok", "failed", "ok", "ok", "ok"]
-    assert "altitude_m" in rows[1]["error"]
-    # run 2 is retained by number; run 1 failed before it could start, so it has nothing to record
-    assert sorted(p.name for p in (directory / "recordings").iterdir()) == ["run_000002.mcap"]
+    # the landers whose engine lost half its thrust crash: their outcome fails the lander's
+    # success criterion; run 1 raises (a negative altitude)
+    assert [r["status"] for r in rows] == ["unsuccessful", "failed", "unsuccessful", "unsuccessful", "ok"]
+    assert "altitude_m" in rows[1]["error"] and rows[0]["error"].startswith("crashed: touchdown at")
+    # failed runs are retained (run 1 failed before it could start: nothing to record); run 2 by number too
+    assert sorted(p.name for p in (directory / "recordings").iterdir()) == [
+        "run_000000.mcap",
+        "run_000002.mcap",
+        "run_000003.mcap",
+    ]
     summary = json.loads((directory / "summary.json").read_text())
-    assert summary["failed"] == 1 and summary["metrics"]["touchdown_speed_mps"]["n"] == 4
+    assert summary["failed"] == 4 and summary["errors"] == 1 and summary["unsuccessful"] == 3
+    assert summary["metrics"]["touchdown_speed_mps"]["n"] == 4  # every run that ended, crashed or not
+    assert summary["rates"]["safe"]["true"] == 1 and summary["rates"]["landed"]["true"] == 4
     assert any(p.name.startswith("hist_") for p in (directory / "plots").iterdir())
 
 
@@ -261,8 +269,8 @@ def test_view_opens_a_retained_run_and_says_how_to_get_another(finished):
     assert view.info["result"]["stream_sha256"] == rows[2]["stream_sha256"]
     assert dict(view.catalog["topics"])["lander/telemetry"] == "hopsim.LanderTelemetry"
     assert view.poses.vehicles == ["lander"] and len(view.poses.t_s) > 100
-    result = CliRunner().invoke(app, ["view", str(directory), "--run", "3", "--no-browser"])
-    assert result.exit_code == 2 and "run 3 was not retained" in result.output
-    assert "retained runs: 2" in result.output and "montecarlo rerun" in result.output
+    result = CliRunner().invoke(app, ["view", str(directory), "--run", "4", "--no-browser"])
+    assert result.exit_code == 2 and "run 4 was not retained" in result.output
+    assert "retained runs: 0, 2, 3" in result.output and "montecarlo rerun" in result.output
     with pytest.raises(typer.Exit):
         _recording_to_view(directory, None)

@@ -32,6 +32,15 @@ def test_models_in_another_process_are_read_live(shared_ray):
     assert r.sim.model("body").x.tolist() == local.sim.model("body").x.tolist() != [100.0, 0.0]
 
 
+def test_the_outcome_reads_models_that_are_actors_of_their_own(shared_ray):
+    """per-model: each model is a Ray actor; the outcome reads them there, not the objects the
+    run started from (energy used was 0: the battery read was the one built in the driver)."""
+    r = run_scenario("lander", {}, seed=1, duration_s=3.0, keep_stream=True, backend="ray", placement="per-model")
+    local = run_scenario("lander", {}, seed=1, duration_s=3.0, keep_stream=True)
+    assert r.outcome == local.outcome and r.outcome["energy_used_Wh"] > 0
+    assert r.sim.model("battery").power_level_Wh == local.sim.model("battery").power_level_Wh
+
+
 def test_unknown_placement_is_a_clear_error():
     with pytest.raises(ScenarioError, match="per-model, per-island, shards:K"):
         run_scenario("lander", {}, duration_s=1.0, backend="ray", placement="shards:zero")

@@ -194,11 +194,14 @@ def test_the_recorder_writes_the_bytes_of_one_add_message_per_envelope(tmp_path,
     from mcap.writer import Writer
 
     from hopsim.bus import recorder
-    from hopsim.bus.recorder import McapRecorder
+    from hopsim.bus.recorder import METADATA_SHA256, McapRecorder, metadata_sha256
 
     class OneByOne(Writer):  # mcap's own Writer
         def __init__(self, output, chunk_size, compression):
             super().__init__(output, chunk_size=chunk_size, compression=compression)
+
+        def add_metadata(self, name, data):  # the record carrying its SHA-256, as hopsim's does
+            super().add_metadata(name, {**data, METADATA_SHA256: metadata_sha256(name, data)})
 
         def add_columns(self, log_time, channel_ids, sequences, datas):
             for channel_id, sequence, data in zip(channel_ids, sequences, datas, strict=True):

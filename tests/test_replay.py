@@ -183,9 +183,16 @@ def chunk_ends(data: bytes) -> list[int]:
     return ends
 
 
-def test_a_zeroed_stream_hash_or_count_reads_as_damage(tmp_path):
-    from mcap.writer import Writer  # noqa: F401  (the file is rewritten by editing its bytes)
+@pytest.mark.parametrize("sealed", [True, False], ids=["today", "before-record-checksums"])
+def test_a_zeroed_stream_hash_or_count_reads_as_damage(tmp_path, monkeypatch, sealed):
+    """Today's result record carries its own SHA-256, which names the damage; an older one
+    (without it) is caught by the stream's count and SHA-256 no longer matching the messages."""
+    from mcap.writer import Writer
 
+    from hopsim.bus import recorder
+
+    if not sealed:  # metadata records as hopsim wrote them before they carried their SHA-256
+        monkeypatch.setattr(recorder._Writer, "add_metadata", Writer.add_metadata)
     path = tmp_path / "x.mcap"
     total = long_recording(path, chunk_size=16 * 1024)
     full, report = read_recording(path)
@@ -196,7 +203,8 @@ def test_a_zeroed_stream_hash_or_count_reads_as_damage(tmp_path):
     bad = tmp_path / "zeroed.mcap"
     bad.write_bytes(data.replace(stored, b"0" * len(stored)))
     got, rep = read_recording(bad)
-    assert len(got) == total and not rep.complete and "stream SHA-256 does not match" in rep.summary()
+    said = "the result record is damaged" if sealed else "stream SHA-256 does not match"
+    assert len(got) == total and not rep.complete and said in rep.summary()
 
 
 def test_not_a_recording_is_reported_not_raised(tmp_path):
@@ -233,6 +241,8 @@ def test_a_crafted_duration_replays_only_to_the_recorded_end(tmp_path):
     from hopsim.scenarios.replay import replay_recording
     from hopsim.scenarios.runner import run_scenario
 
+    from hopsim.bus.recorder import RUN_METADATA, metadata_sha256
+
     path = tmp_path / "short.mcap"
     run_scenario("lander", {}, seed=2, duration_s=3.0, out=path)
     data = path.read_bytes()
@@ -240,6 +250,16 @@ def test_a_crafted_duration_replays_only_to_the_recorded_end(tmp_path):
     edited = data.replace(b"duration_s\x03\x00\x00\x003.0", b"duration_s\x03\x00\x00\x001e9", 1)
     assert edited != data
     crafted.write_bytes(edited)
+    with pytest.raises(ReplayError, match="the run description is damaged"):  # an edit without its checksum
+        replay_recording(crafted)
+    # crafted with its checksum made again: consistent, yet the replay stops at the recorded end
+    run = read_recording(path)[1].metadata[RUN_METADATA]
+    sealed = edited.replace(
+        metadata_sha256(RUN_METADATA, run).encode(),
+        metadata_sha256(RUN_METADATA, {**run, "duration_s": "1e9"}).encode(),
+    )
+    assert sealed != edited
+    crafted.write_bytes(sealed)
     t0 = time.perf_counter()
     result = replay_recording(crafted)
     assert time.perf_counter() - t0 < 60 and result.identical

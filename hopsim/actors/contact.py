@@ -63,6 +63,7 @@ from hopsim.dynamics.contact import (
 )
 from hopsim.dynamics.spatial import quat_to_dcm
 from hopsim.kernel import ContinuousModel, In
+from hopsim.kernel.bounds import PeriodS, RateHz
 from hopsim.kernel.zero_crossing import ZeroCrossing
 from hopsim.kernel.merge import grouping, regroup
 from hopsim.kernel.simtime import seconds
@@ -79,8 +80,8 @@ class ContactParams(BaseModel):
     friction: float = Field(0.0, ge=0, description="vehicle-vehicle Coulomb friction coefficient")
     wall_restitution: float = Field(0.5, ge=0, le=1)
     wall_friction: float = Field(0.0, ge=0)
-    check_rate_hz: float = Field(10.0, gt=0, description="proximity checks per second")
-    eps_s: float = Field(1e-9, gt=0, description="contact instants are found to within this (s; 1 ns at least)")
+    check_rate_hz: RateHz = Field(10.0, description="proximity checks per second")
+    eps_s: PeriodS = Field(1e-9, description="contact instants are found to within this (s; 1 ns at least)")
     docking: bool = Field(True, description="vehicles with ports latch when the ports face each other")
     dock_angle_deg: float = Field(10.0, gt=0, le=180, description="largest angle between facing ports")
     dock_gap_m: float = Field(0.1, gt=0, description="largest distance between the port points")

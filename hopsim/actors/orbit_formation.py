@@ -127,6 +127,13 @@ class BroadcastRadio(Model):
         self.sent = 0
         self.lost = 0
 
+    def check_fault(self, fault) -> None:
+        if fault.kind == "radio_loss" and not fault.clear and not 0.0 <= fault.value <= 1.0:
+            raise ValueError(
+                f"{self.name}: fault 'radio_loss': value is the probability that a fix is lost, in [0, 1], "
+                f"got {fault.value:g}"
+            )
+
     def on_fault(self, fault, t_ns: int) -> None:
         if fault.kind == "partition":
             self.partitioned = not fault.clear

@@ -40,6 +40,31 @@ LOG_TIME_OFFSET = "log_time_offset_ns"  # channel metadata: log time = this + si
 
 RUN_METADATA = "hopsim.run"
 RESULT_METADATA = "hopsim.result"
+METADATA_SHA256 = "record_sha256"  # in every metadata record hopsim writes: see metadata_sha256
+
+
+def metadata_sha256(name: str, metadata: dict[str, str]) -> str:
+    """The SHA-256 a metadata record carries as ``record_sha256``: of its name, then each of its
+    other keys (in sorted order) and its value, each as its length (uint32, little-endian) and
+    its UTF-8 bytes. MCAP checksums chunks, not metadata records: this one makes a damaged run
+    description or result record tell itself from a real one."""
+    h = hashlib.sha256()
+    texts = [name]
+    for key in sorted(k for k in metadata if k != METADATA_SHA256):
+        texts += (key, metadata[key])
+    for text in texts:
+        data = text.encode()
+        h.update(len(data).to_bytes(4, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+def metadata_intact(name: str, metadata: dict[str, str]) -> bool | None:
+    """Whether a metadata record read from a file matches the SHA-256 it carries; None when it
+    carries none (recordings made before records carried one)."""
+    stored = metadata.get(METADATA_SHA256)
+    return None if stored is None else stored == metadata_sha256(name, metadata)
+
 
 STREAM_FORMAT = 2
 """The version of what a recording's stream holds, written as ``stream_format`` in its run
@@ -269,6 +294,10 @@ class _Writer(McapWriter):
         counts = self._Writer__statistics.channel_message_counts  # channels in the order they first come
         for channel_id, tally in zip(*(a.tolist() for a in framing.channel_tally(channel_ids))):
             counts[channel_id] += tally
+
+    def add_metadata(self, name: str, data: dict[str, str]) -> None:
+        """mcap's add_metadata, the record carrying its SHA-256 (:func:`metadata_sha256`)."""
+        super().add_metadata(name, {**data, METADATA_SHA256: metadata_sha256(name, data)})
 
     def register_schema(self, name: str, encoding: str, data: bytes) -> int:
         self._frame_held()  # the records go into the chunk in the order they come
@@ -572,6 +601,11 @@ class McapRecorder:
                 self._scene.set_volume(*described["volume_N"])
             self._scene.set_bodies(described.get("bodies", {}))
             self._scene.set_hill_chief(described.get("hill_chief"))
+
+    @property
+    def started(self) -> bool:
+        """Whether the file is open: something (the run's description, a message) is written."""
+        return self._writer_ is not None
 
     @property
     def _writer(self) -> _Writer:
@@ -907,10 +941,17 @@ def read_envelopes(path: str | Path) -> Iterator[EnvelopeProto]:
 
 
 def read_metadata(path: str | Path) -> dict[str, dict[str, str]]:
-    """The file's metadata records by name (run description and result summary)."""
-    with open(path, "rb") as f:
-        reader = make_reader(f)
-        return {m.name: dict(m.metadata) for m in reader.iter_metadata()}
+    """The file's metadata records by name (run description and result summary), read without
+    decompressing anything (:func:`hopsim.bus.chunks.metadata_records`); a record whose SHA-256
+    does not match its content (:func:`metadata_intact`) is left out."""
+    from hopsim.bus.chunks import metadata_records
+
+    out = {}
+    for name, record in metadata_records(Path(path).read_bytes()):
+        if metadata_intact(name, record) is not False:
+            record.pop(METADATA_SHA256, None)
+            out[name] = record
+    return out
 
 
 def envelope_stream_bytes(envelopes: Iterable[EnvelopeProto]) -> list[bytes]:

@@ -32,13 +32,17 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import zlib
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from hopsim.bus.atomic import replacing
 from hopsim.kernel import state_codec
+from hopsim.kernel.bounds import MAX_TIME_S
 from hopsim.kernel.errors import CheckpointError, ContactInProgress  # noqa: F401  (raised by capture)
+from hopsim.kernel.simtime import seconds
 
 FORMAT = "hopsim-checkpoint-2"
 MAGIC = b"HOPSIM CHECKPOINT\n"
@@ -76,6 +80,7 @@ def restore(sim, state: dict[str, Any]) -> None:
     (:func:`capture`'s, or :func:`load`'s)."""
     if state.get("format") != FORMAT:
         raise CheckpointError(f"not a hopsim checkpoint of format {FORMAT} (got {state.get('format')!r})")
+    check_times_and_states(state)
     if isinstance(state["models"], _PendingModels):
         try:
             state = {**state, "models": state["models"].resolve(sim)}
@@ -84,8 +89,25 @@ def restore(sim, state: dict[str, Any]) -> None:
     sim.restore_state(state)
 
 
+def check_times_and_states(state: dict[str, Any]) -> None:
+    """A checkpoint's instants lie within the times a run may reach (:mod:`hopsim.kernel.bounds`)
+    and its islands' continuous states are finite, as a run's are at every barrier; a
+    :class:`CheckpointError` naming the first that is not."""
+    end = seconds(MAX_TIME_S)
+    times = {"t_ns": state.get("t_ns")}
+    times.update({f"island {name!r}": isl.get("t") for name, isl in state.get("islands", {}).items()})
+    for what, t in times.items():
+        if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t <= end:
+            raise CheckpointError(f"the checkpoint's time ({what}) {t!r} ns lies outside [0, {end}] ns")
+    for name, isl in state["islands"].items():
+        x = isl.get("x")
+        if not isinstance(x, np.ndarray) or x.dtype.kind != "f" or not np.isfinite(x).all():
+            raise CheckpointError(f"the checkpoint's state of island {name!r} is not a vector of finite numbers")
+
+
 def save(state: dict[str, Any], path, description: dict[str, Any]) -> None:
-    """Write a checkpoint file (the run's ``description`` and ``state``), atomically."""
+    """Write a checkpoint file (the run's ``description`` and ``state``), atomically (under its
+    partial name, renamed when complete: :func:`hopsim.bus.atomic.replacing`)."""
     encoder = state_codec.Encoder()
     try:
         tree = {key: (encoder(value, key) if key in _ENCODED_IN_ORDER else value) for key, value in state.items()}
@@ -104,19 +126,10 @@ def save(state: dict[str, Any], path, description: dict[str, Any]) -> None:
         "body_sha256": hashlib.sha256(body).hexdigest(),
         "json_bytes": len(text),
     }
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(MAGIC)
-            f.write(json.dumps(header, sort_keys=True).encode("ascii") + b"\n")
-            f.write(body)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with replacing(path) as tmp, open(tmp, "wb") as f:
+        f.write(MAGIC)
+        f.write(json.dumps(header, sort_keys=True).encode("ascii") + b"\n")
+        f.write(body)
 
 
 def load(path) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -50,3 +50,15 @@ class CheckpointError(RuntimeError):
 
 class ContactInProgress(CheckpointError):
     """No checkpoint now: islands are merged or watching a contact; try at a later barrier."""
+
+
+class StateNotFinite(ValueError):
+    """An island's continuous state left the finite numbers (checked at each of its barriers)."""
+
+    def __init__(self, island: str, t_ns: int, where: list[str]):
+        self.island, self.t_ns, self.where = island, t_ns, where
+        super().__init__(
+            f"island {island!r}: the continuous state is not finite at t = {t_ns / 1e9:.9g} s "
+            f"({', '.join(where)}); the run stops here: a parameter or a fault drove it out of range, "
+            f"give smaller values"
+        )

@@ -20,10 +20,11 @@ import simpy
 
 from hopsim.bus.envelope import Envelope
 from hopsim.bus.topics import Subscription, TopicRegistry, WiringError, kernel_topic
+from hopsim.kernel.bounds import check_state_finite
 from hopsim.kernel.errors import CheckpointError, ContactInProgress
 from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
 from hopsim.bus.router import deliver_to_subscribers, served_at_once
-from hopsim.kernel.faults import FAULT_PORT, KILL, fault_topic
+from hopsim.kernel.faults import FAULT_PORT, KILL, check_payload, fault_topic
 from hopsim.kernel.fleet import Fleets
 from hopsim.kernel.island import Island, propagate_together
 from hopsim.kernel.rate_group import RateGroup, RateGroups
@@ -266,19 +267,32 @@ class Simulation:
         self.breaks.add(topic)
 
     def model(self, name: str) -> Model:
-        """The model called ``name`` (for an island in another process, a copy of it now)."""
+        """The model called ``name`` (for a model in another process, its island's or its own
+        actor's, a copy of it now: the object built here stopped changing when it left)."""
         self.unblock()
-        island = self.islands[self._slots[name].island.name]
-        if getattr(island, "remote", False) and name not in self._pulled:
-            return island.model(name)
+        if name not in self._pulled:
+            copy = self._copy_from_afar(name)
+            if copy is not None:
+                return copy
         return self._models[name]
 
+    def _copy_from_afar(self, name: str) -> Model | None:
+        """A copy of model ``name`` as it is now in the process that runs it, or None when it
+        runs here."""
+        slot = self._slots[name]
+        island = self.islands[slot.island.name]
+        if getattr(island, "remote", False):
+            return island.model(name)
+        if slot.handle.remote:  # per-model placement: the model is an actor of its own
+            return slot.handle.model_now()
+        return None
+
     def pull_models(self) -> None:
-        """Copy every model of the islands in other processes here (before they stop)."""
-        for name, slot in self._slots.items():
-            island = self.islands[slot.island.name]
-            if getattr(island, "remote", False):
-                self._models[name] = island.model(name)
+        """Copy every model that runs in another process here (before they stop)."""
+        for name in self._slots:
+            copy = None if name in self._pulled else self._copy_from_afar(name)
+            if copy is not None:
+                self._models[name] = copy
                 self._pulled.add(name)
 
     # ------------------------------------------------------------------ events
@@ -456,6 +470,7 @@ class Simulation:
             raise ValueError(
                 f"{fault.target} does not accept fault {fault.kind!r}; it accepts {list(slot.accepts_faults) + [KILL]}"
             )
+        check_payload(fault)
         if fault.kind != KILL:  # the kernel carries out a kill itself
             self._models[fault.target].check_fault(fault)
 
@@ -699,6 +714,8 @@ class Simulation:
         return self.stop_reason if self._halt_at is not None else "time"
 
     def after_barrier(self, island: Island, t: int) -> None:
+        if type(island) is Island:  # (an island in another process checks its own state there)
+            check_state_finite(island, t)
         if self.e_stop or self._stop_callbacks:
             self.check_stop()
 

@@ -7,11 +7,20 @@ which the kernel carries out itself (the actor's process dies).
 
 from __future__ import annotations
 
+from hopsim.kernel.bounds import (
+    MAX_FAULT_VALUE,
+    MAX_FORCE_N,
+    MAX_TIME_S,
+    MAX_TORQUE_NM,
+    check_magnitude,
+    check_time_s,
+)
+
 FAULT_PORT = "__faults__"  # the hidden input on which a model receives its faults
 KILL = "kill"  # the fault every model accepts: its process dies
 # the longest time a fault may give (its duration_s, a radio delay), in s: about 32 years, beyond
 # any run, and in nanoseconds added to any instant still far inside the kernel's 64-bit times
-MAX_FAULT_TIME_S = 1e9
+MAX_FAULT_TIME_S = MAX_TIME_S
 
 
 def fault_topic(model_name: str) -> str:
@@ -42,3 +51,18 @@ def fault_kinds(model_cls) -> dict[str, tuple[str, ...]]:
         kinds = {kind: tuple(FAULT_FIELDS) for kind in accepts}
     kinds[KILL] = ()
     return kinds
+
+
+def check_payload(fault) -> None:
+    """Raise ValueError naming the fault and the field unless every number of ``fault`` lies
+    within its bound (:mod:`hopsim.kernel.bounds`): its value, its duration, each axis of its
+    force and torque. ``fault`` is a :class:`hopsim.schemas.Fault` or a
+    :class:`~hopsim.scenarios.registry.FaultSpec`: the one check of both."""
+    what = f"fault {fault.kind!r} on {fault.target!r}:"
+    check_magnitude(fault.value, MAX_FAULT_VALUE, "", f"{what} value")
+    check_time_s(fault.duration_s, f"{what} duration_s")
+    for field, bound, unit in (("force_N", MAX_FORCE_N, " N"), ("torque_B", MAX_TORQUE_NM, " N m")):
+        v = getattr(fault, field)
+        xyz = (v.x, v.y, v.z) if hasattr(v, "x") else tuple(v)
+        for axis, component in zip("xyz", xyz):
+            check_magnitude(component, bound, unit, f"{what} {field}.{axis}")

@@ -10,12 +10,23 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import lru_cache
 
+from hopsim.kernel.bounds import MAX_RATE_HZ, MIN_RATE_HZ
+
 NS_PER_S = 1_000_000_000
 
 
+# the kernel's times are signed 64-bit ns; a value a user gives is bounded far inside them
+# (hopsim.kernel.bounds), and a time beyond them is refused here rather than overflowing later
+MAX_NS = 2**63 - 1
+
+
 def seconds(t_s: float) -> int:
-    """Convert seconds (float) to integer nanoseconds, rounding to the nearest nanosecond."""
-    return int(round(t_s * NS_PER_S))
+    """Convert seconds (float) to integer nanoseconds, rounding to the nearest nanosecond; a
+    ValueError for a time the kernel's 64-bit nanoseconds cannot hold (or not a number)."""
+    t_ns = t_s * NS_PER_S
+    if not -MAX_NS <= t_ns <= MAX_NS:
+        raise ValueError(f"{t_s!r} s is not a time hopsim can count (64-bit nanoseconds: at most 9.2e9 s)")
+    return int(round(t_ns))
 
 
 def to_seconds(t_ns: int) -> float:
@@ -42,8 +53,11 @@ class PeriodicSchedule:
     __slots__ = ("t0_ns", "_num", "_den", "rate_hz")
 
     def __init__(self, rate_hz: float, t0_ns: int = 0):
-        if not rate_hz > 0:
-            raise ValueError(f"a periodic schedule needs a positive rate, got {rate_hz!r} Hz")
+        if not MIN_RATE_HZ <= rate_hz <= MAX_RATE_HZ:
+            raise ValueError(
+                f"a periodic schedule needs a rate in [{MIN_RATE_HZ:g}, {MAX_RATE_HZ:g}] Hz (a period of 1 ns to "
+                f"{1 / MIN_RATE_HZ:g} s), got {rate_hz!r} Hz"
+            )
         self.rate_hz = rate_hz
         self.t0_ns = int(t0_ns)
         self._num, self._den = _period_ns(rate_hz)

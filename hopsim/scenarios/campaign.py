@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hopsim.bus.atomic import replacing
 from hopsim.scenarios.catalog import get_scenario
 from hopsim.scenarios.montecarlo import make_campaign
 from hopsim.scenarios.montecarlo import run_campaign as run_montecarlo
@@ -72,12 +73,14 @@ def run_campaign(
     directory: str | Path | None = None,
     backend: str = "local",
     ray_address: str | None = None,
+    force: bool = False,
 ) -> list[CampaignRow]:
     """Run the baseline and one run per fault (in ``directory``, a temporary one if None); one row
-    each, in that order. A run that raises is a row with its error."""
+    each, in that order. A run that raises is a row with its error. A ``directory`` that holds
+    another campaign is refused unless ``force`` (see :meth:`CampaignDirectory.start`)."""
     campaign = fault_campaign(scenario, faults, seed, duration_s, overrides)
     with tempfile.TemporaryDirectory(prefix="hopsim-campaign-") as scratch:
-        rows = run_montecarlo(campaign, directory or scratch, backend=backend, ray_address=ray_address)
+        rows = run_montecarlo(campaign, directory or scratch, backend=backend, ray_address=ray_address, force=force)
     return [
         CampaignRow(
             "baseline" if k == 0 else fault_label(faults[k - 1]),
@@ -91,20 +94,21 @@ def run_campaign(
 
 
 def write_table(rows: list[CampaignRow], path: Path) -> None:
-    """CSV (``.csv``) or markdown (anything else)."""
+    """CSV (``.csv``) or markdown (anything else), written under its partial name and renamed
+    over ``path`` when complete (:func:`hopsim.bus.atomic.replacing`)."""
     metrics = list(dict.fromkeys(k for r in rows for k in r.outcome))
     columns = ["run", *metrics, "error"]
     cells = [[r.label] + [format_cell(r.outcome.get(c)) for c in metrics] + [r.error or "-"] for r in rows]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".csv":
-        with open(path, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(columns)
-            w.writerows(cells)
-        return
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(row) + " |" for row in cells]
-    path.write_text("\n".join(lines) + "\n")
+    with replacing(path) as tmp:
+        if path.suffix == ".csv":
+            with open(tmp, "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(columns)
+                w.writerows(cells)
+        else:
+            lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+            lines += ["| " + " | ".join(row) + " |" for row in cells]
+            tmp.write_text("\n".join(lines) + "\n")
 
 
 def format_cell(v: Any) -> str:

@@ -54,6 +54,7 @@ from hopsim.dynamics.orbital_elements import state_from_elements
 from hopsim.dynamics.spatial import dcm_to_quat
 from hopsim.dynamics.spherical_harmonics import ggm03s
 from hopsim.kernel import Simulation
+from hopsim.kernel.bounds import PeriodS
 from hopsim.kernel.model import model_rng
 from hopsim.scenarios.orbit_integration import INTEGRATORS, orbit_island
 from hopsim.scenarios.registry import ScenarioParams, scenario
@@ -87,7 +88,7 @@ class ConstellationParams(ScenarioParams):
     mass_kg: float = Field(250.0, gt=0, le=1e5, description="each satellite's dry mass (kg)")
     fuel_kg: float = Field(5.0, gt=0, le=1e4, description="each satellite's propellant (kg)")
     thrust_N: float = Field(1.0, gt=0, le=1e3, description="each thruster's thrust (N)")
-    isp_s: float = Field(220.0, gt=0, le=1e4, description="thruster specific impulse (s)")
+    isp_s: float = Field(220.0, ge=1, le=1e4, description="thruster specific impulse (s)")
     station_keeping: bool = Field(True, description="the flight software fires (off: it only monitors)")
     box_deg: float = Field(
         0.5, gt=0, le=45, description="half-width of the along-track box about the slot (deg of argument of latitude)"
@@ -95,7 +96,7 @@ class ConstellationParams(ScenarioParams):
     return_orbits: float = Field(
         3.0, gt=0, le=1e3, description="a correction aims the drift at the far edge of the box in this many orbits"
     )
-    control_period_s: float = Field(
+    control_period_s: PeriodS = Field(
         60.0,
         ge=1,
         le=3600,

@@ -10,6 +10,7 @@ the islands of vehicles that can touch. Every vehicle publishes its state on ``<
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -20,20 +21,32 @@ from hopsim.actors.spheres.params import vehicle_params
 from hopsim.actors.vehicle_dynamics import RigidVehicleDynamics
 from hopsim.dynamics import detmath, detrandom
 from hopsim.kernel import Simulation
+from hopsim.kernel.bounds import RateHz, TimeS
 from hopsim.scenarios.registry import ScenarioParams, scenario
 
 Vec3 = tuple[float, float, float]
 SPHERES_RADIUS_M = 0.1
 
 
+# a SPHERES-class vehicle in a test volume: faster than this it crosses the volume several times a
+# second and every contact check finds a contact
+MAX_SPEED_MPS = 10.0
+MAX_SPIN_RAD_S = 10.0
+Velocity = tuple[
+    Annotated[float, Field(ge=-MAX_SPEED_MPS, le=MAX_SPEED_MPS)],
+    Annotated[float, Field(ge=-MAX_SPEED_MPS, le=MAX_SPEED_MPS)],
+    Annotated[float, Field(ge=-MAX_SPEED_MPS, le=MAX_SPEED_MPS)],
+]
+
+
 class ContactScenario(ScenarioParams):
     vehicle_type: str = Field("spheres_6dof", description="mass properties of this SPHERES parameter set")
-    radius_m: float = Field(SPHERES_RADIUS_M, gt=0, description="contact sphere radius (m)")
+    radius_m: float = Field(SPHERES_RADIUS_M, gt=0, le=10, description="contact sphere radius (m)")
     contact: ContactParams = Field(
         default_factory=ContactParams,
         description=("contact laws: restitution, friction, latch, check rate (--set contact.restitution=0.8)"),
     )
-    state_rate_hz: float = Field(10.0, gt=0, le=10_000, description="rate of each vehicle's published state")
+    state_rate_hz: RateHz = Field(10.0, le=10_000, description="rate of each vehicle's published state")
     cm_offset_m: Vec3 | None = Field(
         None, description=("centre of mass from the geometric centre, body frame (m); None: the vehicle type's")
     )
@@ -87,10 +100,10 @@ def contact_outcome(sim: Simulation) -> dict:
 class CollisionParams(ContactScenario):
     a_start_m: Vec3 = Field((0.80, 1.00, 1.15), description="first vehicle's start in the test volume")
     b_start_m: Vec3 = Field((1.40, 1.30, 1.15), description="second vehicle's start")
-    a_velocity_mps: Vec3 = Field((0.10, 0.05, 0.0), description="the seed gives no velocities; these meet")
-    b_velocity_mps: Vec3 = Field((-0.10, -0.05, 0.0), description="second vehicle's velocity")
-    a_yaw_deg: float = Field(90.0, description="ports (body +x) not facing: a's port points +Y")
-    b_yaw_deg: float = Field(90.0, description="b's port points +Y too")
+    a_velocity_mps: Velocity = Field((0.10, 0.05, 0.0), description="the seed gives no velocities; these meet")
+    b_velocity_mps: Velocity = Field((-0.10, -0.05, 0.0), description="second vehicle's velocity")
+    a_yaw_deg: float = Field(90.0, ge=-360, le=360, description="ports (body +x) not facing: a's port points +Y")
+    b_yaw_deg: float = Field(90.0, ge=-360, le=360, description="b's port points +Y too")
 
 
 @scenario(
@@ -111,10 +124,10 @@ def build_collision(sim: Simulation, p: CollisionParams) -> None:
 class PassiveDockingParams(ContactScenario):
     a_start_m: Vec3 = Field((0.60, 1.15, 1.15), description="the slow vehicle, port facing +X")
     b_start_m: Vec3 = Field((1.40, 1.20, 1.15), description="5 cm Y offset; port facing -X")
-    a_velocity_mps: Vec3 = Field((0.05, 0.0, 0.0), description="seed: +5 cm/s")
-    b_velocity_mps: Vec3 = Field((-0.50, 0.0, 0.0), description="seed: -50 cm/s")
-    undock_at_s: float | None = Field(None, description="send sph2 an undock command at this time")
-    separation_speed_mps: float = Field(0.05, ge=0, description="speed apart after an undock")
+    a_velocity_mps: Velocity = Field((0.05, 0.0, 0.0), description="seed: +5 cm/s")
+    b_velocity_mps: Velocity = Field((-0.50, 0.0, 0.0), description="seed: -50 cm/s")
+    undock_at_s: TimeS | None = Field(None, description="send sph2 an undock command at this time")
+    separation_speed_mps: float = Field(0.05, ge=0, le=MAX_SPEED_MPS, description="speed apart after an undock")
 
 
 @scenario(
@@ -143,8 +156,10 @@ def build_passive_docking(sim: Simulation, p: PassiveDockingParams) -> None:
 class PileupParams(ContactScenario):
     n_vehicles: int = Field(100, ge=1, le=100_000, description="number of vehicles in the box")
     box_m: float = Field(0.0, ge=0, description="edge of the cubic box (m); 0: sized for 10% volume fraction")
-    speed_mps: float = Field(0.1, ge=0, description="initial speed of each vehicle (random direction)")
-    spin_rad_s: float = Field(0.2, ge=0, description="initial body rate magnitude (random axis)")
+    speed_mps: float = Field(
+        0.1, ge=0, le=MAX_SPEED_MPS, description="initial speed of each vehicle (random direction)"
+    )
+    spin_rad_s: float = Field(0.2, ge=0, le=MAX_SPIN_RAD_S, description="initial body rate magnitude (random axis)")
     docking: bool = Field(False, description="vehicles carry ports and may dock")
 
     @model_validator(mode="after")

@@ -8,6 +8,8 @@ conserved, so the hub recoils against every move of the boom.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 from pydantic import Field
 
@@ -17,30 +19,48 @@ from hopsim.dynamics import MultibodyTree, detlinalg, pose, spatial_momentum
 from hopsim.dynamics.integrators import make_integrator
 from hopsim.dynamics.profiles import MoveProfile
 from hopsim.kernel import Simulation
+from hopsim.kernel.bounds import MAX_TIME_S, RateHz, TimeS
 from hopsim.scenarios.registry import ScenarioError, ScenarioParams, scenario
 
 
+Inertia = Annotated[float, Field(gt=0, le=1e9)]  # a principal moment of inertia (kg m^2)
+Length = Annotated[float, Field(ge=-100, le=100)]  # a place on the hub or the boom (m)
+
+
 class DeployBoomParams(ScenarioParams):
-    hub_mass_kg: float = Field(20.0, gt=0, description="mass of the free-flying hub")
-    hub_inertia_kgm2: tuple[float, float, float] = Field(
+    hub_mass_kg: float = Field(20.0, gt=0, le=1e6, description="mass of the free-flying hub")
+    hub_inertia_kgm2: tuple[Inertia, Inertia, Inertia] = Field(
         (0.8, 0.9, 1.0), description="hub's principal inertia about its centre of mass"
     )
-    boom_mass_kg: float = Field(2.0, gt=0, description="mass of the boom")
-    boom_inertia_kgm2: tuple[float, float, float] = Field(
+    boom_mass_kg: float = Field(2.0, gt=0, le=1e6, description="mass of the boom")
+    boom_inertia_kgm2: tuple[Inertia, Inertia, Inertia] = Field(
         (0.001, 0.05, 0.05), description="boom's principal inertia about its centre of mass"
     )
-    boom_root_m: tuple[float, float, float] = Field((0.25, 0.0, 0.0), description="slider origin in the hub frame")
-    boom_offset_m: tuple[float, float, float] = Field(
+    boom_root_m: tuple[Length, Length, Length] = Field((0.25, 0.0, 0.0), description="slider origin in the hub frame")
+    boom_offset_m: tuple[Length, Length, Length] = Field(
         (0.0, 0.0, 0.0), description="boom centre of mass off the slider axis"
     )
-    accel_max_mps2: float = Field(0.02, gt=0, description="the profiles' largest acceleration along the slider")
-    stroke_m: float = Field(0.5, gt=0, description="length of the longest move")
-    coast_s: float = Field(2.0, ge=0, description="coast of the bang-coast-bang moves")
-    smoothing_s: float = Field(1.0, ge=0, description="smoothing of the smoothed moves")
-    gap_s: float = Field(2.0, ge=0, description="rest between moves")
-    state_rate_hz: float = Field(10.0, gt=0, le=10_000, description="rate of the hub's published state")
+    accel_max_mps2: float = Field(
+        0.02, ge=1e-6, le=100, description="the profiles' largest acceleration along the slider"
+    )
+    stroke_m: float = Field(0.5, ge=1e-3, le=100, description="length of the longest move")
+    coast_s: TimeS = Field(2.0, ge=0, description="coast of the bang-coast-bang moves")
+    smoothing_s: TimeS = Field(1.0, ge=0, description="smoothing of the smoothed moves")
+    gap_s: TimeS = Field(2.0, ge=0, description="rest between moves")
+    state_rate_hz: RateHz = Field(10.0, le=10_000, description="rate of the hub's published state")
     integrator: str = Field("rk4", pattern="^(rk4|dopri54|dop853)$", description="rk4, dopri54 or dop853")
     n_integration_steps: int = Field(4, ge=1, le=10_000, description="integration steps per hop")
+
+
+def in_parameter_names(message: str) -> str:
+    """A profile's error in the names of this scenario's parameters."""
+    for name, parameter in (
+        ("coast_bang_duration", "coast_s"),
+        ("smoothing_duration", "smoothing_s"),
+        ("accel_max", "accel_max_mps2"),
+    ):
+        message = message.replace(name, parameter)
+    return message
 
 
 def boom_moves(p: DeployBoomParams) -> list[tuple[float, MoveProfile]]:
@@ -57,7 +77,12 @@ def boom_moves(p: DeployBoomParams) -> list[tuple[float, MoveProfile]]:
         try:
             move = MoveProfile(start, end, a, coast, smooth, kind="translation")
         except ValueError as err:
-            raise ScenarioError(f"deploy_boom: {err}") from None
+            raise ScenarioError(f"deploy_boom: {in_parameter_names(str(err))}") from None
+        if not move.duration <= MAX_TIME_S:
+            raise ScenarioError(
+                f"deploy_boom: a move of stroke_m {abs(end - start):g} m at accel_max_mps2 {a:g} with a bang of "
+                f"coast_s {coast:g} s lasts {move.duration:g} s, beyond {MAX_TIME_S:g} s: give a longer coast_s, or 0"
+            )
         moves.append((t, move))
         t += move.duration + p.gap_s
     return moves

@@ -22,12 +22,14 @@ delayed by the radio latency), ``v/rx`` (the packets the radio let through).
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from hopsim.actors.formation import (
+    HISTORY,
     FormationFlightSoftware,
     FormationThruster,
     NeighbourRadio,
@@ -43,6 +45,7 @@ from hopsim.actors.vehicle_dynamics import RigidVehicleDynamics
 from hopsim.dynamics import detlinalg, detrandom
 from hopsim.dynamics.integrators import make_integrator
 from hopsim.kernel import Simulation, Tie
+from hopsim.kernel.bounds import RateHz, TimeS
 from hopsim.kernel.model import model_rng
 from hopsim.scenarios.registry import ScenarioParams, scenario
 
@@ -59,7 +62,7 @@ class FormationParams(ScenarioParams):
         "grid of pitch spacing_m, 4-neighbour",
     )
     spacing_m: float = Field(10.0, gt=0, description="distance between neighbouring slots (m)")
-    control_rate_hz: float = Field(
+    control_rate_hz: RateHz = Field(
         1.0,
         gt=0,
         le=1000,
@@ -77,7 +80,7 @@ class FormationParams(ScenarioParams):
             "10 Hz under 1 Hz control"
         ),
     )
-    radio_latency_s: float = Field(
+    radio_latency_s: TimeS = Field(
         0.2,
         ge=0,
         description=(
@@ -89,16 +92,16 @@ class FormationParams(ScenarioParams):
     noise: bool = Field(True, description="sensor noise on")
     position_noise_m: float = Field(0.01, ge=0, description="1-sigma position noise per axis (m)")
     velocity_noise_mps: float = Field(0.0005, ge=0, description="1-sigma velocity noise per axis (m/s)")
-    dispersion_m: float = Field(1.0, ge=0, description="1-sigma initial position error per axis (m)")
-    dispersion_mps: float = Field(0.002, ge=0, description="1-sigma initial velocity per axis (m/s)")
-    mass_kg: float = Field(50.0, gt=0, description="each vehicle's mass")
-    size_m: float = Field(0.5, gt=0, description="edge of the cubic body (inertia of a uniform cube)")
+    dispersion_m: float = Field(1.0, ge=0, le=1e6, description="1-sigma initial position error per axis (m)")
+    dispersion_mps: float = Field(0.002, ge=0, le=1e3, description="1-sigma initial velocity per axis (m/s)")
+    mass_kg: float = Field(50.0, ge=0.01, le=1e6, description="each vehicle's mass")
+    size_m: float = Field(0.5, ge=0.01, le=100, description="edge of the cubic body (inertia of a uniform cube)")
     max_thrust_N: float = Field(0.5, gt=0, description="saturation per inertial axis (N)")
     min_thrust_N: float = Field(0.0, ge=0, description="smaller commands per axis give no thrust (N)")
     bandwidth_rad_s: float = Field(0.05, gt=0, description="natural frequency of the fastest shape mode")
     damping_ratio: float = Field(1.0, gt=0, description="damping of the fastest shape mode")
     brake_gain_per_s: float = Field(0.05, gt=0, description="fallback: a = -gain * own velocity")
-    stale_after_s: float = Field(
+    stale_after_s: TimeS = Field(
         5.0,
         gt=0,
         description=(
@@ -120,6 +123,18 @@ class FormationParams(ScenarioParams):
         if top is not None and v > top:
             raise ValueError(f"min_thrust_N ({v}) must not exceed max_thrust_N ({top})")
         return v
+
+    @model_validator(mode="after")
+    def _history_fits(self):
+        """The flight software keeps its own broadcasts of the last stale period (HISTORY at most)."""
+        stale_s = max(self.stale_after_s, (self.delay_periods() + 1) / self.control_rate_hz)
+        if math.ceil(stale_s * self.control_rate_hz) + 2 > HISTORY:
+            raise ValueError(
+                f"stale_after_s x control_rate_hz must be at most {HISTORY - 2} (the flight software keeps "
+                f"{HISTORY} broadcasts), got {stale_s:g} s at {self.control_rate_hz:g} Hz: lower stale_after_s "
+                f"(or radio_latency_s)"
+            )
+        return self
 
     def delay_periods(self) -> int:
         return radio_delay_periods(self.radio_latency_s, self.control_rate_hz)

@@ -14,25 +14,26 @@ from hopsim.actors.battery import Battery
 from hopsim.actors.lander import Altimeter, DescentController, GroundStation, LanderBody, TelemetryDownlink
 from hopsim.kernel import Simulation, Tie
 from hopsim.dynamics.integrators import make_integrator
-from hopsim.scenarios.registry import ScenarioParams, scenario
+from hopsim.kernel.bounds import PeriodS, RateHz, TimeS
+from hopsim.scenarios.registry import ScenarioParams, Success, scenario
 
 
 class LanderParams(ScenarioParams):
-    altitude_m: float = Field(100.0, gt=0, description="initial height above ground (m)")
-    vertical_speed_mps: float = Field(0.0, description="initial vertical speed, up positive (m/s)")
-    mass_kg: float = Field(50.0, gt=0, description="lander mass")
-    gravity_mps2: float = Field(1.62, gt=0, description="lunar surface gravity by default")
-    max_thrust_N: float = Field(150.0, gt=0, description="engine thrust at full throttle")
-    battery_Wh: float = Field(69.1, gt=0, description="Dshell Battery's default capacity")
-    altimeter_noise_m: float = Field(0.05, ge=0, description="1-sigma altimeter noise")
-    altimeter_rate_hz: float = Field(20.0, gt=0, le=10_000, description="altimeter sample rate")
-    control_rate_hz: float = Field(10.0, gt=0, le=10_000, description="descent controller rate")
-    control_gain: float = Field(0.8, gt=0, description="throttle per m/s of descent-rate error")
-    telemetry_rate_hz: float = Field(2.0, gt=0, le=10_000, description="telemetry downlink rate")
-    radio_latency_s: float = Field(0.05, ge=0, le=3600, description="telemetry latency to the ground")
+    altitude_m: float = Field(100.0, gt=0, le=1e6, description="initial height above ground (m)")
+    vertical_speed_mps: float = Field(0.0, ge=-1e4, le=1e4, description="initial vertical speed, up positive (m/s)")
+    mass_kg: float = Field(50.0, ge=0.01, le=1e6, description="lander mass")
+    gravity_mps2: float = Field(1.62, gt=0, le=100, description="lunar surface gravity by default")
+    max_thrust_N: float = Field(150.0, gt=0, le=1e8, description="engine thrust at full throttle")
+    battery_Wh: float = Field(69.1, gt=0, le=1e9, description="Dshell Battery's default capacity")
+    altimeter_noise_m: float = Field(0.05, ge=0, le=1e4, description="1-sigma altimeter noise")
+    altimeter_rate_hz: RateHz = Field(20.0, le=10_000, description="altimeter sample rate")
+    control_rate_hz: RateHz = Field(10.0, le=10_000, description="descent controller rate")
+    control_gain: float = Field(0.8, gt=0, le=1e3, description="throttle per m/s of descent-rate error")
+    telemetry_rate_hz: RateHz = Field(2.0, le=10_000, description="telemetry downlink rate")
+    radio_latency_s: TimeS = Field(0.05, le=3600, description="telemetry latency to the ground")
     integrator: str = Field("rk4", pattern="^(euler|rk4)$", description="euler or rk4")
     n_integration_steps: int = Field(2, ge=1, le=10_000, description="integration steps per hop")
-    touchdown_eps_s: float = Field(1e-6, gt=0, le=1.0, description="how close to touchdown the hop ends")
+    touchdown_eps_s: PeriodS = Field(1e-6, le=1.0, description="how close to touchdown the hop ends")
     stop_on_touchdown: bool = Field(False, description="end the run at touchdown")
 
 
@@ -52,12 +53,21 @@ def lander_outcome(sim: Simulation) -> dict:
     }
 
 
+def lander_crashed(outcome: dict) -> str | None:
+    """Why a run failed: a touchdown faster than a landing survives (None: no crash)."""
+    speed = outcome.get("touchdown_speed_mps")
+    if outcome.get("landed") and speed is not None and speed > SAFE_TOUCHDOWN_MPS:
+        return f"crashed: touchdown at {speed:.3g} m/s, faster than the {SAFE_TOUCHDOWN_MPS:g} m/s a landing survives"
+    return None
+
+
 @scenario(
     "lander",
     LanderParams,
     "1-D lunar lander: controller, sensor, battery, touchdown zero-crossing, telemetry to a ground station",
     default_duration_s=60.0,
     outcome=lander_outcome,
+    success=Success(f"no crash: no touchdown faster than {SAFE_TOUCHDOWN_MPS:g} m/s", lander_crashed),
 )
 def build_lander(sim: Simulation, p: LanderParams) -> None:
     sim.add_island("lander", integrator=make_integrator(p.integrator), n_integration_steps=p.n_integration_steps)

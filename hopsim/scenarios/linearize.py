@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from hopsim.bus.atomic import replacing
 from hopsim.scenarios.registry import ScenarioError
 
 SCHEMES = ("central2", "central4", "richardson")
@@ -59,9 +60,14 @@ class Linearization:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def save(self, path) -> None:
-        """Write the matrices and their names to a NumPy ``.npz`` file."""
+        """Write the matrices and their names to a NumPy ``.npz`` file at ``path`` (as named; under
+        its partial name until complete, :func:`hopsim.bus.atomic.replacing`)."""
+        with replacing(path) as tmp, open(tmp, "wb") as f:
+            self._write(f)
+
+    def _write(self, f) -> None:
         np.savez(
-            path,
+            f,
             A=self.A,
             B=self.B,
             C=self.C,

@@ -12,13 +12,21 @@ A campaign directory holds:
   campaign resumes from it and runs only what is missing);
 - ``results.csv``: one row per run: run, seed, status, error, the dispersed parameters, the
   scenario's outcome metrics and the stream's SHA-256;
-- ``summary.json`` and ``summary.md``: per metric the count, mean, standard deviation, extremes
-  and percentiles, and the failure rate with its 95% Wilson interval;
+- ``summary.json`` and ``summary.md``: per numeric metric the count, mean, standard deviation,
+  extremes and percentiles, per boolean metric the rate of true with its 95% Wilson interval,
+  and the failure rate with its 95% Wilson interval;
 - ``plots/``: histograms of the outcomes and outcomes against each dispersed parameter (PNG);
 - ``recordings/run_NNNNNN.mcap``: the retained runs, recorded (failed runs, runs with a metric
-  outside its bounds, and runs chosen by number).
+  outside its bounds, and runs chosen by number; a failed run's recording ends with its error).
 
-A run that raises is recorded with its error and the campaign goes on.
+A run fails when it raises (status ``failed``, with its error) or when its outcome misses the
+scenario's success criterion (status ``unsuccessful``, with the reason: a lander that touched
+down too fast); either way the campaign goes on.
+
+Every file is written under its partial name and renamed when complete
+(:mod:`hopsim.bus.atomic`), ``runs.jsonl`` apart (appended line by line). A directory that holds
+another campaign, or a campaign's files without its ``campaign.json``, is not written to unless
+asked (``force``: that campaign's files are removed first, and the new campaign starts there).
 """
 
 from __future__ import annotations
@@ -32,13 +40,18 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hopsim.bus.atomic import replacing
+from hopsim.kernel.bounds import DurationS, Seed
 from hopsim.scenarios.catalog import get_scenario
 from hopsim.scenarios.dispersions import Dispersion, dispersed_values, run_seed, set_path
 from hopsim.scenarios.registry import ScenarioError
 
 MAX_RUNS = 10_000_000
+# a run's status: ok, failed (it raised; ``error`` says what) or unsuccessful (it ended, and its
+# outcome misses the scenario's success criterion; ``error`` says why)
+UNSUCCESSFUL = "unsuccessful"
 
 
 class Retention(BaseModel):
@@ -69,8 +82,8 @@ class Campaign(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     scenario: str
     runs: int = Field(ge=1, le=MAX_RUNS)
-    seed: int = Field(0, ge=0, lt=2**63)
-    duration_s: float | None = Field(None, gt=0)
+    seed: Seed = 0
+    duration_s: DurationS | None = None
     parameters: dict[str, Any] = {}
     dispersions: list[Dispersion] = []
     retain: Retention = Retention()
@@ -79,13 +92,6 @@ class Campaign(BaseModel):
         description="every run takes the campaign seed as its scenario seed, so "
         "runs differ by their dispersions only (a fault campaign)",
     )
-
-    @field_validator("duration_s")
-    @classmethod
-    def _finite(cls, v):
-        if v is not None and not math.isfinite(v):
-            raise ValueError("duration_s must be a finite number of seconds")
-        return v
 
     def scenario_seed(self, run: int) -> int:
         """The scenario seed of run ``run``: derived from (campaign seed, run), or the campaign
@@ -107,7 +113,7 @@ class Campaign(BaseModel):
 
 
 def load_campaign(path: str | Path) -> Campaign:
-    """A campaign from a TOML file (see ``examples`` in the README); a clear error otherwise."""
+    """A campaign from a TOML file (see docs/montecarlo.md); a clear error otherwise."""
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text())
@@ -158,11 +164,21 @@ def run_one(campaign_json: str, run: int, out: str | None = None) -> dict[str, A
         try:
             seed, params = campaign.run_parameters(run)
             result = run_scenario(
-                campaign.scenario, params, seed=seed, duration_s=campaign.duration_s, out=path, keep_stream=True
+                campaign.scenario,
+                params,
+                seed=seed,
+                duration_s=campaign.duration_s,
+                out=path,
+                keep_stream=True,
+                replace_on_failure=True,  # a failed run's recording (its error at the end) is kept too
             )
-            outcome = get_scenario(campaign.scenario).outcome
-            row["outcome"] = _plain(outcome(result.sim)) if outcome is not None else {}
+            spec = get_scenario(campaign.scenario)
+            row["outcome"] = _plain(result.outcome) if spec.outcome is not None else {}
             row["stream_sha256"] = result.stream_sha256
+            why = spec.success.check(row["outcome"]) if spec.success is not None else None
+            if why:
+                row["status"] = UNSUCCESSFUL
+                row["error"] = why
         except Exception as err:  # noqa: BLE001  (a failing run is a result of the campaign)
             row["status"] = "failed"
             row["error"] = f"{type(err).__name__}: {err}"
@@ -180,6 +196,10 @@ def _plain(outcome: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+CAMPAIGN_FILES = ("campaign.json", "runs.jsonl", "results.csv", "summary.json", "summary.md")
+CAMPAIGN_FOLDERS = (("plots", "*.png"), ("recordings", "run_*.mcap"))  # (folder, the files a campaign writes)
+
+
 class CampaignDirectory:
     """The files of one campaign (see the module docstring)."""
 
@@ -190,19 +210,54 @@ class CampaignDirectory:
     def runs_file(self) -> Path:
         return self.path / "runs.jsonl"
 
-    def start(self, campaign: Campaign) -> None:
-        """Create the directory, or check that it holds this very campaign (to resume it)."""
+    def campaign_files(self) -> list[Path]:
+        """The files of a campaign there are in the directory (this one's or another's)."""
+        found = [self.path / name for name in CAMPAIGN_FILES if (self.path / name).is_file()]
+        for folder, pattern in CAMPAIGN_FOLDERS:
+            if (self.path / folder).is_dir():
+                found += sorted(p for p in (self.path / folder).glob(pattern) if p.is_file())
+        return found
+
+    def check(self, campaign: Campaign, force: bool = False) -> str:
+        """What starting ``campaign`` here does: ``new`` (nothing of a campaign is there),
+        ``resume`` (this very campaign is, finished or not) or, with ``force``, ``replace``
+        (another campaign's files are, or a campaign's files without its campaign.json); a
+        ScenarioError naming the way out when it is refused."""
+        saved = self.path / "campaign.json"
+        if saved.is_file():
+            try:
+                same = Campaign.model_validate_json(saved.read_text()) == campaign
+            except (ValidationError, ValueError, OSError):
+                same = False  # damaged: not this campaign
+            if same:
+                return "resume"
+            if not force:
+                raise ScenarioError(
+                    f"{self.path} holds another campaign (campaign.json differs): resume it with the same "
+                    f"campaign, give --force to replace it, or choose another directory"
+                )
+            return "replace"
+        found = self.campaign_files()
+        if not found:
+            return "new"
+        if not force:
+            raise ScenarioError(
+                f"{self.path} holds a campaign's files ({found[0].relative_to(self.path)}) but no campaign.json: "
+                f"give --force to replace them, or choose another directory"
+            )
+        return "replace"
+
+    def start(self, campaign: Campaign, force: bool = False) -> None:
+        """Create the directory, or check that it holds this very campaign (to resume it); with
+        ``force``, another campaign's files there are removed first (see :meth:`check`)."""
+        if self.check(campaign, force) == "replace":
+            for path in self.campaign_files():
+                path.unlink()
         self.path.mkdir(parents=True, exist_ok=True)
         saved = self.path / "campaign.json"
-        text = campaign.model_dump_json(indent=1)
-        if saved.exists():
-            if Campaign.model_validate_json(saved.read_text()) != campaign:
-                raise ScenarioError(
-                    f"{self.path} holds another campaign (campaign.json differs); resume it "
-                    f"with the same campaign, or choose another directory"
-                )
-        else:
-            saved.write_text(text)
+        if not saved.exists():
+            with replacing(saved) as tmp:
+                tmp.write_text(campaign.model_dump_json(indent=1))
 
     def campaign(self) -> Campaign:
         saved = self.path / "campaign.json"
@@ -243,13 +298,15 @@ def run_campaign(
     on_row: Callable[[dict, int, int], None] | None = None,
     max_new_runs: int | None = None,
     ray_cpus: int | None = None,
+    force: bool = False,
 ) -> list[dict]:
     """Run every run of ``campaign`` not finished yet in ``directory``; write the results, the
     summary and the plots; record the retained runs. Returns the rows, sorted by run.
     ``on_row(row, done, total)`` is told of each finished run (progress); ``ray_cpus`` sizes a local
-    Ray (default: every CPU)."""
+    Ray (default: every CPU). A directory holding another campaign is refused, unless ``force``
+    (:meth:`CampaignDirectory.start`)."""
     folder = CampaignDirectory(directory)
-    folder.start(campaign)
+    folder.start(campaign, force)
     rows = folder.finished()
     todo = [k for k in range(campaign.runs) if k not in rows]
     if max_new_runs is not None:
@@ -322,7 +379,7 @@ def table_columns(rows: list[dict]) -> tuple[list[str], list[str]]:
 
 def write_results(rows: list[dict], campaign: Campaign, directory: Path) -> None:
     params, metrics = table_columns(rows)
-    with open(directory / "results.csv", "w", newline="") as f:
+    with replacing(directory / "results.csv") as tmp, open(tmp, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["run", "seed", "status", "error", *params, *metrics, "stream_sha256"])
         for row in rows:
@@ -337,9 +394,12 @@ def write_results(rows: list[dict], campaign: Campaign, directory: Path) -> None
                     row["stream_sha256"],
                 ]
             )
-    summary = summarize(rows)
-    (directory / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True))
-    (directory / "summary.md").write_text(summary_markdown(summary, campaign))
+    success = get_scenario(campaign.scenario).success
+    summary = summarize(rows, success.description if success is not None else None)
+    with replacing(directory / "summary.json") as tmp:
+        tmp.write_text(json.dumps(summary, indent=1, sort_keys=True))
+    with replacing(directory / "summary.md") as tmp:
+        tmp.write_text(summary_markdown(summary, campaign))
     write_plots(rows, directory / "plots")
 
 
@@ -364,9 +424,12 @@ def wilson_interval(failures: int, n: int, z: float = 1.959963984540054) -> tupl
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def summarize(rows: list[dict]) -> dict[str, Any]:
-    """Per numeric metric: count, mean, std (n - 1), min, p5, p50, p95, max; the failure rate
-    with its 95% Wilson interval."""
+def summarize(rows: list[dict], success: str | None = None) -> dict[str, Any]:
+    """The failure rate with its 95% Wilson interval: a run fails when it raises (``errors``) or
+    when its outcome misses the scenario's success criterion (``unsuccessful``; ``success``
+    describes it). Over the runs that ended (failed by the criterion or not): per numeric metric
+    the count, mean, std (n - 1), min, p5, p50, p95 and max; per boolean metric (``rates``) the
+    count, how many are true and that rate with its 95% Wilson interval."""
     import numpy as np
 
     n = len(rows)
@@ -375,19 +438,31 @@ def summarize(rows: list[dict]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "runs": n,
         "failed": failures,
+        "errors": sum(1 for r in rows if r["status"] == "failed"),
+        "unsuccessful": sum(1 for r in rows if r["status"] == UNSUCCESSFUL),
+        "success": success,
         "failure_rate": failures / n if n else 0.0,
         "failure_rate_95ci": [low, high],
         "metrics": {},
+        "rates": {},
     }
+    ended = [r for r in rows if r["status"] in ("ok", UNSUCCESSFUL)]
     _, metrics = table_columns(rows)
     for m in metrics:
+        flags = [r["outcome"][m] for r in ended if isinstance(r["outcome"].get(m), bool)]
+        if flags:
+            true = sum(flags)
+            out["rates"][m] = {
+                "n": len(flags),
+                "true": true,
+                "rate": true / len(flags),
+                "rate_95ci": list(wilson_interval(true, len(flags))),
+            }
         values = np.array(
             [
                 r["outcome"][m]
-                for r in rows
-                if r["status"] == "ok"
-                and isinstance(r["outcome"].get(m), (int, float))
-                and not isinstance(r["outcome"][m], bool)
+                for r in ended
+                if isinstance(r["outcome"].get(m), (int, float)) and not isinstance(r["outcome"][m], bool)
             ],
             dtype=float,
         )
@@ -413,7 +488,11 @@ def summary_markdown(summary: dict[str, Any], campaign: Campaign) -> str:
     lines = [
         f"# {campaign.scenario}: {summary['runs']} runs (campaign seed {campaign.seed})",
         "",
-        f"Failed: {summary['failed']} ({summary['failure_rate']:.1%}; 95% interval {low:.1%} to {high:.1%})",
+        f"Failed: {summary['failed']} ({summary['failure_rate']:.1%}; 95% interval {low:.1%} to {high:.1%}): "
+        f"{summary.get('unsuccessful', 0)} by the success criterion, {summary.get('errors', summary['failed'])} "
+        f"raised an error",
+        "",
+        f"Success: {summary.get('success') or 'every run that ends (the scenario declares no criterion)'}",
         "",
         "| metric | n | mean | std | min | p5 | p50 | p95 | max |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -424,6 +503,11 @@ def summary_markdown(summary: dict[str, Any], campaign: Campaign) -> str:
             + " | ".join(f"{s[k]:.6g}" for k in ("mean", "std", "min", "p5", "p50", "p95", "max"))
             + " |"
         )
+    if summary.get("rates"):
+        lines += ["", "| outcome | n | true | rate | 95% interval |", "|---|---|---|---|---|"]
+        for name, r in summary["rates"].items():
+            lo, hi = r["rate_95ci"]
+            lines.append(f"| {name} | {r['n']} | {r['true']} | {r['rate']:.1%} | {lo:.1%} to {hi:.1%} |")
     return "\n".join(lines) + "\n"
 
 
@@ -436,7 +520,7 @@ def write_plots(rows: list[dict], directory: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     directory.mkdir(parents=True, exist_ok=True)
-    ok = [r for r in rows if r["status"] == "ok"]
+    ok = [r for r in rows if r["status"] in ("ok", UNSUCCESSFUL)]  # every run that ended
     params, metrics = table_columns(ok)
     written = []
     for m in metrics:
@@ -464,7 +548,8 @@ def write_plots(rows: list[dict], directory: Path) -> list[Path]:
 
 
 def _save(fig, path: Path) -> Path:
-    fig.savefig(path, dpi=80)
+    with replacing(path) as tmp:
+        fig.savefig(tmp, dpi=80)
     return path
 
 

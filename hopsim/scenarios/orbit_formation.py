@@ -45,6 +45,7 @@ from hopsim.dynamics.orbit_frames import hill_to_inertial, inertial_to_hill
 from hopsim.dynamics.orbital_elements import argument_of_latitude, deputy_elements, state_from_elements
 from hopsim.dynamics.spherical_harmonics import ggm03s
 from hopsim.kernel import Simulation, Tie
+from hopsim.kernel.bounds import RateHz, TimeS
 from hopsim.kernel.model import model_rng
 from hopsim.scenarios.orbit_integration import INTEGRATORS, orbit_island
 from hopsim.scenarios.registry import ScenarioParams, scenario
@@ -77,14 +78,14 @@ class OrbitFormationParams(ScenarioParams):
     control: bool = Field(True, description="slot keeping on (off: the flight software estimates but never fires)")
     deadband_m: float = Field(2.0, gt=0, le=1e4, description="fire when the estimated slot error exceeds this (m)")
     bandwidth_rad_s: float = Field(0.01, gt=0, le=0.5, description="natural frequency of the slot error loop (rad/s)")
-    control_rate_hz: float = Field(0.1, gt=0, le=10, description="GNSS, radio and flight-software rate (Hz)")
+    control_rate_hz: RateHz = Field(0.1, le=10, description="GNSS, radio and flight-software rate (Hz)")
     deputy_mass_kg: float = Field(100.0, gt=0, le=1e4, description="each deputy's dry mass (kg)")
     fuel_kg: float = Field(2.0, gt=0, le=1e3, description="each deputy's propellant (kg)")
     thrust_N: float = Field(0.1, gt=0, le=100, description="each thruster's thrust (N)")
-    isp_s: float = Field(220.0, gt=0, le=1e4, description="thruster specific impulse (s)")
+    isp_s: float = Field(220.0, ge=1, le=1e4, description="thruster specific impulse (s)")
     gnss_sigma_m: float = Field(0.1, ge=0, le=100, description="GNSS position noise, 1 sigma per axis (m)")
     gnss_sigma_mps: float = Field(0.001, ge=0, le=1, description="GNSS velocity noise, 1 sigma per axis (m/s)")
-    radio_latency_s: float = Field(0.1, ge=0, le=4, description="the chief's fixes reach the deputies after this (s)")
+    radio_latency_s: TimeS = Field(0.1, ge=0, le=4, description="the chief's fixes reach the deputies after this (s)")
     radio_loss: float = Field(0.0, ge=0, le=1, description="probability that a broadcast is lost")
     integrator: str = Field(
         "rk4",

@@ -11,9 +11,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from hopsim.kernel.faults import MAX_FAULT_TIME_S, fault_kinds
+from hopsim.kernel.bounds import TimeS
+from hopsim.kernel.faults import check_payload, fault_kinds
 
 
 class ScenarioError(ValueError):
@@ -24,16 +25,21 @@ class FaultSpec(BaseModel):
     """A fault to send at ``t_s`` (a :class:`hopsim.schemas.Fault` on ``faults/<target>``)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    t_s: float = Field(ge=0)
+    t_s: TimeS
     target: str
     kind: str
-    index: int = -1
+    index: int = Field(-1, ge=-1, le=2**31 - 1)
     value: float = 0.0
-    duration_s: float = Field(0.0, ge=0, le=MAX_FAULT_TIME_S)
+    duration_s: float = 0.0
     vehicles: list[str] = []
     force_N: tuple[float, float, float] = (0.0, 0.0, 0.0)
     torque_B: tuple[float, float, float] = (0.0, 0.0, 0.0)
     clear: bool = False
+
+    @model_validator(mode="after")
+    def _payload_bounded(self):
+        check_payload(self)  # the kernel's own check of every fault (hopsim.kernel.bounds)
+        return self
 
     def message(self):
         from hopsim.schemas import Fault, Vector3
@@ -81,9 +87,7 @@ class FaultSpec(BaseModel):
         try:
             return cls.model_validate(fields)
         except ValidationError as err:
-            raise ValueError(
-                f"{where}: " + "; ".join(f"{'.'.join(map(str, e['loc'])) or 'fault'}: {e['msg']}" for e in err.errors())
-            ) from None
+            raise ValueError(f"{where}: {problems(err)}") from None
 
     def schedule(self, sim) -> None:
         """Send this fault to ``sim`` at ``t_s`` once it has passed every check: the same checks for
@@ -114,6 +118,19 @@ class FaultSpec(BaseModel):
                 f"fault {self.kind!r} on {self.target!r} ignores {', '.join(ignored)}; it reads "
                 f"{', '.join(reads) or 'no field'} (see `hopsim faults SCENARIO`)"
             )
+
+
+def problems(err: ValidationError) -> str:
+    """A pydantic error as one line: each problem as ``path: what is wrong (got value)``."""
+    out = []
+    for e in err.errors():
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in e["loc"]).lstrip(".")
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] != "value_error" and "input" in e and not isinstance(e["input"], dict):
+            msg += f" (got {e['input']!r})"
+        # (a message that names its own path, e.g. vehicle_overrides.thrusters.pressure_psig, is whole)
+        out.append(f"{where}: {msg}" if where and not msg.startswith(f"{where}.") else msg)
+    return "; ".join(out)
 
 
 FAULT_ALIASES = {"t": "t_s", "duration": "duration_s", "force": "force_N", "torque": "torque_B"}
@@ -224,6 +241,16 @@ class ScenarioParams(BaseModel):
 
 
 @dataclass(frozen=True)
+class Success:
+    """What makes a run of a scenario a success, read from its outcome metrics: ``check(outcome)``
+    is None for a success, else why the run failed (a Monte Carlo campaign counts such a run
+    as failed, :mod:`hopsim.scenarios.montecarlo`); ``description`` says it in the summary."""
+
+    description: str
+    check: Callable[[dict[str, Any]], str | None]
+
+
+@dataclass(frozen=True)
 class ScenarioSpec:
     name: str
     summary: str
@@ -231,6 +258,7 @@ class ScenarioSpec:
     build: Callable[[Any, ScenarioParams], Any]
     default_duration_s: float
     outcome: Callable[[Any], dict[str, Any]] | None = None  # sim -> metrics, for campaigns
+    success: Success | None = None  # which outcomes are a success (None: every run that ends)
 
     def make_params(self, overrides: dict[str, Any] | None = None) -> ScenarioParams:
         """Validate ``overrides`` (strings from the command line are converted) into parameters."""
@@ -248,10 +276,7 @@ class ScenarioSpec:
         try:
             return self.params(**overrides)
         except ValidationError as err:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc']))}: {e['msg']} (got {e.get('input')!r})" for e in err.errors()
-            )
-            raise ScenarioError(f"scenario {self.name!r}: {problems}") from None
+            raise ScenarioError(f"scenario {self.name!r}: {problems(err)}") from None
 
 
 _REGISTRY: dict[str, ScenarioSpec] = {}
@@ -263,16 +288,20 @@ def scenario(
     summary: str,
     default_duration_s: float,
     outcome: Callable[[Any], dict[str, Any]] | None = None,
+    success: Success | None = None,
 ):
     """Decorator registering ``build(sim, params)`` as scenario ``name``.
 
-    ``outcome(sim)`` returns the metrics a fault campaign tabulates after each run.
+    ``outcome(sim)`` returns the metrics a fault campaign tabulates after each run; ``success``
+    says which of those outcomes are a success (a campaign counts the others as failed runs).
     """
 
     def register(build):
         if name in _REGISTRY:
             raise ValueError(f"scenario {name!r} is registered twice")
-        _REGISTRY[name] = ScenarioSpec(name, summary, params, build, default_duration_s, outcome)
+        if success is not None and outcome is None:
+            raise ValueError(f"scenario {name!r}: a success criterion reads the outcome; give outcome too")
+        _REGISTRY[name] = ScenarioSpec(name, summary, params, build, default_duration_s, outcome, success)
         return build
 
     return register

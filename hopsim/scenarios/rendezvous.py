@@ -58,6 +58,7 @@ from hopsim.dynamics.spatial import dcm_to_quat
 from hopsim.dynamics.orbital_elements import state_from_elements
 from hopsim.dynamics.spherical_harmonics import ggm03s
 from hopsim.kernel import Simulation, Tie
+from hopsim.kernel.bounds import RateHz, TimeS
 from hopsim.scenarios.registry import ScenarioParams, scenario
 
 AXES_B = [(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)]
@@ -71,7 +72,7 @@ class RendezvousParams(ScenarioParams):
     waypoints_m: list[float] = Field(
         [500.0, 100.0, 20.0, 2.0], min_length=1, description="hold points behind the target on V-bar (m), in order"
     )
-    leg_times_s: list[float] = Field(
+    leg_times_s: list[TimeS] = Field(
         [1500.0, 900.0, 600.0, 400.0], min_length=1, description="time to reach each hold point (s)"
     )
     docking: bool = Field(True, description="dock with the contact world's latch (False: stop at capture range)")
@@ -81,7 +82,7 @@ class RendezvousParams(ScenarioParams):
     dock_angle_deg: float = Field(10.0, gt=0, le=180, description="largest angle between the facing ports (deg)")
     dock_gap_m: float = Field(0.1, gt=0, le=10, description="largest distance between the port points at contact")
     restitution: float = Field(0.3, ge=0, le=1, description="coefficient of restitution of an impact")
-    after_dock_s: float = Field(30.0, ge=0, le=1e5, description="the composite flies this long after the dock (s)")
+    after_dock_s: TimeS = Field(30.0, ge=0, le=1e5, description="the composite flies this long after the dock (s)")
     capture_offset_m: float = Field(
         2.0, ge=0, le=100, description="without docking: the capture point behind the target (m)"
     )
@@ -90,8 +91,8 @@ class RendezvousParams(ScenarioParams):
     chaser_mass_kg: float = Field(150.0, gt=0, le=1e5, description="chaser dry mass (kg)")
     fuel_kg: float = Field(5.0, gt=0, le=1e5, description="chaser propellant (kg)")
     thrust_N: float = Field(2.0, gt=0, le=1e4, description="each thruster's thrust (N)")
-    isp_s: float = Field(220.0, gt=0, le=1e4, description="thruster specific impulse (s)")
-    guidance_rate_hz: float = Field(0.1, gt=0, le=10, description="guidance and thruster command rate")
+    isp_s: float = Field(220.0, ge=1, le=1e4, description="thruster specific impulse (s)")
+    guidance_rate_hz: RateHz = Field(0.1, le=10, description="guidance and thruster command rate")
     gnss_sigma_m: float = Field(0.2, ge=0, le=1e3, description="GNSS position noise, 1 sigma per axis (m)")
     gnss_sigma_mps: float = Field(0.002, ge=0, le=10, description="GNSS velocity noise, 1 sigma per axis (m/s)")
     relnav_sigma_m: float = Field(
@@ -101,7 +102,7 @@ class RendezvousParams(ScenarioParams):
     relnav_range_m: float = Field(
         100.0, gt=0, le=1e5, description="the guidance uses the docking sensor within this range (m)"
     )
-    radio_latency_s: float = Field(0.1, ge=0, le=4, description="the target's fixes reach the chaser after this (s)")
+    radio_latency_s: TimeS = Field(0.1, ge=0, le=4, description="the target's fixes reach the chaser after this (s)")
 
     @model_validator(mode="after")
     def _legs(self):

@@ -34,6 +34,7 @@ from hopsim.bus.compare import Difference, decode_payload, first_difference
 from hopsim.bus.reading import RecordingReport, read_recording
 from hopsim.bus.topics import is_kernel_source
 from hopsim.bus.recorder import RESULT_METADATA, RUN_METADATA, STREAM_FORMAT
+from hopsim.kernel.bounds import DurationS, Seed
 from hopsim.kernel.executive import SCENARIO_SOURCE
 from hopsim.kernel.playback import PlaybackPlan
 from hopsim.scenarios.registry import ScenarioError
@@ -54,6 +55,8 @@ class ReplayResult:
     report: RecordingReport
     live: list[str]
     recorded_on: dict[str, str] | None = None  # the machine the recording was made on, as it says
+    # the times not compared (ns, both ends excluded): damaged parts of the recording
+    skipped_ns: list[tuple[int, int]] | None = None
 
     @property
     def identical(self) -> bool:
@@ -76,8 +79,8 @@ class RecordedRun(BaseModel):
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
     scenario: str = Field(min_length=1)
     parameters: dict[str, Any]
-    seed: int = Field(ge=0, lt=2**63)
-    duration_s: float = Field(gt=0, le=1e9)
+    seed: Seed
+    duration_s: DurationS
 
     @classmethod
     def check(cls, run: dict[str, str], path) -> "RecordedRun":
@@ -185,6 +188,11 @@ def replay_recording(
         raise ReplayError(f"--out {out} is the recording being replayed; choose another file")
     recorded, report = read_recording(path)
     run = report.metadata.get(RUN_METADATA)
+    if run is None and RUN_METADATA in report.damaged_metadata:
+        raise ReplayError(
+            f"{path}: the run description is damaged: its SHA-256 does not match its content "
+            f"({report.summary()}); the scenario, parameters and seed it names cannot be trusted"
+        )
     if run is None:
         raise ReplayError(
             f"{path}: no run description in the file ({report.summary()}); "
@@ -212,8 +220,17 @@ def replay_recording(
             raise ReplayError(f"{path}: messages after the recorded end time {end_s:g} s: the file is damaged")
         if end_s > 0:
             duration_s = end_s  # where the recorded run ended (a stop inside the run ends a replay there too)
-    if report.intact_messages is not None:
-        # damaged: what lies before the first damage is compared, nothing after it
+    parts = None
+    if report.intact_messages is not None and live is None and report.gaps:
+        # damaged, full replay: every intact part is compared, each without its instants next to
+        # a damaged place (a chunk may end inside an instant)
+        parts = _intact_parts(recorded, report.gaps)
+        recorded = [e for part in parts for e in part]
+        if not recorded:
+            raise ReplayError(f"{report.summary()}; nothing intact to compare with")
+    elif report.intact_messages is not None:
+        # damaged, partial replay: the live actors' inputs come from the recording, whole up to
+        # the first damage only: what lies before it is compared, nothing after it
         recorded = recorded[: report.intact_messages]
         if not recorded:
             raise ReplayError(f"{report.summary()}; nothing before the damage to compare with")
@@ -223,6 +240,10 @@ def replay_recording(
         cut_ns = recorded[-1].t_ns
         duration_s = cut_ns / 1e9
         recorded = [e for e in recorded if e.t_ns < cut_ns]
+        if parts is not None:
+            parts = [kept for kept in ([e for e in part if e.t_ns < cut_ns] for part in parts) if kept]
+    if not report.complete and not recorded:
+        raise ReplayError(f"{report.summary()}; nothing intact to compare with before its last instant")
     plan = None
     mode = "full"
     if live is not None:
@@ -279,6 +300,13 @@ def replay_recording(
         replayed = [e for e in replayed if not is_kernel_source(e.source)]
     if cut_ns is not None:
         replayed = [e for e in replayed if e.t_ns < cut_ns]
+    windows = [(part[0].t_ns, part[-1].t_ns) for part in parts] if parts else None
+    if windows is not None:
+        replayed = _within(replayed, windows)
+        if report.orphaned or report.malformed:
+            # channels defined in a lost chunk: their messages were not read, nor are they compared
+            read = {(e.topic, e.source) for e in recorded}
+            replayed = [e for e in replayed if (e.topic, e.source) in read]
     if plan is not None:
         models = set(result.sim.model_names())
         unknown = sorted(set(live) - models)
@@ -289,4 +317,40 @@ def replay_recording(
         replayed = [e for e in replayed if e.source in keep]
     diff = first_difference(recorded, replayed)
     recorded_on = {k: run[k] for k in machine_description() if k in run} or None
-    return ReplayResult(mode, len(recorded), diff, wall, report, list(live or []), recorded_on)
+    skipped = [(a[1], b[0]) for a, b in zip(windows, windows[1:])] if windows else None
+    if windows and 0 in report.gaps:  # damage before the first message read
+        skipped.insert(0, (-1, windows[0][0]))
+    return ReplayResult(mode, len(recorded), diff, wall, report, list(live or []), recorded_on, skipped)
+
+
+def _intact_parts(recorded: list, gaps: list[int]) -> list[list]:
+    """The recorded envelopes between damaged places (``gaps``: the envelopes read before each),
+    each part without its first instant when a damaged place precedes it and without its last
+    when one follows (the damaged chunk may have held the rest of that instant; the recording's
+    last instant is left to the caller); empty parts left out."""
+    cuts = sorted({g for g in gaps if 0 <= g < len(recorded)})
+    edges = [0, *cuts, len(recorded)]
+    parts = []
+    for a, b in zip(edges, edges[1:]):
+        part = recorded[a:b]
+        if part and a in cuts:
+            part = [e for e in part if e.t_ns > part[0].t_ns]
+        if part and b in cuts:
+            part = [e for e in part if e.t_ns < part[-1].t_ns]
+        if part:
+            parts.append(part)
+    return parts
+
+
+def _within(envelopes: list, windows: list[tuple[int, int]]) -> list:
+    """The envelopes (in time order) whose time lies in one of ``windows`` ((first, last) ns,
+    both included, in time order)."""
+    out, k = [], 0
+    for e in envelopes:
+        while k < len(windows) and e.t_ns > windows[k][1]:
+            k += 1
+        if k == len(windows):
+            break
+        if e.t_ns >= windows[k][0]:
+            out.append(e)
+    return out

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import gc
 import json
-import math
 import platform
 import time
 from dataclasses import dataclass, field
@@ -13,8 +12,10 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
+from hopsim.bus.atomic import PendingOutput
 from hopsim.bus.recorder import STREAM_FORMAT, McapRecorder, MemoryRecorder, dumps_params
 from hopsim.kernel import Simulation, checkpoint
+from hopsim.kernel.bounds import check_duration_s, check_period_s, check_seed
 from hopsim.kernel.distributed import make_runtime
 from hopsim.kernel.distributed.ray_runtime import RayUnavailable
 from hopsim.kernel.errors import ActorKilled
@@ -60,13 +61,16 @@ def check_description(description: dict, path) -> None:
     for key, kind in kinds.items():
         if not isinstance(description.get(key), kind) or isinstance(description.get(key), bool):
             raise checkpoint.CheckpointError(f"{path}: the run's description has no valid {key!r}")
-    if not (math.isfinite(description["duration_s"]) and description["duration_s"] > 0):
-        raise checkpoint.CheckpointError(
-            f"{path}: the run's duration {description['duration_s']!r} is not a positive number of seconds"
-        )
     every = description.get("checkpoint_every_s")
-    if every is not None and not (isinstance(every, (int, float)) and math.isfinite(every) and every > 0):
-        raise checkpoint.CheckpointError(f"{path}: the checkpoint period {every!r} is not a positive number")
+    try:
+        check_seed(description["seed"], "the run's seed")
+        check_duration_s(description["duration_s"], "the run's duration")
+        if every is not None:
+            if not isinstance(every, (int, float)) or isinstance(every, bool):
+                raise ValueError(f"the checkpoint period {every!r} is not a number")
+            check_period_s(every, "the checkpoint period")
+    except ValueError as err:
+        raise checkpoint.CheckpointError(f"{path}: {err}") from None
     theirs = description.get("versions")
     if not isinstance(theirs, dict):
         raise checkpoint.CheckpointError(f"{path} names no package versions; it cannot be checked, and is not resumed")
@@ -180,10 +184,19 @@ def run_scenario(
     tap=None,
     kernel_events: str = "events",
     row_blocks: bool = True,
+    replace_on_failure: bool = False,
 ) -> RunResult:
     """Run scenario ``name``; record to ``out`` (MCAP) or, with keep_stream, to memory. The result
     holds the simulation (at its end, models pulled back from any other process) with keep_stream
     or ``keep_sim``.
+
+    The recording is written as it goes under its partial name beside ``out``
+    (:func:`hopsim.bus.atomic.partial_path`: ``l.partial-<pid>.mcap``; a killed run leaves it
+    there, readable) and renamed over ``out`` when the run ends well: an existing ``out`` is left
+    as it was until then. A run that fails closes its recording with the reason and leaves it
+    under the partial name, which a note on the exception gives (nothing is left when the run
+    failed before writing anything); with ``replace_on_failure`` that recording replaces ``out``
+    all the same (a campaign's failed runs: their recording is the result asked for).
 
     With ``checkpoint_every_s`` a checkpoint is written to ``checkpoint_dir`` at every multiple
     of that period (each one a barrier of every island). ``resume_from`` is a checkpoint's state
@@ -211,19 +224,7 @@ def run_scenario(
     """
     if kernel_events not in KERNEL_EVENT_LEVELS:
         raise ScenarioError(f"kernel events: {kernel_events!r}; choose {' or '.join(KERNEL_EVENT_LEVELS)}")
-    spec = get_scenario(name)
-    params = spec.make_params(overrides)
-    duration_s = spec.default_duration_s if duration_s is None else duration_s
-    if not (math.isfinite(duration_s) and duration_s > 0):
-        raise ScenarioError(f"duration must be a positive number of seconds, got {duration_s}")
-    if checkpoint_every_s is not None and not (math.isfinite(checkpoint_every_s) and checkpoint_every_s > 0):
-        raise ScenarioError(f"--checkpoint-every must be a positive number of seconds, got {checkpoint_every_s}")
-    if checkpoint_every_s is not None and duration_s / checkpoint_every_s > MAX_CHECKPOINTS:
-        raise ScenarioError(
-            f"--checkpoint-every {checkpoint_every_s:g} s makes {duration_s / checkpoint_every_s:.3g} "
-            f"checkpoints in {duration_s:g} s; at most {MAX_CHECKPOINTS:,} are written (each one "
-            f"is a file): take them less often"
-        )
+    spec, params, duration_s = check_run(name, overrides, seed, duration_s, checkpoint_every_s)
     late = [f for f in params.faults if f.t_s > duration_s]
     if late and resume_from is None:
         raise ScenarioError(
@@ -256,10 +257,12 @@ def run_scenario(
         "placement": runtime.placement,
         "kernel_events": kernel_events,
     }
-    # an MCAP recorder opens its file at its first write: a run its build refuses leaves --out alone
+    # an MCAP recorder opens its file at its first write: a run its build refuses writes nothing;
+    # it writes under the partial name, renamed over --out when the run ends well
+    pending = PendingOutput(out) if out else None
     recorder = (
-        McapRecorder(out, metadata, log_time_offset_ns=params.epoch_ns)
-        if out
+        McapRecorder(pending.path, metadata, log_time_offset_ns=params.epoch_ns)
+        if pending is not None
         else (MemoryRecorder() if keep_stream else None)
     )
     if tap is not None and isinstance(recorder, McapRecorder):
@@ -297,14 +300,15 @@ def run_scenario(
         reason = run.advance(duration_s, checkpoint_every_s, Path(checkpoint_dir or "checkpoints"), description)
     except BaseException as err:
         # keep everything recorded so far, and say in the file why it ends there
-        if recorder is not None:
-            recorder.close(
-                {
-                    "end_time_s": run.sim.time if run.sim else 0.0,
-                    "stop_reason": f"crashed: {type(err).__name__}: {err}",
-                    **({"live_faults_json": json.dumps(pacer.injected)} if pacer is not None else {}),
-                }
-            )
+        crashed = {
+            "end_time_s": run.sim.time if run.sim else 0.0,
+            "stop_reason": f"crashed: {type(err).__name__}: {err}",
+            **({"live_faults_json": json.dumps(pacer.injected)} if pacer is not None else {}),
+        }
+        if pending is not None:
+            _end_failed_recording(recorder, pending, err, crashed, replace_on_failure)
+        elif recorder is not None:
+            recorder.close(crashed)
         runtime.shutdown()
         raise
     finally:
@@ -340,6 +344,8 @@ def run_scenario(
                 **({"live_faults_json": json.dumps(pacer.injected)} if pacer is not None else {}),
             }
         )
+        if pending is not None:
+            pending.commit()  # the run ended well: its recording replaces --out
         count, digest = recorder.digest.count, recorder.digest.hexdigest()
     else:
         count, digest = stats["published"], ""
@@ -367,6 +373,54 @@ def run_scenario(
 
 
 KERNEL_EVENT_LEVELS = ("events", "all")
+
+
+def check_run(
+    name: str,
+    overrides: dict[str, Any] | None = None,
+    seed: int = 0,
+    duration_s: float | None = None,
+    checkpoint_every_s: float | None = None,
+):
+    """What a run of scenario ``name`` is given, checked against the bounds of
+    :mod:`hopsim.kernel.bounds` before anything is built or compiled: ``(spec, parameters,
+    duration)``, or a ScenarioError naming the value, its bound and the option that gave it."""
+    spec = get_scenario(name)
+    params = spec.make_params(overrides)
+    duration_s = spec.default_duration_s if duration_s is None else duration_s
+    try:
+        check_seed(seed, "--seed")
+        check_duration_s(duration_s, "--duration")
+        if checkpoint_every_s is not None:
+            check_period_s(checkpoint_every_s, "--checkpoint-every")
+    except ValueError as err:
+        raise ScenarioError(str(err)) from None
+    if checkpoint_every_s is not None and duration_s / checkpoint_every_s > MAX_CHECKPOINTS:
+        raise ScenarioError(
+            f"--checkpoint-every {checkpoint_every_s:g} s makes {duration_s / checkpoint_every_s:.3g} "
+            f"checkpoints in {duration_s:g} s; at most {MAX_CHECKPOINTS:,} are written (each one "
+            f"is a file): take them less often"
+        )
+    return spec, params, duration_s
+
+
+def _end_failed_recording(
+    recorder: McapRecorder, pending: PendingOutput, err: BaseException, crashed: dict, replace: bool
+) -> None:
+    """A failed run's recording: closed with the reason and left under its partial name, which a
+    note on ``err`` gives (``out`` left as it was), or, with ``replace``, renamed over ``out``;
+    nothing at all when the run failed before writing anything."""
+    if not recorder.started:
+        return
+    recorder.close(crashed)
+    if replace:
+        pending.commit()
+        return
+    target = pending.target
+    err.add_note(
+        f"the run's recording up to where it stopped: {pending.path} "
+        f"({target} {'left as it was' if target.exists() else 'not written'})"
+    )
 
 
 def scenario_topics(name: str, overrides: dict[str, Any] | None = None) -> dict[str, str]:

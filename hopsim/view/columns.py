@@ -6,12 +6,16 @@ order). A signal names a topic, then a path of fields in its messages; an elemen
 field takes an index (``imu.samples[2].accel_B.x`` is not supported: a repeated message field
 takes no path below it, but ``values[3]`` of a repeated number does).
 
-The file is read chunk by chunk: each chunk is decompressed (zstd, in C), checked against its CRC,
+The file is read chunk by chunk: each chunk is decompressed (zstd, in C) with its declared size
+checked first and its output bounded, checked against its CRC (:func:`hopsim.bus.chunks.inflate`),
 and its message records are scanned by a compiled function that follows the field path through
 the protobuf wire format of the chosen channels' messages, without building a message object. A
 message that lacks the field gives the field's default, 0, as protobuf's own decoder does. A
 damaged chunk is skipped and counted; a file without a summary (a killed run's) is read through
-the channel records inside its chunks.
+the channel records inside its chunks. What a reading decompresses and scans in all is bounded in
+proportion to the file's size (:class:`hopsim.bus.chunks.ReadingBudget`), and at most
+:data:`CACHE_BYTES` of decompressed chunks are held at once (the others are decompressed again
+when scanned): memory stays bounded whatever the file holds.
 """
 
 from __future__ import annotations
@@ -26,7 +30,16 @@ import numpy as np
 
 from numba import njit
 
-from hopsim.bus.recorder import log_time_offset
+from hopsim.bus.chunks import (
+    BudgetSpent,
+    ChunkHead,
+    DamagedChunk,
+    ReadingBudget,
+    chunk_head,
+    inflate,
+    metadata_records,
+)
+from hopsim.bus.recorder import METADATA_SHA256, log_time_offset, metadata_intact
 
 # compiled with hopsim's policy (disk cache, no fast-math, NumPy's error model)
 compiled = njit(cache=True, fastmath=False, error_model="numpy")
@@ -57,6 +70,7 @@ CHUNK_OPCODE, FOOTER_OPCODE = 0x06, 0x02
 _U64, _U32, _U16_PAIR = struct.Struct("<Q"), struct.Struct("<I"), struct.Struct("<HH")
 _SIGNAL = re.compile(r"^([^.]+)\.(.+)$")
 _PART = re.compile(r"^(\w+)(?:\[(\d+)\])?$")
+CACHE_BYTES = 512 << 20  # decompressed chunks a ColumnReader holds at once (bytes)
 
 
 class SignalError(ValueError):
@@ -80,8 +94,9 @@ class Signal:
 @dataclass
 class ColumnsReport:
     chunks: int = 0
-    damaged_chunks: int = 0
+    damaged_chunks: int = 0  # skipped: damaged, or past where reading stopped
     messages_scanned: int = 0
+    stopped: str | None = None  # why reading stopped before the file's end, if it did
 
 
 # ------------------------------------------------------------------------------ the compiled scan
@@ -268,11 +283,25 @@ def _scan_chunk(buf, wanted, tags, indexes, kind, t_out, v_out, ch_out, at_out, 
     return n, channel_at, n_channels, scanned, p == size
 
 
+# _scan_chunk's arguments after the chunk for counting its messages (no channel wanted)
+_COUNT_ONLY = (
+    np.zeros(0, np.bool_),
+    np.zeros(1, np.int64),
+    np.zeros(1, np.int64),
+    DOUBLE,
+    np.empty(0, np.int64),
+    np.empty(0),
+    np.empty(0, np.int64),
+    np.empty(0, np.int64),
+    0,
+)
+
+
 # ------------------------------------------------------------------------------ files and schemas
 
 
 def _chunks(data: memoryview):
-    """(decompressed bytes, or None if damaged) of every chunk record of the file ``data``, in order.
+    """The head of every chunk record of the file ``data`` (None: a malformed one), in order.
 
     The file's top-level records are walked by their opcode and length; only chunks are read (the
     message indexes and the summary are skipped). Reading stops where a record's length runs past
@@ -286,46 +315,30 @@ def _chunks(data: memoryview):
         if end > size:
             return
         if opcode == CHUNK_OPCODE:
-            yield _chunk(data[body:end])
+            try:
+                yield chunk_head(data, body, end)
+            except DamagedChunk:
+                yield None
         elif opcode == FOOTER_OPCODE:
             return
         p = end
 
 
-def _chunk(body: memoryview) -> bytes | None:
-    """The decompressed records of a chunk record's body; None if damaged."""
-    try:
-        _, _, uncompressed_size, crc = struct.unpack_from("<QQQI", body, 0)
-        (n,) = struct.unpack_from("<I", body, 28)
-        compression = bytes(body[32 : 32 + n]).decode()
-        (m,) = _U64.unpack_from(body, 32 + n)
-        records = body[40 + n : 40 + n + m]
-        if len(records) != m:
-            return None
-    except (struct.error, UnicodeDecodeError):
-        return None
-    return _decompress(compression, records, uncompressed_size, crc)
-
-
-def _decompress(compression: str, records, uncompressed_size: int, crc: int) -> bytes | None:
-    try:
-        if compression == "zstd":
-            import zstandard
-
-            data = zstandard.ZstdDecompressor().decompress(records, max_output_size=uncompressed_size)
-        elif compression == "lz4":
-            import lz4.frame
-
-            data = lz4.frame.decompress(records)
-        elif compression == "":
-            data = bytes(records)
-        else:
-            return None
-    except Exception:  # noqa: BLE001  (damaged compressed bytes)
-        return None
-    if len(data) != uncompressed_size or (crc and zlib.crc32(data) != crc):
-        return None
-    return data
+@compiled
+def _record_offsets(buf, opcode):
+    """The offsets of the records of ``opcode`` in the decompressed chunk ``buf``."""
+    p, size = 0, len(buf)
+    found = np.empty(size // 9 + 1, dtype=np.int64)
+    n = 0
+    while p + 9 <= size:
+        length = np.int64(_u64_at(buf, p + 1, 8))
+        if length < 0 or p + 9 + length > size:
+            break
+        if buf[p] == opcode:
+            found[n] = p
+            n += 1
+        p += 9 + length
+    return found[:n].copy()
 
 
 def _channel_record(buf: bytes, at: int):
@@ -362,10 +375,12 @@ def _summary(data: memoryview) -> dict:
     try:
         if footer < len(MAGIC) or data[footer] != FOOTER_OPCODE or bytes(data[size - len(MAGIC) :]) != MAGIC:
             return {}
-        summary_start, offsets_start = struct.unpack_from("<QQ", data, footer + 9)
+        summary_start, offsets_start, crc = struct.unpack_from("<QQI", data, footer + 9)
         end = offsets_start or footer
         if not 0 < summary_start <= end <= footer:
             return {}
+        if crc and zlib.crc32(data[summary_start : footer + 25]) != crc:
+            return {}  # a damaged summary: the channels come from the chunks
         schemas, channels = {}, {}
         data = bytes(data[summary_start:end])  # bytes: faster to slice than a view
         p, end = 0, end - summary_start
@@ -386,38 +401,24 @@ def _summary(data: memoryview) -> dict:
 
 def _metadata(data: memoryview) -> dict[str, dict[str, str]]:
     """The file's metadata records ``{name: {key: value}}`` (top-level records, read up to the
-    first damaged one)."""
+    first damaged one; a record whose SHA-256 does not match its content is left out)."""
     out = {}
-    p, size = len(MAGIC), len(data)
-    while p + 9 <= size:
-        opcode = data[p]
-        (length,) = _U64.unpack_from(data, p + 1)
-        if p + 9 + length > size or opcode == FOOTER_OPCODE:
-            break
-        if opcode == METADATA_OPCODE:
-            try:
-                name, q = _string(data, p + 9)
-                out[name] = _string_map(data, q)
-            except (struct.error, UnicodeDecodeError):
-                break
-        p += 9 + length
+    for name, record in metadata_records(data):
+        if metadata_intact(name, record) is not False:
+            record.pop(METADATA_SHA256, None)
+            out[name] = record
     return out
 
 
-def _schema_names_in_chunks(path: Path) -> dict[int, str]:
-    from mcap.records import Chunk, Schema
-    from mcap.stream_reader import StreamReader, breakup_chunk
-
+def _schema_names(buf) -> dict[int, str]:
+    """{id: type name} of the schema records in the decompressed chunk ``buf``."""
     names = {}
-    with open(path, "rb") as f:
+    for at in _record_offsets(np.frombuffer(buf, dtype=np.uint8), SCHEMA_OPCODE).tolist():
         try:
-            for record in StreamReader(f, emit_chunks=True, validate_crcs=False, record_size_limit=1 << 30).records:
-                inner = breakup_chunk(record, validate_crc=False) if isinstance(record, Chunk) else [record]
-                for r in inner:
-                    if isinstance(r, Schema):
-                        names[r.id] = r.name
-        except Exception:  # noqa: BLE001
-            pass
+            (sid,) = struct.unpack_from("<H", buf, at + 9)
+            names[sid], _ = _string(buf, at + 11)
+        except (struct.error, UnicodeDecodeError):
+            continue
     return names
 
 
@@ -492,21 +493,51 @@ class ColumnReader:
         if not self.path.exists():
             raise SignalError(f"no such file {self.path}")
         self.report = report if report is not None else ColumnsReport()
-        data = memoryview(self.path.read_bytes())
+        self._data = data = memoryview(self.path.read_bytes())
         self.channels = _summary(data)
         self.metadata = _metadata(data)
-        self._chunks = [c for c in _chunks(data)]
+        # per chunk: its decompressed records (held), its head (decompressed again when
+        # scanned: past CACHE_BYTES), or None (damaged, or past where reading stopped)
+        self._chunks: list[bytes | memoryview | ChunkHead | None] = []
+        budget, held = ReadingBudget(len(data)), 0
+        for head in _chunks(data):
+            buf = None
+            if head is not None and self.report.stopped is None:
+                try:
+                    buf = inflate(data, head, budget)
+                    _, _, _, messages, whole = _scan_chunk(np.frombuffer(buf, np.uint8), *_COUNT_ONLY)
+                    budget.spend_messages(messages)
+                    if not whole:
+                        raise DamagedChunk("a chunk whose records do not fit in it")
+                except DamagedChunk:
+                    buf = None
+                except BudgetSpent as spent:
+                    self.report.stopped, buf = str(spent), None
+            if isinstance(buf, bytes):  # a decompressed chunk (an uncompressed one is a view of data)
+                if held + len(buf) > CACHE_BYTES:
+                    buf = head
+                else:
+                    held += len(buf)
+            self._chunks.append(buf)
         self.report.chunks = len(self._chunks)
         self.report.damaged_chunks = sum(c is None for c in self._chunks)
         if not self.channels:  # a killed run's file: channels are in its chunks
             self._channels_from_chunks()
 
+    def _buffers(self):
+        """(index, decompressed records) of every chunk that is not damaged, in file order."""
+        for index, chunk in enumerate(self._chunks):
+            if isinstance(chunk, ChunkHead):
+                yield index, inflate(self._data, chunk)
+            elif chunk is not None:
+                yield index, chunk
+
     def _channels_from_chunks(self) -> None:
-        schema_names = _schema_names_in_chunks(self.path)
+        schema_names = {}
+        for _, buf in self._buffers():
+            schema_names.update(_schema_names(buf))
         empty_i, empty_f = np.empty(0, np.int64), np.empty(0)
-        for buf in self._chunks:
-            if buf is None:
-                continue
+        for _, buf in self._buffers():
             arr = np.frombuffer(buf, dtype=np.uint8)
             _, at, count, _, _ = _scan_chunk(
                 arr,
@@ -546,9 +577,7 @@ class ColumnReader:
         t_out, v_out = np.empty(size, np.int64), np.empty(size)
         ch_out, at_out, chunk_of = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64)
         n, scanned = 0, 0
-        for index, buf in enumerate(self._chunks):
-            if buf is None:
-                continue
+        for index, buf in self._buffers():
             arr = np.frombuffer(buf, dtype=np.uint8)
             while True:
                 before = n
@@ -575,6 +604,8 @@ class ColumnReader:
     def payload(self, chunk: int, at: int) -> bytes:
         """The payload bytes of the message record at offset ``at`` of chunk ``chunk``."""
         buf = self._chunks[chunk]
+        if isinstance(buf, ChunkHead):
+            buf = inflate(self._data, buf)
         (length,) = _U64.unpack_from(buf, at + 1)
         return bytes(buf[at + 9 + 22 : at + 9 + length])
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import foxglove.layouts as fl
 
+from hopsim.bus.atomic import replacing
 from hopsim.bus.scene import RECENT_TRAILS_TOPIC, SCENE_TOPIC, TRAIL_TIPS_TOPIC, TRAILS_TOPIC, WORLD, hill_frame_name
 from hopsim.view.columns import topics
 
@@ -124,11 +125,19 @@ def builtin_layout(scenario: str) -> Path:
 
 
 def write_layout(recording: str | Path, out: str | Path | None = None, live: bool = False) -> Path:
-    """Write the layout of ``recording`` to ``out`` (default: beside it, ``<name>.layout.json``)."""
+    """Write the layout of ``recording`` to ``out`` (default: beside it, :func:`layout_path`),
+    under its partial name until complete (:func:`hopsim.bus.atomic.replacing`)."""
     recording = Path(recording)
-    out = Path(out) if out is not None else recording.with_suffix(".layout.json")
-    out.write_text(foxglove_layout(topics(recording), live, scene_frame(recording_scene(recording))).to_json())
+    out = Path(out) if out is not None else layout_path(recording)
+    text = foxglove_layout(topics(recording), live, scene_frame(recording_scene(recording))).to_json()
+    with replacing(out) as tmp:
+        tmp.write_text(text)
     return out
+
+
+def layout_path(recording: str | Path) -> Path:
+    """Where a recording's layout goes by default: beside it, ``<name>.layout.json``."""
+    return Path(recording).with_suffix(".layout.json")
 
 
 def recording_scene(recording: str | Path) -> dict:

@@ -5,17 +5,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hopsim.bus.atomic import replacing
 from hopsim.view.columns import Signal
 
 
 def plot_signals(signals: list[Signal], out: str | Path, title: str = "") -> Path:
-    """One panel per signal, sharing the time axis (s); ``out``'s suffix picks the format."""
+    """One panel per signal, sharing the time axis (s); ``out``'s suffix picks the format. The
+    file is written under its partial name and renamed over ``out`` when complete
+    (:func:`hopsim.bus.atomic.replacing`)."""
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if out.suffix == ".html":
-        return _html(signals, out, title)
-    if out.suffix not in (".png", ".svg", ".pdf"):
+    if out.suffix not in (".png", ".svg", ".pdf", ".html"):
         raise ValueError(f"{out}: write .png, .svg, .pdf or .html")
+    with replacing(out) as tmp:
+        (_html if out.suffix == ".html" else _figure)(signals, tmp, title)
+    return out
+
+
+def _figure(signals: list[Signal], out: Path, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -32,10 +38,9 @@ def plot_signals(signals: list[Signal], out: str | Path, title: str = "") -> Pat
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
-    return out
 
 
-def _html(signals: list[Signal], out: Path, title: str) -> Path:
+def _html(signals: list[Signal], out: Path, title: str) -> None:
     from plotly.subplots import make_subplots
     import plotly.graph_objects as go
 
@@ -47,4 +52,3 @@ def _html(signals: list[Signal], out: Path, title: str) -> Path:
     fig.update_xaxes(title_text="simulation time (s)", row=len(signals), col=1)
     fig.update_layout(title=title, height=220 + 200 * len(signals), showlegend=False)
     fig.write_html(out, include_plotlyjs=True, full_html=True)
-    return out

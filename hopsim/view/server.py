@@ -107,10 +107,13 @@ def decimate(t: np.ndarray, v: np.ndarray, max_points: int = MAX_PLOT_POINTS) ->
 class RunView:
     """A recording prepared for the page: what ``/api/run`` and ``/api/poses`` answer, computed
     once; signals read on request. With ``follow``, a recording still being written (a live run's
-    ``--out``): each ``/api/run`` reads it again if it has grown (up to its last closed chunk)."""
+    ``--out``): each ``/api/run`` reads it again if it has grown (up to its last closed chunk).
+    ``then``: the file ``path`` becomes when its run ends (``path`` is its partial name, see
+    :mod:`hopsim.bus.atomic`), read from then on."""
 
-    def __init__(self, path: str | Path, follow: bool = False, hill_of: str | None = None):
+    def __init__(self, path: str | Path, follow: bool = False, hill_of: str | None = None, then: Path | None = None):
         self.path = Path(path)
+        self.then = then
         self.follow = follow
         self.hill_of = hill_of  # a vehicle: the poses in its Hill frame (see read_poses)
         self._lock = threading.Lock()
@@ -137,7 +140,14 @@ class RunView:
     def refresh(self) -> bool:
         """Read the recording again if it has grown; whether it had."""
         with self._lock:
-            if self.path.stat().st_size == self._size:
+            try:
+                size = self.path.stat().st_size
+            except FileNotFoundError:
+                if self.then is None:
+                    raise
+                self.path, self.then = Path(self.then), None  # the run ended: its file has its own name
+                size = self.path.stat().st_size
+            if size == self._size:
                 return False
             self._read()
             return True

@@ -21,7 +21,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from hopsim.kernel.bounds import PeriodS, RateHz, TimeS
 
 PARAMS_VERSION = "spheres-1.0"
 G0 = 9.80665  # standard gravity (m/s^2), to convert g and micro-g specs
@@ -91,8 +93,8 @@ class ThrusterParams(_Frozen):
     thrust_slope_N_per_psi: float = 0.0033
     thrust_offset_N: float = -0.0049
     thrust_override_N: tuple[float, ...] | None = Field(None, description="12 levels replacing the law")
-    on_delay_s: float = Field(0.006, ge=0, description="THRUSTER_ON_DELAY: valve opening delay")
-    off_delay_s: float = Field(0.0, ge=0, description="THRUSTER_OFF_DELAY")
+    on_delay_s: TimeS = Field(0.006, ge=0, description="THRUSTER_ON_DELAY: valve opening delay")
+    off_delay_s: TimeS = Field(0.0, ge=0, description="THRUSTER_OFF_DELAY")
     noise_fraction: float = Field(
         0.0,
         ge=0,
@@ -138,8 +140,8 @@ class ThrusterParams(_Frozen):
 class ImuParams(_Frozen):
     """Three BEI Gyrochip II gyros and a Honeywell Q-Flex 3-axis accelerometer, body-aligned."""
 
-    sample_spacing_s: float = Field(0.018, gt=0, description="IMU_DELAY: one sample per 18 ms")
-    delivery_period_s: float = Field(
+    sample_spacing_s: PeriodS = Field(0.018, gt=0, description="IMU_DELAY: one sample per 18 ms")
+    delivery_period_s: PeriodS = Field(
         0.1,
         gt=0,
         description=(
@@ -151,7 +153,7 @@ class ImuParams(_Frozen):
     gyro_range_deg_s: float = Field(50.0, gt=0, description="Table 2.4")
     accel_range_g: float = Field(20.0, gt=0, description="Table 2.3")
     gyro_noise_density_deg_s_rthz: float = Field(0.05, ge=0, description="Table 2.4, DC-100 Hz")
-    gyro_bandwidth_hz: float = Field(100.0, gt=0)
+    gyro_bandwidth_hz: RateHz = Field(100.0, gt=0)
     accel_noise_band_ug: tuple[float, ...] = Field(
         (20.0, 200.0), description=("Table 2.3: RMS noise in each band (0-10 Hz, 10-500 Hz), combined root-sum-square")
     )
@@ -231,10 +233,10 @@ class RadioParams(_Frozen):
 
     bitrate_bps: float = Field(19200.0, gt=0, description="maximum rate of both channels")
     start_byte: int = Field(0xA5, ge=0, le=255, description="not in the seed: the frame start marker")
-    max_packets_per_token: int = Field(1, ge=1, description="packets a node sends per token hold")
+    max_packets_per_token: int = Field(1, ge=1, le=1000, description="packets a node sends per token hold")
     loss_probability: float = Field(0.0, ge=0, le=1, description="a receiver misses a packet")
     bit_error_rate: float = Field(0.0, ge=0, le=1, description="per transmitted bit, per receiver")
-    poll_period_s: float = Field(
+    poll_period_s: PeriodS = Field(
         0.1,
         gt=0,
         description=(
@@ -242,23 +244,25 @@ class RadioParams(_Frozen):
             "and the laptop hand over packets on the same 10 Hz grid"
         ),
     )
-    poll_phase_ns: int = Field(2, ge=0, description="after the senders' grid and the 1 ns island crossing")
-    ack_timeout_s: float = Field(0.5, gt=0, description="not in the seed: resend after this")
-    max_resends: int = Field(5, ge=0)
+    poll_phase_ns: int = Field(
+        2, ge=0, le=1_000_000_000, description="after the senders' grid and the 1 ns island crossing"
+    )
+    ack_timeout_s: PeriodS = Field(0.5, gt=0, description="not in the seed: resend after this")
+    max_resends: int = Field(5, ge=0, le=1000)
 
 
 class FlightSoftwareParams(_Frozen):
     """The Standard Control Interface: rates, pulse limits, control gains, estimator gains."""
 
-    propulsion_rate_hz: float = Field(1000.0, gt=0, description="thruster interrupt: 1 ms resolution")
-    controller_rate_hz: float = Field(50.0, gt=0, description="CTRL_RATE: the controller interrupt")
-    control_divider: int = Field(5, ge=1, description="the control law runs every 5th controller tick")
-    pw_min_s: float = Field(0.005, ge=0, description="PW_MIN (the listing's comment says seconds; it is ms)")
-    pw_max_s: float = Field(0.1, gt=0, description="PW_MAX = 1/(CTRL_RATE/5)")
-    deadband_s: float = Field(
+    propulsion_rate_hz: RateHz = Field(1000.0, gt=0, description="thruster interrupt: 1 ms resolution")
+    controller_rate_hz: RateHz = Field(50.0, gt=0, description="CTRL_RATE: the controller interrupt")
+    control_divider: int = Field(5, ge=1, le=1000, description="the control law runs every 5th controller tick")
+    pw_min_s: TimeS = Field(0.005, ge=0, description="PW_MIN (the listing's comment says seconds; it is ms)")
+    pw_max_s: PeriodS = Field(0.1, gt=0, description="PW_MAX = 1/(CTRL_RATE/5)")
+    deadband_s: TimeS = Field(
         0.001, ge=0, description=("not in the seed (CMD_DB): thrust times shorter than this are not fired")
     )
-    pulse_offset_s: float = Field(
+    pulse_offset_s: TimeS = Field(
         0.006,
         ge=0,
         description=(
@@ -267,13 +271,13 @@ class FlightSoftwareParams(_Frozen):
         ),
     )
     thrusters_off_during_gm: bool = Field(True, description="propulsion task blanks during ultrasound")
-    gm_blank_s: float = Field(
+    gm_blank_s: TimeS = Field(
         0.105,
         ge=0,
         description="blanking after the IR sync: the last beacon "
         "fires at 85 ms and its pulse has crossed the volume by 105 ms",
     )
-    gm_request_period_s: float = Field(0.5, gt=0, description="global metrology every 500 ms")
+    gm_request_period_s: PeriodS = Field(0.5, gt=0, description="global metrology every 500 ms")
     kp_pos: float = Field(
         0.25,
         ge=0,
@@ -282,8 +286,8 @@ class FlightSoftwareParams(_Frozen):
     kd_pos: float = Field(0.7, ge=0, description="velocity gain (1/s), damping ratio 0.7 at 0.5 rad/s")
     kp_att: float = Field(1.0, ge=0, description="attitude gain (1/s^2)")
     kd_att: float = Field(1.4, ge=0, description="rate gain (1/s), damping ratio 0.7 at 1 rad/s")
-    state_broadcast_rate_hz: float = Field(10.0, gt=0, description="leader state over STS")
-    telemetry_rate_hz: float = Field(1.0, gt=0, description="state telemetry to the laptop over STL")
+    state_broadcast_rate_hz: RateHz = Field(10.0, gt=0, description="leader state over STS")
+    telemetry_rate_hz: RateHz = Field(1.0, gt=0, description="state telemetry to the laptop over STL")
     est_pos_gain: float = Field(0.7, ge=0, le=1, description="share of a GM position innovation taken")
     est_vel_gain: float = Field(0.3, ge=0, description="velocity correction per GM period (1/period)")
     est_att_gain: float = Field(0.7, ge=0, le=1, description="share of a GM attitude innovation taken")
@@ -339,9 +343,9 @@ class TestbedParams(_Frozen):
     beacon_directions_N: tuple[Vec3, ...] | None = Field(None, description="None: each points at the centre")
     max_tx_angle_deg: float = Field(90.0, gt=0, le=180, description="MAX_TX_ANGLE of the listing")
     speed_of_sound_mps: float = Field(344.54, gt=0, description="sqrt(1.40*287*(22.3+273.14)) of the listing")
-    ir_period_s: float = Field(0.153, gt=0, description="IR_PERIOD: a transmit cycle every 153 ms")
-    first_beacon_delay_s: float = Field(0.005, ge=0, description="5 ms after the IR pulse")
-    beacon_spacing_s: float = Field(0.020, gt=0, description="20 ms between beacons")
+    ir_period_s: PeriodS = Field(0.153, gt=0, description="IR_PERIOD: a transmit cycle every 153 ms")
+    first_beacon_delay_s: TimeS = Field(0.005, ge=0, description="5 ms after the IR pulse")
+    beacon_spacing_s: PeriodS = Field(0.020, gt=0, description="20 ms between beacons")
     range_noise_m: float = Field(0.0, ge=0, description="1-sigma per range; corrected ranges are good to 3 mm")
 
     @property
@@ -399,23 +403,56 @@ def vehicle_params(vehicle_type: str = "spheres_6dof", overrides: dict[str, Any]
     return base.with_overrides(overrides)
 
 
-def _apply_overrides(model: BaseModel, overrides: dict[str, Any] | None):
+def flatten_overrides(overrides: dict[str, Any] | None, prefix: str = "") -> dict[str, Any]:
+    """Overrides as dotted keys: ``{"thrusters": {"pressure_psig": 40}}`` and
+    ``{"thrusters.pressure_psig": 40}`` are the same override. A key given twice (once in each
+    form) is a ValueError naming it."""
+    flat: dict[str, Any] = {}
+    for key, value in (overrides or {}).items():
+        path = f"{prefix}{key}"
+        items = flatten_overrides(value, path + ".") if isinstance(value, dict) and value else {path: value}
+        for k, v in items.items():
+            if k in flat:
+                raise ValueError(f"{k} is given twice")
+            flat[k] = v
+    return flat
+
+
+def _apply_overrides(model: BaseModel, overrides: dict[str, Any] | None, name: str = ""):
+    """``model`` with ``overrides`` (dotted keys, or nested dicts) applied and validated; a
+    ValueError naming the full path of the first bad one otherwise (``name`` is put before it)."""
     if not overrides:
         return model
+    where = f"{name}." if name else ""
     nested: dict[str, dict[str, Any]] = {}
     flat: dict[str, Any] = {}
-    for key, value in overrides.items():
+    for key, value in flatten_overrides(overrides).items():
         head, _, rest = key.partition(".")
-        if head not in type(model).model_fields:
+        fields = type(model).model_fields
+        if head not in fields:
             raise ValueError(
-                f"{type(model).__name__} has no parameter {head!r}; it has {', '.join(type(model).model_fields)}"
+                f"{where + head}: there is no parameter {head!r} in {type(model).__name__}; it has {', '.join(fields)}"
             )
-        if rest:
+        group = getattr(model, head)
+        if isinstance(group, BaseModel):
+            if not rest:
+                raise ValueError(
+                    f"{where + head} is a group of parameters ({', '.join(type(group).model_fields)}): "
+                    f"set one of them, e.g. {where + head}.{next(iter(type(group).model_fields))}=..."
+                )
             nested.setdefault(head, {})[rest] = value
+        elif rest:
+            raise ValueError(f"{where + head} is one parameter, not a group: it has no {rest!r}")
         else:
             flat[head] = value
     data = model.model_dump()
     data.update(flat)
     for head, sub in nested.items():
-        data[head] = _apply_overrides(getattr(model, head), sub).model_dump()
-    return type(model).model_validate(data)
+        data[head] = _apply_overrides(getattr(model, head), sub, where + head).model_dump()
+    try:
+        return type(model).model_validate(data)
+    except ValidationError as err:
+        e = err.errors()[0]
+        path = where + ".".join(map(str, e["loc"]))
+        msg = e["msg"].removeprefix("Value error, ")
+        raise ValueError(f"{path}: {msg} (got {e.get('input')!r})") from None

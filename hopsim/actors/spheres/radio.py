@@ -226,10 +226,17 @@ class RadioChannel(Model):
             self.partition = None
 
     def check_fault(self, fault) -> None:
-        if fault.kind == "radio_delay" and not fault.clear and not fault.value <= MAX_FAULT_TIME_S:
+        if fault.clear:
+            return
+        if fault.kind == "radio_delay" and not 0 <= fault.value <= MAX_FAULT_TIME_S:
             raise ValueError(
-                f"{self.name}: fault 'radio_delay': value is the added delay in s, at most "
-                f"{MAX_FAULT_TIME_S:g}, got {fault.value:g}"
+                f"{self.name}: fault 'radio_delay': value is the added delay in s, in [0, "
+                f"{MAX_FAULT_TIME_S:g}], got {fault.value:g}"
+            )
+        if fault.kind == "radio_loss" and not 0 <= fault.value <= 1:
+            raise ValueError(
+                f"{self.name}: fault 'radio_loss': value is the probability that a receiver misses a "
+                f"frame, in [0, 1], got {fault.value:g}"
             )
 
     def on_fault(self, fault, t_ns: int) -> None:

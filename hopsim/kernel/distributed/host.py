@@ -29,6 +29,7 @@ import simpy
 
 from hopsim.bus.shipping import ColumnsSender
 from hopsim.bus.router import deliver_to_subscribers
+from hopsim.kernel.bounds import check_state_finite
 from hopsim.kernel.errors import ActorKilled
 from hopsim.kernel.fleet import Fleets
 from hopsim.kernel.island import NEVER, Island, propagate_together
@@ -230,7 +231,9 @@ class HostServices:
             self.outbox.append((island.kernel_event_envelope(kind, name, detail, **fields), True, island.name))
 
     def after_barrier(self, island: Island, t: int) -> None:
-        """Stop callbacks run in the driver, after the call returns."""
+        """The island's state is checked here (:func:`check_state_finite`); stop callbacks run in
+        the driver, after the call returns."""
+        check_state_finite(island, t)
 
     def forget_event(self, ev) -> None:
         self.forgotten.append(ev.name)

@@ -39,6 +39,12 @@ class ModelHost:
     def invoke(self, method: str, args: tuple, deliveries: list) -> tuple[Any, list]:
         return invoke(self.model, method, args, deliveries)
 
+    def copy(self) -> bytes:
+        """The model as it is now, pickled (the driver's copy of it: an outcome, the run's end)."""
+        import cloudpickle
+
+        return cloudpickle.dumps(self.model)
+
 
 class RayHandle:
     """A model hosted by a :class:`ModelHost` Ray actor."""
@@ -62,6 +68,16 @@ class RayHandle:
         pending, self._pending = self._pending, []
         try:
             return self._ray.get(self.actor.invoke.remote(method, args, pending))
+        except self._ray.exceptions.RayActorError as err:
+            raise ActorKilled(self.name, -1) from err
+
+    def model_now(self) -> Model:
+        """A copy of the hosted model as it is now (the one this handle was built from stopped
+        changing when it left for its actor)."""
+        import cloudpickle
+
+        try:
+            return cloudpickle.loads(self._ray.get(self.actor.copy.remote()))
         except self._ray.exceptions.RayActorError as err:
             raise ActorKilled(self.name, -1) from err
 

@@ -1,0 +1,114 @@
+"""Outputs that replace a file only when they are complete.
+
+Every file hopsim writes under a name the user gave (a recording, a checkpoint, a table, a plot,
+a campaign's results, a layout, matrices) is written under a name of its own beside its target,
+``<stem>.partial-<pid><suffix>`` (``runs/l.mcap`` is written as ``runs/l.partial-4242.mcap`` by
+process 4242), pushed to disk (fsync) and renamed over the target (:func:`os.replace`) only when
+it is complete. Until then the target is the old file, untouched; after any failure or kill it
+is either the old file or the complete new one, never a part of either. The partial name keeps
+the target's suffix, so a killed run's recording opens as it is (``hopsim inspect``, ``replay``,
+``view``, Foxglove).
+
+:func:`replacing` is the one way to write such an output: a context manager giving the partial
+path, renamed over the target when the block ends well and removed when it raises.
+:class:`PendingOutput` is the same in two steps, for a writer whose end is decided elsewhere (a
+recording, closed when its run ends, well or not).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+PARTIAL = ".partial-"
+
+
+def partial_path(target: str | Path, pid: int | None = None) -> Path:
+    """The name ``target`` is written under by process ``pid`` (default: this one) until complete:
+    ``<stem>.partial-<pid><suffix>`` in the same directory."""
+    target = Path(target)
+    return target.with_name(f"{target.stem}{PARTIAL}{os.getpid() if pid is None else pid}{target.suffix}")
+
+
+def partials_of(target: str | Path) -> list[Path]:
+    """The partial files of ``target`` there are (a run writing it, or one killed or failed while
+    writing it), the newest first."""
+    target = Path(target)
+    pattern = re.compile(re.escape(target.stem + PARTIAL) + r"\d+" + re.escape(target.suffix) + r"\Z")
+    try:
+        found = [p for p in target.parent.iterdir() if pattern.match(p.name)]
+    except OSError:
+        return []
+
+    def modified(p: Path) -> float:
+        try:
+            return p.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    return sorted(found, key=modified, reverse=True)
+
+
+class PendingOutput:
+    """``target``'s new content, written at :attr:`path` (its partial name) until :meth:`commit`
+    renames it over ``target``; :meth:`discard` removes it instead."""
+
+    def __init__(self, target: str | Path):
+        self.target = Path(target)
+        self.path = partial_path(self.target)
+
+    def commit(self) -> Path:
+        """Push the written file to disk and rename it over the target (then push the rename)."""
+        _fsync(self.path)
+        os.replace(self.path, self.target)
+        _fsync_directory(self.target.parent)
+        return self.target
+
+    def discard(self) -> None:
+        """Remove the partial file, if there is one; the target stays as it was."""
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+@contextmanager
+def replacing(target: str | Path) -> Iterator[Path]:
+    """Write ``target`` through its partial name: ``with replacing(out) as tmp: write(tmp)``. The
+    file written at ``tmp`` replaces ``target`` when the block ends well; when it raises, ``tmp``
+    is removed and ``target`` is left as it was."""
+    pending = PendingOutput(target)
+    pending.path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        yield pending.path
+        pending.commit()
+    except BaseException:
+        pending.discard()
+        raise
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (POSIX; elsewhere the rename is all there is)."""
+    if not hasattr(os, "O_DIRECTORY"):
+        return
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
