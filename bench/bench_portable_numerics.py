@@ -8,6 +8,10 @@ numba's cache warm: every process runs the scenario once briefly first), medians
 Recorded runs write an MCAP file as ``hopsim run --out`` does.
 
     .venv/bin/python bench/bench_portable_numerics.py [--repeat 5]
+
+The same comparison against any other commit (what a change costs, the way a user runs it):
+
+    .venv/bin/python bench/bench_portable_numerics.py --before COMMIT [--only formation]
 """
 
 from __future__ import annotations
@@ -44,22 +48,24 @@ print(run_scenario(name, overrides, duration_s=duration, out=out).wall_s)
 """
 
 
-def measure(repeat: int) -> list[tuple[str, float, float]]:
+def measure(repeat: int, before_commit: str = BEFORE, only: str = "") -> list[tuple[str, float, float]]:
     import json
 
     here = Path(__file__).resolve().parent.parent
     tmp = Path(tempfile.mkdtemp(prefix="hopsim-before-"))
     before = tmp / "tree"
     made = subprocess.run(
-        ["git", "-C", str(here), "worktree", "add", "--detach", "-f", str(before), BEFORE],
+        ["git", "-C", str(here), "worktree", "add", "--detach", "-f", str(before), before_commit],
         capture_output=True,
         text=True,
     )
     if made.returncode != 0:
-        raise SystemExit(f"the commit before the portable numerics ({BEFORE}) is not in this clone: {made.stderr}")
+        raise SystemExit(f"the commit to compare with ({before_commit}) is not in this clone: {made.stderr}")
     rows = []
     try:
         for label, name, overrides, duration, recorded in CASES:
+            if only not in label:
+                continue
             times: dict[str, list[float]] = {"before": [], "now": []}
             for _ in range(repeat):
                 for which, tree in (("before", before), ("now", here)):
@@ -81,10 +87,16 @@ def measure(repeat: int) -> list[tuple[str, float, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--before", default=BEFORE, help="the commit to compare with (default: before the portable numerics)"
+    )
+    parser.add_argument("--only", default="", help="only the runs whose label holds this text")
     args = parser.parse_args()
-    rows = measure(args.repeat)
-    print("### The portable numerics' cost\n")
-    print(f"Whole runs, wall s (medians of {args.repeat} interleaved fresh processes), this tree against {BEFORE}.\n")
+    rows = measure(args.repeat, args.before, args.only)
+    print("### The portable numerics' cost\n" if args.before == BEFORE else f"### This tree against {args.before}\n")
+    print(
+        f"Whole runs, wall s (medians of {args.repeat} interleaved fresh processes), this tree against {args.before}.\n"
+    )
     print("| run | before (s) | now (s) | now / before |")
     print("|---|---:|---:|---:|")
     for label, b, n in rows:
