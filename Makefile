@@ -8,7 +8,7 @@ OUT    ?= runs
 BSK_VENV  := .venv-bsk
 BSK_STAMP := $(BSK_VENV)/.installed-stamp
 
-.PHONY: run test test-long lint bench schemas check-schemas clean vendor-three
+.PHONY: run test test-long fuzz lint bench docs schemas check-schemas clean vendor-three
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,12 @@ test: $(TEST_STAMP) $(CHROMIUM_STAMP) $(BSK_STAMP)
 test-long: $(TEST_STAMP) $(CHROMIUM_STAMP) $(BSK_STAMP)
 	HOPSIM_BSK_PYTHON=$(CURDIR)/$(BSK_VENV)/bin/python $(PY) -m pytest -q --durations=10 -m long
 
+## the recording reader's fuzz tests at length: damaged and crafted files, FUZZ_EXAMPLES of each
+## (make test runs 50, the same ones every time; these are new ones every run)
+FUZZ_EXAMPLES ?= 2000
+fuzz: $(TEST_STAMP)
+	HOPSIM_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:cacheprovider tests/test_hostile_recordings.py -k fuzz
+
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check hopsim tests bench
 	$(VENV)/bin/ruff format --check hopsim tests bench
@@ -62,10 +68,16 @@ $(BSK_STAMP):
 	$(BSK_VENV)/bin/python -m pip install --quiet 'bsk==2.12.1' numpy
 	touch $(BSK_STAMP)
 
-## benchmarks: print ratios against peers measured in the same run, and update README.md
+## benchmarks: print ratios against peers measured in the same run, and update docs/performance.md
 bench: $(TEST_STAMP) $(BSK_STAMP)
 	$(PY) -m pip install --quiet -e '.[test,bench]'
 	HOPSIM_BSK_PYTHON=$(CURDIR)/$(BSK_VENV)/bin/python $(PY) bench/run_all.py
+
+## the documentation site (mkdocs-material, mkdocs.yml) into site/; --strict fails on a broken link or
+## anchor and on a page missing from the navigation (tests/test_doc_links.py checks the same without mkdocs)
+docs: $(PY)
+	$(PY) -m pip install --quiet -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 ## refresh the viewer's copy of three.js from the npm registry (see hopsim/view/static/vendor/three/README.md)
 THREE_VERSION ?= 0.181.2
@@ -84,4 +96,4 @@ check-schemas: $(TEST_STAMP)
 	$(PY) hopsim/schemas/generate.py --check
 
 clean:
-	rm -rf $(VENV) $(BSK_VENV) $(OUT) .pytest_cache
+	rm -rf $(VENV) $(BSK_VENV) $(OUT) .pytest_cache site

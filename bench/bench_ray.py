@@ -15,7 +15,7 @@ windows (and how many were pipelined), the driver's time blocked at windows, the
 (sum, and along the critical path: the busiest host of each window), messages between hosts, peak
 memory (driver plus hosts).
 
-The cost model (README, "Distributing a formation"): the wall time of a windowed run is
+The cost model (docs/distributed.md, "The cost model"): the wall time of a windowed run is
 
     T = W * c_window + C_crit + X * c_cross
 

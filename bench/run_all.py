@@ -1,6 +1,6 @@
-"""Run every benchmark and write its table into README.md between the performance markers.
+"""Run every benchmark and write its table into docs/performance.md between the markers.
 
-    make bench        (or: .venv/bin/python bench/run_all.py [--no-readme])
+    make bench        (or: .venv/bin/python bench/run_all.py [--print-only])
 
 Each benchmark prints a markdown table of ratios against a peer measured in the same run.
 """
@@ -48,26 +48,26 @@ def run(script: str) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--no-readme", action="store_true", help="print only")
+    ap.add_argument("--print-only", "--no-readme", action="store_true", help="print only")
     opts = ap.parse_args()
     machine = f"{platform.processor() or platform.machine()}, Python {platform.python_version()}"
     sections = [f"Measured by `make bench` on {machine}.\n"]
     for script in BENCHES:
         out = run(script)
         print(out)
-        # a benchmark's own headings sit below the README's "Performance"
+        # a benchmark's own headings sit below the page's "The benchmarks"
         out = "\n".join("###" + line if line.startswith("#") else line for line in out.splitlines())
         sections.append(f"`bench/{script}`:\n\n{out}\n")
-    if opts.no_readme:
+    if opts.print_only:
         return
-    readme = ROOT / "README.md"
-    text = readme.read_text()
+    page = ROOT / "docs" / "performance.md"
+    text = page.read_text()
     block = f"{BEGIN}\n" + "\n".join(sections) + f"\n{END}"
     pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
     if not pattern.search(text):
-        raise SystemExit(f"README.md has no {BEGIN} ... {END} block to fill")
-    readme.write_text(pattern.sub(lambda m: block, text))
-    print("README.md performance table updated")
+        raise SystemExit(f"docs/performance.md has no {BEGIN} ... {END} block to fill")
+    page.write_text(pattern.sub(lambda m: block, text))
+    print("docs/performance.md: the benchmark tables updated")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The documentation's programs run as written: every ```` ```python ```` block of a page in
 ``docs/`` runs as a script in a fresh directory and exits 0 (what it asserts holds); a fragment
-that cannot run alone is fenced ```` ```py ````."""
+that cannot run alone is fenced ```` ```py ````. The pages' ``hopsim`` commands and the README's
+program run in ``tests/test_readme.py``."""
 
 from __future__ import annotations
 

@@ -1,14 +1,22 @@
-"""The README is executable: every `hopsim` command in its code blocks and its Python program run
-as written, in order, in one fresh directory; a README change that breaks one fails here.
+"""The documentation is executable: every `hopsim` command in the code blocks of README.md and of
+each page of ``docs/`` runs as written, and so does the README's Python program; a change to the
+README or a page that breaks one fails here.
 
-What runs, read from README.md:
+What runs, read from README.md and then from the pages of ``docs/`` in name order:
 
 - each line of an indented or fenced shell block that starts with ``hopsim`` or
   ``.venv/bin/hopsim`` (a trailing ``\\`` joins the next line; ``# ...`` is a comment). It must
   exit 0, or 1 when its comment says it ``diverges`` (a replay that is meant to differ). Commands
   that name a cluster of their own (``--ray-address``) are left out: they need ``ray start``;
 - each ```` ```toml ```` block whose first line is ``# NAME`` is written to ``NAME`` first;
-- each ```` ```python ```` block runs as a script.
+- each ```` ```python ```` block of README.md runs as a script (those of ``docs/`` run in
+  ``tests/test_docs_programs.py``, and no program is in both).
+
+Each page runs in a fresh directory of its own, its commands in the order it shows them: a page
+that reads a file makes it first. What runs to the same effect elsewhere runs once: a page's
+commands when they are all, in order, the first commands of another page (getting-started.md's
+first run is the README's), and a command shown word for word by an earlier page that reads and
+writes no file (``hopsim scenarios``, a ``run`` without ``--out``).
 
 ``hopsim view`` serves until it is stopped: it runs without opening a browser until it prints its
 address, its page and ``/api/run`` must answer there, and then it is stopped with Ctrl-C (SIGINT).
@@ -30,7 +38,10 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+# the README first, then the documentation's pages in a fixed order
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def blocks(text: str) -> list[tuple[str, list[str]]]:
@@ -73,9 +84,9 @@ def commands(text: str) -> list[tuple[list[str], int]]:
                 joined.append(line.strip())
         for line in joined:
             command, _, comment = line.partition("  #")
+            if command.split()[:1] not in (["hopsim"], [".venv/bin/hopsim"]):
+                continue  # output or another program's line: not read as shell words
             words = shlex.split(command, comments=True)
-            if not words or words[0] not in ("hopsim", ".venv/bin/hopsim"):
-                continue
             if "--ray-address" in words:
                 continue
             found.append((words[1:], 1 if "diverges" in comment else 0))
@@ -84,11 +95,51 @@ def commands(text: str) -> list[tuple[list[str], int]]:
 
 TEXT = README.read_text()
 COMMANDS = commands(TEXT)
+# files a command may write without naming them in a path
+_WRITES = {"--out", "--dir", "--table", "--csv", "--layout", "--checkpoint-every", "--checkpoint-dir"}
 
 
-def test_the_readme_shows_commands_and_a_program():
-    assert len(COMMANDS) >= 20
-    assert any(lang == "python" for lang, _ in blocks(TEXT))
+def _touches_files(args: list[str]) -> bool:
+    """Whether a command may read or write a file (only then does running it again differ)."""
+    return args[0] not in ("--version", "scenarios", "faults", "run") or any(
+        "/" in a or a in _WRITES or re.search(r"\.[A-Za-z]+$", a) for a in args
+    )
+
+
+def _page_commands() -> list[tuple[Path, list[tuple[list[str], int]]]]:
+    """Each page's commands, in order, less those another page runs to the same effect: all of a
+    page's commands when they are, in order, the first commands of another page (from a fresh
+    directory they do the same; of two pages that show the same commands, the first runs them),
+    and a command that touches no file when an earlier page ran it."""
+    shown = [commands(page.read_text()) for page in PAGES]
+    seen, out = set(), []
+    for i, (page, cmds) in enumerate(zip(PAGES, shown)):
+        if any(
+            j != i and cmds == other[: len(cmds)] and (len(other) > len(cmds) or j < i) for j, other in enumerate(shown)
+        ):
+            cmds = []
+        kept = []
+        for args, expected in cmds:
+            key = (tuple(args), expected)
+            if not _touches_files(args):
+                if key in seen:
+                    continue
+                seen.add(key)
+            kept.append((args, expected))
+        out.append((page, kept))
+    return out
+
+
+PAGE_COMMANDS = _page_commands()
+
+
+def test_the_readme_and_the_pages_show_commands_and_a_program():
+    assert len(COMMANDS) >= 8, "the README shows a handful of commands"
+    assert sum(len(c) for _, c in PAGE_COMMANDS) >= 30, "the pages show the rest"
+    programs = [body for lang, body in blocks(TEXT) if lang == "python"]
+    assert programs, "the README shows a Python program"
+    in_docs = [body for page in PAGES[1:] for lang, body in blocks(page.read_text()) if lang == "python"]
+    assert not [p for p in programs if p in in_docs], "a program runs in one test only"
 
 
 def _hopsim(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -147,30 +198,38 @@ def _uses_ray(args: list[str]) -> bool:
 
 
 # the commands that start Ray, and those that read what they wrote, run in a test of their own (the
-# Ray tests share one pytest-xdist worker; the rest of the README runs on the other)
-_RAY_OUTPUTS = {a for args, _ in COMMANDS if _uses_ray(args) for a in args if "/" in a}
-RAY_COMMANDS = [(a, e) for a, e in COMMANDS if _uses_ray(a) or _RAY_OUTPUTS & set(a)]
-LOCAL_COMMANDS = [(a, e) for a, e in COMMANDS if (a, e) not in RAY_COMMANDS]
+# Ray tests share one pytest-xdist worker; the rest of the documentation runs on the other)
+def _split(cmds: list[tuple[list[str], int]]) -> tuple[list, list]:
+    ray_outputs = {a for args, _ in cmds if _uses_ray(args) for a in args if "/" in a}
+    on_ray = [(a, e) for a, e in cmds if _uses_ray(a) or ray_outputs & set(a)]
+    return on_ray, [(a, e) for a, e in cmds if (a, e) not in on_ray]
 
 
-def _run_commands(commands, tmp_path) -> list[str]:
-    for lang, body in blocks(TEXT):
+RAY_COMMANDS = [(page, _split(cmds)[0]) for page, cmds in PAGE_COMMANDS]
+LOCAL_COMMANDS = [(page, _split(cmds)[1]) for page, cmds in PAGE_COMMANDS]
+
+
+def _run_commands(page: Path, commands, tmp_path) -> list[str]:
+    """Run one page's commands in a directory of its own, after writing its TOML files there."""
+    cwd = tmp_path / page.stem
+    cwd.mkdir()
+    for lang, body in blocks(page.read_text()):
         if lang == "toml" and body and re.fullmatch(r"# [\w.-]+", body[0].strip()):
-            (tmp_path / body[0].strip()[2:]).write_text("\n".join(body) + "\n")
+            (cwd / body[0].strip()[2:]).write_text("\n".join(body) + "\n")
     failures = []
     for args, expected in commands:
-        done = _serve_and_fetch(args, tmp_path) if args[0] == "view" else _hopsim(args, tmp_path)
+        done = _serve_and_fetch(args, cwd) if args[0] == "view" else _hopsim(args, cwd)
         noisy = [line for line in done.stderr.splitlines() if any(w in line for w in NOISE)]
         if done.returncode != expected or noisy:
             failures.append(
-                f"hopsim {' '.join(args)} -> exit {done.returncode} (expected {expected})\n"
+                f"{page.relative_to(ROOT)}: hopsim {' '.join(args)} -> exit {done.returncode} (expected {expected})\n"
                 f"{done.stdout[-800:]}\n{done.stderr[-1500:]}"
             )
     return failures
 
 
-def test_every_readme_command_and_program_runs_as_written(tmp_path):
-    failures = _run_commands(LOCAL_COMMANDS, tmp_path)
+def test_every_documented_command_and_the_readme_program_run_as_written(tmp_path):
+    failures = [f for page, cmds in LOCAL_COMMANDS if cmds for f in _run_commands(page, cmds, tmp_path)]
     for lang, body in blocks(TEXT):
         if lang == "python":
             script = tmp_path / "readme_program.py"
@@ -184,7 +243,7 @@ def test_every_readme_command_and_program_runs_as_written(tmp_path):
 
 
 @pytest.mark.ray
-def test_every_readme_command_on_ray_runs_as_written(tmp_path):
-    assert RAY_COMMANDS, "the README shows a Ray run"
-    failures = _run_commands(RAY_COMMANDS, tmp_path)
+def test_every_documented_command_on_ray_runs_as_written(tmp_path):
+    assert any(cmds for page, cmds in RAY_COMMANDS if page == README), "the README shows a Ray run"
+    failures = [f for page, cmds in RAY_COMMANDS if cmds for f in _run_commands(page, cmds, tmp_path)]
     assert not failures, "\n\n".join(failures)
