@@ -302,6 +302,8 @@ def run_cmd(
         from hopsim.view.layout import layout_path
 
         _check_out(layout_path(out), force)
+    if checkpoint_every is not None:
+        _check_checkpoint_dir(checkpoint_dir)
     if backend == "ray":
         from hopsim.kernel.distributed.ray_runtime import set_verbose
 
@@ -421,9 +423,38 @@ def _check_out(out: Optional[Path], force: bool, option: str = "--out") -> None:
     """A file already at ``out`` is replaced only when asked (``--force``), and then only by a
     complete new one: every output is written under its partial name beside its target and
     renamed over it when complete (:mod:`hopsim.bus.atomic`)."""
-    if out is not None and out.exists() and not force:
+    if out is None:
+        return
+    if out.exists() and not force:
         err.print(f"[red]error:[/red] {escape(str(out))} exists: give --force to replace it, or another {option}")
         raise typer.Exit(2)
+    _check_writable(out, option)
+
+
+def _check_writable(out: Path, option: str) -> None:
+    """That a file can be made beside ``out`` (where its partial file goes): tried, and removed."""
+    from hopsim.bus.atomic import partial_path
+
+    probe = partial_path(out)
+    try:
+        probe.open("xb").close()
+        probe.unlink()
+    except OSError as e:
+        err.print(f"[red]error:[/red] cannot write {escape(str(out))} ({e.strerror}): give another {option}")
+        raise typer.Exit(2) from None
+
+
+def _check_checkpoint_dir(directory: Path) -> None:
+    """``--checkpoint-dir`` names a directory (made if missing) this process can write in."""
+    if directory.exists() and not directory.is_dir():
+        err.print(f"[red]error:[/red] --checkpoint-dir {escape(str(directory))} is a file: name a directory")
+        raise typer.Exit(2)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        err.print(f"[red]error:[/red] cannot make --checkpoint-dir {escape(str(directory))} ({e.strerror})")
+        raise typer.Exit(2) from None
+    _check_writable(directory / "probe.ckpt", "--checkpoint-dir")
 
 
 def _error_text(e: BaseException) -> str:

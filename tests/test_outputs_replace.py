@@ -331,3 +331,21 @@ def test_force_is_a_plain_flag_and_every_command_takes_dash_h():
         for line in short.output.splitlines():
             if "--force" in line:
                 assert "<bool>" not in line, (path, line)
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["run", "lander", "--duration", "1", "--out", "/proc/x.mcap"], "cannot write /proc/x.mcap"),
+        (["run", "lander", "--duration", "1", "--checkpoint-every", "1", "--checkpoint-dir", "FILE"], "is a file"),
+        (["montecarlo", "run", "deep.toml", "--dir", "mc"], "nests arrays or tables too deep"),
+    ],
+    ids=["unwritable --out", "--checkpoint-dir a file", "campaign file nested 5000 deep"],
+)
+def test_an_output_that_cannot_be_written_or_a_campaign_too_deep_is_an_error_before_the_run(tmp_path, args, words):
+    (tmp_path / "FILE").write_text("not a directory")
+    (tmp_path / "deep.toml").write_text('scenario = "lander"\na = ' + "[" * 5000 + "]" * 5000 + "\n")
+    args = [str(tmp_path / a) if a in ("FILE", "deep.toml", "mc") else a for a in args]
+    done = runner.invoke(app, args)
+    assert done.exit_code == 2 and words in " ".join(done.output.split()), done.output
+    assert "Traceback" not in done.output and not (tmp_path / "mc").exists()

@@ -121,6 +121,8 @@ def load_campaign(path: str | Path) -> Campaign:
         raise ScenarioError(f"no campaign file {path}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise ScenarioError(f"{path} is not valid TOML: {err}") from None
+    except RecursionError:
+        raise ScenarioError(f"{path} nests arrays or tables too deep to be a campaign file") from None
     dispersions = data.pop("dispersions", {})
     if isinstance(dispersions, dict):  # [dispersions.altitude_m] kind = "normal" ...
         data["dispersions"] = [{"path": p, "knob": k} for p, k in dispersions.items()]
