@@ -432,11 +432,13 @@ def _check_out(out: Optional[Path], force: bool, option: str = "--out") -> None:
 
 
 def _check_writable(out: Path, option: str) -> None:
-    """That a file can be made beside ``out`` (where its partial file goes): tried, and removed."""
+    """That a file can be made beside ``out`` (where its partial file goes, its directory made if
+    missing, as the output's own writer does): tried, and removed."""
     from hopsim.bus.atomic import partial_path
 
     probe = partial_path(out)
     try:
+        probe.parent.mkdir(parents=True, exist_ok=True)
         probe.open("xb").close()
         probe.unlink()
     except OSError as e:

@@ -349,3 +349,9 @@ def test_an_output_that_cannot_be_written_or_a_campaign_too_deep_is_an_error_bef
     done = runner.invoke(app, args)
     assert done.exit_code == 2 and words in " ".join(done.output.split()), done.output
     assert "Traceback" not in done.output and not (tmp_path / "mc").exists()
+
+
+def test_an_output_in_a_directory_not_made_yet_is_written_there(tmp_path):
+    out = tmp_path / "new" / "dir" / "l.mcap"
+    done = runner.invoke(app, ["run", "lander", "--duration", "1", "--out", str(out), "--no-progress"])
+    assert done.exit_code == 0 and read_recording(out)[1].complete, done.output
