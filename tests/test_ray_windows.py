@@ -27,12 +27,22 @@ def run(name, overrides, seconds, **kw):
     return run_scenario(name, overrides, seed=7, duration_s=seconds, keep_stream=True, **kw)
 
 
+def _one_placement_each_in_make_test(name, seconds, first):
+    """Every placement of a SPHERES scenario: one in make test (each scenario another, so that each
+    placement runs there once), the other two in make test-long."""
+    rest = [p for p in PLACEMENTS if p != first]
+    return [
+        pytest.param(name, {}, seconds, [first], id=f"{name}-{first}"),
+        pytest.param(name, {}, seconds, rest, id=f"{name}-others", marks=pytest.mark.long),
+    ]
+
+
 @pytest.mark.parametrize(
     "name, overrides, seconds, placements",
     [
-        ("leader_follower", {}, 6.0, PLACEMENTS),
-        ("cooperative_docking", {}, 12.0, PLACEMENTS),
-        ("passive_docking", {}, 20.0, PLACEMENTS),
+        *_one_placement_each_in_make_test("leader_follower", 6.0, "per-model"),
+        *_one_placement_each_in_make_test("cooperative_docking", 12.0, "per-island"),
+        *_one_placement_each_in_make_test("passive_docking", 20.0, "shards:2"),
         # 50 vehicles: per-model would start ~150 Ray actors on two cores; 6 vehicles cover it
         ("formation", {"n_vehicles": 12, "radio_loss": 0.1}, 4.0, ["per-island", "shards:2", "shards:3"]),
         ("formation", {"n_vehicles": 6, "radio_loss": 0.1}, 4.0, ["per-model"]),
