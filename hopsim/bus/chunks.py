@@ -105,22 +105,18 @@ class ReadingBudget:
         self.messages_left = max(file_size // MIN_BYTES_PER_MESSAGE, 1 << 16)
 
     def spend_bytes(self, n: int) -> None:
-        if n > self.bytes_left:
-            self.bytes_left = 0
-            raise BudgetSpent(
-                f"its chunks inflate to more than {MAX_INFLATION} times the file's size, which hopsim's "
-                f"recordings never do (a crafted or damaged file)"
-            )
-        self.bytes_left -= n
+        self._spend("bytes_left", n, f"its chunks inflate to more than {MAX_INFLATION} times the file's size")
 
     def spend_messages(self, n: int) -> None:
-        if n > self.messages_left:
-            self.messages_left = 0
-            raise BudgetSpent(
-                f"it holds more than one message per {MIN_BYTES_PER_MESSAGE} bytes of the file, which "
-                f"hopsim's recordings never do (a crafted or damaged file)"
-            )
-        self.messages_left -= n
+        self._spend("messages_left", n, f"it holds more than one message per {MIN_BYTES_PER_MESSAGE} bytes of the file")
+
+    def _spend(self, budget: str, n: int, what: str) -> None:
+        """``n`` more of ``budget``; all of it gone, and BudgetSpent (``what`` happened), if too few."""
+        left = getattr(self, budget)
+        if n > left:
+            setattr(self, budget, 0)
+            raise BudgetSpent(f"{what}, which hopsim's recordings never do (a crafted or damaged file)")
+        setattr(self, budget, left - n)
 
 
 def inflate(data, head: ChunkHead, budget: ReadingBudget | None = None):

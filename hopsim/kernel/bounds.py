@@ -51,44 +51,36 @@ def _named(name: str | None) -> str:
     return f"{name} " if name else ""
 
 
+def _in_range(value: float, low: float, high: float, unit: str, why: str, name: str | None) -> float:
+    """``value`` if it lies in [low, high] (NaN does not); a ValueError naming it and why otherwise."""
+    if not low <= value <= high:
+        raise ValueError(f"{_named(name)}must lie in [{low:g}, {high:g}] {unit} ({why}), got {value!r}")
+    return value
+
+
 def check_time_s(value: float, name: str | None = None) -> float:
     """An instant, a duration or a delay (s): finite, in [0, MAX_TIME_S]."""
-    if not 0 <= value <= MAX_TIME_S:  # NaN fails too
-        raise ValueError(
-            f"{_named(name)}must lie in [0, {MAX_TIME_S:g}] s (about 32 years: the kernel counts time in "
-            f"64-bit nanoseconds), got {value!r}"
-        )
-    return value
+    why = "about 32 years: the kernel counts time in 64-bit nanoseconds"
+    return _in_range(value, 0, MAX_TIME_S, "s", why, name)
 
 
 def check_duration_s(value: float, name: str | None = None) -> float:
     """A run's duration (s): positive, at most MAX_TIME_S, and at least 1 ns."""
-    if not MIN_PERIOD_S <= value <= MAX_TIME_S:
-        raise ValueError(
-            f"{_named(name)}must lie in [{MIN_PERIOD_S:g}, {MAX_TIME_S:g}] s (at least 1 ns; at most about "
-            f"32 years: the kernel counts time in 64-bit nanoseconds), got {value!r}"
-        )
-    return value
+    why = "at least 1 ns; at most about 32 years: the kernel counts time in 64-bit nanoseconds"
+    return _in_range(value, MIN_PERIOD_S, MAX_TIME_S, "s", why, name)
 
 
 def check_period_s(value: float, name: str | None = None) -> float:
     """A period (s): a whole number of ns, at least 1 ns and at most MAX_TIME_S."""
-    if not MIN_PERIOD_S <= value <= MAX_TIME_S:
-        raise ValueError(
-            f"{_named(name)}must lie in [{MIN_PERIOD_S:g}, {MAX_TIME_S:g}] s (a period is a whole number of "
-            f"nanoseconds, at least 1), got {value!r}"
-        )
-    return value
+    return _in_range(
+        value, MIN_PERIOD_S, MAX_TIME_S, "s", "a period is a whole number of nanoseconds, at least 1", name
+    )
 
 
 def check_rate_hz(value: float, name: str | None = None) -> float:
     """A rate (Hz) whose period is at least 1 ns and at most MAX_TIME_S."""
-    if not MIN_RATE_HZ <= value <= MAX_RATE_HZ:
-        raise ValueError(
-            f"{_named(name)}must lie in [{MIN_RATE_HZ:g}, {MAX_RATE_HZ:g}] Hz (its period is a whole number "
-            f"of nanoseconds, at least 1, and at most {MAX_TIME_S:g} s), got {value!r}"
-        )
-    return value
+    why = f"its period is a whole number of nanoseconds, at least 1, and at most {MAX_TIME_S:g} s"
+    return _in_range(value, MIN_RATE_HZ, MAX_RATE_HZ, "Hz", why, name)
 
 
 def check_seed(value: int, name: str | None = None) -> int:
