@@ -3,6 +3,8 @@
 - :func:`message_records`: MCAP Message records (what mcap's ``Message.write`` writes for each).
 - :func:`message_indexes`: a chunk's MCAP MessageIndex records, one per channel in the order of
   the channel's first message in the chunk (what mcap's Writer writes when it closes a chunk).
+- :func:`chunk_index_record`: a chunk's MCAP ChunkIndex record (what mcap's ``ChunkIndex.write``
+  writes in the summary for each chunk, its map of message index offsets in one piece).
 - :func:`gather`: payloads put in another order, one after the other.
 - :func:`channel_tally`: how many messages each channel has, channels in the order of their first.
 - :func:`digest_frames`: what the stream digest hashes for each of an instant's envelopes
@@ -14,11 +16,16 @@ tests/test_recording.py checks the bytes against mcap's own Writer.
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 from mcap.opcode import Opcode
 from numba import njit
 
 MESSAGE_OPCODE, MESSAGE_INDEX_OPCODE = int(Opcode.MESSAGE), int(Opcode.MESSAGE_INDEX)
+CHUNK_INDEX_OPCODE = int(Opcode.CHUNK_INDEX)
+# a chunk index's map entry: channel id, then the offset of its message index in the file
+_OFFSET_ENTRY = np.dtype([("channel", "<u2"), ("offset", "<u8")])
 MESSAGE_HEAD = 31  # opcode, record length, channel id, sequence, log time, publish time
 
 
@@ -110,6 +117,39 @@ def message_indexes(
     channel, channels in the order of their first message; also those channels (int64) and the
     start of each one's record in the bytes returned (int64, bytes)."""
     return _message_indexes(channel_ids, log_times, offsets)
+
+
+def chunk_index_record(
+    message_start_time: int,
+    message_end_time: int,
+    chunk_start_offset: int,
+    chunk_length: int,
+    channels: np.ndarray,
+    index_offsets: np.ndarray,
+    message_index_length: int,
+    compression: str,
+    compressed_size: int,
+    uncompressed_size: int,
+) -> bytes:
+    """A ChunkIndex record: times (ns), the chunk's place and length in the file (bytes), the
+    offset in the file of each channel's message index (``channels`` and ``index_offsets``, int64,
+    in that order), the message indexes' total length, the compression and the chunk's sizes."""
+    entries = np.empty(len(channels), _OFFSET_ENTRY)
+    entries["channel"] = channels
+    entries["offset"] = index_offsets
+    name = compression.encode()
+    body = b"".join(
+        (
+            struct.pack(
+                "<QQQQI", message_start_time, message_end_time, chunk_start_offset, chunk_length, entries.nbytes
+            ),
+            entries.tobytes(),
+            struct.pack("<QI", message_index_length, len(name)),
+            name,
+            struct.pack("<QQ", compressed_size, uncompressed_size),
+        )
+    )
+    return struct.pack("<BQ", CHUNK_INDEX_OPCODE, len(body)) + body
 
 
 @njit(cache=True)

@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 import numpy as np
 import zstandard
 from mcap.reader import make_reader
-from mcap.records import Chunk, ChunkIndex
+from mcap.records import Chunk
 from mcap.well_known import MessageEncoding
 from mcap.writer import CompressionType, IndexType, Writer as McapWriter
 from mcap_protobuf.schema import register_schema
@@ -330,27 +330,33 @@ class _Writer(McapWriter):
         stream, records = self._Writer__stream, self._Writer__record_builder
         chunk_start_offset = stream.tell()
         chunk.write(records)
-        chunk_index = ChunkIndex(
-            message_start_time=chunk.message_start_time,
-            message_end_time=chunk.message_end_time,
-            chunk_start_offset=chunk_start_offset,
-            chunk_length=records.count,
-            message_index_offsets={},
-            message_index_length=0,
-            compression=compression,
-            compressed_size=len(compressed),
-            uncompressed_size=len(chunk_data),
-        )
+        chunk_length = records.count
         self._Writer__flush()
         framed, self._framed = self._framed, []
+        channels = offsets = np.zeros(0, np.int64)
+        index_length = 0
         if self._Writer__index_types & IndexType.MESSAGE:
             indexes, channels, starts = framing.message_indexes(*map(np.concatenate, zip(*framed)))
-            start = stream.tell()
-            chunk_index.message_index_offsets = dict(zip(channels.tolist(), (starts + start).tolist()))
+            offsets = starts + stream.tell()
             records.write(indexes.data)
-            chunk_index.message_index_length = len(indexes)
+            index_length = len(indexes)
             self._Writer__flush()
-        self._Writer__chunk_indices.append(chunk_index)
+        self._Writer__chunk_indices.append(
+            _EncodedRecord(
+                framing.chunk_index_record(
+                    chunk.message_start_time,
+                    chunk.message_end_time,
+                    chunk_start_offset,
+                    chunk_length,
+                    channels,
+                    offsets,
+                    index_length,
+                    compression,
+                    len(compressed),
+                    len(chunk_data),
+                )
+            )
+        )
         builder.reset()
 
     def _compress(self, data: bytes) -> tuple[str, bytes]:
@@ -360,6 +366,15 @@ class _Writer(McapWriter):
         if self._Writer__compression == CompressionType.NONE:
             return "", data
         raise ValueError(f"{self._Writer__compression}: the recorder compresses with zstd or not at all")
+
+
+class _EncodedRecord(NamedTuple):
+    """A summary record already encoded (a chunk's ChunkIndex): mcap's Writer writes it as it is."""
+
+    record: bytes
+
+    def write(self, stream) -> None:
+        stream.write(self.record)
 
 
 # zstandard.compress(data) makes a compressor (level 3) for each call; one, reused, writes the same frames
