@@ -16,6 +16,7 @@ import hashlib
 import json
 import struct
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from operator import attrgetter
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, NamedTuple
@@ -23,6 +24,7 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 import numpy as np
 import zstandard
 from mcap.reader import make_reader
+from mcap.data_stream import RecordBuilder
 from mcap.records import Chunk
 from mcap.well_known import MessageEncoding
 from mcap.writer import CompressionType, IndexType, Writer as McapWriter
@@ -194,6 +196,11 @@ class _Writer(McapWriter):
         self._framed: list[
             tuple[np.ndarray, np.ndarray, np.ndarray]
         ] = []  # the open chunk's (channels, log times, offsets)
+        # zstandard.compress(data) makes a compressor (level 3) for each call; one, reused, writes
+        # the same frames. A writer's chunks are compressed one at a time, on a thread of its own.
+        self._zstd = zstandard.ZstdCompressor(level=3)
+        self._compressing: ThreadPoolExecutor | None = None
+        self._pending: tuple | None = None  # the chunk being compressed: (future, times, size, framed)
 
     def add_messages(self, log_time: int, messages: list[tuple[int, int, bytes]]) -> None:
         """Add ``messages``, (channel id, sequence, data) in order, each logged and published at ``log_time``."""
@@ -308,44 +315,82 @@ class _Writer(McapWriter):
         return super().register_channel(topic, message_encoding, schema_id, metadata)
 
     def _Writer__finalize_chunk(self) -> None:
-        """mcap's Writer.__finalize_chunk (mcap 1.6.0), the chunk's message indexes written in one
-        piece: close the open chunk, if it holds messages (compressed, with its CRC, its message
-        indexes and its chunk index)."""
+        """mcap's Writer.__finalize_chunk (mcap 1.6.0), its compression off the caller's thread:
+        close the open chunk, if it holds messages, and hand its records to the compressing thread
+        (the chunk before it, compressed meanwhile, is written first). The chunk is written, with
+        its CRC, its message indexes in one piece and its chunk index, by the next write to the
+        file (:meth:`_Writer__flush`), :meth:`flush` or :meth:`finish`."""
         self._frame_held()
         builder = self._Writer__chunk_builder
         if builder is None or builder.num_messages == 0:
             return
         self._Writer__statistics.chunk_count += 1
         chunk_data = builder.end()
-        compression, compressed = self._compress(chunk_data)
-        chunk = Chunk(
+        closed = (builder.message_start_time, builder.message_end_time, len(chunk_data), self._framed)
+        self._framed = []
+        builder.reset()
+        self._Writer__flush()  # the previous chunk, then what was written before this one closed
+        if self._compressing is None:
+            self._compressing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hopsim-chunks")
+        self._pending = (self._compressing.submit(self._compress, chunk_data), *closed)
+
+    def _Writer__flush(self) -> None:
+        """mcap's Writer.__flush (the records built so far go to the file), the chunk being
+        compressed written before them."""
+        self._write_pending()
+        McapWriter._Writer__flush(self)
+
+    def close_chunk(self) -> None:
+        """Close the open chunk and hand it to the compressing thread; push the one before it to
+        the file (the file then lags by at most the chunk being compressed)."""
+        self._Writer__finalize_chunk()
+        self._Writer__stream.flush()
+
+    def finish(self) -> None:
+        """mcap's finish, every chunk written first; the compressing thread ends."""
+        self._Writer__finalize_chunk()
+        self._write_pending()
+        super().finish()
+        if self._compressing is not None:
+            self._compressing.shutdown()
+            self._compressing = None
+
+    def _write_pending(self) -> None:
+        """Write the chunk handed to the compressing thread, if any (waiting for it): the Chunk
+        record, its message indexes, and keep its chunk index for the summary."""
+        if self._pending is None:
+            return
+        compressing, start_ns, end_ns, size, framed = self._pending
+        self._pending = None
+        compression, compressed, crc = compressing.result()
+        stream = self._Writer__stream
+        records = RecordBuilder()
+        chunk_start_offset = stream.tell()
+        Chunk(
             compression=compression,
             data=compressed,
-            message_start_time=builder.message_start_time,
-            message_end_time=builder.message_end_time,
-            uncompressed_crc=zlib.crc32(chunk_data) if self._Writer__enable_crcs else 0,
-            uncompressed_size=len(chunk_data),
-        )
-        self._Writer__flush()
-        stream, records = self._Writer__stream, self._Writer__record_builder
-        chunk_start_offset = stream.tell()
-        chunk.write(records)
+            message_start_time=start_ns,
+            message_end_time=end_ns,
+            uncompressed_crc=crc if self._Writer__enable_crcs else 0,
+            uncompressed_size=size,
+        ).write(records)
         chunk_length = records.count
-        self._Writer__flush()
-        framed, self._framed = self._framed, []
         channels = offsets = np.zeros(0, np.int64)
         index_length = 0
         if self._Writer__index_types & IndexType.MESSAGE:
             indexes, channels, starts = framing.message_indexes(*map(np.concatenate, zip(*framed)))
-            offsets = starts + stream.tell()
+            offsets = starts + chunk_start_offset + chunk_length
             records.write(indexes.data)
             index_length = len(indexes)
-            self._Writer__flush()
+        data = records.end()
+        if self._Writer__enable_data_crcs:
+            self._Writer__data_section_crc = zlib.crc32(data, self._Writer__data_section_crc)
+        stream.write(data)
         self._Writer__chunk_indices.append(
             _EncodedRecord(
                 framing.chunk_index_record(
-                    chunk.message_start_time,
-                    chunk.message_end_time,
+                    start_ns,
+                    end_ns,
                     chunk_start_offset,
                     chunk_length,
                     channels,
@@ -353,18 +398,19 @@ class _Writer(McapWriter):
                     index_length,
                     compression,
                     len(compressed),
-                    len(chunk_data),
+                    size,
                 )
             )
         )
-        builder.reset()
 
-    def _compress(self, data: bytes) -> tuple[str, bytes]:
-        """(compression name, compressed bytes) of a chunk's records."""
+    def _compress(self, data: bytes) -> tuple[str, bytes, int]:
+        """(compression name, compressed bytes, CRC-32) of a chunk's records (on the compressing
+        thread: zstd and zlib release the GIL while they work)."""
+        crc = zlib.crc32(data)
         if self._Writer__compression == CompressionType.ZSTD:
-            return "zstd", _ZSTD.compress(data)
+            return "zstd", self._zstd.compress(data), crc
         if self._Writer__compression == CompressionType.NONE:
-            return "", data
+            return "", data, crc
         raise ValueError(f"{self._Writer__compression}: the recorder compresses with zstd or not at all")
 
 
@@ -375,10 +421,6 @@ class _EncodedRecord(NamedTuple):
 
     def write(self, stream) -> None:
         stream.write(self.record)
-
-
-# zstandard.compress(data) makes a compressor (level 3) for each call; one, reused, writes the same frames
-_ZSTD = zstandard.ZstdCompressor(level=3)
 
 
 # an MCAP message record: opcode, length of what follows, channel id, sequence, log time, publish
@@ -676,7 +718,7 @@ class McapRecorder:
         if self._chunk_start_ns is None:
             self._chunk_start_ns = t_ns
         elif t_ns - self._chunk_start_ns >= self._chunk_span_ns:
-            self._writer.flush()
+            self._writer.close_chunk()
             self._chunk_start_ns = t_ns
         data, offsets = columns.data, columns.offsets
         route, seqs, index = columns.messages()
@@ -762,7 +804,8 @@ class McapRecorder:
 
     def commit(self) -> None:
         """The run may come back to this point (a kept state): remember the stream's position.
-        Everything recorded so far is written already (a kill loses at most the open chunk)."""
+        Everything recorded so far is written already (a kill loses at most the open chunk and
+        the one being compressed)."""
         self._buffer.flush()
         if self._scene is not None:
             self._write_encoded(self._scene.flush_encoded())
@@ -814,7 +857,7 @@ class McapRecorder:
         if self._chunk_start_ns is None:
             self._chunk_start_ns = t_ns
         elif t_ns - self._chunk_start_ns >= self._chunk_span_ns:
-            self._writer.flush()  # the chunk spans CHUNK_SPAN_NS: close it and push it to disk
+            self._writer.close_chunk()  # the chunk spans CHUNK_SPAN_NS: close it, push the one before to disk
             self._chunk_start_ns = t_ns
         routes = self._routes
         hashed, channel_ids, datas, states = [], [], [], []
