@@ -124,17 +124,20 @@ def test_local_and_ray_runtimes_give_identical_bytes():
 # ------------------------------------------------------------------ the recorder's fast paths, bit for bit
 
 
-def test_add_messages_writes_what_add_message_writes_one_by_one():
+@pytest.mark.parametrize("chunk_size", [700, 200_000])
+def test_add_messages_writes_what_add_message_writes_one_by_one(chunk_size):
     """The recorder's writer adds an instant's messages in one call: the file is the one mcap's
     Writer.add_message writes called for each message in turn, with chunks that fill in the
     middle of a call (several in one call), channels (with and without metadata, names beyond ASCII) and schemas
-    registered between calls, log times that go back and chunks closed on demand."""
+    registered between calls, log times that go back, chunks closed on demand and metadata
+    written between chunks. Large chunks are compressed on the writer's thread and written later
+    (the chunk being compressed before anything else reaches the file)."""
     import io
     import random
 
     from mcap.writer import CompressionType, Writer
 
-    from hopsim.bus.recorder import _Writer
+    from hopsim.bus.recorder import METADATA_SHA256, _Writer, metadata_sha256
 
     rng = random.Random(3)
     ops, channels, t = [("schema",), ("channel",)], 1, 1_000
@@ -147,6 +150,10 @@ def test_add_messages_writes_what_add_message_writes_one_by_one():
             channels += 1
         elif roll < 0.1:
             ops.append(("flush",))
+        elif roll < 0.115:
+            ops.append(("close",))
+        elif roll < 0.12:
+            ops.append(("metadata",))
         else:
             t = max(0, t + rng.choice([-7, 0, 0, 5, 1_000]))
             ops.append(
@@ -155,16 +162,16 @@ def test_add_messages_writes_what_add_message_writes_one_by_one():
                     t,
                     [
                         (rng.randint(1, channels), rng.randrange(2**32), rng.randbytes(rng.randint(0, 90)))
-                        for _ in range(rng.choice([0, 1, 1, 3, 12, 40]))
+                        for _ in range(rng.choice([0, 1, 1, 3, 12, 40, 400]))
                     ],
                 )
             )
     files = {}
     for batched in (True, False):
         out = io.BytesIO()
-        writer = (_Writer if batched else Writer)(out, chunk_size=700, compression=CompressionType.ZSTD)
+        writer = (_Writer if batched else Writer)(out, chunk_size=chunk_size, compression=CompressionType.ZSTD)
         writer.start(profile="hopsim", library="test")
-        schemas = 0
+        schemas, data_ops = 0, []
         for op in ops:
             if op[0] == "schema":
                 schemas += 1
@@ -178,6 +185,15 @@ def test_add_messages_writes_what_add_message_writes_one_by_one():
                 )
             elif op[0] == "flush":
                 writer.flush()
+            elif op[0] == "close":
+                (writer.close_chunk if batched else writer.flush)()
+            elif op[0] == "metadata":
+                data = {"op": str(len(data_ops))}
+                data_ops.append(op)
+                if batched:
+                    writer.add_metadata("m", data)
+                else:
+                    writer.add_metadata("m", {**data, METADATA_SHA256: metadata_sha256("m", data)})
             elif batched:
                 writer.add_messages(op[1], op[2])
             else:

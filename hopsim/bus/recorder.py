@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
 import struct
+import threading
 import zlib
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from operator import attrgetter
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, NamedTuple
@@ -330,9 +333,14 @@ class _Writer(McapWriter):
         self._framed = []
         builder.reset()
         self._Writer__flush()  # the previous chunk, then what was written before this one closed
-        if self._compressing is None:
-            self._compressing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hopsim-chunks")
-        self._pending = (self._compressing.submit(self._compress, chunk_data), *closed)
+        if len(chunk_data) < _COMPRESS_ON_THREAD_FROM:
+            compressed: Future = Future()
+            compressed.set_result(self._compress(chunk_data))
+        else:
+            if self._compressing is None:
+                self._compressing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hopsim-chunks")
+            compressed = self._compressing.submit(self._compress, chunk_data)
+        self._pending = (compressed, *closed)
 
     def _Writer__flush(self) -> None:
         """mcap's Writer.__flush (the records built so far go to the file), the chunk being
@@ -412,6 +420,10 @@ class _Writer(McapWriter):
         if self._Writer__compression == CompressionType.NONE:
             return "", data, crc
         raise ValueError(f"{self._Writer__compression}: the recorder compresses with zstd or not at all")
+
+
+# a smaller chunk is compressed at once: handing it to the thread costs more (tens of us) than zstd
+_COMPRESS_ON_THREAD_FROM = 64 << 10
 
 
 class _EncodedRecord(NamedTuple):
@@ -607,6 +619,37 @@ _STATE_TYPE = VehicleState.DESCRIPTOR.full_name  # what the scene draws from
 _SEQ = attrgetter("seq")
 
 
+class _HeldInterrupt:
+    """A Ctrl-C (SIGINT) that arrives while an instant is being written, held until it is written
+    and hashed (:meth:`McapRecorder.holding_interrupts`): the file then holds whole instants, and
+    the result record's count and SHA-256 are those of its messages."""
+
+    __slots__ = ("writing", "pending")
+
+    def __init__(self):
+        self.writing = self.pending = False
+
+    def handler(self, signum, frame) -> None:
+        if not self.writing:
+            raise KeyboardInterrupt
+        self.pending = True
+
+    def whole(self, write: Callable) -> Callable:
+        """``write`` (of one instant), a Ctrl-C held off until it returns."""
+
+        def written(instant) -> None:
+            self.writing = True
+            try:
+                write(instant)
+            finally:
+                self.writing = False
+            if self.pending:
+                self.pending = False
+                raise KeyboardInterrupt
+
+        return written
+
+
 class McapRecorder:
     """Writes envelopes to ``path``; call :meth:`close` (or use as a context manager) to finish."""
 
@@ -636,7 +679,8 @@ class McapRecorder:
         self._channels: dict[tuple[str, str], int] = {}
         self._routes: dict[tuple[str, str, type], _Route] = {}  # by (topic, source, payload type)
         self.digest = StreamDigest()
-        self._buffer = StreamBuffer(self._write_instant, self._write_columns)
+        self._interrupt = _HeldInterrupt()
+        self._buffer = self._new_buffer()
         # a run that can recover from a killed actor goes back to its last kept state (commit) and
         # runs again from there: what it wrote since stays in the file, and the re-run's envelopes
         # are checked against it (digest) until they pass its end (see rollback)
@@ -646,6 +690,28 @@ class McapRecorder:
         # called with (topic, message type, log time ns, payload bytes) for every message written,
         # the stream's and the derived ones (a live server forwards them)
         self.tap = None
+
+    def _new_buffer(self) -> StreamBuffer:
+        held = self._interrupt
+        return StreamBuffer(held.whole(self._write_instant), held.whole(self._write_columns))
+
+    @contextmanager
+    def holding_interrupts(self):
+        """Within: a Ctrl-C (SIGINT) that arrives while an instant is written and hashed takes
+        effect once it is (a KeyboardInterrupt from the recorder), so that the file holds whole
+        instants and :meth:`close` counts and hashes exactly the messages it holds. In the main
+        thread, over Python's own handler of SIGINT; elsewhere it changes nothing."""
+        if (
+            threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+        ):
+            yield
+            return
+        previous = signal.signal(signal.SIGINT, self._interrupt.handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
     def describe(self, metadata: dict[str, str]) -> None:
         """Add to the run's description (the ``hopsim.run`` metadata) before the first write."""
@@ -723,20 +789,17 @@ class McapRecorder:
         data, offsets = columns.data, columns.offsets
         route, seqs, index = columns.messages()
         buffer = np.frombuffer(data, np.uint8)
-        self.digest.add_framed(
-            framing.digest_frames(
-                t_ns,
-                counts,
-                columns.seqs,
-                columns.starts,
-                offsets,
-                buffer,
-                channels.latency,
-                channels.priority,
-                channels.names,
-                channels.names_at,
-            ),
-            len(route),
+        frames = framing.digest_frames(
+            t_ns,
+            counts,
+            columns.seqs,
+            columns.starts,
+            offsets,
+            buffer,
+            channels.latency,
+            channels.priority,
+            channels.names,
+            channels.names_at,
         )
         if self._scene is not None:
             states = np.flatnonzero(channels.is_state[route])
@@ -748,6 +811,7 @@ class McapRecorder:
         t = t_ns + self._offset
         payload, lengths = framing.gather(buffer, offsets, index)
         self._writer.add_block(t, channels.channel[route], seqs, lengths, payload)
+        self.digest.add_framed(frames, len(route))  # hashed once written: the digest is the file's
         if self.tap is not None:
             protos, bounds = channels.prototypes, offsets.tolist()
             for p, m in zip(route.tolist(), index.tolist()):
@@ -819,7 +883,7 @@ class McapRecorder:
         if self._rerun_until is None or self.digest.count > self._rerun_until[0]:
             self._rerun_until = (self.digest.count, self.digest.hexdigest())
         self.digest = self._kept.copy()
-        self._buffer = StreamBuffer(self._write_instant, self._write_columns)
+        self._buffer = self._new_buffer()
 
     def _rerun(self, env: Envelope) -> bool:
         """True while ``env`` is one the re-run after a rollback gives again (already in the
@@ -847,8 +911,8 @@ class McapRecorder:
         return []
 
     def _write_instant(self, envelopes: list[Envelope]) -> None:
-        """Write one instant's envelopes (in stream order): hash them, write the scene's messages of
-        the instant before, then the envelopes as MCAP messages, each payload serialized once."""
+        """Write one instant's envelopes (in stream order): the scene's messages of the instant
+        before, then the envelopes as MCAP messages, each payload serialized once, then hash them."""
         if self._rerun_until is not None:
             envelopes = self._past_rerun(envelopes)
             if not envelopes:
@@ -870,11 +934,11 @@ class McapRecorder:
             datas.append(data)
             if is_state:
                 states.append((env.source, data))
-        self.digest.add_framed(b"".join(hashed), len(envelopes))
         if self._scene is not None:
             self._observe_scene(t_ns, states)
         t = t_ns + self._offset
         self._writer.add_columns(t, channel_ids, list(map(_SEQ, envelopes)), datas)
+        self.digest.add_framed(b"".join(hashed), len(envelopes))  # hashed once written: the digest is the file's
         if self.tap is not None:
             for env, data in zip(envelopes, datas):
                 self.tap(env.topic, routes[env.topic, env.source, type(env.payload)].message_type, t, data)
