@@ -77,7 +77,11 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
         inertia = np.array(inertia_C_B, dtype=float)
         if mass_kg <= 0:
             raise ValueError(f"{name}: mass_kg must be positive, got {mass_kg}")
-        if inertia.shape != (3, 3) or not np.allclose(inertia, inertia.T) or np.any(detlinalg.eigvalsh(inertia) <= 0):
+        if (
+            inertia.shape != (3, 3)
+            or not np.all(np.abs(inertia - inertia.T) <= 1e-8 + 1e-5 * np.abs(inertia.T))  # np.allclose's test
+            or np.any(detlinalg.eigvalsh(inertia) <= 0)
+        ):
             raise ValueError(
                 f"{name}: inertia_C_B must be a symmetric positive-definite 3x3 matrix "
                 f"(products of inertia as they appear in the tensor), got {inertia.tolist()}"

@@ -62,9 +62,9 @@ class TopicRegistry:
         self.topics: dict[str, Topic] = {}
 
     def _topic(self, name: str, msg_type: type, queue: bool, who: str) -> Topic:
-        check_topic_name(name)
         topic = self.topics.get(name)
-        if topic is None:
+        if topic is None:  # a name is checked when its topic is made
+            check_topic_name(name)
             topic = self.topics[name] = Topic(name, msg_type, queue)
             return topic
         if topic.msg_type is not msg_type:
