@@ -215,3 +215,135 @@ def test_sigkill_of_a_ray_driver_leaves_a_readable_file_and_no_ray_process(tmp_p
         time.sleep(0.2)
     assert not alive(ray), [Path(f"/proc/{p}/cmdline").read_text() for p in alive(ray)]
     assert assert_prefix_of_the_uninterrupted_run(written, "formation", {"n_vehicles": 6}, 5)
+
+
+# ------------------------------------------------------------------ Ctrl-C (SIGINT)
+
+
+def file_digest(path: Path) -> tuple[int, str]:
+    """(count, SHA-256) over the stream messages ``path`` holds, as the result record gives them."""
+    from hopsim.bus.recorder import StreamDigest
+
+    digest = StreamDigest()
+    for env in read_recording(path)[0]:
+        digest.add(env, env.payload)
+    return digest.count, digest.hexdigest()
+
+
+def record_digest(path: Path) -> tuple[int, str]:
+    result = read_metadata(path)["hopsim.result"]
+    assert result["stop_reason"].startswith("crashed: KeyboardInterrupt"), result
+    return int(result["message_count"]), result["stream_sha256"]
+
+
+@pytest.mark.parametrize("where", ["_observe_scene", "add_framed"])
+def test_a_ctrl_c_while_an_instant_is_written_leaves_a_result_record_of_the_file(tmp_path, monkeypatch, where):
+    """SIGINT arriving while the recorder writes an instant, the 100th time it draws the scene of
+    the instant before (before the instant's messages go to the file) or hashes an instant (after):
+    the instant is written and hashed whole, then the run stops; the result record's message count
+    and SHA-256 are those of the messages the file holds."""
+    from hopsim.bus.recorder import StreamDigest
+
+    owner = McapRecorder if where == "_observe_scene" else StreamDigest
+    calls = iter(range(10**9))
+    step = getattr(owner, where)
+
+    def interrupted(self, *args):
+        if next(calls) == 100:
+            signal.raise_signal(signal.SIGINT)
+        return step(self, *args)
+
+    monkeypatch.setattr(owner, where, interrupted)
+    out = tmp_path / "l.mcap"
+    with pytest.raises(KeyboardInterrupt):
+        run_scenario("lander", {}, seed=3, duration_s=60.0, out=out)
+    monkeypatch.undo()
+    written = partial_path(out, os.getpid())
+    count, digest = file_digest(written)
+    assert count > 100 and record_digest(written) == (count, digest)
+
+
+@pytest.mark.long
+def test_a_ctrl_c_at_a_random_instant_leaves_a_result_record_of_the_file(tmp_path):
+    rng = random.Random(22)
+    for k in range(3):
+        out = tmp_path / f"l{k}.mcap"
+        proc = hopsim("run", "lander", "--duration", "1000000", "--no-progress", "--out", str(out))
+        written = partial_path(out, proc.pid)
+        try:
+            wait_for_bytes(proc, written, 20_000)
+            time.sleep(rng.uniform(0.1, 1.0))
+            assert proc.poll() is None, "the run ended before the interrupt: make it longer"
+            os.kill(proc.pid, signal.SIGINT)
+            assert proc.wait(timeout=60) == 130, proc.stderr.read().decode()
+        finally:
+            if proc.poll() is None:
+                sigkill(proc)
+        assert record_digest(written) == file_digest(written)
+
+
+DRIVER_KILLED_WHILE_RAY_STARTS = """
+import sys, time
+import ray
+from hopsim.kernel.distributed.ray_runtime import start_ray
+
+init = ray.init
+
+
+def init_still_starting(*args, **kwargs):
+    out = init(*args, **kwargs)
+    print("started", flush=True)  # Ray's processes are up; start_ray has not returned
+    time.sleep(600)
+    return out
+
+
+ray.init = init_still_starting
+start_ray(num_cpus=1)
+"""
+
+
+@pytest.mark.ray
+@pytest.mark.long
+def test_sigkill_of_a_ray_driver_while_ray_starts_leaves_no_ray_process():
+    """The driver is killed inside ``ray.init`` (its processes, agents included, running): its
+    reaper, started before Ray, stops every one of them within seconds."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DRIVER_KILLED_WHILE_RAY_STARTS],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout.readline() == b"started\n"
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline:  # the raylet's agents, which linger unaided, up too
+            ray = ray_pids_of(proc.pid)
+            if sum(b"/agent" in Path(f"/proc/{p}/cmdline").read_bytes() for p in ray) == 2:
+                break
+            time.sleep(0.1)
+    finally:
+        sigkill(proc)
+    end = time.monotonic() + 15.0  # Ray's agents linger a minute unaided
+    while (alive(ray) or session_of(proc.pid)) and time.monotonic() < end:
+        time.sleep(0.2)
+    assert not alive(ray) and not session_of(proc.pid), [
+        Path(f"/proc/{p}/cmdline").read_text() for p in alive(ray) | session_of(proc.pid)
+    ]
+
+
+def session_of(driver: int) -> set[int]:
+    """The running processes whose command line names the Ray session of process ``driver``."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            words = entry.joinpath("cmdline").read_bytes().decode(errors="replace").split("\0")
+        except (OSError, NotADirectoryError):
+            continue
+        if any(
+            "/ray/session_" in w and w.rstrip("/").split("/session_")[1].split("/")[0].endswith(f"_{driver}")
+            for w in words
+        ):
+            found.add(int(entry.name))
+    return alive(found)

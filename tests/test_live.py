@@ -15,7 +15,7 @@ from hopsim.bus.live import LiveServer
 from hopsim.scenarios import run_scenario
 from hopsim.scenarios.pacing import Pacer
 from hopsim.scenarios.replay import replay_recording
-from hopsim.view.columns import read_signals
+from hopsim.view.columns import SignalError, read_signals
 
 websockets = pytest.importorskip("websockets")
 
@@ -478,3 +478,46 @@ def test_a_web_page_of_another_site_cannot_connect_even_without_a_token():
         asyncio.run(session())
     finally:
         server.stop()
+
+
+def _fault_sent_at_tick(pacer: Pacer, t_tick_ns: int, answers: dict) -> None:
+    """Send a live fault from the pacer's tick at ``t_tick_ns`` (taken at the next tick)."""
+
+    def on_tick(t_ns, lateness, overruns):
+        if t_ns == t_tick_ns:
+            answers["fault"] = pacer.command("fault", {"target": "body", "kind": "thrust_scale", "value": 0.4})
+
+    pacer.on_tick = on_tick
+
+
+def test_a_live_fault_is_never_sent_after_the_runs_end(tmp_path):
+    """A fault taken at the run's last tick is refused ("the run has ended"), and so is a command
+    after the run; one taken at the last tick before an end that is not a tick is sent at the end
+    itself, applied, recorded and replayed."""
+    from hopsim.bus.recorder import read_metadata
+
+    answers: dict = {}
+    pacer = Pacer(None)
+    _fault_sent_at_tick(pacer, 2_990_000_000, answers)  # taken at the tick at 3 s: the end
+    run_scenario("lander", {"stop_on_touchdown": False}, duration_s=3.0, out=tmp_path / "end.mcap", pacer=pacer)
+    with pytest.raises(ValueError, match="the run has ended"):
+        answers["fault"].result(timeout=0)
+    with pytest.raises(ValueError, match="the run has ended"):
+        pacer.command("pause").result(timeout=0)  # answered at once, not after a time-out
+    assert pacer.injected == []
+    assert json.loads(read_metadata(tmp_path / "end.mcap")["hopsim.result"]["live_faults_json"]) == []
+    with pytest.raises(SignalError, match="no topic 'faults/body'"):  # nothing sent, nothing recorded
+        read_signals(tmp_path / "end.mcap", ["faults/body.value"])
+
+    pacer = Pacer(None)
+    _fault_sent_at_tick(pacer, 2_980_000_000, answers)  # taken at 2.99 s; the run ends at 2.995 s
+    r = run_scenario(
+        "lander", {"stop_on_touchdown": False}, duration_s=2.995, out=tmp_path / "f.mcap", pacer=pacer, keep_sim=True
+    )
+    assert answers["fault"].result(timeout=0) == 2.995 and r.sim.model("body").thrust_scale == 0.4
+    assert [f["t_s"] for f in json.loads(read_metadata(tmp_path / "f.mcap")["hopsim.result"]["live_faults_json"])] == [
+        2.995
+    ]
+    faults = read_signals(tmp_path / "f.mcap", ["faults/body.value"])["faults/body.value"]
+    assert faults.t_ns.tolist() == [2_995_000_000]
+    assert replay_recording(tmp_path / "f.mcap").identical

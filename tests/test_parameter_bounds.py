@@ -84,6 +84,49 @@ def test_an_override_the_run_would_not_use_as_given_is_refused_by_name(setting, 
     refused(words, "run", "leader_follower", "--duration", "1", "--no-progress", "--set", setting)
 
 
+# ----------------------------------------------------------------------------- probabilities
+@pytest.mark.parametrize(
+    "scenario_name, args, words",
+    [
+        ("formation", ["--set", "radio_loss=1.5"], ["radio_loss", "[0, 1] (a probability)", "1.5"]),
+        ("formation", ["--set", "radio_loss=-0.1"], ["radio_loss", "[0, 1]"]),
+        ("leader_follower", ["--set", "radio_loss=2"], ["radio_loss", "[0, 1]"]),
+        (
+            "leader_follower",
+            ["--set", "vehicle_overrides.radio.bit_error_rate=1.5"],
+            ["vehicle_overrides.radio.bit_error_rate", "[0, 1]"],
+        ),
+        (
+            "formation",
+            ["--set", "n_vehicles=2", "--fault", "t=1,target=v0_radio,kind=radio_loss,value=1.5"],
+            ["v0_radio", "'radio_loss'", "[0, 1] (a probability)", "1.5"],
+        ),
+        (
+            "formation",
+            ["--set", "n_vehicles=2", "--fault", "t=1,target=v1_radio,kind=radio_loss,value=-0.5"],
+            ["v1_radio", "[0, 1]"],
+        ),
+        (
+            "leader_follower",
+            ["--fault", "t=1,target=sts,kind=radio_loss,value=1.5"],
+            ["sts", "'radio_loss'", "[0, 1] (a probability)"],
+        ),
+    ],
+)
+def test_a_probability_out_of_0_1_is_refused_never_clamped(scenario_name, args, words, tmp_path):
+    refused(words, "run", scenario_name, "--duration", "1", "--no-progress", "--out", str(tmp_path / "r.mcap"), *args)
+    assert not (tmp_path / "r.mcap").exists()
+
+
+def test_a_radio_loss_fault_of_one_acts_as_given():
+    """A radio_loss fault's value is the loss probability the radio uses, as given (1: every
+    packet lost from then on)."""
+    fault = {"t_s": 2.0, "target": "v0_radio", "kind": "radio_loss", "value": 1.0}
+    r = run_scenario("formation", {"n_vehicles": 2, "faults": [fault]}, duration_s=4.0, keep_sim=True)
+    radio = r.sim.model("v0_radio")
+    assert radio.loss == 1.0 and radio.configured_loss == 0.0
+
+
 # ----------------------------------------------------------------------------- times and rates
 @pytest.mark.parametrize(
     "args, words",
@@ -201,6 +244,20 @@ def test_a_run_whose_state_leaves_the_finite_numbers_is_a_clear_error_not_inf():
         assert "inf" not in text.replace("finite", "")
     finally:
         del _REGISTRY["blow_up_for_tests"]
+
+
+@pytest.mark.parametrize("row_blocks, check", [(False, "check_state_finite"), (True, "check_rows_finite")])
+def test_a_formation_whose_state_leaves_the_finite_numbers_stops_alone_or_as_rows(row_blocks, check):
+    """Braking with a gain of 1e30 /s and no thrust limit: the speed grows 1e30-fold per period to
+    inf. Each vehicle an island of its own or the group's members run as rows (one vectorised
+    check per instant): the same error, naming the vehicle, its state and the instant."""
+    p = {"n_vehicles": 3, "radio_loss": 1.0, "noise": False, "stale_after_s": 2.0}
+    p |= {"brake_gain_per_s": 1e30, "max_thrust_N": 1e308, "mass_kg": 0.01}
+    with pytest.raises(StateNotFinite) as err:
+        run_scenario("formation", p, duration_s=60.0, row_blocks=row_blocks)
+    text = "island 'v0': the continuous state is not finite at t = 13 s (v0: r_x, r_y, r_z, v_x, v_y, v_z)"
+    assert str(err.value).startswith(text)
+    assert any(entry.name == check for entry in err.traceback), [e.name for e in err.traceback]
 
 
 # ----------------------------------------------------------------------------- campaigns

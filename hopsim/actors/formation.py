@@ -66,6 +66,7 @@ from numba import njit
 from hopsim.actors.messages import inertial_force, position_velocity_state
 from hopsim.dynamics import detmath, detrandom
 from hopsim.kernel import ContinuousModel, FixedRate, In, Model, NoIo, Out
+from hopsim.kernel.bounds import check_probability
 from hopsim.kernel.kind import ONE, Field, Kind, as_bytes
 from hopsim.kernel.simtime import NS_PER_S
 from hopsim.schemas import VehicleState, Wrench
@@ -411,9 +412,7 @@ class NeighbourRadio(Model):
     def __init__(self, name: str, n_neighbours: int, loss: float = 0.0):
         self.inputs = {f"n{k}": In(VehicleState) for k in range(n_neighbours)}
         super().__init__(name)
-        if not 0.0 <= loss <= 1.0:
-            raise ValueError(f"{name}: loss probability must be in [0, 1], got {loss}")
-        self.configured_loss = self.loss = float(loss)
+        self.configured_loss = self.loss = float(check_probability(loss, f"{name}: loss"))
         self._ports = tuple(self.inputs)
 
     def update_flow_outs(self, t_ns: int) -> None:
@@ -429,8 +428,12 @@ class NeighbourRadio(Model):
             if through:
                 self.write("rx", msg)
 
+    def check_fault(self, fault) -> None:
+        if not fault.clear:
+            check_probability(fault.value, f"{self.name}: fault 'radio_loss': value (the loss probability)")
+
     def on_fault(self, fault, t_ns: int) -> None:
-        self.loss = self.configured_loss if fault.clear else min(max(float(fault.value), 0.0), 1.0)
+        self.loss = self.configured_loss if fault.clear else float(fault.value)  # in [0, 1]: check_fault
 
 
 FLIGHT_SOFTWARE = Kind(

@@ -62,6 +62,7 @@ from hopsim.dynamics import detlinalg, detmath
 from hopsim.dynamics.orbit_frames import slot_error_carried
 from hopsim.dynamics.orbital_elements import hill_position_from_roe
 from hopsim.kernel import FixedRate, In, Model, NoIo, Out
+from hopsim.kernel.bounds import check_probability
 from hopsim.kernel.simtime import PeriodicSchedule
 from hopsim.schemas import MassProperties, PositionVelocityMeasurement, RelativeStateMeasurement, Scalar, Vector3
 
@@ -120,25 +121,22 @@ class BroadcastRadio(Model):
 
     def __init__(self, name: str, loss: float = 0.0):
         super().__init__(name)
-        if not 0.0 <= loss <= 1.0:
-            raise ValueError(f"{name}: loss probability must be in [0, 1], got {loss}")
-        self.configured_loss = self.loss = float(loss)
+        self.configured_loss = self.loss = float(check_probability(loss, f"{name}: loss"))
         self.partitioned = False
         self.sent = 0
         self.lost = 0
 
     def check_fault(self, fault) -> None:
-        if fault.kind == "radio_loss" and not fault.clear and not 0.0 <= fault.value <= 1.0:
-            raise ValueError(
-                f"{self.name}: fault 'radio_loss': value is the probability that a fix is lost, in [0, 1], "
-                f"got {fault.value:g}"
+        if fault.kind == "radio_loss" and not fault.clear:
+            check_probability(
+                fault.value, f"{self.name}: fault 'radio_loss': value (the probability that a fix is lost)"
             )
 
     def on_fault(self, fault, t_ns: int) -> None:
         if fault.kind == "partition":
             self.partitioned = not fault.clear
         elif fault.kind == "radio_loss":
-            self.loss = self.configured_loss if fault.clear else min(max(float(fault.value), 0.0), 1.0)
+            self.loss = self.configured_loss if fault.clear else float(fault.value)  # in [0, 1]: check_fault
 
     def update_flow_outs(self, t_ns: int) -> None:
         fix = self.take("fix")

@@ -62,6 +62,10 @@ not import its row form's). A form class has:
     update_flow_outs(t_ns, body)     optional: the instant's outputs (``body``: the body's form)
     start_hop(t0_ns, t1_ns, body)    optional: the loads on the body over the hop
     hop(t0_ns, t1_ns, steps_s, loaders)   the body's form only: propagate every row
+    X                                the body's form only: the rows' continuous states (row i the
+                                     i-th model's ``x``), checked to be finite after every instant
+                                     as an island's state is at its barriers
+                                     (:func:`hopsim.kernel.bounds.check_rows_finite`)
     latches_loads: bool              optional, the body's form: True if its first hop latches the
                                      loads as the body's own start_hop does (its inputs are quiet
                                      while the block runs)
@@ -92,6 +96,7 @@ from hopsim.bus.envelope import Envelope
 from hopsim.bus.packed import EncodedEnvelope
 from hopsim.bus.router import deliver_to_subscribers
 from hopsim.bus.recorder import EncodedColumns, RowChannels
+from hopsim.kernel.bounds import check_rows_finite
 from hopsim.schemas.rows import row_layout
 from hopsim.schemas.string_table import StringTable
 
@@ -808,6 +813,8 @@ class Block:
         self.intact = False
         self._instant(t_ns)
         self.intact = True
+        body = self.positions[self.body]
+        check_rows_finite(body.form.X, t_ns, self.islands, body.slots)  # as each island's, at its barrier
 
     def _instant(self, t_ns: int) -> None:
         t0 = self.t_ns

@@ -17,14 +17,18 @@ Seeds. A run seed is an integer in [0, :data:`MAX_SEED`]: numpy's seed sequences
 non-negative integer and fold it into a pool of 128 bits, so larger seeds would only repeat
 smaller ones' streams.
 
+Probabilities. A probability (a radio's loss, a bit error rate), as a parameter or as a fault's
+``value``, lies in [0, 1] (:func:`check_probability`); none is clamped into it.
+
 Fault payloads. A fault's ``value`` (a scale, a bias, a probability or a delay, by kind; its
-target narrows it) lies within +-:data:`MAX_FAULT_VALUE`, a disturbance force within
+target narrows it: a radio's loss to [0, 1] by :func:`check_probability`) lies within +-:data:`MAX_FAULT_VALUE`, a disturbance force within
 +-:data:`MAX_FORCE_N` N and a torque within +-:data:`MAX_TORQUE_NM` N m per axis: beyond any
 vehicle hopsim flies, and far from the floats' overflow.
 
 What values enter with, the integrated state may still leave: every island's continuous state is
-checked to be finite at each of its barriers (:func:`check_state_finite`), and a run whose state
-is not ends there, naming the island and the instant.
+checked to be finite at each of its barriers (:func:`check_state_finite`; the members of a row
+block, all of them in one pass at each of the block's instants: :func:`check_rows_finite`), and a
+run whose state is not ends there, naming the island, the model and its states, and the instant.
 """
 
 from __future__ import annotations
@@ -54,7 +58,8 @@ def _named(name: str | None) -> str:
 def _in_range(value: float, low: float, high: float, unit: str, why: str, name: str | None) -> float:
     """``value`` if it lies in [low, high] (NaN does not); a ValueError naming it and why otherwise."""
     if not low <= value <= high:
-        raise ValueError(f"{_named(name)}must lie in [{low:g}, {high:g}] {unit} ({why}), got {value!r}")
+        span = f"[{low:g}, {high:g}]" + (f" {unit}" if unit else "")
+        raise ValueError(f"{_named(name)}must lie in {span} ({why}), got {value!r}")
     return value
 
 
@@ -83,6 +88,11 @@ def check_rate_hz(value: float, name: str | None = None) -> float:
     return _in_range(value, MIN_RATE_HZ, MAX_RATE_HZ, "Hz", why, name)
 
 
+def check_probability(value: float, name: str | None = None) -> float:
+    """A probability (a packet's loss, a bit's error): in [0, 1]."""
+    return _in_range(value, 0, 1, "", "a probability", name)
+
+
 def check_seed(value: int, name: str | None = None) -> int:
     """A run or campaign seed: an integer in [0, MAX_SEED]."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= MAX_SEED:
@@ -106,6 +116,7 @@ DurationS = Annotated[float, AfterValidator(check_duration_s)]
 PeriodS = Annotated[float, AfterValidator(check_period_s)]
 RateHz = Annotated[float, AfterValidator(check_rate_hz)]
 Seed = Annotated[int, AfterValidator(check_seed)]
+Probability = Annotated[float, AfterValidator(check_probability)]
 
 
 def check_state_finite(island, t_ns: int) -> None:
@@ -119,7 +130,23 @@ def check_state_finite(island, t_ns: int) -> None:
     for slot in island.slots:
         own = getattr(slot.model, "x", None)
         if isinstance(own, np.ndarray) and own.size and not np.isfinite(own).all():
-            names = getattr(slot.model, "state_names", None) or ()
-            bad = [i for i in range(own.size) if not math.isfinite(own[i])]
-            where.append(f"{slot.name}: " + ", ".join(names[i] if i < len(names) else f"x[{i}]" for i in bad))
+            where.append(_not_finite(slot.name, own, getattr(slot.model, "state_names", None) or ()))
     raise StateNotFinite(island.name, t_ns, where or ["its state vector"])
+
+
+def check_rows_finite(states: np.ndarray, t_ns: int, islands: list, slots: list) -> None:
+    """Raise :class:`StateNotFinite` unless every row of ``states`` is finite at ``t_ns``: a row
+    block's continuous states after its instant, row ``i`` those of the model of ``slots[i]``, the
+    body of island ``islands[i]``. One vectorised pass; the first row that is not finite is named
+    as :func:`check_state_finite` names an island (its island, its model and the bad states)."""
+    if np.isfinite(states).all():
+        return
+    i = int(np.flatnonzero(~np.isfinite(states).all(axis=1))[0])
+    names = getattr(slots[i].model, "state_names", None) or ()
+    raise StateNotFinite(islands[i].name, t_ns, [_not_finite(slots[i].name, states[i], names)])
+
+
+def _not_finite(model: str, x: np.ndarray, names) -> str:
+    """``model: name, name`` of the elements of ``x`` that are not finite."""
+    bad = [i for i in range(x.size) if not math.isfinite(x[i])]
+    return f"{model}: " + ", ".join(names[i] if i < len(names) else f"x[{i}]" for i in bad)

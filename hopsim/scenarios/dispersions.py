@@ -18,7 +18,9 @@ knobs (seed 000, model library section 5) and Basilisk's dispersions:
 
 A dispersion names the parameter it sets by a *path*: ``altitude_m``, a nested field
 ``contact.restitution``, an element of a vector ``boom_offset_m[1]``, or a field of a fault
-``faults[0].t_s``. Random draws of run ``k`` come from a generator seeded by (campaign seed,
+``faults[0].t_s``; a path into a mapping parameter (a SPHERES scenario's ``vehicle_overrides``)
+names one of its dotted keys, ``vehicle_overrides.thrusters.pressure_psig``, as ``--set`` does
+(:func:`set_parameter`). Random draws of run ``k`` come from a generator seeded by (campaign seed,
 ``k``, the dispersion's name) alone, so a run's parameters never depend on the other runs or on
 the order in which dispersions are listed.
 """
@@ -28,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_origin
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -255,6 +257,31 @@ def set_path(params: dict[str, Any], path: str, value: Any) -> None:
             raise TypeError
     except (KeyError, IndexError, TypeError):
         raise ValueError(f"parameter path {path!r}: the scenario's parameters have no {last!r} there") from None
+
+
+def set_parameter(params_type: type[BaseModel], params: dict[str, Any], path: str, value: Any) -> None:
+    """Set ``path`` in ``params``, the dumped parameters of ``params_type``, as ``--set`` sets it:
+    where the path enters a mapping parameter (``vehicle_overrides``, whose keys are dotted paths
+    of the vehicle's parameter set) the rest of the path is one key of it, replacing that key if
+    it is there; elsewhere :func:`set_path`. The value is validated afterwards with the rest of
+    the parameters, by the same validators as ``--set``'s."""
+    parts = parse_path(path)
+    annotation: Any = params_type
+    for i, part in enumerate(parts[:-1]):
+        field = None if isinstance(part, int) else getattr(annotation, "model_fields", {}).get(part)
+        if field is None:
+            break
+        annotation = field.annotation
+        if get_origin(annotation) is dict:
+            rest = parts[i + 1 :]
+            if any(isinstance(p, int) for p in rest):
+                raise ValueError(f"parameter path {path!r}: {part!r} takes dotted keys, without [index]es")
+            node: Any = params
+            for p in parts[: i + 1]:
+                node = node[p]
+            node[".".join(map(str, rest))] = value
+            return
+    set_path(params, path, value)
 
 
 def run_rng(campaign_seed: int, run: int, name: str) -> np.random.Generator:

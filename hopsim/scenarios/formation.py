@@ -45,7 +45,7 @@ from hopsim.actors.vehicle_dynamics import RigidVehicleDynamics
 from hopsim.dynamics import detlinalg, detrandom
 from hopsim.dynamics.integrators import make_integrator
 from hopsim.kernel import Simulation, Tie
-from hopsim.kernel.bounds import RateHz, TimeS
+from hopsim.kernel.bounds import Probability, RateHz, TimeS
 from hopsim.kernel.model import model_rng
 from hopsim.scenarios.registry import ScenarioParams, scenario
 
@@ -88,7 +88,7 @@ class FormationParams(ScenarioParams):
             "least one period after it was sent"
         ),
     )
-    radio_loss: float = Field(0.0, ge=0, le=1, description="probability that a receiver loses a packet")
+    radio_loss: Probability = Field(0.0, description="probability that a receiver loses a packet")
     noise: bool = Field(True, description="sensor noise on")
     position_noise_m: float = Field(0.01, ge=0, description="1-sigma position noise per axis (m)")
     velocity_noise_mps: float = Field(0.0005, ge=0, description="1-sigma velocity noise per axis (m/s)")

@@ -45,7 +45,7 @@ from hopsim.dynamics.orbit_frames import hill_to_inertial, inertial_to_hill
 from hopsim.dynamics.orbital_elements import argument_of_latitude, deputy_elements, state_from_elements
 from hopsim.dynamics.spherical_harmonics import ggm03s
 from hopsim.kernel import Simulation, Tie
-from hopsim.kernel.bounds import RateHz, TimeS
+from hopsim.kernel.bounds import Probability, RateHz, TimeS
 from hopsim.kernel.model import model_rng
 from hopsim.scenarios.orbit_integration import INTEGRATORS, orbit_island
 from hopsim.scenarios.registry import ScenarioParams, scenario
@@ -86,7 +86,7 @@ class OrbitFormationParams(ScenarioParams):
     gnss_sigma_m: float = Field(0.1, ge=0, le=100, description="GNSS position noise, 1 sigma per axis (m)")
     gnss_sigma_mps: float = Field(0.001, ge=0, le=1, description="GNSS velocity noise, 1 sigma per axis (m/s)")
     radio_latency_s: TimeS = Field(0.1, ge=0, le=4, description="the chief's fixes reach the deputies after this (s)")
-    radio_loss: float = Field(0.0, ge=0, le=1, description="probability that a broadcast is lost")
+    radio_loss: Probability = Field(0.0, description="probability that a broadcast is lost")
     integrator: str = Field(
         "rk4",
         pattern=INTEGRATORS,

@@ -10,6 +10,9 @@ it). At each tick it
    the run goes on), scheduled at the next tick's instant and kept in :attr:`injected` (a run's
    recording lists them, so that a replay sends them at the same instants); ``pause``/``resume``;
    a new pacing factor. A command refused answers its future with a one-line ValueError;
+   a fault is never sent after the run's end (:attr:`Pacer.end_ns`): one taken at the last tick
+   before the end is sent at the end itself, one taken at the end is refused ("the run has
+   ended"), and so is every command once the run is over (:meth:`Pacer.close`);
 2. waits while paused (commands are still taken);
 3. with a pacing factor X, sleeps until the wall clock reaches ``wall_ref + (t - t_ref) / X``
    (``t_ref``, ``wall_ref``: the instant and wall time of the last change of factor or of the
@@ -37,6 +40,7 @@ from hopsim.kernel import Simulation
 
 DEFAULT_PERIOD_S = 0.01  # 100 Hz
 MAX_FACTOR = 1e6
+RUN_ENDED = "the run has ended"
 
 
 @dataclass
@@ -64,7 +68,10 @@ def check_factor(factor: float) -> float:
 
 
 class Pacer:
-    """Paces ``sim`` at ``factor`` times real time (None: as fast as it runs) and applies commands."""
+    """Paces ``sim`` at ``factor`` times real time (None: as fast as it runs) and applies commands.
+
+    ``end_ns``: the instant the run ends at (the runner sets it; None: no end known), after which
+    no fault is sent."""
 
     def __init__(
         self,
@@ -80,6 +87,9 @@ class Pacer:
         self.on_tick = on_tick
         self._clock = clock
         self._commands: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()  # between command() and close()
+        self._closed = False
+        self.end_ns: int | None = None
         self._wake = threading.Event()
         self.paused = False
         self.report = PaceReport()
@@ -94,9 +104,28 @@ class Pacer:
         ``("fault", FaultSpec-like dict without t_s)``. The future gets the result (a fault's
         instant in s) or the error."""
         done: Future = Future()
-        self._commands.put((kind, value, done))
+        with self._lock:
+            if self._closed:
+                done.set_exception(ValueError(RUN_ENDED))
+                return done
+            self._commands.put((kind, value, done))
         self._wake.set()
         return done
+
+    def close(self, t_ns: int) -> None:
+        """The run has ended at ``t_ns``: the commands still waiting, and every later one, are
+        answered that the run has ended; a fault sent for an instant after ``t_ns`` (the run
+        stopped before it, e.g. by an ``e_stop``) never reached its target and leaves
+        :attr:`injected`."""
+        with self._lock:
+            self._closed = True
+        while True:
+            try:
+                _, _, done = self._commands.get_nowait()
+            except queue.Empty:
+                break
+            done.set_exception(ValueError(RUN_ENDED))
+        self.injected = [f for f in self.injected if round(f["t_s"] * 1e9) <= t_ns]
 
     # ------------------------------------------------------------------ in the simulation's thread
     def attach(self, sim: Simulation) -> None:
@@ -157,8 +186,16 @@ class Pacer:
             self._reanchor(t_ns)
             return False
         if kind == "fault":
-            return self._inject_fault(dict(value), t_ns + self.period_ns)
+            return self._inject_fault(dict(value), self._fault_instant(t_ns))
         raise ValueError(f"unknown command {kind!r}: pace, pause, resume or fault")
+
+    def _fault_instant(self, t_ns: int) -> int:
+        """The instant a fault taken at the tick ``t_ns`` is sent at: the next tick's, or the run's
+        end if that comes first; at the end itself, a ValueError: the run has ended."""
+        end = self.end_ns
+        if end is not None and t_ns >= end:
+            raise ValueError(f"{RUN_ENDED} (at t = {end / 1e9:g} s): the fault was not sent")
+        return t_ns + self.period_ns if end is None else min(t_ns + self.period_ns, end)
 
     def _inject_fault(self, fields: dict, t_ns: int) -> float:
         """Check a fault sent live as a scenario's are, and send it at ``t_ns`` (its instant in s)."""
@@ -171,4 +208,4 @@ class Pacer:
         return spec.t_s
 
 
-__all__ = ["Pacer", "PaceReport", "check_factor", "DEFAULT_PERIOD_S"]
+__all__ = ["Pacer", "PaceReport", "check_factor", "DEFAULT_PERIOD_S", "RUN_ENDED"]

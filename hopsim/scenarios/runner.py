@@ -7,6 +7,7 @@ import gc
 import json
 import platform
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
 from pathlib import Path
@@ -279,6 +280,8 @@ def run_scenario(
     run.row_blocks = row_blocks
     run.record_barriers = kernel_events == "all"
     run.pacer = pacer
+    if pacer is not None:
+        pacer.end_ns = seconds(duration_s)  # no live fault is sent after it
     description = {
         "scenario": name,
         "overrides": params.model_dump(),
@@ -296,10 +299,15 @@ def run_scenario(
     if isinstance(recorder, McapRecorder) and run.sim.scene:
         recorder.describe({"scene_json": json.dumps(run.sim.scene, sort_keys=True)})
     wall0 = time.perf_counter()
+    # a Ctrl-C lands between the instants the recording holds (its result record counts them all)
+    holding = recorder.holding_interrupts() if isinstance(recorder, McapRecorder) else nullcontext()
     try:
-        reason = run.advance(duration_s, checkpoint_every_s, Path(checkpoint_dir or "checkpoints"), description)
+        with holding:
+            reason = run.advance(duration_s, checkpoint_every_s, Path(checkpoint_dir or "checkpoints"), description)
     except BaseException as err:
         # keep everything recorded so far, and say in the file why it ends there
+        if pacer is not None:
+            pacer.close(run.sim.now if run.sim else 0)
         crashed = {
             "end_time_s": run.sim.time if run.sim else 0.0,
             "stop_reason": f"crashed: {type(err).__name__}: {err}",
@@ -314,6 +322,8 @@ def run_scenario(
     finally:
         run.close_progress()
     sim = run.sim
+    if pacer is not None:
+        pacer.close(sim.now)  # later commands are answered that the run has ended
     wall = time.perf_counter() - wall0
     stats = sim.stats()
     stats["recoveries"] = run.recoveries
@@ -653,8 +663,14 @@ def resume_run(
     progress: bool = False,
     keep_stream: bool = False,
     checkpoint_dir: str | Path | None = None,
+    checkpoint_every_s: float | None = None,
 ) -> RunResult:
-    """Continue the run saved in ``checkpoint_file`` to its end (or ``duration_s``)."""
+    """Continue the run saved in ``checkpoint_file`` to its end (or ``duration_s``).
+
+    It writes checkpoints only when asked, every ``checkpoint_every_s`` (to ``checkpoint_dir``,
+    by default the checkpoint's directory), checked as ``hopsim run``'s: how many files a run
+    writes is the user's choice, never the checkpoint file's (the period recorded in it is that
+    of the run that wrote it, and is not used)."""
     description, state = checkpoint.load(checkpoint_file)
     check_description(description, checkpoint_file)
     return run_scenario(
@@ -665,7 +681,7 @@ def resume_run(
         out=out,
         progress=progress,
         keep_stream=keep_stream,
-        checkpoint_every_s=description["checkpoint_every_s"],
+        checkpoint_every_s=checkpoint_every_s,
         checkpoint_dir=checkpoint_dir or Path(checkpoint_file).parent,
         resume_from=state,
         resume_file=checkpoint_file,

@@ -30,7 +30,7 @@ from hopsim.actors.spheres.params import SpheresParams, TestbedParams, flatten_o
 from hopsim.actors.spheres.programs import DockingFollower, DockingLeader, Follower, LeaderSquare, square_maneuvers
 from hopsim.dynamics import detlinalg
 from hopsim.kernel import Simulation
-from hopsim.kernel.bounds import TimeS
+from hopsim.kernel.bounds import Probability, TimeS
 from hopsim.scenarios.registry import ScenarioParams, Success, from_command_line, scenario
 from hopsim.schemas.spheres_pb2 import GroundCommand
 
@@ -103,7 +103,7 @@ class SpheresCommon(ScenarioParams):
     )
     imu_noise: bool = Field(False, description="IMU noise on (NOISE_ON)")
     range_noise_m: float = Field(0.0, ge=0, le=10, description="1-sigma noise per ultrasound range (m)")
-    radio_loss: float = Field(0.0, ge=0, le=1, description="probability that a receiver misses a frame")
+    radio_loss: Probability = Field(0.0, description="probability that a receiver misses a frame")
     start_command_s: TimeS | None = Field(0.5, description="when the laptop sends START; None: start at once")
     n_integration_steps: int = Field(1, ge=1, le=10_000, description="integration steps per hop")
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from hopsim.kernel.bounds import PeriodS, RateHz, TimeS
+from hopsim.kernel.bounds import PeriodS, Probability, RateHz, TimeS
 
 PARAMS_VERSION = "spheres-1.0"
 G0 = 9.80665  # standard gravity (m/s^2), to convert g and micro-g specs
@@ -234,8 +234,8 @@ class RadioParams(_Frozen):
     bitrate_bps: float = Field(19200.0, gt=0, description="maximum rate of both channels")
     start_byte: int = Field(0xA5, ge=0, le=255, description="not in the seed: the frame start marker")
     max_packets_per_token: int = Field(1, ge=1, le=1000, description="packets a node sends per token hold")
-    loss_probability: float = Field(0.0, ge=0, le=1, description="a receiver misses a packet")
-    bit_error_rate: float = Field(0.0, ge=0, le=1, description="per transmitted bit, per receiver")
+    loss_probability: Probability = Field(0.0, description="a receiver misses a packet")
+    bit_error_rate: Probability = Field(0.0, description="per transmitted bit, per receiver")
     poll_period_s: PeriodS = Field(
         0.1,
         gt=0,

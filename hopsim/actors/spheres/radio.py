@@ -32,6 +32,7 @@ from collections import deque
 from hopsim.actors.spheres import packets
 from hopsim.actors.spheres.params import RadioParams
 from hopsim.kernel import In, Model, Out, VariableRate
+from hopsim.kernel.bounds import check_probability
 from hopsim.kernel.faults import MAX_FAULT_TIME_S
 from hopsim.kernel.simtime import NS_PER_S, seconds
 from hopsim.schemas.spheres_pb2 import RadioPacket
@@ -233,10 +234,9 @@ class RadioChannel(Model):
                 f"{self.name}: fault 'radio_delay': value is the added delay in s, in [0, "
                 f"{MAX_FAULT_TIME_S:g}], got {fault.value:g}"
             )
-        if fault.kind == "radio_loss" and not 0 <= fault.value <= 1:
-            raise ValueError(
-                f"{self.name}: fault 'radio_loss': value is the probability that a receiver misses a "
-                f"frame, in [0, 1], got {fault.value:g}"
+        if fault.kind == "radio_loss":
+            check_probability(
+                fault.value, f"{self.name}: fault 'radio_loss': value (the probability that a receiver misses a frame)"
             )
 
     def on_fault(self, fault, t_ns: int) -> None:
@@ -245,9 +245,9 @@ class RadioChannel(Model):
             self.fault_ends.pop(fault.kind, None)
             return
         if fault.kind == "radio_loss":
-            self.loss_probability = min(max(fault.value, 0.0), 1.0)
+            self.loss_probability = fault.value  # check_fault: in [0, 1]
         elif fault.kind == "radio_delay":
-            self.extra_delay_ns = seconds(max(fault.value, 0.0))
+            self.extra_delay_ns = seconds(fault.value)  # check_fault: in [0, MAX_FAULT_TIME_S]
         else:
             self.partition = set(fault.vehicles)
         if fault.duration_s > 0:

@@ -208,9 +208,10 @@ def start_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
 
     Without ``address`` a new local Ray is always started (``address="local"``), whatever cluster
     this machine runs or ran (``ray.init()`` alone would join the last one ``ray start`` made),
-    listening on 127.0.0.1 only, with a reaper that stops its processes if this one dies
-    (:mod:`hopsim.kernel.distributed.reaper`); :func:`stop_ray` shuts both down. With one, a
-    cluster that cannot be reached is a :class:`RayUnavailable` naming the address.
+    listening on 127.0.0.1 only, with a reaper, started before it, that stops its processes if
+    this one dies, while Ray starts or after (:mod:`hopsim.kernel.distributed.reaper`);
+    :func:`stop_ray` shuts both down. With one, a cluster that cannot be reached is a
+    :class:`RayUnavailable` naming the address.
     """
     import ray
 
@@ -229,9 +230,14 @@ def start_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
             ) from None
     else:
         global _REAPER
-        with _loopback_node():
-            ray.init(address="local", _node_ip_address="127.0.0.1", num_cpus=num_cpus or os.cpu_count(), **kwargs)
-        _REAPER = start_reaper()
+        reaper = start_reaper()  # before Ray starts: a driver killed while it starts leaves no Ray process
+        try:
+            with _loopback_node():
+                ray.init(address="local", _node_ip_address="127.0.0.1", num_cpus=num_cpus or os.cpu_count(), **kwargs)
+        except BaseException:
+            stop_reaper(reaper, reap=True)  # what Ray started of itself goes too
+            raise
+        _REAPER = reaper
     return True
 
 
