@@ -33,3 +33,11 @@ def _rk4():
 
 # islands created without an integrator use classical RK4 (the kernel itself imports no numerics)
 _set_default_integrator(_rk4)
+
+
+def read_frame(path, topic=None, library="pandas", fields=None):
+    """One topic of a recording (or of its export, ``hopsim export``) as a DataFrame: see
+    :func:`hopsim.bus.frames.read_frame`."""
+    from hopsim.bus.frames import read_frame as read
+
+    return read(path, topic, library, fields)

@@ -18,7 +18,16 @@ from scipy import stats
 from hopsim.bus.recorder import read_metadata
 from hopsim.scenarios import ScenarioError
 from hopsim.scenarios.dispersions import Dispersion, dispersed_values, set_path
-from hopsim.scenarios.montecarlo import load_campaign, make_campaign, rerun, run_campaign, summarize, wilson_interval
+from hopsim.scenarios.runner import run_scenario
+from hopsim.scenarios.montecarlo import (
+    load_campaign,
+    make_campaign,
+    rerun,
+    run_campaign,
+    run_one,
+    summarize,
+    wilson_interval,
+)
 
 N = 3000
 
@@ -92,6 +101,41 @@ def test_bad_dispersions_are_refused_by_name(knob, message):
         make_campaign({"scenario": "lander", "runs": 2, "dispersions": [{"path": "altitude_m", "knob": knob}]})
 
 
+def test_a_nested_override_path_is_dispersed_as_set_sets_it(tmp_path):
+    """``vehicle_overrides.thrusters.pressure_psig`` in a campaign: the same key and validation as
+    ``--set``; the run flies with the dispersed value and its recording lists it."""
+    path = "vehicle_overrides.thrusters.pressure_psig"
+    data = {
+        "scenario": "leader_follower",
+        "runs": 2,
+        "duration_s": 0.2,
+        "parameters": {"vehicle_overrides": {"thrusters": {"pressure_psig": 40}, "mass.mass_kg": 4.0}},
+        "dispersions": [{"path": path, "knob": {"kind": "list", "values": [10, 30]}}],
+    }
+    campaign = make_campaign(data)
+    overrides = [campaign.run_parameters(k)[1]["vehicle_overrides"] for k in range(2)]
+    assert overrides == [{"thrusters.pressure_psig": p, "mass.mass_kg": 4.0} for p in (10.0, 30.0)]
+    row = run_one(campaign.model_dump_json(), 0, out=str(tmp_path / "run0.mcap"))
+    assert row["status"] == "ok" and row["parameters"] == {path: 10}, row
+    recorded = json.loads(read_metadata(tmp_path / "run0.mcap")["hopsim.run"]["parameters_json"])
+    assert recorded["vehicle_overrides"]["thrusters.pressure_psig"] == 10.0
+    # the vehicles fly with it: thrust = 0.0033 N/psi x pressure - 0.0049 N (as with --set)
+    seed, params = campaign.run_parameters(1)
+    r = run_scenario("leader_follower", params, seed=seed, duration_s=0.1, keep_sim=True)
+    assert r.sim.model("sph1_thrusters").levels_N.tolist() == [0.0033 * 30 - 0.0049] * 12
+    # refused as --set refuses it: by its path, with its bound
+    for value, words in ((80, "less than or equal to 50"), ("x", "valid number")):
+        bad = {**data, "dispersions": [{"path": path, "knob": {"kind": "list", "values": [value]}}]}
+        with pytest.raises(ScenarioError, match=f"{path}: .*{words}"):
+            make_campaign(bad)
+    typo = {
+        **data,
+        "dispersions": [{"path": "vehicle_overrides.thrusters.presure_psig", "knob": bad["dispersions"][0]["knob"]}],
+    }
+    with pytest.raises(ScenarioError, match="no parameter 'presure_psig'"):
+        make_campaign(typo)
+
+
 def test_wilson_interval_and_summary_against_hand_values():
     low, high = wilson_interval(0, 6)
     z2 = 1.959963984540054**2
@@ -156,6 +200,31 @@ def test_a_failing_run_is_tabulated_and_the_campaign_goes_on(finished):
     assert summary["metrics"]["touchdown_speed_mps"]["n"] == 4  # every run that ended, crashed or not
     assert summary["rates"]["safe"]["true"] == 1 and summary["rates"]["landed"]["true"] == 4
     assert any(p.name.startswith("hist_") for p in (directory / "plots").iterdir())
+
+
+def test_results_parquet_holds_the_table_with_typed_columns(finished):
+    import csv
+
+    from hopsim.scenarios.montecarlo import load
+
+    directory, rows = finished
+    frame = load(directory)
+    assert frame["run"].tolist() == [0, 1, 2, 3, 4] and str(frame["run"].dtype) == "int64"
+    assert frame["status"].tolist() == [r["status"] for r in rows]
+    assert frame["stream_sha256"].tolist() == [r["stream_sha256"] for r in rows]
+    assert frame["altitude_m"].tolist() == [110.0, -5.0, 130.0, 125.0, 100.0]
+    assert str(frame["altitude_m"].dtype) == "float64" and str(frame["safe"].dtype) in ("bool", "object")
+    assert json.loads(frame["faults"].iloc[0]) == rows[0]["parameters"]["faults"]  # a list parameter: its JSON
+    # the failed run (1) has no outcome: null, not a guess
+    assert frame["touchdown_speed_mps"].isna().tolist() == [False, True, False, False, False]
+    assert frame.attrs["campaign"]["scenario"] == "lander"
+    with open(directory / "results.csv") as f:
+        table = list(csv.DictReader(f))
+    assert list(frame.columns) == list(table[0])
+    for got, want in zip(frame.to_dict("records"), table):
+        for name, text in want.items():
+            if text and name not in ("faults", "error", "status", "stream_sha256"):
+                assert float(got[name]) == float(text == "True" if text in ("True", "False") else text), name
 
 
 def test_a_run_rerun_alone_equals_its_row_and_its_recording(finished, tmp_path):

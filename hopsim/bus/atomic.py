@@ -75,6 +75,19 @@ class PendingOutput:
             pass
 
 
+def commit_all(outputs: list[PendingOutput], threads: int = 8) -> list[Path]:
+    """:meth:`PendingOutput.commit` for many outputs at once (an export's files): every file is
+    pushed to disk first (by ``threads`` threads: each push waits on the disk), then each is
+    renamed over its target, then each directory's renames are pushed, once per directory."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max(1, min(threads, len(outputs)))) as pool:
+        list(pool.map(lambda o: _fsync(o.path), outputs))
+        list(pool.map(lambda o: os.replace(o.path, o.target), outputs))
+        list(pool.map(_fsync_directory, sorted({o.target.parent for o in outputs})))
+    return [o.target for o in outputs]
+
+
 @contextmanager
 def replacing(target: str | Path) -> Iterator[Path]:
     """Write ``target`` through its partial name: ``with replacing(out) as tmp: write(tmp)``. The

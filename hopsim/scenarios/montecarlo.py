@@ -12,6 +12,9 @@ A campaign directory holds:
   campaign resumes from it and runs only what is missing);
 - ``results.csv``: one row per run: run, seed, status, error, the dispersed parameters, the
   scenario's outcome metrics and the stream's SHA-256;
+- ``results.parquet``: the same table with typed columns (integers, floats, booleans, strings; a
+  metric a failed run lacks is null; a list or a table is its JSON), and the campaign as
+  ``hopsim.campaign`` in its key-value metadata; :func:`load` reads it as a pandas DataFrame;
 - ``summary.json`` and ``summary.md``: per numeric metric the count, mean, standard deviation,
   extremes and percentiles, per boolean metric the rate of true with its 95% Wilson interval,
   and the failure rate with its 95% Wilson interval;
@@ -45,7 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from hopsim.bus.atomic import replacing
 from hopsim.kernel.bounds import DurationS, Seed
 from hopsim.scenarios.catalog import get_scenario
-from hopsim.scenarios.dispersions import Dispersion, dispersed_values, run_seed, set_path
+from hopsim.scenarios.dispersions import Dispersion, dispersed_values, run_seed, set_parameter
 from hopsim.scenarios.registry import ScenarioError
 
 MAX_RUNS = 10_000_000
@@ -108,7 +111,7 @@ class Campaign(BaseModel):
         spec = get_scenario(self.scenario)
         params = spec.make_params(self.parameters).model_dump()
         for path, value in self.dispersed(run).items():
-            set_path(params, path, value)
+            set_parameter(spec.params, params, path, value)  # as --set sets it
         return self.scenario_seed(run), spec.make_params(params).model_dump()
 
 
@@ -198,7 +201,7 @@ def _plain(outcome: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-CAMPAIGN_FILES = ("campaign.json", "runs.jsonl", "results.csv", "summary.json", "summary.md")
+CAMPAIGN_FILES = ("campaign.json", "runs.jsonl", "results.csv", "results.parquet", "summary.json", "summary.md")
 CAMPAIGN_FOLDERS = (("plots", "*.png"), ("recordings", "run_*.mcap"))  # (folder, the files a campaign writes)
 
 
@@ -396,6 +399,7 @@ def write_results(rows: list[dict], campaign: Campaign, directory: Path) -> None
                     row["stream_sha256"],
                 ]
             )
+    write_results_parquet(rows, campaign, directory / "results.parquet")
     success = get_scenario(campaign.scenario).success
     summary = summarize(rows, success.description if success is not None else None)
     with replacing(directory / "summary.json") as tmp:
@@ -403,6 +407,80 @@ def write_results(rows: list[dict], campaign: Campaign, directory: Path) -> None
     with replacing(directory / "summary.md") as tmp:
         tmp.write_text(summary_markdown(summary, campaign))
     write_plots(rows, directory / "plots")
+
+
+def write_results_parquet(rows: list[dict], campaign: Campaign, path: Path) -> None:
+    """The table of results.csv with typed columns (see the module docstring)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    params, metrics = table_columns(rows)
+    columns = {
+        "run": pa.array([row["run"] for row in rows], pa.int64()),
+        "seed": _seed_column([row["seed"] for row in rows]),
+        "status": pa.array([row["status"] for row in rows], pa.string()),
+        "error": pa.array([row["error"] for row in rows], pa.string()),
+    }
+    for name, where in [*((p, "parameters") for p in params), *((m, "outcome") for m in metrics)]:
+        if name not in columns:
+            columns[name] = _typed_column([row[where].get(name) for row in rows])
+    columns["stream_sha256"] = pa.array([row["stream_sha256"] for row in rows], pa.string())
+    table = pa.table(columns).replace_schema_metadata({"hopsim.campaign": campaign.model_dump_json()})
+    with replacing(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
+
+
+def _seed_column(seeds: list[int]):
+    """The runs' seeds: uint64, or their decimal text when one needs more bits (seeds go to 2**128)."""
+    import pyarrow as pa
+
+    if all(0 <= s < 2**64 for s in seeds):
+        return pa.array(seeds, pa.uint64())
+    return pa.array([str(s) for s in seeds], pa.string())
+
+
+def _typed_column(values: list[Any]):
+    """One column of the results: booleans, integers (int64), numbers (float64) or strings, with
+    null where a run has no value; anything else (lists, tables, a mix) as its JSON text."""
+    import pyarrow as pa
+
+    present = [v for v in values if v is not None]
+    if all(isinstance(v, bool) for v in present):
+        kind = pa.bool_()
+    elif all(isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63 for v in present):
+        kind = pa.int64()
+    elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        kind, values = pa.float64(), [None if v is None else float(v) for v in values]
+    elif all(isinstance(v, str) for v in present):
+        kind = pa.string()
+    else:
+        kind, values = pa.string(), [None if v is None else json.dumps(v) for v in values]
+    return pa.array(values, kind)
+
+
+def load(directory: str | Path):
+    """A campaign's results (``results.parquet``) as a pandas DataFrame, one row per run; the
+    campaign is in ``attrs["campaign"]`` (a dict)."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    path = Path(directory) / "results.parquet"
+    if not path.is_file():
+        there = "a campaign's results" if (Path(directory) / "campaign.json").is_file() else "a campaign directory"
+        raise ScenarioError(
+            f"{path} does not exist: {directory} is not {there} written by this version of hopsim "
+            f"(`hopsim montecarlo run` writes it when the campaign ends)"
+        )
+    try:
+        table = pq.read_table(path)
+    except Exception as err:  # noqa: BLE001  (pyarrow's errors on a damaged file)
+        raise ScenarioError(f"{path} cannot be read ({err})") from None
+    frame = table.to_pandas()
+    assert isinstance(frame, pd.DataFrame)
+    text = (table.schema.metadata or {}).get(b"hopsim.campaign")
+    if text:
+        frame.attrs["campaign"] = json.loads(text)
+    return frame
 
 
 def _cell(value: Any) -> str:
@@ -516,10 +594,8 @@ def summary_markdown(summary: dict[str, Any], campaign: Campaign) -> str:
 def write_plots(rows: list[dict], directory: Path) -> list[Path]:
     """Histograms of each numeric outcome, and each outcome against each scalar dispersed
     parameter (PNG files); the paths written."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # figures of their own (no pyplot): the backend of the caller (a notebook's) is left as it is
+    from matplotlib.figure import Figure
 
     directory.mkdir(parents=True, exist_ok=True)
     ok = [r for r in rows if r["status"] in ("ok", UNSUCCESSFUL)]  # every run that ended
@@ -529,7 +605,8 @@ def write_plots(rows: list[dict], directory: Path) -> list[Path]:
         ys = [r["outcome"].get(m) for r in ok]
         if not ys or not all(isinstance(y, (int, float)) and not isinstance(y, bool) for y in ys):
             continue
-        fig, ax = plt.subplots(figsize=(5, 3.5))
+        fig = Figure(figsize=(5, 3.5))
+        ax = fig.subplots()
         ax.hist(ys, bins=min(50, max(5, len(ys) // 5)))
         ax.set_xlabel(m)
         ax.set_ylabel("runs")
@@ -539,13 +616,13 @@ def write_plots(rows: list[dict], directory: Path) -> list[Path]:
             xs = [r["parameters"].get(p) for r in ok]
             if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in xs):
                 continue
-            fig, ax = plt.subplots(figsize=(5, 3.5))
+            fig = Figure(figsize=(5, 3.5))
+            ax = fig.subplots()
             ax.plot(xs, ys, ".", alpha=0.6)
             ax.set_xlabel(p)
             ax.set_ylabel(m)
             fig.tight_layout()
             written.append(_save(fig, directory / f"{_safe(m)}_vs_{_safe(p)}.png"))
-    plt.close("all")
     return written
 
 
