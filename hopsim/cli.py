@@ -8,11 +8,56 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+import typer.rich_utils
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.table import Column, Table
+
+PIPED_WIDTH = 160  # columns of what is written to a pipe or a file (help, tables)
+_TYPER_WIDTH = typer.rich_utils.MAX_WIDTH  # what typer took from TERMINAL_WIDTH (None: the terminal's)
+
+
+def _fit_output() -> None:
+    """Output that goes to a pipe or a file is laid out PIPED_WIDTH columns wide (rich's default
+    there is 80, which cuts option and parameter names short: ``--checkpoint-eve…``), unless
+    COLUMNS or TERMINAL_WIDTH says otherwise."""
+    import os
+    import sys
+
+    piped = not (os.environ.get("COLUMNS") or os.environ.get("TERMINAL_WIDTH") or sys.stdout.isatty())
+    typer.rich_utils.MAX_WIDTH = PIPED_WIDTH if piped else _TYPER_WIDTH
+    console.width = PIPED_WIDTH if piped else None  # None: the terminal's, or COLUMNS
+
+
+def _plain_flags(params: list) -> list:
+    """``params`` with every flag shown in help as a flag (typer writes ``<bool>`` beside a
+    boolean option, as if it took a value)."""
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+class _Group(typer.core.TyperGroup):
+    """Typer's group, its help and its commands' laid out by :func:`_fit_output` and
+    :func:`_plain_flags`."""
+
+    def main(self, *args, **kwargs):
+        _fit_output()
+        return super().main(*args, **kwargs)
+
+    def get_params(self, ctx):
+        return _plain_flags(super().get_params(ctx))
+
+    def get_command(self, ctx, cmd_name):
+        command = super().get_command(ctx, cmd_name)
+        if command is not None and not isinstance(command, _Group):  # a group does it itself
+            _plain_flags(command.get_params(ctx))
+        return command
+
 
 app = typer.Typer(
+    cls=_Group,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -184,7 +229,12 @@ def scenarios_cmd(name: Optional[str] = typer.Argument(None, help="a scenario: s
     from hopsim.scenarios import ScenarioError, all_scenarios, get_scenario
 
     if name is None:
-        table = Table("scenario", "duration", "what flies", title="hopsim scenarios (details: hopsim scenarios NAME)")
+        table = Table(
+            Column("scenario", no_wrap=True),
+            "duration",
+            "what flies",
+            title="hopsim scenarios (details: hopsim scenarios NAME)",
+        )
         for spec in all_scenarios():
             table.add_row(spec.name, f"{spec.default_duration_s:g} s", spec.summary)
         console.print(table)
@@ -195,7 +245,7 @@ def scenarios_cmd(name: Optional[str] = typer.Argument(None, help="a scenario: s
         err.print("[red]error:[/red] " + escape(str(e)))
         raise typer.Exit(2) from None
     console.print(f"[bold]{spec.name}[/bold]: {spec.summary} (default duration {spec.default_duration_s:g} s)")
-    table = Table("parameter", "type", "unit", "default", "description")
+    table = Table(Column("parameter", no_wrap=True), "type", "unit", "default", "description")  # names whole
     for key, field in spec.params.model_fields.items():
         table.add_row(key, _type_name(field.annotation), unit_of(key), _default_text(field), field.description or "")
     console.print(table)
@@ -216,7 +266,12 @@ def faults_cmd(name: str = typer.Argument(..., help="scenario name")) -> None:
     except ScenarioError as e:
         err.print("[red]error:[/red] " + escape(str(e)))
         raise typer.Exit(2) from None
-    table = Table("target", "kind", "fields it reads", title=f"faults of {name} (every model also accepts kill)")
+    table = Table(
+        Column("target", no_wrap=True),
+        Column("kind", no_wrap=True),
+        "fields it reads",
+        title=f"faults of {name} (every model also accepts kill)",
+    )
     for slot in sim.slots():
         kinds = {k: v for k, v in fault_kinds(slot.cls).items() if k in slot.accepts_faults}  # kill apart
         for kind, fields in kinds.items():
@@ -400,16 +455,31 @@ def resume_cmd(
         help="replace an existing --out file (only by a complete recording: a run that fails leaves it as it was)",
     ),
     duration: Optional[float] = typer.Option(None, help="end time (default: the original run's)"),
+    checkpoint_every: Optional[float] = typer.Option(
+        None, help="write a checkpoint every S simulated seconds (default: none; not the original run's)"
+    ),
+    checkpoint_dir: Optional[Path] = typer.Option(
+        None, help="where checkpoints go (default: the checkpoint's directory)"
+    ),
     progress: bool = typer.Option(True, help="show a progress bar"),
     stats: bool = typer.Option(False, "--stats", help="also print the kernel's statistics"),
 ) -> None:
     """Continue a run from a checkpoint; the stream equals the uninterrupted run's from there on."""
     _check_out(out, force)
+    if checkpoint_every is not None:
+        _check_checkpoint_dir(checkpoint_dir or checkpoint_file.parent)
     from hopsim.kernel.checkpoint import CheckpointError
     from hopsim.scenarios.runner import resume_run
 
     try:
-        result = resume_run(checkpoint_file, out=out, duration_s=duration, progress=progress)
+        result = resume_run(
+            checkpoint_file,
+            out=out,
+            duration_s=duration,
+            progress=progress,
+            checkpoint_dir=checkpoint_dir,
+            checkpoint_every_s=checkpoint_every,
+        )
     except (CheckpointError, ValueError) as e:  # (a ScenarioError is a ValueError)
         err.print("[red]error:[/red] " + escape(_error_text(e)))
         raise typer.Exit(2) from None
@@ -653,41 +723,77 @@ def plot_cmd(
     force: bool = typer.Option(False, "--force", metavar="", help="replace an existing --out or --csv file"),
 ) -> None:
     """Plot fields of a recording against simulation time (read column by column)."""
-    from hopsim.view.columns import ColumnsReport, SignalError, read_signals
-    from hopsim.view.plots import plot_signals
+    from contextlib import nullcontext
+
+    from hopsim.bus.atomic import replacing
+    from hopsim.view.columns import ColumnReader, ColumnsReport, SignalError, read_signals
+    from hopsim.view.plots import plot_signals, shown
 
     _check_out(out, force)
     _check_out(csv_out, force, "--csv")
     report = ColumnsReport()
+    drawn, lines = [], []
     try:
-        found = read_signals(file, signals, report)
-        path = plot_signals(list(found.values()), out, title=file.name)
+        if out.suffix not in (".png", ".svg", ".pdf", ".html"):
+            raise ValueError(f"{out}: write .png, .svg, .pdf or .html")
+        reader = ColumnReader(file, report)
+        # one signal's samples held at a time: written to the CSV file, then kept as drawn
+        with replacing(csv_out) if csv_out is not None else nullcontext() as tmp, _ColumnsFile(tmp) as columns:
+            for name in signals:
+                s = read_signals(reader, [name])[name]
+                columns.write(s)
+                t0, t1 = (s.t_s[0], s.t_s[-1]) if len(s.t_s) else (0, 0)
+                lines.append(f"{s.name}: {len(s.values)} samples, {t0:g}-{t1:g} s")
+                drawn.append(shown(s))
+            path = plot_signals(drawn, out, title=file.name)
     except (SignalError, ValueError) as e:
         err.print("[red]error:[/red] " + escape(str(e)))
         raise typer.Exit(2) from None
     if report.damaged_chunks:
         err.print(f"[yellow]warning:[/yellow] {report.damaged_chunks} damaged chunk(s) of {report.chunks} skipped")
-    for s in found.values():
-        console.print(
-            f"{s.name}: {len(s.values)} samples, {s.t_s[0] if len(s.t_s) else 0:g}-{s.t_s[-1] if len(s.t_s) else 0:g} s"
-        )
+    for line in lines:
+        console.print(line, markup=False)
     if csv_out is not None:
-        _write_columns(list(found.values()), csv_out)
         console.print(f"columns: {csv_out.resolve()}")
     console.print(f"plot: {path.resolve()}")
 
 
-def _write_columns(signals, path: Path) -> None:
-    """One row per sample of each signal: signal, t_s, value (signals may be sampled at different times)."""
-    import csv
+class _ColumnsFile:
+    """The CSV file of ``hopsim plot --csv`` at ``path`` (None: none): one row per sample of each
+    signal: signal, t_s, value (signals may be sampled at different times), written signal by
+    signal in blocks."""
 
-    from hopsim.bus.atomic import replacing
+    BLOCK = 100_000  # rows formatted at once
 
-    with replacing(path) as tmp, open(tmp, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["signal", "t_s", "value"])
-        for s in signals:
-            w.writerows((s.name, repr(float(t)), repr(float(v))) for t, v in zip(s.t_s, s.values))
+    def __init__(self, path: Optional[Path]):
+        import csv
+
+        self.file = open(path, "w", newline="") if path is not None else None
+        if self.file is not None:
+            self.writer = csv.writer(self.file)
+            self.writer.writerow(["signal", "t_s", "value"])
+
+    def write(self, s) -> None:
+        import csv
+        import io
+
+        if self.file is None:
+            return
+        # the rows csv.writer writes (the name quoted where it must be; a number never is), a
+        # block at a time: formatting every value (repr, exact) is most of the cost
+        name = io.StringIO()
+        csv.writer(name, lineterminator="").writerow([s.name])
+        row = (name.getvalue().replace("{", "{{").replace("}", "}}") + ",{!r},{!r}\r\n").format
+        for a in range(0, len(s.values), self.BLOCK):
+            t, v = s.t_s[a : a + self.BLOCK].tolist(), s.values[a : a + self.BLOCK].tolist()
+            self.file.write("".join(map(row, t, v)))
+
+    def __enter__(self) -> "_ColumnsFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.file is not None:
+            self.file.close()
 
 
 @app.command("layout")
@@ -919,8 +1025,44 @@ def inspect_cmd(file: Path = typer.Argument(..., help="a recording")) -> None:
         raise typer.Exit(1)
 
 
+@app.command("export")
+def export_cmd(
+    file: Path = typer.Argument(..., help="a recording"),
+    to: Path = typer.Option(..., "--to", help="the directory: one Parquet file per topic, <topic>.parquet"),
+    topics: Optional[str] = typer.Option(
+        None, "--topics", help="comma-separated topics or patterns (e.g. 'v*/state'); default: every topic"
+    ),
+    fields: Optional[str] = typer.Option(
+        None, "--fields", help="comma-separated fields (e.g. r_BN_N,mass; a message names its leaves); default: all"
+    ),
+    force: bool = typer.Option(False, "--force", metavar="", help="replace files already in the directory"),
+) -> None:
+    """Write a recording's topics as Parquet files: one column per leaf field, plus t_ns and t_s."""
+    from hopsim.bus.frames import FrameError, export
+
+    def items(text):
+        return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+    try:
+        report = export(file, to, items(topics), items(fields), force)
+    except (FrameError, OSError) as e:
+        err.print("[red]error:[/red] " + escape(str(e)))
+        raise typer.Exit(2) from None
+    if report.damaged_chunks:
+        err.print(
+            f"[yellow]warning:[/yellow] {report.damaged_chunks} damaged chunk(s) of {report.chunks} skipped"
+            + (f" ({escape(report.stopped)})" if report.stopped else "")
+        )
+    for topic, why in report.left_out.items():
+        err.print(f"[yellow]warning:[/yellow] {escape(topic)} left out: {escape(why)}")
+    rows = sum(report.topics.values())
+    console.print(f"{len(report.files)} topics, {rows} rows: {to.resolve()}", markup=False)
+
+
 montecarlo_app = typer.Typer(
-    no_args_is_help=True, help="Monte Carlo campaigns: dispersed runs, a table, a summary, plots, retained recordings."
+    cls=_Group,
+    no_args_is_help=True,
+    help="Monte Carlo campaigns: dispersed runs, a table, a summary, plots, retained recordings.",
 )
 app.add_typer(montecarlo_app, name="montecarlo")
 

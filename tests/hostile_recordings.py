@@ -107,6 +107,102 @@ def flip_in_metadata(data: bytes, name: bytes, word: bytes) -> bytes:
     raise ValueError(f"no metadata record {name!r} holding {word!r}")
 
 
+MESSAGE, MESSAGE_INDEX, DATA_END = 0x05, 0x07, 0x0F
+
+
+def pose_base(path: Path, vehicles: int) -> Path:
+    """A recording of ``vehicles`` vehicles (``v0``, ``v1``, ...) with one truth state each, at t = 0:
+    the channels :func:`many_poses` fills."""
+    from hopsim.bus.envelope import Envelope
+    from hopsim.bus.recorder import McapRecorder
+    from hopsim.schemas import Quaternion, Vector3, VehicleState
+
+    recorder = McapRecorder(path, {"scenario": "crafted"})
+    for k in range(vehicles):
+        name = f"v{k}"
+        state = VehicleState(vehicle=name, r_BN_N=Vector3(x=7.0e6 + k, y=1.0, z=2.0), q_BN=Quaternion(w=1.0))
+        recorder.record(
+            Envelope(t_ns=0, deliver_ns=0, source=name, topic=f"{name}/state", seq=0, priority=0, payload=state)
+        )
+    recorder.close()
+    return path
+
+
+def many_poses(base: Path, size: int, per_chunk: int = 20_000) -> bytes:
+    """``base`` (made by :func:`pose_base`) with about ``size`` bytes of zstd chunks of small truth
+    states put before its first chunk, each followed by its message indexes as MCAP writes them:
+    the vehicles in turn, every message at an instant of its own (1 us apart), each position a
+    little further. A valid file that holds about one message per 25 bytes (the most a reading
+    takes is one per 16)."""
+    import zlib
+
+    import numpy as np
+    import zstandard
+
+    from hopsim.schemas import Quaternion, Vector3, VehicleState
+    from hopsim.view.columns import ColumnReader
+
+    channels = ColumnReader(base).channels
+    ids = np.array(sorted(cid for cid, c in channels.items() if c[0].endswith("/state")), dtype=np.uint16)
+    payload = VehicleState(r_BN_N=Vector3(x=7.0e6, y=1.0, z=2.0), q_BN=Quaternion(x=0.5, y=0.5, z=0.5, w=0.5))
+    body = np.frombuffer(payload.SerializeToString(), np.uint8)
+    x_at = body.tobytes().index(np.float64(7.0e6).tobytes())  # the position's x: varied per message
+    record = np.dtype(
+        [("op", "u1"), ("length", "<u8"), ("channel", "<u2"), ("seq", "<u4"), ("log", "<u8"), ("pub", "<u8"),
+         ("payload", "u1", len(body))]
+    )  # fmt: skip
+    compressor = zstandard.ZstdCompressor(level=3)
+    out, written, n = [], 0, 0
+    while written < size:
+        k = np.arange(n, n + per_chunk, dtype=np.uint64)
+        rec = np.zeros(per_chunk, record)
+        rec["op"], rec["length"] = MESSAGE, record.itemsize - 9
+        rec["channel"], rec["seq"] = ids[k % len(ids)], k
+        rec["log"] = rec["pub"] = 1_000_000_000 + 1_000 * k
+        rec["payload"] = body
+        rec["payload"][:, x_at : x_at + 8] = (7.0e6 + 1e-3 * k.astype(float)).view(np.uint8).reshape(-1, 8)
+        records = rec.tobytes()
+        chunk = chunk_record("zstd", compressor.compress(records), len(records), zlib.crc32(records))
+        offsets = np.arange(per_chunk, dtype=np.uint64) * np.uint64(record.itemsize)
+        index = []
+        for cid in ids.tolist():
+            mine = rec["channel"] == cid
+            pairs = np.empty((int(mine.sum()), 2), "<u8")
+            pairs[:, 0], pairs[:, 1] = rec["log"][mine], offsets[mine]
+            entries = pairs.tobytes()
+            index.append(
+                _RECORD_HEAD.pack(MESSAGE_INDEX, 6 + len(entries)) + struct.pack("<HI", cid, len(entries)) + entries
+            )
+        # the chunk's head takes its time span from its messages
+        chunk = chunk[:9] + struct.pack("<QQ", int(rec["log"][0]), int(rec["log"][-1])) + chunk[25:]
+        out.append(chunk + b"".join(index))
+        written += len(out[-1])
+        n += per_chunk
+    return before_data_end(base.read_bytes(), b"".join(out))
+
+
+def before_data_end(data: bytes, inserted: bytes) -> bytes:
+    """``data`` with ``inserted`` (whole records) at the end of its data section, before its DataEnd
+    record (whose CRC becomes 0: not computed), the footer and the summary offsets moved to match,
+    and the summary's CRC computed again: a valid file."""
+    import zlib
+
+    found = records(data)
+    end = next(offset for offset, opcode, _ in found if opcode == DATA_END)
+    data = data[:end] + _RECORD_HEAD.pack(DATA_END, 4) + struct.pack("<I", 0) + data[end + 13 :]
+    shift = len(inserted)
+    out = bytearray(data[:end] + inserted + data[end:])
+    footer = len(out) - len(MAGIC) - 29
+    summary_start, offsets_start, _ = struct.unpack_from("<QQI", out, footer + 9)
+    p = offsets_start + shift if offsets_start else footer
+    while offsets_start and p < footer:  # SummaryOffset: opcode, group start, group length
+        struct.pack_into("<Q", out, p + 10, struct.unpack_from("<Q", out, p + 10)[0] + shift)
+        p += 9 + struct.unpack_from("<Q", out, p + 1)[0]
+    struct.pack_into("<QQ", out, footer + 9, summary_start + shift, offsets_start + shift if offsets_start else 0)
+    struct.pack_into("<I", out, footer + 25, zlib.crc32(out[summary_start + shift : footer + 25]))
+    return bytes(out)
+
+
 def make_all(directory: Path, source: Path) -> dict[str, Path]:
     """Write every hostile file made from ``source`` to ``directory``; their paths by name."""
     data = source.read_bytes()

@@ -87,7 +87,7 @@ def test_version_is_the_installed_packages():
 
 
 def test_scenarios_fit_a_terminal_and_one_scenario_shows_every_parameter():
-    res = runner.invoke(app, ["scenarios"])
+    res = runner.invoke(app, ["scenarios"], env={"COLUMNS": "80"})  # an 80-column terminal's
     assert res.exit_code == 0 and max(len(line) for line in res.output.splitlines()) <= 80
     res = runner.invoke(app, ["scenarios", "lander"], env={"COLUMNS": "200"})
     text = res.output
@@ -420,3 +420,53 @@ def test_campaign_is_a_monte_carlo_campaign_over_the_fault_list(tmp_path):
     assert rows[0]["stream_sha256"] != rows[1]["stream_sha256"]
     table = (tmp_path / "t.csv").read_text().splitlines()
     assert table[1].startswith("baseline,") and table[2].startswith("body thrust_scale 0.5 @ 5 s,")
+
+
+def _command_paths(group, prefix=()):
+    """Every command of the hopsim command, as the words that name it (groups included)."""
+    yield prefix
+    for name, command in getattr(group, "commands", {}).items():
+        yield from _command_paths(command, (*prefix, name))
+
+
+def test_every_help_shows_flags_as_flags_and_takes_dash_h():
+    import typer.main
+
+    paths = list(_command_paths(typer.main.get_command(app)))
+    assert ("run",) in paths and ("montecarlo", "run") in paths
+    for path in paths:
+        short, long = runner.invoke(app, [*path, "-h"]), runner.invoke(app, [*path, "--help"])
+        assert short.exit_code == 0 and short.output == long.output, path
+        assert "<bool>" not in short.output, path
+    run_help = runner.invoke(app, ["run", "-h"]).output
+    assert "--force " in run_help and "--no-rate-groups" in run_help
+
+
+def test_piped_help_and_tables_keep_names_whole():
+    """Written to a pipe, help and tables are laid out wide: no option or parameter name is cut
+    (rich lays out 80 columns by default where there is no terminal)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TERMINAL_WIDTH", "LINES")}
+
+    def piped(*args):
+        done = subprocess.run(
+            [sys.executable, "-c", "from hopsim.cli import main; main()", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    run_help = piped("run", "--help")
+    for name in ("--checkpoint-every", "--checkpoint-dir", "--no-rate-groups", "--kernel-events", "--live-token"):
+        assert name in run_help
+    assert "t=S,target=MODEL,kind=KIND[,index=I,value=V,duration=S]" in run_help
+    assert "<bool>" not in run_help and "…" not in run_help
+    lander = piped("scenarios", "lander")
+    for name in ("stop_on_touchdown", "vertical_speed_mps", "altimeter_noise_m", "telemetry_rate_hz"):
+        assert name in lander

@@ -341,6 +341,7 @@ def test_page_draws_plays_jumps_and_plots(served, docking):
             "window.hopsimViewer && (window.hopsimViewer.ready || window.hopsimViewer.error)", timeout=60_000
         )
         assert page.evaluate("window.hopsimViewer.error") is None and not errors
+        assert page.evaluate("window.hopsimViewer.webgl") is True and not page.locator("#no-webgl").is_visible()
         # each body where the recording has it, its +x axis along R(q_BN) x_B, at a recorded instant
         k = 25
         page.evaluate(f"window.hopsimViewer.setTime({poses.t_s[k]})")
@@ -511,3 +512,40 @@ def test_shipped_layouts_are_current_and_name_a_runs_topics(docking, tmp_path):
     assert res.exit_code == 0 and (tmp_path / "pd.json").read_text() == shipped
     res = CliRunner().invoke(app, ["layout", "no_such_thing"])
     assert res.exit_code == 2 and "neither a recording nor a built-in scenario" in res.output
+
+
+def test_without_webgl_the_viewer_and_a_plot_page_say_so(served, docking, tmp_path):
+    """A browser without WebGL (turned off, or its GPU blocked): the viewer says, where the 3-D
+    view would be, that it needs WebGL and how to turn it on, and its timeline and plots still
+    work; an HTML plot says so too and draws its traces without WebGL."""
+    from hopsim.view.columns import read_signals
+    from hopsim.view.plots import plot_signals
+
+    sync_playwright, executable = browser_or_skip()
+    _, url = served
+    html = plot_signals(list(read_signals(docking[0], ["sph2/state.v_BN_N.x"]).values()), tmp_path / "p.html")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=executable, args=[*chromium_args(), "--disable-webgl", "--disable-3d-apis"]
+        )
+        page = browser.new_page(viewport={"width": 1200, "height": 800})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url + "/")
+        page.wait_for_function(
+            "window.hopsimViewer && (window.hopsimViewer.ready || window.hopsimViewer.error)", timeout=60_000
+        )
+        assert page.evaluate("window.hopsimViewer.error") is None and not errors
+        assert page.evaluate("window.hopsimViewer.webgl") is False
+        notice = page.locator("#no-webgl")
+        assert notice.is_visible() and "needs WebGL" in notice.inner_text() and "acceleration" in notice.inner_text()
+        page.evaluate("window.hopsimViewer.addPlot('sph2/state.v_BN_N.x')")
+        page.wait_for_function("window.hopsimViewer.state().plots.length === 1", timeout=30_000)
+        page.evaluate("window.hopsimViewer.setTime(4.5)")
+        page.wait_for_timeout(300)
+        assert page.evaluate("window.hopsimViewer.state().cursor") == [pytest.approx(4.5)] and not errors
+        page.goto(html.as_uri())
+        page.wait_for_selector(".scatterlayer .trace path.js-line", state="attached", timeout=30_000)
+        notice = page.locator("#no-webgl")
+        assert notice.is_visible() and "needs WebGL" in notice.inner_text() and not errors
+        browser.close()

@@ -15,7 +15,10 @@ damaged chunk is skipped and counted; a file without a summary (a killed run's) 
 the channel records inside its chunks. What a reading decompresses and scans in all is bounded in
 proportion to the file's size (:class:`hopsim.bus.chunks.ReadingBudget`), and at most
 :data:`CACHE_BYTES` of decompressed chunks are held at once (the others are decompressed again
-when scanned): memory stays bounded whatever the file holds.
+when scanned): memory stays bounded whatever the file holds. Opening a file counts its messages
+per channel, so that a column's arrays are allocated once, at their size (16 to 40 bytes a
+message); :meth:`ColumnReader.scan` gives several fields chunk by chunk, for readers that keep
+less than every message (the viewer's poses).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from hopsim.bus.chunks import (
     inflate,
     metadata_records,
 )
+from hopsim.bus.frames import export, read_frame  # every topic as a table: Parquet files, DataFrames
 from hopsim.bus.recorder import METADATA_SHA256, log_time_offset, metadata_intact
 
 # compiled with hopsim's policy (disk cache, no fast-math, NumPy's error model)
@@ -70,7 +74,7 @@ CHUNK_OPCODE, FOOTER_OPCODE = 0x06, 0x02
 _U64, _U32, _U16_PAIR = struct.Struct("<Q"), struct.Struct("<I"), struct.Struct("<HH")
 _SIGNAL = re.compile(r"^([^.]+)\.(.+)$")
 _PART = re.compile(r"^(\w+)(?:\[(\d+)\])?$")
-CACHE_BYTES = 512 << 20  # decompressed chunks a ColumnReader holds at once (bytes)
+CACHE_BYTES = 128 << 20  # decompressed chunks a ColumnReader holds at once (bytes)
 
 
 class SignalError(ValueError):
@@ -283,18 +287,22 @@ def _scan_chunk(buf, wanted, tags, indexes, kind, t_out, v_out, ch_out, at_out, 
     return n, channel_at, n_channels, scanned, p == size
 
 
-# _scan_chunk's arguments after the chunk for counting its messages (no channel wanted)
-_COUNT_ONLY = (
-    np.zeros(0, np.bool_),
-    np.zeros(1, np.int64),
-    np.zeros(1, np.int64),
-    DOUBLE,
-    np.empty(0, np.int64),
-    np.empty(0),
-    np.empty(0, np.int64),
-    np.empty(0, np.int64),
-    0,
-)
+@compiled
+def _count_messages(buf, counts):
+    """Add the message records of each channel of the decompressed chunk ``buf`` to ``counts``
+    (indexed by channel id); (messages, well formed: its records fill it)."""
+    p, size = 0, len(buf)
+    messages = 0
+    while p + 9 <= size:
+        length = np.int64(_u64_at(buf, p + 1, 8))
+        body = p + 9
+        if length < 0 or body + length > size:
+            return messages, False
+        if buf[p] == 0x05 and length >= 22:
+            counts[np.int64(_u64_at(buf, body, 2))] += 1
+            messages += 1
+        p = body + length
+    return messages, p == size
 
 
 # ------------------------------------------------------------------------------ files and schemas
@@ -499,26 +507,31 @@ class ColumnReader:
         # per chunk: its decompressed records (held), its head (decompressed again when
         # scanned: past CACHE_BYTES), or None (damaged, or past where reading stopped)
         self._chunks: list[bytes | memoryview | ChunkHead | None] = []
+        self._messages: list[int] = []  # per chunk: its message records
+        self._inflated: tuple[int, bytes | None] = (-1, None)  # the chunk last decompressed again
+        self._counts = np.zeros(1 << 16, np.int64)  # per channel id: its messages (at most)
         budget, held = ReadingBudget(len(data)), 0
         for head in _chunks(data):
-            buf = None
+            buf, messages = None, 0
             if head is not None and self.report.stopped is None:
                 try:
                     buf = inflate(data, head, budget)
-                    _, _, _, messages, whole = _scan_chunk(np.frombuffer(buf, np.uint8), *_COUNT_ONLY)
+                    # (a chunk found damaged here leaves its count: _counts is an upper bound)
+                    messages, whole = _count_messages(np.frombuffer(buf, np.uint8), self._counts)
                     budget.spend_messages(messages)
                     if not whole:
                         raise DamagedChunk("a chunk whose records do not fit in it")
                 except DamagedChunk:
-                    buf = None
+                    buf, messages = None, 0
                 except BudgetSpent as spent:
-                    self.report.stopped, buf = str(spent), None
+                    self.report.stopped, buf, messages = str(spent), None, 0
             if isinstance(buf, bytes):  # a decompressed chunk (an uncompressed one is a view of data)
                 if held + len(buf) > CACHE_BYTES:
                     buf = head
                 else:
                     held += len(buf)
             self._chunks.append(buf)
+            self._messages.append(messages)
         self.report.chunks = len(self._chunks)
         self.report.damaged_chunks = sum(c is None for c in self._chunks)
         if not self.channels:  # a killed run's file: channels are in its chunks
@@ -528,7 +541,9 @@ class ColumnReader:
         """(index, decompressed records) of every chunk that is not damaged, in file order."""
         for index, chunk in enumerate(self._chunks):
             if isinstance(chunk, ChunkHead):
-                yield index, inflate(self._data, chunk)
+                buf = inflate(self._data, chunk)
+                self._inflated = (index, buf)  # for payload(), while a scan is at this chunk
+                yield index, buf
             elif chunk is not None:
                 yield index, chunk
 
@@ -567,45 +582,62 @@ class ColumnReader:
         """The ids of the channels carrying ``type_name``, in id order."""
         return sorted(cid for cid, c in self.channels.items() if c[1] == type_name)
 
-    def column(self, ids: list[int], type_name: str, fields: str, signal: str = "") -> Column:
-        """The field path ``fields`` (e.g. ``r_BN_N.x``) of every message of the channels ``ids``
-        (all of type ``type_name``), log times with each channel's calendar offset taken off."""
-        tags, indexes, kind = _path(type_name, fields, signal or f"{type_name}.{fields}")
+    def messages_of(self, ids: list[int]) -> int:
+        """How many messages the channels ``ids`` have in the file's readable chunks (at most:
+        a chunk found damaged as it is counted may add some)."""
+        return int(self._counts[np.asarray(ids, dtype=np.int64)].sum()) if len(ids) else 0
+
+    def scan(self, ids: list[int], type_name: str, fields: list[str], signal: str = ""):
+        """The field paths ``fields`` of every message of the channels ``ids`` (all of type
+        ``type_name``), chunk by chunk: for each chunk that holds some, (chunk index, log times
+        (int64 ns, each channel's calendar offset taken off), channel ids, record offsets, values
+        (float64, one row per field)). Each chunk is decompressed once for all the fields; what a
+        chunk gives is at most its own messages. A chunk whose records do not follow the
+        messages' type is counted damaged and gives nothing."""
+        paths = [_path(type_name, f, signal or f"{type_name}.{f}") for f in fields]
         wanted = np.zeros(max(self.channels, default=0) + 1, dtype=np.bool_)
         wanted[ids] = True
-        size = 1 << 12
-        t_out, v_out = np.empty(size, np.int64), np.empty(size)
-        ch_out, at_out, chunk_of = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64)
-        n, scanned = 0, 0
-        for index, buf in self._buffers():
-            arr = np.frombuffer(buf, dtype=np.uint8)
-            while True:
-                before = n
-                m, _, _, seen, ok = _scan_chunk(arr, wanted, tags, indexes, kind, t_out, v_out, ch_out, at_out, n)
-                if m >= 0:
-                    break
-                n = before  # outputs full: grow and scan the chunk again
-                t_out, v_out, ch_out, at_out, chunk_of = (
-                    np.resize(a, 2 * len(a)) for a in (t_out, v_out, ch_out, at_out, chunk_of)
-                )
-            if not ok:
-                self.report.damaged_chunks += 1
-                m = before  # a malformed chunk's rows are not kept
-            chunk_of[before:m] = index
-            n = m
-            scanned += seen
-        self.report.messages_scanned = scanned
         offsets = np.zeros(len(wanted), dtype=np.int64)
         for cid in ids:
             offsets[cid] = self.channels[cid][3]
-        ch = ch_out[:n].copy()
-        return Column(t_out[:n] - offsets[ch], v_out[:n].copy(), ch, chunk_of[:n].copy(), at_out[:n].copy())
+        scanned = 0
+        for index, buf in self._buffers():
+            arr, size = np.frombuffer(buf, dtype=np.uint8), self._messages[index]
+            t, ch, at = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64)
+            values = np.empty((len(paths), size))
+            whole, n = True, 0
+            for k, (tags, indexes, kind) in enumerate(paths):
+                n, _, _, seen, ok = _scan_chunk(arr, wanted, tags, indexes, kind, t, values[k], ch, at, 0)
+                whole = whole and ok and n >= 0
+                if k == 0:
+                    scanned += seen
+                if not whole:
+                    break
+            self.report.messages_scanned = scanned
+            if not whole:
+                self.report.damaged_chunks += 1  # a malformed chunk's rows are not kept
+            elif n:
+                yield index, t[:n] - offsets[ch[:n]], ch[:n], at[:n], values[:, :n]
+
+    def column(self, ids: list[int], type_name: str, fields: str, signal: str = "") -> Column:
+        """The field path ``fields`` (e.g. ``r_BN_N.x``) of every message of the channels ``ids``
+        (all of type ``type_name``), log times with each channel's calendar offset taken off."""
+        size = self.messages_of(ids)
+        t_out, v_out = np.empty(size, np.int64), np.empty(size)
+        ch_out, at_out, chunk_of = np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64)
+        n = 0
+        for index, t, ch, at, values in self.scan(ids, type_name, [fields], signal):
+            m = n + len(t)
+            t_out[n:m], v_out[n:m], ch_out[n:m], at_out[n:m], chunk_of[n:m] = t, values[0], ch, at, index
+            n = m
+        return Column(t_out[:n], v_out[:n], ch_out[:n], chunk_of[:n], at_out[:n])
 
     def payload(self, chunk: int, at: int) -> bytes:
         """The payload bytes of the message record at offset ``at`` of chunk ``chunk``."""
         buf = self._chunks[chunk]
         if isinstance(buf, ChunkHead):
-            buf = inflate(self._data, buf)
+            index, inflated = self._inflated
+            buf = inflated if index == chunk else inflate(self._data, buf)
         (length,) = _U64.unpack_from(buf, at + 1)
         return bytes(buf[at + 9 + 22 : at + 9 + length])
 
@@ -671,6 +703,8 @@ __all__ = [
     "Column",
     "ColumnReader",
     "read_signals",
+    "export",
+    "read_frame",
     "numeric_fields",
     "topics",
 ]

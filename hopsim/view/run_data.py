@@ -20,7 +20,6 @@ import numpy as np
 
 from scipy.spatial.transform import Rotation
 
-from hopsim.bus.scene import hill_rotation
 from hopsim.schemas import Fault, KernelEvent
 from hopsim.view.columns import ColumnReader, numeric_fields
 
@@ -28,6 +27,7 @@ STATE_TYPE = "hopsim.VehicleState"
 STATE_SUFFIX = "/state"
 MAX_POSE_SAMPLES = 3_000_000  # vehicle-instants sent to a page (28 bytes each)
 MAX_EVENTS = 5_000
+HILL_BLOCK = 100_000  # vehicle-instants turned into a Hill frame at once
 TIMELINE_KINDS = {
     KernelEvent.CONTACT: "contact",
     KernelEvent.DOCK: "dock",
@@ -119,37 +119,49 @@ def read_poses(
     fields = ["r_BN_N.x", "r_BN_N.y", "r_BN_N.z", "q_BN.x", "q_BN.y", "q_BN.z", "q_BN.w"]
     if hill_of is not None:
         fields += ["v_BN_N.x", "v_BN_N.y", "v_BN_N.z"]
-    columns = [reader.column(ids, STATE_TYPE, f) for f in fields]
-    t_ns = columns[0].t_ns
-    instants = np.unique(t_ns)
+    # first pass: the recorded instants (8 bytes a message), then which of them are kept
+    t_ns = np.empty(reader.messages_of(ids), np.int64)
+    n = 0
+    for _, t, _, _, _ in reader.scan(ids, STATE_TYPE, fields[:1]):
+        t_ns[n : n + len(t)] = t
+        n += len(t)
+    t_ns = t_ns[:n]
+    t_ns.sort()  # in place (np.unique would hash, then sort a copy)
+    first = np.ones(n, dtype=np.bool_)  # the first message at its instant
+    np.not_equal(t_ns[1:], t_ns[:-1], out=first[1:])
+    instants = t_ns[first]
+    del t_ns, first
     every = max(1, -(-len(instants) * len(names) // max_samples))
     kept = instants[::every]
-    row = np.searchsorted(instants, t_ns)
-    take = row % every == 0
-    frame, vehicle = row[take] // every, vehicle_of[columns[0].channel[take]]
+    # second pass: each kept instant's fields, straight into their place (at most max_samples
+    # vehicle-instants, whatever the file holds)
     data = np.full((len(kept), len(names), len(fields)), np.nan)
-    for k, col in enumerate(columns):
-        data[frame, vehicle, k] = col.values[take]
-    data = _hold_last(data)
+    for _, t, channel, _, values in reader.scan(ids, STATE_TYPE, fields):
+        row = np.searchsorted(instants, t)
+        take = row % every == 0
+        data[row[take] // every, vehicle_of[channel[take]]] = values[:, take].T
+    del instants
+    _hold_last(data)
     if hill_of is not None:
-        chief = data[:, index[hill_of]]
-        r_H, q_BH = hill_frame(chief[:, :3], chief[:, 7:10], data[:, :, :3], data[:, :, 3:7])
-        return Poses(
-            kept / 1e9,
-            names,
-            r_H.astype(np.float32),
-            q_BH.astype(np.float32),
-            np.zeros(3),
-            every,
-            frame=f"hill:{hill_of}",
-        )
+        r_H = np.empty((len(kept), len(names), 3), np.float32)
+        q_BH = np.empty((len(kept), len(names), 4), np.float32)
+        rows = max(1, HILL_BLOCK // len(names))
+        for a in range(0, len(kept), rows):  # blocks of instants: the work arrays stay small
+            block = data[a : a + rows]
+            chief = block[:, index[hill_of]]
+            r_H[a : a + rows], q_BH[a : a + rows] = hill_frame(
+                chief[:, :3], chief[:, 7:10], block[:, :, :3], block[:, :, 3:7]
+            )
+        return Poses(kept / 1e9, names, r_H, q_BH, np.zeros(3), every, frame=f"hill:{hill_of}")
     first = data[0, :, :3]
     if origin_N is not None:
         origin = np.asarray(origin_N, dtype=float)
     else:
         origin = np.nanmean(first, axis=0) if np.isfinite(first).any() else np.zeros(3)
-    r = (data[:, :, :3] - origin).astype(np.float32)
-    return Poses(kept / 1e9, names, r, data[:, :, 3:7].astype(np.float32), origin, every)
+    data[:, :, :3] -= origin
+    return Poses(
+        kept / 1e9, names, data[:, :, :3].astype(np.float32), data[:, :, 3:7].astype(np.float32), origin, every
+    )
 
 
 def hill_frame(r_c: np.ndarray, v_c: np.ndarray, r_N: np.ndarray, q_BN: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -159,7 +171,7 @@ def hill_frame(r_c: np.ndarray, v_c: np.ndarray, r_N: np.ndarray, q_BN: np.ndarr
     ``r_N`` (T, N, 3) and ``q_BN`` (T, N, 4, scalar last): every vehicle's. Returns rho (T, N, 3),
     the position relative to the chief in H (m), and q_BH (T, N, 4, scalar last), the attitude
     relative to H (v_H = R(q_BH) v_B). NaN where a vehicle or the chief is not recorded yet."""
-    C_HN = np.array([hill_rotation(r.tolist(), v.tolist()) for r, v in zip(r_c, v_c)]).reshape(-1, 3, 3)
+    C_HN = _hill_rotations(np.asarray(r_c, dtype=float), np.asarray(v_c, dtype=float))
     rho = np.einsum("tij,tnj->tni", C_HN, r_N - r_c[:, None, :])
     q_BH = np.full(q_BN.shape, np.nan)
     known = np.isfinite(q_BN).all(axis=2) & np.isfinite(C_HN).all(axis=(1, 2))[:, None]
@@ -170,40 +182,64 @@ def hill_frame(r_c: np.ndarray, v_c: np.ndarray, r_N: np.ndarray, q_BN: np.ndarr
     return rho, q_BH
 
 
-def _hold_last(data: np.ndarray) -> np.ndarray:
-    """``data`` (T, N, K) with each vehicle's missing instants (NaN rows) holding its last row."""
-    valid = np.isfinite(data[:, :, 0])
-    index = np.where(valid, np.arange(len(data))[:, None], 0)
-    np.maximum.accumulate(index, axis=0, out=index)
-    held = data[index, np.arange(data.shape[1])[None, :]]
-    before_first = ~np.maximum.accumulate(valid, axis=0)
-    held[before_first] = np.nan
-    return held
+def _hill_rotations(r: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """C_HN (T, 3, 3) of a chief at positions ``r`` and velocities ``v`` (T, 3, frame N), as
+    :func:`hopsim.bus.scene.hill_rotation` computes each: rows x along r, z along r x v, y = z x x
+    (NaN where r or r x v is 0)."""
+
+    def unit(a):
+        norm = np.linalg.norm(a, axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(norm > 0.0, a / norm, np.nan)
+
+    x = unit(r)
+    z = unit(np.cross(r, v))
+    return np.stack([x, np.cross(z, x), z], axis=1)
+
+
+def _hold_last(data: np.ndarray) -> None:
+    """Fill each vehicle's missing instants of ``data`` (T, N, K; NaN rows) with its last row, in
+    place (one vehicle at a time: the work arrays are of T rows)."""
+    rows = np.arange(len(data))
+    for j in range(data.shape[1]):
+        valid = np.isfinite(data[:, j, 0])
+        if valid.all() or not valid.any():
+            continue
+        last = np.maximum.accumulate(np.where(valid, rows, -1))
+        known = last >= 0
+        data[known, j] = data[last[known], j]
 
 
 def read_events(reader: ColumnReader, limit: int = MAX_EVENTS) -> list[dict]:
-    """The timeline's events in time order, at most ``limit``: each ``{t_s, kind, name, detail}``."""
+    """The timeline's events in time order, at most ``limit``: each ``{t_s, kind, name, detail}``
+    (of each of kernel events and faults, the first ``limit`` in the file's order, which is the
+    stream's: only those are decoded)."""
     events = []
-    kernel = reader.channels_of("hopsim.KernelEvent")
-    if kernel:
-        col = reader.column(kernel, "hopsim.KernelEvent", "kind")
-        for k in np.flatnonzero(np.isin(col.values, list(TIMELINE_KINDS))):
-            msg = KernelEvent.FromString(reader.payload(int(col.chunk[k]), int(col.at[k])))
+    kinds = np.array(list(TIMELINE_KINDS))
+    kernel, found = reader.channels_of("hopsim.KernelEvent"), 0
+    for chunk, t_ns, _, at, values in reader.scan(kernel, "hopsim.KernelEvent", ["kind"]) if kernel else ():
+        for k in np.flatnonzero(np.isin(values[0], kinds))[: limit - found]:
+            msg = KernelEvent.FromString(reader.payload(chunk, int(at[k])))
             events.append(
-                {"t_s": col.t_ns[k] / 1e9, "kind": TIMELINE_KINDS[msg.kind], "name": msg.name, "detail": _describe(msg)}
+                {"t_s": t_ns[k] / 1e9, "kind": TIMELINE_KINDS[msg.kind], "name": msg.name, "detail": _describe(msg)}
             )
-    faults = reader.channels_of("hopsim.Fault")
-    if faults:
-        col = reader.column(faults, "hopsim.Fault", "value")
-        for k in range(len(col.t_ns)):
-            msg = Fault.FromString(reader.payload(int(col.chunk[k]), int(col.at[k])))
+            found += 1
+        if found >= limit:
+            break
+    faults, found = reader.channels_of("hopsim.Fault"), 0
+    for chunk, t_ns, _, at, _ in reader.scan(faults, "hopsim.Fault", ["value"]) if faults else ():
+        for k in range(min(len(t_ns), limit - found)):
+            msg = Fault.FromString(reader.payload(chunk, int(at[k])))
             what = (
                 f"{msg.kind}"
                 + (f" index {msg.index}" if msg.index >= 0 else "")
                 + (f" value {msg.value:g}" if msg.value else "")
                 + (" (clear)" if msg.clear else "")
             )
-            events.append({"t_s": col.t_ns[k] / 1e9, "kind": "fault", "name": msg.target, "detail": what})
+            events.append({"t_s": t_ns[k] / 1e9, "kind": "fault", "name": msg.target, "detail": what})
+            found += 1
+        if found >= limit:
+            break
     events.sort(key=lambda e: e["t_s"])
     return events[:limit]
 

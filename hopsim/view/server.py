@@ -36,6 +36,7 @@ from urllib.parse import parse_qs, urlparse
 import numpy as np
 
 from hopsim.view.columns import ColumnReader, ColumnsReport, SignalError, read_signals
+from hopsim.view.plots import decimate
 from hopsim.view.run_data import read_events, read_poses, read_run_info, signal_catalog
 
 STATIC = Path(__file__).parent / "static"
@@ -84,24 +85,6 @@ def host_allowed(header: str | None, allowed: frozenset[str]) -> bool:
 
 def _plotly_js() -> Path:
     return Path(str(resources.files("plotly") / "package_data" / "plotly.min.js"))
-
-
-def decimate(t: np.ndarray, v: np.ndarray, max_points: int = MAX_PLOT_POINTS) -> tuple[np.ndarray, np.ndarray]:
-    """At most ``max_points`` points of (t, v): each of ``max_points // 2`` buckets keeps its
-    minimum and its maximum, in time order (spikes survive, as a plot at that width shows them)."""
-    if len(t) <= max_points:
-        return t, v
-    buckets = max_points // 2
-    edges = np.linspace(0, len(t), buckets + 1).astype(np.int64)
-    keep = []
-    for a, b in zip(edges[:-1], edges[1:]):
-        segment = v[a:b]
-        if b > a and np.isfinite(segment).any():
-            keep.extend(sorted({a + int(np.nanargmin(segment)), a + int(np.nanargmax(segment))}))
-        elif b > a:
-            keep.append(a)
-    keep = np.array(keep, dtype=np.int64)
-    return t[keep], v[keep]
 
 
 class RunView:
@@ -191,7 +174,7 @@ class RunView:
     def signal(self, name: str) -> dict:
         with self._lock:
             found = read_signals(self._reader, [name])[name]
-        t, v = decimate(found.t_s, found.values)
+        t, v = decimate(found.t_s, found.values, MAX_PLOT_POINTS)
         return {
             "name": name,
             "t_s": t.tolist(),

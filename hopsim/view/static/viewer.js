@@ -14,7 +14,27 @@ const MAX_TRAIL_VERTICES = 400_000;       // trail segments' ends, all vehicles 
 const MAX_LABELS = 50;                    // vehicles named on screen up to this many
 
 const state = { run: null, poses: null, t: 0, playing: false, speed: 1, frameTimes: [], poseMs: [], plots: [],
-                drawnAt: null, viewChanged: true };
+                drawnAt: null, viewChanged: true, webgl: false };
+
+// ------------------------------------------------------------------------------------ WebGL
+
+// whether this browser gives the page a WebGL context (it may be turned off, or blocked on its GPU)
+function hasWebGL() {
+  try {
+    const canvas = document.createElement('canvas');
+    return Boolean(canvas.getContext('webgl2') || canvas.getContext('webgl'));
+  } catch (err) {
+    return false;
+  }
+}
+
+// without WebGL: say so where the 3-D view would be; the timeline, events and plots (drawn in SVG) work
+function noWebGL(why) {
+  const notice = $('no-webgl');
+  notice.querySelector('.why').textContent = why ? ` (${why})` : '';
+  notice.hidden = false;
+  window.hopsimViewer.webgl = false;
+}
 
 // ------------------------------------------------------------------------------------ data
 
@@ -272,7 +292,10 @@ function buildTimeline(run) {
   slider.addEventListener('input', () => { pause(); setTime(parseFloat(slider.value)); });
   $('play').addEventListener('click', () => (state.playing ? pause() : play()));
   $('speed').addEventListener('change', () => { state.speed = parseFloat($('speed').value); });
-  $('trails').addEventListener('change', () => { three.trails.visible = $('trails').checked; state.viewChanged = true; });
+  $('trails').addEventListener('change', () => {
+    if (three.trails) three.trails.visible = $('trails').checked;
+    state.viewChanged = true;
+  });
   window.addEventListener('keydown', (e) => {
     if (e.code === 'Space' && e.target.tagName !== 'INPUT') { e.preventDefault(); state.playing ? pause() : play(); }
   });
@@ -341,7 +364,7 @@ async function addPlot(name) {
   box.appendChild(close);
   $('plots').appendChild(box);
   const cursor = { type: 'line', xref: 'x', yref: 'paper', x0: state.t, x1: state.t, y0: 0, y1: 1, line: { color: '#ffb74d', width: 1 } };
-  await Plotly.newPlot(box, [{ x: data.t_s, y: data.values, type: 'scattergl', mode: 'lines', line: { shape: 'hv', width: 1.2 } }], {
+  await Plotly.newPlot(box, [{ x: data.t_s, y: data.values, type: state.webgl ? 'scattergl' : 'scatter', mode: 'lines', line: { shape: 'hv', width: 1.2 } }], {
     title: { text: name + (data.shown < data.points ? ` (${data.shown} of ${data.points} points)` : ''), font: { size: 11 } },
     margin: { l: 50, r: 10, t: 26, b: 28 }, paper_bgcolor: '#15181d', plot_bgcolor: '#1b1f26',
     font: { color: '#d8dde5', size: 10 }, xaxis: { title: { text: 's' }, gridcolor: '#2a2f37' },
@@ -373,8 +396,9 @@ function frame(now) {
   if (lastFrame !== null && state.playing) setTime(state.t + ((now - lastFrame) / 1000) * state.speed);
   lastFrame = now;
   while (state.frameTimes.length && now - state.frameTimes[0] > 2000) state.frameTimes.shift();
-  three.controls.update();
   moveCursors(now);
+  if (!state.webgl) return;                                       // no 3-D view to draw
+  three.controls.update();
   if (state.drawnAt === state.t && !state.viewChanged) return;   // nothing moved: keep the last image
   state.drawnAt = state.t;
   state.viewChanged = false;
@@ -400,7 +424,7 @@ async function follow() {
   const atEnd = state.t >= state.run.t1_s - 1e-9;
   const poses = parsePoses(await fetch('/api/poses').then((r) => r.arrayBuffer()));
   state.run = run;
-  setPoses(poses);
+  if (state.webgl) setPoses(poses); else state.poses = poses;
   setTimeline(run);
   if (atEnd) setTime(run.t1_s);
   $('subtitle').textContent = subtitle(run) + ' · following';
@@ -421,7 +445,16 @@ async function main() {
   state.poses = parsePoses(buffer);
   state.t = run.t0_s;
   $('subtitle').textContent = subtitle(run) + (run.follow ? ' · following' : '');
-  buildScene(run, state.poses);
+  if (hasWebGL()) {
+    try {
+      buildScene(run, state.poses);
+      state.webgl = true;
+    } catch (err) {
+      noWebGL(String(err.message || err));
+    }
+  } else {
+    noWebGL('');
+  }
   buildTimeline(run);
   buildPicker(run.catalog);
   setTime(run.t0_s);
@@ -429,13 +462,14 @@ async function main() {
   const loadMs = performance.now() - startedAt;
   $('status').textContent = run.damaged_chunks ? `${run.damaged_chunks} damaged chunk(s) skipped` : `loaded in ${(loadMs / 1000).toFixed(2)} s`;
   window.hopsimViewer.loadMs = loadMs;
+  window.hopsimViewer.webgl = state.webgl;
   window.hopsimViewer.ready = true;
   if (run.follow) setInterval(() => follow().catch(() => {}), FOLLOW_EVERY_MS);
 }
 
 // for tests and measurements: the viewer's state and controls
 window.hopsimViewer = {
-  ready: false, loadMs: null, fps, play, pause, setTime, addPlot,
+  ready: false, loadMs: null, webgl: null, fps, play, pause, setTime, addPlot,
   poseMs: () => { const m = [...state.poseMs].sort((a, b) => a - b); return m.length ? m[m.length >> 1] : 0; },
   state: () => ({ t: state.t, playing: state.playing, speed: state.speed, vehicles: state.poses ? state.poses.N : 0,
                   instants: state.poses ? state.poses.T : 0, plots: state.plots.map((p) => p.name),
