@@ -21,7 +21,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import timing  # noqa: E402
+import timing
+
 from hopsim.dynamics.contact import all_pairs_candidates, broadphase_pairs
 
 QUICK = "--quick" in sys.argv

@@ -22,10 +22,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hopsim.view.columns import read_signals  # noqa: E402
-from hopsim.bus.envelope import Envelope  # noqa: E402
-from hopsim.bus.recorder import McapRecorder  # noqa: E402
-from hopsim.schemas import Quaternion, Vector3, VehicleState  # noqa: E402
+from hopsim.bus.envelope import Envelope
+from hopsim.bus.recorder import McapRecorder
+from hopsim.schemas import Quaternion, Vector3, VehicleState
+from hopsim.view.columns import read_signals
 
 VEHICLES = 100
 

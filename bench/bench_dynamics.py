@@ -26,7 +26,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from timing import best_time  # noqa: E402
+from timing import best_time
+
 from hopsim.dynamics import algorithms as alg
 from hopsim.dynamics.rigid_body import STATE_SIZE, pack_state, rigid_body_rk4_step_batch
 from hopsim.dynamics.tree import MultibodyTree, pose

@@ -26,8 +26,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hopsim.schemas import Quaternion, Vector3, VehicleState, Wrench  # noqa: E402
-from hopsim.schemas.rows import StringTable, row_layout  # noqa: E402
+from hopsim.schemas import Quaternion, Vector3, VehicleState, Wrench
+from hopsim.schemas.rows import StringTable, row_layout
 
 SIZES = (100, 10_000)
 

@@ -35,8 +35,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hopsim.bus.frames import FLUSH_BYTES, Plan, export, topic_path  # noqa: E402
-from hopsim.schemas import message_class  # noqa: E402
+from hopsim.bus.frames import FLUSH_BYTES, Plan, export, topic_path
+from hopsim.schemas import message_class
 
 
 def record(path: Path, vehicles: int, duration_s: float) -> None:

@@ -77,8 +77,9 @@ def main() -> None:
             warm, *_ = run(name, opts.duration, cache)
         print(f"| {name} | {cold:.1f} | {ahead:.1f} | {late:.1f} | {functions} | {warm:.2f} |")
     print()
+    simulates = "simulates the scenario default duration" if opts.duration is None else f"simulates {opts.duration:g} s"
     print(
-        f"Each run {'simulates the scenario default duration' if opts.duration is None else f'simulates {opts.duration:g} s'} "
+        f"Each run {simulates} "
         f"with `hopsim run`, in a new process; 'warm' reuses the cache the first run filled. Target: the "
         f"flagship's first run under 20 s of compilation, later runs start in under 2 s."
     )

@@ -7,7 +7,8 @@ Each size runs in its own subprocess (so that its peak resident memory is its ow
 scenario's defaults (1 Hz control, every model of a vehicle at that rate, no recorder), with the
 rate group's row blocks (:mod:`hopsim.kernel.blocks`, the default) and without them (every
 member's models one by one). The first five simulated seconds (initial barriers, compiled-code
-loading, the block formed) are timed apart from the run, which goes on from there. Prints a markdown section: a heading and a
+loading, the block formed) are timed apart from the run, which goes on from there. Prints a markdown section: a
+heading and a
 table, one row per size.
 
 Beside it, the kernel's floor for the same wiring: 100 islands of the formation's four flow models
@@ -207,13 +208,13 @@ def plain_objects_floor_us(repeat: int = 5, number: int = 20000) -> float:
             self.x, self.y, self.z = x, y, z
 
     class VehicleState:
-        __slots__ = ("vehicle", "t_ns", "r_BN_N", "v_BN_N", "mass_kg")
+        __slots__ = ("mass_kg", "r_BN_N", "t_ns", "v_BN_N", "vehicle")
 
         def __init__(self, vehicle, t_ns, r_BN_N, v_BN_N, mass_kg):
             self.vehicle, self.t_ns, self.r_BN_N, self.v_BN_N, self.mass_kg = vehicle, t_ns, r_BN_N, v_BN_N, mass_kg
 
     class Wrench:
-        __slots__ = ("vehicle", "force")
+        __slots__ = ("force", "vehicle")
 
         def __init__(self, vehicle, force):
             self.vehicle, self.force = vehicle, force
@@ -247,7 +248,7 @@ def dispatch_floor_us(n: int = 100, steps: int = 300, repeat: int = 5) -> float:
             pass
 
     class Port:
-        __slots__ = ("value", "t_ns")
+        __slots__ = ("t_ns", "value")
 
         def deliver(self, msg, t_ns):
             self.value, self.t_ns = msg, t_ns
@@ -531,7 +532,8 @@ def block_breakdown_us(n: int = 100, duration_s: float = 120.0, repeat: int = 3)
     import hopsim.actors.formation_rows as rows
     import hopsim.kernel.blocks as blocks
     from hopsim.actors.rigid_fleet import RigidVehicleRows
-    from hopsim.bus import framing, recorder as rec
+    from hopsim.bus import framing
+    from hopsim.bus import recorder as rec
     from hopsim.bus.recorder import McapRecorder
     from hopsim.kernel import Simulation
     from hopsim.scenarios.catalog import get_scenario
@@ -600,7 +602,8 @@ def block_breakdown_us(n: int = 100, duration_s: float = 120.0, repeat: int = 3)
 def print_block_breakdown(parts: dict[str, dict[str, float]]) -> None:
     settings = list(parts)
     print(
-        "\nWhere a vehicle-step goes with row blocks (N = 100, 120 s after 5; us per vehicle-step, CPU time, best of 3):\n"
+        "\nWhere a vehicle-step goes with row blocks (N = 100, 120 s after 5; us per vehicle-step, CPU time, "
+        "best of 3):\n"
     )
     print("| part | " + " | ".join(settings) + " |")
     print("|---|" + "---:|" * len(settings))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hopsim.scenarios.montecarlo import make_campaign, run_campaign  # noqa: E402
+from hopsim.scenarios.montecarlo import make_campaign, run_campaign
 
 
 def campaign(runs: int):

@@ -19,14 +19,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hopsim.scenarios.montecarlo import make_campaign, run_campaign  # noqa: E402
+from hopsim.scenarios.montecarlo import make_campaign, run_campaign
 
 
 def rss_mib() -> float:
     """The resident set size now (MiB), from /proc."""
-    for line in open("/proc/self/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
     return float("nan")
 
 

@@ -7,7 +7,8 @@ hopsim: one :class:`~hopsim.actors.orbiting_spacecraft.OrbitingSpacecraft` per i
 one step per 1 Hz hop; the islands form one rate group, run as a row block once the wheel command
 is latched (:mod:`hopsim.kernel.blocks`: one compiled RK4 call over all spacecraft per instant),
 and, in a second column, each through its own scalar path: no fleet form, no row block): GGM03S to degree 8 in
-the Earth-fixed frame, a cannonball in an exponential atmosphere, cannonball solar pressure (analytic Sun, cylindrical shadow), four wheels
+the Earth-fixed frame, a cannonball in an exponential atmosphere, cannonball solar pressure (analytic Sun,
+cylindrical shadow), four wheels
 in a pyramid with viscous and Coulomb friction under a constant command, no gravity gradient.
 
 Basilisk (an interpreter with the ``bsk`` wheel from ``HOPSIM_BSK_PYTHON``, else ``.venv-bsk``):
@@ -45,8 +46,8 @@ sys.path.insert(0, str(ROOT))
 from hopsim.actors.orbiting_spacecraft import OrbitingSpacecraft  # noqa: E402
 from hopsim.dynamics.gravity import EARTH_RADIUS  # noqa: E402
 from hopsim.dynamics.integrators import RK4  # noqa: E402
-from hopsim.dynamics.orbiting_body import rk4_hops  # noqa: E402
 from hopsim.dynamics.orbital_elements import state_from_elements  # noqa: E402
+from hopsim.dynamics.orbiting_body import rk4_hops  # noqa: E402
 from hopsim.dynamics.spherical_harmonics import ggm03s  # noqa: E402
 from hopsim.kernel import Simulation  # noqa: E402
 from hopsim.schemas import ReactionWheelCommand  # noqa: E402

@@ -17,8 +17,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hopsim.scenarios import run_scenario  # noqa: E402
-from hopsim.scenarios.pacing import Pacer  # noqa: E402
+from hopsim.scenarios import run_scenario
+from hopsim.scenarios.pacing import Pacer
 
 
 def bare_loop(seconds: float, period_s: float = 0.01) -> np.ndarray:

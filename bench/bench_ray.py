@@ -56,9 +56,10 @@ def peak_rss_mib(pid: int | None = None) -> float:
     if pid is None:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     try:
-        for line in open(f"/proc/{pid}/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
     except OSError:
         pass
     return 0.0

@@ -20,10 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_kernel import Stage, hop_cost, print_table  # noqa: E402
-from hopsim.bus.recorder import McapRecorder  # noqa: E402
-from hopsim.scenarios.replay import replay_recording  # noqa: E402
-from hopsim.scenarios.runner import run_scenario  # noqa: E402
+from bench_kernel import Stage, hop_cost, print_table
+
+from hopsim.bus.recorder import McapRecorder
+from hopsim.scenarios.replay import replay_recording
+from hopsim.scenarios.runner import run_scenario
 
 DURATION_S = 600.0
 REPEAT = 5

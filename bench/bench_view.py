@@ -26,11 +26,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hopsim.bus.envelope import Envelope  # noqa: E402
-from hopsim.bus.recorder import McapRecorder  # noqa: E402
-from hopsim.schemas import Quaternion, Vector3, VehicleState  # noqa: E402
-from hopsim.view.browser import chromium_args, chromium_path  # noqa: E402
-from hopsim.view.server import RunView, serve  # noqa: E402
+from hopsim.bus.envelope import Envelope
+from hopsim.bus.recorder import McapRecorder
+from hopsim.schemas import Quaternion, Vector3, VehicleState
+from hopsim.view.browser import chromium_args, chromium_path
+from hopsim.view.server import RunView, serve
 
 
 def write_recording(path: Path, n: int, seconds: float, rate_hz: float = 10.0) -> int:
@@ -40,7 +40,7 @@ def write_recording(path: Path, n: int, seconds: float, rate_hz: float = 10.0) -
     steps = int(seconds * rate_hz) + 1
     count = 0
     for k in range(steps):
-        t_ns = int(round(k * 1e9 / rate_hz))
+        t_ns = round(k * 1e9 / rate_hz)
         t = t_ns / 1e9
         c, s = math.cos(0.2 * t), math.sin(0.2 * t)
         half = 0.05 * t

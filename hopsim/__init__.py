@@ -21,7 +21,7 @@ def _fix_numba_target() -> None:
 
 _fix_numba_target()
 
-from hopsim.kernel.integrate import set_default_integrator as _set_default_integrator
+from hopsim.kernel.integrate import set_default_integrator as _set_default_integrator  # noqa: E402 (numba target first)
 
 
 def _rk4():

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
-from typing import Optional
 
 import typer
 import typer.rich_utils
@@ -224,7 +222,7 @@ def _default_text(field) -> str:
 
 
 @app.command("scenarios")
-def scenarios_cmd(name: Optional[str] = typer.Argument(None, help="a scenario: show its parameters")) -> None:
+def scenarios_cmd(name: str | None = typer.Argument(None, help="a scenario: show its parameters")) -> None:
     """List the built-in scenarios, or every parameter of one (type, unit, default, description)."""
     from hopsim.scenarios import ScenarioError, all_scenarios, get_scenario
 
@@ -286,10 +284,10 @@ def faults_cmd(name: str = typer.Argument(..., help="scenario name")) -> None:
 @app.command("run")
 def run_cmd(
     name: str = typer.Argument(..., help="scenario name (see `hopsim scenarios`)"),
-    duration: Optional[float] = typer.Option(None, help="simulated seconds (default: the scenario's)"),
+    duration: float | None = typer.Option(None, help="simulated seconds (default: the scenario's)"),
     seed: int = typer.Option(0, help="run seed; every model's generator derives from it"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter, key=value (repeatable)"),
-    out: Optional[Path] = typer.Option(None, help="record every envelope to this MCAP file"),
+    out: Path | None = typer.Option(None, help="record every envelope to this MCAP file"),
     force: bool = typer.Option(
         False,
         "--force",
@@ -297,13 +295,11 @@ def run_cmd(
         help="replace an existing --out file (only by a complete recording: a run that fails leaves it as it was)",
     ),
     backend: str = typer.Option("local", help="runtime: local (in-process) or ray"),
-    placement: Optional[str] = typer.Option(
-        None, help="with --backend ray: per-island (default), per-model or shards:K"
-    ),
-    ray_address: Optional[str] = typer.Option(None, help="connect to an existing Ray cluster"),
+    placement: str | None = typer.Option(None, help="with --backend ray: per-island (default), per-model or shards:K"),
+    ray_address: str | None = typer.Option(None, help="connect to an existing Ray cluster"),
     progress: bool = typer.Option(True, help="show a progress bar"),
     fault: list[str] = typer.Option([], help="t=S,target=MODEL,kind=KIND[,index=I,value=V,duration=S] (repeatable)"),
-    checkpoint_every: Optional[float] = typer.Option(None, help="write a checkpoint every S simulated seconds"),
+    checkpoint_every: float | None = typer.Option(None, help="write a checkpoint every S simulated seconds"),
     checkpoint_dir: Path = typer.Option(Path("checkpoints"), help="where checkpoints go"),
     cpu: bool = typer.Option(False, help="measure and print each actor's share of CPU time"),
     batching: bool = typer.Option(
@@ -324,7 +320,7 @@ def run_cmd(
         False, "--stats", help="also print the kernel's statistics (islands, barriers, hops, deliveries, Ray windows)"
     ),
     verbose: bool = typer.Option(False, "--verbose", help="let Ray print its notices and its workers' output"),
-    pace: Optional[float] = typer.Option(
+    pace: float | None = typer.Option(
         None, help="run at this many times real time (1: real time); the recorded stream is the same"
     ),
     live: bool = typer.Option(
@@ -336,7 +332,7 @@ def run_cmd(
     ),
     live_host: str = typer.Option("127.0.0.1", help="with --live: the address to serve on"),
     live_port: int = typer.Option(8765, min=0, max=65535, help="with --live: the port (0: a free one)"),
-    live_token: Optional[str] = typer.Option(
+    live_token: str | None = typer.Option(
         None,
         help="with --live: the token every client must give (ws://HOST:PORT/?token=T), on any address, "
         "loopback included (default: none on loopback, one drawn on another address)",
@@ -447,20 +443,18 @@ def _pacing(pace, live, host, port, token, out, backend):
 @app.command("resume")
 def resume_cmd(
     checkpoint_file: Path = typer.Argument(..., help="a checkpoint written by `hopsim run --checkpoint-every`"),
-    out: Optional[Path] = typer.Option(None, help="record the rest of the run to this MCAP file"),
+    out: Path | None = typer.Option(None, help="record the rest of the run to this MCAP file"),
     force: bool = typer.Option(
         False,
         "--force",
         metavar="",
         help="replace an existing --out file (only by a complete recording: a run that fails leaves it as it was)",
     ),
-    duration: Optional[float] = typer.Option(None, help="end time (default: the original run's)"),
-    checkpoint_every: Optional[float] = typer.Option(
+    duration: float | None = typer.Option(None, help="end time (default: the original run's)"),
+    checkpoint_every: float | None = typer.Option(
         None, help="write a checkpoint every S simulated seconds (default: none; not the original run's)"
     ),
-    checkpoint_dir: Optional[Path] = typer.Option(
-        None, help="where checkpoints go (default: the checkpoint's directory)"
-    ),
+    checkpoint_dir: Path | None = typer.Option(None, help="where checkpoints go (default: the checkpoint's directory)"),
     progress: bool = typer.Option(True, help="show a progress bar"),
     stats: bool = typer.Option(False, "--stats", help="also print the kernel's statistics"),
 ) -> None:
@@ -489,7 +483,7 @@ def resume_cmd(
 ISLANDS_LISTED = 12  # more islands than this are summed up in one line
 
 
-def _check_out(out: Optional[Path], force: bool, option: str = "--out") -> None:
+def _check_out(out: Path | None, force: bool, option: str = "--out") -> None:
     """A file already at ``out`` is replaced only when asked (``--force``), and then only by a
     complete new one: every output is written under its partial name beside its target and
     renamed over it when complete (:mod:`hopsim.bus.atomic`)."""
@@ -602,19 +596,19 @@ def _report_stats(result) -> None:
 @app.command("replay")
 def replay_cmd(
     file: Path = typer.Argument(..., help="a recording made by `hopsim run --out`"),
-    live: Optional[str] = typer.Option(
+    live: str | None = typer.Option(
         None, help="partial replay: only these actors run (comma-separated); every other input comes from the recording"
     ),
     playback_only: bool = typer.Option(False, help="nothing live: republish the recorded outputs"),
     set_: list[str] = typer.Option([], "--set", help="change a scenario parameter for the replay"),
-    out: Optional[Path] = typer.Option(None, help="record the replayed run (diverged or not) to this MCAP file"),
+    out: Path | None = typer.Option(None, help="record the replayed run (diverged or not) to this MCAP file"),
     force: bool = typer.Option(
         False,
         "--force",
         metavar="",
         help="replace an existing --out file (only by a complete recording: a run that fails leaves it as it was)",
     ),
-    checkpoint: Optional[Path] = typer.Option(
+    checkpoint: Path | None = typer.Option(
         None,
         "--checkpoint",
         metavar="CKPT",
@@ -656,10 +650,10 @@ def campaign_cmd(
     name: str = typer.Argument(..., help="scenario name"),
     fault: list[str] = typer.Option(..., help="one run per fault: t=S,target=MODEL,kind=KIND[,...]"),
     seed: int = typer.Option(0, help="the seed of every run (runs differ by their fault only)"),
-    duration: Optional[float] = typer.Option(None),
+    duration: float | None = typer.Option(None),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter, key=value"),
     table: Path = typer.Option(Path("runs/campaign.md"), help="where the table goes (.md or .csv)"),
-    directory: Optional[Path] = typer.Option(
+    directory: Path | None = typer.Option(
         None,
         "--dir",
         help="keep the Monte Carlo campaign here "
@@ -717,7 +711,7 @@ def plot_cmd(
         ..., help="TOPIC.FIELD[.FIELD...] (e.g. sph1/state.omega_BN_B.z); an element of a repeated number: FIELD[I]"
     ),
     out: Path = typer.Option(Path("plot.png"), help="the plot: .png, .svg, .pdf, or .html (interactive, offline)"),
-    csv_out: Optional[Path] = typer.Option(
+    csv_out: Path | None = typer.Option(
         None, "--csv", help="also write the columns (t_s and each signal) to this CSV file"
     ),
     force: bool = typer.Option(False, "--force", metavar="", help="replace an existing --out or --csv file"),
@@ -765,10 +759,10 @@ class _ColumnsFile:
 
     BLOCK = 100_000  # rows formatted at once
 
-    def __init__(self, path: Optional[Path]):
+    def __init__(self, path: Path | None):
         import csv
 
-        self.file = open(path, "w", newline="") if path is not None else None
+        self.file = open(path, "w", newline="") if path is not None else None  # noqa: SIM115 (closed by close())
         if self.file is not None:
             self.writer = csv.writer(self.file)
             self.writer.writerow(["signal", "t_s", "value"])
@@ -788,7 +782,7 @@ class _ColumnsFile:
             t, v = s.t_s[a : a + self.BLOCK].tolist(), s.values[a : a + self.BLOCK].tolist()
             self.file.write("".join(map(row, t, v)))
 
-    def __enter__(self) -> "_ColumnsFile":
+    def __enter__(self) -> _ColumnsFile:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -799,7 +793,7 @@ class _ColumnsFile:
 @app.command("layout")
 def layout_cmd(
     file: str = typer.Argument(..., help="a recording, or a built-in scenario (its shipped layout)"),
-    out: Optional[Path] = typer.Option(
+    out: Path | None = typer.Option(
         None,
         help="the layout file (default: FILE.layout.json beside the "
         "recording; SCENARIO.layout.json here for a scenario)",
@@ -874,7 +868,7 @@ def _scene_chief(info: dict) -> str | None:
 @app.command("view")
 def view_cmd(
     file: Path = typer.Argument(..., help="a recording, or a Monte Carlo campaign directory (with --run)"),
-    run: Optional[int] = typer.Option(None, help="in a campaign directory: the retained run to open"),
+    run: int | None = typer.Option(None, help="in a campaign directory: the retained run to open"),
     host: str = typer.Option(
         "127.0.0.1",
         help="the address to serve on (another than 127.0.0.1 makes the recording readable from the network)",
@@ -886,7 +880,7 @@ def view_cmd(
         "--follow",
         help="a recording still being written (a live run's --out): the page shows what it holds as it grows",
     ),
-    hill: Optional[str] = typer.Option(
+    hill: str | None = typer.Option(
         None,
         metavar="CHIEF",
         help="show the vehicles relative to vehicle CHIEF, "
@@ -947,7 +941,7 @@ def view_cmd(
         server.server_close()
 
 
-def _being_written(file: Path) -> Optional[Path]:
+def _being_written(file: Path) -> Path | None:
     """The partial file of ``file`` a run is writing (:mod:`hopsim.bus.atomic`), if one is newer
     than ``file``; else None."""
     from hopsim.bus.atomic import partials_of
@@ -963,7 +957,7 @@ def _being_written(file: Path) -> Optional[Path]:
     return partials[0]
 
 
-def _recording_to_view(file: Path, run: Optional[int]) -> Path:
+def _recording_to_view(file: Path, run: int | None) -> Path:
     """The recording ``hopsim view`` opens: ``file``, or a campaign's retained run."""
     if not file.exists():
         err.print("[red]error:[/red] " + escape(f"no such file or directory {file}"))
@@ -1029,10 +1023,10 @@ def inspect_cmd(file: Path = typer.Argument(..., help="a recording")) -> None:
 def export_cmd(
     file: Path = typer.Argument(..., help="a recording"),
     to: Path = typer.Option(..., "--to", help="the directory: one Parquet file per topic, <topic>.parquet"),
-    topics: Optional[str] = typer.Option(
+    topics: str | None = typer.Option(
         None, "--topics", help="comma-separated topics or patterns (e.g. 'v*/state'); default: every topic"
     ),
-    fields: Optional[str] = typer.Option(
+    fields: str | None = typer.Option(
         None, "--fields", help="comma-separated fields (e.g. r_BN_N,mass; a message names its leaves); default: all"
     ),
     force: bool = typer.Option(False, "--force", metavar="", help="replace files already in the directory"),
@@ -1118,7 +1112,7 @@ def linearize_cmd(
     seed: int = typer.Option(0, help="run seed"),
     set_: list[str] = typer.Option([], "--set", help="scenario parameter, key=value (repeatable)"),
     fault: list[str] = typer.Option([], help="a fault before T, as for `hopsim run` (repeatable)"),
-    out: Optional[Path] = typer.Option(None, help="write A, B, C, D and their names to this .npz file"),
+    out: Path | None = typer.Option(None, help="write A, B, C, D and their names to this .npz file"),
     force: bool = typer.Option(False, "--force", metavar="", help="replace an existing --out file"),
 ) -> None:
     """Linearize a scenario about its state at --at: A, B, C, D by finite differences."""
@@ -1182,16 +1176,16 @@ def linearize_cmd(
 @montecarlo_app.command("run")
 def montecarlo_run_cmd(
     target: str = typer.Argument(..., help="a campaign file (.toml) or a scenario name"),
-    runs: Optional[int] = typer.Option(None, help="number of runs (with a scenario name: required)"),
-    seed: Optional[int] = typer.Option(None, help="campaign seed; every run's seed and draws derive from it"),
-    duration: Optional[float] = typer.Option(None, help="simulated seconds of each run"),
+    runs: int | None = typer.Option(None, help="number of runs (with a scenario name: required)"),
+    seed: int | None = typer.Option(None, help="campaign seed; every run's seed and draws derive from it"),
+    duration: float | None = typer.Option(None, help="simulated seconds of each run"),
     set_: list[str] = typer.Option([], "--set", help="fixed scenario parameter, key=value (repeatable)"),
     disperse: list[str] = typer.Option([], help="PATH=KIND:ARGS, e.g. altitude_m=normal:250,10 (repeatable)"),
     directory: Path = typer.Option(
         Path("runs/montecarlo"), "--dir", help="the campaign directory (an interrupted campaign in it is resumed)"
     ),
     backend: str = typer.Option("local", help="local (one process) or ray (one task per run)"),
-    ray_address: Optional[str] = typer.Option(None, help="with --backend ray: a cluster to use"),
+    ray_address: str | None = typer.Option(None, help="with --backend ray: a cluster to use"),
     retain: list[int] = typer.Option([], "--retain-run", help="also record this run (repeatable)"),
     force: bool = typer.Option(
         False,
@@ -1264,7 +1258,7 @@ def montecarlo_run_cmd(
 def montecarlo_rerun_cmd(
     directory: Path = typer.Argument(..., help="a campaign directory"),
     run: int = typer.Option(..., help="the run to run again"),
-    out: Optional[Path] = typer.Option(None, help="record it to this MCAP file"),
+    out: Path | None = typer.Option(None, help="record it to this MCAP file"),
     force: bool = typer.Option(
         False,
         "--force",

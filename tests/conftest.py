@@ -15,7 +15,8 @@ def ray_processes() -> list[str]:
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
-                cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
             except OSError:
                 continue
             if "raylet" in cmd or "gcs_server" in cmd or "ray::" in cmd:

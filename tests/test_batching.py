@@ -23,7 +23,8 @@ def test_batching_changes_no_bit_of_the_stream(name, overrides, duration):
 
 
 def test_a_batch_really_groups_islands():
-    from hopsim.kernel import executive, island as island_module
+    from hopsim.kernel import executive
+    from hopsim.kernel import island as island_module
 
     sizes = []
     original = island_module.propagate_together

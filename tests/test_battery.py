@@ -1,10 +1,10 @@
 """Dshell's Battery flow model: power integrated per I/O step, clamped to [0, total]."""
 
 import pytest
+from models_for_tests import Source
 
 from hopsim.actors.battery import Battery
 from hopsim.kernel import Simulation
-from models_for_tests import Source
 
 
 def run_battery(source_W, load_W, initial_Wh, efficiency=1.0, seconds=10, alarm_Wh=0.0):
@@ -27,15 +27,15 @@ def run_battery(source_W, load_W, initial_Wh, efficiency=1.0, seconds=10, alarm_
 
 
 def test_net_power_is_integrated_per_step():
-    bat, levels = run_battery(source_W=360.0, load_W=0.0, initial_Wh=60.0, efficiency=0.5, seconds=10)
+    _bat, levels = run_battery(source_W=360.0, load_W=0.0, initial_Wh=60.0, efficiency=0.5, seconds=10)
     # 360 W * 0.5 for 1 s = 0.05 Wh per step
     assert levels == pytest.approx([60.0 + 0.05 * k for k in range(1, 11)], abs=1e-12)
 
 
 def test_clamped_at_full_and_empty():
-    bat, levels = run_battery(source_W=3600.0, load_W=0.0, initial_Wh=68.0, seconds=5)
+    _, levels = run_battery(source_W=3600.0, load_W=0.0, initial_Wh=68.0, seconds=5)
     assert levels == pytest.approx([69.0, 69.1, 69.1, 69.1, 69.1], abs=1e-12)
-    bat, levels = run_battery(source_W=0.0, load_W=7200.0, initial_Wh=5.0, seconds=5)
+    _bat, levels = run_battery(source_W=0.0, load_W=7200.0, initial_Wh=5.0, seconds=5)
     assert levels == pytest.approx([3.0, 1.0, 0.0, 0.0, 0.0], abs=1e-12)
 
 
@@ -66,5 +66,5 @@ def test_alarm_below_threshold():
 
 
 def test_efficiency_outside_a_fraction_is_rejected_with_the_reason():
-    with pytest.raises(ValueError, match="1.0 means 100"):
+    with pytest.raises(ValueError, match=r"1.0 means 100"):
         Battery("b", efficiency=100.0)

@@ -2,11 +2,11 @@
 the total order of a recorded instant, and wiring errors that name the fix."""
 
 import pytest
+from models_for_tests import QueueSource, Source
 
 from hopsim.bus import MemoryRecorder, WiringError
 from hopsim.kernel import FixedRate, In, Model, Out, Simulation, Tie
 from hopsim.schemas import Scalar, ThrottleCommand
-from models_for_tests import QueueSource, Source
 
 S = 1_000_000_000
 

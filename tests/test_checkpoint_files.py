@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from hopsim.kernel import state_codec
 from hopsim.kernel.checkpoint import MAGIC, CheckpointError, load
 from hopsim.kernel.state_codec import StateCodecError, decode, encode
-from hopsim.schemas import Vector3, VehicleState
 from hopsim.scenarios.runner import resume_run, run_scenario
+from hopsim.schemas import Vector3, VehicleState
 
 S = 1_000_000_000
 
@@ -228,9 +228,9 @@ def test_every_damaged_byte_is_refused_whole(lander_checkpoint, tmp_path):
         damaged.write_bytes(bytes(flipped))
         with pytest.raises(CheckpointError):
             load(damaged)
-    for cut in sorted(rnd.sample(range(len(data)), 20)) + [0]:
+    for cut in [*sorted(rnd.sample(range(len(data)), 20)), 0]:
         damaged.write_bytes(data[:cut])
-        with pytest.raises(CheckpointError, match="empty|damaged|truncated|header|not a readable"):
+        with pytest.raises(CheckpointError, match=r"empty|damaged|truncated|header|not a readable"):
             load(damaged)
 
 

@@ -129,8 +129,8 @@ def test_vector_parameters_from_the_command_line(tmp_path):
 
 
 def test_every_fault_field_reaches_the_model_and_an_ignored_one_is_an_error(tmp_path):
-    from hopsim.bus.reading import read_recording
     from hopsim.bus.compare import decode_payload
+    from hopsim.bus.reading import read_recording
 
     out = tmp_path / "f.mcap"
     res = runner.invoke(
@@ -413,7 +413,8 @@ def test_campaign_is_a_monte_carlo_campaign_over_the_fault_list(tmp_path):
         ],
     )
     assert res.exit_code == 0, res.output
-    rows = list(csv.DictReader(open(tmp_path / "c" / "results.csv")))
+    with open(tmp_path / "c" / "results.csv") as f:
+        rows = list(csv.DictReader(f))
     # half the thrust: the lander crashes, which its success criterion counts as a failed run
     assert [r["seed"] for r in rows] == ["4", "4"] and [r["status"] for r in rows] == ["ok", "unsuccessful"]
     assert rows[1]["error"].startswith("crashed: touchdown at")

@@ -11,13 +11,12 @@ from mcap.reader import make_reader
 from mcap_protobuf.decoder import DecoderFactory
 from typer.testing import CliRunner
 
-from hopsim.view.columns import SignalError, read_signals
 from hopsim.bus.envelope import Envelope
 from hopsim.bus.recorder import McapRecorder
 from hopsim.cli import app
 from hopsim.scenarios import run_scenario
 from hopsim.schemas import Quaternion, Vector3, VehicleState, message_class
-
+from hopsim.view.columns import SignalError, read_signals
 
 J2000_NS = 946_728_000 * 10**9  # 2000-01-01T12:00:00Z, the default epoch: log time = epoch + t
 

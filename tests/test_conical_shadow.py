@@ -8,12 +8,12 @@ import math
 import subprocess
 
 import numpy as np
+from basilisk_peer import bsk_python
 
 from hopsim.actors.orbiting_spacecraft import OrbitingSpacecraft
 from hopsim.dynamics.environment import SUN_RADIUS, conical_shadow_fraction_xyz, sun_position_xyz
 from hopsim.dynamics.gravity import EARTH_RADIUS
 from hopsim.dynamics.spatial import cross_xyz
-from basilisk_peer import bsk_python
 
 EPOCH_JD = 2460000.5
 BSK_SUN_RADIUS = 695000e3  # m, Basilisk's REQ_SUN

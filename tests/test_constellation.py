@@ -166,7 +166,7 @@ def test_station_keeping_holds_every_satellite_in_its_box(kept):
     u_dot = kept.sim.model("p00s00_sk").u_dot_radps
     for name in names(2, 2):
         t, e = truth_phase_errors(kept, name)
-        k = int(round(2 * math.pi / u_dot / (t[1] - t[0])))
+        k = round(2 * math.pi / u_dot / (t[1] - t[0]))
         orbit_mean = np.convolve(e, np.ones(k) / k, mode="valid")
         assert np.abs(orbit_mean).max() <= box + 0.02 * DEG, name
         assert np.abs(e).max() <= box + 0.12 * DEG, name

@@ -14,8 +14,8 @@ import pytest
 
 from hopsim.dynamics.spatial import quat_to_dcm
 from hopsim.kernel import Simulation
-from hopsim.scenarios.registry import ScenarioError
 from hopsim.scenarios.catalog import get_scenario
+from hopsim.scenarios.registry import ScenarioError
 from hopsim.schemas import Fault, KernelEvent, Vector3
 
 R = 0.1

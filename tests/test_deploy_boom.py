@@ -26,7 +26,7 @@ def on_axis():
 
 
 def test_boom_follows_each_of_the_four_profiles(on_axis):
-    p, r, joints, _ = on_axis
+    p, _r, joints, _ = on_axis
     moves = boom_moves(p)
     checked = 0
     for js in joints:
@@ -42,7 +42,7 @@ def test_boom_follows_each_of_the_four_profiles(on_axis):
 
 
 def test_hub_recoils_by_the_mass_ratio_and_needs_the_reduced_mass_force(on_axis):
-    p, r, joints, hub = on_axis
+    p, _r, joints, hub = on_axis
     m_h, m_b = p.hub_mass_kg, p.boom_mass_kg
     for js, h in zip(joints, hub):
         ext = js.q[-1]

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_readme import blocks
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"

@@ -10,13 +10,13 @@ import subprocess
 
 import numpy as np
 import pytest
+from basilisk_peer import bsk_python
 
 from hopsim.actors.orbiting_spacecraft import OrbitingSpacecraft
 from hopsim.dynamics.contact import composite_mass_properties, relative_pose, weld_state
 from hopsim.dynamics.environment import air_relative_velocity_xyz, exponential_density, plate_records
 from hopsim.dynamics.gravity import EARTH_RADIUS
 from hopsim.dynamics.spatial import quat_to_dcm
-from basilisk_peer import bsk_python
 
 RHO0, SCALE = 1e-9, 60e3  # kg/m^3 at the surface of a sphere of the Earth's radius, m
 ATMOSPHERE = dict(rho0_kgpm3=RHO0, h0_m=0.0, scale_height_m=SCALE)

@@ -3,12 +3,12 @@
 import math
 
 import pytest
+from models_for_tests import FallingBody, Gain, IoRecorder, VariableStepper
 
 from hopsim.dynamics import RK4, Euler
-from hopsim.kernel import FixedRate, FSM, AlgebraicLoopError, Simulation
+from hopsim.kernel import FSM, AlgebraicLoopError, FixedRate, Simulation
 from hopsim.kernel.model import OutputOutsideUpdateFlowOuts
 from hopsim.kernel.simtime import PeriodicSchedule, seconds
-from models_for_tests import FallingBody, Gain, IoRecorder, VariableStepper
 
 S = 1_000_000_000
 
@@ -296,10 +296,11 @@ def test_cpu_accounting_attributes_time_to_the_busy_model():
 
 def test_variable_rate_model_is_asked_again_when_a_triggering_message_arrives():
     """A model learns from a message when it next needs an I/O step (a valve's switch time)."""
+    from models_for_tests import QueueSource
+
     from hopsim.kernel import In, VariableRate
     from hopsim.kernel.model import Model as _Model
     from hopsim.schemas import Scalar
-    from models_for_tests import QueueSource
 
     class Alarm(_Model):
         inputs = {"at": In(Scalar, queue=True, trigger=True)}

@@ -117,7 +117,7 @@ def test_a_recording_reads_as_a_frame_directly_with_its_description(formation, e
     assert list(picked.columns) == ["t_ns", "t_s", "r_BN_N.x", "r_BN_N.y", "r_BN_N.z", "mass"]
     with pytest.raises(FrameError, match="no field 'nothing'"):
         hopsim.read_frame(out, "v1/state", fields=["nothing"])
-    with pytest.raises(FrameError, match="no topic 'v9/state'.*v0/air"):
+    with pytest.raises(FrameError, match=r"no topic 'v9/state'.*v0/air"):
         hopsim.read_frame(out, "v9/state")
     with pytest.raises(FrameError, match="no topic 'v9/state'"):
         hopsim.read_frame(formation, "v9/state")
@@ -142,7 +142,7 @@ def test_topics_and_fields_are_picked(formation, tmp_path):
     assert pq.read_schema(tmp_path / "o/v0/state.parquet").names == ["t_ns", "t_s", "payload.t_ns", "r_BN_N.x"]
     with pytest.raises(FrameError, match="no topic 'v7/\\*'; its topics are v0/air"):
         export(formation, tmp_path / "p", topics=["v7/*"])
-    with pytest.raises(FrameError, match="VehicleState has no field 'r_BN_N.w'; its fields are vehicle"):
+    with pytest.raises(FrameError, match=r"VehicleState has no field 'r_BN_N.w'; its fields are vehicle"):
         export(formation, tmp_path / "p", topics=["v0/state"], fields=["r_BN_N.w"])
 
 

@@ -9,8 +9,8 @@ from pydantic import ValidationError
 from hopsim.actors.formation import neighbours, slot_positions, vehicle_names
 from hopsim.kernel import Simulation
 from hopsim.scenarios import ScenarioError
-from hopsim.scenarios.formation import FormationParams, formation_error, initial_states
 from hopsim.scenarios.catalog import get_scenario
+from hopsim.scenarios.formation import FormationParams, formation_error, initial_states
 from hopsim.scenarios.runner import run_scenario
 
 # Fast shape modes so that small formations settle within a few hundred simulated seconds, and

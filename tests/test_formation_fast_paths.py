@@ -10,8 +10,13 @@ import numpy as np
 import pytest
 
 from hopsim.actors.formation import StateSensor
-from hopsim.actors.messages import inertial_force
-from hopsim.actors.messages import STATE_WIRE_SIZE, _encode_state, position_velocity_state, vehicle_state
+from hopsim.actors.messages import (
+    STATE_WIRE_SIZE,
+    _encode_state,
+    inertial_force,
+    position_velocity_state,
+    vehicle_state,
+)
 from hopsim.actors.vehicle_dynamics import RigidVehicleDynamics
 from hopsim.dynamics import detrandom
 from hopsim.kernel.model import ModelContext, model_rng

@@ -2,6 +2,8 @@
 vehicles' poses, and a foxglove.SceneUpdate with their bodies and trails, decodable from the
 schemas embedded in the file, outside the stream (its hash and its replay are untouched)."""
 
+from datetime import UTC
+
 import numpy as np
 from mcap.reader import make_reader
 from mcap_protobuf.decoder import DecoderFactory
@@ -167,7 +169,7 @@ def test_trails_seen_from_any_instant_are_whole_and_their_bytes_are_protobufs():
 
 
 def test_log_times_are_the_epoch_plus_simulation_time(tmp_path):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     import pytest
     from typer.testing import CliRunner
@@ -192,7 +194,7 @@ def test_log_times_are_the_epoch_plus_simulation_time(tmp_path):
         ],
     )
     assert res.exit_code == 0, res.output
-    epoch = int(datetime(2026, 3, 1, 6, 30, tzinfo=timezone.utc).timestamp()) * 10**9
+    epoch = int(datetime(2026, 3, 1, 6, 30, tzinfo=UTC).timestamp()) * 10**9
     with open(path, "rb") as f:
         stats = make_reader(f).get_summary().statistics
     assert stats.message_start_time == epoch and stats.message_end_time == epoch + 5 * 10**9
@@ -293,7 +295,7 @@ def test_the_transforms_bytes_are_protobufs_serialization():
             for vector in (state.r_BN_N, state.q_BN):
                 for axis in ("x", "y", "z", "w")[: len(vector.DESCRIPTOR.fields)]:
                     if rng.random() < 0.8:
-                        setattr(vector, axis, rng.choice(values + [rng.uniform(-1e4, 1e4)]))
+                        setattr(vector, axis, rng.choice([*values, rng.uniform(-10000.0, 10000.0)]))
             poses[name] = state
         stamp = rng.choice([0, 1_000_000_000, 50_000_000, rng.randrange(2**62)])
         expected = FrameTransforms()
@@ -304,7 +306,7 @@ def test_the_transforms_bytes_are_protobufs_serialization():
             tf.translation.x, tf.translation.y, tf.translation.z = s.r_BN_N.x, s.r_BN_N.y, s.r_BN_N.z
             tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w = s.q_BN.x, s.q_BN.y, s.q_BN.z, s.q_BN.w
         scene = FoxgloveScene(epoch_ns=stamp - 7)
-        names = list(poses) + ["v"]  # the last: published by another model, not drawn
+        names = [*poses, "v"]  # the last: published by another model, not drawn
         scene.take(
             7, names, [poses[n].SerializeToString() for n in poses] + [VehicleState(vehicle="w").SerializeToString()]
         )

@@ -6,10 +6,9 @@ import json
 import subprocess
 
 import numpy as np
-
-from hopsim.dynamics.spherical_harmonics import ggm03s, spherical_harmonic_acceleration
 from basilisk_peer import bsk_python
 
+from hopsim.dynamics.spherical_harmonics import ggm03s, spherical_harmonic_acceleration
 
 BSK_SCRIPT = r"""
 import json, sys

@@ -34,7 +34,7 @@ from hopsim.scenarios.runner import run_scenario
 from hopsim.view.columns import ColumnReader, SignalError, read_signals
 
 sys.path.insert(0, str(Path(__file__).parent))
-import hostile_recordings as hostile  # noqa: E402
+import hostile_recordings as hostile
 
 FUZZ_EXAMPLES = int(os.environ.get("HOPSIM_FUZZ_EXAMPLES", "50"))
 FUZZ = settings(
@@ -314,7 +314,7 @@ def test_a_file_without_its_result_record_is_incomplete(small, tmp_path):
     """A hopsim recording whose footer is there but whose result record is not (the run did not
     finish) is not complete."""
     data = small.read_bytes()
-    offset, _, length = next(
+    offset, _, _length = next(
         r
         for r in hostile.records(data)
         if r[1] == hostile.METADATA and RESULT_METADATA.encode() in data[r[0] : r[0] + 40]

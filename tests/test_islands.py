@@ -1,10 +1,10 @@
 """Islands have independent hop timelines; messages between them take at least 1 ns."""
 
 import numpy as np
+from models_for_tests import FallingBody, IoRecorder, QueueSource
 
 from hopsim.kernel import FixedRate, In, Model, NoIo, Simulation, Tie
 from hopsim.schemas import Scalar
-from models_for_tests import FallingBody, IoRecorder, QueueSource
 
 S = 1_000_000_000
 
@@ -24,7 +24,7 @@ def build(with_b: bool):
 
 
 def test_integration_steps_are_not_split_by_another_islands_barriers():
-    sim, body_a = build(with_b=True)
+    sim, _body_a = build(with_b=True)
     sim.advance_to(3.0)
     a_steps = sim.islands["A"].step_log
     b_steps = sim.islands["B"].step_log

@@ -87,7 +87,7 @@ def test_a_recovered_runs_file_equals_the_run_where_nothing_died(tmp_path):
         e.SerializeToString() for e in read_envelopes(tmp_path / "killed.mcap") if not e.topic.startswith("faults/")
     ]
     assert models == [e.SerializeToString() for e in read_envelopes(tmp_path / "plain.mcap")]
-    envelopes, report = read_recording(tmp_path / "killed.mcap")
+    _envelopes, report = read_recording(tmp_path / "killed.mcap")
     assert report.complete and report.problem is None and report.messages == killed.message_count == len(models) + 1
     assert replay_recording(tmp_path / "killed.mcap").identical
 

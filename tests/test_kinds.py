@@ -22,8 +22,8 @@ from hopsim.actors.formation import (
     latch_command_rows,
     sample_state_rows,
 )
-from hopsim.kernel.state_codec import decode, encode
 from hopsim.kernel.kind import ONE, Field, Kind, as_bytes
+from hopsim.kernel.state_codec import decode, encode
 
 ROOT = Path(__file__).resolve().parent.parent / "hopsim"
 

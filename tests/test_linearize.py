@@ -67,7 +67,7 @@ def test_the_jacobians_of_a_pendulum_are_the_analytic_ones():
     assert y0[0] == math.sin(theta0)
     # the simulation is left as it was: it runs on exactly as an untouched one
     sim.advance_to(1.5)
-    twin, twin_body = pendulum_at(1.5)
+    _twin, twin_body = pendulum_at(1.5)
     assert body.x.tolist() == twin_body.x.tolist()
 
 

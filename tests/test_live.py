@@ -304,7 +304,7 @@ def run_live(tmp_path, pacer, server, scenario="lander", duration_s=10.0):
                 pacer=pacer,
                 tap=server.tap,
             )
-        except BaseException as err:  # noqa: BLE001
+        except BaseException as err:
             done["error"] = err
 
     thread = threading.Thread(target=run, daemon=True)

@@ -60,7 +60,7 @@ def test_at_constant_speed_lugre_settles_on_the_stribeck_curve():
     against the fastest bristle rate, 250/s), and ends on g(v) sign(v) + sigma_2 v (within
     1e-7 F_c) at speeds across the Stribeck dip."""
     s0, s1, speeds, T = 0.5, 0.02, [0.03, 0.1, -0.25, 1.0], 5.0
-    model, wheels = spacecraft(
+    _model, wheels = spacecraft(
         np.eye(3) * 1e9,
         T,
         50,
@@ -224,7 +224,7 @@ def test_the_friction_choice_is_checked_and_the_default_layout_kept():
     lugre = ReactionWheelSpacecraft(
         "sc", inertia, axes_B=[(0, 0, 1), (1, 0, 0)], J_kgm2=0.05, bristle_stiffness_Nmprad=1.0, **LUGRE
     )
-    assert lugre.state_names == plain.state_names + ("z0", "z1") and len(lugre.x0) == 11
+    assert lugre.state_names == (*plain.state_names, "z0", "z1") and len(lugre.x0) == 11
     assert len(OrbitingSpacecraft("sc", (7e6, 0, 0), (0, 7.5e3, 0), 100.0, inertia, axes_B=[(0, 0, 1)]).x0) == 14
     Omega = np.linspace(-1.0, 1.0, 9)
     bearings = BearingFriction("sc", 9, viscous_Nms=1e-4, coulomb_Nm=2e-3, coulomb_speed_radps=0.3)

@@ -18,7 +18,6 @@ from scipy import stats
 from hopsim.bus.recorder import read_metadata
 from hopsim.scenarios import ScenarioError
 from hopsim.scenarios.dispersions import Dispersion, dispersed_values, set_path
-from hopsim.scenarios.runner import run_scenario
 from hopsim.scenarios.montecarlo import (
     load_campaign,
     make_campaign,
@@ -28,6 +27,7 @@ from hopsim.scenarios.montecarlo import (
     summarize,
     wilson_interval,
 )
+from hopsim.scenarios.runner import run_scenario
 
 N = 3000
 

@@ -37,8 +37,8 @@ A_LEO = EARTH_RADIUS + 500e3
 
 
 def test_earth_coefficients_are_egm96s():
-    assert EARTH_J2 == pytest.approx(1.0826267e-3, rel=1e-7)
-    assert EARTH_J3 == pytest.approx(-2.5326564e-6, rel=1e-6)
+    assert pytest.approx(1.0826267e-3, rel=1e-7) == EARTH_J2
+    assert pytest.approx(-2.5326564e-6, rel=1e-6) == EARTH_J3
 
 
 @pytest.mark.parametrize("r", [[7.0e6, 0.0, 0.0], [3.1e6, -4.2e6, 4.4e6], [1.0e6, 2.0e6, -6.6e6]])

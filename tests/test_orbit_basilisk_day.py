@@ -26,14 +26,13 @@ import subprocess
 import time
 
 import numpy as np
+from basilisk_peer import bsk_python
 
 from hopsim.actors.orbiting_spacecraft import OrbitingSpacecraft
 from hopsim.dynamics.integrators import DOP853
 from hopsim.dynamics.orbital_elements import state_from_elements
 from hopsim.dynamics.spherical_harmonics import GravityField
 from hopsim.kernel import Simulation
-from basilisk_peer import bsk_python
-
 
 # Basilisk 2.12's Earth: gravBodyFactory().createEarth() mu (m^3/s^2) and radEquator (m), and
 # astroConstants.J2_EARTH; the script reports them and the test checks they are still these.

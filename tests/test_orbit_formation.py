@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from hopsim.actors.orbit_formation import slot_reference
-from hopsim.dynamics.orbital_elements import argument_of_latitude
 from hopsim.dynamics.orbit_frames import inertial_to_hill
+from hopsim.dynamics.orbital_elements import argument_of_latitude
 from hopsim.scenarios import run_scenario
 from hopsim.scenarios.orbit_formation import OrbitFormationParams, chief_orbit, slot_errors, slots
 

@@ -127,7 +127,7 @@ def test_a_spacecraft_with_wheels_cannot_ride_as_a_follower():
     wheels = OrbitingSpacecraft("w", x2[0:3], x2[3:6], M2, I2, axes_B=[(1, 0, 0)], **COMMON)
     plain = OrbitingSpacecraft("p", x1[0:3], x1[3:6], M1, I1, **COMMON)
     plain.x, wheels.x = plain.initial_state(), wheels.initial_state()
-    with pytest.raises(ValueError, match="reaction wheels.*primary"):
+    with pytest.raises(ValueError, match=r"reaction wheels.*primary"):
         plain.weld(wheels, np.array([0.0, -2.5, 0.0]), np.array([0.0, 0.0, 0.0, 1.0]))
 
 

@@ -35,8 +35,8 @@ def orbit(elements, duration_s, samples=1, mu=EARTH_MU, **kw):
 def test_point_mass_orbit_is_keplers_after_ten_orbits():
     el = (7.0e6, 0.05, math.radians(51.6), 0.4, 1.0, 0.3)
     period = 2 * math.pi * math.sqrt(el[0] ** 3 / EARTH_MU)
-    [(t, x)], r0, v0, _, _ = orbit(el, 10 * period)
-    r_kepler, v_kepler = state_from_elements(*el[:5], el[5] + 2 * math.pi * 10, EARTH_MU)
+    [(_t, x)], r0, v0, _, _ = orbit(el, 10 * period)
+    r_kepler, _v_kepler = state_from_elements(*el[:5], el[5] + 2 * math.pi * 10, EARTH_MU)
     assert np.linalg.norm(x[0:3] - r_kepler) < 0.05
     energy = lambda r, v: v @ v / 2 - EARTH_MU / np.linalg.norm(r)  # noqa: E731
     assert energy(x[0:3], x[3:6]) == pytest.approx(energy(r0, v0), rel=1e-11)
@@ -191,7 +191,7 @@ def test_a_failed_wheel_gives_no_motor_torque_and_spins_down_by_friction_only():
     Omega = (Omega_0 + F_c/c) exp(-k c t) - F_c/c down to v_c at t_1, then
     v_c exp(-k (c + F_c/v_c) (t - t_1)). Wheel 1 (on x, at rest, commanded 0) stays still."""
     J, c, Fc, vc, Omega0, Izz = 0.05, 1e-3, 1e-2, 0.5, 15.0, INERTIA[2, 2]
-    model, wheels = wheeled(
+    _model, wheels = wheeled(
         60.0,
         faults=[(Fault(target="sc", kind="wheel_failed", index=0), 0.0)],
         commands=[(0.0, [0.05, 0.0])],
@@ -295,7 +295,9 @@ def test_a_bad_wheel_fault_is_an_error(fault, message):
     sim.add_model(
         OrbitingSpacecraft("sc", *state_from_elements(7e6, 0.0, 0.0, 0.0, 0.0, 0.0, EARTH_MU), 100.0, INERTIA), "sc"
     )
-    with pytest.raises(ValueError, match="sc does not accept fault 'wheel_failed'; it accepts .'disturbance', 'kill'."):
+    with pytest.raises(
+        ValueError, match=r"sc does not accept fault 'wheel_failed'; it accepts .'disturbance', 'kill'."
+    ):
         sim.schedule_fault(Fault(target="sc", kind="wheel_failed", index=0), 1.0)
 
 

@@ -78,17 +78,15 @@ def recording(tmp_path_factory) -> Path:
 
 def test_replacing_renames_a_complete_file_and_removes_a_failed_one(tmp_path):
     target = tmp_path / "sub" / "t.csv"
-    with pytest.raises(RuntimeError):
-        with replacing(target) as tmp:
-            assert tmp == partial_path(target) == tmp_path / "sub" / f"t.partial-{os.getpid()}.csv"
-            tmp.write_text("half")
-            raise RuntimeError("failed while writing")
+    with pytest.raises(RuntimeError), replacing(target) as tmp:
+        assert tmp == partial_path(target) == tmp_path / "sub" / f"t.partial-{os.getpid()}.csv"
+        tmp.write_text("half")
+        raise RuntimeError("failed while writing")
     assert not target.exists() and list((tmp_path / "sub").iterdir()) == []
     before = old_file(target)
-    with pytest.raises(RuntimeError):
-        with replacing(target) as tmp:
-            tmp.write_text("half")
-            raise RuntimeError("failed while writing")
+    with pytest.raises(RuntimeError), replacing(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("failed while writing")
     assert sha256(target) == before and partials_of(target) == []
     with replacing(target) as tmp:
         tmp.write_text("new")
@@ -155,8 +153,21 @@ def test_a_killed_run_leaves_the_old_recording_and_a_readable_partial_one(tmp_pa
     out = tmp_path / "f.mcap"
     before = old_file(out)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hopsim.cli", "run", "formation", "--set", "n_vehicles=2", "--duration", "100000"]
-        + ["--out", str(out), "--force", "--no-progress"],
+        [
+            sys.executable,
+            "-m",
+            "hopsim.cli",
+            "run",
+            "formation",
+            "--set",
+            "n_vehicles=2",
+            "--duration",
+            "100000",
+            "--out",
+            str(out),
+            "--force",
+            "--no-progress",
+        ],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         cwd=ROOT,
         stdout=subprocess.DEVNULL,

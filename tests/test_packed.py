@@ -4,9 +4,9 @@ bytes), and a recorder fed them writes the file it writes from the envelopes the
 
 import pickle
 
+from hopsim.bus.envelope import Envelope
 from hopsim.bus.packed import EncodedEnvelope, EnvelopeBlock
 from hopsim.bus.recorder import McapRecorder, MemoryRecorder
-from hopsim.bus.envelope import Envelope
 from hopsim.scenarios import run_scenario
 from hopsim.schemas import RunMetadata, VehicleState
 

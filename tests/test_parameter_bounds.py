@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from models_for_tests import FallingBody, IoRecorder
 from typer.testing import CliRunner
 
 from hopsim.bus.recorder import read_metadata
@@ -25,7 +26,6 @@ from hopsim.scenarios import ScenarioError, get_scenario
 from hopsim.scenarios.montecarlo import make_campaign
 from hopsim.scenarios.replay import RecordedRun, ReplayError
 from hopsim.scenarios.runner import run_scenario
-from models_for_tests import FallingBody, IoRecorder
 
 runner = CliRunner()
 
@@ -52,7 +52,9 @@ def refused(words: list[str], *args: str) -> str:
 def test_a_nested_vehicle_override_acts_and_is_recorded_as_applied(tmp_path):
     out = tmp_path / "lf.mcap"
     setting = "vehicle_overrides.thrusters.pressure_psig=10"
-    code, text = cli(*"run leader_follower --duration 1 --no-progress --set".split(), setting, "--out", str(out))
+    code, text = cli(
+        *["run", "leader_follower", "--duration", "1", "--no-progress", "--set"], setting, "--out", str(out)
+    )
     assert code == 0, text
     params = json.loads(read_metadata(out)["hopsim.run"]["parameters_json"])
     assert params["vehicle_overrides"] == {"thrusters.pressure_psig": 10.0}
@@ -184,7 +186,10 @@ def test_run_and_replay_take_the_same_seeds(tmp_path):
 # ----------------------------------------------------------------------------- checkpoints
 def checkpoint_of_a_run(directory) -> str:
     """The first checkpoint of a 2 s lander run that writes one every second."""
-    cli(*"run lander --duration 2 --no-progress --checkpoint-every 1 --checkpoint-dir".split(), str(directory))
+    cli(
+        *["run", "lander", "--duration", "2", "--no-progress", "--checkpoint-every", "1", "--checkpoint-dir"],
+        str(directory),
+    )
     return str(sorted(directory.glob("lander_t*.ckpt"))[0])
 
 

@@ -4,11 +4,11 @@ thrusters, the mass properties interpolate linearly with the fill, and faults st
 or off; a blowdown thruster follows the closed-form blowdown law, and a manifold drains its tank at
 the sum of its thrusters' flows."""
 
+import itertools
 import math
 
 import numpy as np
 import pytest
-
 from scipy.integrate import quad
 
 from hopsim.actors.propulsion import (
@@ -62,14 +62,14 @@ def propulsion(thruster_cls, commands, fuel_kg=0.1, duration_s=6.0, **kw):
 def impulse(forces, t_end_ns):
     """Integral of the published force over time (N s): each value holds until the next."""
     total = 0.0
-    for (t0, f, _), (t1, _, _) in zip(forces, forces[1:] + [(t_end_ns, 0.0, 0.0)]):
+    for (t0, f, _), (t1, _, _) in zip(forces, [*forces[1:], (t_end_ns, 0.0, 0.0)]):
         total += f * (t1 - t0) / 1e9
     return total
 
 
 def test_pulses_fire_for_their_on_time_and_the_tank_pays_for_them():
     cmds = [(1.0, 0.25), (2.0, 0.004), (3.0, 5.0), (4.0, 0.0)]  # a pulse, a short one, a long one, none
-    sim, thr, tank, forces = propulsion(PulsedThruster, cmds, min_on_time_s=0.01)
+    _sim, _thr, tank, forces = propulsion(PulsedThruster, cmds, min_on_time_s=0.01)
     on_time = 0.25 + 0.01 + 1.0  # short: raised; long: one step
     assert impulse(forces, 6_000_000_000) == pytest.approx(LEVEL * on_time, rel=1e-12)
     firing = [(t, f) for t, f, _ in forces]
@@ -82,7 +82,7 @@ def test_a_held_pulse_command_fires_its_on_time_in_every_step():
     """A command holds until the next one: 0.25 s sent once at 1 s fires 0.25 s of each 1 s step
     from 1 s to 5 s (the firing's end is asked for at every command instant, not only when a
     command arrives), then 0.1 s per step from 5 s."""
-    sim, thr, tank, forces = propulsion(PulsedThruster, [(1.0, 0.25), (5.0, 0.1)], duration_s=7.0)
+    _sim, _thr, tank, forces = propulsion(PulsedThruster, [(1.0, 0.25), (5.0, 0.1)], duration_s=7.0)
     on_time = 4 * 0.25 + 2 * 0.1
     assert impulse(forces, 7_000_000_000) == pytest.approx(LEVEL * on_time, rel=1e-12)
     ends = [t for t, f, _ in forces if f == 0.0 and t % 1_000_000_000]
@@ -106,7 +106,9 @@ def test_a_thruster_holding_a_zero_command_sleeps_until_the_next_command():
     """0.25 s pulses held from 1 s, off from 3 s, on again from 6 s: the thruster fires in the
     steps from 1 s, 2 s, 6 s and 7 s and is not updated at 4 s and 5 s, where its held command
     fires nothing (a command triggers a step when it comes)."""
-    sim, thr, tank, forces = propulsion(CountingPulsedThruster, [(1.0, 0.25), (3.0, 0.0), (6.0, 0.25)], duration_s=8.0)
+    _sim, thr, _tank, forces = propulsion(
+        CountingPulsedThruster, [(1.0, 0.25), (3.0, 0.0), (6.0, 0.25)], duration_s=8.0
+    )
     assert impulse(forces, 8_000_000_000) == pytest.approx(LEVEL * 4 * 0.25, rel=1e-12)
     S = 1_000_000_000
     assert [t for t, f, _ in forces if f > 0.0] == [S, 2 * S, 6 * S, 7 * S, 8 * S]  # the run ends at 8 s
@@ -129,13 +131,13 @@ def test_mass_properties_interpolate_with_the_fill_and_a_dry_tank_stops_thrust()
     mass, cm, inertia = tank.mass_properties(0.05)
     assert mass == 4.05 and np.allclose(cm, [0.005, 0, 0]) and np.allclose(np.diag(inertia), [0.0225, 0.02125, 0.02])
     # fuel for 0.5 s of firing; the command holds from t = 1 s: the tank says dry at its next output
-    sim, thr, tank, forces = propulsion(FixedThruster, [(0.5, 1.0)], fuel_kg=LEVEL * 0.5 / (ISP * G0))
+    _sim, _thr, tank, forces = propulsion(FixedThruster, [(0.5, 1.0)], fuel_kg=LEVEL * 0.5 / (ISP * G0))
     assert tank.x[0] < 0  # it ran dry inside the step
     assert impulse(forces, 6_000_000_000) == pytest.approx(LEVEL * 1.0)  # the step it fired in, then none
 
 
 def test_throttle_and_faults():
-    sim, thr, tank, forces = propulsion(ThrottledThruster, [(1.0, 0.5)], duration_s=2.0, min_level_N=0.1)
+    sim, _thr, _tank, forces = propulsion(ThrottledThruster, [(1.0, 0.5)], duration_s=2.0, min_level_N=0.1)
     assert max(f for _, f, _ in forces) == pytest.approx(0.1 + 0.5 * (LEVEL - 0.1))
     recorder = MemoryRecorder()
     sim = Simulation(seed=1, recorder=recorder)
@@ -221,7 +223,7 @@ def test_a_blowdown_burn_to_depletion_gives_the_integral_of_the_closed_form():
 
     impulse_closed = quad(lambda m: G0 * isp0 * ratio(m) ** 0.1, 0.0, load)[0]
     burn_closed = quad(lambda m: G0 * isp0 * ratio(m) ** 0.1 / (f0 * ratio(m)), 0.0, load)[0]
-    tank, force = blowdown_run(
+    _tank, force = blowdown_run(
         load,
         200.0,
         commands=[(1.0, 1.0)],
@@ -234,7 +236,7 @@ def test_a_blowdown_burn_to_depletion_gives_the_integral_of_the_closed_form():
         isp_exponent=0.1,
     )
     times = sorted(force)
-    total = sum(force[t0] * (t1 - t0) / 1e9 for t0, t1 in zip(times, times[1:] + [200_000_000_000]))
+    total = sum(force[t0] * (t1 - t0) / 1e9 for t0, t1 in zip(times, [*times[1:], 200000000000]))
     assert 0.0 <= total - impulse_closed <= f0 * ratio(load) * step
     end = min(t for t in times if t > 1_000_000_000 and force[t] == 0.0) / 1e9
     assert abs((end - 1.0) - burn_closed) <= step
@@ -463,7 +465,7 @@ def test_the_thrusters_and_tanks_kept_messages_are_what_building_every_message_a
     anew = run()
     assert kept == anew
     published = [p for _, topic, _, p in kept[0] if topic == "sc/w0"]
-    assert all(a != b for a, b in zip(published, published[1:]))  # on_change: each one news
+    assert all(a != b for a, b in itertools.pairwise(published))  # on_change: each one news
     forces = [Wrench.FromString(p).force for p in published]
     signs = {(f.x, math.copysign(1.0, f.x)) for f in forces}
     assert {(0.0, 1.0), (0.0, -1.0), (LEVEL, 1.0), (-LEVEL, -1.0)} <= signs  # 0.0, -0.0 (at rest, scale -1)

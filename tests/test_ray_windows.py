@@ -12,11 +12,11 @@ from pydantic import Field
 from hopsim.bus.recorder import MemoryRecorder, envelope_stream_bytes, read_envelopes
 from hopsim.kernel import FixedRate, In, Model, Out, Simulation, Tie
 from hopsim.kernel.distributed import make_runtime
-from hopsim.scenarios.formation import FormationParams
-from hopsim.schemas import Scalar
-from hopsim.scenarios.registry import FaultSpec, ScenarioParams, scenario
 from hopsim.scenarios.catalog import get_scenario
+from hopsim.scenarios.formation import FormationParams
+from hopsim.scenarios.registry import FaultSpec, ScenarioParams, scenario
 from hopsim.scenarios.runner import run_scenario
+from hopsim.schemas import Scalar
 
 pytestmark = pytest.mark.ray
 

@@ -26,7 +26,7 @@ def test_same_scenario_and_seed_give_identical_bytes():
 
 def test_another_seed_changes_the_stream_first_at_the_noisy_sensor():
     r1, s1 = lander_stream(seed=7)
-    r2, s2 = lander_stream(seed=8)
+    _r2, s2 = lander_stream(seed=8)
     first = next(i for i, (a, b) in enumerate(zip(s1, s2)) if a != b)
     # the first sample (t = 0) is "no reading yet" on every seed; the first noisy one differs
     first_env = r1.recorder.envelopes[first]
@@ -116,7 +116,7 @@ def test_local_and_ray_runtimes_give_identical_bytes():
     import ray
 
     _, local = lander_stream(seed=11, duration_s=3.0)
-    r, remote = lander_stream(seed=11, duration_s=3.0, backend="ray")
+    _r, remote = lander_stream(seed=11, duration_s=3.0, backend="ray")
     assert remote == local
     assert not ray.is_initialized()  # the run started a local Ray and shut it down
 

@@ -40,7 +40,7 @@ def test_the_chaser_docks(nominal):
     impulse = 0.0
     for i in range(6):
         pushes = [(e.t_ns, e.payload.force) for e in envelopes if e.topic == f"chaser/thr{i}/wrench"]
-        for (t0, f), (t1, _) in zip(pushes, pushes[1:] + [(round(nominal.end_time_s * 1e9), None)]):
+        for (t0, f), (t1, _) in zip(pushes, [*pushes[1:], (round(nominal.end_time_s * 1000000000.0), None)]):
             impulse += math.sqrt(f.x**2 + f.y**2 + f.z**2) * (t1 - t0) / 1e9
     assert 0 < out["fuel_used_kg"] < 1.0
     assert out["fuel_used_kg"] == pytest.approx(impulse / (220.0 * 9.80665), rel=1e-9)

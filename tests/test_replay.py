@@ -238,10 +238,9 @@ def test_damaged_or_foreign_run_descriptions_are_refused_before_anything_runs(tm
 def test_a_crafted_duration_replays_only_to_the_recorded_end(tmp_path):
     import time
 
+    from hopsim.bus.recorder import RUN_METADATA, metadata_sha256
     from hopsim.scenarios.replay import replay_recording
     from hopsim.scenarios.runner import run_scenario
-
-    from hopsim.bus.recorder import RUN_METADATA, metadata_sha256
 
     path = tmp_path / "short.mcap"
     run_scenario("lander", {}, seed=2, duration_s=3.0, out=path)

@@ -2,10 +2,10 @@
 late-arriving message leave no trace."""
 
 import numpy as np
+from models_for_tests import FallingBody, QueueSource
 
 from hopsim.kernel import In, Model, NoIo, Simulation, Tie
 from hopsim.schemas import Scalar
-from models_for_tests import FallingBody, QueueSource
 
 S = 1_000_000_000
 

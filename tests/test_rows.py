@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import FieldDescriptor as FD
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import hopsim.schemas
 from hopsim.schemas import (
@@ -278,14 +279,14 @@ def test_negative_zero_is_written_positive_zero_is_not():
 
 
 def test_nan_and_infinities():
-    layout, rows, strings = round_trip([Scalar(value=v) for v in [math.nan, -math.nan, math.inf, -math.inf]])
+    _layout, rows, _strings = round_trip([Scalar(value=v) for v in [math.nan, -math.nan, math.inf, -math.inf]])
     assert np.isnan(rows["value"][:2]).all() and list(rows["value"][2:]) == [math.inf, -math.inf]
     nan_payload = np.array([0x7FF0000000000001], np.uint64).view(np.float64)[0]  # a signalling NaN
     round_trip([Scalar(value=float(nan_payload))])
 
 
 def test_empty_repeated_fields_are_left_out():
-    layout, rows, _ = round_trip([JointStates(t_ns=5), JointStates(q=[0.0]), JointStates()])
+    _layout, rows, _ = round_trip([JointStates(t_ns=5), JointStates(q=[0.0]), JointStates()])
     assert list(rows["q_count"]) == [0, 1, 0]
     assert wire(JointStates(t_ns=5)) == b"\x08\x05"
 
@@ -357,7 +358,7 @@ def test_repeated_field_over_capacity_is_refused():
     layout.row_from_message(JointStates(q=[1, 2, 3]), rows[0], strings)
     assert layout.encode_each(rows, strings) == [wire(JointStates(q=[1, 2, 3]))]
     rows[0]["q_count"] = 4  # a row filled by hand: the encoder checks it too
-    with pytest.raises(ValueError, match="row 0: hopsim.JointStates.q holds 4 elements, more than its capacity 3"):
+    with pytest.raises(ValueError, match=r"row 0: hopsim.JointStates.q holds 4 elements, more than its capacity 3"):
         layout.encode(rows, strings)
     event = row_layout(KernelEvent, capacities={"fault.vehicles": 1, "members": 2})
     with pytest.raises(ValueError, match=r"hopsim.Fault.vehicles holds 2 .*capacities=\{'fault.vehicles': 2\}"):
@@ -377,7 +378,7 @@ def test_row_checks_in_the_encoder():
     meta = row_layout(RunMetadata)
     rows = meta.rows_from_messages([RunMetadata(versions={"a": "1", "b": "2"})], strings)
     rows[0]["versions"][[0, 1]] = rows[0]["versions"][[1, 0]]
-    with pytest.raises(ValueError, match="entry 1.s key does not come after entry 0.s"):
+    with pytest.raises(ValueError, match=r"entry 1.s key does not come after entry 0.s"):
         meta.encode(rows, strings)
     with pytest.raises(TypeError, match="rows of dtype"):
         meta.encode(layout.empty(1), strings)
@@ -386,7 +387,7 @@ def test_row_checks_in_the_encoder():
 def test_layout_errors_name_the_field():
     with pytest.raises(ValueError, match=r"capacities given for \['qq'\].*'joints', 'q', 'tau', 'u'"):
         row_layout(JointStates, capacities={"qq": 3})
-    with pytest.raises(NotImplementedError, match="hopsim_rows_test.Node.next: a message type that contains itself"):
+    with pytest.raises(NotImplementedError, match=r"hopsim_rows_test.Node.next: a message type that contains itself"):
         row_layout(TEST_SCHEMA["Node"])
 
 

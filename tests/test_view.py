@@ -5,8 +5,8 @@ plays, jumps to events and plots a signal with its cursor on the time slider."""
 
 import http.client
 import json
-import re
 import os
+import re
 import threading
 import urllib.error
 import urllib.request
@@ -128,7 +128,7 @@ def test_poses_in_a_chiefs_hill_frame(tmp_path):
         assert (got.inv() * R_HB).magnitude() < 1e-6  # rad
     view = RunView(path, hill_of="chief")
     assert view.run()["frame"] == "hill:chief" and view.scene() == {"kind": "hill", "chief": "chief"}
-    with pytest.raises(ValueError, match="no vehicle 'nobody'.*chief, mover, up"):
+    with pytest.raises(ValueError, match=r"no vehicle 'nobody'.*chief, mover, up"):
         read_poses(ColumnReader(path), hill_of="nobody")
     result = CliRunner().invoke(app, ["view", str(path), "--hill", "nobody", "--no-browser"])
     assert result.exit_code == 2 and "no vehicle 'nobody'" in result.output
@@ -245,7 +245,7 @@ def test_server_answers_only_requests_addressed_to_it(served):
     """DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1 sends
     ``Host: evil.example[:port]``; the server refuses it (403, saying why) and answers requests
     that name a loopback address, with or without a port (any port: an SSH tunnel's)."""
-    view, url = served
+    _view, url = served
     port = int(url.rsplit(":", 1)[1])
     for host in ("127.0.0.1", f"127.0.0.1:{port}", "localhost", f"LocalHost:{port}", "[::1]", f"[::1]:{port}"):
         for path in ("/", "/api/run", "/static/viewer.js"):

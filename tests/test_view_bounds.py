@@ -20,7 +20,7 @@ from hopsim.view.plots import decimate
 from hopsim.view.run_data import STATE_TYPE, read_events, read_poses
 
 sys.path.insert(0, str(Path(__file__).parent))
-import hostile_recordings as hostile  # noqa: E402
+import hostile_recordings as hostile
 
 VEHICLES = 50
 
@@ -102,8 +102,17 @@ def test_a_100_mb_file_of_small_states_is_read_in_bounded_memory_and_time(tmp_pa
             "view": [sys.executable, "-c", load, str(path)],
             "view --hill": [sys.executable, "-c", load, str(path), "v0"],
             "inspect": [hopsim, "inspect", str(path)],
-            "plot png+csv": [hopsim, "plot", str(path), *signals, "--out", str(tmp_path / "p.png")]
-            + ["--csv", str(tmp_path / "p.csv"), "--force"],
+            "plot png+csv": [
+                hopsim,
+                "plot",
+                str(path),
+                *signals,
+                "--out",
+                str(tmp_path / "p.png"),
+                "--csv",
+                str(tmp_path / "p.csv"),
+                "--force",
+            ],
             "plot html": [hopsim, "plot", str(path), *signals, "--out", str(tmp_path / "p.html"), "--force"],
         }
         for name, args in runs.items():

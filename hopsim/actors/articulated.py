@@ -18,12 +18,12 @@ import numpy as np
 from hopsim.actors.messages import vector3
 from hopsim.dynamics import (
     MultibodyTree,
-    normalize_configuration,
-    state_derivative,
+    detlinalg,
     forward_kinematics,
     hybrid_dynamics,
+    normalize_configuration,
+    state_derivative,
 )
-from hopsim.dynamics import detlinalg
 from hopsim.dynamics.profiles import MoveProfile
 from hopsim.dynamics.spatial import quat_to_dcm
 from hopsim.kernel import ContinuousModel, FixedRate, In, Out
@@ -121,7 +121,7 @@ class ArticulatedDynamics(ContinuousModel):
     # ------------------------------------------------------------------ outputs
     def update_flow_outs(self, t_ns: int) -> None:
         Q, U = self.x[: self.nq], self.x[self.nq :]
-        R_NB, r_BN_N, v_B = forward_kinematics(self.arrays, Q, U)
+        _R_NB, r_BN_N, v_B = forward_kinematics(self.arrays, Q, U)
         udot, tau = hybrid_dynamics(self.arrays, Q, U, self._tau, self._prescribed_accelerations(self._hop_end_s))
         q_hub = Q[0:4]
         R = quat_to_dcm(q_hub)

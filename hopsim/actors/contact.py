@@ -64,9 +64,9 @@ from hopsim.dynamics.contact import (
 from hopsim.dynamics.spatial import quat_to_dcm
 from hopsim.kernel import ContinuousModel, In
 from hopsim.kernel.bounds import PeriodS, RateHz
-from hopsim.kernel.zero_crossing import ZeroCrossing
 from hopsim.kernel.merge import grouping, regroup
 from hopsim.kernel.simtime import seconds
+from hopsim.kernel.zero_crossing import ZeroCrossing
 from hopsim.schemas import ContactDetail, DockCommand, KernelEvent
 
 Vec3 = tuple[float, float, float]
@@ -121,7 +121,7 @@ class DockingPort(ContinuousModel):
     inputs = {"cmd": In(DockCommand, queue=True)}
     _FRAMEWORK_ATTRS = ContinuousModel._FRAMEWORK_ATTRS | {"world"}
 
-    def __init__(self, name: str, vehicle: str, world: "ContactWorld"):
+    def __init__(self, name: str, vehicle: str, world: ContactWorld):
         super().__init__(name)
         self.vehicle = vehicle
         self.world = world

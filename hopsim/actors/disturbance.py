@@ -3,7 +3,7 @@ its duration (0: until a fault with ``clear``)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

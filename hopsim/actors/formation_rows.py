@@ -22,19 +22,19 @@ import numpy as np
 from numba import njit
 
 from hopsim.actors.formation import (
-    RADIO,
-    admit_packets_rows,
     FLIGHT_SOFTWARE,
-    consensus_control_rows,
+    RADIO,
     STATE_SENSOR,
     THRUSTER,
     StateSensor,
+    admit_packets_rows,
+    consensus_control_rows,
     latch_command_rows,
     sample_state_rows,
 )
 from hopsim.actors.messages import inertial_force, position_velocity_state
-from hopsim.kernel.kind import as_bytes
 from hopsim.kernel.blocks import InRows, OutRows, PayloadLayout, UniformDraws
+from hopsim.kernel.kind import as_bytes
 from hopsim.kernel.simtime import NS_PER_S
 from hopsim.schemas import VehicleState, Wrench
 

@@ -19,16 +19,15 @@ formation's flight software against building every message anew.
 from __future__ import annotations
 
 import struct
-from functools import lru_cache
-from typing import Callable
+from collections.abc import Callable
+from functools import cache
 
 from hopsim.kernel import Memo
-
 
 KEPT = 4  # the numbers (and their messages) a HeldMessages keeps, the latest ones
 
 
-@lru_cache(maxsize=None)
+@cache
 def _packer(n: int) -> Callable[..., bytes]:
     """The bits of ``n`` floats, as bytes (a struct compiled once per count)."""
     return struct.Struct(f"{n}d").pack

@@ -110,8 +110,8 @@ from hopsim.dynamics.orbiting_body import (
     scratch,
 )
 from hopsim.dynamics.spatial import quat_normalize, quat_to_dcm
-from hopsim.dynamics.weld import welded_follower_derivative
 from hopsim.dynamics.spherical_harmonics import GravityField
+from hopsim.dynamics.weld import welded_follower_derivative
 from hopsim.dynamics.wheels import (
     WHEEL_FAULTS,
     BearingFriction,
@@ -492,7 +492,7 @@ class OrbitingSpacecraft(Weldable, ContinuousModel):
         return not self._welds and self._primary is None
 
     @staticmethod
-    def propagate_hop(bodies: list["OrbitingSpacecraft"], steps_s, t0_s: float = 0.0) -> None:
+    def propagate_hop(bodies: list[OrbitingSpacecraft], steps_s, t0_s: float = 0.0) -> None:
         """RK4 over the sub-steps ``steps_s`` (s) from ``t0_s`` (s) for many spacecraft, loads
         latched (:func:`hopsim.dynamics.orbiting_body.rk4_hops`), one compiled call for each set
         that shares a gravity field and a state layout; v' published is the derivative at the

@@ -468,12 +468,12 @@ class FuelManifold(Model):
 
 
 __all__ = [
-    "ThrusterBase",
+    "G0",
+    "BlowdownThruster",
     "FixedThruster",
+    "FuelManifold",
+    "FuelTank",
     "PulsedThruster",
     "ThrottledThruster",
-    "BlowdownThruster",
-    "FuelTank",
-    "FuelManifold",
-    "G0",
+    "ThrusterBase",
 ]

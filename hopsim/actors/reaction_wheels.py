@@ -97,9 +97,15 @@ class ReactionWheelSpacecraft(ContinuousModel):
             bristle_damping_Nmsprad,
         )
         self.state_names = (
-            ("qx", "qy", "qz", "qw", "wx", "wy", "wz")
-            + tuple(f"Omega{i}" for i in range(k))
-            + tuple(f"z{i}" for i in range(bearings.n_states))
+            "qx",
+            "qy",
+            "qz",
+            "qw",
+            "wx",
+            "wy",
+            "wz",
+            *tuple(f"Omega{i}" for i in range(k)),
+            *tuple(f"z{i}" for i in range(bearings.n_states)),
         )
         super().__init__(name)
         self.inertia_B = np.array(inertia_B, dtype=float)

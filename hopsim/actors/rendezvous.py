@@ -4,7 +4,8 @@ At each guidance step (``rate_hz``, from ``phase_s``: after the fixes of the ste
 the flight software takes its own and the target's position-velocity fixes (inertial frame N,
 from GNSS receivers; the target's over the radio), brings both to the step's instant (a
 second-order Taylor step under point-mass gravity: the fixes are a fraction of a second old, and
-at 7.6 km/s a tenth of a second is 760 m along-track), forms the relative state in the target's Hill frame (x radial, y along-track, z normal;
+at 7.6 km/s a tenth of a second is 760 m along-track), forms the relative state in the target's Hill frame (x
+radial, y along-track, z normal;
 :mod:`hopsim.dynamics.orbit_frames`), and aims at the current waypoint: the relative velocity
 that reaches the waypoint at the leg's end time by the Clohessy-Wiltshire solution,
 

@@ -20,7 +20,6 @@ A vehicle whose arrays were replaced (a restore replaces all of them at once) is
 from __future__ import annotations
 
 import numpy as np
-
 from numba import njit
 
 from hopsim.actors.messages import vehicle_state
@@ -96,7 +95,7 @@ def _state_payload(msg) -> tuple[list[float], int, str]:
     xdot = [0.0] * 13
     xdot[3:6], xdot[10:13] = [a.x, a.y, a.z], [wd.x, wd.y, wd.z]
     return (
-        [r.x, r.y, r.z, v.x, v.y, v.z, q.x, q.y, q.z, q.w, w.x, w.y, w.z] + xdot + [msg.mass],
+        [r.x, r.y, r.z, v.x, v.y, v.z, q.x, q.y, q.z, q.w, w.x, w.y, w.z, *xdot, msg.mass],
         msg.t_ns,
         msg.vehicle,
     )

@@ -323,12 +323,12 @@ class CmFrameStateSensor(NoisySensor):
 
 
 __all__ = [
-    "StarTracker",
+    "RELATIVE_FRAMES",
+    "CmFrameStateSensor",
     "GnssReceiver",
     "Imu",
-    "CmFrameStateSensor",
     "NoisySensor",
-    "RELATIVE_FRAMES",
+    "StarTracker",
     "relative_state",
     "small_rotation",
 ]

@@ -186,4 +186,4 @@ class StationKeeping(Model):
             self.write(f"on_time{i}", Scalar(value=on[i], unit="s"))
 
 
-__all__ = ["StationKeeping", "slot_rate", "phase_error"]
+__all__ = ["StationKeeping", "phase_error", "slot_rate"]

@@ -25,6 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from hopsim.actors.messages import StateMessageBuilder
+from hopsim.actors.rigid_fleet import RigidFleet
+from hopsim.actors.welding import Weldable
 from hopsim.dynamics import detlinalg
 from hopsim.dynamics.rigid_body import (
     STATE_SIZE,
@@ -36,9 +39,6 @@ from hopsim.dynamics.rigid_body import (
 )
 from hopsim.dynamics.spatial import quat_normalize, quat_to_dcm
 from hopsim.dynamics.weld import welded_follower_derivative
-from hopsim.actors.messages import StateMessageBuilder
-from hopsim.actors.rigid_fleet import RigidFleet
-from hopsim.actors.welding import Weldable
 from hopsim.kernel import ContinuousModel, FixedRate, Out
 from hopsim.schemas import VehicleState
 

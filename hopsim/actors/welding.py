@@ -27,7 +27,7 @@ from hopsim.dynamics.spatial import quat_normalize, quat_to_dcm
 class Weld:
     """A follower fixed to a primary: its origin at ``r_FP_P`` (m, in P), attitude ``q_FP``."""
 
-    follower: "Weldable"
+    follower: Weldable
     r_FP_P: np.ndarray
     q_FP: np.ndarray
 
@@ -44,7 +44,7 @@ class Weldable:
 
     # set by _init_welds
     _welds: list[Weld]
-    _primary: "Weldable | None"
+    _primary: Weldable | None
     _primary_weld: Weld | None
 
     def _init_welds(self) -> None:
@@ -53,16 +53,16 @@ class Weldable:
         self._primary_weld = None  # this vehicle's weld, when it is a follower
 
     @property
-    def primary(self) -> "Weldable | None":
+    def primary(self) -> Weldable | None:
         """The vehicle this one is welded to (None when free or itself a primary)."""
         return self._primary
 
     @property
-    def followers(self) -> list["Weldable"]:
+    def followers(self) -> list[Weldable]:
         """The vehicles welded to this one (it is their primary), in welding order."""
         return [w.follower for w in self._welds]
 
-    def weld(self, follower: "Weldable", r_FP_P, q_FP) -> None:
+    def weld(self, follower: Weldable, r_FP_P, q_FP) -> None:
         """Fix ``follower`` to this vehicle at ``r_FP_P`` (m, in this body's frame) with attitude
         ``q_FP`` relative to it; velocities must already be on one rigid field (set this vehicle's
         state to the composite's first: :func:`hopsim.dynamics.contact.weld_state`)."""
@@ -77,7 +77,7 @@ class Weldable:
     def check_weldable_follower(self) -> None:
         """Raise ValueError if this vehicle cannot ride on another one as a follower."""
 
-    def unweld(self, follower: "Weldable") -> None:
+    def unweld(self, follower: Weldable) -> None:
         """Free ``follower``: it keeps its current state (on the composite's velocity field)."""
         self._welds = [w for w in self._welds if w.follower is not follower]
         follower._primary = follower._primary_weld = None

@@ -8,10 +8,10 @@ __all__ = [
     "Envelope",
     "McapRecorder",
     "MemoryRecorder",
-    "read_envelopes",
-    "read_metadata",
     "Subscription",
     "Topic",
     "TopicRegistry",
     "WiringError",
+    "read_envelopes",
+    "read_metadata",
 ]

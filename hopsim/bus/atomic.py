@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 PARTIAL = ".partial-"
@@ -69,10 +69,8 @@ class PendingOutput:
 
     def discard(self) -> None:
         """Remove the partial file, if there is one; the target stays as it was."""
-        try:
+        with suppress(FileNotFoundError):
             self.path.unlink()
-        except FileNotFoundError:
-            pass
 
 
 def commit_all(outputs: list[PendingOutput], threads: int = 8) -> list[Path]:

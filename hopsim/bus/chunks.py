@@ -141,7 +141,7 @@ def inflate(data, head: ChunkHead, budget: ReadingBudget | None = None):
             out = records
     except DamagedChunk:
         raise
-    except Exception as err:  # noqa: BLE001  (the decompressors' errors: damaged compressed bytes)
+    except Exception as err:
         raise DamagedChunk(f"a chunk's compressed records are damaged ({type(err).__name__}: {err})") from None
     if len(out) != size:
         holds = f"more than {size}" if len(out) > size else len(out)

@@ -6,9 +6,10 @@ recording it is serialized (deterministically, so equal messages give equal byte
 
 from __future__ import annotations
 
-from functools import lru_cache, partial
+from collections.abc import Callable
+from functools import cache, partial
 from operator import attrgetter
-from typing import Any, Callable
+from typing import Any
 
 from hopsim.schemas import Envelope as EnvelopeProto
 
@@ -28,7 +29,7 @@ def _has_maps_or_extensions(descriptor, seen: set | None = None) -> bool:
     return any(_has_maps_or_extensions(f.message_type, seen) for f in descriptor.fields if f.message_type is not None)
 
 
-@lru_cache(maxsize=None)
+@cache
 def deterministic_serializer(message_type) -> Callable[[object], bytes]:
     """``SerializeToString(deterministic=True)`` for messages of ``message_type``: the plain call
     where the keyword changes no byte (parsing it costs about as much as serializing a small message)."""
@@ -45,7 +46,7 @@ class Envelope:
     :meth:`order_key`: (time, priority, source, sequence).
     """
 
-    __slots__ = ("t_ns", "deliver_ns", "source", "topic", "seq", "priority", "payload")
+    __slots__ = ("deliver_ns", "payload", "priority", "seq", "source", "t_ns", "topic")
 
     def __init__(self, t_ns: int, deliver_ns: int, source: str, topic: str, seq: int, priority: int, payload: Any):
         self.t_ns = t_ns

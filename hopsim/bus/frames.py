@@ -38,6 +38,7 @@ every file is complete (:mod:`hopsim.bus.atomic`).
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import struct
@@ -215,7 +216,7 @@ def _message(buf, start, stop, row, root, act, arg, how, group_of, scal, soff, s
                 return 0, m, k
             continue
         target, h = arg[node, number], how[node, number]
-        if a == SCALAR or a == REPEATED:
+        if a in (SCALAR, REPEATED):
             if wire == 2 and a == REPEATED:  # packed
                 length, q = _varint(buf, p, end)
                 if q < 0 or length > np.uint64(end - q):
@@ -252,7 +253,7 @@ def _message(buf, start, stop, row, root, act, arg, how, group_of, scal, soff, s
         sub_end = q + np.int64(length)
         if a == STRING and inst < 0:
             soff[row, target], slen[row, target] = q, np.int64(length)
-        elif a == STRING or a == REPEATED_STRING:
+        elif a in (STRING, REPEATED_STRING):
             if m == el.shape[0]:
                 return -1, m, k
             el[m, 0], el[m, 1], el[m, 2], el[m, 3], el[m, 4] = target, row, inst, q, np.int64(length)
@@ -612,7 +613,7 @@ class Recording:
         if self.path.is_dir():
             raise FrameError(f"{self.path} is a directory, not a recording")
         self.size = self.path.stat().st_size
-        self.file = open(self.path, "rb", buffering=1 << 20)
+        self.file = open(self.path, "rb", buffering=1 << 20)  # noqa: SIM115 (held open: close() closes it)
         if self.file.read(len(MAGIC)) != MAGIC:
             self.file.close()
             raise FrameError(f"{self.path} is not a recording (not an MCAP file, or its first bytes are damaged)")
@@ -685,10 +686,8 @@ class Recording:
                 f.seek(at)
                 record = f.read(record_length)
                 if record[0] == METADATA:
-                    try:
+                    with contextlib.suppress(Malformed, struct.error):  # a damaged record: left out
                         self._top_record(METADATA, record[9:])
-                    except (Malformed, struct.error):
-                        pass  # a damaged record: left out
         return True
 
     def _walk(self) -> None:
@@ -704,10 +703,8 @@ class Recording:
             elif opcode == FOOTER:
                 return
             elif opcode in (METADATA, SCHEMA, CHANNEL) and length <= MAX_METADATA_BYTES:
-                try:
+                with contextlib.suppress(Malformed, struct.error):  # a damaged record: left out
                     self._top_record(opcode, f.read(length))
-                except (Malformed, struct.error):
-                    pass  # a damaged record: left out
             p = end
 
     def _top_record(self, opcode: int, data: bytes) -> None:
@@ -964,10 +961,8 @@ def export(
             report.files = commit_all([pending[topic] for topic in picked])
         except BaseException:
             for writer in writers.values():
-                try:
+                with contextlib.suppress(Exception):
                     writer.close()
-                except Exception:  # noqa: BLE001  (a writer already failed: its file is discarded)
-                    pass
             for p in pending.values():
                 p.discard()
             raise
@@ -1069,7 +1064,7 @@ def _read_parquet(file: Path, fields: list[str] | None):
         return pq.read_table(file, columns=columns)
     except FrameError:
         raise
-    except Exception as e:  # noqa: BLE001  (pyarrow's errors on a damaged file: ArrowInvalid, OSError)
+    except Exception as e:
         raise FrameError(f"{file} cannot be read as Parquet ({e})") from None
 
 
@@ -1126,12 +1121,12 @@ def exported_topics(directory: str | Path) -> list[str]:
 
 
 __all__ = [
-    "FrameError",
     "ExportReport",
+    "FrameError",
     "export",
+    "exported_topics",
+    "frame_metadata",
     "read_frame",
     "table",
     "topic_path",
-    "exported_topics",
-    "frame_metadata",
 ]

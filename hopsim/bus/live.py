@@ -43,8 +43,8 @@ import itertools
 import json
 import secrets
 import threading
+from collections.abc import Callable
 from http import HTTPStatus
-from typing import Callable
 from urllib.parse import parse_qs, quote, urlparse
 
 from foxglove.websocket import ServerListener
@@ -103,7 +103,7 @@ class LiveServer:
                 supported_encodings=["json"],
                 services=self._services(),
             )
-        except Exception as err:  # noqa: BLE001  (the SDK raises its own errors)
+        except Exception as err:
             raise LiveError(f"cannot start the live server: {err}") from None
         self.token = token if token is not None or is_loopback(host) else secrets.token_urlsafe(18)
         try:
@@ -309,7 +309,8 @@ class TokenRelay:
     """A WebSocket relay on ``host:port`` to the live server on 127.0.0.1:``target_port``. With a
     ``token``, it admits a client only if its URL's query has it (compared in constant time);
     others get HTTP 401. A browser's connection from a page other than Foxglove's app or one
-    served from this machine (:func:`allowed_origin`) gets HTTP 403, token or not. Frames pass through unchanged in both directions, with the subprotocol the
+    served from this machine (:func:`allowed_origin`) gets HTTP 403, token or not. Frames pass through unchanged in
+    both directions, with the subprotocol the
     client asked for.
 
     With ``greeting``, each connection n is first introduced to the server (a getParameters
@@ -397,7 +398,7 @@ class TokenRelay:
                 if self._greeting is not None:
                     try:
                         await asyncio.wait_for(self._introduce(n, client, upstream), GREETING_TIMEOUT_S)
-                    except (TimeoutError, asyncio.TimeoutError):
+                    except TimeoutError:
                         await client.close(1011, "the live server did not answer")
                         return
 
@@ -476,4 +477,4 @@ class _Listener(ServerListener):
         return self.on_get_parameters(client, [p.name for p in parameters], request_id)
 
 
-__all__ = ["LiveServer", "LiveError", "TokenRelay", "is_loopback"]
+__all__ = ["LiveError", "LiveServer", "TokenRelay", "is_loopback"]

@@ -11,7 +11,8 @@ message (the Foxglove scene, a test's in-memory stream) decodes it.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +24,7 @@ class EncodedEnvelope:
     ``message_type``. Ordered, hashed and recorded as an :class:`Envelope` with the message itself
     would be."""
 
-    __slots__ = ("t_ns", "deliver_ns", "source", "topic", "seq", "priority", "payload", "message_type")
+    __slots__ = ("deliver_ns", "message_type", "payload", "priority", "seq", "source", "t_ns", "topic")
 
     def __init__(
         self,
@@ -65,7 +66,7 @@ class EncodedEnvelope:
 class EnvelopeBlock:
     """Envelopes, each with its ``queue`` flag (a queue or a signal port published it), as columns."""
 
-    __slots__ = ("routes", "columns", "payloads")
+    __slots__ = ("columns", "payloads", "routes")
 
     def __init__(self, routes: list[tuple[str, str, type]], columns: dict[str, np.ndarray], payloads: bytes):
         self.routes = routes  # (source, topic, payload class) of each route index: a
@@ -74,7 +75,7 @@ class EnvelopeBlock:
         self.payloads = payloads  # the payloads' bytes, one after the other (``size``: each one's)
 
     @classmethod
-    def pack(cls, envelopes: Iterable[tuple[Envelope | EncodedEnvelope, bool]]) -> "EnvelopeBlock":
+    def pack(cls, envelopes: Iterable[tuple[Envelope | EncodedEnvelope, bool]]) -> EnvelopeBlock:
         """The block of ``envelopes`` [(envelope, queue)], in their order (an encoded envelope's
         payload as it is)."""
         index: dict[tuple[str, str, type, bool], tuple[int, Any]] = {}
@@ -113,7 +114,7 @@ class EnvelopeBlock:
         """The envelopes [(envelope, queue)], in the order packed."""
         data, routes, c = self.payloads, self.routes, self.columns
         ends = np.cumsum(c["size"]).tolist()
-        starts = [0] + ends[:-1]
+        starts = [0, *ends[:-1]]
         return [
             (EncodedEnvelope(t, d, *routes[r][:2], seq, prio, data[a:b], routes[r][2]), q)
             for r, t, d, seq, prio, q, a, b in zip(*(c[name].tolist() for name, _ in _COLUMNS[:-1]), starts, ends)

@@ -28,9 +28,9 @@ from __future__ import annotations
 import re
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from hopsim.bus.chunks import (
     CHANNEL,
@@ -516,7 +516,7 @@ class _Reader:
         if source is None:
             try:
                 source = envelope_source({SOURCE_FROM: SOURCE_FROM_ISLAND}, payload)
-            except Exception:  # noqa: BLE001  (a kernel event that does not decode)
+            except Exception:
                 report.malformed += 1
                 return
             head, names = _digest_head(source, route.topic, route.type_name)

@@ -18,19 +18,21 @@ import signal
 import struct
 import threading
 import zlib
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from operator import attrgetter
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import zstandard
-from mcap.reader import make_reader
 from mcap.data_stream import RecordBuilder
+from mcap.reader import make_reader
 from mcap.records import Chunk
 from mcap.well_known import MessageEncoding
-from mcap.writer import CompressionType, IndexType, Writer as McapWriter
+from mcap.writer import CompressionType, IndexType
+from mcap.writer import Writer as McapWriter
 from mcap_protobuf.schema import register_schema
 
 from hopsim.bus import framing
@@ -38,7 +40,8 @@ from hopsim.bus.envelope import ORDER_KEY, Envelope, deterministic_serializer
 from hopsim.bus.packed import EncodedEnvelope
 from hopsim.bus.scene import DERIVED, FoxgloveScene, is_derived
 from hopsim.bus.topics import KERNEL_SOURCE, is_kernel_source
-from hopsim.schemas import Envelope as EnvelopeProto, VehicleState
+from hopsim.schemas import Envelope as EnvelopeProto
+from hopsim.schemas import VehicleState
 
 PROFILE = "hopsim"
 LOG_TIME_OFFSET = "log_time_offset_ns"  # channel metadata: log time = this + simulation time (ns)
@@ -148,7 +151,7 @@ class StreamDigest:
     def hexdigest(self) -> str:
         return self._h.hexdigest()
 
-    def copy(self) -> "StreamDigest":
+    def copy(self) -> StreamDigest:
         twin = StreamDigest()
         twin._h, twin.count = self._h.copy(), self.count
         return twin
@@ -452,7 +455,7 @@ class StreamBuffer:
     one, as a Ray run's hosts give them); else they join the others as envelopes."""
 
     def __init__(
-        self, sink: Callable[[list[Envelope]], None], columns_sink: Callable[["EncodedColumns"], None] | None = None
+        self, sink: Callable[[list[Envelope]], None], columns_sink: Callable[[EncodedColumns], None] | None = None
     ):
         self._sink = sink
         self._columns_sink = columns_sink
@@ -469,7 +472,7 @@ class StreamBuffer:
         self._t = env.t_ns
         self._pending.append(env)
 
-    def add_columns(self, columns: "EncodedColumns") -> None:
+    def add_columns(self, columns: EncodedColumns) -> None:
         if self._t is not None and columns.t_ns != self._t:
             if columns.t_ns < self._t:
                 raise RuntimeError(
@@ -492,7 +495,7 @@ class StreamBuffer:
             pending.sort(key=ORDER_KEY)
             self._sink(pending)
 
-    def _merge(self, columns: list["EncodedColumns"]) -> "EncodedColumns":
+    def _merge(self, columns: list[EncodedColumns]) -> EncodedColumns:
         """Several blocks' columns of one instant as one, in stream order (their routes merged
         once per set of blocks)."""
         key = tuple(id(c.channels) for c in columns)
@@ -529,7 +532,7 @@ class RowChannels:
         self.sources = [e.source for e in prototypes]  # each route's publisher
 
     @classmethod
-    def merged(cls, parts: list["RowChannels"]) -> tuple["RowChannels", np.ndarray]:
+    def merged(cls, parts: list[RowChannels]) -> tuple[RowChannels, np.ndarray]:
         """The routes of several blocks as one, in stream order (by priority and source; a
         source's routes keep their order), and ``order``: the merged route k is route
         ``order[k]`` of the parts' routes one after the other. Its channel ids are the parts'
@@ -548,7 +551,7 @@ class RowChannels:
         merged.is_state = np.concatenate([part.is_state for part in parts])[order]
         return merged, order
 
-    def received(self) -> "RowChannels":
+    def received(self) -> RowChannels:
         """These routes as another process received them (a Ray object's arrays are read-only):
         the channel ids this process's recorder registers writable."""
         self.channel = self.channel.copy()
@@ -560,14 +563,14 @@ class EncodedColumns:
     of ``channels`` has ``counts[p]`` messages, sequence numbers from ``seqs[p]``, payloads
     ``data[offsets[m]:offsets[m + 1]]`` for ``m`` from ``starts[p]``."""
 
-    __slots__ = ("t_ns", "channels", "counts", "seqs", "starts", "offsets", "data")
+    __slots__ = ("channels", "counts", "data", "offsets", "seqs", "starts", "t_ns")
 
     def __init__(self, t_ns: int, channels: RowChannels, counts, seqs, starts, offsets, data: bytes):
         self.t_ns, self.channels = t_ns, channels
         self.counts, self.seqs, self.starts, self.offsets, self.data = counts, seqs, starts, offsets, data
 
     @classmethod
-    def merged(cls, parts: list["EncodedColumns"], channels: RowChannels, order: np.ndarray) -> "EncodedColumns":
+    def merged(cls, parts: list[EncodedColumns], channels: RowChannels, order: np.ndarray) -> EncodedColumns:
         """Several blocks' columns of one instant as one, over their merged routes ``channels``
         and ``order`` (:meth:`RowChannels.merged`); the payloads stay where they are, one part's
         after the other's."""
@@ -624,7 +627,7 @@ class _HeldInterrupt:
     and hashed (:meth:`McapRecorder.holding_interrupts`): the file then holds whole instants, and
     the result record's count and SHA-256 are those of its messages."""
 
-    __slots__ = ("writing", "pending")
+    __slots__ = ("pending", "writing")
 
     def __init__(self):
         self.writing = self.pending = False
@@ -735,7 +738,7 @@ class McapRecorder:
         """The MCAP writer, its file opened (and the run's description written) on first use."""
         if self._writer_ is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.path, "wb")
+            self._file = open(self.path, "wb")  # noqa: SIM115 (open for the recorder's life: close() closes it)
             self._writer_ = _Writer(self._file, chunk_size=self._chunk_size, compression=CompressionType.ZSTD)
             self._writer_.start(profile=PROFILE, library="hopsim")
             if self._metadata:

@@ -312,7 +312,7 @@ class FoxgloveScene:
         tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w = _quaternion_of(C_NH)
         return C_HN
 
-    def _extend_hill_trails(self, poses: "_Poses", chief: int, chief_at: int, C_HN, t_ns: int) -> None:
+    def _extend_hill_trails(self, poses: _Poses, chief: int, chief_at: int, C_HN, t_ns: int) -> None:
         """Each other vehicle's position relative to the chief, in H (m)."""
         others = poses.vehicles != chief
         others[others] = self._hill_trails.due(poses.vehicles[others], t_ns)
@@ -419,7 +419,7 @@ class _Poses:
         self.vehicles, self.states, self.rv, self.data, self.spans = vehicles, states, rv, data, spans
 
     @classmethod
-    def read(cls, names: _Names, held: list[tuple]) -> "_Poses | None":
+    def read(cls, names: _Names, held: list[tuple]) -> _Poses | None:
         """The poses among the states held (:meth:`FoxgloveScene.take_packed`'s arguments; None:
         none)."""
         if len(held) == 1:
@@ -571,15 +571,15 @@ _LINE_HEAD, _LINE_TAIL = _line_fields()
 
 
 __all__ = [
-    "FoxgloveScene",
-    "is_derived",
-    "hill_frame_name",
-    "hill_rotation",
     "DERIVED",
-    "TRANSFORMS_TOPIC",
+    "RECENT_TRAILS_TOPIC",
     "SCENE_TOPIC",
     "TRAILS_TOPIC",
-    "RECENT_TRAILS_TOPIC",
-    "TRAIL_TIPS_TOPIC",
     "TRAIL_LINES",
+    "TRAIL_TIPS_TOPIC",
+    "TRANSFORMS_TOPIC",
+    "FoxgloveScene",
+    "hill_frame_name",
+    "hill_rotation",
+    "is_derived",
 ]

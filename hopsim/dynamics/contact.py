@@ -52,7 +52,8 @@ Broad phase
 :func:`broadphase_pairs` finds the pairs of spheres whose "reach" spheres (radius plus a bound
 on how far the sphere can move before the next check) overlap, with a uniform grid of cells
 at least twice the largest reach, a hash table from cell to its spheres and a scan of the 27
-neighbouring cells (each cell against itself and 13 of them, so that every pair is met once). :func:`all_pairs_candidates` is the O(N^2) reference with the same test.
+neighbouring cells (each cell against itself and 13 of them, so that every pair is met once).
+:func:`all_pairs_candidates` is the O(N^2) reference with the same test.
 """
 
 import numpy as np
@@ -144,10 +145,7 @@ def _energy_clamp(J0, J1, u, K):
     if c <= 0.0 or a + b + c <= 0.0:
         return J1
     root = np.sqrt(b * b - 4.0 * a * c)
-    if b > 0.0:
-        lam = -2.0 * a / (b + root)
-    else:
-        lam = (root - b) / (2.0 * c)
+    lam = -2.0 * a / (b + root) if b > 0.0 else (root - b) / (2.0 * c)
     lam = min(max(lam, 0.0), 1.0)
     return J0 + lam * D
 
@@ -164,10 +162,7 @@ def _friction_impulse(u, n, K, e, mu, J_free):
         return J_stick
     ut = u - un * n
     ut_norm = _norm3(ut)
-    if ut_norm > 0.0:
-        t = ut / ut_norm
-    else:
-        t = -jt / jt_norm
+    t = ut / ut_norm if ut_norm > 0.0 else -jt / jt_norm
     d = n - mu * t
     denom = _dot3(n, mat3_vec(K, d))
     if denom <= 0.0:
@@ -555,7 +550,8 @@ def _bin_by_cell(cells, dims):
     """Group the spheres by cell with a hash table from cell key to cell number.
 
     Returns ``(table_keys, table_cells, cell_keys, start, members)``: cell c has key
-    ``cell_keys[c]`` and spheres ``members[start[c]:start[c + 1]]``, in increasing order. Cells are numbered in the order
+    ``cell_keys[c]`` and spheres ``members[start[c]:start[c + 1]]``, in increasing order. Cells are numbered in the
+    order
     of their table slots, which follows the cell keys where the grid is dense, so that
     neighbouring cells are near each other in memory.
     """

@@ -716,7 +716,7 @@ def log1p(x):
 
 
 @compiled
-def pow(x, y):  # noqa: A001 (the C name)
+def pow(x, y):
     """``x`` to the power ``y`` with C's special values."""
     x = np.float64(x)
     y = np.float64(y)
@@ -814,10 +814,7 @@ def _reduce_large(x):
     for u in range(uf + 1, 12):
         limbs[u] = 0
     negative = False
-    if off > 0:
-        half = (limbs[uf] >> (off - 1)) & 1
-    else:
-        half = (limbs[uf - 1] >> 23) & 1
+    half = limbs[uf] >> off - 1 & 1 if off > 0 else limbs[uf - 1] >> 23 & 1
     if half:  # fraction >= 1/2: round n up, fraction becomes -(2^fbits - fraction)
         n += 1
         negative = True
@@ -1073,10 +1070,7 @@ def atan2(y, x):
     ax = abs(x)
     ay = abs(y)
     if ay == _INF:
-        if ax == _INF:
-            a = 0.7853981633974483 if x > 0.0 else 2.356194490192345
-        else:
-            a = _PIO2_HI
+        a = (0.7853981633974483 if x > 0.0 else 2.356194490192345) if ax == _INF else _PIO2_HI
         return math.copysign(a, y)
     if ax == _INF or ay == 0.0:
         if x > 0.0 or (x == 0.0 and math.copysign(1.0, x) > 0.0):

@@ -221,10 +221,7 @@ class EmbeddedRungeKutta:
         k2 = f(t0 + h0, x0 + h0 * k1)
         q2 = (k2 - k1) / scale
         d2 = math.sqrt(np.mean(q2 * q2)) / h0 if x0.size else 0.0
-        if max(d1, d2) <= 1e-15:
-            h1 = max(1e-6, 1e-3 * h0)
-        else:
-            h1 = detmath.pow(0.01 / max(d1, d2), 1.0 / (self.order + 1))
+        h1 = max(1e-06, 0.001 * h0) if max(d1, d2) <= 1e-15 else detmath.pow(0.01 / max(d1, d2), 1.0 / (self.order + 1))
         return min(100.0 * h0, h1, span, self.max_step)
 
     # -- public ------------------------------------------------------------------------
@@ -374,10 +371,7 @@ class DOP853(EmbeddedRungeKutta):
         e3 = detlinalg.matmul(self.E3, K) / scale
         s5 = detlinalg.dot(e5, e5)
         s3 = detlinalg.dot(e3, e3)
-        if s5 == 0.0 and s3 == 0.0:
-            err = 0.0
-        else:
-            err = abs(h) * s5 / math.sqrt((s5 + 0.01 * s3) * x.size)
+        err = 0.0 if s5 == 0.0 and s3 == 0.0 else abs(h) * s5 / math.sqrt((s5 + 0.01 * s3) * x.size)
         return x_new, K[n_stages], err
 
 

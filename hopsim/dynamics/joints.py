@@ -139,7 +139,7 @@ def joint_motion(jtype, axis, q, u, S, c_J, R, p):
         S[2, 2] = 1.0
         c_J[3] = u[2] * (-s * u[0] + c * u[1])
         c_J[4] = u[2] * (-c * u[0] - s * u[1])
-    elif jtype == BALL or jtype == FREE:
+    elif jtype in (BALL, FREE):
         x, y, z, w = q[0], q[1], q[2], q[3]
         R[0, 0] = 1.0 - 2.0 * (y * y + z * z)
         R[0, 1] = 2.0 * (x * y - z * w)
@@ -165,7 +165,7 @@ def joint_motion(jtype, axis, q, u, S, c_J, R, p):
 @compiled
 def joint_configuration_rate(jtype, q, u, qdot):
     """Fill ``qdot`` (nq) from the joint coordinates ``q`` and velocities ``u``."""
-    if jtype == PIN or jtype == SLIDER:
+    if jtype in (PIN, SLIDER):
         qdot[0] = u[0]
     elif jtype == UNIVERSAL:
         qdot[0] = u[0]
@@ -184,5 +184,5 @@ def joint_configuration_rate(jtype, q, u, qdot):
 @compiled
 def joint_normalize(jtype, q):
     """Normalize the quaternion of a ball or free joint in place (w >= 0)."""
-    if jtype == BALL or jtype == FREE:
+    if jtype in (BALL, FREE):
         q[0:4] = quat_normalize(q[0:4])

@@ -188,10 +188,10 @@ def hill_position_from_roe(a_c: float, u_c: float, roe) -> np.ndarray:
 
 __all__ = [
     "argument_of_latitude",
+    "deputy_elements",
     "elements_from_state",
-    "state_from_elements",
+    "hill_position_from_roe",
     "mean_to_eccentric",
     "relative_elements",
-    "deputy_elements",
-    "hill_position_from_roe",
+    "state_from_elements",
 ]

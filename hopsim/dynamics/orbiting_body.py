@@ -25,7 +25,8 @@ LuGre friction, each wheel's bristle deflection ``z_i`` (13+k:13+2k, rad).
                      omega' = I^-1 (tau - omega x I omega)), tau = tau_B + tau_dist + tau_gg + tau_plates
 
 a_srp is a cannonball's (C_R A) in the Earth's cylindrical shadow, or its conical shadow with the
-penumbra's partial sunlight; a_drag is the cannonball's (C_D A), F_plates and tau_plates the flat plates' drag and its torque
+penumbra's partial sunlight; a_drag is the cannonball's (C_D A), F_plates and tau_plates the flat plates' drag and
+its torque
 about the centre of mass (:func:`hopsim.dynamics.environment.plate_drag_xyz`), both in the same
 exponential atmosphere turning with the Earth.
 
@@ -915,23 +916,23 @@ def rk4_lanes(
 
 
 __all__ = [
-    "orbiting_derivative",
-    "orbiting_derivative_at",
-    "orbiting_derivative_from_gravity",
-    "rk4_rows",
-    "rk4_lanes",
-    "rk4_step",
-    "instant",
-    "instant_of",
+    "FRICTION_PARAMS",
+    "LANES",
+    "N_LOADS",
+    "N_PARAMS",
     "gravity_acceleration",
     "gravity_xyz",
     "gravity_xyz_at",
-    "scratch",
+    "instant",
+    "instant_of",
+    "orbiting_derivative",
+    "orbiting_derivative_at",
+    "orbiting_derivative_from_gravity",
+    "parameters",
     "rk4_hop",
     "rk4_hops",
-    "parameters",
-    "N_PARAMS",
-    "N_LOADS",
-    "FRICTION_PARAMS",
-    "LANES",
+    "rk4_lanes",
+    "rk4_rows",
+    "rk4_step",
+    "scratch",
 ]

@@ -107,7 +107,7 @@ def _phases(init, ref, accel_max, coast, smoothing, unit="m"):
         timing = (tb, 0.0)
     elif ts == 0.0:
         tb = tb_given
-        if D < A * tb * tb * (1.0 - _FEASIBILITY_RTOL):
+        if A * tb * tb * (1.0 - _FEASIBILITY_RTOL) > D:
             raise ValueError(
                 f"coast_bang_duration {tb:g} s is too long: with accel_max {A:g} {acc} the move "
                 f"of {D:g} {unit} can have bang segments of at most {math.sqrt(D / A):.6g} s; "
@@ -118,7 +118,7 @@ def _phases(init, ref, accel_max, coast, smoothing, unit="m"):
         phases = [(tb, s * A, s * A), (tc, 0.0, 0.0), (tb, -s * A, -s * A)]
         timing = (tb, tc)
     elif tb_given == 0.0:
-        if D < 2.1 * A * ts * ts * (1.0 - _FEASIBILITY_RTOL):
+        if 2.1 * A * ts * ts * (1.0 - _FEASIBILITY_RTOL) > D:
             raise ValueError(
                 f"smoothing_duration {ts:g} s is too long: with accel_max {A:g} {acc} the move of "
                 f"{D:g} {unit} allows smoothing of at most {math.sqrt(D / (2.1 * A)):.6g} s "
@@ -139,7 +139,7 @@ def _phases(init, ref, accel_max, coast, smoothing, unit="m"):
     else:
         tb = tb_given
         needed = A * (tb + ts) * (tb + 2.0 * ts)
-        if D < needed * (1.0 - _FEASIBILITY_RTOL):
+        if needed * (1.0 - _FEASIBILITY_RTOL) > D:
             tb_max = 0.5 * (-3.0 * ts + math.sqrt(ts * ts + 4.0 * D / A))
             if tb_max > 0.0:
                 hint = (

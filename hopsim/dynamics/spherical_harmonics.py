@@ -233,12 +233,12 @@ def spherical_harmonic_potential(r, mu, radius, C, S, n_max):
 
 __all__ = [
     "GravityField",
-    "read_field",
-    "ggm03s",
-    "spherical_harmonic_acceleration",
-    "spherical_harmonic_acceleration_xyz",
     "cunningham_into",
     "cunningham_lanes_into",
+    "ggm03s",
+    "read_field",
+    "spherical_harmonic_acceleration",
     "spherical_harmonic_acceleration_lanes",
+    "spherical_harmonic_acceleration_xyz",
     "spherical_harmonic_potential",
 ]

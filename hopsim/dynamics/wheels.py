@@ -401,11 +401,12 @@ def wheel_accelerations(inertia_B, inertia_inv, G, J, omega, Omega, motor_Nm, fr
 
 
 __all__ = [
-    "BearingFriction",
     "FRICTION_MODELS",
     "WHEEL_FAULTS",
+    "BearingFriction",
     "WheelMotors",
     "lugre_friction",
+    "lugre_friction_into",
     "per_wheel",
     "wheel_accelerations",
     "wheel_accelerations_into",
@@ -413,5 +414,4 @@ __all__ = [
     "wheel_axes",
     "wheel_friction",
     "wheel_friction_into",
-    "lugre_friction_into",
 ]

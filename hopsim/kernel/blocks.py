@@ -86,16 +86,17 @@ import functools
 import heapq
 import importlib
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numba import njit
 
 from hopsim.bus.envelope import Envelope
 from hopsim.bus.packed import EncodedEnvelope
-from hopsim.bus.router import deliver_to_subscribers
 from hopsim.bus.recorder import EncodedColumns, RowChannels
+from hopsim.bus.router import deliver_to_subscribers
 from hopsim.kernel.bounds import check_rows_finite
 from hopsim.schemas.rows import row_layout
 from hopsim.schemas.string_table import StringTable
@@ -337,7 +338,7 @@ def resolve_row_form(model_class) -> type | None:
     return path
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _row_forms(classes: tuple[type, ...]) -> list | None:
     """The row forms of an island's kinds of models, in order, if every one has one and exactly
     one is a body's; else None."""
@@ -384,7 +385,7 @@ class Block:
     def __init__(
         self,
         group,
-        islands: list["Island"],
+        islands: list[Island],
         positions: list[_Position],
         body: int,
         ties: list[_Tie],
@@ -563,7 +564,7 @@ class Block:
 
     # ------------------------------------------------------------------ forming
     @classmethod
-    def form(cls, group, islands: list["Island"], t_ns: int, owner) -> "Block | None":
+    def form(cls, group, islands: list[Island], t_ns: int, owner) -> Block | None:
         """A block of the alike ones among ``islands`` (a rate group's members, all past their
         barrier ``t_ns`` and planned at the group's next instant), or None when fewer than two
         qualify. The others stay members of the group, run by it as before."""
@@ -626,13 +627,13 @@ class Block:
         return block
 
     @staticmethod
-    def composable(island: "Island") -> bool:
+    def composable(island: Island) -> bool:
         """Whether every model of ``island`` has a row form, one of them a body's (it may run in
         a block with others of the same kinds)."""
         return _row_forms(tuple(s.cls for s in island.slots)) is not None
 
     @staticmethod
-    def _alike(islands: list["Island"], group, t_ns: int, period: int) -> list["Island"]:
+    def _alike(islands: list[Island], group, t_ns: int, period: int) -> list[Island]:
         """The members that can run as rows together: the most common kinds of models (in order),
         every model local, without method or I/O-step events, accounting or a variable rate; the
         periodic ones at the group's period, the others message-driven by all their inputs; one

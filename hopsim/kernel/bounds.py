@@ -21,7 +21,8 @@ Probabilities. A probability (a radio's loss, a bit error rate), as a parameter 
 ``value``, lies in [0, 1] (:func:`check_probability`); none is clamped into it.
 
 Fault payloads. A fault's ``value`` (a scale, a bias, a probability or a delay, by kind; its
-target narrows it: a radio's loss to [0, 1] by :func:`check_probability`) lies within +-:data:`MAX_FAULT_VALUE`, a disturbance force within
+target narrows it: a radio's loss to [0, 1] by :func:`check_probability`) lies within +-:data:`MAX_FAULT_VALUE`, a
+disturbance force within
 +-:data:`MAX_FORCE_N` N and a torque within +-:data:`MAX_TORQUE_NM` N m per axis: beyond any
 vehicle hopsim flies, and far from the floats' overflow.
 

@@ -8,8 +8,9 @@ call :meth:`TimedEvent.reschedule` to fire again later (self-rescheduling).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 _sequence = itertools.count()
 
@@ -18,7 +19,7 @@ _sequence = itertools.count()
 class TimedEvent:
     name: str
     t_ns: int
-    callback: Callable[["TimedEvent"], Any]
+    callback: Callable[[TimedEvent], Any]
     priority: int = 0
     island: str | None = None
     seq: int = field(default_factory=lambda: next(_sequence))

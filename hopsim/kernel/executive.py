@@ -13,29 +13,30 @@ Users drive time with :meth:`Simulation.advance_to`, :meth:`Simulation.advance_b
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import simpy
 
 from hopsim.bus.envelope import Envelope
+from hopsim.bus.router import deliver_to_subscribers, served_at_once
 from hopsim.bus.topics import Subscription, TopicRegistry, WiringError, kernel_topic
 from hopsim.kernel.bounds import check_state_finite
 from hopsim.kernel.errors import CheckpointError, ContactInProgress
 from hopsim.kernel.events import IoStepEvent, MethodEvent, TimedEvent
-from hopsim.bus.router import deliver_to_subscribers, served_at_once
 from hopsim.kernel.faults import FAULT_PORT, KILL, check_payload, fault_topic
 from hopsim.kernel.fleet import Fleets
 from hopsim.kernel.island import Island, propagate_together
-from hopsim.kernel.rate_group import RateGroup, RateGroups
-from hopsim.kernel.slot import Slot
-from hopsim.kernel.wakes import InstantWakes
-from hopsim.kernel.zero_crossing import ZeroCrossing
 from hopsim.kernel.model import Model, ModelContext
 from hopsim.kernel.monitor import Monitor
 from hopsim.kernel.owner import owner_in_this_process
+from hopsim.kernel.rate_group import RateGroup, RateGroups
 from hopsim.kernel.runtime import LocalRuntime
 from hopsim.kernel.simtime import NS_PER_S, seconds, to_seconds
+from hopsim.kernel.slot import Slot
+from hopsim.kernel.wakes import InstantWakes
+from hopsim.kernel.zero_crossing import ZeroCrossing
 from hopsim.schemas import Fault, KernelEvent
 
 SCENARIO_SOURCE = "scenario"
@@ -72,6 +73,7 @@ class Simulation:
     # more attributes than CPython keeps inline (hopsim.kernel.unpickling), read for every message;
     # a scenario may keep its own (``sim.contact_world``) in the __dict__
     __slots__ = (
+        "__dict__",
         "_at_once",
         "_cpu_start_ns",
         "_events",
@@ -86,6 +88,7 @@ class Simulation:
         "_rate_groups",
         "_recorder",
         "_routes",
+        "_run_end",
         "_scenario_seq",
         "_slots",
         "_started",
@@ -93,7 +96,6 @@ class Simulation:
         "_stop_ids",
         "_stop_seq",
         "_wakes_at",
-        "_run_end",
         "batching",
         "breaks",
         "cpu_accounting",
@@ -105,9 +107,9 @@ class Simulation:
         "islands",
         "playback",
         "rate_groups",
-        "row_blocks",
         "record_barriers",
         "record_kernel_events",
+        "row_blocks",
         "runtime",
         "scenario_params",
         "scene",
@@ -115,7 +117,6 @@ class Simulation:
         "stop_reason",
         "topics",
         "windows",
-        "__dict__",
     )
 
     def __init__(
@@ -150,7 +151,7 @@ class Simulation:
         self._slots: dict[str, Slot] = {}
         self._models: dict[str, Model] = {}
         self._events: dict[str, TimedEvent] = {}
-        self._stop_callbacks: list[tuple[int, Callable[["Simulation"], bool]]] = []
+        self._stop_callbacks: list[tuple[int, Callable[[Simulation], bool]]] = []
         self._stop_ids = 0
         self._halt_at: int | None = None
         self._started = False
@@ -410,7 +411,7 @@ class Simulation:
         self._monitors.append(monitor)
         return monitor
 
-    def add_stop_callback(self, fn: Callable[["Simulation"], bool]) -> int:
+    def add_stop_callback(self, fn: Callable[[Simulation], bool]) -> int:
         """``fn(sim)`` is evaluated after every barrier; True ends the run at that instant.
 
         With islands in Ray hosts, add stop callbacks before the run starts: they make the hosts
@@ -468,7 +469,7 @@ class Simulation:
             )
         if fault.kind not in slot.accepts_faults and fault.kind != KILL:
             raise ValueError(
-                f"{fault.target} does not accept fault {fault.kind!r}; it accepts {list(slot.accepts_faults) + [KILL]}"
+                f"{fault.target} does not accept fault {fault.kind!r}; it accepts {[*list(slot.accepts_faults), KILL]}"
             )
         check_payload(fault)
         if fault.kind != KILL:  # the kernel carries out a kill itself

@@ -9,8 +9,8 @@ where time moves back and forth between samples).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 @dataclass

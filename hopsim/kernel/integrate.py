@@ -11,7 +11,8 @@ does not import them: the package root installs RK4 as the default with
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 

@@ -25,8 +25,9 @@ from __future__ import annotations
 import copy
 import heapq
 import math
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,11 +35,11 @@ from hopsim.bus.envelope import Envelope
 from hopsim.bus.topics import kernel_topic
 from hopsim.kernel.errors import ActorKilled, CausalityError, CheckpointError
 from hopsim.kernel.events import TimedEvent
+from hopsim.kernel.faults import FAULT_PORT, KILL
 from hopsim.kernel.integrate import default_integrator
 from hopsim.kernel.model import BARRIER_REQUEST, DefaultRate, FixedRate, NoIo, VariableRate
 from hopsim.kernel.ordering import Node, feed_through_order
 from hopsim.kernel.simtime import NS_PER_S, PeriodicSchedule, seconds
-from hopsim.kernel.faults import FAULT_PORT, KILL
 from hopsim.kernel.slot import Slot, _timed
 from hopsim.kernel.unpickling import set_attributes
 from hopsim.kernel.zero_crossing import ZeroCrossing
@@ -54,7 +55,7 @@ NO_HIT: tuple = ()  # no zero-crossing met at the planned hop end
 FEW_ISLANDS = 4
 
 
-def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: bool = True) -> None:
+def propagate_together(islands: list[Island], t1: int, fleets=None, batch: bool = True) -> None:
     """Propagate the lazy hops of ``islands`` that end at ``t1`` with one compiled call per kind
     of body and sub-steps (DESIGN.md: islands whose hops coincide, as one batch; the arithmetic is
     the single-island path's, so the result does not change by a bit). Hops with the same end and
@@ -97,7 +98,7 @@ def propagate_together(islands: list["Island"], t1: int, fleets=None, batch: boo
             isl.finish_hop(t0, t1, steps)
 
 
-def run_barrier(islands: list["Island"], t: int) -> None:
+def run_barrier(islands: list[Island], t: int) -> None:
     """The barrier at the kernel's time ``t`` (ns) of ``islands``: one island alone, or the
     members of a rate group due at ``t`` (one barrier for the group). Each step of Dshell's order
     (the module docstring's 1 to 5) is taken by every island before the next step. Islands
@@ -138,63 +139,63 @@ class Island:
     :mod:`hopsim.kernel.unpickling`), and a barrier reads and sets many of them."""
 
     __slots__ = (
-        "sim",
-        "name",
-        "integrator",
-        "n_integration_steps",
-        "end_of_step_derivative",
-        "slots",
-        "by_name",
-        "t",
-        "zero_crossings",
-        "trace_steps",
-        "step_log",
-        "hop_log",
-        "stats",
-        "_hop_steps",
-        "_io_heap",
-        "_events",
-        "_inbox",
-        "_stops",
-        "_requested",
-        "_hit",
-        "_pending_end",
-        "_propagated",
-        "_hop_start_state",
-        "_gen",
-        "_in_barrier",
-        "_initial",
-        "_kernel_seq",
-        "_x",
-        "_xdot",
-        "_continuous",
-        "_pre",
-        "_post",
-        "_start_hop",
-        "_end_hop",
-        "_rollback_slots",
-        "home_slots",
-        "absorbed_into",
-        "members",
-        "_hop_body",
-        "_fleet_body",
         "_batched",
-        "_monitors",
-        "_home_monitors",
+        "_continuous",
         "_deferred",
-        "_io_slots",
-        "rate_key",
-        "group",
-        "_io_heap_stale",
+        "_end_hop",
+        "_events",
+        "_fleet_body",
         "_fleet_pre",
         "_fleet_starts",
+        "_gen",
+        "_hit",
+        "_home_monitors",
+        "_hop_body",
+        "_hop_start_state",
+        "_hop_steps",
+        "_in_barrier",
+        "_inbox",
+        "_initial",
+        "_io_heap",
+        "_io_heap_stale",
+        "_io_slots",
+        "_kernel_seq",
+        "_monitors",
+        "_pending_end",
+        "_post",
+        "_pre",
+        "_propagated",
         "_rate_slots",
+        "_requested",
+        "_rollback_slots",
+        "_start_hop",
+        "_stops",
+        "_x",
+        "_xdot",
+        "absorbed_into",
         "block",
+        "by_name",
+        "end_of_step_derivative",
+        "group",
+        "home_slots",
+        "hop_log",
+        "integrator",
+        "members",
+        "n_integration_steps",
+        "name",
+        "rate_key",
+        "sim",
+        "slots",
+        "stats",
+        "step_log",
+        "t",
+        "trace_steps",
+        "zero_crossings",
     )
 
     def __init__(
         self,
-        sim: "IslandOwner",
+        sim: IslandOwner,
         name: str,
         integrator=None,
         n_integration_steps: int = 1,
@@ -469,7 +470,7 @@ class Island:
         self._hop_steps = [(t0, t1)] if self.trace_steps else []
 
     @property
-    def current(self) -> "Island":
+    def current(self) -> Island:
         """The island that integrates this one's models now (itself unless merged)."""
         isl = self
         while isl.absorbed_into is not None:
@@ -1317,12 +1318,12 @@ class Island:
             "zero_crossings": self.zero_crossings,
         }
 
-    def absorbed_by(self, primary: "Island") -> None:
+    def absorbed_by(self, primary: Island) -> None:
         """This home island's models are integrated by ``primary`` from now on (dormant until a split)."""
         self.absorbed_into, self.members, self._deferred = primary, [self], False
         self._inbox, self._events, self._requested, self._stops, self.zero_crossings = [], [], [], [], []
 
-    def integrate_group(self, group: list["Island"], t: int, pooled: list[dict[str, Any]]) -> None:
+    def integrate_group(self, group: list[Island], t: int, pooled: list[dict[str, Any]]) -> None:
         """Integrate the home islands ``group`` (this one first) from ``t`` (ns), taking their
         part of the ``pooled`` timelines that :meth:`release_timeline` gave; waits for the
         monitor's check to plan the next hop."""

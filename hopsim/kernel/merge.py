@@ -13,7 +13,8 @@ nothing but the hop boundaries the merged models share.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from hopsim.kernel.errors import MergeError
 from hopsim.schemas import KernelEvent
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from hopsim.kernel.island import Island
 
 
-def grouping(homes: Iterable["Island"]) -> list[list["Island"]]:
+def grouping(homes: Iterable[Island]) -> list[list[Island]]:
     """The current groups of ``homes``: home islands integrated together, sorted by name."""
     groups: dict[int, list] = {}
     for h in homes:
@@ -31,7 +32,7 @@ def grouping(homes: Iterable["Island"]) -> list[list["Island"]]:
     return sorted((sorted(g, key=lambda i: i.name) for g in groups.values()), key=lambda g: g[0].name)
 
 
-def regroup(sim: "Simulation", groups: list[list["Island"]]) -> None:
+def regroup(sim: Simulation, groups: list[list[Island]]) -> None:
     """Integrate each group of home islands as one island from now on.
 
     Every home of every island involved must appear in exactly one group (a home alone in its

@@ -12,7 +12,8 @@ The proximity monitor of contact (:mod:`hopsim.actors.contact`) is the user of t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import simpy
 
@@ -30,10 +31,10 @@ class Monitor:
 
     def __init__(
         self,
-        sim: "Simulation",
+        sim: Simulation,
         name: str,
         rate_hz: float,
-        islands: list["Island"],
+        islands: list[Island],
         check: Callable[[int], None],
         t0_ns: int = 0,
     ):

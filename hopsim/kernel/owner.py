@@ -14,8 +14,9 @@ it while a host loads its islands.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator, Protocol
+from typing import Any, Protocol
 
 
 class IslandOwner(Protocol):

@@ -24,7 +24,8 @@ the recorder writes each instant's envelopes in the bus's total order.
 from __future__ import annotations
 
 import gc
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from hopsim.kernel.blocks import Block
 from hopsim.kernel.island import run_barrier
@@ -76,20 +77,20 @@ class RateGroup:
         _t0, num, den = self.key
         return num if den == 1 else None
 
-    def join(self, island: "Island", t_ns: int) -> None:
+    def join(self, island: Island, t_ns: int) -> None:
         """``island`` becomes a member, its next barrier at ``t_ns``."""
         self.stats["joins"] += 1
         if self._owner is not None and Block.composable(island):
             self._row_members += 1
         self.admit(island, t_ns)
 
-    def left(self, island: "Island") -> None:
+    def left(self, island: Island) -> None:
         """``island`` is no longer a member (its entries are passed over)."""
         self.stats["leaves"] += 1
         if self._owner is not None and Block.composable(island):
             self._row_members -= 1
 
-    def admit(self, island: "Island", t_ns: int) -> None:
+    def admit(self, island: Island, t_ns: int) -> None:
         """A member has its next barrier at ``t_ns``."""
         due = self._at.get(t_ns)
         if due is None:

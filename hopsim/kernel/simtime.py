@@ -26,7 +26,7 @@ def seconds(t_s: float) -> int:
     t_ns = t_s * NS_PER_S
     if not -MAX_NS <= t_ns <= MAX_NS:
         raise ValueError(f"{t_s!r} s is not a time hopsim can count (64-bit nanoseconds: at most 9.2e9 s)")
-    return int(round(t_ns))
+    return round(t_ns)
 
 
 def to_seconds(t_ns: int) -> float:
@@ -50,7 +50,7 @@ class PeriodicSchedule:
     Rounding is half-to-even, in integer arithmetic.
     """
 
-    __slots__ = ("t0_ns", "_num", "_den", "rate_hz")
+    __slots__ = ("_den", "_num", "rate_hz", "t0_ns")
 
     def __init__(self, rate_hz: float, t0_ns: int = 0):
         if not MIN_RATE_HZ <= rate_hz <= MAX_RATE_HZ:

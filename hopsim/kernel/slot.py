@@ -3,8 +3,9 @@ and the one way the kernel calls the model's lifecycle methods (:meth:`Slot.call
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from time import thread_time_ns
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from hopsim.kernel.events import IoStepEvent, MethodEvent
 from hopsim.kernel.model import ContinuousModel, Model, NoIo, VariableRate
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from hopsim.kernel.island import Island
 
 
-def _timed(slot: "Slot", fn: Callable[[float], None]) -> Callable[[float], None]:
+def _timed(slot: Slot, fn: Callable[[float], None]) -> Callable[[float], None]:
     def timed(t_s: float) -> None:
         t0 = thread_time_ns()
         fn(t_s)
@@ -31,50 +32,50 @@ class Slot(InlineAttributes):
     :mod:`hopsim.kernel.unpickling`), and every barrier reads and sets several of each model's."""
 
     __slots__ = (
-        "handle",
-        "name",
-        "cls",
-        "island",
-        "home",
-        "is_continuous",
-        "feed_through",
-        "io_schedule",
-        "variable_rate",
         "accepts_faults",
-        "in_topics",
-        "out_topics",
-        "seq",
-        "order",
-        "periodic",
-        "io_k",
-        "io_prev",
-        "io_next",
-        "due",
-        "fresh",
-        "force_ufo",
-        "method_events",
-        "io_events",
-        "model",
-        "local",
-        "trigger_ports",
-        "message_driven",
-        "triggered",
+        "accounting",
+        "cls",
+        "cpu_ns",
         "ctx",
-        "unread",
+        "direct",
         "does_end_io",
         "does_start_io",
         "does_update",
-        "accounting",
-        "cpu_ns",
-        "direct",
+        "due",
+        "feed_through",
+        "force_ufo",
+        "fresh",
+        "handle",
+        "home",
+        "in_topics",
+        "io_events",
+        "io_k",
+        "io_next",
+        "io_prev",
+        "io_schedule",
+        "is_continuous",
+        "island",
+        "local",
+        "message_driven",
+        "method_events",
+        "model",
+        "name",
+        "order",
+        "out_topics",
+        "periodic",
         "received",
+        "seq",
+        "trigger_ports",
+        "triggered",
+        "unread",
+        "variable_rate",
     )
 
     def __init__(
         self,
         handle,
         model: Model,
-        island: "Island",
+        island: Island,
         ties_in: dict[str, str],
         ties_out: dict[str, tuple[str, int, int, bool]],
     ):

@@ -540,9 +540,12 @@ class Decoder:
                 return FREE
             if tag in ("object", "named_tuple") and isinstance(node[tag], list) and len(node[tag]) == 3:
                 module, qualname, _ = node[tag]
-                if isinstance(module, str) and isinstance(qualname, str):
-                    if _is_value_class(_hopsim_class(module, qualname, where)):
-                        return FREE
+                if (
+                    isinstance(module, str)
+                    and isinstance(qualname, str)
+                    and _is_value_class(_hopsim_class(module, qualname, where))
+                ):
+                    return FREE
             raise StateCodecError(
                 f"{where}: holds {_named(node, tag)}, where the rebuilt model holds nothing to say "
                 f"what may stand: expected {FREE!r}, or a data class of hopsim's state"

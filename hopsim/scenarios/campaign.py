@@ -49,7 +49,7 @@ def fault_campaign(
         raise ScenarioError(f"scenario {scenario!r} defines no outcome metrics; campaigns need one")
     fixed = dict(overrides or {})
     always = [f if isinstance(f, dict) else f.model_dump() for f in fixed.pop("faults", [])]
-    lists = [always] + [always + [f.model_dump()] for f in faults]
+    lists = [always] + [[*always, f.model_dump()] for f in faults]
     return make_campaign(
         {
             "scenario": scenario,

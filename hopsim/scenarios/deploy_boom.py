@@ -22,7 +22,6 @@ from hopsim.kernel import Simulation
 from hopsim.kernel.bounds import MAX_TIME_S, RateHz, TimeS
 from hopsim.scenarios.registry import ScenarioError, ScenarioParams, scenario
 
-
 Inertia = Annotated[float, Field(gt=0, le=1e9)]  # a principal moment of inertia (kg m^2)
 Length = Annotated[float, Field(ge=-100, le=100)]  # a place on the hub or the boom (m)
 

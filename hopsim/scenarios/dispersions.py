@@ -28,9 +28,10 @@ the order in which dispersions are listed.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import re
-from typing import Annotated, Any, Literal, Union, get_origin
+from typing import Annotated, Any, Literal, get_origin
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -198,7 +199,7 @@ class Grid(_Knob):
 
 
 Knob = Annotated[
-    Union[Constant, SequenceKnob, ListKnob, Uniform, Normal, Choice, MvNormal, Grid], Field(discriminator="kind")
+    Constant | SequenceKnob | ListKnob | Uniform | Normal | Choice | MvNormal | Grid, Field(discriminator="kind")
 ]
 
 
@@ -235,7 +236,7 @@ def set_path(params: dict[str, Any], path: str, value: Any) -> None:
     """Set ``path`` in the parameter tree ``params`` (dicts and lists, as pydantic dumps them)."""
     parts = parse_path(path)
     node: Any = params
-    for here, nxt in zip(parts[:-1], parts[1:], strict=True):
+    for here, nxt in itertools.pairwise(parts):
         try:
             child = node[here]
         except (KeyError, IndexError, TypeError):

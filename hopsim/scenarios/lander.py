@@ -12,8 +12,8 @@ from pydantic import Field
 
 from hopsim.actors.battery import Battery
 from hopsim.actors.lander import Altimeter, DescentController, GroundStation, LanderBody, TelemetryDownlink
-from hopsim.kernel import Simulation, Tie
 from hopsim.dynamics.integrators import make_integrator
+from hopsim.kernel import Simulation, Tie
 from hopsim.kernel.bounds import PeriodS, RateHz, TimeS
 from hopsim.scenarios.registry import ScenarioParams, Success, scenario
 

@@ -9,7 +9,8 @@ of a model's), ``u`` chosen inputs (a model's public numeric attribute, scalar o
 array: ``MODEL.ATTRIBUTE`` or ``MODEL.ATTRIBUTE[I]``, e.g. a vehicle's ``disturbance_force_N[0]``) and
 ``y`` chosen outputs (a numeric field of what a model's ``update_flow_outs`` writes at T:
 ``MODEL.PORT.FIELD[.FIELD...]``, e.g. ``leader.state.omega_BN_B.x``). Each column is a difference
-quotient about the state at T; evaluations do not disturb each other (every model's snapshot is restored before each one:
+quotient about the state at T; evaluations do not disturb each other (every model's snapshot is restored before
+each one:
 generators, sequence numbers, loads):
 
 - ``central2``: (f(x+h) - f(x-h)) / 2h, error O(h^2);
@@ -264,7 +265,7 @@ def linearize_simulation(
     point = _Point(sim, list(states), list(inputs), list(outputs))
     try:
         x0, u0 = point.values()
-        xdot0, y0 = point.evaluate(x0, u0)
+        _xdot0, y0 = point.evaluate(x0, u0)
         n, m = len(x0), len(u0)
         A, B = np.empty((n, n)), np.empty((n, m))
         C, D = np.empty((len(y0), n)), np.empty((len(y0), m))

@@ -43,4 +43,6 @@ def machine_description() -> dict[str, str]:
 def describe(machine: dict) -> str:
     """One line naming a machine described by :func:`machine_description`."""
     features = machine.get("cpu_features") or "no listed features"
-    return f"{machine.get('cpu', 'unknown CPU')} ({machine.get('machine', '?')}; {features}; numba target {machine.get('numba_cpu', '?')})"
+    cpu, arch = machine.get("cpu", "unknown CPU"), machine.get("machine", "?")
+    numba_cpu = machine.get("numba_cpu", "?")
+    return f"{cpu} ({arch}; {features}; numba target {numba_cpu})"

@@ -40,8 +40,9 @@ import math
 import tempfile
 import time
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -184,7 +185,7 @@ def run_one(campaign_json: str, run: int, out: str | None = None) -> dict[str, A
             if why:
                 row["status"] = UNSUCCESSFUL
                 row["error"] = why
-        except Exception as err:  # noqa: BLE001  (a failing run is a result of the campaign)
+        except Exception as err:
             row["status"] = "failed"
             row["error"] = f"{type(err).__name__}: {err}"
     row["wall_s"] = time.perf_counter() - t0
@@ -473,7 +474,7 @@ def load(directory: str | Path):
         )
     try:
         table = pq.read_table(path)
-    except Exception as err:  # noqa: BLE001  (pyarrow's errors on a damaged file)
+    except Exception as err:
         raise ScenarioError(f"{path} cannot be read ({err})") from None
     frame = table.to_pandas()
     assert isinstance(frame, pd.DataFrame)

@@ -30,9 +30,9 @@ import math
 import queue
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -169,7 +169,7 @@ class Pacer:
                 return
             try:
                 done.set_result(self._apply(kind, value, t_ns))
-            except Exception as err:  # noqa: BLE001  (a command refused never ends the run)
+            except Exception as err:
                 reason = str(err) if isinstance(err, ValueError) else f"{type(err).__name__}: {err}"
                 done.set_exception(ValueError(" ".join(reason.split())))
 
@@ -208,4 +208,4 @@ class Pacer:
         return spec.t_s
 
 
-__all__ = ["Pacer", "PaceReport", "check_factor", "DEFAULT_PERIOD_S", "RUN_ENDED"]
+__all__ = ["DEFAULT_PERIOD_S", "RUN_ENDED", "PaceReport", "Pacer", "check_factor"]

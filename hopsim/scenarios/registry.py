@@ -8,8 +8,10 @@ register themselves with :func:`scenario`; ``hopsim scenarios`` lists them.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, get_origin
+from datetime import UTC
+from typing import Any, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -57,7 +59,7 @@ class FaultSpec(BaseModel):
         )
 
     @classmethod
-    def parse(cls, text: str) -> "FaultSpec":
+    def parse(cls, text: str) -> FaultSpec:
         """From the command line: ``t=12.5,target=sph2.thrusters,kind=thruster_stuck_off,index=3``;
         vectors as ``force_N=[1,0,0]`` or ``force=1;0;0``; ``vehicles=sph1+sph2``."""
         fields: dict = {}
@@ -81,7 +83,7 @@ class FaultSpec(BaseModel):
         return cls.from_fields(fields, f"--fault {text!r}")
 
     @classmethod
-    def from_fields(cls, fields: dict, where: str = "fault") -> "FaultSpec":
+    def from_fields(cls, fields: dict, where: str = "fault") -> FaultSpec:
         """From its fields (a live client's request, a recording's); a ValueError naming every
         bad field, on one line, otherwise."""
         try:
@@ -200,17 +202,17 @@ DEFAULT_EPOCH = "2000-01-01T12:00:00Z"
 def epoch_ns(text: str) -> int:
     """An ISO 8601 date and time (UTC when no offset is given) in ns since 1970-01-01T00:00:00Z;
     a ValueError naming the problem otherwise (1970 to 2200: log times are unsigned 64-bit ns)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     try:
         when = datetime.fromisoformat(text)
     except (TypeError, ValueError):
         raise ValueError(f"epoch {text!r} is not an ISO 8601 date and time, e.g. 2026-03-01T12:00:00Z") from None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    if not datetime(1970, 1, 1, tzinfo=timezone.utc) <= when <= datetime(2200, 1, 1, tzinfo=timezone.utc):
+        when = when.replace(tzinfo=UTC)
+    if not datetime(1970, 1, 1, tzinfo=UTC) <= when <= datetime(2200, 1, 1, tzinfo=UTC):
         raise ValueError(f"epoch {text!r} lies outside 1970-2200")
-    delta = when - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    delta = when - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
 
 

@@ -54,8 +54,8 @@ from hopsim.actors.sensors import CmFrameStateSensor, GnssReceiver, StarTracker
 from hopsim.dynamics import detlinalg, detmath
 from hopsim.dynamics.integrators import DOP853
 from hopsim.dynamics.orbit_frames import hill_dcm, hill_to_inertial, inertial_to_hill
-from hopsim.dynamics.spatial import dcm_to_quat
 from hopsim.dynamics.orbital_elements import state_from_elements
+from hopsim.dynamics.spatial import dcm_to_quat
 from hopsim.dynamics.spherical_harmonics import ggm03s
 from hopsim.kernel import Simulation, Tie
 from hopsim.kernel.bounds import RateHz, TimeS

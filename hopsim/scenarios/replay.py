@@ -20,6 +20,7 @@ otherwise learn whether a file exists, or read it, through the replay's answer.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import tempfile
@@ -32,13 +33,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hopsim.bus.compare import Difference, decode_payload, first_difference
 from hopsim.bus.reading import RecordingReport, read_recording
-from hopsim.bus.topics import is_kernel_source
 from hopsim.bus.recorder import RESULT_METADATA, RUN_METADATA, STREAM_FORMAT
+from hopsim.bus.topics import is_kernel_source
 from hopsim.kernel.bounds import DurationS, Seed
 from hopsim.kernel.executive import SCENARIO_SOURCE
 from hopsim.kernel.playback import PlaybackPlan
-from hopsim.scenarios.registry import ScenarioError
 from hopsim.scenarios.machine import describe, machine_description
+from hopsim.scenarios.registry import ScenarioError
 from hopsim.scenarios.runner import KERNEL_EVENT_LEVELS, run_scenario
 
 
@@ -83,7 +84,7 @@ class RecordedRun(BaseModel):
     duration_s: DurationS
 
     @classmethod
-    def check(cls, run: dict[str, str], path) -> "RecordedRun":
+    def check(cls, run: dict[str, str], path) -> RecordedRun:
         try:
             parameters = json.loads(run.get("parameters_json", ""))
         except ValueError:
@@ -317,7 +318,7 @@ def replay_recording(
         replayed = [e for e in replayed if e.source in keep]
     diff = first_difference(recorded, replayed)
     recorded_on = {k: run[k] for k in machine_description() if k in run} or None
-    skipped = [(a[1], b[0]) for a, b in zip(windows, windows[1:])] if windows else None
+    skipped = [(a[1], b[0]) for a, b in itertools.pairwise(windows)] if windows else None
     if windows and 0 in report.gaps:  # damage before the first message read
         skipped.insert(0, (-1, windows[0][0]))
     return ReplayResult(mode, len(recorded), diff, wall, report, list(live or []), recorded_on, skipped)
@@ -331,7 +332,7 @@ def _intact_parts(recorded: list, gaps: list[int]) -> list[list]:
     cuts = sorted({g for g in gaps if 0 <= g < len(recorded)})
     edges = [0, *cuts, len(recorded)]
     parts = []
-    for a, b in zip(edges, edges[1:]):
+    for a, b in itertools.pairwise(edges):
         part = recorded[a:b]
         if part and a in cuts:
             part = [e for e in part if e.t_ns > part[0].t_ns]

@@ -22,9 +22,9 @@ from hopsim.kernel.distributed.ray_runtime import RayUnavailable
 from hopsim.kernel.errors import ActorKilled
 from hopsim.kernel.faults import KILL
 from hopsim.kernel.simtime import seconds
-from hopsim.scenarios.registry import ScenarioError
 from hopsim.scenarios.catalog import get_scenario
 from hopsim.scenarios.machine import machine_description
+from hopsim.scenarios.registry import ScenarioError
 
 VERSIONED = ("hopsim", "simpy", "ray", "numpy", "numba", "protobuf", "mcap", "mcap-protobuf-support", "scipy")
 
@@ -491,7 +491,7 @@ def checkpoint_times(now_ns: int, duration_s: float, every_s: float | None) -> l
         return [end]
     step = seconds(every_s)
     first = (now_ns // step + 1) * step
-    return list(range(first, end, step)) + [end]
+    return [*list(range(first, end, step)), end]
 
 
 def checkpoint_path(directory: Path, scenario: str, t_ns: int) -> Path:

@@ -40,6 +40,7 @@ not carried into its row.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -152,7 +153,7 @@ class MessageLayout:
         """Sort key of a map entry ``(key, value)``: the order of :mod:`hopsim.schemas.wire` (``SORT``)."""
         key = item[0]
         if self.fields[0].kind == wire.BYTES:
-            return tuple(key.encode() if isinstance(key, str) else key) + (256,)  # a prefix after its extensions
+            return (*(key.encode() if isinstance(key, str) else key), 256)  # a prefix after its extensions
         return (-(int(key) % (1 << (8 * self.fields[0].dtype.itemsize))),)
 
     def fill_entry(self, key, value, row, strings: StringTable) -> None:
@@ -335,7 +336,7 @@ class RowLayout:
         data, offsets = self.encode(rows, strings)
         buffer = data.tobytes()
         bounds = offsets.tolist()
-        return [buffer[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        return [buffer[a:b] for a, b in itertools.pairwise(bounds)]
 
     def describe(self) -> str:
         """The encoder's program as text: one line per field occurrence (see :mod:`hopsim.schemas.wire`)."""
@@ -391,7 +392,7 @@ def _layout(
     descriptor: Descriptor, path: str, capacities: dict[str, int], used: set[str], outer: tuple[str, ...]
 ) -> MessageLayout:
     """Build the layout of ``descriptor`` found at field path ``path`` (``outer``: the types enclosing it)."""
-    outer = outer + (descriptor.full_name,)
+    outer = (*outer, descriptor.full_name)
     names = {f.name for f in descriptor.fields}
     is_entry = descriptor.GetOptions().map_entry
     fields, entries = [], []

@@ -37,4 +37,4 @@ def chromium_args() -> list[str]:
     return list(FLAGS)
 
 
-__all__ = ["chromium_path", "chromium_args", "FLAGS"]
+__all__ = ["FLAGS", "chromium_args", "chromium_path"]

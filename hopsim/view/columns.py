@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
 from numba import njit
 
 from hopsim.bus.chunks import (
@@ -218,11 +217,7 @@ def _field_value(buf, start, end, tags, indexes, kind):
             if q < 0 or q + np.int64(length) > stop:
                 return 0.0, False
             r, packed_end = q, q + np.int64(length)
-            inner = (
-                1
-                if kind == DOUBLE or kind == FIXED64 or kind == SFIXED64
-                else (5 if kind == FLOAT or kind == FIXED32 or kind == SFIXED32 else 0)
-            )
+            inner = 1 if kind in (DOUBLE, FIXED64, SFIXED64) else (5 if kind in (FLOAT, FIXED32, SFIXED32) else 0)
             while r < packed_end:
                 v, ok = _number(buf, r, packed_end, inner, kind)
                 if not ok:
@@ -697,14 +692,14 @@ def topics(path: str | Path) -> dict[str, str]:
 
 
 __all__ = [
-    "Signal",
-    "SignalError",
-    "ColumnsReport",
     "Column",
     "ColumnReader",
-    "read_signals",
+    "ColumnsReport",
+    "Signal",
+    "SignalError",
     "export",
-    "read_frame",
     "numeric_fields",
+    "read_frame",
+    "read_signals",
     "topics",
 ]

@@ -4,7 +4,8 @@
 topics, so it fits any scenario: a 3-D panel on the ``world`` frame (for a formation in orbit whose
 scenario names a chief, on the chief's Hill frame ``hill/<chief>``, where relative orbits are seen
 as flown) showing ``viz/scene`` (bodies, the test volume), ``viz/trails``, ``viz/trails_recent`` and
-``viz/trail_tips`` (trails' histories, recent parts and tips) and ``viz/transforms`` (poses); plots of the first vehicles' positions (``r_BN_N``, m,
+``viz/trail_tips`` (trails' histories, recent parts and tips) and ``viz/transforms`` (poses); plots of the first
+vehicles' positions (``r_BN_N``, m,
 frame N) and, when there are contacts, of their normal speeds before and after; the kernel's
 events as raw messages; and for a live run the Parameters panel (``pace``, ``paused``) and a
 service-call panel that sends a fault. ``hopsim layout FILE`` and ``hopsim run ... --layout``
@@ -159,4 +160,4 @@ def scene_frame(scene: dict) -> str:
     return hill_frame_name(chief) if isinstance(chief, str) else WORLD
 
 
-__all__ = ["foxglove_layout", "write_layout", "builtin_layout", "recording_scene", "scene_frame", "LAYOUTS"]
+__all__ = ["LAYOUTS", "builtin_layout", "foxglove_layout", "recording_scene", "scene_frame", "write_layout"]

@@ -83,8 +83,8 @@ def _figure(signals: list[Signal], out: Path, title: str) -> None:
 
 
 def _html(signals: list[Signal], out: Path, title: str) -> None:
-    from plotly.subplots import make_subplots
     import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
 
     fig = make_subplots(
         rows=len(signals), cols=1, shared_xaxes=True, vertical_spacing=0.04, subplot_titles=[s.name for s in signals]
@@ -139,7 +139,8 @@ _PAGE = """<!doctype html>
 <script type="text/javascript">{fallback}</script>
 </head>
 <body style="margin: 0; font: 13px/1.35 system-ui, sans-serif">
-<div id="no-webgl" role="alert" hidden style="margin: 8px; padding: 8px 12px; border: 1px solid #c62828; background: #fff3f0">
+<div id="no-webgl" role="alert" hidden
+ style="margin: 8px; padding: 8px 12px; border: 1px solid #c62828; background: #fff3f0">
 <b>This page needs WebGL for fast plots</b>, and this browser has it turned off or cannot provide it: the
 plots below are drawn without it, which is slower with many points. Turn on graphics (hardware)
 acceleration in the browser's settings (Chrome, Edge: Settings &rsaquo; System; Firefox:

@@ -17,7 +17,6 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
-
 from scipy.spatial.transform import Rotation
 
 from hopsim.schemas import Fault, KernelEvent
@@ -285,4 +284,4 @@ def read_run_info(reader: ColumnReader) -> dict:
     return {"run": reader.metadata.get(RUN_METADATA, {}), "result": reader.metadata.get(RESULT_METADATA, {})}
 
 
-__all__ = ["Poses", "read_poses", "hill_frame", "read_events", "signal_catalog", "read_run_info"]
+__all__ = ["Poses", "hill_frame", "read_events", "read_poses", "read_run_info", "signal_catalog"]

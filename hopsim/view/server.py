@@ -179,8 +179,8 @@ class RunView:
             "name": name,
             "t_s": t.tolist(),
             "values": [None if not np.isfinite(x) else float(x) for x in v],
-            "points": int(len(found.values)),
-            "shown": int(len(v)),
+            "points": len(found.values),
+            "shown": len(v),
         }
 
 
@@ -192,7 +192,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):  # quiet: the command prints the address once
         pass
 
-    def do_GET(self):  # noqa: N802  (http.server's name)
+    def do_GET(self):
         url = urlparse(self.path)
         route = url.path
         try:
@@ -265,4 +265,4 @@ def serve(view: RunView, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTT
     return server
 
 
-__all__ = ["RunView", "serve", "decimate", "allowed_hosts", "host_allowed", "MAX_PLOT_POINTS"]
+__all__ = ["MAX_PLOT_POINTS", "RunView", "allowed_hosts", "decimate", "host_allowed", "serve"]

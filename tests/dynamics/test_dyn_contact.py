@@ -189,7 +189,7 @@ def test_elastic_frictionless_impact_conserves_energy():
         y1, y2, _, _ = collide(x1, body1, x2, body2, 1.0, 0.0)
         T0 = rigid_body_kinetic_energy(x1, *body1) + rigid_body_kinetic_energy(x2, *body2)
         T1 = rigid_body_kinetic_energy(y1, *body1) + rigid_body_kinetic_energy(y2, *body2)
-        assert T1 == pytest.approx(T0, rel=1e-12)
+        assert pytest.approx(T0, rel=1e-12) == T1
 
 
 def test_frictionless_centred_spheres_get_no_spin():
@@ -348,7 +348,7 @@ def test_composite_of_two_identical_centred_spheres():
     m, I0 = 5.0, np.diag([0.02, 0.03, 0.04])
     d = 0.2
     M, I, c = composite_mass_properties(m, I0, np.zeros(3), m, I0, np.zeros(3), np.array([d, 0, 0]), np.eye(3))
-    assert M == 2 * m
+    assert 2 * m == M
     np.testing.assert_allclose(c, [d / 2, 0, 0], atol=1e-15)
     expected = 2 * I0 + np.diag([0.0, 2 * m * (d / 2) ** 2, 2 * m * (d / 2) ** 2])
     np.testing.assert_allclose(I, expected, rtol=1e-14, atol=1e-16)
@@ -384,7 +384,7 @@ def test_composite_mass_properties_against_point_masses():
         np.testing.assert_allclose(inertia_of_points(mp1, pts1)[1], I1, atol=1e-14)
         M_ref, I_ref, c_ref = inertia_of_points(np.concatenate([mp1, mp2]), np.vstack([pts1, r + pts2 @ R.T]))
         M, I, c = composite_mass_properties(m1, I1, c1, m2, I2, c2, r, R)
-        assert M == pytest.approx(M_ref, rel=1e-14)
+        assert pytest.approx(M_ref, rel=1e-14) == M
         np.testing.assert_allclose(c, c_ref, atol=1e-14)
         np.testing.assert_allclose(I, I_ref, rtol=1e-12, atol=1e-14)
 

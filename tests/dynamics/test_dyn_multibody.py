@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from dyn_helpers import PinocchioTwin, random_state, random_tree
 
 from hopsim.dynamics.algorithms import (
     aba,
@@ -25,8 +26,6 @@ from hopsim.dynamics.algorithms import (
 )
 from hopsim.dynamics.joints import FREE, LOCKED
 from hopsim.dynamics.tree import MultibodyTree, pose
-
-from dyn_helpers import PinocchioTwin, random_state, random_tree
 
 pin = pytest.importorskip("pinocchio")
 
@@ -80,7 +79,7 @@ def test_against_pinocchio(seed):
 
 @pytest.mark.parametrize("seed", SEEDS[:12])
 def test_mass_matrix_properties(seed):
-    rng, tree, Q, U = _case(seed + 100)
+    rng, tree, Q, _U = _case(seed + 100)
     M = crba(tree, Q)
     assert np.array_equal(M, M.T)
     assert np.linalg.eigvalsh(M).min() > 0
@@ -133,7 +132,7 @@ def test_hybrid_dynamics_prescribed_joints(seed):
 
 
 def test_batched_aba_equals_single_bit_for_bit():
-    rng, tree, Q, U = _case(17)
+    rng, tree, _Q, _U = _case(17)
     states = [random_state(rng, tree) for _ in range(6)]
     Qs = np.array([s[0] for s in states])
     Us = np.array([s[1] for s in states])
@@ -145,7 +144,7 @@ def test_batched_aba_equals_single_bit_for_bit():
 
 @pytest.mark.parametrize("seed", SEEDS[:8])
 def test_system_properties(seed):
-    rng, tree, Q, U = _case(seed + 400)
+    _rng, tree, Q, U = _case(seed + 400)
     a = tree.arrays
     R_w, p_w, v = forward_kinematics(tree, Q, U)
     m, c, I_C = mass_properties(tree, Q)
@@ -184,12 +183,12 @@ def test_system_properties(seed):
 @pytest.mark.parametrize("seed", SEEDS[:8])
 def test_jacobians(seed):
     rng, tree, Q, U = _case(seed + 500)
-    R_w, p_w, v = forward_kinematics(tree, Q, U)
+    R_w, _p_w, v = forward_kinematics(tree, Q, U)
     body = int(rng.integers(0, tree.n_bodies))
     station = rng.normal(size=3)
     J = frame_jacobian(tree, Q, body, "body")
     _rel_close(J @ U, v[body], 1e-12)
-    Js, r = station_jacobian(tree, Q, body, station)
+    Js, _r = station_jacobian(tree, Q, body, station)
     # finite difference of the station position along Qdot (independent of the Jacobian code)
     h = 1e-6
     Qd = configuration_rate(tree, Q, U)

@@ -57,8 +57,8 @@ def _check_profile(p: MoveProfile, smoothed: bool):
     ts_ = p.smoothing_duration
     h = 1e-3 * (ts_ if smoothed else tf)
     ts = np.linspace(0.0, tf, 2001)
-    v_p, r_p, a_p = p.evaluate(ts + h)
-    v_m, r_m, a_m = p.evaluate(ts - h)
+    v_p, r_p, _a_p = p.evaluate(ts + h)
+    v_m, r_m, _a_m = p.evaluate(ts - h)
     _, r0, a0 = p.evaluate(ts)
     near_jump = np.zeros_like(ts, dtype=bool)
     if not smoothed:
@@ -191,9 +191,9 @@ def test_invalid_inputs():
 
 def test_functional_forms_vectorize_and_rotation_uses_same_law():
     t = np.array([[0.0, 1.0], [5.0, 100.0]])
-    rho, rdot, rddot = translation_profile(t, 0.0, 1.0, 0.01, 2.0, 1.0)
+    rho, rdot, _rddot = translation_profile(t, 0.0, 1.0, 0.01, 2.0, 1.0)
     assert rho.shape == (2, 2)
-    th, thdot, thddot = rotation_profile(t, 0.0, 1.0, 0.01, 2.0, 1.0)
+    th, thdot, _thddot = rotation_profile(t, 0.0, 1.0, 0.01, 2.0, 1.0)
     assert np.array_equal(th, rho) and np.array_equal(thdot, rdot)
     assert isinstance(translation_profile(3.0, 0.0, 1.0, 0.01)[0], float)
     with pytest.raises(ValueError, match="rad"):

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from dyn_helpers import random_inertia
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
@@ -20,8 +21,6 @@ from hopsim.dynamics.rigid_body import (
     rigid_body_rk4_step_batch,
 )
 from hopsim.dynamics.spatial import quat_multiply, quat_rate, quat_to_dcm
-
-from dyn_helpers import random_inertia
 
 
 def _random_fleet(rng, n):

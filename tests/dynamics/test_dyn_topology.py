@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from dyn_helpers import random_state, random_tree
 
 from hopsim.dynamics.algorithms import (
     aba,
@@ -13,8 +14,6 @@ from hopsim.dynamics.algorithms import (
 )
 from hopsim.dynamics.integrators import DOP853
 from hopsim.dynamics.topology import attach_subtree, detach_subtree
-
-from dyn_helpers import random_state, random_tree
 
 
 def _by_name(tree, Q, U):
@@ -84,7 +83,7 @@ def test_separate_drift_then_dock_conserves_momentum_and_welds(seed):
 
 
 def test_attach_with_free_joint_changes_nothing_and_refuses_cycles():
-    rng, tree, Q, U = _free_tree(9)
+    _rng, tree, Q, U = _free_tree(9)
     body = 3
     name = tree.bodies[body].name
     free, Qf, Uf = detach_subtree(tree, body, Q, U)

@@ -12,7 +12,6 @@ from hopsim.scenarios.catalog import get_scenario
 from hopsim.schemas import Fault
 from hopsim.schemas.spheres_pb2 import RadioPacket
 
-
 NODES = ["n1", "n2", "n3"]
 IDS = {"n1": 1, "n2": 2, "n3": 3}
 TOKEN_S = 9 * 8 / 19200  # a token frame: 7 header + 2 checksum bytes
@@ -30,7 +29,7 @@ def test_frame_layout_and_checksum():
     bad[2] ^= 0x01  # a header bit: the data sum cannot see it
     assert packets.decode(bytes(bad)).source == 0
     state = packets.pack_state(1, [1.3, 1.15, 1.15], [0.01, 0, 0], [0, 0, 0, 1], [0, 0, 0.1])
-    flag, r, v, q, w = packets.unpack_state(state)
+    flag, r, _v, _q, w = packets.unpack_state(state)
     assert flag == 1 and np.allclose(r, [1.3, 1.15, 1.15]) and np.allclose(w, [0, 0, 0.1], atol=1e-7)
 
 
@@ -77,7 +76,7 @@ def first_token(node_index, t_s):
 
 @pytest.mark.parametrize("n_data,t_s", [(0, 0.3), (52, 0.3), (200, 0.7), (13, 0.5)])
 def test_a_packet_of_n_bytes_arrives_after_its_token_wait_and_n_x_8_over_19200(n_data, t_s):
-    sim, ch, sinks = channel()
+    sim, _ch, sinks = channel()
     n = send(sim, "n2", "n3", n_data, t_s)
     sim.advance_to(1.0)
     ((t_rx, pkt),) = sinks["n3"].got
@@ -91,7 +90,7 @@ def test_a_packet_of_n_bytes_arrives_after_its_token_wait_and_n_x_8_over_19200(n
 
 
 def test_the_channel_is_half_duplex_one_frame_at_a_time_in_token_order():
-    sim, ch, sinks = channel()
+    sim, _ch, sinks = channel()
     n1 = send(sim, "n1", 255, 40, 0.2)
     n3 = send(sim, "n3", 255, 40, 0.2)
     n2 = send(sim, "n2", 255, 40, 0.2)
@@ -107,7 +106,7 @@ def test_the_channel_is_half_duplex_one_frame_at_a_time_in_token_order():
 
 
 def test_loss_and_partition_faults_drop_frames():
-    sim, ch, sinks = channel()
+    sim, _ch, sinks = channel()
     sim.schedule_fault(Fault(target="sts", kind="radio_loss", value=1.0, duration_s=0.2), 0.1)
     sim.schedule_fault(Fault(target="sts", kind="partition", vehicles=["n1"]), 0.5)
     send(sim, "n2", "n3", 10, 0.2)  # lost
@@ -120,7 +119,7 @@ def test_loss_and_partition_faults_drop_frames():
 
 
 def test_bit_errors_are_caught_by_the_receivers_checksum():
-    sim, ch, sinks = channel(RadioParams(bit_error_rate=0.02))
+    sim, _ch, sinks = channel(RadioParams(bit_error_rate=0.02))
     for k in range(20):
         send(sim, "n1", "n2", 30, 0.1 + 0.1 * k)
     sim.advance_to(3.0)
@@ -147,7 +146,7 @@ def test_a_lost_command_is_resent_and_executed_after_ack_and_go():
 
 
 def test_a_delay_fault_postpones_delivery():
-    sim, ch, sinks = channel()
+    sim, _ch, sinks = channel()
     sim.schedule_fault(Fault(target="sts", kind="radio_delay", value=0.05, duration_s=0.3), 0.1)
     n = send(sim, "n2", "n3", 20, 0.2)
     send(sim, "n2", "n3", 20, 0.6)  # after the fault's end: on time

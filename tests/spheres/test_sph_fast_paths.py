@@ -180,7 +180,7 @@ def _synthetic_ranges(rng, r, q, motion):
     beacons = np.array(TestbedParams().beacon_positions_N, dtype=float)
     rx = np.array(vehicle_params().receivers.positions_B, dtype=float)
     R = dcm(q)
-    out = np.full((len(beacons),) + rx.shape[:2], -1.0)
+    out = np.full((len(beacons), *rx.shape[:2]), -1.0)
     for k, p_b in enumerate(beacons):
         dr, dR = motion[k]
         for f in range(rx.shape[0]):

@@ -4,11 +4,11 @@ import math
 
 import numpy as np
 from scipy import stats
+from test_sph_helpers import MS, sensor_island
 
 from hopsim.bus import MemoryRecorder
 from hopsim.kernel import ContinuousModel, NoIo
 from hopsim.schemas import Fault
-from test_sph_helpers import MS, sensor_island
 
 G0 = 9.80665
 
@@ -38,7 +38,7 @@ class Push(ContinuousModel):
 
 def test_gyros_clip_at_50_deg_s():
     rec = MemoryRecorder()
-    sim, body, imu, _ = sensor_island(omega0=(0, 0, math.radians(60)), recorder=rec)
+    sim, _body, _imu, _ = sensor_island(omega0=(0, 0, math.radians(60)), recorder=rec)
     sim.advance_to(0.5)
     _, w, _ = samples(rec)
     assert len(w) == 27
@@ -53,7 +53,7 @@ def test_accelerometer_clips_at_20_g_and_reads_lower_values_to_its_resolution():
         def push(sim, body, g=g_level):
             sim.add_model(Push("push", body, (body.mass_kg * g * G0, 0, 0)), "sph1")
 
-        sim, body, imu, _ = sensor_island(recorder=rec, extra=push)
+        sim, _body, _imu, _ = sensor_island(recorder=rec, extra=push)
         sim.advance_to(0.3)
         _, _, a = samples(rec)
         assert np.allclose(a[:, 0], expected * G0, rtol=0, atol=0.5 * 5e-6 * G0 + 1e-12)
@@ -97,7 +97,7 @@ def test_faults_bias_and_drop_samples():
     sim.schedule_fault(Fault(target="sph1_imu", kind="sensor_bias", index=3, value=0.01, duration_s=0.2), 0.3)
     sim.schedule_fault(Fault(target="sph1_imu", kind="dropout", index=-1, value=1.0), 0.7)
     sim.advance_to(1.0)
-    t, w, a = samples(rec)
+    t, _w, a = samples(rec)
     biased = (t > 300 * MS) & (t <= 500 * MS)
     assert np.allclose(a[biased, 0], 0.01) and np.allclose(a[~biased, 0], 0.0)
     assert t.max() < 700 * MS

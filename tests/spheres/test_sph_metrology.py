@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 from scipy.spatial.transform import Rotation
+from test_sph_helpers import MS, sensor_island
 
 from hopsim.actors.spheres.global_metrology import ranges_array
 from hopsim.actors.spheres.params import TestbedParams, vehicle_params
 from hopsim.actors.spheres.pose_solver import solve_pose
 from hopsim.bus import MemoryRecorder
 from hopsim.schemas import Fault
-from test_sph_helpers import MS, sensor_island
 
 C = math.sqrt(1.40 * 287 * (22.3 + 273.14))  # the seed's speed of sound (m/s)
 
@@ -25,7 +25,7 @@ def recorded(rec, topic):
 def test_cycles_follow_the_ir_period_beacon_spacing_and_delivery_delay():
     rec = MemoryRecorder()
     # requests at 200 ms (served by the 306 ms cycle) and exactly at 612 ms (too late for it)
-    sim, body, imu, gm = sensor_island(requests=[200 * MS, 612 * MS], recorder=rec)
+    sim, _body, _imu, _gm = sensor_island(requests=[200 * MS, 612 * MS], recorder=rec)
     sim.advance_to(1.2)
     syncs = recorded(rec, "sph1/gm_sync")
     data = recorded(rec, "sph1/gm_ranges")

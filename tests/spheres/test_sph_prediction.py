@@ -1,11 +1,11 @@
 """The flight software's thrust prediction and valve timeline: batched and incremental forms agree."""
 
 import numpy as np
+from test_sph_helpers import MS
 
 from hopsim.actors.spheres.params import vehicle_params
 from hopsim.actors.spheres.thrust_prediction import ThrustPredictor
 from hopsim.actors.spheres.valves import ValveTimeline
-from test_sph_helpers import MS
 
 COMMANDS = [  # (t_ns, mask, on-times in ns)
     (0, 0b000000000011, [40 * MS, 25 * MS] + [0] * 10),

@@ -3,12 +3,12 @@ mixer's wrench against the seed's thruster table."""
 
 import numpy as np
 import pytest
+from test_sph_helpers import MS, SEED_THRUST_N, SEED_THRUSTERS
 
 from hopsim.actors.spheres.mixer import ThrusterMixer
 from hopsim.actors.spheres.params import vehicle_params
 from hopsim.actors.spheres.propulsion import PropulsionTask
 from hopsim.actors.spheres.valves import ValveTimeline
-from test_sph_helpers import MS, SEED_THRUST_N, SEED_THRUSTERS
 
 
 def countdown_reference(law_ticks, widths, blanks, t_end_ms):

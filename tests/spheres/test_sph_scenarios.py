@@ -85,7 +85,10 @@ def test_cooperative_docking_turns_90_degrees_and_closes_to_21_cm():
     t_on = sim.model("sph2_fsw").program.t_on
     yaw_deg = {t: math.degrees(yaw(follower[t][1])) for t in times}
     # 90 deg in about 6 s, settled before the Y approach 10 s after the leader's first ON state
-    at = lambda s: min(times, key=lambda t: abs(t / 1e9 - s))
+
+    def at(s):
+        return min(times, key=lambda t: abs(t / 1e9 - s))
+
     assert yaw_deg[at(t_on + 9.9)] == pytest.approx(90.0, abs=3.0)
     assert yaw_deg[at(t_on + 3.0)] == pytest.approx(45.0, abs=15.0)
     gap = {t: leader[t][0][1] - follower[t][0][1] for t in times}

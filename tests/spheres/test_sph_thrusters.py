@@ -6,18 +6,18 @@ inertia, the 12-thruster table) and rigid-body mechanics worked by hand.
 
 import numpy as np
 import pytest
+from test_sph_helpers import MS, SEED_INERTIA, SEED_MASS_KG, SEED_THRUST_N, SEED_THRUSTERS, bits, pulse, thruster_island
 
 from hopsim.actors.spheres.params import G0, vehicle_params
 from hopsim.schemas import Fault
 from hopsim.schemas.spheres_pb2 import ThrusterCommand
-from test_sph_helpers import MS, SEED_INERTIA, SEED_MASS_KG, SEED_THRUST_N, SEED_THRUSTERS, bits, pulse, thruster_island
 
 T0 = 1000 * MS
 
 
 def test_thrust_law_gives_the_seeds_level():
     assert vehicle_params().thrusters.thrust_N == pytest.approx(0.1436, abs=1e-12)
-    assert SEED_THRUST_N == pytest.approx(0.1436, abs=1e-12)
+    assert pytest.approx(0.1436, abs=1e-12) == SEED_THRUST_N
 
 
 @pytest.mark.parametrize("width_ms", [5, 6, 7, 20, 55, 100])
@@ -57,7 +57,7 @@ def test_every_single_thruster_applies_r_cross_f_about_the_centre_of_mass(n):
     r, d = (np.array(v, dtype=float) for v in SEED_THRUSTERS[n - 1])
     F = SEED_THRUST_N * d
     on_s = 0.040
-    sim, body, thr = thruster_island([pulse(T0, 46 * MS, n)])
+    sim, body, _thr = thruster_island([pulse(T0, 46 * MS, n)])
     sim.advance_to(1.046)
     # from rest the gyroscopic term is third order in time (below 1e-6 rad/s here):
     # omega = I^-1 (r x F) t, v = F t / m
@@ -69,7 +69,7 @@ def test_every_single_thruster_applies_r_cross_f_about_the_centre_of_mass(n):
 
 def test_the_island_only_stops_where_a_valve_switches_and_a_quiet_vehicle_costs_nothing():
     plan = [pulse(T0, 30 * MS, 2, 12), pulse(T0 + 5 * MS, 17 * MS, 3, 8), pulse(2000 * MS, 3 * MS, 1)]
-    sim, body, thr = thruster_island(plan, state_rate_hz=1.0)
+    sim, _body, thr = thruster_island(plan, state_rate_hz=1.0)
     sim.advance_to(3.0)
     isl = sim.islands["sph1"]
     hop_ends = {b for _, b in isl.hop_log}
@@ -155,7 +155,7 @@ def test_a_continued_command_does_not_pay_the_valve_delay_again():
 
 def test_a_command_stamped_with_a_later_tick_takes_effect_then():
     # sent at 1.000 s, stamped 1.001 s (the propulsion tick after the control law)
-    sim, body, thr = thruster_island([])
+    sim, _body, thr = thruster_island([])
     msg = ThrusterCommand(vehicle="sph1", t_ns=T0 + MS, mask=bits(2, 12), on_time_ns=pulse(0, 20 * MS, 2, 12)[2])
     sim.inject("sph1/thrust_cmd", msg, 1.0)
     sim.advance_to(1.5)
@@ -165,7 +165,7 @@ def test_a_command_stamped_with_a_later_tick_takes_effect_then():
 
 def test_a_run_split_in_two_gives_the_same_valve_switches():
     plan = [pulse(T0, 30 * MS, 2, 12)]
-    whole, body_whole, thr_whole = thruster_island(plan, state_rate_hz=1.0)
+    whole, body_whole, _thr_whole = thruster_island(plan, state_rate_hz=1.0)
     whole.advance_to(1.5)
     split, body_split, thr_split = thruster_island(plan, state_rate_hz=1.0)
     split.advance_to(1.0)

@@ -20,16 +20,16 @@ from hopsim.actors.spheres.radio import RadioChannel
 from hopsim.actors.spheres.thrusters import ThrusterSimulator
 
 __all__ = [
-    "SpheresVehicle",
-    "add_comm",
-    "add_vehicle",
-    "SpheresFlightSoftware",
     "GlobalMetrologySimulator",
     "GroundStation",
     "ImuSimulator",
-    "SpheresParams",
-    "TestbedParams",
-    "vehicle_params",
     "RadioChannel",
+    "SpheresFlightSoftware",
+    "SpheresParams",
+    "SpheresVehicle",
+    "TestbedParams",
     "ThrusterSimulator",
+    "add_comm",
+    "add_vehicle",
+    "vehicle_params",
 ]

@@ -20,7 +20,6 @@ import math
 from collections import deque
 
 import numpy as np
-
 from numba import njit
 
 from hopsim.actors.spheres.frames import (
@@ -183,10 +182,7 @@ def _blend_fix(r, v, q, bias, fix_r, fix_q, r_ref, q_ref, kp, kv, kq, kb, dt_fix
     conj = np.array([-q_ref[0], -q_ref[1], -q_ref[2], q_ref[3]])
     d = normalized_c(quat_mul_c(fix_q, conj))  # to_rotvec(...)
     s = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
-    if s < 1e-12:
-        e_theta = 2.0 * d[:3]
-    else:
-        e_theta = d[:3] * (2.0 * detmath.atan2(s, d[3]) / s)
+    e_theta = 2.0 * d[:3] if s < 1e-12 else d[:3] * (2.0 * detmath.atan2(s, d[3]) / s)
     r_new = r + kp * e_r
     v_new = v + kv * e_r / dt_fix
     q_new = normalized_c(quat_mul_c(_from_rotvec(kq * e_theta), q))
@@ -278,10 +274,7 @@ class Estimator:
             return
         # samples older than the estimate (it was carried ahead to a fix or a law tick) only set rates
         t_start = self.t_ns
-        if self.use_accel:
-            spans = np.zeros((0, 5))
-        else:
-            spans = self.thrust.firing_spans(t_start, max(t_start, max(times)))
+        spans = np.zeros((0, 5)) if self.use_accel else self.thrust.firing_spans(t_start, max(t_start, max(times)))
         rows = _propagate_samples(
             self.r,
             self.v,

@@ -23,7 +23,6 @@ it is -1. The limits are evaluated per face, at the face's centre, as in the sim
 from __future__ import annotations
 
 import numpy as np
-
 from numba import njit
 
 from hopsim.actors.messages import gm_range_values, gm_ranges
@@ -231,12 +230,11 @@ class GlobalMetrologySimulator(ContinuousModel):
     def end_io_step(self, t0_ns: int, t1_ns: int) -> None:
         """At a cycle boundary latch the requests; at the delivery release the ranges."""
         t = t1_ns
-        if t % self.period_ns == 0 and self.cycle_start is None:
-            if self.drain("request"):
-                self.cycle_start = t
-                self.fire_ns = [t + self.first_ns + k * self.spacing_ns for k in range(self.n_beacons)]
-                self.ranges[:] = NO_READING
-                self.sync_due = True
+        if t % self.period_ns == 0 and self.cycle_start is None and self.drain("request"):
+            self.cycle_start = t
+            self.fire_ns = [t + self.first_ns + k * self.spacing_ns for k in range(self.n_beacons)]
+            self.ranges[:] = NO_READING
+            self.sync_due = True
         if self.cycle_start is not None and t == self.cycle_start + self.delivery_ns:
             self.delivery_due = True
 

@@ -28,7 +28,6 @@ from hopsim.kernel import ContinuousModel, FixedRate, Out
 from hopsim.kernel.simtime import seconds
 from hopsim.schemas.spheres_pb2 import ImuSamples
 
-
 _JIT = {"cache": True, "fastmath": False, "error_model": "numpy"}
 
 

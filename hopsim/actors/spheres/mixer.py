@@ -116,7 +116,7 @@ def _pulse_widths(wrench, solve, thrust_N, period_s, max_on_s, deadband_s, offse
     # equals; a NaN first stays), whatever the compiled builtins do
     longest = on_s[0]
     for i in range(1, 12):
-        if on_s[i] > longest:  # noqa: PLR1730
+        if on_s[i] > longest:
             longest = on_s[i]
     if longest > max_on_s > 0:
         factor = max_on_s / longest
@@ -130,9 +130,9 @@ def _pulse_widths(wrench, solve, thrust_N, period_s, max_on_s, deadband_s, offse
         if np.isnan(tau):
             return widths, False
         w = tau + offset_s
-        if pw_min_s > w:  # noqa: PLR1730   (Python's max(w, pw_min) then min(., pw_max))
+        if pw_min_s > w:
             w = pw_min_s
-        if pw_max_s < w:  # noqa: PLR1730
+        if pw_max_s < w:
             w = pw_max_s
         widths[i] = round(w * 1_000_000_000 / tick_ns) * tick_ns
     return widths, True

@@ -314,7 +314,7 @@ class SpheresParams(_Frozen):
     radio: RadioParams = RadioParams()
     flight_software: FlightSoftwareParams = FlightSoftwareParams()
 
-    def with_overrides(self, overrides: dict[str, Any] | None) -> "SpheresParams":
+    def with_overrides(self, overrides: dict[str, Any] | None) -> SpheresParams:
         """A copy with dotted-key overrides applied and validated, e.g. ``{"imu.noise_on": True}``."""
         return _apply_overrides(self, overrides)
 
@@ -370,7 +370,7 @@ class TestbedParams(_Frozen):
             out.append(tuple(x / n for x in d))
         return tuple(out)
 
-    def with_overrides(self, overrides: dict[str, Any] | None) -> "TestbedParams":
+    def with_overrides(self, overrides: dict[str, Any] | None) -> TestbedParams:
         return _apply_overrides(self, overrides)
 
 

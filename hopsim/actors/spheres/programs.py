@@ -58,7 +58,7 @@ class GuestProgram:
     broadcast_to: tuple[str, ...] = ()  # peers that receive this vehicle's state over STS
 
     def start(self, t: float, state) -> None:
-        r, v, q, w = state
+        r, _v, q, _w = state
         self.r0, self.q0 = np.array(r), np.array(q)
 
     def reference(self, t: float, state, peers: dict) -> Reference:

@@ -73,7 +73,7 @@ class RadioChannel(Model):
         self._rx_ports = [rx_port(n) for n in self.nodes]
         self.params = params
         self.byte_ns = 8.0 * NS_PER_S / params.bitrate_bps
-        self.token_ns = int(round(packets.OVERHEAD * self.byte_ns))
+        self.token_ns = round(packets.OVERHEAD * self.byte_ns)
         self.poll_period_ns = seconds(params.poll_period_s)
         self.poll_phase_ns = int(params.poll_phase_ns)
         self.token_holder = 0  # index of the node the token reaches at token_time_ns
@@ -121,7 +121,7 @@ class RadioChannel(Model):
                 if not self.queues[j] or self.queues[j][0][0] > t_start:
                     break
                 _, pkt = self.queues[j].popleft()
-                duration = int(round(len(pkt.frame) * self.byte_ns))
+                duration = round(len(pkt.frame) * self.byte_ns)
                 t += duration
                 self.busy_ns += duration
                 self.sent += 1

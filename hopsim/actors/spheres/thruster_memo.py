@@ -16,7 +16,8 @@ part of the simulator's snapshot, forgotten when it is restored.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from hopsim.actors.spheres.valves import ValveTimeline
 from hopsim.kernel import Memo
@@ -157,4 +158,4 @@ class PlanMemo(Memo):
         self._plan = self._value = None
 
 
-__all__ = ["WrenchMemo", "CommandLookahead", "PlanMemo"]
+__all__ = ["CommandLookahead", "PlanMemo", "WrenchMemo"]

@@ -14,13 +14,13 @@ from bisect import bisect_right
 import numpy as np
 from numba import njit
 
+from hopsim.actors.messages import set_vector3
 from hopsim.actors.spheres.params import G0, ThrusterParams
 from hopsim.actors.spheres.thruster_memo import CommandLookahead, PlanMemo, WrenchMemo
 from hopsim.actors.spheres.valves import NUM_THRUSTERS, ValveTimeline
+from hopsim.dynamics import detlinalg, detrandom
 from hopsim.kernel import ContinuousModel, In, Out, VariableRate
 from hopsim.kernel.simtime import NS_PER_S, seconds
-from hopsim.actors.messages import set_vector3
-from hopsim.dynamics import detlinalg, detrandom
 from hopsim.schemas.spheres_pb2 import ThrusterCommand, ValveState, ValveSwitch
 
 

@@ -56,7 +56,7 @@ class ValveTimeline:
         """Whether each valve is open."""
         return [bool(self.open_mask >> i & 1) for i in range(NUM_THRUSTERS)]
 
-    def clone(self) -> "ValveTimeline":
+    def clone(self) -> ValveTimeline:
         """An independent copy (to look ahead without changing this timeline).
 
         Attribute by attribute: reading ``__dict__`` would turn this timeline's attributes from
@@ -69,7 +69,7 @@ class ValveTimeline:
         c.changes, c._planned = self.changes, self._planned
         return c
 
-    def same_state(self, other: "ValveTimeline") -> bool:
+    def same_state(self, other: ValveTimeline) -> bool:
         """Whether the two timelines hold the same delays, commanded states, pending changes and
         valve states (so a command from either gives the same transitions and the same state);
         their times may differ."""
@@ -79,7 +79,7 @@ class ValveTimeline:
             and self.state.tobytes() == other.state.tobytes()
         )
 
-    def take_plan_of(self, other: "ValveTimeline") -> None:
+    def take_plan_of(self, other: ValveTimeline) -> None:
         """Take ``other``'s plan as this timeline's own, if this one has none yet and both are in
         the same state (the plan is a pure function of the state): the list :meth:`_future`
         would make again."""

@@ -27,15 +27,15 @@ from typing import Any
 import cloudpickle
 import simpy
 
-from hopsim.bus.shipping import ColumnsSender
 from hopsim.bus.router import deliver_to_subscribers
+from hopsim.bus.shipping import ColumnsSender
 from hopsim.kernel.bounds import check_state_finite
 from hopsim.kernel.errors import ActorKilled
 from hopsim.kernel.fleet import Fleets
 from hopsim.kernel.island import NEVER, Island, propagate_together
+from hopsim.kernel.owner import owning_unpickled_islands
 from hopsim.kernel.rate_group import RateGroup, RateGroups
 from hopsim.kernel.wakes import InstantWakes
-from hopsim.kernel.owner import owning_unpickled_islands
 
 ALL_ISLANDS = "*"  # an operation's island name that stands for every island of the host
 HOST = ""  # an operation's island name that stands for the host itself
@@ -258,7 +258,7 @@ class _Outbox:
 class _Elsewhere:
     """An island in another host, as a subscriber: what reaches it waits in ``crossing``."""
 
-    __slots__ = ("services", "name", "model")
+    __slots__ = ("model", "name", "services")
 
     def __init__(self, services: HostServices, name: str, model: str):
         self.services, self.name, self.model = services, name, model
@@ -449,7 +449,7 @@ class RemoteIsland:
     remote = True
 
     @property
-    def current(self) -> "RemoteIsland":
+    def current(self) -> RemoteIsland:
         return self  # islands in hosts are never merged
 
     def __init__(self, sim, island: Island, host):

@@ -10,13 +10,15 @@ process (the integrator samples them many times per step).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import tempfile
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from hopsim.kernel.distributed.reaper import start_reaper, stop_reaper
 from hopsim.kernel.errors import ActorKilled
@@ -127,10 +129,8 @@ class RayRuntime:
         for h in handles:
             if h in self._handles:
                 self._handles.remove(h)
-                try:
+                with contextlib.suppress(Exception):  # already dead
                     h.close()
-                except Exception:  # already dead
-                    pass
 
     def place(self, sim) -> bool:
         """Ship the islands to their hosts (per-island, shards); False when nothing moves."""
@@ -166,20 +166,16 @@ class RayRuntime:
 
     def release_hosts(self, hosts) -> None:
         for host in hosts:
-            try:
+            with contextlib.suppress(Exception):  # already dead
                 self._ray.kill(host)
-            except Exception:  # already dead
-                pass
             if host in self._island_hosts:
                 self._island_hosts.remove(host)
 
     def shutdown(self) -> None:
         self.release_hosts(list(self._island_hosts))
         for h in self._handles:
-            try:
+            with contextlib.suppress(Exception):  # an actor already gone is fine at shutdown
                 h.close()
-            except Exception:  # an actor already gone is fine at shutdown
-                pass
         self._handles.clear()
         if self._started_here:
             stop_ray()

@@ -21,6 +21,7 @@ Run as ``python -m hopsim.kernel.distributed.reaper DRIVER_PID``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import select
@@ -137,10 +138,8 @@ def reap(noted: dict[int, int]) -> None:
 
     for sig, wait_s in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, 0.0)):
         for pid in running():
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, sig)
-            except OSError:
-                pass
         end = time.monotonic() + wait_s
         while running() and time.monotonic() < end:
             time.sleep(0.1)

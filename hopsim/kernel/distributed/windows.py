@@ -106,7 +106,7 @@ class WindowedSync:
         """Queue ``op`` (island, operation, args) for ``host``'s next window."""
         i = self._index[id(host)]
         self._pending[i].append(op)
-        name, kind, args = op
+        _name, kind, args = op
         t = args[0] if kind in TIMED_OPS else self.sim.now
         if self._next[i] is None or t < self._next[i]:
             self._next[i] = t
@@ -168,7 +168,7 @@ class WindowedSync:
         import ray
 
         refs = [
-            h.call.remote(self.sim.now, self.take_pending(h) + [(ALL_ISLANDS, "stats", ()), (HOST, "group_stats", ())])
+            h.call.remote(self.sim.now, [*self.take_pending(h), (ALL_ISLANDS, "stats", ()), (HOST, "group_stats", ())])
             for h in self.hosts
         ]
         stats = {isl.name: dict(isl.stats) for isl in self._driver_islands()}
@@ -187,7 +187,7 @@ class WindowedSync:
         """The instant of the driver's next global timed event that may act on islands."""
         return self.sim.next_global_event_ns()
 
-    def _pipelined_end(self, window: "_Window", limit: int) -> int | None:
+    def _pipelined_end(self, window: _Window, limit: int) -> int | None:
         """The end of the window after ``window`` if it may be submitted now, before ``window``'s
         replies are back; else None.
 
@@ -212,7 +212,7 @@ class WindowedSync:
             return None
         return min(limit, start + self.lookahead_ns - 1, max(start, event))
 
-    def _submit(self, start: int, end: int, after: "_Window | None" = None) -> "_Window":
+    def _submit(self, start: int, end: int, after: _Window | None = None) -> _Window:
         """Ask the hosts to run the window [start, end] (ns): those with something due by ``end``,
         or, after ``after`` (a window whose replies are not back yet), every host, each handed
         the crossing parts of ``after`` of the hosts that can send to it (Ray passes them over
@@ -238,7 +238,7 @@ class WindowedSync:
         self.stats["pipelined_windows"] += after is not None
         return window
 
-    def _discard(self, window: "_Window", stop: int | None = None) -> None:
+    def _discard(self, window: _Window, stop: int | None = None) -> None:
         """Wait for a window submitted ahead of the run's end, so that no host is still busy with
         it, and drop its replies. After a ``stop`` (ns), a host handed the stopping host's reply
         ran nothing in it, and so did the stopping host; a host that cannot hear from the
@@ -256,7 +256,7 @@ class WindowedSync:
         if stop is not None and self.overshoot_at is None and any(r[0] != "killed" and r[7] > stop for r in replies):
             self.overshoot_at = stop
 
-    def _finish(self, window: "_Window") -> None:
+    def _finish(self, window: _Window) -> None:
         """The replies of ``window``: record, route the messages between hosts (unless the next
         window took them along), then the driver catches up to the window's end."""
         import ray
@@ -339,7 +339,7 @@ class _Window:
     """A window submitted to the hosts: [start, end] (ns), the hosts that run it (indices), their
     two reply parts (Ray object refs), and whether the next window took its crossing parts."""
 
-    __slots__ = ("start", "end", "hosts", "crossing", "replies", "consumed")
+    __slots__ = ("consumed", "crossing", "end", "hosts", "replies", "start")
 
     def __init__(self, start: int, end: int, hosts: list[int]):
         self.start, self.end, self.hosts = start, end, hosts
