@@ -10,17 +10,26 @@ BSK_STAMP := $(BSK_VENV)/.installed-stamp
 
 .PHONY: run test test-long fuzz lint bench docs schemas check-schemas clean vendor-three
 
+# Environments are made and filled by uv where it can be had, by venv and pip otherwise (INSTALLER=pip
+# asks for pip), with pip's own configuration: tools/envs.py.
+# $(call mkvenv,DIR) makes the environment DIR; $(call install,DIR,REQUIREMENTS[,bytecode]) installs into
+# it, with bytecode compiled ahead if asked (uv leaves it to the first import, which is cheaper for one run)
+INSTALLER ?= auto
+UV_TOOLS  := .venv-tools
+export INSTALLER UV_TOOLS
+mkvenv  = $(PYTHON) tools/envs.py venv $(1)
+install = $(if $(3),BYTECODE=1 )$(PYTHON) tools/envs.py install $(1) $(2)
+
 $(PY):
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	$(call mkvenv,$(VENV))
 
 # running needs the package and its dependencies only; tests and benchmarks add their extras
 $(RUN_STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e .
+	$(call install,$(VENV),-e .)
 	touch $(RUN_STAMP)
 
 $(TEST_STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(call install,$(VENV),-e '.[test]',bytecode)
 	touch $(TEST_STAMP) $(RUN_STAMP)
 
 ## run the flagship scenario (SPHERES leader-follower) on the embedded local backend, record it
@@ -38,12 +47,12 @@ $(CHROMIUM_STAMP): | $(PY)
 	  echo "could not install chromium: the browser test will say so"; }
 	@command -v chromium >/dev/null 2>&1 && touch $(CHROMIUM_STAMP) || true
 
-## lint (pyflakes and bugbear rules, see pyproject.toml), then the whole test suite in two pytest
+## lint (ruff's rules listed in pyproject.toml, and its formatting), then the whole test suite in two pytest
 ## processes side by side, the Ray tests in one of them (tests/run_suite.sh; Basilisk's environment
 ## is the peer that gravity is checked against)
 test: $(TEST_STAMP) $(CHROMIUM_STAMP) $(BSK_STAMP)
-	$(VENV)/bin/ruff check hopsim tests bench
-	$(VENV)/bin/ruff format --check hopsim tests bench
+	$(VENV)/bin/ruff check hopsim tests bench tools
+	$(VENV)/bin/ruff format --check hopsim tests bench tools
 	HOPSIM_BSK_PYTHON=$(CURDIR)/$(BSK_VENV)/bin/python bash tests/run_suite.sh $(PY)
 
 ## what cannot fit in make test's ten minutes: the tests marked long
@@ -57,26 +66,25 @@ fuzz: $(TEST_STAMP)
 	HOPSIM_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q -p no:cacheprovider tests/test_hostile_recordings.py -k fuzz
 
 lint: $(TEST_STAMP)
-	$(VENV)/bin/ruff check hopsim tests bench
-	$(VENV)/bin/ruff format --check hopsim tests bench
+	$(VENV)/bin/ruff check hopsim tests bench tools
+	$(VENV)/bin/ruff format --check hopsim tests bench tools
 
 
 # Basilisk's wheel pins an older protobuf than hopsim, so it gets an environment of its own
 $(BSK_STAMP):
-	$(PYTHON) -m venv $(BSK_VENV)
-	$(BSK_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(BSK_VENV)/bin/python -m pip install --quiet 'bsk==2.12.1' numpy
+	$(call mkvenv,$(BSK_VENV))
+	$(call install,$(BSK_VENV),'bsk==2.12.1' numpy)
 	touch $(BSK_STAMP)
 
 ## benchmarks: print ratios against peers measured in the same run, and update docs/performance.md
 bench: $(TEST_STAMP) $(BSK_STAMP)
-	$(PY) -m pip install --quiet -e '.[test,bench]'
+	$(call install,$(VENV),-e '.[test,bench]',bytecode)
 	HOPSIM_BSK_PYTHON=$(CURDIR)/$(BSK_VENV)/bin/python $(PY) bench/run_all.py
 
 ## the documentation site (mkdocs-material, mkdocs.yml) into site/; --strict fails on a broken link or
 ## anchor and on a page missing from the navigation (tests/test_doc_links.py checks the same without mkdocs)
 docs: $(PY)
-	$(PY) -m pip install --quiet -e '.[docs]'
+	$(call install,$(VENV),-e '.[docs]')
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 ## refresh the viewer's copy of three.js from the npm registry (see hopsim/view/static/vendor/three/README.md)
@@ -96,4 +104,4 @@ check-schemas: $(TEST_STAMP)
 	$(PY) hopsim/schemas/generate.py --check
 
 clean:
-	rm -rf $(VENV) $(BSK_VENV) $(OUT) .pytest_cache site
+	rm -rf $(VENV) $(BSK_VENV) $(UV_TOOLS) $(OUT) .pytest_cache site
