@@ -42,6 +42,7 @@ from hopsim.dynamics.constraints import (
     project_configuration,
     project_velocity,
 )
+from hopsim.dynamics.convex import ConvexShape, collide, penalty_force, penalty_wrenches
 from hopsim.dynamics.integrators import (
     DOP853,
     RK4,
@@ -68,6 +69,7 @@ __all__ = [
     "DOP853",
     "RK4",
     "Closures",
+    "ConvexShape",
     "DormandPrince54",
     "Euler",
     "IntegratorStats",
@@ -84,6 +86,7 @@ __all__ = [
     "closure_jacobian",
     "closure_residual",
     "closure_wrenches",
+    "collide",
     "composite_body_inertias",
     "configuration_rate",
     "constrained_rk4",
@@ -102,6 +105,8 @@ __all__ = [
     "minv",
     "normalize_configuration",
     "pack_state",
+    "penalty_force",
+    "penalty_wrenches",
     "pose",
     "profile_timing",
     "project_configuration",
