@@ -25,6 +25,7 @@ BENCHES = [
     "bench_dynamics.py",
     "bench_spheres.py",
     "bench_formation.py",
+    "bench_formation_basilisk.py",
     "bench_rate_groups.py",
     "bench_ray.py",
     "bench_broadphase.py",
