@@ -489,6 +489,9 @@ def _check_out(out: Path | None, force: bool, option: str = "--out") -> None:
     renamed over it when complete (:mod:`hopsim.bus.atomic`)."""
     if out is None:
         return
+    if out.is_dir():  # no file is renamed over a directory, --force or not
+        err.print(f"[red]error:[/red] {escape(str(out))} is a directory: give {option} a file name")
+        raise typer.Exit(2)
     if out.exists() and not force:
         err.print(f"[red]error:[/red] {escape(str(out))} exists: give --force to replace it, or another {option}")
         raise typer.Exit(2)
@@ -620,12 +623,13 @@ def replay_cmd(
         err.print("[red]error:[/red] " + escape(f"--out {out} is the recording being replayed: give another file"))
         raise typer.Exit(2)
     _check_out(out, force)
+    from hopsim.bus.atomic import OutputError
     from hopsim.scenarios.replay import ReplayError, replay_recording
 
     live_names = [] if playback_only else ([n.strip() for n in live.split(",") if n.strip()] if live else None)
     try:
         result = replay_recording(file, live_names, _parse_sets(set_), out=out, checkpoint=checkpoint)
-    except ReplayError as e:
+    except (ReplayError, OutputError) as e:
         err.print(f"[red]error:[/red] {escape(str(e))}")  # a recording's text is not markup
         raise typer.Exit(2) from None
     if not result.report.complete:
@@ -700,7 +704,11 @@ def campaign_cmd(
     for r in rows:
         out.add_row(escape(r.label), *[format_cell(r.outcome.get(m)) for m in metrics], escape(r.error or "-"))
     console.print(out)
-    write_table(rows, table)
+    try:
+        write_table(rows, table)
+    except OSError as e:  # an OutputError names the table and where it is kept
+        err.print("[red]error:[/red] " + escape(str(e)))
+        raise typer.Exit(2) from None
     console.print(f"table: {table.resolve()}" + (f"; campaign: {directory.resolve()}" if directory else ""))
 
 
@@ -959,12 +967,18 @@ def _being_written(file: Path) -> Path | None:
 
 def _recording_to_view(file: Path, run: int | None) -> Path:
     """The recording ``hopsim view`` opens: ``file``, or a campaign's retained run."""
+    from hopsim.bus.recording_file import recording_file_problem
+
     if not file.exists():
         err.print("[red]error:[/red] " + escape(f"no such file or directory {file}"))
         raise typer.Exit(2)
     if not file.is_dir():
         if run is not None:
             err.print("[red]error:[/red] " + escape(f"--run picks a run of a campaign directory; {file} is a file"))
+            raise typer.Exit(2)
+        problem = recording_file_problem(file)  # a FIFO or a device is refused unopened
+        if problem is not None:
+            err.print("[red]error:[/red] " + escape(problem))
             raise typer.Exit(2)
         return file
     from hopsim.scenarios import ScenarioError
@@ -1008,6 +1022,9 @@ def inspect_cmd(file: Path = typer.Argument(..., help="a recording")) -> None:
     from hopsim.bus.reading import survey_recording
 
     topics, report = survey_recording(file)  # the messages counted, not kept: memory bounded
+    if report.not_a_file:  # missing, a directory, a FIFO: nothing was read
+        err.print("[red]error:[/red] " + escape(str(report.problem)))
+        raise typer.Exit(2)
     # a recording's text is the file's, not markup
     console.print(report.summary(), markup=False)
     for name, meta in report.metadata.items():
@@ -1169,7 +1186,11 @@ def linearize_cmd(
                 f"are zero); an input switched on by a fault needs that fault before --at"
             )
     if out:
-        lin.save(out)
+        try:
+            lin.save(out)
+        except OSError as e:  # an OutputError names the file and where it is kept
+            err.print("[red]error:[/red] " + escape(str(e)))
+            raise typer.Exit(2) from None
         console.print(f"matrices: {out.resolve()}")
 
 
@@ -1197,6 +1218,7 @@ def montecarlo_run_cmd(
     """Run a Monte Carlo campaign; resume it if the directory holds it half done."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from hopsim.bus.atomic import OutputError
     from hopsim.scenarios import ScenarioError
     from hopsim.scenarios.montecarlo import CampaignDirectory, load_campaign, make_campaign, run_campaign
 
@@ -1244,7 +1266,7 @@ def montecarlo_run_cmd(
             rows = run_campaign(
                 campaign, directory, backend=backend, ray_address=ray_address, on_row=on_row, force=force
             )
-        except ScenarioError as e:
+        except (ScenarioError, OutputError) as e:
             err.print("[red]error:[/red] " + escape(str(e)))
             raise typer.Exit(2) from None
     console.print((directory / "summary.md").read_text())
@@ -1268,12 +1290,13 @@ def montecarlo_rerun_cmd(
 ) -> None:
     """Run one run of a campaign again, alone; it equals its row (same seed, parameters, stream)."""
     _check_out(out, force)
+    from hopsim.bus.atomic import OutputError
     from hopsim.scenarios import ScenarioError
     from hopsim.scenarios.montecarlo import rerun
 
     try:
         row = rerun(directory, run, out)
-    except ScenarioError as e:
+    except (ScenarioError, OutputError) as e:
         err.print("[red]error:[/red] " + escape(str(e)))
         raise typer.Exit(2) from None
     console.print(escape(f"run {run}: {row['status']} {row['error']}".rstrip()))

@@ -347,3 +347,54 @@ def session_of(driver: int) -> set[int]:
         ):
             found.add(int(entry.name))
     return alive(found)
+
+
+@pytest.mark.long
+def test_ctrl_c_while_compiling_ahead_ends_the_run_with_the_interrupted_message_and_no_traceback(tmp_path):
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) while the kernels are
+    compiled ahead in a pool of processes: the pool is stopped, the command says `interrupted`
+    and exits non-zero; no process prints a traceback."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}  # empty: compiling happens
+    run = subprocess.Popen(
+        [str(Path(sys.executable).parent / "hopsim"), "run", "formation", "--duration", "1", "--no-progress"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        first = run.stderr.readline()
+        assert "ahead of its first run" in first, first
+        time.sleep(0.3)  # the pool's processes are starting (importing)
+        os.killpg(run.pid, signal.SIGINT)
+        _, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+    assert run.returncode != 0 and "Traceback" not in err and "interrupted" in err, (run.returncode, err[-3000:])
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the callback's, as meant
+def test_an_interrupt_swallowed_by_a_c_callback_is_raised_at_the_next_safe_point():
+    """A Ctrl-C that lands in a ctypes callback (numba's and llvmlite's: Python reports it as
+    "Exception ignored" and goes on) while compiling ahead is kept and raised afterwards."""
+    import ctypes
+
+    from hopsim.scenarios.compile_ahead import _interrupts_kept
+
+    @ctypes.CFUNCTYPE(None)
+    def callback():
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # the handler runs here; its exception dies with the callback
+            pass
+
+    reached = False
+    with pytest.raises(KeyboardInterrupt), _interrupts_kept() as interrupts:
+        callback()
+        reached = True
+        interrupts.check()
+    assert reached and interrupts.seen
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

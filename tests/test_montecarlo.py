@@ -90,6 +90,7 @@ def test_paths_reach_vectors_nested_fields_and_faults():
     "knob, message",
     [
         ({"kind": "uniform", "low": 2, "high": 1}, "low < high"),
+        ({"kind": "uniform", "low": -1e308, "high": 1e308}, "width high - low overflows"),
         ({"kind": "normal", "mean": float("nan"), "std": 1}, "finite"),
         ({"kind": "mvnormal", "mean": [0, 0], "covariance": [[1, 2], [2, 1]]}, "semi-definite"),
         ({"kind": "choice", "values": [1, 2], "weights": [1]}, "weights"),
@@ -343,3 +344,21 @@ def test_view_opens_a_retained_run_and_says_how_to_get_another(finished):
     assert "retained runs: 0, 2, 3" in result.output and "montecarlo rerun" in result.output
     with pytest.raises(typer.Exit):
         _recording_to_view(directory, None)
+
+
+@pytest.mark.parametrize("where", ["a file", "/proc/mc"])
+def test_a_campaign_directory_that_is_a_file_or_cannot_be_made_is_refused_before_anything_runs(tmp_path, where):
+    from typer.testing import CliRunner
+
+    from hopsim.cli import app
+
+    campaign = tmp_path / "c.toml"
+    campaign.write_text('scenario = "lander"\nruns = 2\nduration_s = 1\n')
+    directory = tmp_path / "taken" if where == "a file" else where
+    (tmp_path / "taken").write_text("not a directory")
+    res = CliRunner().invoke(app, ["montecarlo", "run", str(campaign), "--dir", str(directory)])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and text.count("error:") == 1 and "Traceback" not in text, text
+    words = "is a file: choose a directory" if where == "a file" else "cannot make or write in the campaign directory"
+    assert words in text and "compiling" not in text, text
+    assert (tmp_path / "taken").read_text() == "not a directory"

@@ -366,3 +366,54 @@ def test_an_output_in_a_directory_not_made_yet_is_written_there(tmp_path):
     out = tmp_path / "new" / "dir" / "l.mcap"
     done = runner.invoke(app, ["run", "lander", "--duration", "1", "--out", str(out), "--no-progress"])
     assert done.exit_code == 0 and read_recording(out)[1].complete, done.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "lander", "--duration", "1", "--out", "DIR", "--force"],
+        ["replay", "rec.mcap", "--out", "DIR", "--force"],
+        ["plot", "rec.mcap", "x/y.z", "--out", "DIR.png", "--force"],
+        ["plot", "rec.mcap", "x/y.z", "--csv", "DIR", "--force"],
+        ["campaign", "lander", "--fault", "t=1,target=body,kind=thrust_scale,value=0", "--table", "DIR", "--force"],
+    ],
+    ids=["run --out", "replay --out", "plot --out", "plot --csv", "campaign --table"],
+)
+def test_an_output_named_like_a_directory_is_refused_before_anything_runs(tmp_path, args):
+    (tmp_path / "DIR").mkdir()
+    (tmp_path / "DIR.png").mkdir()
+    (tmp_path / "rec.mcap").write_bytes(OLD)
+    args = [str(tmp_path / a) if a in ("DIR", "DIR.png", "rec.mcap") else a for a in args]
+    res = invoke(*args)
+    assert res.exit_code == 2 and "is a directory: give" in one_line(res), one_line(res)
+    assert "Traceback" not in res.output and (tmp_path / "DIR").is_dir() and not list((tmp_path / "DIR").iterdir())
+
+
+def test_an_output_that_cannot_take_its_name_is_an_error_naming_it_and_the_file_kept(tmp_path):
+    """The target became a directory while the run ran (a checkpoint's name, here): one line
+    naming the file and the reason, and what was written kept under its partial name."""
+    ck = tmp_path / "ck"
+    (ck / "lander_t00000001.000000000.ckpt").mkdir(parents=True)  # the first checkpoint's name
+    out = tmp_path / "l.mcap"
+    res = invoke(
+        *["run", "lander", "--duration", "2", "--checkpoint-every", "1", "--checkpoint-dir", str(ck)],
+        *["--out", str(out), "--no-progress"],
+    )
+    text = one_line(res)
+    assert res.exit_code == 2 and text.count("error:") == 1 and "Traceback" not in res.output, text
+    assert "cannot write" in text and "lander_t00000001.000000000.ckpt (Is a directory)" in text, text
+    kept = [p for p in ck.iterdir() if ".partial-" in p.name]
+    assert len(kept) == 1 and str(kept[0]) in text and kept[0].stat().st_size > 0
+    recorded = partials_of(out)
+    assert len(recorded) == 1 and str(recorded[0]) in text  # the run's recording up to there
+
+
+def test_a_complete_output_that_cannot_be_renamed_is_kept_and_named(tmp_path):
+    from hopsim.bus.atomic import OutputError
+
+    target = tmp_path / "t.csv"
+    target.mkdir()
+    refused = pytest.raises(OutputError, match=r"cannot write .*t\.csv \(Is a directory\); what was written is kept at")
+    with refused, replacing(target) as tmp:
+        tmp.write_text("a,b\n")
+    assert partial_path(target).read_text() == "a,b\n"

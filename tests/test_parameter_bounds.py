@@ -252,12 +252,20 @@ def test_a_run_whose_state_leaves_the_finite_numbers_is_a_clear_error_not_inf():
 
 
 @pytest.mark.parametrize("row_blocks, check", [(False, "check_state_finite"), (True, "check_rows_finite")])
-def test_a_formation_whose_state_leaves_the_finite_numbers_stops_alone_or_as_rows(row_blocks, check):
-    """Braking with a gain of 1e30 /s and no thrust limit: the speed grows 1e30-fold per period to
-    inf. Each vehicle an island of its own or the group's members run as rows (one vectorised
-    check per instant): the same error, naming the vehicle, its state and the instant."""
+def test_a_formation_whose_state_leaves_the_finite_numbers_stops_alone_or_as_rows(row_blocks, check, monkeypatch):
+    """Braking with a gain of 1e30 /s and a thrust limit of 1e308 N, both far past their bounds
+    (the parameters made without validation: the check at barriers is the backstop behind the
+    bounds): the speed grows 1e30-fold per period to inf. Each vehicle an island of its own or the
+    group's members run as rows (one vectorised check per instant): the same error, naming the
+    vehicle, its state and the instant."""
     p = {"n_vehicles": 3, "radio_loss": 1.0, "noise": False, "stale_after_s": 2.0}
     p |= {"brake_gain_per_s": 1e30, "max_thrust_N": 1e308, "mass_kg": 0.01}
+    with pytest.raises(ScenarioError, match="max_thrust_N"):  # refused at the door
+        run_scenario("formation", p, duration_s=60.0)
+    spec = get_scenario("formation")
+    monkeypatch.setattr(
+        type(spec), "make_params", lambda self, overrides=None: self.params.model_construct(**overrides)
+    )
     with pytest.raises(StateNotFinite) as err:
         run_scenario("formation", p, duration_s=60.0, row_blocks=row_blocks)
     text = "island 'v0': the continuous state is not finite at t = 13 s (v0: r_x, r_y, r_z, v_x, v_y, v_z)"
@@ -345,3 +353,33 @@ def test_every_declared_parameter_is_refused_by_name_or_runs(scenario_name, data
     outcome = [v for v in text.split("│") if v.strip()]
     assert not any(v.strip() in ("inf", "-inf", "nan") for v in outcome), text
     assert np.isfinite(values).all(), text
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "max_thrust_N=1e300",
+        "min_thrust_N=1e300",
+        "spacing_m=1e300",
+        "bandwidth_rad_s=1e300",
+        "damping_ratio=1e300",
+        "brake_gain_per_s=1e300",
+        "position_noise_m=1e300",
+        "velocity_noise_mps=1e300",
+    ],
+)
+def test_the_formations_gains_and_limits_have_a_physical_ceiling(setting):
+    refused([setting.split("=")[0], "less than or equal to"], "run", "formation", "--set", setting)
+
+
+def test_a_spheres_beacon_far_beyond_any_test_bed_is_refused_by_name():
+    refused(
+        ["testbed_overrides.beacon_positions_N", "less than or equal to 10000"],
+        *["run", "leader_follower", "--set", "testbed_overrides.beacon_positions_N=[[1e300,0,0]]"],
+    )
+
+
+def test_a_fault_field_given_twice_is_refused():
+    fault = "t=1,target=body,kind=thrust_scale,value=0.5,value=0.6"
+    refused(["value is given twice"], "run", "lander", "--fault", fault)
+    refused(["t_s is given twice"], "run", "lander", "--fault", "t=1,t_s=2,target=body,kind=dropout")

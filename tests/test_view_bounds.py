@@ -119,3 +119,40 @@ def test_a_100_mb_file_of_small_states_is_read_in_bounded_memory_and_time(tmp_pa
             peak, cpu, said = _measured(*args)
             assert peak < 1024 and cpu < 60, (vehicles, name, peak, cpu, said[-500:])
         path.unlink()
+
+
+def test_every_reader_takes_a_regular_file_only_and_says_what_the_path_is(tmp_path):
+    """A directory, a character device (size 0, endless) and a FIFO (blocks its reader) are
+    refused by every command that reads a recording, unopened: one line, exit code 2."""
+    import os
+    import signal
+
+    from typer.testing import CliRunner
+
+    from hopsim.cli import app
+
+    (tmp_path / "dir").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    paths = {str(tmp_path / "dir"): "a directory", "/dev/zero": "a character device", str(tmp_path / "fifo"): "a FIFO"}
+    runner = CliRunner()
+    previous = signal.alarm(30)  # a reader that opens the FIFO would block: fail instead of hanging
+    try:
+        for path, kind in paths.items():
+            for args in (
+                ["inspect", path],
+                ["replay", path],
+                ["plot", path, "v0/state.r_BN_N.x", "--out", str(tmp_path / "p.png")],
+                ["export", path, "--to", str(tmp_path / "ex")],
+                ["layout", path, "--out", str(tmp_path / "l.json")],
+                ["view", path, "--no-browser"],
+            ):
+                if args[0] == "view" and kind == "a directory":
+                    continue  # a campaign directory: `view` asks for --run
+                res = runner.invoke(app, args)
+                text = " ".join(res.output.split())
+                assert res.exit_code == 2 and f"error: {path} is {kind}, not a recording file" in text, (args, text)
+                assert "Traceback" not in text
+        with pytest.raises(columns.SignalError, match="is a FIFO, not a recording file"):
+            ColumnReader(tmp_path / "fifo")
+    finally:
+        signal.alarm(previous)

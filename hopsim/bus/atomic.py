@@ -19,11 +19,21 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
 PARTIAL = ".partial-"
+
+
+class OutputError(OSError, ValueError):
+    """A complete output could not be renamed over its target: the message names the target, the
+    reason, and the partial file that holds the output."""
+
+    def __init__(self, pending: PendingOutput, err: OSError):
+        reason = err.strerror or str(err)
+        super().__init__(f"cannot write {pending.target} ({reason}); what was written is kept at {pending.path}")
+        self.path = pending.path
 
 
 def partial_path(target: str | Path, pid: int | None = None) -> Path:
@@ -61,9 +71,13 @@ class PendingOutput:
         self.path = partial_path(self.target)
 
     def commit(self) -> Path:
-        """Push the written file to disk and rename it over the target (then push the rename)."""
-        _fsync(self.path)
-        os.replace(self.path, self.target)
+        """Push the written file to disk and rename it over the target (then push the rename); an
+        :class:`OutputError` when it cannot be (the file stays at :attr:`path`)."""
+        try:
+            _fsync(self.path)
+            os.replace(self.path, self.target)
+        except OSError as err:
+            raise OutputError(self, err) from None
         _fsync_directory(self.target.parent)
         return self.target
 
@@ -79,9 +93,18 @@ def commit_all(outputs: list[PendingOutput], threads: int = 8) -> list[Path]:
     renamed over its target, then each directory's renames are pushed, once per directory."""
     from concurrent.futures import ThreadPoolExecutor
 
+    def step(action: Callable[[PendingOutput], None]) -> Callable[[PendingOutput], None]:
+        def guarded(o: PendingOutput) -> None:
+            try:
+                action(o)
+            except OSError as err:
+                raise OutputError(o, err) from None
+
+        return guarded
+
     with ThreadPoolExecutor(max(1, min(threads, len(outputs)))) as pool:
-        list(pool.map(lambda o: _fsync(o.path), outputs))
-        list(pool.map(lambda o: os.replace(o.path, o.target), outputs))
+        list(pool.map(step(lambda o: _fsync(o.path)), outputs))
+        list(pool.map(step(lambda o: os.replace(o.path, o.target)), outputs))
         list(pool.map(_fsync_directory, sorted({o.target.parent for o in outputs})))
     return [o.target for o in outputs]
 
@@ -90,15 +113,16 @@ def commit_all(outputs: list[PendingOutput], threads: int = 8) -> list[Path]:
 def replacing(target: str | Path) -> Iterator[Path]:
     """Write ``target`` through its partial name: ``with replacing(out) as tmp: write(tmp)``. The
     file written at ``tmp`` replaces ``target`` when the block ends well; when it raises, ``tmp``
-    is removed and ``target`` is left as it was."""
+    is removed and ``target`` is left as it was. A complete file that cannot be renamed over
+    ``target`` is kept at ``tmp`` (:class:`OutputError` names it)."""
     pending = PendingOutput(target)
     pending.path.parent.mkdir(parents=True, exist_ok=True)
     try:
         yield pending.path
-        pending.commit()
     except BaseException:
         pending.discard()
         raise
+    pending.commit()
 
 
 def _fsync(path: Path) -> None:

@@ -70,6 +70,7 @@ from hopsim.bus.chunks import (
     string_map_at,
 )
 from hopsim.bus.recorder import METADATA_SHA256, log_time_offset, metadata_intact
+from hopsim.bus.recording_file import check_recording_file
 from hopsim.bus.scene import is_derived
 
 compiled = njit(cache=True, fastmath=False, error_model="numpy")
@@ -607,11 +608,7 @@ class Recording:
     read one at a time, when asked): where its chunks lie, its metadata and its channels."""
 
     def __init__(self, path: str | Path):
-        self.path = Path(path)
-        if not self.path.exists():
-            raise FrameError(f"no such file {self.path}")
-        if self.path.is_dir():
-            raise FrameError(f"{self.path} is a directory, not a recording")
+        self.path = check_recording_file(path, FrameError)
         self.size = self.path.stat().st_size
         self.file = open(self.path, "rb", buffering=1 << 20)  # noqa: SIM115 (held open: close() closes it)
         if self.file.read(len(MAGIC)) != MAGIC:
@@ -1021,6 +1018,7 @@ def table(path: str | Path, topic: str | None = None, fields: list[str] | None =
                 + (f"its topics are {_listed(found)}" if found else "it holds no export (hopsim export)")
             )
         return _read_parquet(file, fields)
+    check_recording_file(path, FrameError)
     with open(path, "rb") as f:
         head = f.read(len(MAGIC))
     if head != MAGIC:

@@ -64,6 +64,7 @@ from hopsim.bus.recorder import (
     log_time_offset,
     metadata_intact,
 )
+from hopsim.bus.recording_file import recording_file_problem
 from hopsim.bus.scene import is_derived
 from hopsim.schemas import Envelope as EnvelopeProto
 
@@ -92,6 +93,7 @@ class RecordingReport:
     damaged_metadata: list[str] = field(default_factory=list)  # names of metadata records left out
     footer: bool = False  # the footer and the closing magic were reached
     stopped: str | None = None  # why reading stopped before the file's end (its budget was spent)
+    not_a_file: bool = False  # the path is no regular file (missing, a directory, a FIFO): ``problem`` says
 
     @property
     def stop_reason(self) -> str | None:
@@ -105,8 +107,8 @@ class RecordingReport:
     def summary(self) -> str:
         if self.problem == "empty file":
             return f"{self.path}: empty (0 bytes): not a recording, and nothing to recover"
-        if self.problem == "no such file":
-            return f"{self.path}: no such file"
+        if self.not_a_file:
+            return str(self.problem)
         last = "no message" if self.last_t_ns is None else f"last at t = {self.last_t_ns / 1e9:.9g} s"
         if self.complete:
             return f"{self.path}: complete, {self.messages} messages, {last}"
@@ -243,8 +245,9 @@ class _Reader:
 
     def read(self) -> RecordingReport:
         report = self.report
-        if not self.path.is_file():
-            report.problem = "no such file"
+        problem = recording_file_problem(self.path)  # nothing else is opened: a FIFO would block
+        if problem is not None:
+            report.problem, report.not_a_file = problem, True
             return report
         if report.size_bytes == 0:
             report.problem = "empty file"

@@ -1046,7 +1046,9 @@ class MemoryRecorder:
 
 def read_envelopes(path: str | Path) -> Iterator[EnvelopeProto]:
     """Yield the recorded envelopes of an MCAP file in stream order (no payload decoding)."""
-    with open(path, "rb") as f:
+    from hopsim.bus.recording_file import check_recording_file
+
+    with open(check_recording_file(path), "rb") as f:
         reader = make_reader(f)
         for schema, channel, message in reader.iter_messages(log_time_order=False):
             if is_derived(channel.metadata):
@@ -1070,9 +1072,10 @@ def read_metadata(path: str | Path) -> dict[str, dict[str, str]]:
     decompressing anything (:func:`hopsim.bus.chunks.metadata_records`); a record whose SHA-256
     does not match its content (:func:`metadata_intact`) is left out."""
     from hopsim.bus.chunks import metadata_records
+    from hopsim.bus.recording_file import check_recording_file
 
     out = {}
-    for name, record in metadata_records(Path(path).read_bytes()):
+    for name, record in metadata_records(check_recording_file(path).read_bytes()):
         if metadata_intact(name, record) is not False:
             record.pop(METADATA_SHA256, None)
             out[name] = record

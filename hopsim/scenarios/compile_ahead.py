@@ -11,6 +11,12 @@ misses (new argument types, a new kernel) still compiles at its first call, as b
 A stamp beside numba's cache remembers that a scenario's kernels were compiled ahead for these
 sources (hash of the package's Python files), this numba and this CPU, those that could be; a
 later run checks the stamp only.
+
+Ctrl-C while compiling ahead is the parent's alone: the pool's processes ignore SIGINT from their
+start (no traceback from them), and the parent stops them and raises KeyboardInterrupt. An
+interrupt that lands where Python cannot raise it (in a C callback of numba's or llvmlite's, which
+reports "Exception ignored" and goes on) is kept and raised at the next safe point
+(:class:`_Interrupts`): it is never lost.
 """
 
 from __future__ import annotations
@@ -21,12 +27,15 @@ import importlib
 import json
 import os
 import platform
+import signal
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from importlib import resources
-from multiprocessing import get_context
+from multiprocessing import active_children, get_context
 from pathlib import Path
 
 MANIFEST = "kernel_manifest.json"
@@ -96,6 +105,83 @@ def _compile_one(module: str, name: str, signature: str) -> float:
     return time.perf_counter() - t0
 
 
+def _ignore_interrupts() -> None:
+    """A pool process's initializer: Ctrl-C is the parent's to handle (it stops the pool)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def _deaf_children() -> Iterator[None]:
+    """Within: the processes started here ignore SIGINT from their first instruction (an ignored
+    signal stays ignored across exec, and Python then leaves it so), so that a Ctrl-C while one
+    is still importing gives no traceback from it. For the few milliseconds this takes, this
+    process ignores SIGINT too, with it blocked: a Ctrl-C meanwhile stays pending, and is
+    delivered to the handler there was when the block ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    blocks = hasattr(signal, "pthread_sigmask")
+    if blocks:
+        # started now, not within: it unblocks SIGINT when it has started
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if blocks:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+class _Interrupts:
+    """Ctrl-C during compiling ahead: a KeyboardInterrupt where it lands, and remembered, so that
+    one swallowed by a C callback (numba's, llvmlite's) is raised again by :meth:`check`."""
+
+    def __init__(self):
+        self.seen = False
+
+    def handler(self, signum, frame) -> None:
+        self.seen = True
+        raise KeyboardInterrupt
+
+    def check(self) -> None:
+        """A safe point: raise the interrupt that came, if one did."""
+        if self.seen:
+            raise KeyboardInterrupt
+
+
+@contextmanager
+def _interrupts_kept() -> Iterator[_Interrupts]:
+    """Within: Ctrl-C goes through :class:`_Interrupts` (in the main thread, over Python's own
+    handler of SIGINT; elsewhere nothing changes and :meth:`_Interrupts.check` never raises)."""
+    interrupts = _Interrupts()
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield interrupts
+        return
+    previous = signal.signal(signal.SIGINT, interrupts.handler)
+    try:
+        yield interrupts
+        interrupts.check()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _stop(pool: ProcessPoolExecutor, workers: set) -> None:
+    """Stop compiling now: the kernels not started are cancelled, the processes compiling are
+    ended (numba writes a cache entry whole or not at all)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        process.terminate()
+    for process in workers:
+        process.join(5)
+
+
 def compile_ahead(scenario: str, workers: int | None = None, report: Callable[[str], None] = lambda line: None) -> int:
     """Compile the kernels of ``scenario``'s manifest into numba's cache with ``workers`` processes
     (default: one per core), unless the stamp says they are; the number compiled. ``report``
@@ -112,14 +198,26 @@ def compile_ahead(scenario: str, workers: int | None = None, report: Callable[[s
     )
     t0 = time.perf_counter()
     failed = []
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-        futures = {pool.submit(_compile_one, m, n, s): f"{m.rsplit('.', 1)[-1]}.{n}" for m, n, s, _ in kernels}
-        for done, future in enumerate(as_completed(futures), 1):
-            try:
-                future.result()
-            except Exception as exc:  # compiled at first call instead
-                failed.append(f"{futures[future]} ({type(exc).__name__})")
-            report(f"  {done}/{len(kernels)} {futures[future]}, {time.perf_counter() - t0:.0f} s")
+    ours = set(active_children())  # the processes started before: not the pool's
+    pool = None
+    with _interrupts_kept() as interrupts:
+        try:
+            with _deaf_children():  # the pool's processes start and stay deaf to Ctrl-C
+                pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_ignore_interrupts)
+                futures = {pool.submit(_compile_one, m, n, s): f"{m.rsplit('.', 1)[-1]}.{n}" for m, n, s, _ in kernels}
+            for done, future in enumerate(as_completed(futures), 1):
+                interrupts.check()
+                try:
+                    future.result()
+                except Exception as exc:  # compiled at first call instead
+                    failed.append(f"{futures[future]} ({type(exc).__name__})")
+                report(f"  {done}/{len(kernels)} {futures[future]}, {time.perf_counter() - t0:.0f} s")
+            interrupts.check()
+        except BaseException:
+            if pool is not None:
+                _stop(pool, set(active_children()) - ours)
+            raise
+        pool.shutdown()
     report(
         f"compiled {len(kernels) - len(failed)} kernels ahead in {time.perf_counter() - t0:.1f} s"
         + (f"; left to their first call: {', '.join(failed)}" if failed else "")

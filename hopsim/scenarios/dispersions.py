@@ -90,6 +90,11 @@ class Uniform(_Knob):
         _finite(self.high, "high")
         if not self.low < self.high:
             raise ValueError(f"uniform needs low < high, got [{self.low}, {self.high})")
+        if not math.isfinite(self.high - self.low):
+            raise ValueError(
+                f"uniform's width high - low overflows ([{self.low:g}, {self.high:g})): "
+                f"give bounds within the parameter's own"
+            )
         return self
 
     def value(self, k, rng):

@@ -45,7 +45,7 @@ from hopsim.actors.vehicle_dynamics import RigidVehicleDynamics
 from hopsim.dynamics import detlinalg, detrandom
 from hopsim.dynamics.integrators import make_integrator
 from hopsim.kernel import Simulation, Tie
-from hopsim.kernel.bounds import Probability, RateHz, TimeS
+from hopsim.kernel.bounds import MAX_FORCE_N, Probability, RateHz, TimeS
 from hopsim.kernel.model import model_rng
 from hopsim.scenarios.registry import ScenarioParams, scenario
 
@@ -61,7 +61,7 @@ class FormationParams(ScenarioParams):
         description="ring: regular polygon of side spacing_m, 2 neighbours; lattice: square "
         "grid of pitch spacing_m, 4-neighbour",
     )
-    spacing_m: float = Field(10.0, gt=0, description="distance between neighbouring slots (m)")
+    spacing_m: float = Field(10.0, gt=0, le=1e7, description="distance between neighbouring slots (m)")
     control_rate_hz: RateHz = Field(
         1.0,
         gt=0,
@@ -90,17 +90,19 @@ class FormationParams(ScenarioParams):
     )
     radio_loss: Probability = Field(0.0, description="probability that a receiver loses a packet")
     noise: bool = Field(True, description="sensor noise on")
-    position_noise_m: float = Field(0.01, ge=0, description="1-sigma position noise per axis (m)")
-    velocity_noise_mps: float = Field(0.0005, ge=0, description="1-sigma velocity noise per axis (m/s)")
+    position_noise_m: float = Field(0.01, ge=0, le=1e6, description="1-sigma position noise per axis (m)")
+    velocity_noise_mps: float = Field(0.0005, ge=0, le=1e3, description="1-sigma velocity noise per axis (m/s)")
     dispersion_m: float = Field(1.0, ge=0, le=1e6, description="1-sigma initial position error per axis (m)")
     dispersion_mps: float = Field(0.002, ge=0, le=1e3, description="1-sigma initial velocity per axis (m/s)")
     mass_kg: float = Field(50.0, ge=0.01, le=1e6, description="each vehicle's mass")
     size_m: float = Field(0.5, ge=0.01, le=100, description="edge of the cubic body (inertia of a uniform cube)")
-    max_thrust_N: float = Field(0.5, gt=0, description="saturation per inertial axis (N)")
-    min_thrust_N: float = Field(0.0, ge=0, description="smaller commands per axis give no thrust (N)")
-    bandwidth_rad_s: float = Field(0.05, gt=0, description="natural frequency of the fastest shape mode")
-    damping_ratio: float = Field(1.0, gt=0, description="damping of the fastest shape mode")
-    brake_gain_per_s: float = Field(0.05, gt=0, description="fallback: a = -gain * own velocity")
+    max_thrust_N: float = Field(0.5, gt=0, le=MAX_FORCE_N, description="saturation per inertial axis (N)")
+    min_thrust_N: float = Field(0.0, ge=0, le=MAX_FORCE_N, description="smaller commands per axis give no thrust (N)")
+    bandwidth_rad_s: float = Field(
+        0.05, gt=0, le=1e4, description="natural frequency of the fastest shape mode (rad/s)"
+    )
+    damping_ratio: float = Field(1.0, gt=0, le=100, description="damping of the fastest shape mode")
+    brake_gain_per_s: float = Field(0.05, gt=0, le=1e4, description="fallback: a = -gain * own velocity (1/s)")
     stale_after_s: TimeS = Field(
         5.0,
         gt=0,

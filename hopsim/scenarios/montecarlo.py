@@ -46,7 +46,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hopsim.bus.atomic import replacing
+from hopsim.bus.atomic import partial_path, replacing
 from hopsim.kernel.bounds import DurationS, Seed
 from hopsim.scenarios.catalog import get_scenario
 from hopsim.scenarios.dispersions import Dispersion, dispersed_values, run_seed, set_parameter
@@ -228,7 +228,9 @@ class CampaignDirectory:
         """What starting ``campaign`` here does: ``new`` (nothing of a campaign is there),
         ``resume`` (this very campaign is, finished or not) or, with ``force``, ``replace``
         (another campaign's files are, or a campaign's files without its campaign.json); a
-        ScenarioError naming the way out when it is refused."""
+        ScenarioError naming the way out when it is refused (also when the directory cannot be
+        made or written in: it is made here, empty, if missing)."""
+        self._check_place()
         saved = self.path / "campaign.json"
         if saved.is_file():
             try:
@@ -252,6 +254,22 @@ class CampaignDirectory:
                 f"give --force to replace them, or choose another directory"
             )
         return "replace"
+
+    def _check_place(self) -> None:
+        """That the directory is one (made if missing) this process can write in; a ScenarioError
+        naming it and the reason otherwise."""
+        if self.path.exists() and not self.path.is_dir():
+            raise ScenarioError(f"the campaign directory {self.path} is a file: choose a directory")
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            probe = partial_path(self.path / "probe")
+            probe.open("xb").close()
+            probe.unlink()
+        except OSError as err:
+            raise ScenarioError(
+                f"cannot make or write in the campaign directory {self.path} ({err.strerror or err}): "
+                f"choose another directory"
+            ) from None
 
     def start(self, campaign: Campaign, force: bool = False) -> None:
         """Create the directory, or check that it holds this very campaign (to resume it); with

@@ -39,7 +39,7 @@ import numpy as np
 from hopsim.kernel import Simulation
 
 DEFAULT_PERIOD_S = 0.01  # 100 Hz
-MAX_FACTOR = 1e6
+MIN_FACTOR, MAX_FACTOR = 1e-3, 1e6  # a thousandth of real time (slow motion) to a million times
 RUN_ENDED = "the run has ended"
 
 
@@ -60,10 +60,13 @@ class PaceReport:
 
 
 def check_factor(factor: float) -> float:
-    """A pacing factor (times real time): positive and finite, at most MAX_FACTOR."""
+    """A pacing factor (times real time) in [MIN_FACTOR, MAX_FACTOR] (a smaller one would put the
+    wall-clock deadlines beyond what a clock can count)."""
     factor = float(factor)
-    if not (math.isfinite(factor) and 0 < factor <= MAX_FACTOR):
-        raise ValueError(f"the pacing factor must be a number of times real time in (0, {MAX_FACTOR:g}], got {factor}")
+    if not (math.isfinite(factor) and MIN_FACTOR <= factor <= MAX_FACTOR):
+        raise ValueError(
+            f"the pacing factor must be a number of times real time in [{MIN_FACTOR:g}, {MAX_FACTOR:g}], got {factor}"
+        )
     return factor
 
 

@@ -73,6 +73,8 @@ class FaultSpec(BaseModel):
                     f"--fault {text!r}: no field {key!r}; fields: t, target, kind, "
                     f"{', '.join(f for f in cls.model_fields if f not in ('t_s', 'target', 'kind'))}"
                 )
+            if key in fields:  # value=0.5,value=0.6 (or t= and t_s=): which one was meant?
+                raise ValueError(f"--fault {text!r}: {key} is given twice: give it once")
             value = value.strip()
             if key == "vehicles":
                 fields[key] = [v for v in value.split("+") if v]

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from hopsim.bus.compare import Difference, decode_payload, first_difference
 from hopsim.bus.reading import RecordingReport, read_recording
 from hopsim.bus.recorder import RESULT_METADATA, RUN_METADATA, STREAM_FORMAT
+from hopsim.bus.recording_file import check_recording_file
 from hopsim.bus.topics import is_kernel_source
 from hopsim.kernel.bounds import DurationS, Seed
 from hopsim.kernel.executive import SCENARIO_SOURCE
@@ -187,6 +188,7 @@ def replay_recording(
     checked against the recorded one); the path the recording names is never opened."""
     if out is not None and Path(out).resolve() == Path(path).resolve():
         raise ReplayError(f"--out {out} is the recording being replayed; choose another file")
+    check_recording_file(path, ReplayError)
     recorded, report = read_recording(path)
     run = report.metadata.get(RUN_METADATA)
     if run is None and RUN_METADATA in report.damaged_metadata:

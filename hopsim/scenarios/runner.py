@@ -13,7 +13,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
-from hopsim.bus.atomic import PendingOutput
+from hopsim.bus.atomic import OutputError, PendingOutput
 from hopsim.bus.recorder import STREAM_FORMAT, McapRecorder, MemoryRecorder, dumps_params
 from hopsim.kernel import Simulation, checkpoint
 from hopsim.kernel.bounds import check_duration_s, check_period_s, check_seed
@@ -355,7 +355,11 @@ def run_scenario(
             }
         )
         if pending is not None:
-            pending.commit()  # the run ended well: its recording replaces --out
+            try:
+                pending.commit()  # the run ended well: its recording replaces --out
+            except OutputError:  # it names where the recording is kept
+                runtime.shutdown()
+                raise
         count, digest = recorder.digest.count, recorder.digest.hexdigest()
     else:
         count, digest = stats["published"], ""

@@ -43,6 +43,7 @@ from hopsim.bus.chunks import (
 )
 from hopsim.bus.frames import export, read_frame  # every topic as a table: Parquet files, DataFrames
 from hopsim.bus.recorder import METADATA_SHA256, log_time_offset, metadata_intact
+from hopsim.bus.recording_file import check_recording_file
 
 # compiled with hopsim's policy (disk cache, no fast-math, NumPy's error model)
 compiled = njit(cache=True, fastmath=False, error_model="numpy")
@@ -492,9 +493,7 @@ class ColumnReader:
     """
 
     def __init__(self, path: str | Path, report: ColumnsReport | None = None):
-        self.path = Path(path)
-        if not self.path.exists():
-            raise SignalError(f"no such file {self.path}")
+        self.path = check_recording_file(path, SignalError)
         self.report = report if report is not None else ColumnsReport()
         self._data = data = memoryview(self.path.read_bytes())
         self.channels = _summary(data)
@@ -687,7 +686,7 @@ def numeric_fields(type_name: str, depth: int = 3) -> list[str]:
 def topics(path: str | Path) -> dict[str, str]:
     """The recording's topics and their message types: from its summary, or, for a file without
     one (a killed run's), from the channel records inside its chunks."""
-    channels = _summary(memoryview(Path(path).read_bytes())) or ColumnReader(path).channels
+    channels = _summary(memoryview(check_recording_file(path, SignalError).read_bytes())) or ColumnReader(path).channels
     return {c[0]: c[1] for c in sorted(channels.values())}
 
 

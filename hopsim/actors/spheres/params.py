@@ -19,7 +19,7 @@ chosen here and marked "not in the seed" with the reason for the choice.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -69,6 +69,9 @@ class _Frozen(BaseModel):
 
 
 Vec3 = tuple[float, float, float]
+MAX_TESTBED_M = 1e4  # a test bed's coordinates (m): 10 km, beyond any laboratory or range
+TestbedCoordinate = Annotated[float, Field(ge=-MAX_TESTBED_M, le=MAX_TESTBED_M)]
+TestbedPoint = tuple[TestbedCoordinate, TestbedCoordinate, TestbedCoordinate]  # a point of the N frame (m)
 
 
 class MassProperties(_Frozen):
@@ -337,9 +340,9 @@ class TestbedParams(_Frozen):
 
     __test__ = False  # not a pytest class
 
-    volume_min_N: Vec3 = (0.0, 0.0, 0.0)
-    volume_max_N: Vec3 = (2.3, 2.3, 2.3)
-    beacon_positions_N: tuple[Vec3, ...] = Field(default_factory=_default_beacons)
+    volume_min_N: TestbedPoint = (0.0, 0.0, 0.0)
+    volume_max_N: TestbedPoint = (2.3, 2.3, 2.3)
+    beacon_positions_N: tuple[TestbedPoint, ...] = Field(default_factory=_default_beacons)
     beacon_directions_N: tuple[Vec3, ...] | None = Field(None, description="None: each points at the centre")
     max_tx_angle_deg: float = Field(90.0, gt=0, le=180, description="MAX_TX_ANGLE of the listing")
     speed_of_sound_mps: float = Field(344.54, gt=0, description="sqrt(1.40*287*(22.3+273.14)) of the listing")
