@@ -372,58 +372,21 @@ def _closure_terms(tree_ints, tree_reals, Q, U, kind, bodies, frames, axes):
 
 @compiled
 def _symmetric_pseudo_solve(A, b, rtol):
-    """Minimum-norm solution of ``A x = b`` for a symmetric positive semi-definite ``A``, by
-    cyclic Jacobi rotations (sweeps until the off-diagonal part is below 1e-15 of the norm, at
-    most 64); eigenvalues at or below ``rtol`` times the largest are taken as zero."""
+    """Minimum-norm solution of ``A x = b`` for a symmetric positive semi-definite ``A``, by its
+    eigen-decomposition (:func:`hopsim.dynamics.detlinalg.eigh_unsorted`); eigenvalues at or below
+    ``rtol`` times the largest are taken as zero."""
     n = A.shape[0]
-    a = 0.5 * (A + A.T)
-    V = np.eye(n)
-    scale = 0.0
-    for i in range(n):
-        for j in range(n):
-            scale += a[i, j] * a[i, j]
-    for _ in range(64):
-        off = 0.0
-        for i in range(n):
-            for j in range(i + 1, n):
-                off += a[i, j] * a[i, j]
-        if off <= 1e-30 * scale:
-            break
-        for p in range(n):
-            for q in range(p + 1, n):
-                if a[p, q] == 0.0:
-                    continue
-                theta = (a[q, q] - a[p, p]) / (2.0 * a[p, q])
-                t = 1.0 / (abs(theta) + np.sqrt(theta * theta + 1.0))
-                if theta < 0.0:
-                    t = -t
-                c = 1.0 / np.sqrt(t * t + 1.0)
-                s = t * c
-                for k in range(n):
-                    akp = a[k, p]
-                    akq = a[k, q]
-                    a[k, p] = c * akp - s * akq
-                    a[k, q] = s * akp + c * akq
-                for k in range(n):
-                    apk = a[p, k]
-                    aqk = a[q, k]
-                    a[p, k] = c * apk - s * aqk
-                    a[q, k] = s * apk + c * aqk
-                for k in range(n):
-                    vkp = V[k, p]
-                    vkq = V[k, q]
-                    V[k, p] = c * vkp - s * vkq
-                    V[k, q] = s * vkp + c * vkq
+    w, V = detlinalg.eigh_unsorted(A)
     big = 0.0
     for i in range(n):
-        big = max(big, a[i, i])
+        big = max(big, w[i])
     x = np.zeros(n)
     for i in range(n):
-        if a[i, i] > rtol * big:
+        if w[i] > rtol * big:
             d = 0.0
             for k in range(n):
                 d += V[k, i] * b[k]
-            d /= a[i, i]
+            d /= w[i]
             for k in range(n):
                 x[k] += V[k, i] * d
     return x

@@ -21,6 +21,7 @@ Arguments are float64 arrays (anything else is converted by the Python entry poi
 ``cholesky(A)``     the lower factor ``L`` with ``A = L L^T`` of a positive-definite matrix
 ``cholesky_semidefinite(A)``  the same for a positive semi-definite one (zero columns where no variance)
 ``eigvalsh(A)``     eigenvalues of a symmetric matrix, ascending (cyclic Jacobi)
+``eigh_unsorted(A)``  its eigenvalues and eigenvectors, unsorted (the same rotations)
 ``lstsq(A, b)``     least squares by Householder QR (full column rank)
 ``pinv(A)``         the pseudo-inverse of a full-rank matrix, by the same QR
 ==================  ====================================================================
@@ -257,12 +258,14 @@ def cholesky_semidefinite(A):
 
 
 @compiled
-def eigvalsh(A):
-    """Eigenvalues of a symmetric matrix in ascending order, by cyclic Jacobi rotations
-    (sweeps until the off-diagonal part is below 1e-15 of the matrix's norm, at most 64)."""
+def eigh_unsorted(A):
+    """Eigenvalues of a symmetric matrix and the orthonormal eigenvectors (``V[:, i]`` that of
+    ``w[i]``), unsorted, by cyclic Jacobi rotations (sweeps until the off-diagonal part is below
+    1e-15 of the matrix's norm, at most 64)."""
     _check_square(A)
     n = A.shape[0]
     a = 0.5 * (A + A.T)
+    V = np.eye(n)
     scale = 0.0
     for i in range(n):
         for j in range(n):
@@ -294,9 +297,21 @@ def eigvalsh(A):
                     aqk = a[q, k]
                     a[p, k] = c * apk - s * aqk
                     a[q, k] = s * apk + c * aqk
+                for k in range(n):
+                    vkp = V[k, p]
+                    vkq = V[k, q]
+                    V[k, p] = c * vkp - s * vkq
+                    V[k, q] = s * vkp + c * vkq
     w = np.empty(n)
     for i in range(n):
         w[i] = a[i, i]
+    return w, V
+
+
+@compiled
+def eigvalsh(A):
+    """Eigenvalues of a symmetric matrix in ascending order (:func:`eigh_unsorted`)."""
+    w, _ = eigh_unsorted(A)
     return np.sort(w)
 
 

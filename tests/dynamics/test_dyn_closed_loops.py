@@ -1,5 +1,8 @@
 """Closed loops: closure constraints against Pinocchio's constrained dynamics, against trees that
-hinge the same bodies by the joint of the same type, and integrated with projection."""
+hinge the same bodies by the joint of the same type, and integrated with projection.
+
+``make test-long`` runs them: compiling the constrained dynamics takes over a minute on a clean
+clone, and no scenario uses closures yet (``make test`` stays within its ten minutes)."""
 
 import numpy as np
 import pytest
@@ -34,6 +37,8 @@ from hopsim.dynamics.integrators import RK4
 from hopsim.dynamics.joints import PIN, UNIVERSAL, joint_motion
 from hopsim.dynamics.spatial import dcm_to_quat, force_to_parent
 from hopsim.dynamics.tree import MultibodyTree, pose
+
+pytestmark = pytest.mark.long
 
 
 def _rel_err(a, b):
