@@ -48,7 +48,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 import numpy as np
-from numba import njit
 
 from hopsim.bus.atomic import PendingOutput, commit_all
 from hopsim.bus.chunks import (
@@ -72,8 +71,7 @@ from hopsim.bus.chunks import (
 from hopsim.bus.recorder import METADATA_SHA256, log_time_offset, metadata_intact
 from hopsim.bus.recording_file import check_recording_file
 from hopsim.bus.scene import is_derived
-
-compiled = njit(cache=True, fastmath=False, error_model="numpy")
+from hopsim.bus.wire import compiled, little_endian, skip, varint
 
 FLUSH_BYTES = 64 << 20
 """Decoded columns held before they are written as row groups (bytes)."""
@@ -130,64 +128,21 @@ class ExportReport:
 
 
 @compiled
-def _varint(buf, p, end):
-    """(value, next position) of the varint at p; (0, -1) if it runs past ``end``."""
-    result = np.uint64(0)
-    shift = np.uint64(0)
-    while p < end:
-        b = np.uint64(buf[p])
-        p += 1
-        result |= (b & np.uint64(0x7F)) << shift
-        if b < np.uint64(0x80):
-            return result, p
-        shift += np.uint64(7)
-        if shift >= np.uint64(70):
-            return np.uint64(0), -1
-    return np.uint64(0), -1
-
-
-@compiled
-def _bits(buf, p, nbytes):
-    v = np.uint64(0)
-    for i in range(nbytes):
-        v |= np.uint64(buf[p + i]) << np.uint64(8 * i)
-    return v
-
-
-@compiled
 def _raw(buf, p, end, how):
     """(raw 64 bits, next position) of a number read as ``how`` at p; next position -1 if
     malformed."""
     if how == BITS64:
         if p + 8 > end:
             return np.uint64(0), -1
-        return _bits(buf, p, 8), p + 8
+        return little_endian(buf, p, 8), p + 8
     if how == BITS32:
         if p + 4 > end:
             return np.uint64(0), -1
-        return _bits(buf, p, 4), p + 4
-    raw, q = _varint(buf, p, end)
+        return little_endian(buf, p, 4), p + 4
+    raw, q = varint(buf, p, end)
     if how == ZIGZAG:
         raw = (raw >> np.uint64(1)) ^ (np.uint64(0) - (raw & np.uint64(1)))
     return raw, q
-
-
-@compiled
-def _skip(buf, p, end, wire):
-    """The position after a field's value of wire type ``wire`` at p; -1 if malformed."""
-    if wire == 0:
-        _, p = _varint(buf, p, end)
-        return p
-    if wire == 1:
-        return p + 8 if p + 8 <= end else -1
-    if wire == 5:
-        return p + 4 if p + 4 <= end else -1
-    if wire == 2:
-        length, p = _varint(buf, p, end)
-        if p < 0 or length > np.uint64(end - p):
-            return -1
-        return p + np.int64(length)
-    return -1
 
 
 @compiled
@@ -206,20 +161,20 @@ def _message(buf, start, stop, row, root, act, arg, how, group_of, scal, soff, s
             sp -= 1
             end, node, inst = stack[sp, 0], stack[sp, 1], stack[sp, 2]
             continue
-        key, p = _varint(buf, p, end)
+        key, p = varint(buf, p, end)
         if p < 0:
             return 0, m, k
         number, wire = np.int64(key >> np.uint64(3)), np.int64(key & np.uint64(7))
         a = act[node, number] if number < n_numbers else SKIP
         if a == SKIP:
-            p = _skip(buf, p, end, wire)
+            p = skip(buf, p, end, wire)
             if p < 0:
                 return 0, m, k
             continue
         target, h = arg[node, number], how[node, number]
         if a in (SCALAR, REPEATED):
             if wire == 2 and a == REPEATED:  # packed
-                length, q = _varint(buf, p, end)
+                length, q = varint(buf, p, end)
                 if q < 0 or length > np.uint64(end - q):
                     return 0, m, k
                 packed_end = q + np.int64(length)
@@ -248,7 +203,7 @@ def _message(buf, start, stop, row, root, act, arg, how, group_of, scal, soff, s
             continue
         if wire != 2:
             return 0, m, k
-        length, q = _varint(buf, p, end)
+        length, q = varint(buf, p, end)
         if q < 0 or length > np.uint64(end - q):
             return 0, m, k
         sub_end = q + np.int64(length)
@@ -287,16 +242,16 @@ def _scan(buf, wanted, root, act, arg, how, group_of, rows, scal, soff, slen, el
     counts[:] = 0
     while p + 9 <= size:
         opcode = buf[p]
-        length = np.int64(_bits(buf, p + 1, 8))
+        length = np.int64(little_endian(buf, p + 1, 8))
         body = p + 9
         if length < 0 or length > size - body:
             return n, m, k, 0
         if opcode == 0x05 and length >= 22:
-            channel = np.int64(_bits(buf, body, 2))
+            channel = np.int64(little_endian(buf, body, 2))
             if channel < len(wanted) and wanted[channel]:
                 if n == rows.shape[0]:
                     return n, m, k, -1
-                rows[n, 0], rows[n, 1] = channel, np.int64(_bits(buf, body + 6, 8))
+                rows[n, 0], rows[n, 1] = channel, np.int64(little_endian(buf, body + 6, 8))
                 scal[n, :] = 0
                 soff[n, :] = 0
                 slen[n, :] = 0

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from numba import njit
 
 from hopsim.bus.chunks import (
     BudgetSpent,
@@ -44,9 +43,10 @@ from hopsim.bus.chunks import (
 from hopsim.bus.frames import export, read_frame  # every topic as a table: Parquet files, DataFrames
 from hopsim.bus.recorder import METADATA_SHA256, log_time_offset, metadata_intact
 from hopsim.bus.recording_file import check_recording_file
+from hopsim.bus.wire import compiled, little_endian, skip, varint
 
 # compiled with hopsim's policy (disk cache, no fast-math, NumPy's error model)
-compiled = njit(cache=True, fastmath=False, error_model="numpy")
+
 
 # how the final field is read: its wire type and its meaning
 DOUBLE, FLOAT, VARINT, ZIGZAG, FIXED64, FIXED32, SFIXED64, SFIXED32, UNSIGNED = range(9)
@@ -107,68 +107,24 @@ class ColumnsReport:
 
 
 @compiled
-def _varint(buf, p):
-    """(value, next position) of the varint at p; (0, -1) past the end."""
-    result = np.uint64(0)
-    shift = np.uint64(0)
-    n = len(buf)
-    while p < n:
-        b = np.uint64(buf[p])
-        p += 1
-        result |= (b & np.uint64(0x7F)) << shift
-        if b < np.uint64(0x80):
-            return result, p
-        shift += np.uint64(7)
-        if shift >= np.uint64(64):
-            return np.uint64(0), -1
-    return np.uint64(0), -1
-
-
-@compiled
-def _skip(buf, p, end, wire):
-    """The position after a field's value of wire type ``wire`` at p; -1 if malformed."""
-    if wire == 0:
-        _, p = _varint(buf, p)
-        return p
-    if wire == 1:
-        return p + 8 if p + 8 <= end else -1
-    if wire == 5:
-        return p + 4 if p + 4 <= end else -1
-    if wire == 2:
-        length, p = _varint(buf, p)
-        if p < 0 or p + np.int64(length) > end:
-            return -1
-        return p + np.int64(length)
-    return -1
-
-
-@compiled
-def _u64_at(buf, p, nbytes):
-    v = np.uint64(0)
-    for i in range(nbytes):
-        v |= np.uint64(buf[p + i]) << np.uint64(8 * i)
-    return v
-
-
-@compiled
 def _number(buf, p, end, wire, kind):
     """The field's value at p (after its key) as float64; (value, ok)."""
     if wire == 1 and p + 8 <= end:
-        bits = _u64_at(buf, p, 8)
+        bits = little_endian(buf, p, 8)
         if kind == DOUBLE:
             return buf[p : p + 8].view(np.float64)[0], True
         if kind == SFIXED64:
             return float(np.int64(bits)), True
         return float(bits), True
     if wire == 5 and p + 4 <= end:
-        bits = np.uint32(_u64_at(buf, p, 4))
+        bits = np.uint32(little_endian(buf, p, 4))
         if kind == FLOAT:
             return float(buf[p : p + 4].view(np.float32)[0]), True
         if kind == SFIXED32:
             return float(np.int32(bits)), True
         return float(bits), True
     if wire == 0:
-        raw, q = _varint(buf, p)
+        raw, q = varint(buf, p, end)
         if q < 0:
             return 0.0, False
         if kind == ZIGZAG:
@@ -189,19 +145,19 @@ def _field_value(buf, start, end, tags, indexes, kind):
     value = 0.0
     seen = 0  # elements of a repeated field met so far
     while p < stop:
-        key, p = _varint(buf, p)
+        key, p = varint(buf, p, stop)
         if p < 0:
             return 0.0, False
         number, wire = np.int64(key >> np.uint64(3)), np.int64(key & np.uint64(7))
         if number != tags[depth]:
-            p = _skip(buf, p, stop, wire)
+            p = skip(buf, p, stop, wire)
             if p < 0:
                 return 0.0, False
             continue
         if depth < last:  # a message field: descend (its last occurrence wins
             if wire != 2:  # for a singular one; the index-th for a repeated one)
                 return 0.0, False
-            length, q = _varint(buf, p)
+            length, q = varint(buf, p, stop)
             if q < 0 or q + np.int64(length) > stop:
                 return 0.0, False
             if indexes[depth] < 0 or seen == indexes[depth]:
@@ -214,7 +170,7 @@ def _field_value(buf, start, end, tags, indexes, kind):
             continue
         want = indexes[depth]
         if wire == 2:  # a packed repeated number
-            length, q = _varint(buf, p)
+            length, q = varint(buf, p, stop)
             if q < 0 or q + np.int64(length) > stop:
                 return 0.0, False
             r, packed_end = q, q + np.int64(length)
@@ -228,7 +184,7 @@ def _field_value(buf, start, end, tags, indexes, kind):
                     if want >= 0:
                         return value, True
                 seen += 1
-                r = _skip(buf, r, packed_end, inner)
+                r = skip(buf, r, packed_end, inner)
                 if r < 0:
                     return 0.0, False
             p = packed_end
@@ -241,7 +197,7 @@ def _field_value(buf, start, end, tags, indexes, kind):
             if want >= 0:
                 return value, True
         seen += 1
-        p = _skip(buf, p, stop, wire)
+        p = skip(buf, p, stop, wire)
         if p < 0:
             return 0.0, False
     return value, True
@@ -258,12 +214,12 @@ def _scan_chunk(buf, wanted, tags, indexes, kind, t_out, v_out, ch_out, at_out, 
     scanned = 0
     while p + 9 <= size:
         opcode = buf[p]
-        length = np.int64(_u64_at(buf, p + 1, 8))
+        length = np.int64(little_endian(buf, p + 1, 8))
         body = p + 9
         if length < 0 or body + length > size:
             return n, channel_at, n_channels, scanned, False
         if opcode == 0x05 and length >= 22:  # Message
-            channel = np.int64(_u64_at(buf, body, 2))
+            channel = np.int64(little_endian(buf, body, 2))
             scanned += 1
             if channel < len(wanted) and wanted[channel]:
                 value, ok = _field_value(buf, body + 22, body + length, tags, indexes, kind)
@@ -271,7 +227,7 @@ def _scan_chunk(buf, wanted, tags, indexes, kind, t_out, v_out, ch_out, at_out, 
                     return n, channel_at, n_channels, scanned, False
                 if n == len(t_out):
                     return -1, channel_at, n_channels, scanned, True  # the caller grows the outputs
-                t_out[n] = np.int64(_u64_at(buf, body + 6, 8))
+                t_out[n] = np.int64(little_endian(buf, body + 6, 8))
                 v_out[n] = value
                 ch_out[n] = channel
                 at_out[n] = p
@@ -290,12 +246,12 @@ def _count_messages(buf, counts):
     p, size = 0, len(buf)
     messages = 0
     while p + 9 <= size:
-        length = np.int64(_u64_at(buf, p + 1, 8))
+        length = np.int64(little_endian(buf, p + 1, 8))
         body = p + 9
         if length < 0 or body + length > size:
             return messages, False
         if buf[p] == 0x05 and length >= 22:
-            counts[np.int64(_u64_at(buf, body, 2))] += 1
+            counts[np.int64(little_endian(buf, body, 2))] += 1
             messages += 1
         p = body + length
     return messages, p == size
@@ -335,7 +291,7 @@ def _record_offsets(buf, opcode):
     found = np.empty(size // 9 + 1, dtype=np.int64)
     n = 0
     while p + 9 <= size:
-        length = np.int64(_u64_at(buf, p + 1, 8))
+        length = np.int64(little_endian(buf, p + 1, 8))
         if length < 0 or p + 9 + length > size:
             break
         if buf[p] == opcode:
