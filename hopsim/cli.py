@@ -169,7 +169,11 @@ def main_options(
     ctx.call_on_close(notice.close)
 
 
-UNITS = (
+UNITS = (  # the longest suffix that fits first
+    ("_rad_s", "rad/s"),
+    ("_per_s", "1/s"),
+    ("_kgpm3", "kg/m^3"),
+    ("_m2", "m^2"),
     ("_mps2", "m/s^2"),
     ("_mps", "m/s"),
     ("_kgm2", "kg m^2"),

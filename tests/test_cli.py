@@ -471,3 +471,25 @@ def test_piped_help_and_tables_keep_names_whole():
     lander = piped("scenarios", "lander")
     for name in ("stop_on_touchdown", "vertical_speed_mps", "altimeter_noise_m", "telemetry_rate_hz"):
         assert name in lander
+
+
+@pytest.mark.parametrize(
+    "name, unit",
+    [
+        ("bandwidth_rad_s", "rad/s"),
+        ("spin_rad_s", "rad/s"),
+        ("brake_gain_per_s", "1/s"),
+        ("cd_area_m2", "m^2"),
+        ("density_kgpm3", "kg/m^3"),
+        ("accel_max_mps2", "m/s^2"),
+        ("hub_inertia_kgm2", "kg m^2"),
+        ("radius_m", "m"),
+        ("isp_s", "s"),
+        ("n_vehicles", ""),
+    ],
+)
+def test_a_parameters_unit_is_read_whole_from_its_name(name, unit):
+    """The longest unit suffix wins: a rate in rad/s is not a time in s, an area not a length."""
+    from hopsim.cli import unit_of
+
+    assert unit_of(name) == unit

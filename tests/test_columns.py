@@ -121,6 +121,10 @@ def test_any_values_read_back_exactly(tmp_path, rows):
 
 
 def test_the_plot_command_writes_a_png_an_offline_page_and_columns(spheres_recording, tmp_path):
+    import matplotlib
+
+    before = matplotlib.get_backend()
+    matplotlib.use("svg")  # a caller's own backend (a notebook's, say) stays the caller's
     runner = CliRunner()
     res = runner.invoke(
         app,
@@ -137,6 +141,8 @@ def test_the_plot_command_writes_a_png_an_offline_page_and_columns(spheres_recor
     )
     assert res.exit_code == 0, res.output
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert matplotlib.get_backend() == "svg"
+    matplotlib.use(before)
     rows = (tmp_path / "p.csv").read_text().splitlines()
     assert rows[0] == "signal,t_s,value" and rows[1].startswith("sph1/state.r_BN_N.x,0.0,")
     res = runner.invoke(app, ["plot", str(spheres_recording), "sph1/state.r_BN_N.x", "--out", str(tmp_path / "p.html")])

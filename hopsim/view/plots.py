@@ -64,12 +64,10 @@ def shown(signal: Signal, max_points: int = MAX_FILE_POINTS) -> Signal:
 
 
 def _figure(signals: list[Signal], out: Path, title: str) -> None:
-    import matplotlib
+    from matplotlib.figure import Figure  # not pyplot: the caller's backend and figures stay as they are
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(len(signals), 1, sharex=True, squeeze=False, figsize=(9, 2.2 + 1.8 * len(signals)))
+    fig = Figure(figsize=(9, 2.2 + 1.8 * len(signals)))
+    axes = fig.subplots(len(signals), 1, sharex=True, squeeze=False)
     for ax, s in zip(axes[:, 0], signals):
         ax.plot(s.t_s, s.values, lw=1.0, drawstyle="steps-post" if len(s.values) < 2000 else "default")
         ax.set_ylabel(s.name, fontsize=8)
@@ -79,7 +77,6 @@ def _figure(signals: list[Signal], out: Path, title: str) -> None:
         fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
-    plt.close(fig)
 
 
 def _html(signals: list[Signal], out: Path, title: str) -> None:
