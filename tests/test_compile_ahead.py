@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from hopsim.scenarios.compile_ahead import _dispatcher, _parse_signature, _signature_text, load_manifest
 
 
@@ -26,15 +28,15 @@ def test_every_kernel_of_the_manifest_exists_and_its_signature_reads_back():
             assert seconds >= 0
 
 
-def _run(cache, *args):
-    out = cache / "leader_follower.mcap"  # recorded, as `make run` does
+def _run(cache, scenario, *args):
+    out = cache / f"{scenario}.mcap"  # recorded, as `make run` does
     done = subprocess.run(
         [
             sys.executable,
             "-m",
             "hopsim.cli",
             "run",
-            "leader_follower",
+            scenario,
             "--no-progress",
             "--out",
             str(out),
@@ -50,11 +52,14 @@ def _run(cache, *args):
     return " ".join(done.stderr.split())
 
 
-def test_a_new_machine_compiles_the_flagship_ahead_and_later_runs_load_it(tmp_path):
-    first = _run(tmp_path)  # the whole run, as `make run` flies it
-    kernels = len(load_manifest()["leader_follower"])
-    assert f"compiling {kernels} numerical kernels of leader_follower ahead" in first
+# the flagship (make run's scenario, 39 kernels: about a minute of compiling) in make test-long; the
+# lander's 14 in make test
+@pytest.mark.parametrize("scenario", ["lander", pytest.param("leader_follower", marks=pytest.mark.long)])
+def test_a_new_machine_compiles_a_scenario_ahead_and_later_runs_load_it(tmp_path, scenario):
+    first = _run(tmp_path, scenario)  # the whole run, as `make run` flies it
+    kernels = len(load_manifest()[scenario])
+    assert f"compiling {kernels} numerical kernels of {scenario} ahead" in first
     assert f"compiled {kernels} kernels ahead in" in first
     assert "compiled numerical kernels in" not in first  # nothing was left to a first call
-    later = _run(tmp_path, "--duration", "5")
+    later = _run(tmp_path, scenario, "--duration", "5")
     assert "compil" not in later
