@@ -329,7 +329,8 @@ class DormandPrince54(EmbeddedRungeKutta):
 
 
 def _dop853_tableau():
-    # The published Dormand-Prince 8(5,3) coefficients, as tabulated in SciPy.
+    # The published Dormand-Prince 8(5,3) coefficients, as tabulated in SciPy (imported when the
+    # first DOP853 is made: scipy.integrate takes about half a second to import)
     from scipy.integrate._ivp import dop853_coefficients as tab
 
     n = tab.N_STAGES
@@ -353,7 +354,10 @@ class DOP853(EmbeddedRungeKutta):
     min_factor = 0.333
     max_factor = 6.0
 
-    C, A, B, E3, E5 = _dop853_tableau()
+    def __init__(self, *args, **kwargs):
+        if "C" not in vars(DOP853):
+            DOP853.C, DOP853.A, DOP853.B, DOP853.E3, DOP853.E5 = _dop853_tableau()
+        super().__init__(*args, **kwargs)
 
     def _stages(self, f, t, x, h, k1):
         n_stages = self.B.size
