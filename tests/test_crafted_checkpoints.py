@@ -124,7 +124,7 @@ def test_an_attribute_the_model_lacks_is_refused(checkpoints, tmp_path):
     with pytest.raises(CheckpointError, match=r"model 'controller', attribute 'log': the rebuilt scenario has no such"):
         restore(path)
     # nor a framework attribute, nor a name given twice
-    for name in ("ctx", "__class__", "h_prev"):
+    for name in ("ctx", "__class__", "row"):
         path = changed(
             checkpoints["lander"], tmp_path, lambda d, n=name: model_attributes(d, "controller").append([n, None])
         )
@@ -140,7 +140,7 @@ def test_an_object_of_another_class_than_the_model_holds_is_refused(checkpoints,
     for model, attribute, expected in [
         ("ground_station", "arrivals_ns", "expected a list"),
         ("ground_station", "last", "plain data"),  # None in the fresh model: plain data only
-        ("controller", "gain", "expected a number"),
+        ("body", "h0", "expected a number"),
     ]:
         path = changed(
             checkpoints["lander"], tmp_path, lambda d, m=model, a=attribute: set_attribute(d, m, a, campaign)
@@ -154,11 +154,12 @@ def test_an_object_of_another_class_than_the_model_holds_is_refused(checkpoints,
 
 def test_a_value_of_another_kind_is_refused_naming_the_place_and_what_was_expected(checkpoints, tmp_path):
     scalar = {"message": ["hopsim.Scalar", ""]}
-    for model, attribute, node, expected in [
-        ("controller", "gain", "1.5", "holds a string; expected a number"),
-        ("body", "touched_down", 0, "holds an integer; expected a bool"),
-        ("ground_station", "arrivals_ns", {"tuple": []}, "holds a tuple; expected a list"),
+    for scenario, model, attribute, node, expected in [
+        ("lander", "body", "h0", "1.5", "holds a string; expected a number"),
+        ("leader_follower", "sph1_thrusters", "firing", 0, "holds an integer; expected a bool"),
+        ("lander", "ground_station", "arrivals_ns", {"tuple": []}, "holds a tuple; expected a list"),
         (
+            "lander",
             "body",
             "io_schedule",
             {"object": ["hopsim.kernel.model", "NoIo", []]},
@@ -166,7 +167,7 @@ def test_a_value_of_another_kind_is_refused_naming_the_place_and_what_was_expect
         ),
     ]:
         path = changed(
-            checkpoints["lander"], tmp_path, lambda d, m=model, a=attribute, n=node: set_attribute(d, m, a, n)
+            checkpoints[scenario], tmp_path, lambda d, m=model, a=attribute, n=node: set_attribute(d, m, a, n)
         )
         with pytest.raises(CheckpointError, match=rf"model '{model}', attribute '{attribute}': {expected}"):
             restore(path)
@@ -207,7 +208,7 @@ def test_a_model_refers_to_no_value_of_another_part(checkpoints, tmp_path):
     def refer(document):
         integrator = document["state"]["islands"]["dict"][0][1]["dict"]
         node = next(v for k, v in integrator if k == "integrator")
-        set_attribute(document, "controller", "gain", {"ref": node["id"]})
+        set_attribute(document, "body", "h0", {"ref": node["id"]})
 
     with pytest.raises(CheckpointError, match="belongs to another part of the state"):
         restore(changed(checkpoints["lander"], tmp_path, refer))

@@ -3,23 +3,76 @@
 These are the executive's example models: a continuous model whose touchdown is a zero-crossing,
 a noisy multirate sensor, a controller, a battery load, and telemetry crossing to another island.
 Heights are metres above the ground along the local vertical (up positive).
+
+The body, the altimeter and the controller are kinds (:mod:`hopsim.kernel.kind`): their state is
+declared (:data:`LANDER_BODY`, :data:`ALTIMETER`, :data:`DESCENT_CONTROLLER`) and their laws are
+compiled functions of one row (:func:`vertical_acceleration`, :func:`sample_height`,
+:func:`descent_command`), each called through its row loop. The telemetry downlink and the ground
+station only copy messages: they stay Python models.
 """
 
 from __future__ import annotations
 
+import numpy as np
+from numba import njit
+
 from hopsim.dynamics import detrandom
 from hopsim.kernel import ContinuousModel, FixedRate, In, Model, NoIo, Out
+from hopsim.kernel.kind import ONE, Field, Kind, as_bytes
 from hopsim.schemas import BatteryState, LanderTelemetry, Quaternion, Scalar, ThrottleCommand, Vector3, VehicleState
+
+LANDER_BODY = Kind(
+    Field("mass_kg", unit="kg", doc="constant mass"),
+    Field("gravity", unit="m/s^2", doc="gravitational acceleration, down"),
+    Field("max_thrust_N", unit="N", doc="thrust at full throttle"),
+    Field("engine_power_W", unit="W", doc="electrical power of the engine valves at full throttle"),
+    Field("avionics_power_W", unit="W", doc="electrical power drawn always"),
+    Field("throttle", doc="the command latched for the hop, in [0, 1]"),
+    Field("thrust_scale", default=1.0, doc="the thrust_scale fault's factor (1: nominal)"),
+    Field("disturbance_N", unit="N", doc="the disturbance fault's vertical force, up positive"),
+    Field("disturbance_until_ns", "i8", unit="ns", doc="the disturbance acts before this instant"),
+    Field("disturbance_on", "?", doc="the disturbance latched for the hop (a step never splits a hop)"),
+    Field("touched_down", "?", doc="on the ground: the motion has stopped"),
+    Field("touchdown_t_ns", "i8", unit="ns", default=-1, doc="the instant of touchdown (-1: not yet)"),
+    Field("touchdown_speed_mps", unit="m/s", default=np.nan, doc="the speed at touchdown (NaN: not yet)"),
+)
+LANDER_BODY_ROW = LANDER_BODY.dtype
+
+
+@njit(cache=True)
+def vertical_acceleration(s, x, xdot):
+    """The lander's state derivative: ``x`` = (height m, vertical speed m/s, up positive) into
+    ``xdot`` = (m/s, m/s^2); thrust ``throttle * max_thrust_N * thrust_scale`` plus the latched
+    disturbance, minus gravity. Nothing moves once touched down."""
+    if s.touched_down:
+        xdot[0] = 0.0
+        xdot[1] = 0.0
+        return
+    force = s.throttle * s.max_thrust_N * s.thrust_scale
+    if s.disturbance_on:
+        force += s.disturbance_N
+    xdot[0] = x[1]
+    xdot[1] = force / s.mass_kg - s.gravity
+
+
+@njit(cache=True)
+def vertical_acceleration_rows(table, due, x, xdot):
+    """:func:`vertical_acceleration` of the due rows (see :mod:`hopsim.kernel.kind`)."""
+    s = table.view(LANDER_BODY_ROW)
+    for j in range(due.shape[0]):
+        i = due[j]
+        vertical_acceleration(s[i], x[i], xdot[i])
 
 
 class LanderBody(ContinuousModel):
     """Vertical motion of a lander of constant mass under gravity and its engine.
 
     States: ``h`` (m, height above ground) and ``v`` (m/s, up positive). The engine's thrust is
-    ``throttle * max_thrust_N``, held over each hop. Outputs the vehicle state and the electrical
-    power the engine valves draw.
+    ``throttle * max_thrust_N``, held over each hop (:func:`vertical_acceleration`). Outputs the
+    vehicle state and the electrical power the engine valves draw.
     """
 
+    kind = LANDER_BODY
     state_names = ("h", "v")
     inputs = {"throttle": In(ThrottleCommand)}
     outputs = {"state": Out(VehicleState), "power_draw": Out(Scalar)}
@@ -45,15 +98,7 @@ class LanderBody(ContinuousModel):
         self.h0, self.v0 = h0_m, v0_mps
         self.mass_kg, self.gravity = mass_kg, gravity_mps2
         self.max_thrust_N, self.engine_power_W, self.avionics_power_W = max_thrust_N, engine_power_W, avionics_power_W
-        self.throttle = 0.0
-        self.touched_down = False
-        self.touchdown_t_ns = -1
-        self.touchdown_speed_mps = float("nan")
         self.io_schedule = FixedRate(rate_hz)
-        self.thrust_scale = 1.0
-        self.disturbance_N = 0.0  # vertical force, up positive, while active
-        self.disturbance_until_ns = 0
-        self.disturbance_on = False  # latched per hop: a step input never splits a hop
 
     def initial_state(self):
         return [self.h0, self.v0]
@@ -77,14 +122,7 @@ class LanderBody(ContinuousModel):
         self.disturbance_on = t0_ns < self.disturbance_until_ns
 
     def post_deriv(self, t_s: float) -> None:
-        if self.touched_down:
-            self.xdot[:] = 0.0
-            return
-        force = self.throttle * self.max_thrust_N * self.thrust_scale
-        if self.disturbance_on:
-            force += self.disturbance_N
-        self.xdot[0] = self.x[1]
-        self.xdot[1] = force / self.mass_kg - self.gravity
+        vertical_acceleration_rows(as_bytes(self.row), ONE, self.x[None], self.xdot[None])
 
     def touch_down(self, t_ns: int) -> None:
         """Called by the touchdown zero-crossing: the lander stops on the ground."""
@@ -112,9 +150,38 @@ class LanderBody(ContinuousModel):
         self.write("power_draw", Scalar(value=self.avionics_power_W + self.throttle * self.engine_power_W, unit="W"))
 
 
-class Altimeter(Model):
-    """Radar altimeter: height with white noise (seeded) and a bias, sampled each I/O step."""
+ALTIMETER = Kind(
+    Field("noise_m", unit="m", doc="1-sigma white noise of a sample"),
+    Field("bias_m", unit="m", doc="added to every sample"),
+    Field("fault_bias_m", unit="m", doc="the sensor_bias fault's bias, added too"),
+    Field("noise_scale", default=1.0, doc="the noise_scale fault's factor on the noise"),
+    Field("dropout", "?", doc="the dropout fault: no sample is published"),
+    Field("normal", doc="the standard normal drawn for the next sample"),
+    Field("measured_m", unit="m", default=np.nan, doc="the last sample (NaN: none yet)"),
+)
+ALTIMETER_ROW = ALTIMETER.dtype
 
+
+@njit(cache=True)
+def sample_height(s, height_m):
+    """One sample of the true height (m): plus both biases and noise times the drawn normal."""
+    s.measured_m = height_m + s.bias_m + s.fault_bias_m + s.noise_m * s.noise_scale * s.normal
+
+
+@njit(cache=True)
+def sample_height_rows(table, due, height_m):
+    """:func:`sample_height` of the due rows (see :mod:`hopsim.kernel.kind`)."""
+    s = table.view(ALTIMETER_ROW)
+    for j in range(due.shape[0]):
+        i = due[j]
+        sample_height(s[i], height_m[i])
+
+
+class Altimeter(Model):
+    """Radar altimeter: height with white noise (seeded) and a bias, sampled each I/O step
+    (:func:`sample_height`)."""
+
+    kind = ALTIMETER
     inputs = {"state": In(VehicleState)}
     outputs = {"altitude": Out(Scalar)}
     io_schedule = FixedRate(20.0)
@@ -124,10 +191,6 @@ class Altimeter(Model):
     def __init__(self, name: str, noise_m: float = 0.05, bias_m: float = 0.0, rate_hz: float = 20.0):
         super().__init__(name)
         self.noise_m, self.bias_m = noise_m, bias_m
-        self.fault_bias_m = 0.0
-        self.noise_scale = 1.0
-        self.dropout = False
-        self.measured_m = float("nan")
         self.io_schedule = FixedRate(rate_hz)
 
     def on_fault(self, fault, t_ns: int) -> None:
@@ -143,12 +206,54 @@ class Altimeter(Model):
         """Sample the true height at the end of the step (sets measured_m)."""
         state = self.read("state")
         if state is not None:
-            noise = self.noise_m * self.noise_scale * detrandom.standard_normal(self.rng)
-            self.measured_m = state.r_BN_N.z + self.bias_m + self.fault_bias_m + noise
+            self.normal = detrandom.standard_normal(self.rng)  # the draw, taken by the model
+            sample_height_rows(as_bytes(self.row), ONE, np.array([state.r_BN_N.z]))
 
     def update_flow_outs(self, t_ns: int) -> None:
         if not self.dropout:
             self.write("altitude", Scalar(value=self.measured_m, unit="m"))
+
+
+DESCENT_CONTROLLER = Kind(
+    Field("hover_throttle", doc="the throttle that balances gravity"),
+    Field("gain", unit="1/(m/s)", doc="throttle per m/s of speed error"),
+    Field("k_h", unit="1/s", doc="reference descent speed per metre of height"),
+    Field("max_descent", unit="m/s", doc="the fastest reference descent"),
+    Field("touchdown", unit="m/s", doc="the slowest reference descent"),
+    Field("alpha", doc="weight of the new finite difference in the speed estimate"),
+    Field("has_prev", "?", doc="whether a height was measured before"),
+    Field("h_prev", unit="m", doc="the height measured before"),
+    Field("v_est", unit="m/s", doc="the estimated vertical speed, up positive"),
+    Field("throttle", doc="the command, in [0, 1]"),
+)
+DESCENT_CONTROLLER_ROW = DESCENT_CONTROLLER.dtype
+
+
+@njit(cache=True)
+def descent_command(s, h_m, dt_s, battery_empty):
+    """The throttle command from a measured height ``h_m`` (m) after a step of ``dt_s`` (s): the
+    speed estimate (a filtered finite difference of heights), the reference speed
+    ``-k_h h`` limited to [-max_descent, -touchdown], a proportional law about hover; no thrust
+    with an empty battery."""
+    if s.has_prev:
+        v_fd = (h_m - s.h_prev) / dt_s
+        s.v_est = s.alpha * v_fd + (1.0 - s.alpha) * s.v_est
+    s.h_prev = h_m
+    s.has_prev = True
+    v_ref = -min(max(s.k_h * h_m, s.touchdown), s.max_descent)
+    cmd = s.hover_throttle + s.gain * (v_ref - s.v_est)
+    if battery_empty:
+        cmd = 0.0
+    s.throttle = min(max(cmd, 0.0), 1.0)
+
+
+@njit(cache=True)
+def descent_command_rows(table, due, h_m, dt_s, battery_empty):
+    """:func:`descent_command` of the due rows (see :mod:`hopsim.kernel.kind`)."""
+    s = table.view(DESCENT_CONTROLLER_ROW)
+    for j in range(due.shape[0]):
+        i = due[j]
+        descent_command(s[i], h_m[i], dt_s, battery_empty[i])
 
 
 class DescentController(Model):
@@ -156,9 +261,11 @@ class DescentController(Model):
 
     The reference speed is ``-k_h * h``, limited to [-max_descent_mps, -touchdown_mps]. The speed
     is estimated by a filtered finite difference of the altimeter's heights. Throttle is cut when
-    the battery is empty. Feed-through: no (the command is computed in end_io_step).
+    the battery is empty (:func:`descent_command`). Feed-through: no (the command is computed in
+    end_io_step).
     """
 
+    kind = DESCENT_CONTROLLER
     inputs = {"altitude": In(Scalar), "battery": In(BatteryState)}
     outputs = {"throttle": Out(ThrottleCommand)}
     io_schedule = FixedRate(10.0)
@@ -179,9 +286,6 @@ class DescentController(Model):
         self.hover_throttle, self.gain, self.k_h = hover_throttle, gain, k_h
         self.max_descent, self.touchdown = max_descent_mps, touchdown_mps
         self.alpha = filter_alpha
-        self.h_prev: float | None = None
-        self.v_est = 0.0
-        self.throttle = 0.0
         self.io_schedule = FixedRate(rate_hz)
 
     def end_io_step(self, t0_ns: int, t1_ns: int) -> None:
@@ -189,17 +293,10 @@ class DescentController(Model):
         alt = self.read("altitude")
         if alt is None or alt.value != alt.value:  # nothing measured yet (NaN)
             return
-        h = alt.value
-        if self.h_prev is not None:
-            v_fd = (h - self.h_prev) / ((t1_ns - t0_ns) * 1e-9)
-            self.v_est = self.alpha * v_fd + (1.0 - self.alpha) * self.v_est
-        self.h_prev = h
-        v_ref = -min(max(self.k_h * h, self.touchdown), self.max_descent)
-        cmd = self.hover_throttle + self.gain * (v_ref - self.v_est)
         battery = self.read("battery")
-        if battery is not None and battery.power_level_Wh <= 0.0:
-            cmd = 0.0
-        self.throttle = min(max(cmd, 0.0), 1.0)
+        empty = battery is not None and battery.power_level_Wh <= 0.0
+        dt_s = (t1_ns - t0_ns) * 1e-9
+        descent_command_rows(as_bytes(self.row), ONE, np.array([alt.value]), dt_s, np.array([empty]))
 
     def update_flow_outs(self, t_ns: int) -> None:
         self.write("throttle", ThrottleCommand(throttle=self.throttle))
