@@ -67,13 +67,13 @@ def test_the_altimeters_sample_is_height_plus_biases_plus_scaled_noise(n, seed):
     table["bias_m"] = rng.uniform(-1.0, 1.0, n)
     table["fault_bias_m"] = rng.uniform(-1.0, 1.0, n) * (rng.random(n) < 0.5)
     table["noise_scale"] = rng.uniform(0.0, 3.0, n)
-    table["normal"] = rng.standard_normal(n)
+    table["draw"] = rng.standard_normal(n)
     h = rng.uniform(0.0, 500.0, n)
     alone = _one_by_one(sample_height_rows, table, h)
     sample_height_rows(as_bytes(table), np.arange(n), h)
     assert table.tobytes() == alone.tobytes()
     for i, r in enumerate(table):
-        noise = float(r["noise_m"]) * float(r["noise_scale"]) * float(r["normal"])
+        noise = float(r["noise_m"]) * float(r["noise_scale"]) * float(r["draw"])
         assert r["measured_m"] == float(h[i]) + float(r["bias_m"]) + float(r["fault_bias_m"]) + noise
 
 

@@ -156,7 +156,7 @@ ALTIMETER = Kind(
     Field("fault_bias_m", unit="m", doc="the sensor_bias fault's bias, added too"),
     Field("noise_scale", default=1.0, doc="the noise_scale fault's factor on the noise"),
     Field("dropout", "?", doc="the dropout fault: no sample is published"),
-    Field("normal", doc="the standard normal drawn for the next sample"),
+    Field("draw", doc="the standard normal drawn for the next sample"),
     Field("measured_m", unit="m", default=np.nan, doc="the last sample (NaN: none yet)"),
 )
 ALTIMETER_ROW = ALTIMETER.dtype
@@ -165,7 +165,7 @@ ALTIMETER_ROW = ALTIMETER.dtype
 @njit(cache=True)
 def sample_height(s, height_m):
     """One sample of the true height (m): plus both biases and noise times the drawn normal."""
-    s.measured_m = height_m + s.bias_m + s.fault_bias_m + s.noise_m * s.noise_scale * s.normal
+    s.measured_m = height_m + s.bias_m + s.fault_bias_m + s.noise_m * s.noise_scale * s.draw
 
 
 @njit(cache=True)
@@ -206,7 +206,7 @@ class Altimeter(Model):
         """Sample the true height at the end of the step (sets measured_m)."""
         state = self.read("state")
         if state is not None:
-            self.normal = detrandom.standard_normal(self.rng)  # the draw, taken by the model
+            self.draw = detrandom.standard_normal(self.rng)  # the draw, taken by the model
             sample_height_rows(as_bytes(self.row), ONE, np.array([state.r_BN_N.z]))
 
     def update_flow_outs(self, t_ns: int) -> None:
