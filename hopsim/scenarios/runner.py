@@ -569,8 +569,6 @@ class ScenarioRun:
             reason = self._advance_recovering(t)
             if reason != "time":
                 return reason
-            if self.recoverable:
-                self._keep_state()
             if every_s and t < end:
                 try:
                     state = self.last_state if self.recoverable else checkpoint.capture(self.sim)
@@ -587,10 +585,14 @@ class ScenarioRun:
         return reason
 
     def _advance_recovering(self, t_ns: int) -> str:
+        """Advance to ``t_ns`` and keep the state there (a recoverable run); an actor lost on the
+        way, or while its state is taken, sends the run back to the last kept state."""
         while True:
             try:
-                reason = self.sim.advance_to(t_ns / 1e9)
-                return self._stop_exactly(reason, t_ns)
+                reason = self._stop_exactly(self.sim.advance_to(t_ns / 1e9), t_ns)
+                if reason == "time" and self.recoverable:
+                    self._keep_state()
+                return reason
             except ActorKilled as killed:
                 if not self.recoverable or self.last_state is None:
                     raise

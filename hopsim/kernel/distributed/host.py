@@ -439,6 +439,14 @@ class IslandHost:
         return None
 
 
+def host_lost_errors() -> tuple[type[Exception], ...]:
+    """The Ray errors of a call to a host that is gone: its process or its node died, or the node
+    it was placed on was gone before it started."""
+    import ray
+
+    return (ray.exceptions.RayActorError, ray.exceptions.ActorUnschedulableError)
+
+
 class RemoteIsland:
     """The driver's stand-in for an island that lives in an :class:`IslandHost`.
 
@@ -469,7 +477,7 @@ class RemoteIsland:
             ops = self.sync.take_pending(self.host) + list(ops)
         try:
             reply = ray.get(self.host.call.remote(self.sim.now, list(ops)))
-        except ray.exceptions.RayActorError as err:
+        except host_lost_errors() as err:
             raise ActorKilled(f"island host of {self.name}", self.sim.now) from err
         if reply[0] == "killed":
             _, actor, t_ns, key = reply
@@ -545,18 +553,30 @@ class RemoteIsland:
 
 
 def place_islands(
-    sim, islands: dict[str, Island], groups: list[list[str]], ray_remote_cls, windowed: bool = False
+    sim,
+    islands: dict[str, Island],
+    groups: list[list[str]],
+    ray_remote_cls,
+    windowed: bool = False,
+    nodes: list[str | None] | None = None,
 ) -> dict[str, RemoteIsland]:
-    """Ship ``islands`` to hosts, one host per group of island names; return their stand-ins."""
+    """Ship ``islands`` to hosts, one host per group of island names; return their stand-ins.
+    ``nodes``: the Ray node each group's host runs on (None: where Ray puts it)."""
     routes = {
         topic: [(sub.island, sub.model, sub.port) for sub in t.subscribers] for topic, t in sim.topics.topics.items()
     }
     recording = sim.recorder is not None
     proxies = {}
-    for group in groups:
+    for i, group in enumerate(groups):
         members = [islands[n] for n in group]
         blob = cloudpickle.dumps(members)
-        host = ray_remote_cls.remote(
+        node = nodes[i] if nodes else None
+        cls = ray_remote_cls
+        if node is not None:
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            cls = ray_remote_cls.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
+        host = cls.remote(
             blob,
             sim.default_rate_hz,
             kernel_event_level(sim, recording),

@@ -155,7 +155,7 @@ class RayRuntime:
         groups = [names[len(names) * i // k : len(names) * (i + 1) // k] for i in range(k)]
         cls = self._ray.remote(num_cpus=0)(IslandHost)
         windowed = not sim.has_stop_callbacks
-        proxies = place_islands(sim, sim.islands, groups, cls, windowed)
+        proxies = place_islands(sim, sim.islands, groups, cls, windowed, host_nodes(self._ray, k))
         self._island_hosts += list({id(p.host): p.host for p in proxies.values()}.values())
         sim.islands = {name: proxies.get(name, isl) for name, isl in sim.islands.items()}
         if windowed:
@@ -179,6 +179,33 @@ class RayRuntime:
         self._handles.clear()
         if self._started_here:
             stop_ray()
+
+
+def host_nodes(ray, k: int) -> list[str | None]:
+    """The node (its id) for each of ``k`` island hosts: the living nodes of the cluster that have
+    CPUs (all living nodes if none has), each given hosts in proportion to its CPUs, the driver's
+    node first; None for every host when the cluster has one node. A host asks for no CPU, and Ray
+    puts such an actor on a node drawn at random (even with a soft node affinity): two hosts on a
+    cluster of two nodes would as often as not share one. A host whose node is gone by the time
+    it starts is lost as a host of a lost node is (the run goes back to its last checkpoint and
+    places its hosts on the nodes living then). No living node is a :class:`RayUnavailable`."""
+    alive = [n for n in ray.nodes() if n.get("Alive")]
+    with_cpus = [n for n in alive if n.get("Resources", {}).get("CPU", 0) > 0]
+    nodes = with_cpus or alive
+    if not nodes:
+        raise RayUnavailable("no node of the Ray cluster is alive to run the island hosts")
+    if len(nodes) == 1:
+        return [None] * k
+    here = ray.get_runtime_context().get_node_id()
+    nodes.sort(key=lambda n: n["NodeID"] != here)  # stable: the cluster's order otherwise
+    weight = [max(n.get("Resources", {}).get("CPU", 0), 1) for n in nodes]
+    given = [0] * len(nodes)
+    out: list[str | None] = []
+    for _ in range(k):
+        i = min(range(len(nodes)), key=lambda j: (given[j] / weight[j], j))
+        given[i] += 1
+        out.append(nodes[i]["NodeID"])
+    return out
 
 
 _VERBOSE = False
@@ -216,9 +243,13 @@ def start_ray(address: str | None = None, num_cpus: int | None = None) -> bool:
     set_verbose(_VERBOSE)
     kwargs = dict(include_dashboard=False, log_to_driver=_VERBOSE, configure_logging=False)
     if address:
-        _check_reachable(address)
+        where = _check_reachable(address)
+        loopback = where is not None and _listens_on_loopback_only(where)
         try:
-            ray.init(address=address, **kwargs)
+            with _loopback_node() if loopback else contextlib.nullcontext():
+                if loopback:  # this driver is a process of the node at 127.0.0.1 on this machine
+                    kwargs["_node_ip_address"] = "127.0.0.1"
+                ray.init(address=address, **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as err:
             raise RayUnavailable(
                 f"cannot reach the Ray cluster at {address!r} ({str(err).splitlines()[0]}); "
@@ -273,10 +304,10 @@ def _loopback_node() -> Iterator[None]:
             os.environ[name] = before_env
 
 
-def _check_reachable(address: str) -> None:
+def _check_reachable(address: str) -> tuple[str, int] | None:
     """Fail at once, naming the address, when the head node at ``address`` (``host:port``, or
     ``auto``: the cluster ``ray start`` last recorded on this machine) does not answer; Ray itself
-    would retry for minutes."""
+    would retry for minutes. Returns the head node's (host, port), None for a ``ray://`` address."""
     import socket
 
     where = address
@@ -286,7 +317,7 @@ def _check_reachable(address: str) -> None:
         if not where:
             raise RayUnavailable("--ray-address auto: no Ray cluster was started on this machine (`ray start --head`)")
     if where.startswith(("ray://", "local")):
-        return
+        return None
     host, sep, port = where.rpartition(":")
     if not sep or not port.isdigit():
         raise RayUnavailable(f"--ray-address {address!r} is not host:port (`ray status` on the head node prints it)")
@@ -297,6 +328,34 @@ def _check_reachable(address: str) -> None:
             f"no Ray cluster answers at {where} ({err.strerror or err}); `ray status` on the head "
             f"node prints the address to give"
         ) from None
+    return host, int(port)
+
+
+def _listens_on_loopback_only(where: tuple[str, int]) -> bool:
+    """Whether the head node at ``where`` answers at a loopback address and not at the machine's
+    own: a cluster of this machine whose nodes listen on 127.0.0.1 only, as a local Ray of
+    hopsim's does. Ray turns a loopback address into the machine's before it connects, and would
+    retry there for minutes; the driver joins such a cluster as a node at 127.0.0.1."""
+    import ipaddress
+    import socket
+
+    host, port = where
+    try:
+        loopback = ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if not loopback:
+        return False
+    from ray._private.services import resolve_ip_for_localhost
+
+    machine = resolve_ip_for_localhost(host)  # where Ray would connect
+    if ipaddress.ip_address(machine.strip("[]")).is_loopback:
+        return True
+    try:
+        socket.create_connection((machine.strip("[]"), port), timeout=3).close()
+    except OSError:
+        return True
+    return False
 
 
 @contextmanager

@@ -43,7 +43,7 @@ from bisect import bisect_right
 from operator import itemgetter
 
 from hopsim.bus.shipping import ColumnsReceiver, record_items
-from hopsim.kernel.distributed.host import ALL_ISLANDS, HOST
+from hopsim.kernel.distributed.host import ALL_ISLANDS, HOST, host_lost_errors
 from hopsim.kernel.errors import ActorKilled, CausalityError
 
 TIMED_OPS = ("enqueue", "add_stop", "add_event")  # operations whose first argument is an instant
@@ -265,7 +265,7 @@ class WindowedSync:
         t0 = time.perf_counter()
         try:
             replies = ray.get(window.replies)
-        except ray.exceptions.RayActorError as err:
+        except host_lost_errors() as err:
             raise ActorKilled("an island host", sim.now) from err
         self.stats["wait_s"] += time.perf_counter() - t0  # the driver blocked at the window
         for reply in replies:
