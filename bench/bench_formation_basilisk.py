@@ -45,6 +45,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from timing import bsk_python  # noqa: E402  (this folder)
+
 N = 100
 LONG_S, SHORT_S = 305.0, 5.0
 QUICK_LONG_S = 65.0
@@ -190,14 +192,6 @@ for sc_rec, nav_rec, cmd_rec in recorders:  # the recorded arrays, as a user rea
 print(json.dumps({"build_s": t_built - t_start, "run_s": t_run - t_built, "read_s": time.perf_counter() - t_run,
                   "rows": rows}))
 """
-
-
-def bsk_python() -> str | None:
-    named = os.environ.get("HOPSIM_BSK_PYTHON")
-    if named:
-        return named
-    local = ROOT / ".venv-bsk" / "bin" / "python"
-    return str(local) if local.exists() else None
 
 
 def basilisk_job(duration_s: float, controller: str) -> dict:

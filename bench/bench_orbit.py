@@ -43,6 +43,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from timing import bsk_python  # noqa: E402  (this folder)
+
 from hopsim.actors.orbiting_spacecraft import OrbitingSpacecraft  # noqa: E402
 from hopsim.dynamics.gravity import EARTH_RADIUS  # noqa: E402
 from hopsim.dynamics.integrators import RK4  # noqa: E402
@@ -233,14 +235,6 @@ sim.ConfigureStopTime(dt * (steps + 1))
 sim.ExecuteSimulation()
 print((time.perf_counter() - t0) / (steps * n))
 """
-
-
-def bsk_python() -> str | None:
-    named = os.environ.get("HOPSIM_BSK_PYTHON")
-    if named:
-        return named
-    local = ROOT / ".venv-bsk" / "bin" / "python"
-    return str(local) if local.exists() else None
 
 
 def basilisk_job(n: int, steps: int) -> dict:

@@ -1,8 +1,23 @@
-"""The timing helper every benchmark uses: best per-call time over repeated batches."""
+"""What the benchmarks share: best per-call time over repeated batches, and where Basilisk's
+interpreter is."""
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def bsk_python() -> str | None:
+    """The interpreter with Basilisk's ``bsk`` wheel: ``HOPSIM_BSK_PYTHON``, else ``.venv-bsk``
+    (``make bench`` makes it), else None (Basilisk is not measured)."""
+    named = os.environ.get("HOPSIM_BSK_PYTHON")
+    if named:
+        return named
+    local = ROOT / ".venv-bsk" / "bin" / "python"
+    return str(local) if local.exists() else None
 
 
 def best_time(fn, repeat=5, min_time=0.05):
