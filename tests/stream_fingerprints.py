@@ -18,6 +18,7 @@ RUNS = {
     "constellation": ({"n_satellites": 6, "n_planes": 2}, 300.0),
     "cooperative_docking": ({}, 12.0),
     "deploy_boom": ({}, 20.0),
+    "flexible_boom": ({}, 5.0),
     "formation": ({"n_vehicles": 12}, 20.0),
     "lander": ({}, 60.0),
     "leader_follower": ({}, 12.0),

@@ -16,6 +16,7 @@ def _load_builtin() -> None:
         constellation,
         contact,
         deploy_boom,
+        flexible_boom,
         formation,
         lander,
         orbit_formation,
