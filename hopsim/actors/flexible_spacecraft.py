@@ -46,6 +46,7 @@ from hopsim.dynamics.flexible import FlexibleSpacecraft, rk4_step, state_derivat
 from hopsim.dynamics.spatial import quat_dcm_entries, quat_multiply, quat_normalize
 from hopsim.kernel import FixedRate, In, Model, Out
 from hopsim.kernel.model import ContinuousModel
+from hopsim.kernel.simtime import NS_PER_S
 from hopsim.schemas import (
     AttitudeMeasurement,
     ImuMeasurement,
@@ -54,8 +55,6 @@ from hopsim.schemas import (
     VehicleState,
     Wrench,
 )
-
-NS_PER_S = 1_000_000_000
 
 
 def _vector3(a, b, c) -> Vector3:
