@@ -9,15 +9,27 @@
    same RK4 written with vectorized NumPy, and against Basilisk's ``Spacecraft`` module (RK4)
    when an interpreter with the ``bsk`` wheel is given by ``HOPSIM_BSK_PYTHON`` (the wheel
    cannot share hopsim's environment: it pins an older protobuf).
+3. Constrained forward dynamics of closed loops (the four-bar linkage and the free-floating
+   dual-arm closed chain that ``tests/dynamics/test_dyn_closed_loops.py`` builds) per call:
+   ``hopsim.dynamics.constraint_dynamics`` against ``pinocchio.constraintDynamics`` with
+   ``RigidConstraintModel`` closures, on the same projected states; plus hopsim's compiled
+   kernel called in one compiled loop.
+4. The convex narrow phase per pair (box-box, box-plane, capsule-box, hull-hull) on the same
+   penetrating poses: ``hopsim.dynamics.convex.collide`` against ``mujoco.mj_collision`` on a
+   model of the two geoms and against ``coal.collide``.
 
+Sections 3 and 4 are medians of interleaved repeats (every implementation timed in turn in each
+repeat), so that a change in the machine's speed during the run moves all of them alike.
 Ratios are what we report; absolute times depend on the machine.
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 import sys
+import time
 from functools import partial
 from pathlib import Path
 
@@ -25,6 +37,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the closed-loop models are the tests' own builders
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "dynamics"))
 
 from timing import best_time
 
@@ -303,6 +317,531 @@ def bench_rigid_vehicles():
     print()
 
 
+# --------------------------------------------------------------------------- interleaved timing
+
+
+def interleaved_medians(fns, repeat=9, min_time=0.02):
+    """Median per-call time [s] of each callable in ``fns`` (name -> fn): each is calibrated to a
+    batch of calls lasting ``min_time``, then every repeat times one batch of each in turn."""
+    counts = {}
+    for name, fn in fns.items():
+        fn()
+        n = 1
+        while True:
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            if time.perf_counter() - t0 >= min_time or n >= 1 << 20:
+                break
+            n *= 2
+        counts[name] = n
+    samples = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            n = counts[name]
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            samples[name].append((time.perf_counter() - t0) / n)
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def load_line():
+    """The machine's load averages (1, 5, 15 min), as a sentence fragment."""
+    try:
+        return "Load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "Load average unknown"
+
+
+# --------------------------------------------------------------------------- closed loops
+
+N_STATES = 8
+
+
+def closed_loop_models():
+    import pinocchio as pin
+    from test_dyn_closed_loops import four_bar, four_bar_assembled, hub_zero_state, two_arms
+
+    return [
+        ("four-bar (pin closure)", four_bar, lambda rng, tree: four_bar_assembled(rng.uniform(-np.pi, np.pi)),
+         pin.ContactType.CONTACT_3D),
+        ("dual arm, ball closure", partial(two_arms, "ball", "pin"), hub_zero_state, pin.ContactType.CONTACT_3D),
+        ("dual arm, weld closure", partial(two_arms, "locked", "ball"), hub_zero_state, pin.ContactType.CONTACT_6D),
+    ]  # fmt: skip
+
+
+def pinocchio_closures(twin, loops, contact_type):
+    """The closures as Pinocchio rigid constraint models between the same node frames (as the
+    closed-loop tests build them), their datas, and the proximal settings the tests use."""
+    import pinocchio as pin
+
+    models = pin.StdVec_RigidConstraintModel()
+    for c in loops.closures:
+        placements = []
+        for body, node in ((c.body1, c.node1), (c.body2, c.node2)):
+            T = pin.SE3(node.rotation.copy(), node.translation.copy())
+            if body < 0:
+                placements.append((0, T))
+            else:
+                placements.append((int(twin.joint_of_body[body]), twin.body_in_joint[body] * T))
+        (j1, T1), (j2, T2) = placements
+        models.append(pin.RigidConstraintModel(contact_type, twin.model, j1, T1, j2, T2, pin.ReferenceFrame.LOCAL))
+    datas = pin.StdVec_RigidConstraintData()
+    for cm in models:
+        datas.append(cm.createData())
+    pin.initConstraintDynamics(twin.model, twin.data, models, datas)
+    # minimum-norm multipliers for redundant closures (mu > 0), exact in a few iterations otherwise
+    return models, datas, pin.ProximalSettings(1e-14, 1e-10, 200)
+
+
+def _constraint_batch_kernel():
+    import numba
+
+    from hopsim.dynamics.constraints import _constraint_dynamics
+
+    @numba.njit(cache=False)
+    def batch(ints, reals, Qs, Us, taus, f_ext, kind, bodies, frames, axes, rtol, out):
+        for i in range(Qs.shape[0]):
+            udot, _ = _constraint_dynamics(
+                ints, reals, Qs[i], Us[i], taus[i], f_ext, kind, bodies, frames, axes, 0.0, 0.0, rtol
+            )
+            out[i] = udot
+
+    return batch
+
+
+def _time_closed_loop(batch_kernel, build, start, contact_type):
+    """Timings (per call) of one closed-loop model at ``N_STATES`` states, and the largest
+    relative difference of the accelerations from Pinocchio's."""
+    import pinocchio as pin
+    from dyn_helpers import PinocchioTwin
+    from test_dyn_closed_loops import closed_state
+
+    from hopsim.dynamics import constraints as cs
+
+    tree, loops = build()
+    rng = np.random.default_rng(5)
+    states = [closed_state(rng, tree, loops, start(rng, tree)) for _ in range(N_STATES)]
+    taus = [rng.normal(size=tree.nv) for _ in range(N_STATES)]
+    twin = PinocchioTwin(tree)
+    models, datas, prox = pinocchio_closures(twin, loops, contact_type)
+    pin_args = [(twin.q(Q), twin.v(U), twin.v(tau)) for (Q, U), tau in zip(states, taus, strict=True)]
+    a, c = tree.arrays, loops.arrays
+    fx = np.zeros((0, 6))
+    Qs = np.array([s[0] for s in states])
+    Us = np.array([s[1] for s in states])
+    Ts = np.array(taus)
+    out = np.empty((N_STATES, tree.nv))
+    worst = 0.0
+    for k in range(N_STATES):
+        udot, _ = cs.constraint_dynamics(tree, loops, Qs[k], Us[k], Ts[k])
+        ref = twin.v_back(pin.constraintDynamics(twin.model, twin.data, *pin_args[k], models, datas, prox))
+        worst = max(worst, float(np.abs(udot - ref).max() / np.abs(ref).max()))
+    assert worst <= 1e-8, worst
+    batch_kernel(a.ints, a.reals, Qs, Us, Ts, fx, c.kind, c.bodies, c.frames, c.axes, cs.RANK_RTOL, out)
+    assert np.array_equal(out[0], cs.constraint_dynamics(tree, loops, Qs[0], Us[0], Ts[0])[0])
+
+    def hop():
+        for k in range(N_STATES):
+            cs.constraint_dynamics(tree, loops, Qs[k], Us[k], Ts[k])
+
+    def kernel():
+        for k in range(N_STATES):
+            cs._constraint_dynamics(
+                a.ints, a.reals, Qs[k], Us[k], Ts[k], fx, c.kind, c.bodies, c.frames, c.axes, 0.0, 0.0,
+                cs.RANK_RTOL,
+            )  # fmt: skip
+
+    def batched():
+        batch_kernel(a.ints, a.reals, Qs, Us, Ts, fx, c.kind, c.bodies, c.frames, c.axes, cs.RANK_RTOL, out)
+
+    def pinocchio():
+        for q, v, tau in pin_args:
+            pin.constraintDynamics(twin.model, twin.data, q, v, tau, models, datas, prox)
+
+    t = interleaved_medians({"hop": hop, "kernel": kernel, "batched": batched, "pin": pinocchio})
+    return tree.nv, loops.n_rows, {k: v / N_STATES for k, v in t.items()}, worst
+
+
+def _closed_loop_parts(build, start, contact_type):
+    """Per-call times [s] of the parts of the constrained kernel at one state, each called alone
+    from Python (so each includes one dispatch), and of Pinocchio's ``aba`` and
+    ``constraintDynamics`` at that state."""
+    import pinocchio as pin
+    from dyn_helpers import PinocchioTwin
+    from test_dyn_closed_loops import closed_state
+
+    from hopsim.dynamics import algorithms as alg
+    from hopsim.dynamics import constraints as cs
+
+    tree, loops = build()
+    rng = np.random.default_rng(5)
+    Q, U = closed_state(rng, tree, loops, start(rng, tree))
+    tau = rng.normal(size=tree.nv)
+    twin = PinocchioTwin(tree)
+    models, datas, prox = pinocchio_closures(twin, loops, contact_type)
+    q, v, tp = twin.q(Q), twin.v(U), twin.v(tau)
+    a, c = tree.arrays, loops.arrays
+    G, _phi, _gdu = cs._closure_terms(a.ints, a.reals, Q, U, c.kind, c.bodies, c.frames, c.axes)
+    _Kt, A = cs._minv_rows(a.ints, a.reals, Q, G)
+    return interleaved_medians(
+        {
+            "terms": partial(cs._closure_terms, a.ints, a.reals, Q, U, c.kind, c.bodies, c.frames, c.axes),
+            "kinematics": partial(alg._forward_kinematics, a.ints, a.reals, Q, U),
+            "aba": partial(alg._aba, a.ints, a.reals, Q, U, tau, np.zeros(0), np.zeros((0, 6))),
+            "minv_rows": partial(cs._minv_rows, a.ints, a.reals, Q, G),
+            "solve": partial(cs._symmetric_pseudo_solve, A, np.ones(A.shape[0]), cs.RANK_RTOL),
+            "pin_aba": partial(pin.aba, twin.model, twin.data, q, v, tp),
+            "pin_cd": partial(pin.constraintDynamics, twin.model, twin.data, q, v, tp, models, datas, prox),
+        }
+    )
+
+
+def bench_constrained_dynamics():
+    try:
+        import pinocchio  # noqa: F401
+        import pytest  # noqa: F401  (the tests' builders import it)
+    except ImportError as err:
+        print(f"## Constrained forward dynamics: not measured ({err})\n")
+        return
+    batch_kernel = _constraint_batch_kernel()
+    rows = [
+        (label, *_time_closed_loop(batch_kernel, build, start, contact_type))
+        for label, build, start, contact_type in closed_loop_models()
+    ]
+    print("## Constrained forward dynamics of closed loops, one state per call\n")
+    print(
+        f"Per call, mean over {N_STATES} projected states (random joint forces, gravity on), median of "
+        "9 interleaved repeats. hopsim: `constraint_dynamics` (argument checks included); kernel: the "
+        "compiled `_constraint_dynamics` called from Python; batched: the same kernel called "
+        f"{N_STATES} times in one compiled loop. Pinocchio: `constraintDynamics` on the same states "
+        "(proximal settings 1e-14, mu 1e-10, at most 200 iterations, as the tests; coordinates "
+        f"reordered before timing). Accelerations agree to the relative difference shown. {load_line()} "
+        "at the end of the run.\n"
+    )
+    print(
+        "| model | nv | rows | hopsim [us] | kernel [us] | batched [us] | pinocchio [us] | hopsim / pin "
+        "| kernel / pin | batched / pin | rel. diff |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for label, nv, m, t, worst in rows:
+        p = t["pin"]
+        print(
+            f"| {label} | {nv} | {m} | {fmt_us(t['hop'])} | {fmt_us(t['kernel'])} | {fmt_us(t['batched'])} | "
+            f"{fmt_us(p)} | {t['hop'] / p:.2f} | {t['kernel'] / p:.2f} | {t['batched'] / p:.2f} | {worst:.0e} |"
+        )
+    label, build, start, contact_type = closed_loop_models()[-1]
+    parts = _closed_loop_parts(build, start, contact_type)
+    pc = parts["pin_cd"]
+    print(
+        f"\nWhere the kernel's time goes ({label}, one state; each part called alone from Python, so "
+        f"each includes one dispatch; in units of Pinocchio's `constraintDynamics`, {fmt_us(pc)} us): "
+        f"the closure Jacobian and its terms {parts['terms'] / pc:.2f} (of which the tree's kinematics "
+        f"{parts['kinematics'] / pc:.2f}), the unconstrained ABA {parts['aba'] / pc:.2f}, the rows of "
+        f"M^-1 G^T and the Delassus matrix {parts['minv_rows'] / pc:.2f}, the eigen-decomposition solve "
+        f"{parts['solve'] / pc:.2f}. Pinocchio's `aba` alone on the same state: {parts['pin_aba'] / pc:.2f}.\n"
+    )
+
+
+# --------------------------------------------------------------------------- convex narrow phase
+
+N_POSES = 16
+
+
+def _quat_wxyz(R):
+    from scipy.spatial.transform import Rotation
+
+    x, y, z, w = Rotation.from_matrix(R).as_quat()
+    return [w, x, y, z]
+
+
+def _xml_numbers(a):
+    return " ".join(repr(float(t)) for t in np.ravel(a))
+
+
+def _mujoco_geom(shape, name):
+    from hopsim.dynamics import convex as cv
+
+    if shape.kind == cv.BOX:
+        return f'<geom name="{name}" type="box" size="{_xml_numbers(shape.half_extents)}"/>', ""
+    if shape.kind == cv.CAPSULE:
+        return (
+            f'<geom name="{name}" type="capsule" size="{float(shape.margin)!r} {float(shape.vertices_B[1, 2])!r}"/>',
+            "",
+        )
+    if shape.kind == cv.SPHERE:
+        return f'<geom name="{name}" type="sphere" size="{float(shape.margin)!r}"/>', ""
+    if shape.kind == cv.HULL:
+        return (
+            f'<geom name="{name}" type="mesh" mesh="{name}"/>',
+            f'<mesh name="{name}" vertex="{_xml_numbers(shape.vertices_B)}"/>',
+        )
+    raise ValueError(shape.kind)
+
+
+def mujoco_pair(shape_A, shape_B, poses, copies=1):
+    """A MuJoCo model of ``copies`` pairs (shape A, shape B), each on a free body, each pair
+    10 m from the next and declared as an explicit contact pair (no other geom pair is
+    tested); and one data per pose (``copies`` 1) or one data with pair k at pose k, the
+    kinematics done. A plane, which must sit on the world body, is placed at identity and the
+    other shape at its pose relative to the plane."""
+    import mujoco
+
+    from hopsim.dynamics import convex as cv
+
+    plane = shape_A.kind == cv.PLANE
+    assets, bodies, pairs = [], [], []
+    for k in range(copies):
+        names = []
+        for s, shape in (("a", shape_A), ("b", shape_B)):
+            name = f"{s}{k}"
+            names.append(name)
+            if shape.kind == cv.PLANE:
+                bodies.append(f'<geom name="{name}" type="plane" size="0 0 1" pos="{10.0 * k!r} 0 0"/>')
+                continue
+            geom, asset = _mujoco_geom(shape, name)
+            assets.append(asset)
+            bodies.append(f"<body><freejoint/>{geom}</body>")
+        pairs.append(f'<pair geom1="{names[0]}" geom2="{names[1]}"/>')
+    xml = (
+        '<mujoco><default><geom contype="0" conaffinity="0"/></default>'
+        f"<asset>{''.join(assets)}</asset><worldbody>{''.join(bodies)}</worldbody>"
+        f"<contact>{''.join(pairs)}</contact></mujoco>"
+    )
+    model = mujoco.MjModel.from_xml_string(xml)
+
+    def place(data, ks):
+        qpos = []
+        for j, k in enumerate(ks):
+            RA, pA, RB, pB = poses[k]
+            off = np.array([10.0 * j, 0.0, 0.0])
+            if plane:
+                qpos += [*(RA.T @ (pB - pA) + off), *_quat_wxyz(RA.T @ RB)]
+            else:
+                qpos += [*(pA + off), *_quat_wxyz(RA), *(pB + off), *_quat_wxyz(RB)]
+        data.qpos[:] = qpos
+        mujoco.mj_kinematics(model, data)
+
+    if copies == 1:
+        datas = []
+        for k in range(len(poses)):
+            datas.append(mujoco.MjData(model))
+            place(datas[-1], [k])
+        return model, datas
+    data = mujoco.MjData(model)
+    place(data, list(range(copies)))
+    return model, [data]
+
+
+def coal_geometry(shape):
+    import coal
+    from scipy.spatial import ConvexHull
+
+    from hopsim.dynamics import convex as cv
+
+    if shape.kind == cv.BOX:
+        return coal.Box(*(2.0 * shape.half_extents))
+    if shape.kind == cv.CAPSULE:
+        return coal.Capsule(shape.margin, 2.0 * shape.vertices_B[1, 2])
+    if shape.kind == cv.SPHERE:
+        return coal.Sphere(shape.margin)
+    if shape.kind == cv.PLANE:
+        return coal.Halfspace(np.array([0.0, 0.0, 1.0]), 0.0)
+    V = shape.vertices_B
+    hull = ConvexHull(V)
+    pts = coal.StdVec_Vec3s()
+    for v in V:
+        pts.append(np.asarray(v, float))
+    tris = coal.StdVec_Triangle()
+    for simplex in hull.simplices:
+        i, j, k = (int(x) for x in simplex)
+        if np.cross(V[j] - V[i], V[k] - V[i]) @ (V[i] - V.mean(axis=0)) < 0:
+            j, k = k, j
+        tris.append(coal.Triangle(i, j, k))
+    return coal.Convex(pts, tris)
+
+
+def convex_pairs():
+    from scipy.spatial import ConvexHull
+
+    from hopsim.dynamics import convex as cv
+
+    rng = np.random.default_rng(4)
+    VA = rng.normal(size=(12, 3)) * [0.3, 0.2, 0.15]
+    VB = rng.normal(size=(10, 3)) * [0.2, 0.25, 0.1]
+    VA, VB = VA[ConvexHull(VA).vertices], VB[ConvexHull(VB).vertices]
+    return [
+        ("box-box", cv.box([0.3, 0.2, 0.1]), cv.box([0.25, 0.15, 0.2]), 0.4),
+        ("box-plane", cv.plane(), cv.box([0.3, 0.2, 0.1]), 0.25),
+        ("capsule-box", cv.capsule(0.1, 0.25), cv.box([0.3, 0.2, 0.1]), 0.4),
+        ("hull-hull", cv.convex_hull(VA), cv.convex_hull(VB), 0.4),
+    ]
+
+
+def penetrating_poses(shape_A, shape_B, spread, rng, n):
+    from scipy.spatial.transform import Rotation
+
+    from hopsim.dynamics import convex as cv
+
+    poses = []
+    while len(poses) < n:
+        RA = Rotation.random(random_state=rng).as_matrix()
+        pA = rng.uniform(-0.1, 0.1, 3)
+        RB = Rotation.random(random_state=rng).as_matrix()
+        pB = pA + rng.uniform(-spread, spread, 3)
+        if cv.collide(shape_A, RA, pA, shape_B, RB, pB).distance < 0.0:
+            poses.append((RA, pA, RB, pB))
+    return poses
+
+
+def _collide_batch_kernel():
+    import numba
+
+    from hopsim.dynamics.convex import collide_arrays
+
+    @numba.njit(cache=False)
+    def batch(kindA, VA, rA, hA, RAs, pAs, kindB, VB, rB, hB, RBs, pBs, out):
+        for i in range(RAs.shape[0]):
+            dist, _n, _pts, _gaps = collide_arrays(kindA, VA, rA, hA, RAs[i], pAs[i], kindB, VB, rB, hB, RBs[i], pBs[i])
+            out[i] = dist
+
+    return batch
+
+
+def _time_pair(batch_kernel, A, B, poses):
+    """Timings (per pair) of one pair of shapes at ``poses``, and the largest difference of the
+    depths [m] between the libraries."""
+    import coal
+    import mujoco
+
+    from hopsim.dynamics import convex as cv
+
+    model, datas = mujoco_pair(A, B, poses)
+    model_k, (data_k,) = mujoco_pair(A, B, poses, copies=N_POSES)
+    gA, gB = coal_geometry(A), coal_geometry(B)
+    transforms = [(coal.Transform3s(RA, pA), coal.Transform3s(RB, pB)) for RA, pA, RB, pB in poses]
+    request = coal.CollisionRequest(coal.CollisionRequestFlag.CONTACT, 4)
+    result = coal.CollisionResult()
+    f = np.ascontiguousarray
+    args = [
+        (A.kind, f(A.vertices_B), A.margin, f(A.half_extents), f(RA), f(pA),
+         B.kind, f(B.vertices_B), B.margin, f(B.half_extents), f(RB), f(pB))
+        for RA, pA, RB, pB in poses
+    ]  # fmt: skip
+    stacked = [np.array([p[i] for p in poses]) for i in range(4)]
+    out = np.empty(N_POSES)
+    batch_args = (A.kind, f(A.vertices_B), A.margin, f(A.half_extents), stacked[0], stacked[1],
+                  B.kind, f(B.vertices_B), B.margin, f(B.half_extents), stacked[2], stacked[3], out)  # fmt: skip
+    # the same penetration as coal's; MuJoCo finds contacts at every pose (the same depth
+    # against a plane; its box-box collider's is not always the least one off a face contact)
+    plane = A.kind == cv.PLANE
+    worst = 0.0
+    for k, (RA, pA, RB, pB) in enumerate(poses):
+        ours = cv.collide(A, RA, pA, B, RB, pB).distance
+        mujoco.mj_collision(model, datas[k])
+        assert datas[k].ncon >= 1
+        worst = max(worst, abs(ours - min(datas[k].contact.dist[: datas[k].ncon])) if plane else 0.0)
+        result.clear()
+        assert coal.collide(gA, transforms[k][0], gB, transforms[k][1], request, result)
+        worst = max(worst, abs(ours - result.getContact(0).penetration_depth))
+    assert worst < 1e-5, worst
+    batch_kernel(*batch_args)
+    mujoco.mj_collision(model_k, data_k)
+    assert data_k.ncon >= N_POSES
+
+    def hop():
+        for RA, pA, RB, pB in poses:
+            cv.collide(A, RA, pA, B, RB, pB)
+
+    def kernel():
+        for a in args:
+            cv.collide_arrays(*a)
+
+    def batched():
+        batch_kernel(*batch_args)
+
+    def mj():
+        for d in datas:
+            mujoco.mj_collision(model, d)
+
+    def mj_batched():
+        mujoco.mj_collision(model_k, data_k)
+
+    def coal_collide():
+        for TA, TB in transforms:
+            result.clear()
+            coal.collide(gA, TA, gB, TB, request, result)
+
+    t = interleaved_medians(
+        {"hop": hop, "kernel": kernel, "batched": batched, "mj": mj, "mj_batched": mj_batched, "coal": coal_collide}
+    )
+    return {k: v / N_POSES for k, v in t.items()}, worst
+
+
+def _call_floor():
+    """Per-call time [s] of a compiled function that takes ``collide_arrays``'s twelve arguments
+    and returns at once a tuple of the types it returns (a float, a 3-vector, 1 x 3 points, one
+    gap): numba's dispatch and boxing alone."""
+    import numba
+
+    from hopsim.dynamics import convex as cv
+
+    @numba.njit(cache=False)
+    def floor(kindA, VA, rA, hA, RA, pA, kindB, VB, rB, hB, RB, pB):
+        return rA, pA.copy(), VB[:1].copy(), hB[:1].copy()
+
+    A, B = cv.box([0.3, 0.2, 0.1]), cv.box([0.25, 0.15, 0.2])
+    args = (A.kind, A.vertices_B, 0.0, A.half_extents, np.eye(3), np.zeros(3),
+            B.kind, B.vertices_B, 0.0, B.half_extents, np.eye(3), np.ones(3))  # fmt: skip
+    return interleaved_medians({"floor": partial(floor, *args)})["floor"]
+
+
+def bench_convex_narrow_phase():
+    try:
+        import coal  # noqa: F401
+        import mujoco  # noqa: F401
+    except ImportError as err:
+        print(f"## Convex narrow phase: not measured ({err})\n")
+        return
+    batch_kernel = _collide_batch_kernel()
+    rng = np.random.default_rng(11)
+    rows = [
+        (label, *_time_pair(batch_kernel, A, B, penetrating_poses(A, B, spread, rng, N_POSES)))
+        for label, A, B, spread in convex_pairs()
+    ]
+    print("## Convex narrow phase, one pair per call\n")
+    print(
+        f"Per pair, mean over {N_POSES} random penetrating poses (the same for every library), median of 9 "
+        "interleaved repeats. hopsim: `convex.collide` (up to 4 points; argument conversion "
+        "included); kernel: the compiled `collide_arrays` called from Python; batched: that kernel "
+        f"over the {N_POSES} poses in one compiled loop. MuJoCo: `mj_collision` on a model of the "
+        "two geoms (free bodies, the pair declared explicitly; a plane on the world body), "
+        "kinematics done before timing; MuJoCo batched: one `mj_collision` on a model of the "
+        f"{N_POSES} pairs 10 m apart, per pair. coal: `collide` with a contact request (default "
+        f"tolerances). Depths agree with coal's to the difference shown. {load_line()} at the end of "
+        "the run.\n"
+    )
+    print(
+        "| pair | hopsim [us] | kernel [us] | batched [us] | MuJoCo [us] | MuJoCo batched [us] | coal [us] "
+        "| hopsim / MuJoCo | kernel / MuJoCo | batched / MuJoCo batched | hopsim / coal | kernel / coal "
+        "| depth diff [m] |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for label, t, worst in rows:
+        print(
+            f"| {label} | {fmt_us(t['hop'])} | {fmt_us(t['kernel'])} | {fmt_us(t['batched'])} | {fmt_us(t['mj'])} | "
+            f"{fmt_us(t['mj_batched'])} | {fmt_us(t['coal'])} | {t['hop'] / t['mj']:.2f} | "
+            f"{t['kernel'] / t['mj']:.2f} | {t['batched'] / t['mj_batched']:.2f} | {t['hop'] / t['coal']:.2f} | "
+            f"{t['kernel'] / t['coal']:.2f} | {worst:.0e} |"
+        )
+    print(
+        f"\nA compiled function taking the kernel's twelve arguments and returning at once a tuple of "
+        f"its result types costs {fmt_us(_call_floor())} us per call from Python (numba's dispatch and "
+        "boxing); MuJoCo's and coal's calls cross into C through their bindings.\n"
+    )
+
+
 def main():
     import numba
 
@@ -317,8 +856,15 @@ def main():
         f"numpy {np.__version__}, numba {numba.__version__}, pinocchio {pin_version}, "
         f"{os.cpu_count()} CPUs; best of repeated runs, compile time excluded.\n"
     )
-    bench_forward_dynamics()
-    bench_rigid_vehicles()
+    only = [a for a in sys.argv[1:] if not a.startswith("--")]
+    for name, fn in (
+        ("aba", bench_forward_dynamics),
+        ("rk4", bench_rigid_vehicles),
+        ("constrained", bench_constrained_dynamics),
+        ("convex", bench_convex_narrow_phase),
+    ):
+        if not only or name in only:
+            fn()
 
 
 if __name__ == "__main__":

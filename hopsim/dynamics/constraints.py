@@ -75,7 +75,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hopsim.dynamics import detlinalg, detmath
-from hopsim.dynamics._jit import compiled
+from hopsim.dynamics._jit import compiled, compiled_borrowing
 from hopsim.dynamics.algorithms import (
     _PA,
     _UP,
@@ -98,13 +98,11 @@ from hopsim.dynamics.joints import BALL, FREE, JOINT_NV, PIN, PLANAR, SLIDER, UN
 from hopsim.dynamics.spatial import (
     cross3,
     force_to_parent_add,
-    mat3_mat3,
     mat3_vec,
     mat3T_mat3,
     mat3T_vec,
-    motion_cross,
-    motion_to_child,
-    motion_to_parent,
+    motion_cross_into,
+    motion_to_child_into,
     quat_multiply,
     quat_normalize,
     quat_to_dcm,
@@ -274,11 +272,16 @@ def _closure_terms(tree_ints, tree_reals, Q, U, kind, bodies, frames, axes):
     R_w, p_w = _world_poses(tree, R_rel, p_rel)
     # body accelerations for Udot = 0 and no gravity (the velocity-product part)
     a = np.zeros((nb, 6))
+    t6 = np.empty(6)
     for i in range(nb):
         par = tree.parent[i]
         if par >= 0:
-            a[i] = motion_to_child(R_rel[i], p_rel[i], a[par])
-        a[i] += cJ[i] + motion_cross(v[i], vJ[i])
+            motion_to_child_into(t6, R_rel[i], p_rel[i], a[par])
+            for r in range(6):
+                a[i, r] = t6[r]
+        motion_cross_into(t6, v[i], vJ[i])
+        for r in range(6):
+            a[i, r] += cJ[i, r] + t6[r]
     G = np.zeros((m, nv))
     phi = np.zeros(m)
     gdu = np.zeros(m)
@@ -306,22 +309,47 @@ def _closure_terms(tree_ints, tree_reals, Q, U, kind, bodies, frames, axes):
                 al_N[s] = 0.0
                 ac_N[s] = 0.0
                 continue
-            R_N[s] = mat3_mat3(R_w[b], Rc)
-            r_N[s] = p_w[b] + mat3_vec(R_w[b], rc)
-            w_B = v[b, 0:3]
-            vp_B = v[b, 3:6] + cross3(w_B, rc)
-            w_N[s] = mat3_vec(R_w[b], w_B)
-            v_N[s] = mat3_vec(R_w[b], vp_B)
-            al_B = a[b, 0:3]
-            al_N[s] = mat3_vec(R_w[b], al_B)
-            ac_N[s] = mat3_vec(R_w[b], a[b, 3:6] + cross3(al_B, rc) + cross3(w_B, vp_B))
+            Rb = R_w[b]
+            rc0, rc1, rc2 = rc[0], rc[1], rc[2]
+            w0, w1, w2 = v[b, 0], v[b, 1], v[b, 2]  # body b's angular velocity
+            al0, al1, al2 = a[b, 0], a[b, 1], a[b, 2]  # and angular acceleration
+            # the node origin's velocity and acceleration in body b's frame
+            vp0 = v[b, 3] + (w1 * rc2 - w2 * rc1)
+            vp1 = v[b, 4] + (w2 * rc0 - w0 * rc2)
+            vp2 = v[b, 5] + (w0 * rc1 - w1 * rc0)
+            ap0 = a[b, 3] + (al1 * rc2 - al2 * rc1) + (w1 * vp2 - w2 * vp1)
+            ap1 = a[b, 4] + (al2 * rc0 - al0 * rc2) + (w2 * vp0 - w0 * vp2)
+            ap2 = a[b, 5] + (al0 * rc1 - al1 * rc0) + (w0 * vp1 - w1 * vp0)
+            for i in range(3):
+                for jj in range(3):
+                    R_N[s, i, jj] = Rb[i, 0] * Rc[0, jj] + Rb[i, 1] * Rc[1, jj] + Rb[i, 2] * Rc[2, jj]
+                r_N[s, i] = p_w[b, i] + (Rb[i, 0] * rc0 + Rb[i, 1] * rc1 + Rb[i, 2] * rc2)
+                w_N[s, i] = Rb[i, 0] * w0 + Rb[i, 1] * w1 + Rb[i, 2] * w2
+                v_N[s, i] = Rb[i, 0] * vp0 + Rb[i, 1] * vp1 + Rb[i, 2] * vp2
+                al_N[s, i] = Rb[i, 0] * al0 + Rb[i, 1] * al1 + Rb[i, 2] * al2
+                ac_N[s, i] = Rb[i, 0] * ap0 + Rb[i, 1] * ap1 + Rb[i, 2] * ap2
+            x0, x1, x2 = r_N[s, 0], r_N[s, 1], r_N[s, 2]
             j = b
             while j >= 0:
                 vs = tree.v_start[j]
+                Rj = R_w[j]
+                pj = p_w[j]
                 for c in range(JOINT_NV[tree.joint_type[j]]):
-                    col = motion_to_parent(R_w[j], p_w[j], S[j, :, c])  # in N, at N's origin
-                    Jw[s, :, vs + c] = col[0:3]
-                    Jv[s, :, vs + c] = col[3:6] + cross3(col[0:3], r_N[s])
+                    # column c of joint j's motion subspace in N, at N's origin, then at the node
+                    m0, m1, m2 = S[j, 0, c], S[j, 1, c], S[j, 2, c]
+                    m3, m4, m5 = S[j, 3, c], S[j, 4, c], S[j, 5, c]
+                    cx = Rj[0, 0] * m0 + Rj[0, 1] * m1 + Rj[0, 2] * m2
+                    cy = Rj[1, 0] * m0 + Rj[1, 1] * m1 + Rj[1, 2] * m2
+                    cz = Rj[2, 0] * m0 + Rj[2, 1] * m1 + Rj[2, 2] * m2
+                    u0 = Rj[0, 0] * m3 + Rj[0, 1] * m4 + Rj[0, 2] * m5 + (pj[1] * cz - pj[2] * cy)
+                    u1 = Rj[1, 0] * m3 + Rj[1, 1] * m4 + Rj[1, 2] * m5 + (pj[2] * cx - pj[0] * cz)
+                    u2 = Rj[2, 0] * m3 + Rj[2, 1] * m4 + Rj[2, 2] * m5 + (pj[0] * cy - pj[1] * cx)
+                    Jw[s, 0, vs + c] = cx
+                    Jw[s, 1, vs + c] = cy
+                    Jw[s, 2, vs + c] = cz
+                    Jv[s, 0, vs + c] = u0 + (cy * x2 - cz * x1)
+                    Jv[s, 1, vs + c] = u1 + (cz * x0 - cx * x2)
+                    Jv[s, 2, vs + c] = u2 + (cx * x1 - cy * x0)
                 j = tree.parent[j]
         R1 = R_N[0]
         w1 = mat3T_vec(R1, w_N[0])  # node 1's angular velocity in C1
@@ -392,15 +420,14 @@ def _symmetric_pseudo_solve(A, b, rtol):
     return x
 
 
-@compiled
-def _aba_bias_pass(ints, tau, W, pose):
+@compiled_borrowing
+def _aba_bias_pass(ints, tau, W, pose, pa):
     """The inward pass of the articulated-body algorithm for the bias forces alone, over
     articulated inertias already factored by :func:`_aba_inward_pass` (every joint free, no
     velocity): the same arithmetic as that pass's bias terms, so that a second right-hand side
     ``tau`` costs no second factorization. The bias forces ``W[i, _W_VEC, _PA]`` must hold the
-    body's own (zero with no velocity and no external force) on entry."""
+    body's own (zero with no velocity and no external force) on entry; ``pa`` (6) is scratch."""
     nb = ints[0]
-    pa = np.empty(6)
     for i in range(nb - 1, -1, -1):
         nvj, vs, par, _given = _aba_joint(ints, nb, i, False)
         vec = W[i, _W_VEC]
@@ -448,14 +475,17 @@ def _minv_rows(tree_ints, tree_reals, Q, G):
     _aba_velocity_pass(tree_ints, tree_reals, Q, np.zeros(nv), np.zeros((0, 6)), W, pose, T)
     pa0 = np.empty((nb, 6))
     for i in range(nb):
-        pa0[i] = W[i, _W_VEC, _PA]
+        for k in range(6):
+            pa0[i, k] = W[i, _W_VEC, _PA, k]
+    pa = np.empty(6)
     for r in range(m):
         if r == 0:
             _aba_inward_pass(tree_ints, G[0], none, False, W, pose, T)
         else:
             for i in range(nb):
-                W[i, _W_VEC, _PA] = pa0[i]
-            _aba_bias_pass(tree_ints, G[r], W, pose)
+                for k in range(6):
+                    W[i, _W_VEC, _PA, k] = pa0[i, k]
+            _aba_bias_pass(tree_ints, G[r], W, pose, pa)
         _aba_outward_pass(tree_ints, tree_reals, none, False, False, W, pose, Kt[r], none)
     A = np.empty((m, m))
     for i in range(m):

@@ -64,7 +64,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hopsim.dynamics._jit import compiled
+from hopsim.dynamics._jit import compiled, compiled_borrowing
 from hopsim.dynamics.contact import point_velocity
 from hopsim.dynamics.spatial import cross3, quat_to_dcm
 
@@ -146,7 +146,7 @@ def plane() -> ConvexShape:
 # --------------------------------------------------------------------------- small helpers
 
 
-@compiled
+@compiled_borrowing
 def _dot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
@@ -162,7 +162,7 @@ def _world(V, R, p):
     return W
 
 
-@compiled
+@compiled_borrowing
 def _support(W, d):
     """Index of the vertex of ``W`` farthest along ``d`` (the first on a tie)."""
     best = -np.inf
@@ -193,42 +193,38 @@ def _tangent_basis(n):
 # --------------------------------------------------------------------------- GJK
 
 
-@compiled
-def _project_subset(Y, mask):
-    """Barycentric coordinates of the origin's projection on the affine hull of the simplex
-    points ``Y[i]`` with bit ``i`` of ``mask`` set; ``ok`` false if degenerate."""
-    idx = np.empty(4, np.int64)
+@compiled_borrowing
+def _project_subset(Y, mask, lam, idx, E, G, b, t):
+    """Barycentric coordinates (into ``lam``, 4) of the origin's projection on the affine hull of
+    the simplex points ``Y[i]`` with bit ``i`` of ``mask`` set; false if degenerate. ``idx`` (4),
+    ``E``, ``G`` (3 x 3), ``b`` and ``t`` (3) are scratch."""
     k = 0
     for i in range(4):
+        lam[i] = 0.0
         if mask & (1 << i):
             idx[k] = i
             k += 1
-    lam = np.zeros(4)
     if k == 1:
         lam[idx[0]] = 1.0
-        return lam, True
+        return True
     # minimize |y0 + sum_j t_j (y_j - y0)|^2: Gram system G t = -b
-    y0 = Y[idx[0]]
-    E = np.empty((3, 3))
+    i0 = idx[0]
     for j in range(1, k):
         for r in range(3):
-            E[j - 1, r] = Y[idx[j], r] - y0[r]
+            E[j - 1, r] = Y[idx[j], r] - Y[i0, r]
     m = k - 1
-    G = np.zeros((3, 3))
-    b = np.zeros(3)
     for i in range(m):
-        b[i] = _dot(E[i], y0)
+        b[i] = E[i, 0] * Y[i0, 0] + E[i, 1] * Y[i0, 1] + E[i, 2] * Y[i0, 2]
         for j in range(m):
-            G[i, j] = _dot(E[i], E[j])
-    t = np.zeros(3)
+            G[i, j] = E[i, 0] * E[j, 0] + E[i, 1] * E[j, 1] + E[i, 2] * E[j, 2]
     if m == 1:
         if G[0, 0] <= 0.0:
-            return lam, False
+            return False
         t[0] = -b[0] / G[0, 0]
     elif m == 2:
         det = G[0, 0] * G[1, 1] - G[0, 1] * G[1, 0]
         if det <= 1e-30 * (G[0, 0] * G[1, 1]) or det <= 0.0:
-            return lam, False
+            return False
         t[0] = (-b[0] * G[1, 1] + b[1] * G[0, 1]) / det
         t[1] = (-b[1] * G[0, 0] + b[0] * G[1, 0]) / det
     else:
@@ -237,7 +233,7 @@ def _project_subset(Y, mask):
         c02 = G[1, 0] * G[2, 1] - G[1, 1] * G[2, 0]
         det = G[0, 0] * c00 + G[0, 1] * c01 + G[0, 2] * c02
         if det <= 1e-30 * (G[0, 0] * G[1, 1] * G[2, 2]) or det <= 0.0:
-            return lam, False
+            return False
         c10 = G[0, 2] * G[2, 1] - G[0, 1] * G[2, 2]
         c11 = G[0, 0] * G[2, 2] - G[0, 2] * G[2, 0]
         c12 = G[0, 1] * G[2, 0] - G[0, 0] * G[2, 1]
@@ -252,19 +248,22 @@ def _project_subset(Y, mask):
         lam[idx[j + 1]] = t[j]
         s += t[j]
     lam[idx[0]] = 1.0 - s
+    inside = True
     for j in range(k):
         if lam[idx[j]] <= 0.0:
-            return lam, False
-    return lam, True
+            inside = False
+    return inside
 
 
-@compiled
-def _closest_on_simplex(Y, n):
-    """Point of the simplex ``Y[:n]`` nearest the origin: (barycentric coordinates, mask of
-    the smallest face holding it). Every subset is tried (Johnson's subalgorithm by
-    enumeration); the valid projection of least norm is the nearest point."""
+@compiled_borrowing
+def _closest_on_simplex(Y, n, best_lam, lam, idx, E, G, b, t):
+    """Point of the simplex ``Y[:n]`` nearest the origin: its barycentric coordinates into
+    ``best_lam`` (4), and the mask of the smallest face holding it (returned). Every subset is
+    tried (Johnson's subalgorithm by enumeration); the valid projection of least norm is the
+    nearest point. ``lam`` and the rest are :func:`_project_subset`'s scratch."""
     best = np.inf
-    best_lam = np.zeros(4)
+    for i in range(4):
+        best_lam[i] = 0.0
     best_mask = 1
     for size in range(1, n + 1):
         for mask in range(1, 1 << n):
@@ -274,20 +273,23 @@ def _closest_on_simplex(Y, n):
                     bits += 1
             if bits != size:
                 continue
-            lam, ok = _project_subset(Y, mask)
-            if not ok:
+            if not _project_subset(Y, mask, lam, idx, E, G, b, t):
                 continue
-            v = np.zeros(3)
+            v0 = 0.0
+            v1 = 0.0
+            v2 = 0.0
             for i in range(n):
                 if mask & (1 << i):
-                    for r in range(3):
-                        v[r] += lam[i] * Y[i, r]
-            vv = _dot(v, v)
+                    v0 += lam[i] * Y[i, 0]
+                    v1 += lam[i] * Y[i, 1]
+                    v2 += lam[i] * Y[i, 2]
+            vv = v0 * v0 + v1 * v1 + v2 * v2
             if vv < best:
                 best = vv
-                best_lam = lam
+                for i in range(4):
+                    best_lam[i] = lam[i]
                 best_mask = mask
-    return best_lam, best_mask
+    return best_mask
 
 
 @compiled
@@ -323,13 +325,27 @@ def gjk(WA, WB):
         scale = max(scale, abs(WB[i, 0]) + abs(WB[i, 1]) + abs(WB[i, 2]))
     tiny = (1e-14 * scale) * (1e-14 * scale)
     vv = _dot(v, v)
+    # scratch: -v, the support point, the subset's coordinates and the new v
+    neg_v = np.empty(3)
+    w = np.empty(3)
+    lam_s = np.empty(4)
+    lam_p = np.empty(4)
+    idx = np.empty(4, np.int64)
+    E = np.empty((3, 3))
+    G = np.empty((3, 3))
+    gb = np.empty(3)
+    gt = np.empty(3)
+    v_new = np.empty(3)
     for _ in range(_GJK_ITERATIONS):
         if vv <= tiny:
             vv = 0.0
             break
-        ia = _support(WA, -v)
+        for r in range(3):
+            neg_v[r] = -v[r]
+        ia = _support(WA, neg_v)
         ib = _support(WB, v)
-        w = WA[ia] - WB[ib]
+        for r in range(3):
+            w[r] = WA[ia, r] - WB[ib, r]
         # converged: no support point closer to the origin along v
         if vv - _dot(v, w) <= 1e-13 * vv:
             break
@@ -339,34 +355,39 @@ def gjk(WA, WB):
                 dup = True
         if dup:
             break
-        Y[n] = w
-        YA[n] = WA[ia]
-        YB[n] = WB[ib]
+        for r in range(3):
+            Y[n, r] = w[r]
+            YA[n, r] = WA[ia, r]
+            YB[n, r] = WB[ib, r]
         n += 1
-        lam, mask = _closest_on_simplex(Y, n)
+        mask = _closest_on_simplex(Y, n, lam_s, lam_p, idx, E, G, gb, gt)
         k = 0
-        lam2 = np.zeros(4)
+        for j in range(4):
+            lam[j] = 0.0
         for j in range(n):
             if mask & (1 << j):
-                Y[k] = Y[j]
-                YA[k] = YA[j]
-                YB[k] = YB[j]
-                lam2[k] = lam[j]
+                for r in range(3):
+                    Y[k, r] = Y[j, r]
+                    YA[k, r] = YA[j, r]
+                    YB[k, r] = YB[j, r]
+                lam[k] = lam_s[j]
                 k += 1
         n = k
-        lam = lam2
-        v_new = np.zeros(3)
+        for r in range(3):
+            v_new[r] = 0.0
         for j in range(n):
             for r in range(3):
                 v_new[r] += lam[j] * Y[j, r]
         vv_new = _dot(v_new, v_new)
         if n == 4:
             vv = 0.0
-            v = v_new
+            for r in range(3):
+                v[r] = v_new[r]
             break
         if vv_new >= vv:
             break
-        v = v_new
+        for r in range(3):
+            v[r] = v_new[r]
         vv = vv_new
     a = np.zeros(3)
     b = np.zeros(3)
@@ -381,19 +402,37 @@ def gjk(WA, WB):
 # --------------------------------------------------------------------------- EPA
 
 
-@compiled
-def _face_plane(P, i, j, k, centre):
-    """Outward unit normal and origin distance of face (i, j, k); ``flip`` if (i, j, k) winds
-    inward (seen from ``centre``)."""
-    n = cross3(P[j] - P[i], P[k] - P[i])
-    nn = np.sqrt(_dot(n, n))
+@compiled_borrowing
+def _face_plane(P, i, j, k, centre, FN, f):
+    """Outward unit normal (into ``FN[f]``) and origin distance (returned) of face (i, j, k);
+    ``flip`` (returned) if (i, j, k) winds inward (seen from ``centre``)."""
+    u0 = P[j, 0] - P[i, 0]
+    u1 = P[j, 1] - P[i, 1]
+    u2 = P[j, 2] - P[i, 2]
+    w0 = P[k, 0] - P[i, 0]
+    w1 = P[k, 1] - P[i, 1]
+    w2 = P[k, 2] - P[i, 2]
+    n0 = u1 * w2 - u2 * w1
+    n1 = u2 * w0 - u0 * w2
+    n2 = u0 * w1 - u1 * w0
+    nn = np.sqrt(n0 * n0 + n1 * n1 + n2 * n2)
     if nn == 0.0:
-        return n, np.inf, False
-    n = n / nn
-    flip = _dot(n, P[i] - centre) < 0.0
+        FN[f, 0] = n0
+        FN[f, 1] = n1
+        FN[f, 2] = n2
+        return np.inf, False
+    n0 = n0 / nn
+    n1 = n1 / nn
+    n2 = n2 / nn
+    flip = n0 * (P[i, 0] - centre[0]) + n1 * (P[i, 1] - centre[1]) + n2 * (P[i, 2] - centre[2]) < 0.0
     if flip:
-        n = -n
-    return n, _dot(n, P[i]), flip
+        n0 = -n0
+        n1 = -n1
+        n2 = -n2
+    FN[f, 0] = n0
+    FN[f, 1] = n1
+    FN[f, 2] = n2
+    return n0 * P[i, 0] + n1 * P[i, 1] + n2 * P[i, 2], flip
 
 
 @compiled
@@ -451,7 +490,7 @@ def epa(WA, WB, Y0, YA0, YB0, n0):
     """Penetration of overlapping convex hulls ``WA``, ``WB`` (inertial vertex sets) by EPA
     from GJK's final simplex. Returns ``(depth, normal)``: the least translation of B along
     ``normal`` (from A to B) that separates them is ``depth`` [m]."""
-    P = np.zeros((_EPA_VERTICES, 3))
+    P = np.empty((_EPA_VERTICES, 3))  # rows below nv are written before they are read
     Y = Y0.copy()
     YA = YA0.copy()
     YB = YB0.copy()
@@ -472,24 +511,24 @@ def epa(WA, WB, Y0, YA0, YB0, n0):
         P[i] = Y[i]
     nv = 4
     centre = 0.25 * (P[0] + P[1] + P[2] + P[3])
-    F = np.zeros((_EPA_FACES, 3), np.int64)
-    FN = np.zeros((_EPA_FACES, 3))
-    FD = np.zeros(_EPA_FACES)
-    alive = np.zeros(_EPA_FACES, np.bool_)
+    # faces below nf and edges below ne are written before they are read
+    F = np.empty((_EPA_FACES, 3), np.int64)
+    FN = np.empty((_EPA_FACES, 3))
+    FD = np.empty(_EPA_FACES)
+    alive = np.empty(_EPA_FACES, np.bool_)
     nf = 0
     for i, j, k in ((0, 1, 2), (0, 3, 1), (0, 2, 3), (1, 3, 2)):
-        fn, fd, flip = _face_plane(P, i, j, k, centre)
+        fd, flip = _face_plane(P, i, j, k, centre, FN, nf)
         F[nf, 0] = i
         F[nf, 1] = k if flip else j
         F[nf, 2] = j if flip else k
-        FN[nf] = fn
         FD[nf] = fd
         alive[nf] = True
         nf += 1
     scale = 0.0
     for i in range(4):
         scale = max(scale, abs(P[i, 0]) + abs(P[i, 1]) + abs(P[i, 2]))
-    E = np.zeros((_EPA_EDGES, 2), np.int64)
+    E = np.empty((_EPA_EDGES, 2), np.int64)
     best = 0
     for _ in range(_EPA_ITERATIONS):
         best = -1
@@ -506,7 +545,12 @@ def epa(WA, WB, Y0, YA0, YB0, n0):
         # faces that see the new point go; their unshared edges form the horizon
         ne = 0
         for f in range(nf):
-            if alive[f] and _dot(FN[f], w - P[F[f, 0]]) > 1e-13 * scale:
+            g = F[f, 0]
+            if (
+                alive[f]
+                and FN[f, 0] * (w[0] - P[g, 0]) + FN[f, 1] * (w[1] - P[g, 1]) + FN[f, 2] * (w[2] - P[g, 2])
+                > 1e-13 * scale
+            ):
                 alive[f] = False
                 for e in range(3):
                     a = F[f, e]
@@ -524,11 +568,10 @@ def epa(WA, WB, Y0, YA0, YB0, n0):
         for q in range(ne):
             if E[q, 0] < 0:
                 continue
-            fn, fd, flip = _face_plane(P, E[q, 0], E[q, 1], nv, centre)
+            fd, flip = _face_plane(P, E[q, 0], E[q, 1], nv, centre, FN, nf)
             F[nf, 0] = E[q, 0]
             F[nf, 1] = nv if flip else E[q, 1]
             F[nf, 2] = E[q, 1] if flip else nv
-            FN[nf] = fn
             FD[nf] = fd
             alive[nf] = True
             nf += 1
@@ -556,13 +599,21 @@ def _box_box_sat(hA, RA, pA, hB, RB, pB):
             for r in range(3):
                 axis[r] = RB[r, k - 3]
         else:
+            # the unit cross product of A's axis i and B's axis j
             i = (k - 6) // 3
             j = (k - 6) % 3
-            axis = cross3(RA[:, i].copy(), RB[:, j].copy())
-            nn = _dot(axis, axis)
+            a0, a1, a2 = RA[0, i], RA[1, i], RA[2, i]
+            b0, b1, b2 = RB[0, j], RB[1, j], RB[2, j]
+            c0 = a1 * b2 - a2 * b1
+            c1 = a2 * b0 - a0 * b2
+            c2 = a0 * b1 - a1 * b0
+            nn = c0 * c0 + c1 * c1 + c2 * c2
             if nn < 1e-18:
                 continue
-            axis = axis / np.sqrt(nn)
+            root = np.sqrt(nn)
+            axis[0] = c0 / root
+            axis[1] = c1 / root
+            axis[2] = c2 / root
         rA = 0.0
         rB = 0.0
         for m in range(3):
@@ -606,12 +657,16 @@ def _order_polygon(X, n):
     t1, t2 = _tangent_basis(n)
     c = np.zeros(3)
     for i in range(k):
-        c += X[i]
+        for r in range(3):
+            c[r] += X[i, r]
     c /= k
     key = np.empty(k)
     for i in range(k):
-        x = _dot(X[i] - c, t1)
-        y = _dot(X[i] - c, t2)
+        d0 = X[i, 0] - c[0]
+        d1 = X[i, 1] - c[1]
+        d2 = X[i, 2] - c[2]
+        x = d0 * t1[0] + d1 * t1[1] + d2 * t1[2]
+        y = d0 * t2[0] + d1 * t2[1] + d2 * t2[2]
         s = abs(x) + abs(y)
         q = 0.0 if s == 0.0 else x / s  # pseudo-angle in [0, 4), increasing counter-clockwise
         key[i] = 1.0 - q if y >= 0.0 else 3.0 + q
@@ -633,16 +688,17 @@ def _clip_plane(X, m, a, normal):
     out = np.empty((2 * m + 2, 3))
     k = 0
     for i in range(m):
-        p = X[i]
-        q = X[(i + 1) % m]
-        dp = _dot(p - a, normal)
-        dq = _dot(q - a, normal)
+        j = (i + 1) % m
+        dp = (X[i, 0] - a[0]) * normal[0] + (X[i, 1] - a[1]) * normal[1] + (X[i, 2] - a[2]) * normal[2]
+        dq = (X[j, 0] - a[0]) * normal[0] + (X[j, 1] - a[1]) * normal[1] + (X[j, 2] - a[2]) * normal[2]
         if dp >= 0.0:
-            out[k] = p
+            for r in range(3):
+                out[k, r] = X[i, r]
             k += 1
         if (dp >= 0.0) != (dq >= 0.0):
             t = dp / (dp - dq)
-            out[k] = p + t * (q - p)
+            for r in range(3):
+                out[k, r] = X[i, r] + t * (X[j, r] - X[i, r])
             k += 1
     return out, k
 
@@ -818,7 +874,9 @@ def _plane_contact(RA, pA, WB, rB, tol):
     k = 0
     for i in range(kb):
         if g[i] < 0.0 or (dist >= 0.0 and g[i] <= dist + tol):
-            X[k] = WB[i] - (rB + 0.5 * g[i]) * n
+            f = rB + 0.5 * g[i]
+            for r in range(3):
+                X[k, r] = WB[i, r] - f * n[r]
             g[k] = g[i]
             k += 1
     if dist >= 0.0 and k > 1:
