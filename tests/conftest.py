@@ -49,6 +49,17 @@ def no_ray_processes_within(seconds: float) -> bool:
     return True
 
 
+@pytest.fixture(scope="session")
+def ray_processes_left():
+    """``left(seconds)``: the Ray processes still running once ``seconds`` have passed or all have
+    exited (for a module's own Ray, or cluster, to check what its shutdown left)."""
+
+    def left(seconds: float = 0.0) -> list[str]:
+        return [] if no_ray_processes_within(seconds) else ray_processes()
+
+    return left
+
+
 _exit_status: int | None = None
 
 

@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import no_ray_processes_within, ray_processes
 
 from hopsim.scenarios.catalog import get_scenario
 from hopsim.scenarios.formation import FormationParams
@@ -69,7 +68,7 @@ def _formation_across_nodes(sim, p):
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(ray_processes_left):
     """A head node and a worker node on 127.0.0.1, one CPU each; none of their processes may
     outlive the module."""
     import ray
@@ -77,7 +76,7 @@ def cluster():
 
     from hopsim.kernel.distributed.ray_runtime import _loopback_node
 
-    assert not ray.is_initialized() and not ray_processes()
+    assert not ray.is_initialized() and not ray_processes_left()
     with _loopback_node():  # every process on the loopback interface, as a local Ray of hopsim's
         made = Cluster(
             initialize_head=True,
@@ -89,7 +88,8 @@ def cluster():
     finally:
         _cluster.clear()
         made.shutdown()
-        assert no_ray_processes_within(15.0), ray_processes()
+        left = ray_processes_left(15.0)
+        assert not left, left
 
 
 def with_worker(cluster):
