@@ -34,7 +34,8 @@ def find_uv():
     if shutil.which("uv") or os.access(uv, os.X_OK):
         return shutil.which("uv") or uv
     # by this Python's pip, else by the pip of a venv there (a Python without pip, or one that refuses)
-    pip = ["-m", "pip", "install", "--quiet"]
+    # uv is one wheel with no dependencies: nothing to resolve or byte-compile, no pip version to check
+    pip = ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--no-compile"]
     tries = [
         [[sys.executable, *pip, "--target", TOOLS, "uv"]],
         [[sys.executable, "-m", "venv", TOOLS], [os.path.join(TOOLS, "bin", "python"), *pip, "uv"]],

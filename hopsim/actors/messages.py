@@ -144,9 +144,11 @@ def _encode_state(x, xdot, mass, out):
     copied, not computed: the encoding is exact whatever the values (native byte order, which
     must be the wire format's little-endian: used only where it is, see NATIVE_LITTLE_ENDIAN)."""
     vals = np.empty(20)
-    vals[0:13] = x
-    vals[13:16] = xdot[3:6]
-    vals[16:19] = xdot[10:13]
+    for i in range(13):
+        vals[i] = x[i]
+    for i in range(3):
+        vals[13 + i] = xdot[3 + i]
+        vals[16 + i] = xdot[10 + i]
     vals[19] = mass
     raw = vals.view(np.uint8)
     p = 0

@@ -80,7 +80,7 @@ class RigidVehicleDynamics(Weldable, ContinuousModel):
         if (
             inertia.shape != (3, 3)
             or not np.all(np.abs(inertia - inertia.T) <= 1e-8 + 1e-5 * np.abs(inertia.T))  # np.allclose's test
-            or np.any(detlinalg.eigvalsh(inertia) <= 0)
+            or np.any(detlinalg.eigh_unsorted(inertia)[0] <= 0)  # in any order (eigvalsh sorts them)
         ):
             raise ValueError(
                 f"{name}: inertia_C_B must be a symmetric positive-definite 3x3 matrix "

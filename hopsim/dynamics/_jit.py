@@ -10,6 +10,12 @@ Hot entry points called from Python can be compiled for one fixed signature with
 specialization at call time) and raises ``TypeError`` for anything else, which the Python
 wrapper answers by converting its inputs. The compilation waits for the first call, so that
 importing hopsim.dynamics costs no compile time to a scenario that never calls the function.
+
+Compiled code copies an array into another element by element, not by slice assignment
+(``out[0:3] = r``, ``rows[k] = r``): numba checks a slice assignment's shapes with an error
+message it formats at run time, which compiles its string formatting (seconds, in each process)
+and links it into every function that assigns so. ``np.cross`` and ``np.sort`` are as dear for
+what they do (formatted messages, a quicksort): written out where they are needed.
 """
 
 import functools

@@ -187,22 +187,41 @@ def _nonsingular(lu):
 def solve(A, b):
     """``x`` with ``A x = b`` (``b`` a vector or a matrix of right-hand sides)."""
     _check_square(A)
+    if b.shape[0] != A.shape[0]:
+        raise ValueError("solve: the right-hand side's rows differ from the matrix's")
     lu, perm, _ = _lu(A)
     _nonsingular(lu)
     if b.ndim == 1:
         return _lu_solve(lu, perm, b.astype(np.float64)).reshape(b.shape)
-    out = np.empty(b.shape)
-    bb = b.astype(np.float64)
-    for j in range(b.shape[1]):
-        out[:, j] = _lu_solve(lu, perm, np.ascontiguousarray(bb[:, j]))
+    n, m = b.shape
+    out = np.empty((n, m))
+    column = np.empty(n)
+    for j in range(m):
+        for i in range(n):
+            column[i] = b[i, j]
+        x = _lu_solve(lu, perm, column)
+        for i in range(n):  # out[:, j] = x, whose shape check would compile a formatted message
+            out[i, j] = x[i]
     return out
 
 
 @compiled
 def inv(A):
-    """Inverse of a square non-singular matrix."""
+    """Inverse of a square non-singular matrix: :func:`solve` with the identity, a column at a
+    time (the same eliminations, the same bits)."""
     _check_square(A)
-    return solve(A, np.eye(A.shape[0]))
+    n = A.shape[0]
+    lu, perm, _ = _lu(A)
+    _nonsingular(lu)
+    out = np.empty((n, n))
+    unit = np.zeros(n)
+    for j in range(n):
+        unit[j] = 1.0
+        x = _lu_solve(lu, perm, unit)
+        unit[j] = 0.0
+        for i in range(n):
+            out[i, j] = x[i]
+    return out
 
 
 @compiled

@@ -8,6 +8,14 @@ a scenario's first run, :func:`compile_ahead` compiles them in a pool of process
 first, into numba's disk cache; the run then loads them from the cache. A kernel the manifest
 misses (new argument types, a new kernel) still compiles at its first call, as before.
 
+numba compiles a kernel together with the functions it calls that are not compiled yet (in
+this process, or in the disk cache), and two processes that need one function at once both
+compile it. The manifest therefore says, for each kernel, the seconds it takes to compile in a
+process of its own and the package's functions it calls (directly or not); a free process takes
+the longest kernel that calls none of the functions the other processes are compiling (the
+longest of all if each one does): a function is compiled once, and the kernels that call it
+later load it from the cache.
+
 A stamp beside numba's cache remembers that a scenario's kernels were compiled ahead for these
 sources (hash of the package's Python files), this numba and this CPU, those that could be; a
 later run checks the stamp only.
@@ -32,21 +40,34 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from importlib import resources
 from multiprocessing import active_children, get_context
 from pathlib import Path
+from typing import NamedTuple
 
 MANIFEST = "kernel_manifest.json"
 
-Kernel = tuple[str, str, str, float]  # module, function name, signature text, compile seconds
+
+class Kernel(NamedTuple):
+    """A kernel of the manifest."""
+
+    module: str
+    name: str
+    signature: str  # the argument types, as :func:`_parse_signature` reads them
+    seconds: float  # compiling it, with the functions it calls, in a process of its own
+    calls: tuple[str, ...] = ()  # the package's functions it calls, directly or not ("module.qualname")
 
 
 def load_manifest() -> dict[str, list[Kernel]]:
     """Scenario name -> the kernels its run compiles (as recorded)."""
     text = resources.files("hopsim.scenarios").joinpath(MANIFEST).read_text()
-    return {name: [tuple(k) for k in kernels] for name, kernels in json.loads(text)["scenarios"].items()}
+    return {
+        name: [Kernel(*k[:4], tuple(k[4].split()) if len(k) > 4 else ()) for k in kernels]
+        for name, kernels in json.loads(text)["scenarios"].items()
+    }
 
 
 def _sources_digest() -> str:
@@ -182,13 +203,25 @@ def _stop(pool: ProcessPoolExecutor, workers: set) -> None:
         process.join(5)
 
 
+def _functions(kernel: Kernel) -> frozenset[str]:
+    """What compiling ``kernel`` may compile: itself and the package's functions it calls."""
+    return frozenset((f"{kernel.module}.{kernel.name}", *kernel.calls))
+
+
+def _next_kernel(pending: list[Kernel], compiling: list[Kernel]) -> Kernel:
+    """Of ``pending`` (longest first), the longest that calls none of the functions of the kernels
+    ``compiling`` in the other processes (those would be compiled twice), else the longest."""
+    busy = frozenset().union(*map(_functions, compiling))
+    return next((k for k in pending if not _functions(k) & busy), pending[0])
+
+
 def compile_ahead(scenario: str, workers: int | None = None, report: Callable[[str], None] = lambda line: None) -> int:
     """Compile the kernels of ``scenario``'s manifest into numba's cache with ``workers`` processes
     (default: one per core), unless the stamp says they are; the number compiled. ``report``
     receives one progress line per kernel and a closing line."""
     if is_compiled(scenario):
         return 0
-    kernels = sorted(load_manifest().get(scenario, []), key=lambda k: -k[3])
+    kernels = sorted(load_manifest().get(scenario, []), key=lambda k: -k.seconds)
     if not kernels:
         return 0
     workers = max(1, min(workers or os.cpu_count() or 1, len(kernels)))
@@ -200,18 +233,37 @@ def compile_ahead(scenario: str, workers: int | None = None, report: Callable[[s
     failed = []
     ours = set(active_children())  # the processes started before: not the pool's
     pool = None
+    pending, running, done = list(kernels), {}, 0
+
+    def start() -> None:  # one more kernel for a free process
+        kernel = _next_kernel(pending, list(running.values()))
+        pending.remove(kernel)
+        try:
+            future = pool.submit(_compile_one, kernel.module, kernel.name, kernel.signature)
+        except BrokenProcessPool as exc:  # a process died: this kernel too is left to its first call
+            future = Future()
+            future.set_exception(exc)
+        running[future] = kernel
+
     with _interrupts_kept() as interrupts:
         try:
-            with _deaf_children():  # the pool's processes start and stay deaf to Ctrl-C
+            with _deaf_children():  # the pool's processes start (one per kernel submitted) and stay deaf to Ctrl-C
                 pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_ignore_interrupts)
-                futures = {pool.submit(_compile_one, m, n, s): f"{m.rsplit('.', 1)[-1]}.{n}" for m, n, s, _ in kernels}
-            for done, future in enumerate(as_completed(futures), 1):
+                for _ in range(workers):
+                    start()
+            while running:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 interrupts.check()
-                try:
-                    future.result()
-                except Exception as exc:  # compiled at first call instead
-                    failed.append(f"{futures[future]} ({type(exc).__name__})")
-                report(f"  {done}/{len(kernels)} {futures[future]}, {time.perf_counter() - t0:.0f} s")
+                for future in finished:
+                    kernel, done = running.pop(future), done + 1
+                    label = f"{kernel.module.rsplit('.', 1)[-1]}.{kernel.name}"
+                    try:
+                        future.result()
+                    except Exception as exc:  # compiled at first call instead
+                        failed.append(f"{label} ({type(exc).__name__})")
+                    report(f"  {done}/{len(kernels)} {label}, {time.perf_counter() - t0:.0f} s")
+                while pending and len(running) < workers:
+                    start()
             interrupts.check()
         except BaseException:
             if pool is not None:
@@ -242,7 +294,8 @@ def _signature_text(args) -> str | None:
 def record(scenarios: list[str]) -> dict[str, list[Kernel]]:
     """Run each scenario for its default duration, recorded, in a fresh process with an empty numba
     cache and list the kernels it compiles from Python (top-level compilations only): the
-    scenario's and the recorder's."""
+    scenario's and the recorder's, each with the seconds it takes to compile alone and the
+    package's functions it calls (:func:`_record_one`)."""
     import subprocess
     import sys
 
@@ -256,33 +309,64 @@ def record(scenarios: list[str]) -> dict[str, list[Kernel]]:
                 text=True,
                 check=True,
             )
-        found[name] = [tuple(k) for k in json.loads(out.stdout.splitlines()[-1])]
+        found[name] = [Kernel(*k[:4], tuple(k[4].split())) for k in json.loads(out.stdout.splitlines()[-1])]
     return found
 
 
-def _record_one(name: str) -> list[Kernel]:
+def _linked(library) -> list:
+    """The code libraries numba linked into ``library``'s (compiled functions it calls, directly
+    or not), ``library`` first."""
+    seen, order = {id(library)}, [library]
+    for lib in order:
+        for linked in getattr(lib, "_linking_libraries", ()):
+            if id(linked) not in seen:
+                seen.add(id(linked))
+                order.append(linked)
+    return order
+
+
+def _record_one(name: str) -> list[list]:
+    """The kernels ``name``'s run compiles from Python, as manifest entries: module, function,
+    signature, the seconds compiling it alone takes (the sum of the compile times, less those of
+    the functions compiled within, of every function linked into it; each function compiles once
+    in this run, whichever kernel needs it first) and the package's functions it calls."""
     from numba.core import event
 
     from hopsim.scenarios.runner import run_scenario
 
-    stack, kernels = [], {}
+    stack, kernels, functions = [], {}, {}  # functions: id(library) -> (library, "module.qualname", own seconds)
 
     class _Listener(event.Listener):
         def on_start(self, ev):
-            stack.append(time.perf_counter())
+            stack.append([time.perf_counter(), 0.0])
 
         def on_end(self, ev):
-            t0 = stack.pop()
-            fn = ev.data["dispatcher"].py_func
-            text = _signature_text(ev.data["args"])
+            t0, inner = stack.pop()
+            took = time.perf_counter() - t0
+            if stack:
+                stack[-1][1] += took
+            dispatcher, args = ev.data["dispatcher"], tuple(ev.data["args"])
+            fn = dispatcher.py_func
+            library = getattr(dispatcher.overloads.get(args), "library", None)
+            if library is None:
+                return
+            functions[id(library)] = (library, f"{fn.__module__}.{fn.__qualname__}", took - inner)
+            text = _signature_text(args)
             if stack or text is None or "<locals>" in fn.__qualname__ or not fn.__module__.startswith("hopsim."):
                 return
-            kernels[(fn.__module__, fn.__qualname__, text)] = round(time.perf_counter() - t0, 2)
+            kernels[(fn.__module__, fn.__qualname__, text)] = library
 
     event.register("numba:compile", _Listener())
     with tempfile.TemporaryDirectory(prefix="hopsim-record-") as out:
         run_scenario(name, out=Path(out) / "run.mcap")  # recorded, as `make run` flies it
-    return [(m, n, s, sec) for (m, n, s), sec in sorted(kernels.items())]
+    found = []
+    for (module, qualname, text), library in sorted(kernels.items()):
+        linked = [functions[id(lib)] for lib in _linked(library) if id(lib) in functions]
+        calls = sorted(
+            {f for _, f, _ in linked[1:] if f.startswith("hopsim.") and "<locals>" not in f} - {f"{module}.{qualname}"}
+        )
+        found.append([module, qualname, text, round(sum(s for _, _, s in linked), 2), " ".join(calls)])
+    return found
 
 
 def main() -> None:
@@ -298,7 +382,10 @@ def main() -> None:
 
         manifest = {
             "written_by": "python -m hopsim.scenarios.compile_ahead --record",
-            "scenarios": record([spec.name for spec in all_scenarios()]),
+            "scenarios": {
+                name: [[*k[:4], " ".join(k.calls)] for k in kernels]
+                for name, kernels in record([spec.name for spec in all_scenarios()]).items()
+            },
         }
         Path(__file__).with_name(MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     elif opts.scenario:

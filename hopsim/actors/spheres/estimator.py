@@ -39,6 +39,7 @@ from hopsim.kernel.simtime import NS_PER_S
 
 _ZERO3 = np.zeros(3)
 
+# The kernels copy arrays element by element, not by slice assignment: see hopsim.dynamics._jit.
 # columns of the rows :func:`_propagate_samples` returns: r_N (m), v_N (m/s), q_BN (scalar-last),
 # omega_B (rad/s, bias-corrected), accel_B (m/s^2) and the interval before the sample (s); the
 # first three are also those of :func:`_coast_state`'s array
@@ -68,9 +69,11 @@ def _coast_state(r, v, q, omega_B, impulse_B, moment_B, accel_B, mass, dt, use_a
     ``_R``, ``_V``, ``_Q`` (one array to hand back instead of three)."""
     r_new, v_new, q_new = _coast(r, v, q, omega_B, impulse_B, moment_B, accel_B, mass, dt, use_accel, planar)
     out = np.empty(10)
-    out[0:3] = r_new
-    out[3:6] = v_new
-    out[6:10] = q_new
+    for j in range(3):
+        out[j] = r_new[j]
+        out[3 + j] = v_new[j]
+    for j in range(4):
+        out[6 + j] = q_new[j]
     return out
 
 
@@ -84,9 +87,11 @@ def _coast_many(r, v, q, omega_B, impulse_B, moment_B, accel_B, mass, dt, use_ac
     for k in range(n):
         if dt[k] > 0.0:
             r, v, q = _coast(r, v, q, omega_B[k], impulse_B[k], moment_B[k], accel_B[k], mass, dt[k], use_accel, planar)
-        rs[k] = r
-        vs[k] = v
-        qs[k] = q
+        for j in range(3):
+            rs[k, j] = r[j]
+            vs[k, j] = v[j]
+        for j in range(4):
+            qs[k, j] = q[j]
     return rs, vs, qs
 
 
@@ -120,12 +125,15 @@ def _propagate_samples(r, v, q, bias, t_ns, times, samples, spans, mass, use_acc
             accel_B[k, j] = samples[3 * (n + k) + j]
     rs, vs, qs = _coast_many(r, v, q, omega, impulse, moment, accel_B, mass, dt, use_accel, planar)
     out = np.empty((n, 17))
-    out[:, 0:3] = rs
-    out[:, 3:6] = vs
-    out[:, 6:10] = qs
-    out[:, 10:13] = omega
-    out[:, 13:16] = accel_B
-    out[:, 16] = dt
+    for k in range(n):
+        for j in range(3):
+            out[k, j] = rs[k, j]
+            out[k, 3 + j] = vs[k, j]
+            out[k, 10 + j] = omega[k, j]
+            out[k, 13 + j] = accel_B[k, j]
+        for j in range(4):
+            out[k, 6 + j] = qs[k, j]
+        out[k, 16] = dt[k]
     return out
 
 
@@ -161,8 +169,11 @@ def _relative_motion(r, v, q, w, dt):
     dR = np.empty((m - 1, 3, 3))
     for k in range(1, m):
         r_k, q_k = _coasted_pose(r[k], v[k], q[k], w[k], dt[k])
-        dr[k - 1] = r_k - r_ref
-        dR[k - 1] = detlinalg.matmul(dcm_c(q_k), R_ref_T)
+        rotation = detlinalg.matmul(dcm_c(q_k), R_ref_T)
+        for i in range(3):
+            dr[k - 1, i] = r_k[i] - r_ref[i]
+            for j in range(3):
+                dR[k - 1, i, j] = rotation[i, j]
     return r_ref, q_ref, dr, dR
 
 

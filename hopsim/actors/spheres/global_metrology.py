@@ -99,6 +99,7 @@ def _ranges(p_b, tx_dir, cos_max_tx, c, rx_B, centres_B, normals_B, cos_max_rx, 
     omega_N = detlinalg.matmul(R, omega_B)
     rate = np.sqrt(detlinalg.dot(omega_N, omega_N))
     k = omega_N / rate if rate > 0.0 else omega_N
+    k_x_s = np.empty(3)
     for f in range(centres_B.shape[0]):
         # visibility of the face, at the firing instant
         to_face = r + detlinalg.matmul(R, centres_B[f]) - p_b
@@ -119,7 +120,10 @@ def _ranges(p_b, tx_dir, cos_max_tx, c, rx_B, centres_B, normals_B, cos_max_rx, 
                 if rate > 0.0:
                     th = rate * tau
                     cos_th = detmath.cos(th)
-                    moved = s * cos_th + np.cross(k, s) * detmath.sin(th) + k * detlinalg.dot(k, s) * (1.0 - cos_th)
+                    k_x_s[0] = k[1] * s[2] - k[2] * s[1]  # np.cross(k, s), its products and differences
+                    k_x_s[1] = k[2] * s[0] - k[0] * s[2]
+                    k_x_s[2] = k[0] * s[1] - k[1] * s[0]
+                    moved = s * cos_th + k_x_s * detmath.sin(th) + k * detlinalg.dot(k, s) * (1.0 - cos_th)
                 d = p_b - (r + v * tau + moved)
                 tau = np.sqrt(detlinalg.dot(d, d)) / c
             out[j] = c * tau
@@ -176,7 +180,9 @@ def _measure_back(
         w,
         iterations,
     )
-    ranges[beacon] = out.reshape(n_faces, n_rx)
+    for f in range(n_faces):
+        for j in range(n_rx):
+            ranges[beacon, f, j] = out[f * n_rx + j]
 
 
 class GlobalMetrologySimulator(ContinuousModel):

@@ -36,9 +36,11 @@ def _hop_truth(x, xd, support_N):
     """At the hop's end (state x, derivatives xd): the specific force (m/s^2, B), the body rate
     (rad/s) and the angular acceleration (rad/s^2), as one array of 9."""
     out = np.empty(9)
-    out[0:3] = detlinalg.matmul(dcm_c(x[6:10]).T, xd[3:6] + support_N)
-    out[3:6] = x[10:13]
-    out[6:9] = xd[10:13]
+    f_B = detlinalg.matmul(dcm_c(x[6:10]).T, xd[3:6] + support_N)
+    for j in range(3):
+        out[j] = f_B[j]
+        out[3 + j] = x[10 + j]
+        out[6 + j] = xd[10 + j]
     return out
 
 

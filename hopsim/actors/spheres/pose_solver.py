@@ -127,11 +127,13 @@ def _gather_and_solve(flat, s_all, beacons_N, dr_b, dR_b, r0, q0, max_iterations
     for k in range(n_b):
         for j in range(n_r):
             if flat[k, j] >= 0.0:
-                p_b[m] = beacons_N[k]
-                s_B[m] = s_all[j]
+                for i in range(3):
+                    p_b[m, i] = beacons_N[k, i]
+                    s_B[m, i] = s_all[j, i]
+                    dr[m, i] = dr_b[k, i]
+                    for c in range(3):
+                        dR[m, i, c] = dR_b[k, i, c]
                 rho[m] = flat[k, j]
-                dr[m] = dr_b[k]
-                dR[m] = dR_b[k]
                 m += 1
     if n < 6:
         return r0, q0, np.inf, 0, False, n
@@ -219,7 +221,10 @@ def _gauss_newton_compiled(p_b, s_B, rho, dr, dR, r, q, max_iterations, tol):
             converged = True
             break
     _residuals(p_b, s_B, rho, dr, dR, r, q, np.empty((0, 6)), res)
-    return r, q, np.sqrt(np.mean(res * res)), it, converged
+    total = 0.0  # np.mean(res * res): the squares summed in order, over their count
+    for k in range(n):
+        total += res[k] * res[k]
+    return r, q, np.sqrt(total / n), it, converged
 
 
 def trilaterate(ranges, beacons_N, receivers_B) -> np.ndarray:
