@@ -371,30 +371,6 @@ def closed_loop_models():
     ]  # fmt: skip
 
 
-def pinocchio_closures(twin, loops, contact_type):
-    """The closures as Pinocchio rigid constraint models between the same node frames (as the
-    closed-loop tests build them), their datas, and the proximal settings the tests use."""
-    import pinocchio as pin
-
-    models = pin.StdVec_RigidConstraintModel()
-    for c in loops.closures:
-        placements = []
-        for body, node in ((c.body1, c.node1), (c.body2, c.node2)):
-            T = pin.SE3(node.rotation.copy(), node.translation.copy())
-            if body < 0:
-                placements.append((0, T))
-            else:
-                placements.append((int(twin.joint_of_body[body]), twin.body_in_joint[body] * T))
-        (j1, T1), (j2, T2) = placements
-        models.append(pin.RigidConstraintModel(contact_type, twin.model, j1, T1, j2, T2, pin.ReferenceFrame.LOCAL))
-    datas = pin.StdVec_RigidConstraintData()
-    for cm in models:
-        datas.append(cm.createData())
-    pin.initConstraintDynamics(twin.model, twin.data, models, datas)
-    # minimum-norm multipliers for redundant closures (mu > 0), exact in a few iterations otherwise
-    return models, datas, pin.ProximalSettings(1e-14, 1e-10, 200)
-
-
 def _constraint_batch_kernel():
     import numba
 
@@ -416,7 +392,7 @@ def _time_closed_loop(batch_kernel, build, start, contact_type):
     relative difference of the accelerations from Pinocchio's."""
     import pinocchio as pin
     from dyn_helpers import PinocchioTwin
-    from test_dyn_closed_loops import closed_state
+    from test_dyn_closed_loops import closed_state, pinocchio_closures
 
     from hopsim.dynamics import constraints as cs
 
@@ -470,7 +446,7 @@ def _closed_loop_parts(build, start, contact_type):
     ``constraintDynamics`` at that state."""
     import pinocchio as pin
     from dyn_helpers import PinocchioTwin
-    from test_dyn_closed_loops import closed_state
+    from test_dyn_closed_loops import closed_state, pinocchio_closures
 
     from hopsim.dynamics import algorithms as alg
     from hopsim.dynamics import constraints as cs

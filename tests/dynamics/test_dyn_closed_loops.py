@@ -160,11 +160,13 @@ def hub_zero_state(rng, tree):
 # --------------------------------------------------------------------------- Pinocchio
 
 
-def _pinocchio_closed(tree, loops, contact_type):
-    """The Pinocchio twin of a tree and its closures as rigid constraint models (node 1 on
-    joint 1, node 2 on joint 2, forces in node 1's frame)."""
-    pin = pytest.importorskip("pinocchio")
-    twin = PinocchioTwin(tree)
+def pinocchio_closures(twin, loops, contact_type):
+    """The closures as Pinocchio rigid constraint models of the tree's twin (node 1 on joint 1,
+    node 2 on joint 2, forces in node 1's frame), their datas, and the proximal settings: they
+    converge to the minimum-norm multipliers when the constraints are redundant (mu > 0), to the
+    exact ones in a few iterations otherwise."""
+    import pinocchio as pin
+
     models = pin.StdVec_RigidConstraintModel()
     for c in loops.closures:
         placements = []
@@ -180,9 +182,15 @@ def _pinocchio_closed(tree, loops, contact_type):
     for cm in models:
         datas.append(cm.createData())
     pin.initConstraintDynamics(twin.model, twin.data, models, datas)
-    # the proximal iterations converge to the minimum-norm multipliers when the constraints
-    # are redundant (mu > 0), to the exact ones in a few iterations otherwise
-    prox = pin.ProximalSettings(1e-14, 1e-10, 200)
+    return models, datas, pin.ProximalSettings(1e-14, 1e-10, 200)
+
+
+def _pinocchio_closed(tree, loops, contact_type):
+    """The Pinocchio twin of a tree and its closures (:func:`pinocchio_closures`): a solver of
+    the constrained accelerations and multipliers."""
+    pin = pytest.importorskip("pinocchio")
+    twin = PinocchioTwin(tree)
+    models, datas, prox = pinocchio_closures(twin, loops, contact_type)
 
     def solve(Q, U, tau):
         a = pin.constraintDynamics(twin.model, twin.data, twin.q(Q), twin.v(U), twin.v(tau), models, datas, prox)
